@@ -1,0 +1,113 @@
+# Weft — non-recursive Makefile. `make` builds everything into $(BUILD)/.
+#   make               library, perf programs, weft tools, tests
+#   make test          run the Check suites (what CI runs)
+#   make asan-test     the same suites under ASan + UBSan, in build-asan/
+#   make install PREFIX=/usr/local
+#   make format        clang-format every source file
+
+BUILD   ?= build
+PREFIX  ?= /usr/local
+CC      ?= cc
+MPICC   ?= $(shell command -v mpicc 2>/dev/null)
+MPICC_MPICH ?= $(shell command -v mpicc.mpich 2>/dev/null)
+SANITIZE ?=
+
+VERSION := 0.1.0
+SOMAJOR := 0
+
+PKGS      := hwloc libfabric
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
+CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
+# Detected for later transports and topology sources.
+HAVE_LLDPCTL := $(shell pkg-config --exists lldpctl && echo 1)
+HAVE_VERBS   := $(shell pkg-config --exists libibverbs && echo 1)
+
+WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
+CFLAGS  ?= -O2 -g
+ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden -pthread \
+	-Iinclude -Isrc $(PKG_CFLAGS) $(SANITIZE) -MMD -MP
+LDLIBS_LIB := $(PKG_LIBS) -pthread -ldl -lm $(SANITIZE)
+
+LIB_SRCS := $(wildcard src/*.c) $(wildcard transports/*.c) $(wildcard algorithms/*.c) $(wildcard topo/*.c)
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+
+PERF_COMMON := perf/perf_common.c
+PERF_PROGS  := $(patsubst perf/%.c,$(BUILD)/%,$(filter-out perf/mpi_%,$(wildcard perf/*_perf.c)))
+MPI_PERF    := $(if $(MPICC),$(patsubst perf/%.c,$(BUILD)/%,$(wildcard perf/mpi_*_perf.c)))
+MPICH_PERF  := $(if $(MPICC_MPICH),$(patsubst perf/mpi_%.c,$(BUILD)/mpich_%,$(wildcard perf/mpi_*_perf.c)))
+
+TEST_HARNESS := tests/harness.c
+TEST_SRCS := $(wildcard tests/test_*.c)
+TEST_PROGS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
+
+TOOLS := $(if $(wildcard topo/weft_topo_main.c),$(BUILD)/weft-topo)
+
+.PHONY: all lib perf tests test asan-test install format clean
+all: lib perf tests $(TOOLS)
+lib: $(BUILD)/libweft.so $(BUILD)/libweft.a
+perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF)
+tests: $(TEST_PROGS)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/libweft.so: $(LIB_OBJS) src/weft.map
+	$(CC) -shared -Wl,-soname,libweft.so.$(SOMAJOR) -Wl,--version-script=src/weft.map \
+		-Wl,--no-undefined -o $@ $(LIB_OBJS) $(LDLIBS_LIB)
+	ln -sf libweft.so $(BUILD)/libweft.so.$(SOMAJOR)
+
+$(BUILD)/libweft.a: $(LIB_OBJS)
+	rm -f $@
+	ar rcs $@ $^
+
+# Perf programs link the shared library, found next to them.
+$(BUILD)/%_perf: perf/%_perf.c $(PERF_COMMON) perf/perf_common.h $(BUILD)/libweft.so
+	$(CC) $(ALL_CFLAGS) -Iperf -o $@ $< $(PERF_COMMON) -L$(BUILD) -lweft -Wl,-rpath,'$$ORIGIN' $(SANITIZE) -lm
+
+$(BUILD)/mpi_%_perf: perf/mpi_%_perf.c $(PERF_COMMON) perf/perf_common.h
+	$(MPICC) $(ALL_CFLAGS) -Iperf -DPERF_MPI -o $@ $< $(PERF_COMMON) $(SANITIZE) -lm
+
+$(BUILD)/mpich_%_perf: perf/mpi_%_perf.c $(PERF_COMMON) perf/perf_common.h
+	$(MPICC_MPICH) $(ALL_CFLAGS) -Iperf -DPERF_MPI -o $@ $< $(PERF_COMMON) $(SANITIZE) -lm
+
+$(BUILD)/weft-topo: topo/weft_topo_main.c $(BUILD)/libweft.a
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libweft.a $(LDLIBS_LIB)
+
+# Tests link the static library so they can reach internal functions.
+$(BUILD)/tests/%: tests/%.c $(TEST_HARNESS) tests/harness.h $(BUILD)/libweft.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -Itests -o $@ $< $(TEST_HARNESS) $(BUILD)/libweft.a \
+		$(CHECK_LIBS) $(LDLIBS_LIB)
+
+# Every suite runs; the target fails if any failed. Each prints Check's
+# "N%: Checks: X, Failures: Y, Errors: Z" line.
+test: tests $(PERF_PROGS)
+	@fail=0; for t in $(TEST_PROGS); do \
+		echo "== $$t"; WEFT_BUILD=$(BUILD) $$t || fail=1; \
+	done; exit $$fail
+
+asan-test:
+	$(MAKE) BUILD=build-asan SANITIZE="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+		CFLAGS="-O1 -g" test
+
+install: lib
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BUILD)/libweft.so $(DESTDIR)$(PREFIX)/lib/libweft.so.$(VERSION)
+	ln -sf libweft.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libweft.so.$(SOMAJOR)
+	ln -sf libweft.so.$(SOMAJOR) $(DESTDIR)$(PREFIX)/lib/libweft.so
+	install -m 0644 $(BUILD)/libweft.a $(DESTDIR)$(PREFIX)/lib/libweft.a
+	install -m 0644 include/weft.h $(DESTDIR)$(PREFIX)/include/weft.h
+	for p in $(PERF_PROGS) $(TOOLS); do install -m 0755 $$p $(DESTDIR)$(PREFIX)/bin/; done
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' weft.pc.in \
+		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/weft.pc
+
+format:
+	clang-format -i $(shell git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build build-asan
+
+-include $(LIB_OBJS:.o=.d)

@@ -1,0 +1,48 @@
+/* algo.h — the algorithm table: every (collective, algorithm) with its
+ * name, a one-line description and its task functions. */
+#ifndef WEFT_ALGO_H
+#define WEFT_ALGO_H
+
+#include <stdbool.h>
+
+#include "../src/error.h"
+#include "../src/task.h"
+
+struct weft_comm;
+
+enum weft_algo_id {
+	WEFT_ALGO_RING = 0,
+	WEFT_ALGO_COUNT
+};
+
+struct weft_algo {
+	enum weft_algo_id id;
+	enum weft_coll_kind coll;
+	const char *name;
+	const char *description;
+	/* Set up task->priv and post the first messages. */
+	weft_status_t (*post)(struct weft_task *task);
+	/* WEFT_SUCCESS when this rank's part is finished, WEFT_INPROGRESS, or an error. */
+	weft_status_t (*progress)(struct weft_task *task);
+};
+
+extern const struct weft_algo weft_allreduce_ring;
+extern const struct weft_algo weft_allgather_ring;
+
+const char *weft_coll_name(enum weft_coll_kind coll);
+
+/* Every algorithm of @p coll, NULL-terminated. */
+const struct weft_algo *const *weft_algos_for(enum weft_coll_kind coll);
+
+/* Look up by collective and name; NULL if there is none. */
+const struct weft_algo *weft_algo_find(enum weft_coll_kind coll, const char *name);
+
+/* Parse WEFT_ALGO ("allreduce:ring;allgather:ring") into forced[coll]
+ * (NULL where not forced). A bad entry gives WEFT_ERR_INVALID_ARG and names it. */
+weft_status_t weft_algo_parse_forced(const char *spec, const struct weft_algo *forced[WEFT_COLL_COUNT],
+				     struct weft_err *err);
+
+/* The algorithm for a call (forced, else the default). */
+const struct weft_algo *weft_algo_select(const struct weft_comm *comm, const struct weft_coll_args *args);
+
+#endif

@@ -1,0 +1,74 @@
+/* table.c — the algorithm table, WEFT_ALGO, and per-call selection. */
+#include <stdio.h>
+#include <string.h>
+
+#include "../src/comm.h"
+#include "algo.h"
+
+static const struct weft_algo *const allreduce_algos[] = {&weft_allreduce_ring, NULL};
+static const struct weft_algo *const allgather_algos[] = {&weft_allgather_ring, NULL};
+
+static const struct {
+	const char *name;
+	const struct weft_algo *const *algos;
+} colls[WEFT_COLL_COUNT] = {
+	[WEFT_COLL_ALLREDUCE] = {"allreduce", allreduce_algos},
+	[WEFT_COLL_ALLGATHER] = {"allgather", allgather_algos},
+};
+
+const char *weft_coll_name(enum weft_coll_kind coll)
+{
+	return (unsigned)coll < WEFT_COLL_COUNT ? colls[coll].name : "unknown";
+}
+
+const struct weft_algo *const *weft_algos_for(enum weft_coll_kind coll)
+{
+	return colls[coll].algos;
+}
+
+const struct weft_algo *weft_algo_find(enum weft_coll_kind coll, const char *name)
+{
+	for (const struct weft_algo *const *a = colls[coll].algos; *a; a++)
+		if (strcmp((*a)->name, name) == 0)
+			return *a;
+	return NULL;
+}
+
+weft_status_t weft_algo_parse_forced(const char *spec, const struct weft_algo *forced[WEFT_COLL_COUNT],
+				     struct weft_err *err)
+{
+	for (int c = 0; c < WEFT_COLL_COUNT; c++)
+		forced[c] = NULL;
+	if (!spec)
+		return WEFT_SUCCESS;
+	char buf[512];
+	snprintf(buf, sizeof(buf), "%s", spec);
+	char *save = NULL;
+	for (char *item = strtok_r(buf, ";", &save); item; item = strtok_r(NULL, ";", &save)) {
+		char *colon = strchr(item, ':');
+		if (!colon)
+			return weft_err_set(err, WEFT_ERR_INVALID_ARG,
+					    "WEFT_ALGO=%s: '%s' is not collective:algorithm", spec, item);
+		*colon = '\0';
+		int coll = -1;
+		for (int c = 0; c < WEFT_COLL_COUNT; c++)
+			if (strcmp(colls[c].name, item) == 0)
+				coll = c;
+		if (coll < 0)
+			return weft_err_set(err, WEFT_ERR_INVALID_ARG,
+					    "WEFT_ALGO=%s: unknown collective '%s'", spec, item);
+		forced[coll] = weft_algo_find((enum weft_coll_kind)coll, colon + 1);
+		if (!forced[coll])
+			return weft_err_set(err, WEFT_ERR_INVALID_ARG,
+					    "WEFT_ALGO=%s: %s has no algorithm '%s'", spec, item,
+					    colon + 1);
+	}
+	return WEFT_SUCCESS;
+}
+
+const struct weft_algo *weft_algo_select(const struct weft_comm *comm, const struct weft_coll_args *args)
+{
+	if (comm->forced[args->coll])
+		return comm->forced[args->coll];
+	return colls[args->coll].algos[0];
+}

@@ -1,0 +1,273 @@
+/*
+ * weft.h — the public interface of Weft, a topology-aware collective
+ * communication library for tensors in host memory.
+ *
+ * Conventions that hold for every call unless its comment says otherwise:
+ *
+ *  - Calls that can fail return a weft_status_t: WEFT_SUCCESS (0) on success,
+ *    WEFT_INPROGRESS (1) from weft_test() when an operation is not finished,
+ *    a negative code on failure. weft_status_string() names a code;
+ *    weft_comm_last_error() gives a sentence that says what failed, on which
+ *    rank, and which peer was involved.
+ *  - Thread safety: different communicators may be used from different
+ *    threads at the same time. One communicator must be used by one thread at
+ *    a time (like an NCCL communicator): calls on it are not serialised.
+ *    weft_comm_get_async_error() and weft_comm_abort() are the exceptions and
+ *    may be called from any thread.
+ *  - Collectives must be called on every rank of a communicator in the same
+ *    order with matching counts, datatypes and ops (as in MPI and NCCL).
+ *    Mismatched sizes are detected and reported where the bytes arrive.
+ *  - Buffers are host memory. A buffer passed to a non-blocking call must not
+ *    be touched until weft_test() or weft_wait() reports its completion.
+ */
+#ifndef WEFT_H
+#define WEFT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define WEFT_API __attribute__((visibility("default")))
+#else
+#define WEFT_API
+#endif
+
+#define WEFT_VERSION_MAJOR 0
+#define WEFT_VERSION_MINOR 1
+#define WEFT_VERSION_PATCH 0
+
+/** Status codes. Zero is success, one is "not finished yet", negative is failure. */
+typedef enum weft_status {
+	WEFT_SUCCESS = 0,
+	WEFT_INPROGRESS = 1,
+	WEFT_ERR_INVALID_ARG = -1, /**< a parameter is wrong; the message names it */
+	WEFT_ERR_NO_MEMORY = -2,   /**< an allocation or a shared segment failed */
+	WEFT_ERR_SYSTEM = -3,      /**< a system call failed; errno text is in the message */
+	WEFT_ERR_REMOTE = -4,      /**< a peer failed, closed its connection or sent bad data */
+	WEFT_ERR_TIMEOUT = -5,     /**< a bounded wait ran out; the message names whom it waited for */
+	WEFT_ERR_NOT_SUPPORTED = -6,
+	WEFT_ERR_INTERNAL = -7,    /**< a bug in Weft; please report the message */
+	WEFT_ERR_ABORTED = -8,     /**< the communicator was aborted */
+} weft_status_t;
+
+/** Element types. fp16 and bf16 are reduced with fp32 accumulation. */
+typedef enum weft_datatype {
+	WEFT_INT8 = 0,
+	WEFT_UINT8,
+	WEFT_INT32,
+	WEFT_UINT32,
+	WEFT_INT64,
+	WEFT_UINT64,
+	WEFT_FLOAT16,
+	WEFT_BFLOAT16,
+	WEFT_FLOAT32,
+	WEFT_FLOAT64,
+	WEFT_DATATYPE_COUNT
+} weft_datatype_t;
+
+/** Reduction operations. WEFT_AVG is the sum divided by the rank count
+ * (integer division, truncating toward zero, for integer types). */
+typedef enum weft_op {
+	WEFT_SUM = 0,
+	WEFT_PROD,
+	WEFT_MIN,
+	WEFT_MAX,
+	WEFT_AVG,
+	WEFT_OP_COUNT
+} weft_op_t;
+
+/** Pass as sendbuf of weft_allreduce/weft_allgather for MPI-style in place:
+ * allreduce then reads its input from recvbuf; allgather takes this rank's
+ * contribution from its own position in recvbuf (offset rank*count). Passing
+ * sendbuf == recvbuf also means in place for allreduce, and for allgather when
+ * sendbuf is recvbuf + rank*count*size. */
+#define WEFT_IN_PLACE ((const void *)1)
+
+#define WEFT_UNIQUE_ID_BYTES 128
+
+/** Opaque bytes that tell every rank how to reach the bootstrap root and
+ * the secret that proves membership. Created by weft_get_unique_id() on one
+ * rank and sent to the others by any out-of-band means (MPI_Bcast, a file,
+ * a pipe). Treat it as a password: whoever holds it can join the job. */
+typedef struct weft_unique_id {
+	char internal[WEFT_UNIQUE_ID_BYTES];
+} weft_unique_id_t;
+
+typedef struct weft_comm *weft_comm_t;
+typedef struct weft_task *weft_request_t;
+
+/** Optional settings for communicator creation. Zero-initialise, then set
+ * what you need; zero fields take the environment's or built-in defaults. */
+typedef struct weft_config {
+	size_t size;             /**< sizeof(weft_config_t); set by WEFT_CONFIG_INIT */
+	double timeout_seconds;  /**< bound on every wait (bootstrap and operations); 0: WEFT_TIMEOUT */
+} weft_config_t;
+
+#define WEFT_CONFIG_INIT {sizeof(weft_config_t), 0.0}
+
+/** Name of a status code ("success", "invalid argument", ...). Never NULL. */
+WEFT_API const char *weft_status_string(weft_status_t status);
+
+/** Size in bytes of one element of @p dtype, or 0 if @p dtype is invalid. */
+WEFT_API size_t weft_datatype_size(weft_datatype_t dtype);
+
+/** Library version as "major.minor.patch". */
+WEFT_API const char *weft_version(void);
+
+/**
+ * Create a unique id and start the bootstrap root listener in this process.
+ *
+ * Call on exactly one process (usually the one that will be rank 0), before
+ * any rank calls weft_comm_init_rank() with the id. The listener binds to the
+ * interface named by WEFT_SOCKET_IFNAME (default: loopback, 127.0.0.1) on a
+ * port chosen by the kernel, or to WEFT_ROOT=host:port if that is set. It
+ * runs in a background thread until every rank has joined, the bootstrap
+ * timeout expires, or the process exits.
+ *
+ * @param[out] id  filled with the root address, a random 64-bit secret and a magic.
+ * @return WEFT_SUCCESS, WEFT_ERR_INVALID_ARG (id NULL or bad WEFT_ROOT),
+ *         WEFT_ERR_SYSTEM (cannot bind or start the thread).
+ * Blocking: no. Thread safety: safe.
+ */
+WEFT_API weft_status_t weft_get_unique_id(weft_unique_id_t *id);
+
+/**
+ * Create a communicator of @p nranks ranks, this process being @p rank.
+ *
+ * Every rank calls this with the same id and nranks. Each rank connects to
+ * the root, proves the secret, and exchanges its card (host identity,
+ * addresses); then it connects to its peers over the transport chosen for
+ * each pair (shared memory on the same host, TCP otherwise; see
+ * WEFT_TRANSPORTS).
+ *
+ * @param[out] comm    the new communicator; NULL on failure.
+ * @param nranks       number of ranks, >= 1.
+ * @param id           from weft_get_unique_id().
+ * @param rank         this rank, 0 <= rank < nranks.
+ * @param config       NULL or settings (see weft_config_t).
+ * @return WEFT_SUCCESS; WEFT_ERR_INVALID_ARG (bad rank, size, id or config);
+ *         WEFT_ERR_TIMEOUT (a rank did not arrive within the timeout: the
+ *         message, from weft_init_last_error(), names the missing ranks);
+ *         WEFT_ERR_SYSTEM, WEFT_ERR_REMOTE, WEFT_ERR_NO_MEMORY.
+ * Blocking: yes, until all ranks have joined or the timeout expires.
+ */
+WEFT_API weft_status_t weft_comm_init_rank(weft_comm_t *comm, int nranks, weft_unique_id_t id,
+					   int rank, const weft_config_t *config);
+
+/**
+ * Create a communicator from the launcher's environment, so that training
+ * code needs no MPI. Rank and size come from, in this order:
+ * WEFT_RANK/WEFT_NRANKS, Open MPI (OMPI_COMM_WORLD_RANK/SIZE), MPICH/Hydra
+ * (PMI_RANK/PMI_SIZE), Slurm (SLURM_PROCID/SLURM_NTASKS). The root address is
+ * WEFT_ROOT=host:port; rank 0 listens there. Without WEFT_ROOT, and only when
+ * the launcher says every rank is on this host, the root is 127.0.0.1 on a
+ * port derived from the launcher's job id. The secret is WEFT_SECRET (16 hex
+ * digits) if set; otherwise it is derived from the launcher's job id, which
+ * keeps jobs apart but does not keep out a hostile local user: set
+ * WEFT_SECRET on shared machines.
+ *
+ * @return as weft_comm_init_rank(), plus WEFT_ERR_INVALID_ARG naming the
+ *         variable that is missing or malformed.
+ * Blocking: yes.
+ */
+WEFT_API weft_status_t weft_comm_init_env(weft_comm_t *comm, const weft_config_t *config);
+
+/** Message of the last failed weft_comm_init_* call on this thread (a
+ * communicator does not exist yet to hold it). Empty string if none. */
+WEFT_API const char *weft_init_last_error(void);
+
+/**
+ * Destroy a communicator: waits for nothing, frees every resource, closes
+ * connections and unmaps shared memory. Outstanding requests become invalid.
+ * @return WEFT_SUCCESS, or WEFT_ERR_INVALID_ARG if comm is NULL.
+ * Blocking: no (it does not synchronise with peers).
+ */
+WEFT_API weft_status_t weft_comm_destroy(weft_comm_t comm);
+
+/**
+ * Abort a communicator: outstanding and future operations on it fail with
+ * WEFT_ERR_ABORTED, and its connections are closed so that peers fail too,
+ * in bounded time. The communicator must still be destroyed.
+ * Thread safety: may be called from any thread.
+ */
+WEFT_API weft_status_t weft_comm_abort(weft_comm_t comm);
+
+/**
+ * The error that ended the communicator's usefulness, if any: a peer
+ * failure, a timeout, an abort. @p async_error is set to WEFT_SUCCESS if the
+ * communicator is healthy. Thread safety: may be called from any thread.
+ */
+WEFT_API weft_status_t weft_comm_get_async_error(weft_comm_t comm, weft_status_t *async_error);
+
+/** A sentence describing the last error on @p comm ("rank 2: allreduce seq 7:
+ * peer 3 closed its connection (socket)"); empty if none. The string stays
+ * valid until the next call on the communicator. */
+WEFT_API const char *weft_comm_last_error(weft_comm_t comm);
+
+/** This rank's number and the communicator's size. */
+WEFT_API weft_status_t weft_comm_rank(weft_comm_t comm, int *rank);
+WEFT_API weft_status_t weft_comm_size(weft_comm_t comm, int *nranks);
+
+/**
+ * AllReduce: recvbuf[i] = op over all ranks of sendbuf[i], for i < count.
+ *
+ * @param sendbuf  input, count elements; WEFT_IN_PLACE or recvbuf for in place.
+ * @param recvbuf  output, count elements. May not partially overlap sendbuf.
+ * @param count    elements per rank; 0 is a valid no-op.
+ * @return WEFT_SUCCESS; WEFT_ERR_INVALID_ARG (NULL buffer with count > 0,
+ *         bad dtype or op, count * element size overflows); WEFT_ERR_REMOTE,
+ *         WEFT_ERR_TIMEOUT, WEFT_ERR_ABORTED on failure of the job.
+ * Blocking: until this rank's result is in recvbuf.
+ */
+WEFT_API weft_status_t weft_allreduce(const void *sendbuf, void *recvbuf, size_t count,
+				      weft_datatype_t dtype, weft_op_t op, weft_comm_t comm);
+
+/** Non-blocking AllReduce: as weft_allreduce(), returning at once with a
+ * request to complete with weft_test() or weft_wait(). */
+WEFT_API weft_status_t weft_iallreduce(const void *sendbuf, void *recvbuf, size_t count,
+				       weft_datatype_t dtype, weft_op_t op, weft_comm_t comm,
+				       weft_request_t *request);
+
+/**
+ * AllGather: recvbuf holds nranks blocks of @p count elements; block r is
+ * rank r's sendbuf.
+ *
+ * @param sendbuf  count elements; WEFT_IN_PLACE, or recvbuf + rank*count
+ *                 elements, for in place.
+ * @param recvbuf  nranks * count elements.
+ * @param count    elements contributed by each rank; 0 is a valid no-op.
+ * @return as weft_allreduce(); WEFT_ERR_INVALID_ARG also when count * nranks
+ *         * element size overflows.
+ * Blocking: until recvbuf is complete on this rank.
+ */
+WEFT_API weft_status_t weft_allgather(const void *sendbuf, void *recvbuf, size_t count,
+				      weft_datatype_t dtype, weft_comm_t comm);
+
+/** Non-blocking AllGather; see weft_iallreduce(). */
+WEFT_API weft_status_t weft_iallgather(const void *sendbuf, void *recvbuf, size_t count,
+				       weft_datatype_t dtype, weft_comm_t comm,
+				       weft_request_t *request);
+
+/**
+ * Drive a request forward without blocking.
+ * @param[in,out] request  set to NULL when the operation has finished (the
+ *                         request is then freed), successfully or not.
+ * @return WEFT_INPROGRESS if not finished; WEFT_SUCCESS when finished; the
+ *         operation's error when it failed.
+ * Blocking: no.
+ */
+WEFT_API weft_status_t weft_test(weft_request_t *request);
+
+/** Block until the request finishes; frees it and sets *request to NULL.
+ * @return the operation's status. Bounded by the communicator's timeout. */
+WEFT_API weft_status_t weft_wait(weft_request_t *request);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_H */

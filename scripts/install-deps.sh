@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Install the Debian packages Weft builds, tests and benchmarks with.
+# Installs only what is missing; needs root (or sudo) only when something is.
+set -euo pipefail
+
+pkgs=(
+	build-essential pkg-config
+	libhwloc-dev libfabric-dev check
+	openmpi-bin libopenmpi-dev mpich libmpich-dev
+	liblldpctl-dev lldpd libibverbs-dev rdma-core
+	iproute2 nftables time graphviz hwloc clang-format
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "install-deps: installing ${missing[*]}"
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

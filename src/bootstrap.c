@@ -1,0 +1,1349 @@
+/*
+ * bootstrap.c — the root listener thread and the rank side of the bootstrap.
+ *
+ * Wire protocol (host byte order: every rank runs the same build). Every
+ * message is a frame: struct frame_hdr {u32 type, u32 seq, u64 len} and then
+ * len payload bytes; len is checked against a maximum for the type first.
+ *   rank -> root  HELLO {magic, secret, version, rank, nranks}, within 2 s of
+ *                 connecting; then GATHER (seq n, one block) per collective,
+ *                 and BYE (empty) when it closes.
+ *   root -> rank  READY (empty) once all nranks ranks joined; GATHER (seq n,
+ *                 the nranks blocks) once every block of op n is in; ERROR
+ *                 {i32 status, text} when the job fails or the hello is
+ *                 refused; after an ERROR the root reads nothing more from it.
+ *
+ * The root is one thread with one poll() over the listener and every
+ * connection, all non-blocking, so a slow or silent peer only ever costs its
+ * own connection. Replies are queued per connection and share one
+ * reference-counted buffer. Deadlines: a join phase lasts timeout_s from the
+ * first valid hello; an allgather lasts timeout_s from the first block that
+ * arrives. When one passes, the root tells every waiting rank which ranks are
+ * missing. Ranks wait timeout_s plus a short grace, so that the root's
+ * verdict (which names the missing ranks) normally reaches them before their
+ * own deadline does.
+ */
+#define _GNU_SOURCE
+#include "bootstrap.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "comm.h"
+#include "log.h"
+
+_Static_assert(sizeof(struct weft_uid) <= sizeof(weft_unique_id_t),
+	       "struct weft_uid must fit in weft_unique_id_t");
+
+#define UID_VERSION	1u
+#define MAX_TOTAL_BYTES ((uint64_t)64 << 20) /* nranks * block bytes */
+#define MAX_ERROR_BYTES 1024u
+#define HELLO_TIMEOUT_S 2.0
+#define JOIN_GRACE_S	1.0 /* rank waits this long past its timeout for the root */
+#define MAX_STRANGERS	64  /* connections still owing a hello, beyond nranks */
+#define ADDR_STR_BYTES	64
+
+enum frame_type {
+	FRAME_HELLO = 1,
+	FRAME_READY = 2,
+	FRAME_GATHER = 3,
+	FRAME_ERROR = 4,
+	FRAME_BYE = 5,
+};
+
+struct frame_hdr {
+	uint32_t type;
+	uint32_t seq;
+	uint64_t len;
+};
+
+struct hello {
+	uint64_t magic;
+	uint64_t secret;
+	uint32_t version;
+	int32_t rank;
+	int32_t nranks;
+	uint32_t reserved;
+};
+
+_Static_assert(sizeof(struct frame_hdr) == 16, "frame header is 16 bytes on the wire");
+_Static_assert(sizeof(struct hello) == 32, "hello is 32 bytes on the wire");
+
+/* ---------------------------------------------------------------- helpers */
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Milliseconds until @p deadline, rounded up, never negative. */
+static int ms_until(double deadline, double now)
+{
+	double ms = (deadline - now) * 1000.0;
+
+	if (ms <= 0)
+		return 0;
+	if (ms > 60000)
+		return 60000;
+	return (int)ms + 1;
+}
+
+static void addr_format(const struct sockaddr *sa, char *buf, size_t size)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+	unsigned port = 0;
+
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in4 = (const struct sockaddr_in *)sa;
+
+		inet_ntop(AF_INET, &in4->sin_addr, host, sizeof(host));
+		port = ntohs(in4->sin_port);
+		snprintf(buf, size, "%s:%u", host, port);
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+
+		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+		port = ntohs(in6->sin6_port);
+		snprintf(buf, size, "[%s]:%u", host, port);
+	} else {
+		snprintf(buf, size, "(address family %d)", sa->sa_family);
+	}
+}
+
+static bool addr_len_ok(int family, socklen_t len)
+{
+	if (family == AF_INET)
+		return len == sizeof(struct sockaddr_in);
+	if (family == AF_INET6)
+		return len == sizeof(struct sockaddr_in6);
+	return false;
+}
+
+/*
+ * "rank 3" or "ranks 3,5,7-9" for the ranks where @p missing is true; stops
+ * before overflowing and then says how many there are in all.
+ */
+static void ranks_format(const bool *missing, int nranks, char *buf, size_t size)
+{
+	int count = 0, shown = 0;
+	size_t used;
+
+	for (int i = 0; i < nranks; i++)
+		count += missing[i];
+	used = (size_t)snprintf(buf, size, "%s ", count == 1 ? "rank" : "ranks");
+	for (int i = 0; i < nranks && used < size; i++) {
+		int j = i;
+
+		if (!missing[i])
+			continue;
+		while (j + 1 < nranks && missing[j + 1])
+			j++;
+		if (used + 48 > size) {
+			snprintf(buf + used, size - used, "... (%d in all)", count);
+			return;
+		}
+		if (j > i)
+			used += (size_t)snprintf(buf + used, size - used, "%s%d-%d",
+						 shown ? "," : "", i, j);
+		else
+			used +=
+			    (size_t)snprintf(buf + used, size - used, "%s%d", shown ? "," : "", i);
+		shown += j - i + 1;
+		i = j;
+	}
+}
+
+/* ------------------------------------------------------------ root thread */
+
+struct blob {
+	size_t refs;
+	size_t len;
+	unsigned char data[];
+};
+
+struct out_msg {
+	struct out_msg *next;
+	struct frame_hdr hdr;
+	struct blob *blob; /* payload, NULL when empty */
+	size_t off;	   /* bytes of hdr + payload already sent */
+};
+
+enum conn_phase {
+	CONN_HELLO,   /* connected, owes a hello by its deadline */
+	CONN_JOINED,  /* a rank of the job */
+	CONN_CLOSING, /* refused: flush the ERROR frame, then close */
+	CONN_DEAD,    /* closed, freed at the end of the poll round */
+};
+
+struct conn {
+	int fd;
+	enum conn_phase phase;
+	int rank;
+	bool bye;   /* the rank said goodbye: its EOF is not a failure */
+	bool drain; /* read and drop everything from now on */
+	double deadline;
+	char peer[ADDR_STR_BYTES];
+	/* input: a header, then its payload into in_dst */
+	struct frame_hdr hdr;
+	size_t hdr_got;
+	unsigned char *in_dst;
+	size_t in_len, in_got;
+	struct hello hello;
+	/* output */
+	struct out_msg *out_head, *out_tail;
+};
+
+struct root {
+	int listen_fd;
+	uint64_t secret;
+	double timeout_s;
+	double start;
+	char addr[ADDR_STR_BYTES];
+
+	struct conn **conns;
+	size_t nconns, conns_cap;
+
+	int nranks; /* 0 until the first valid hello sets it */
+	int nranks_from;
+	struct conn **by_rank;
+	bool *gone; /* the rank's connection has closed */
+	bool *scratch;
+	int joined;
+	bool all_joined;
+	double join_start;
+
+	/* the allgather in progress */
+	uint32_t op_seq;
+	bool op_pending;
+	size_t op_bytes;
+	int op_first;
+	int op_count;
+	bool *op_have;
+	struct blob *op_blob;
+	double op_start;
+
+	bool failed;
+	double fail_time;
+};
+
+static struct blob *blob_new(size_t len)
+{
+	struct blob *b = malloc(sizeof(*b) + (len ? len : 1));
+
+	if (!b)
+		return NULL;
+	b->refs = 1;
+	b->len = len;
+	return b;
+}
+
+static void blob_put(struct blob *b)
+{
+	if (b && --b->refs == 0)
+		free(b);
+}
+
+static void conn_close(struct conn *c)
+{
+	struct out_msg *m = c->out_head;
+
+	while (m) {
+		struct out_msg *next = m->next;
+
+		blob_put(m->blob);
+		free(m);
+		m = next;
+	}
+	c->out_head = c->out_tail = NULL;
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	c->phase = CONN_DEAD;
+}
+
+/* Queue a frame; the connection takes a reference on @p blob. */
+static void conn_queue(struct conn *c, uint32_t type, uint32_t seq, struct blob *blob)
+{
+	struct out_msg *m;
+
+	if (c->phase == CONN_DEAD)
+		return;
+	m = calloc(1, sizeof(*m));
+	if (!m) {
+		weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT,
+			 "bootstrap root: out of memory queueing a reply to %s; dropping it",
+			 c->peer);
+		conn_close(c);
+		return;
+	}
+	m->hdr.type = type;
+	m->hdr.seq = seq;
+	m->hdr.len = blob ? blob->len : 0;
+	m->blob = blob;
+	if (blob)
+		blob->refs++;
+	if (c->out_tail)
+		c->out_tail->next = m;
+	else
+		c->out_head = m;
+	c->out_tail = m;
+}
+
+static struct blob *error_blob(weft_status_t status, const char *text)
+{
+	size_t len = strnlen(text, MAX_ERROR_BYTES - sizeof(int32_t));
+	struct blob *b = blob_new(sizeof(int32_t) + len);
+	int32_t st = status;
+
+	if (!b)
+		return NULL;
+	memcpy(b->data, &st, sizeof(st));
+	memcpy(b->data + sizeof(st), text, len);
+	return b;
+}
+
+static void conn_send_error(struct conn *c, weft_status_t status, const char *text)
+{
+	struct blob *b = error_blob(status, text);
+
+	if (!b) {
+		conn_close(c);
+		return;
+	}
+	conn_queue(c, FRAME_ERROR, 0, b);
+	blob_put(b);
+}
+
+/* Refuse a connection that sent a well-formed hello: tell it why, then close. */
+static void conn_refuse(struct root *r, struct conn *c, weft_status_t status, const char *text)
+{
+	weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT, "bootstrap root %s: refused %s: %s", r->addr,
+		 c->peer, text);
+	conn_send_error(c, status, text);
+	c->phase = CONN_CLOSING;
+	c->drain = true;
+	c->deadline = now_s() + HELLO_TIMEOUT_S;
+}
+
+static void conn_drop(struct root *r, struct conn *c, const char *why)
+{
+	weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT, "bootstrap root %s: dropped connection from %s: %s",
+		 r->addr, c->peer, why);
+	conn_close(c);
+}
+
+/* The job is over: every rank still connected is told why. */
+static void root_fail(struct root *r, weft_status_t status, const char *text)
+{
+	struct blob *b;
+
+	if (r->failed)
+		return;
+	r->failed = true;
+	r->fail_time = now_s();
+	weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT, "bootstrap root %s: job failed: %s", r->addr, text);
+	b = error_blob(status, text);
+	for (size_t i = 0; i < r->nconns; i++) {
+		struct conn *c = r->conns[i];
+
+		if (c->phase != CONN_JOINED)
+			continue;
+		c->drain = true;
+		if (b)
+			conn_queue(c, FRAME_ERROR, r->op_seq, b);
+		else
+			conn_close(c);
+	}
+	blob_put(b);
+	blob_put(r->op_blob);
+	r->op_blob = NULL;
+	r->op_pending = false;
+}
+
+static void root_on_hello(struct root *r, struct conn *c)
+{
+	const struct hello *h = &c->hello;
+	char text[400];
+
+	if (h->magic != WEFT_UID_MAGIC || h->version != UID_VERSION) {
+		conn_drop(r, c,
+			  "hello has a bad magic or version (not a weft rank of this version)");
+		return;
+	}
+	if (h->secret != r->secret) {
+		conn_refuse(r, c, WEFT_ERR_INVALID_ARG,
+			    "bootstrap: wrong secret: the unique id does not belong to the job at "
+			    "this root (stale id?)");
+		return;
+	}
+	if (r->failed) {
+		snprintf(text, sizeof(text), "bootstrap: rank %d arrived after the job failed",
+			 h->rank);
+		conn_refuse(r, c, WEFT_ERR_TIMEOUT, text);
+		return;
+	}
+	if (h->nranks < 1 || h->nranks > WEFT_MAX_RANKS) {
+		snprintf(text, sizeof(text), "bootstrap: nranks %d is out of range 1..%d",
+			 h->nranks, WEFT_MAX_RANKS);
+		conn_refuse(r, c, WEFT_ERR_INVALID_ARG, text);
+		return;
+	}
+	if (r->nranks && h->nranks != r->nranks) {
+		snprintf(text, sizeof(text),
+			 "bootstrap: rank %d says nranks %d, but rank %d joined with nranks %d",
+			 h->rank, h->nranks, r->nranks_from, r->nranks);
+		conn_refuse(r, c, WEFT_ERR_INVALID_ARG, text);
+		return;
+	}
+	if (h->rank < 0 || h->rank >= h->nranks) {
+		snprintf(text, sizeof(text), "bootstrap: rank %d is out of range for %d ranks",
+			 h->rank, h->nranks);
+		conn_refuse(r, c, WEFT_ERR_INVALID_ARG, text);
+		return;
+	}
+	if (!r->nranks) {
+		size_t n = (size_t)h->nranks;
+
+		r->by_rank = calloc(n, sizeof(*r->by_rank));
+		r->gone = calloc(n, sizeof(*r->gone));
+		r->scratch = calloc(n, sizeof(*r->scratch));
+		r->op_have = calloc(n, sizeof(*r->op_have));
+		if (!r->by_rank || !r->gone || !r->scratch || !r->op_have) {
+			conn_refuse(r, c, WEFT_ERR_NO_MEMORY, "bootstrap: root is out of memory");
+			return;
+		}
+		r->nranks = h->nranks;
+		r->nranks_from = h->rank;
+		r->join_start = now_s();
+	}
+	if (r->by_rank[h->rank] || r->gone[h->rank]) {
+		snprintf(text, sizeof(text), "bootstrap: rank %d already joined%s%s", h->rank,
+			 r->by_rank[h->rank] ? " from " : "",
+			 r->by_rank[h->rank] ? r->by_rank[h->rank]->peer : "");
+		conn_refuse(r, c, WEFT_ERR_INVALID_ARG, text);
+		return;
+	}
+	c->phase = CONN_JOINED;
+	c->rank = h->rank;
+	r->by_rank[h->rank] = c;
+	r->joined++;
+	weft_log(WEFT_LOG_INFO, WEFT_SUB_BOOT, "bootstrap root %s: rank %d joined from %s (%d/%d)",
+		 r->addr, c->rank, c->peer, r->joined, r->nranks);
+	if (r->joined == r->nranks) {
+		r->all_joined = true;
+		for (size_t i = 0; i < r->nconns; i++)
+			if (r->conns[i]->phase == CONN_JOINED)
+				conn_queue(r->conns[i], FRAME_READY, 0, NULL);
+	}
+}
+
+/* A new allgather starts with this block: every rank must still be there. */
+static bool root_op_start(struct root *r, struct conn *c, size_t bytes)
+{
+	char text[400], who[300];
+	bool any = false;
+
+	for (int i = 0; i < r->nranks; i++) {
+		r->scratch[i] = r->gone[i];
+		any |= r->gone[i];
+	}
+	if (any) {
+		ranks_format(r->scratch, r->nranks, who, sizeof(who));
+		snprintf(text, sizeof(text),
+			 "bootstrap allgather #%u: %s closed the bootstrap before it", r->op_seq,
+			 who);
+		root_fail(r, WEFT_ERR_REMOTE, text);
+		return false;
+	}
+	r->op_blob = blob_new((size_t)r->nranks * bytes);
+	if (!r->op_blob) {
+		root_fail(r, WEFT_ERR_NO_MEMORY, "bootstrap: root is out of memory");
+		return false;
+	}
+	memset(r->op_have, 0, (size_t)r->nranks * sizeof(*r->op_have));
+	r->op_pending = true;
+	r->op_bytes = bytes;
+	r->op_first = c->rank;
+	r->op_count = 0;
+	r->op_start = now_s();
+	return true;
+}
+
+/* A joined rank's frame header is in: decide where its payload goes. */
+static void root_on_rank_header(struct root *r, struct conn *c)
+{
+	const struct frame_hdr *h = &c->hdr;
+	uint64_t max_block = MAX_TOTAL_BYTES / (uint64_t)r->nranks;
+	char text[400];
+
+	if (h->type == FRAME_BYE && h->len == 0)
+		return;
+	if (h->type != FRAME_GATHER || !r->all_joined) {
+		snprintf(text, sizeof(text),
+			 "bootstrap: rank %d sent an unexpected frame (type %u, %llu bytes)",
+			 c->rank, h->type, (unsigned long long)h->len);
+		root_fail(r, WEFT_ERR_REMOTE, text);
+		return;
+	}
+	if (h->seq != r->op_seq) {
+		snprintf(text, sizeof(text),
+			 "bootstrap: rank %d is at allgather #%u, the job at #%u (ranks must make "
+			 "the same bootstrap calls in the same order)",
+			 c->rank, h->seq, r->op_seq);
+		root_fail(r, WEFT_ERR_REMOTE, text);
+		return;
+	}
+	if (h->len > max_block) {
+		snprintf(text, sizeof(text),
+			 "bootstrap allgather #%u: rank %d sent %llu bytes, more than the limit of "
+			 "%llu per rank for %d ranks",
+			 h->seq, c->rank, (unsigned long long)h->len, (unsigned long long)max_block,
+			 r->nranks);
+		root_fail(r, WEFT_ERR_INVALID_ARG, text);
+		return;
+	}
+	if (!r->op_pending && !root_op_start(r, c, (size_t)h->len))
+		return;
+	if (h->len != r->op_bytes) {
+		snprintf(
+		    text, sizeof(text),
+		    "bootstrap allgather #%u: rank %d gives %llu bytes, rank %d gives %zu (every "
+		    "rank must pass the same size)",
+		    h->seq, c->rank, (unsigned long long)h->len, r->op_first, r->op_bytes);
+		root_fail(r, WEFT_ERR_INVALID_ARG, text);
+		return;
+	}
+	if (r->op_have[c->rank]) {
+		snprintf(text, sizeof(text),
+			 "bootstrap allgather #%u: rank %d sent its block twice", h->seq, c->rank);
+		root_fail(r, WEFT_ERR_REMOTE, text);
+		return;
+	}
+	c->in_dst = r->op_blob->data + (size_t)c->rank * r->op_bytes;
+	c->in_len = (size_t)h->len;
+}
+
+static void root_on_rank_frame(struct root *r, struct conn *c, const struct frame_hdr *h)
+{
+	char text[400];
+
+	if (h->type == FRAME_BYE) {
+		c->bye = true;
+		if (r->op_pending && !r->op_have[c->rank]) {
+			snprintf(text, sizeof(text),
+				 "bootstrap allgather #%u: rank %d closed the bootstrap instead",
+				 r->op_seq, c->rank);
+			root_fail(r, WEFT_ERR_REMOTE, text);
+		}
+		return;
+	}
+	r->op_have[c->rank] = true;
+	if (++r->op_count < r->nranks)
+		return;
+	for (size_t i = 0; i < r->nconns; i++)
+		if (r->conns[i]->phase == CONN_JOINED)
+			conn_queue(r->conns[i], FRAME_GATHER, r->op_seq, r->op_blob);
+	blob_put(r->op_blob);
+	r->op_blob = NULL;
+	r->op_pending = false;
+	r->op_seq++;
+}
+
+/* A frame header is complete: validate it and point the payload somewhere. */
+static void root_on_header(struct root *r, struct conn *c)
+{
+	c->in_dst = NULL;
+	c->in_len = 0;
+	c->in_got = 0;
+	if (c->phase == CONN_HELLO) {
+		char why[160];
+
+		if (c->hdr.type == FRAME_HELLO && c->hdr.len == sizeof(c->hello)) {
+			c->in_dst = (unsigned char *)&c->hello;
+			c->in_len = sizeof(c->hello);
+			return;
+		}
+		snprintf(why, sizeof(why), "garbage instead of a hello (frame type %u, %llu bytes)",
+			 c->hdr.type, (unsigned long long)c->hdr.len);
+		conn_drop(r, c, why);
+		return;
+	}
+	root_on_rank_header(r, c);
+}
+
+static void root_on_frame(struct root *r, struct conn *c)
+{
+	struct frame_hdr h = c->hdr;
+
+	c->hdr_got = 0;
+	c->in_dst = NULL;
+	if (c->drain || c->phase == CONN_DEAD)
+		return;
+	if (c->phase == CONN_HELLO)
+		root_on_hello(r, c);
+	else if (c->phase == CONN_JOINED)
+		root_on_rank_frame(r, c, &h);
+}
+
+static void root_conn_lost(struct root *r, struct conn *c, const char *why)
+{
+	char text[400];
+
+	if (c->phase == CONN_HELLO) {
+		snprintf(text, sizeof(text), "closed before a valid hello (%s)", why);
+		conn_drop(r, c, text);
+		return;
+	}
+	if (c->phase == CONN_JOINED) {
+		r->by_rank[c->rank] = NULL;
+		r->gone[c->rank] = true;
+		if (!c->bye && !r->failed) {
+			snprintf(
+			    text, sizeof(text),
+			    "bootstrap: rank %d left the bootstrap (its connection to the root "
+			    "%s)",
+			    c->rank, why);
+			conn_close(c);
+			root_fail(r, WEFT_ERR_REMOTE, text);
+			return;
+		}
+		weft_log(WEFT_LOG_TRACE, WEFT_SUB_BOOT, "bootstrap root %s: rank %d closed",
+			 r->addr, c->rank);
+	}
+	conn_close(c);
+}
+
+static void root_read(struct root *r, struct conn *c)
+{
+	unsigned char sink[4096];
+
+	while (c->phase != CONN_DEAD) {
+		unsigned char *dst;
+		size_t want;
+		ssize_t n;
+
+		if (c->drain) {
+			dst = sink;
+			want = sizeof(sink);
+		} else if (c->hdr_got < sizeof(c->hdr)) {
+			dst = (unsigned char *)&c->hdr + c->hdr_got;
+			want = sizeof(c->hdr) - c->hdr_got;
+		} else {
+			dst = c->in_dst + c->in_got;
+			want = c->in_len - c->in_got;
+		}
+		n = recv(c->fd, dst, want, 0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				root_conn_lost(r, c, strerror(errno));
+			return;
+		}
+		if (n == 0) {
+			root_conn_lost(r, c, "closed");
+			return;
+		}
+		if (c->drain)
+			continue;
+		if (c->hdr_got < sizeof(c->hdr)) {
+			c->hdr_got += (size_t)n;
+			if (c->hdr_got < sizeof(c->hdr))
+				continue;
+			root_on_header(r, c);
+			if (c->phase != CONN_DEAD && !c->drain && c->in_len == 0)
+				root_on_frame(r, c);
+			continue;
+		}
+		c->in_got += (size_t)n;
+		if (c->in_got == c->in_len)
+			root_on_frame(r, c);
+	}
+}
+
+static void root_write(struct root *r, struct conn *c)
+{
+	while (c->out_head) {
+		struct out_msg *m = c->out_head;
+		size_t hdr_len = sizeof(m->hdr), total = hdr_len + (size_t)m->hdr.len;
+		struct iovec iov[2];
+		struct msghdr mh = {.msg_iov = iov};
+		ssize_t n;
+
+		if (m->off < hdr_len) {
+			iov[0].iov_base = (char *)&m->hdr + m->off;
+			iov[0].iov_len = hdr_len - m->off;
+			iov[1].iov_base = m->blob ? m->blob->data : NULL;
+			iov[1].iov_len = (size_t)m->hdr.len;
+			mh.msg_iovlen = m->hdr.len ? 2 : 1;
+		} else {
+			iov[0].iov_base = m->blob->data + (m->off - hdr_len);
+			iov[0].iov_len = total - m->off;
+			mh.msg_iovlen = 1;
+		}
+		n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				root_conn_lost(r, c, strerror(errno));
+			return;
+		}
+		m->off += (size_t)n;
+		if (m->off < total)
+			return;
+		c->out_head = m->next;
+		if (!c->out_head)
+			c->out_tail = NULL;
+		blob_put(m->blob);
+		free(m);
+	}
+	if (c->phase == CONN_CLOSING)
+		conn_close(c);
+}
+
+static void root_accept(struct root *r)
+{
+	for (;;) {
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof(ss);
+		size_t limit = (size_t)(r->nranks ? r->nranks : WEFT_MAX_RANKS) + MAX_STRANGERS;
+		struct conn *c;
+		int fd = accept4(r->listen_fd, (struct sockaddr *)&ss, &len,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT,
+					 "bootstrap root %s: accept: %s", r->addr, strerror(errno));
+			return;
+		}
+		c = calloc(1, sizeof(*c));
+		if (c && r->nconns == r->conns_cap) {
+			size_t cap = r->conns_cap ? 2 * r->conns_cap : 16;
+			struct conn **grown = realloc(r->conns, cap * sizeof(*grown));
+
+			if (grown) {
+				r->conns = grown;
+				r->conns_cap = cap;
+			}
+		}
+		if (!c || r->nconns == r->conns_cap || r->nconns >= limit) {
+			char peer[ADDR_STR_BYTES];
+
+			addr_format((struct sockaddr *)&ss, peer, sizeof(peer));
+			weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT,
+				 "bootstrap root %s: dropped connection from %s: %s", r->addr, peer,
+				 c ? "too many connections" : "out of memory");
+			free(c);
+			close(fd);
+			continue;
+		}
+		c->fd = fd;
+		c->rank = -1;
+		c->phase = CONN_HELLO;
+		c->deadline = now_s() + HELLO_TIMEOUT_S;
+		addr_format((struct sockaddr *)&ss, c->peer, sizeof(c->peer));
+		r->conns[r->nconns++] = c;
+	}
+}
+
+/* Fail whatever wait has run out; returns the earliest deadline still ahead. */
+static double root_check_deadlines(struct root *r, double now)
+{
+	double next = now + 60.0;
+	char text[400], who[300];
+
+	for (size_t i = 0; i < r->nconns; i++) {
+		struct conn *c = r->conns[i];
+
+		if (c->phase != CONN_HELLO && c->phase != CONN_CLOSING)
+			continue;
+		if (now < c->deadline) {
+			next = c->deadline < next ? c->deadline : next;
+			continue;
+		}
+		if (c->phase == CONN_HELLO)
+			conn_drop(r, c, "sent no hello within 2.0 s");
+		else
+			conn_close(c);
+	}
+	if (r->failed || !r->nranks)
+		return next;
+	if (!r->all_joined) {
+		double deadline = r->join_start + r->timeout_s;
+
+		if (now < deadline)
+			return deadline < next ? deadline : next;
+		for (int i = 0; i < r->nranks; i++)
+			r->scratch[i] = !r->by_rank[i];
+		ranks_format(r->scratch, r->nranks, who, sizeof(who));
+		snprintf(text, sizeof(text), "bootstrap: %s did not join within %.1f s", who,
+			 r->timeout_s);
+		root_fail(r, WEFT_ERR_TIMEOUT, text);
+	} else if (r->op_pending) {
+		double deadline = r->op_start + r->timeout_s;
+
+		if (now < deadline)
+			return deadline < next ? deadline : next;
+		for (int i = 0; i < r->nranks; i++)
+			r->scratch[i] = !r->op_have[i];
+		ranks_format(r->scratch, r->nranks, who, sizeof(who));
+		snprintf(text, sizeof(text),
+			 "bootstrap allgather #%u: %s did not arrive within %.1f s", r->op_seq, who,
+			 r->timeout_s);
+		root_fail(r, WEFT_ERR_TIMEOUT, text);
+	}
+	return next;
+}
+
+/* True when the thread has nothing left to do. */
+static bool root_done(struct root *r, double now)
+{
+	size_t open_ranks = 0;
+	double linger = r->timeout_s > 1.0 ? r->timeout_s : 1.0;
+
+	if (!r->nranks) {
+		if (now >= r->start + r->timeout_s) {
+			weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT,
+				 "bootstrap root %s: no rank joined within %.1f s; closing",
+				 r->addr, r->timeout_s);
+			return true;
+		}
+		return false;
+	}
+	for (size_t i = 0; i < r->nconns; i++)
+		open_ranks += r->conns[i]->phase == CONN_JOINED;
+	if (open_ranks == 0 && (r->all_joined || r->failed))
+		return true;
+	/* Ranks that never close after a failure must not keep the thread alive. */
+	return r->failed && now >= r->fail_time + linger;
+}
+
+static void root_free(struct root *r)
+{
+	for (size_t i = 0; i < r->nconns; i++) {
+		conn_close(r->conns[i]);
+		free(r->conns[i]);
+	}
+	free(r->conns);
+	free(r->by_rank);
+	free(r->gone);
+	free(r->scratch);
+	free(r->op_have);
+	blob_put(r->op_blob);
+	if (r->listen_fd >= 0)
+		close(r->listen_fd);
+	free(r);
+}
+
+static void root_compact(struct root *r)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < r->nconns; i++) {
+		if (r->conns[i]->phase == CONN_DEAD)
+			free(r->conns[i]);
+		else
+			r->conns[j++] = r->conns[i];
+	}
+	r->nconns = j;
+}
+
+static void *root_main(void *arg)
+{
+	struct root *r = arg;
+	struct pollfd *pfds = NULL;
+	size_t pfds_cap = 0;
+
+	for (;;) {
+		double now = now_s();
+		double next = root_check_deadlines(r, now);
+		double linger = r->timeout_s > 1.0 ? r->timeout_s : 1.0;
+		size_t n;
+		int rc;
+
+		root_compact(r);
+		n = r->nconns;
+		if (root_done(r, now))
+			break;
+		if (n + 1 > pfds_cap) {
+			struct pollfd *grown = realloc(pfds, (n + 1) * sizeof(*grown));
+
+			if (!grown) {
+				weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT,
+					 "bootstrap root %s: out of memory; closing", r->addr);
+				break;
+			}
+			pfds = grown;
+			pfds_cap = n + 1;
+		}
+		pfds[0] = (struct pollfd){.fd = r->listen_fd, .events = POLLIN};
+		for (size_t i = 0; i < n; i++) {
+			struct conn *c = r->conns[i];
+
+			pfds[i + 1] = (struct pollfd){.fd = c->fd, .events = POLLIN};
+			if (c->out_head)
+				pfds[i + 1].events |= POLLOUT;
+		}
+		if (!r->nranks && r->start + r->timeout_s < next)
+			next = r->start + r->timeout_s;
+		if (r->failed && r->fail_time + linger < next)
+			next = r->fail_time + linger;
+		rc = poll(pfds, n + 1, ms_until(next, now));
+		if (rc < 0) {
+			if (errno == EINTR)
+				continue;
+			weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT, "bootstrap root %s: poll: %s",
+				 r->addr, strerror(errno));
+			break;
+		}
+		for (size_t i = 0; i < n; i++) {
+			struct conn *c = r->conns[i];
+			short rev = pfds[i + 1].revents;
+
+			if (rev & (POLLIN | POLLHUP | POLLERR))
+				root_read(r, c);
+			if (c->phase != CONN_DEAD && (rev & POLLOUT))
+				root_write(r, c);
+		}
+		if (pfds[0].revents & POLLIN)
+			root_accept(r);
+	}
+	weft_log(WEFT_LOG_INFO, WEFT_SUB_BOOT, "bootstrap root %s: done", r->addr);
+	free(pfds);
+	root_free(r);
+	return NULL;
+}
+
+weft_status_t weft_bootstrap_root_start(const struct sockaddr *addr, socklen_t addr_len,
+					uint64_t secret, double timeout_s, struct weft_uid *uid,
+					struct weft_err *err)
+{
+	union weft_uid_addr bound;
+	socklen_t bound_len = sizeof(bound);
+	pthread_attr_t attr;
+	struct root *r;
+	int one = 1, rc;
+	int fd;
+
+	if (!addr || !uid || !addr_len_ok(addr->sa_family, addr_len))
+		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
+				    "bootstrap: root address must be IPv4 or IPv6");
+	if (!(timeout_s > 0))
+		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
+				    "bootstrap: root timeout must be positive, not %g", timeout_s);
+	fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return weft_err_errno(err, errno, "bootstrap: root socket");
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, addr, addr_len) < 0 || listen(fd, SOMAXCONN) < 0 ||
+	    getsockname(fd, &bound.sa, &bound_len) < 0) {
+		char where[ADDR_STR_BYTES];
+		int e = errno;
+
+		addr_format(addr, where, sizeof(where));
+		close(fd);
+		return weft_err_errno(err, e, "bootstrap: root listen on %s", where);
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		close(fd);
+		return weft_err_set(err, WEFT_ERR_NO_MEMORY, "bootstrap: root state");
+	}
+	r->listen_fd = fd;
+	r->secret = secret;
+	r->timeout_s = timeout_s;
+	r->start = now_s();
+	addr_format(&bound.sa, r->addr, sizeof(r->addr));
+
+	memset(uid, 0, sizeof(*uid));
+	uid->magic = WEFT_UID_MAGIC;
+	uid->secret = secret;
+	uid->version = UID_VERSION;
+	uid->addr_len = bound_len;
+	memcpy(&uid->addr, &bound, bound_len);
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	{
+		pthread_t tid;
+
+		rc = pthread_create(&tid, &attr, root_main, r);
+	}
+	pthread_attr_destroy(&attr);
+	if (rc) {
+		root_free(r);
+		return weft_err_errno(err, rc, "bootstrap: root thread");
+	}
+	weft_log(WEFT_LOG_INFO, WEFT_SUB_BOOT, "bootstrap root listening on %s (timeout %.1f s)",
+		 r->addr, timeout_s);
+	return WEFT_SUCCESS;
+}
+
+weft_status_t weft_bootstrap_uid_check(const struct weft_uid *uid, struct weft_err *err)
+{
+	if (!uid)
+		return weft_err_set(err, WEFT_ERR_INVALID_ARG, "unique id is NULL");
+	if (uid->magic != WEFT_UID_MAGIC)
+		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
+				    "unique id is invalid (bad magic 0x%016llx; was it made by "
+				    "weft_get_unique_id() and copied whole?)",
+				    (unsigned long long)uid->magic);
+	if (uid->version != UID_VERSION)
+		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
+				    "unique id is invalid (version %u, this library reads %u)",
+				    uid->version, UID_VERSION);
+	if (!addr_len_ok(uid->addr.sa.sa_family, uid->addr_len))
+		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
+				    "unique id is invalid (address family %d, length %u)",
+				    uid->addr.sa.sa_family, uid->addr_len);
+	return WEFT_SUCCESS;
+}
+
+/* ------------------------------------------------------------- rank side */
+
+struct weft_bootstrap {
+	int fd;
+	int rank;
+	int nranks;
+	double timeout_s;
+	uint32_t seq;
+	bool failed;
+	char root[ADDR_STR_BYTES];
+};
+
+/* Wait for @p events on the root connection; false once @p deadline passes. */
+static bool wait_fd(int fd, short events, double deadline, short *revents)
+{
+	for (;;) {
+		double now = now_s();
+		struct pollfd p = {.fd = fd, .events = events};
+		int rc;
+
+		if (now >= deadline)
+			return false;
+		rc = poll(&p, 1, ms_until(deadline, now));
+		if (rc > 0) {
+			*revents = p.revents;
+			return true;
+		}
+		if (rc < 0 && errno != EINTR)
+			return false;
+	}
+}
+
+/* Read exactly @p len bytes before @p deadline. */
+static weft_status_t read_full(struct weft_bootstrap *bs, void *buf, size_t len, double deadline,
+			       const char *what, struct weft_err *err)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = recv(bs->fd, (char *)buf + got, len - got, MSG_DONTWAIT);
+		short rev;
+
+		if (n > 0) {
+			got += (size_t)n;
+			continue;
+		}
+		if (n == 0)
+			return weft_err_set(
+			    err, WEFT_ERR_REMOTE,
+			    "rank %d: bootstrap: root %s closed the connection during %s", bs->rank,
+			    bs->root, what);
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return weft_err_errno(err, errno,
+					      "rank %d: bootstrap: read from root %s during %s",
+					      bs->rank, bs->root, what);
+		if (!wait_fd(bs->fd, POLLIN, deadline, &rev))
+			return weft_err_set(
+			    err, WEFT_ERR_TIMEOUT,
+			    "rank %d: bootstrap: no answer from root %s within %.1f s "
+			    "(%s)",
+			    bs->rank, bs->root, bs->timeout_s, what);
+	}
+	return WEFT_SUCCESS;
+}
+
+/* The root sent an ERROR frame: hand its status and text to the caller. */
+static weft_status_t read_error(struct weft_bootstrap *bs, const struct frame_hdr *h,
+				double deadline, const char *what, struct weft_err *err)
+{
+	char buf[MAX_ERROR_BYTES + 1];
+	int32_t status;
+	size_t text_len;
+	weft_status_t rc;
+
+	if (h->len < sizeof(status) || h->len > MAX_ERROR_BYTES)
+		return weft_err_set(
+		    err, WEFT_ERR_REMOTE,
+		    "rank %d: bootstrap: root %s sent a malformed error (%llu bytes) "
+		    "during %s",
+		    bs->rank, bs->root, (unsigned long long)h->len, what);
+	rc = read_full(bs, buf, (size_t)h->len, deadline, what, err);
+	if (rc != WEFT_SUCCESS)
+		return rc;
+	memcpy(&status, buf, sizeof(status));
+	text_len = (size_t)h->len - sizeof(status);
+	memmove(buf, buf + sizeof(status), text_len);
+	buf[text_len] = '\0';
+	for (size_t i = 0; i < text_len; i++)
+		if ((unsigned char)buf[i] < 0x20 || (unsigned char)buf[i] > 0x7e)
+			buf[i] = '?';
+	if (status >= 0 || status < WEFT_ERR_ABORTED)
+		status = WEFT_ERR_REMOTE;
+	return weft_err_set(err, (weft_status_t)status, "rank %d: %s", bs->rank, buf);
+}
+
+/*
+ * Read one frame header and check it is @p type with @p seq and @p len; an
+ * ERROR frame instead becomes the caller's error.
+ */
+static weft_status_t expect_frame(struct weft_bootstrap *bs, uint32_t type, uint32_t seq,
+				  uint64_t len, double deadline, const char *what,
+				  struct weft_err *err)
+{
+	struct frame_hdr h;
+	weft_status_t rc = read_full(bs, &h, sizeof(h), deadline, what, err);
+
+	if (rc != WEFT_SUCCESS)
+		return rc;
+	if (h.type == FRAME_ERROR)
+		return read_error(bs, &h, deadline, what, err);
+	if (h.type != type || h.seq != seq || h.len != len)
+		return weft_err_set(
+		    err, WEFT_ERR_REMOTE,
+		    "rank %d: bootstrap: root %s sent an unexpected frame during %s "
+		    "(type %u seq %u, %llu bytes; expected type %u seq %u, %llu bytes)",
+		    bs->rank, bs->root, what, h.type, h.seq, (unsigned long long)h.len, type, seq,
+		    (unsigned long long)len);
+	return WEFT_SUCCESS;
+}
+
+/*
+ * Send a frame. While the root does not read, watch for what it sends
+ * instead: an ERROR (the job failed) must end the wait, not the deadline.
+ */
+static weft_status_t send_frame(struct weft_bootstrap *bs, uint32_t type, uint32_t seq,
+				const void *payload, size_t len, double deadline, const char *what,
+				struct weft_err *err)
+{
+	struct frame_hdr h = {.type = type, .seq = seq, .len = len};
+	size_t total = sizeof(h) + len, off = 0;
+
+	while (off < total) {
+		struct iovec iov[2];
+		struct msghdr mh = {.msg_iov = iov};
+		ssize_t n;
+		short rev;
+
+		if (off < sizeof(h)) {
+			iov[0] = (struct iovec){(char *)&h + off, sizeof(h) - off};
+			iov[1] = (struct iovec){(void *)payload, len};
+			mh.msg_iovlen = len ? 2 : 1;
+		} else {
+			iov[0] = (struct iovec){(char *)payload + (off - sizeof(h)), total - off};
+			mh.msg_iovlen = 1;
+		}
+		n = sendmsg(bs->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n >= 0) {
+			off += (size_t)n;
+			continue;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return weft_err_errno(err, errno,
+					      "rank %d: bootstrap: send to root %s during %s",
+					      bs->rank, bs->root, what);
+		if (!wait_fd(bs->fd, POLLOUT | POLLIN, deadline, &rev))
+			return weft_err_set(
+			    err, WEFT_ERR_TIMEOUT,
+			    "rank %d: bootstrap: root %s took no data within %.1f s (%s)", bs->rank,
+			    bs->root, bs->timeout_s, what);
+		if ((rev & POLLIN) && !(rev & POLLOUT))
+			return expect_frame(bs, FRAME_ERROR, 0, 0, deadline, what, err);
+	}
+	return WEFT_SUCCESS;
+}
+
+/* Non-blocking connect, retried while the root is not listening yet. */
+static weft_status_t connect_root(struct weft_bootstrap *bs, const struct weft_uid *uid,
+				  double deadline, struct weft_err *err)
+{
+	double backoff = 0.01;
+	int one = 1;
+
+	for (;;) {
+		int fd =
+		    socket(uid->addr.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		int e = 0;
+		socklen_t elen = sizeof(e);
+		short rev;
+
+		if (fd < 0)
+			return weft_err_errno(err, errno, "rank %d: bootstrap: socket", bs->rank);
+		if (connect(fd, &uid->addr.sa, uid->addr_len) < 0) {
+			e = errno;
+			if (e == EINPROGRESS || e == EINTR) {
+				if (!wait_fd(fd, POLLOUT, deadline, &rev))
+					e = ETIMEDOUT;
+				else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &elen) < 0)
+					e = errno;
+			}
+		}
+		if (e == 0) {
+			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+			bs->fd = fd;
+			return WEFT_SUCCESS;
+		}
+		close(fd);
+		if (e == ECONNREFUSED && now_s() + backoff < deadline) {
+			struct timespec ts = {0, (long)(backoff * 1e9)};
+
+			nanosleep(&ts, NULL);
+			backoff = backoff * 2 < 0.2 ? backoff * 2 : 0.2;
+			continue;
+		}
+		if (e == ECONNREFUSED || e == ETIMEDOUT)
+			return weft_err_set(err, WEFT_ERR_TIMEOUT,
+					    "rank %d: bootstrap: connect to root %s: %s for %.1f s",
+					    bs->rank, bs->root, strerror(e), bs->timeout_s);
+		return weft_err_errno(err, e, "rank %d: bootstrap: connect to root %s", bs->rank,
+				      bs->root);
+	}
+}
+
+weft_status_t weft_bootstrap_join(const struct weft_uid *uid, int rank, int nranks,
+				  double timeout_s, struct weft_bootstrap **out,
+				  struct weft_err *err)
+{
+	struct hello hello = {0};
+	struct weft_bootstrap *bs;
+	double start = now_s();
+	weft_status_t rc;
+
+	if (!out)
+		return weft_err_set(err, WEFT_ERR_INVALID_ARG, "bootstrap: join: out is NULL");
+	*out = NULL;
+	rc = weft_bootstrap_uid_check(uid, err);
+	if (rc != WEFT_SUCCESS)
+		return rc;
+	if (nranks < 1 || nranks > WEFT_MAX_RANKS || rank < 0 || rank >= nranks)
+		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
+				    "bootstrap: rank %d of %d ranks is out of range (1..%d ranks)",
+				    rank, nranks, WEFT_MAX_RANKS);
+	if (!(timeout_s > 0))
+		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
+				    "bootstrap: timeout must be positive, not %g", timeout_s);
+	bs = calloc(1, sizeof(*bs));
+	if (!bs)
+		return weft_err_set(err, WEFT_ERR_NO_MEMORY, "rank %d: bootstrap: state", rank);
+	bs->fd = -1;
+	bs->rank = rank;
+	bs->nranks = nranks;
+	bs->timeout_s = timeout_s;
+	addr_format(&uid->addr.sa, bs->root, sizeof(bs->root));
+
+	rc = connect_root(bs, uid, start + timeout_s, err);
+	if (rc != WEFT_SUCCESS)
+		goto out_free;
+	hello.magic = WEFT_UID_MAGIC;
+	hello.secret = uid->secret;
+	hello.version = UID_VERSION;
+	hello.rank = rank;
+	hello.nranks = nranks;
+	rc = send_frame(bs, FRAME_HELLO, 0, &hello, sizeof(hello), start + timeout_s, "join", err);
+	if (rc != WEFT_SUCCESS)
+		goto out_close;
+	rc = expect_frame(bs, FRAME_READY, 0, 0, start + timeout_s + JOIN_GRACE_S, "join", err);
+	if (rc != WEFT_SUCCESS)
+		goto out_close;
+	weft_log(WEFT_LOG_INFO, WEFT_SUB_BOOT, "rank %d: bootstrap: joined %d ranks at root %s",
+		 rank, nranks, bs->root);
+	*out = bs;
+	return WEFT_SUCCESS;
+
+out_close:
+	close(bs->fd);
+out_free:
+	free(bs);
+	return rc;
+}
+
+weft_status_t weft_bootstrap_allgather(struct weft_bootstrap *bs, void *buf, size_t bytes,
+				       struct weft_err *err)
+{
+	char what[64];
+	uint32_t seq;
+	double deadline;
+	weft_status_t rc;
+
+	if (!bs)
+		return weft_err_set(err, WEFT_ERR_INVALID_ARG, "bootstrap allgather: bs is NULL");
+	seq = bs->seq;
+	snprintf(what, sizeof(what), "bootstrap allgather #%u", seq);
+	if (bs->failed)
+		return weft_err_set(err, WEFT_ERR_REMOTE,
+				    "rank %d: %s: an earlier bootstrap call failed", bs->rank,
+				    what);
+	if (bytes > MAX_TOTAL_BYTES / (uint64_t)bs->nranks)
+		return weft_err_set(
+		    err, WEFT_ERR_INVALID_ARG,
+		    "rank %d: %s: %zu bytes per rank x %d ranks is over the %llu byte "
+		    "limit",
+		    bs->rank, what, bytes, bs->nranks, (unsigned long long)MAX_TOTAL_BYTES);
+	if (bytes && !buf)
+		return weft_err_set(err, WEFT_ERR_INVALID_ARG, "rank %d: %s: buf is NULL", bs->rank,
+				    what);
+	bs->seq++;
+	deadline = now_s() + bs->timeout_s;
+	rc =
+	    send_frame(bs, FRAME_GATHER, seq, bytes ? (char *)buf + (size_t)bs->rank * bytes : NULL,
+		       bytes, deadline, what, err);
+	if (rc == WEFT_SUCCESS)
+		rc = expect_frame(bs, FRAME_GATHER, seq, (uint64_t)bs->nranks * bytes,
+				  deadline + JOIN_GRACE_S, what, err);
+	if (rc == WEFT_SUCCESS && bytes)
+		rc = read_full(bs, buf, (size_t)bs->nranks * bytes, deadline + JOIN_GRACE_S, what,
+			       err);
+	if (rc != WEFT_SUCCESS)
+		bs->failed = true;
+	return rc;
+}
+
+weft_status_t weft_bootstrap_barrier(struct weft_bootstrap *bs, struct weft_err *err)
+{
+	return weft_bootstrap_allgather(bs, NULL, 0, err);
+}
+
+void weft_bootstrap_close(struct weft_bootstrap *bs)
+{
+	struct frame_hdr bye = {.type = FRAME_BYE};
+
+	if (!bs)
+		return;
+	/* Best effort: if the root cannot take 16 bytes now, our EOF says the same. */
+	if (!bs->failed)
+		(void)!send(bs->fd, &bye, sizeof(bye), MSG_NOSIGNAL | MSG_DONTWAIT);
+	close(bs->fd);
+	free(bs);
+}

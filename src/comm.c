@@ -1,0 +1,496 @@
+/* comm.c — communicator creation, destruction, errors and progress. */
+#include "comm.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../algorithms/algo.h"
+#include "bootstrap.h"
+#include "hostid.h"
+#include "log.h"
+#include "settings.h"
+
+static const struct weft_tp_ops *const transports[WEFT_TP_COUNT] = {
+	[WEFT_TP_SHM] = &weft_tp_shm_ops,
+	[WEFT_TP_SOCKET] = &weft_tp_socket_ops,
+};
+
+double weft_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static bool status_is_fatal(weft_status_t st)
+{
+	return st == WEFT_ERR_REMOTE || st == WEFT_ERR_TIMEOUT || st == WEFT_ERR_ABORTED ||
+	       st == WEFT_ERR_SYSTEM || st == WEFT_ERR_INTERNAL;
+}
+
+static weft_status_t vfail(struct weft_comm *comm, weft_status_t status, int errnum,
+			   const char *fmt, va_list ap)
+{
+	char msg[WEFT_ERR_MSG_BYTES];
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (errnum)
+		weft_err_errno(&comm->err, errnum, "rank %d: %s", comm->rank, msg);
+	else
+		weft_err_set(&comm->err, status, "rank %d: %s", comm->rank, msg);
+	int none = WEFT_SUCCESS;
+	if (status_is_fatal(status))
+		atomic_compare_exchange_strong(&comm->async_error, &none, (int)status);
+	return status;
+}
+
+weft_status_t weft_comm_fail(struct weft_comm *comm, weft_status_t status, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vfail(comm, status, 0, fmt, ap);
+	va_end(ap);
+	return status;
+}
+
+weft_status_t weft_comm_fail_errno(struct weft_comm *comm, int errnum, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vfail(comm, WEFT_ERR_SYSTEM, errnum, fmt, ap);
+	va_end(ap);
+	return WEFT_ERR_SYSTEM;
+}
+
+bool weft_comm_same_host(const struct weft_comm *comm, int peer)
+{
+	return strcmp(comm->cards[peer].host_id, comm->cards[comm->rank].host_id) == 0;
+}
+
+/* WEFT_TRANSPORTS: "socket,shm" enables those; "^shm" all but those. */
+static weft_status_t parse_transports(const char *spec, bool enabled[WEFT_TP_COUNT],
+				      struct weft_err *err)
+{
+	bool negate = spec && spec[0] == '^';
+	for (int i = 0; i < WEFT_TP_COUNT; i++)
+		enabled[i] = !spec || negate;
+	if (!spec)
+		return WEFT_SUCCESS;
+	char buf[256];
+	snprintf(buf, sizeof(buf), "%s", spec + (negate ? 1 : 0));
+	char *save = NULL;
+	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		int found = -1;
+		for (int i = 0; i < WEFT_TP_COUNT; i++)
+			if (strcmp(tok, transports[i]->name) == 0)
+				found = i;
+		if (found < 0)
+			return weft_err_set(err, WEFT_ERR_INVALID_ARG,
+					    "WEFT_TRANSPORTS=%s: unknown transport '%s' (known: shm, socket)",
+					    spec, tok);
+		enabled[found] = !negate;
+	}
+	return WEFT_SUCCESS;
+}
+
+/* Ranks of one host next to each other, hosts in order of their first rank.
+ * Topology-aware placement (leaves) refines this. */
+static void build_ring(struct weft_comm *comm)
+{
+	int n = comm->nranks, pos = 0;
+	bool *placed = calloc((size_t)n, sizeof(bool));
+	for (int r = 0; r < n && placed; r++) {
+		if (placed[r])
+			continue;
+		for (int q = r; q < n; q++) {
+			if (!placed[q] && strcmp(comm->cards[q].host_id, comm->cards[r].host_id) == 0) {
+				placed[q] = true;
+				comm->ring[pos++] = q;
+			}
+		}
+	}
+	if (!placed) /* no memory for the scratch: plain rank order is still correct */
+		for (int r = 0; r < n; r++)
+			comm->ring[r] = r;
+	free(placed);
+	for (int p = 0; p < n; p++)
+		if (comm->ring[p] == comm->rank)
+			comm->ring_pos = p;
+}
+
+static weft_status_t exchange_cards(struct weft_comm *comm)
+{
+	struct weft_card *me = &comm->cards[comm->rank];
+	weft_status_t st = weft_host_id(me->host_id, sizeof(me->host_id), &comm->err);
+	if (st != WEFT_SUCCESS)
+		return st;
+	gethostname(me->hostname, sizeof(me->hostname) - 1);
+	me->rank = comm->rank;
+	me->pid = (int32_t)getpid();
+	st = weft_bootstrap_allgather(comm->bs, comm->cards, sizeof(struct weft_card), &comm->err);
+	if (st != WEFT_SUCCESS)
+		return st;
+	for (int r = 0; r < comm->nranks; r++) {
+		if (comm->cards[r].rank != r)
+			return weft_comm_fail(comm, WEFT_ERR_REMOTE, "init: card of rank %d is garbled", r);
+		comm->cards[r].host_id[WEFT_HOST_ID_BYTES - 1] = '\0';
+		comm->cards[r].hostname[WEFT_HOSTNAME_BYTES - 1] = '\0';
+	}
+	for (int r = 0; r < comm->nranks; r++) {
+		uint32_t idx = 0, cnt = 0;
+		for (int q = 0; q < comm->nranks; q++) {
+			if (strcmp(comm->cards[q].host_id, comm->cards[r].host_id) == 0) {
+				if (q < r)
+					idx++;
+				cnt++;
+			}
+		}
+		comm->cards[r].local_rank = idx;
+		comm->cards[r].local_count = cnt;
+	}
+	return WEFT_SUCCESS;
+}
+
+static weft_status_t init_transports(struct weft_comm *comm)
+{
+	bool enabled[WEFT_TP_COUNT];
+	weft_status_t st = parse_transports(weft_setting_str("WEFT_TRANSPORTS"), enabled, &comm->err);
+	if (st != WEFT_SUCCESS)
+		return st;
+	for (int i = 0; i < WEFT_TP_COUNT; i++) {
+		if (!enabled[i])
+			continue;
+		st = transports[i]->comm_init(comm, &comm->tps[i]);
+		if (st != WEFT_SUCCESS)
+			return st;
+	}
+	for (int p = 0; p < comm->nranks; p++) {
+		if (p == comm->rank)
+			continue;
+		int best = 0;
+		for (int i = 0; i < WEFT_TP_COUNT; i++) {
+			struct weft_tp_comm *tc = comm->tps[i];
+			int score = tc ? tc->ops->score(tc, p) : 0;
+			if (score > best) {
+				best = score;
+				comm->peers[p].tc = tc;
+			}
+		}
+		if (!comm->peers[p].tc)
+			return weft_comm_fail(comm, WEFT_ERR_INVALID_ARG,
+					      "init: no enabled transport reaches rank %d on host %s "
+					      "(WEFT_TRANSPORTS=%s)",
+					      p, comm->cards[p].hostname,
+					      weft_setting_str("WEFT_TRANSPORTS") ?: "all");
+		weft_log(WEFT_LOG_INFO, WEFT_SUB_INIT, "rank %d -> rank %d over %s", comm->rank, p,
+			 comm->peers[p].tc->ops->name);
+	}
+	return WEFT_SUCCESS;
+}
+
+static weft_status_t connect_peers(struct weft_comm *comm)
+{
+	double deadline = weft_now() + comm->timeout_s;
+	for (;;) {
+		int pending = 0, first_pending = -1;
+		for (int p = 0; p < comm->nranks; p++) {
+			struct weft_peer *peer = &comm->peers[p];
+			if (p == comm->rank || peer->conn)
+				continue;
+			weft_status_t st = peer->tc->ops->connect(peer->tc, p, &peer->conn);
+			if (st == WEFT_INPROGRESS) {
+				pending++;
+				if (first_pending < 0)
+					first_pending = p;
+			} else if (st != WEFT_SUCCESS) {
+				return st;
+			}
+		}
+		if (!pending)
+			return WEFT_SUCCESS;
+		if (weft_now() > deadline)
+			return weft_comm_fail(comm, WEFT_ERR_TIMEOUT,
+					      "init: could not connect to %d peer(s) within %.1f s, "
+					      "first rank %d (%s, over %s)",
+					      pending, comm->timeout_s, first_pending,
+					      comm->cards[first_pending].hostname,
+					      comm->peers[first_pending].tc->ops->name);
+		usleep(50);
+	}
+}
+
+/* Every rank must pipeline with the same chunk size: take the smallest that
+ * any rank's transports want. */
+static weft_status_t agree_chunk(struct weft_comm *comm)
+{
+	uint64_t *all = calloc((unsigned)comm->nranks, sizeof(uint64_t));
+	if (!all)
+		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "init: no memory");
+	uint64_t mine = 1ull << 30;
+	for (int p = 0; p < comm->nranks; p++)
+		if (comm->peers[p].tc && comm->peers[p].tc->chunk_bytes < mine)
+			mine = comm->peers[p].tc->chunk_bytes;
+	all[comm->rank] = mine;
+	weft_status_t st = weft_bootstrap_allgather(comm->bs, all, sizeof(uint64_t), &comm->err);
+	if (st == WEFT_SUCCESS) {
+		uint64_t chunk = 1ull << 30;
+		for (int r = 0; r < comm->nranks; r++)
+			if (all[r] < chunk)
+				chunk = all[r];
+		comm->chunk_bytes = chunk < 64 ? 64 : (size_t)chunk;
+	}
+	free(all);
+	return st;
+}
+
+static double default_timeout(const weft_config_t *config)
+{
+	double t = 300;
+	if (config && config->timeout_seconds > 0)
+		return config->timeout_seconds;
+	weft_setting_double("WEFT_TIMEOUT", &t);
+	return t > 0 ? t : 300;
+}
+
+static void comm_free(struct weft_comm *comm)
+{
+	if (!comm)
+		return;
+	if (comm->bs)
+		weft_bootstrap_close(comm->bs);
+	for (int p = 0; comm->peers && p < comm->nranks; p++)
+		comm->peers[p].conn = NULL; /* owned by their transport */
+	for (int i = 0; i < WEFT_TP_COUNT; i++)
+		if (comm->tps[i])
+			comm->tps[i]->ops->comm_fini(comm->tps[i]);
+	while (comm->active) { /* requests still open become invalid (weft.h) */
+		struct weft_task *t = comm->active;
+		comm->active = t->next;
+		free(t);
+	}
+	while (comm->free_tasks) {
+		struct weft_task *t = comm->free_tasks;
+		comm->free_tasks = t->next;
+		free(t);
+	}
+	free(comm->ring);
+	free(comm->peers);
+	free(comm->cards);
+	free(comm);
+}
+
+weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct weft_uid *uid,
+			       int rank, const weft_config_t *config)
+{
+	struct weft_err *ierr = weft_err_init_record();
+	struct weft_comm *comm = calloc(1, sizeof(*comm));
+	if (!comm)
+		return weft_err_set(ierr, WEFT_ERR_NO_MEMORY, "init: no memory for the communicator");
+	comm->rank = rank;
+	comm->nranks = nranks;
+	comm->secret = uid->secret;
+	comm->timeout_s = default_timeout(config);
+	comm->cards = calloc((size_t)nranks, sizeof(*comm->cards));
+	comm->peers = calloc((size_t)nranks, sizeof(*comm->peers));
+	comm->ring = calloc((size_t)nranks, sizeof(int));
+	weft_status_t st;
+	if (!comm->cards || !comm->peers || !comm->ring) {
+		st = weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "init: no memory for %d ranks", nranks);
+		goto out_free;
+	}
+	weft_log_set_rank(rank);
+
+	st = weft_algo_parse_forced(weft_setting_str("WEFT_ALGO"), comm->forced, &comm->err);
+	if (st != WEFT_SUCCESS)
+		goto out_free;
+
+	double boot_timeout = comm->timeout_s;
+	weft_setting_double("WEFT_BOOTSTRAP_TIMEOUT", &boot_timeout);
+	st = weft_bootstrap_join(uid, rank, nranks, boot_timeout, &comm->bs, &comm->err);
+	if (st != WEFT_SUCCESS)
+		goto out_free;
+	st = exchange_cards(comm);
+	if (st != WEFT_SUCCESS)
+		goto out_free;
+	st = init_transports(comm);
+	if (st != WEFT_SUCCESS)
+		goto out_free;
+	st = connect_peers(comm);
+	if (st != WEFT_SUCCESS)
+		goto out_free;
+	st = agree_chunk(comm);
+	if (st != WEFT_SUCCESS)
+		goto out_free;
+	st = weft_bootstrap_barrier(comm->bs, &comm->err);
+	if (st != WEFT_SUCCESS)
+		goto out_free;
+	weft_bootstrap_close(comm->bs);
+	comm->bs = NULL;
+	build_ring(comm);
+	weft_log(WEFT_LOG_INFO, WEFT_SUB_INIT, "rank %d of %d ready on %s (chunk %zu bytes)", rank,
+		 nranks, comm->cards[rank].hostname, comm->chunk_bytes);
+	weft_err_clear(ierr);
+	*out = comm;
+	return WEFT_SUCCESS;
+
+out_free:
+	weft_err_clear(ierr);
+	weft_err_set(ierr, st, "%s", comm->err.msg[0] ? comm->err.msg : "init failed");
+	comm_free(comm);
+	return st;
+}
+
+weft_status_t weft_comm_init_rank(weft_comm_t *comm, int nranks, weft_unique_id_t id, int rank,
+				  const weft_config_t *config)
+{
+	struct weft_err *ierr = weft_err_init_record();
+	weft_err_clear(ierr);
+	if (!comm)
+		return weft_err_set(ierr, WEFT_ERR_INVALID_ARG, "weft_comm_init_rank: comm is NULL");
+	*comm = NULL;
+	if (nranks < 1 || nranks > WEFT_MAX_RANKS)
+		return weft_err_set(ierr, WEFT_ERR_INVALID_ARG,
+				    "weft_comm_init_rank: nranks %d is out of range 1..%d", nranks,
+				    WEFT_MAX_RANKS);
+	if (rank < 0 || rank >= nranks)
+		return weft_err_set(ierr, WEFT_ERR_INVALID_ARG,
+				    "weft_comm_init_rank: rank %d is out of range 0..%d", rank, nranks - 1);
+	if (config && config->size != sizeof(weft_config_t))
+		return weft_err_set(ierr, WEFT_ERR_INVALID_ARG,
+				    "weft_comm_init_rank: config->size is %zu, expected %zu "
+				    "(initialise with WEFT_CONFIG_INIT)",
+				    config->size, sizeof(weft_config_t));
+	if (config && config->timeout_seconds < 0)
+		return weft_err_set(ierr, WEFT_ERR_INVALID_ARG,
+				    "weft_comm_init_rank: config->timeout_seconds is negative");
+	struct weft_uid uid;
+	memcpy(&uid, id.internal, sizeof(uid));
+	weft_status_t st = weft_bootstrap_uid_check(&uid, ierr);
+	if (st != WEFT_SUCCESS)
+		return st;
+	return weft_comm_create(comm, nranks, &uid, rank, config);
+}
+
+weft_status_t weft_comm_destroy(weft_comm_t comm)
+{
+	if (!comm)
+		return WEFT_ERR_INVALID_ARG;
+	comm_free(comm);
+	return WEFT_SUCCESS;
+}
+
+/* Fail every active task and close the transports so peers notice. */
+static void comm_kill(struct weft_comm *comm, weft_status_t status)
+{
+	if (comm->aborted)
+		return;
+	comm->aborted = true;
+	for (int i = 0; i < WEFT_TP_COUNT; i++)
+		if (comm->tps[i])
+			comm->tps[i]->ops->abort(comm->tps[i]);
+	while (comm->active) {
+		struct weft_task *t = comm->active;
+		comm->active = t->next;
+		t->next = NULL;
+		if (t->status == WEFT_INPROGRESS)
+			t->status = status;
+	}
+}
+
+weft_status_t weft_comm_abort(weft_comm_t comm)
+{
+	if (!comm)
+		return WEFT_ERR_INVALID_ARG;
+	/* Another thread may be inside a call: only raise the flag here; the
+	 * owner's next progress closes the transports. With no call in flight,
+	 * do it now. */
+	atomic_store(&comm->abort_requested, true);
+	int none = WEFT_SUCCESS;
+	atomic_compare_exchange_strong(&comm->async_error, &none, (int)WEFT_ERR_ABORTED);
+	if (!comm->active)
+		comm_kill(comm, WEFT_ERR_ABORTED);
+	return WEFT_SUCCESS;
+}
+
+weft_status_t weft_comm_get_async_error(weft_comm_t comm, weft_status_t *async_error)
+{
+	if (!comm || !async_error)
+		return WEFT_ERR_INVALID_ARG;
+	*async_error = (weft_status_t)atomic_load(&comm->async_error);
+	return WEFT_SUCCESS;
+}
+
+const char *weft_comm_last_error(weft_comm_t comm)
+{
+	return comm ? comm->err.msg : "comm is NULL";
+}
+
+weft_status_t weft_comm_rank(weft_comm_t comm, int *rank)
+{
+	if (!comm || !rank)
+		return WEFT_ERR_INVALID_ARG;
+	*rank = comm->rank;
+	return WEFT_SUCCESS;
+}
+
+weft_status_t weft_comm_size(weft_comm_t comm, int *nranks)
+{
+	if (!comm || !nranks)
+		return WEFT_ERR_INVALID_ARG;
+	*nranks = comm->nranks;
+	return WEFT_SUCCESS;
+}
+
+weft_status_t weft_comm_progress(struct weft_comm *comm)
+{
+	if (atomic_load(&comm->abort_requested) && !comm->aborted) {
+		weft_comm_fail(comm, WEFT_ERR_ABORTED, "communicator aborted by weft_comm_abort");
+		comm_kill(comm, WEFT_ERR_ABORTED);
+	}
+	if (comm->aborted)
+		return (weft_status_t)atomic_load(&comm->async_error);
+	for (int i = 0; i < WEFT_TP_COUNT; i++) {
+		struct weft_tp_comm *tc = comm->tps[i];
+		if (!tc)
+			continue;
+		weft_status_t st = tc->ops->progress(tc);
+		if (st != WEFT_SUCCESS && st != WEFT_INPROGRESS) {
+			comm_kill(comm, st);
+			return st;
+		}
+	}
+	double now = 0;
+	struct weft_task **link = &comm->active;
+	while (*link) {
+		struct weft_task *t = *link;
+		weft_status_t st = t->algo->progress(t);
+		if (st == WEFT_INPROGRESS) {
+			if (now == 0)
+				now = weft_now();
+			if (now - t->last_event > comm->timeout_s) {
+				char who[48] = "";
+				if (t->waiting_for >= 0)
+					snprintf(who, sizeof(who), " waiting for rank %d", t->waiting_for);
+				st = weft_comm_fail(comm, WEFT_ERR_TIMEOUT,
+						    "%s seq %llu: no progress for %.1f s%s",
+						    weft_coll_name(t->args.coll),
+						    (unsigned long long)t->seq, comm->timeout_s, who);
+			}
+		}
+		t->status = st;
+		if (st == WEFT_INPROGRESS) {
+			link = &t->next;
+			continue;
+		}
+		*link = t->next; /* finished: the request still owns it */
+		t->next = NULL;
+		if (st != WEFT_SUCCESS) {
+			comm_kill(comm, st);
+			return st;
+		}
+	}
+	return WEFT_SUCCESS;
+}

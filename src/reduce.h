@@ -1,0 +1,34 @@
+/* reduce.h — local reduction kernels, one per (datatype, op), chosen at run
+ * time for the CPU (SSE2 baseline, AVX2 where present; never -march=native). */
+#ifndef WEFT_REDUCE_H
+#define WEFT_REDUCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weft.h"
+
+/* dst[i] = a[i] op b[i] for i < count. dst may alias a or b exactly (not
+ * partially). For WEFT_AVG the kernel sums; the caller divides once at the
+ * end with weft_reduce_scale(). fp16/bf16 are widened to fp32, combined and
+ * rounded back to nearest even. */
+typedef void (*weft_reduce_fn)(void *dst, const void *a, const void *b, size_t count);
+
+/* The kernel for (dtype, op), or NULL if either is invalid. */
+weft_reduce_fn weft_reduce_kernel(weft_datatype_t dtype, weft_op_t op);
+
+/* buf[i] /= divisor for i < count (the last step of WEFT_AVG). Integer types
+ * truncate toward zero; fp16/bf16 divide in fp32. */
+void weft_reduce_scale(void *buf, size_t count, weft_datatype_t dtype, int divisor);
+
+/* Name of the instruction set the kernels were dispatched to ("avx2", "sse2"). */
+const char *weft_reduce_isa(void);
+
+/* Conversions used by the kernels and by tests. Round to nearest even; NaN
+ * stays NaN; fp16 overflow gives infinity. */
+float weft_half_to_float(uint16_t h);
+uint16_t weft_float_to_half(float f);
+float weft_bf16_to_float(uint16_t b);
+uint16_t weft_float_to_bf16(float f);
+
+#endif

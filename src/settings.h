@@ -1,0 +1,26 @@
+/* settings.h — every WEFT_* environment variable, declared once in
+ * settings.c with its default and a line of help (weft-topo --settings). */
+#ifndef WEFT_SETTINGS_H
+#define WEFT_SETTINGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct weft_setting {
+	const char *name;
+	const char *default_value; /* NULL: unset by default */
+	const char *help;
+};
+
+/* The value of a declared setting: the environment's, else its default
+ * (which may be NULL). Asking for an undeclared name aborts: it is a bug. */
+const char *weft_setting_str(const char *name);
+
+/* Parse a declared integer setting; sizes accept K/M/G suffixes (powers of
+ * two). Returns false (and leaves *out unchanged) if the value is malformed. */
+bool weft_setting_long(const char *name, long *out);
+bool weft_setting_double(const char *name, double *out);
+
+const struct weft_setting *weft_settings_all(size_t *count);
+
+#endif

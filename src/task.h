@@ -1,0 +1,63 @@
+/* task.h — a collective in flight: post, then progress until done, then
+ * finalize. Progress never blocks; blocking calls progress inline. */
+#ifndef WEFT_TASK_H
+#define WEFT_TASK_H
+
+#include <stdalign.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weft.h"
+
+struct weft_comm;
+struct weft_algo;
+
+enum weft_coll_kind {
+	WEFT_COLL_ALLREDUCE = 0,
+	WEFT_COLL_ALLGATHER,
+	WEFT_COLL_COUNT
+};
+
+/* A collective call as the algorithms see it, in place resolved. */
+struct weft_coll_args {
+	enum weft_coll_kind coll;
+	const void *sendbuf; /* never WEFT_IN_PLACE: resolved to the in-place source */
+	void *recvbuf;
+	size_t count;        /* elements per rank */
+	weft_datatype_t dtype;
+	weft_op_t op;
+	size_t esize;
+	bool in_place;
+};
+
+#define WEFT_TASK_PRIV_BYTES 4096
+
+struct weft_task {
+	struct weft_comm *comm;
+	const struct weft_algo *algo;
+	struct weft_coll_args args;
+	uint64_t seq;
+	weft_status_t status; /* WEFT_INPROGRESS while active */
+	double last_event;    /* when a message of this task last completed */
+	int waiting_for;      /* peer the task waits on, for the timeout message; -1 none */
+	struct weft_task *next;
+	alignas(64) unsigned char priv[WEFT_TASK_PRIV_BYTES]; /* the algorithm's state */
+};
+
+/* Take a task from the communicator's pool (allocating only when the pool
+ * is empty) and return it, finished, to the pool. */
+struct weft_task *weft_task_get(struct weft_comm *comm);
+void weft_task_put(struct weft_task *task);
+
+/* Start a task: assign its sequence number, post its first steps, add it to
+ * the active list. On failure the task is returned to the pool. */
+weft_status_t weft_task_start(struct weft_task *task);
+
+/* Progress the communicator until @p task finishes or times out; returns its status. */
+weft_status_t weft_task_wait(struct weft_task *task);
+
+/* Note that a message of this task has completed (resets its timeout). */
+void weft_task_touch(struct weft_task *task);
+
+#endif

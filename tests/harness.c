@@ -1,0 +1,762 @@
+/*
+ * harness.c — fork N rank processes, give them a communicator, run the
+ * test body, and collect how each ended (see harness.h).
+ *
+ * The parent and the ranks share one anonymous MAP_SHARED page set per job:
+ * a note slot per rank (first failure, last progress) and a small area the
+ * test may use (a victim writes the time it died, for instance). The parent
+ * polls waitpid() with WNOHANG rather than blocking in it, so that it can
+ * enforce the deadline and kill exactly the processes it forked.
+ */
+#include "harness.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+struct note_slot {
+	char failure[HARNESS_NOTE_BYTES];
+	char progress[HARNESS_NOTE_BYTES];
+};
+
+struct shared_page {
+	struct note_slot slot[HARNESS_MAX_RANKS];
+	_Alignas(64) unsigned char user[HARNESS_SHARED_BYTES];
+};
+
+/* Set in each rank process after fork; the parent keeps rank -1. */
+static struct shared_page *g_shared;
+static int g_rank = -1;
+
+double harness_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int harness_rank(void)
+{
+	return g_rank;
+}
+
+void *harness_shared(void)
+{
+	return g_shared ? g_shared->user : NULL;
+}
+
+static void note_failure(const char *text)
+{
+	fprintf(stderr, "rank %d: %s\n", g_rank, text);
+	if (g_shared && g_rank >= 0 && g_shared->slot[g_rank].failure[0] == '\0')
+		snprintf(g_shared->slot[g_rank].failure, HARNESS_NOTE_BYTES, "%s", text);
+}
+
+int harness_fail(const char *fmt, ...)
+{
+	char text[HARNESS_NOTE_BYTES];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	note_failure(text);
+	return 1;
+}
+
+int harness_fail_status(weft_comm_t comm, weft_status_t status, const char *fmt, ...)
+{
+	char what[HARNESS_NOTE_BYTES / 2];
+	char text[HARNESS_NOTE_BYTES];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	const char *last = comm ? weft_comm_last_error(comm) : "";
+	snprintf(text, sizeof(text), "%s: %s (%d): \"%s\"", what, weft_status_string(status),
+		 (int)status, last ? last : "(null)");
+	note_failure(text);
+	return 1;
+}
+
+void harness_progress(const char *fmt, ...)
+{
+	if (!g_shared || g_rank < 0)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(g_shared->slot[g_rank].progress, HARNESS_NOTE_BYTES, fmt, ap);
+	va_end(ap);
+}
+
+/* --- rank process --- */
+
+static int apply_env(const char *const *env)
+{
+	for (size_t i = 0; env && env[i]; i++) {
+		const char *eq = strchr(env[i], '=');
+		if (!eq || eq == env[i])
+			return harness_fail("harness: bad env entry \"%s\"", env[i]);
+		char key[256];
+		size_t len = (size_t)(eq - env[i]);
+		if (len >= sizeof(key))
+			return harness_fail("harness: env key too long in \"%s\"", env[i]);
+		memcpy(key, env[i], len);
+		key[len] = '\0';
+		if (setenv(key, eq + 1, 1) != 0)
+			return harness_fail("harness: setenv %s: %s", key, strerror(errno));
+	}
+	return 0;
+}
+
+static bool read_full(int fd, void *buf, size_t len)
+{
+	unsigned char *p = buf;
+	while (len > 0) {
+		ssize_t n = read(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		p += n;
+		len -= (size_t)n;
+	}
+	return true;
+}
+
+static bool write_full(int fd, const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		p += n;
+		len -= (size_t)n;
+	}
+	return true;
+}
+
+/* Rank 0 creates the id and writes one copy per other rank; the others read one. */
+static int share_id(const struct harness_job *job, int rank, int fds[2], weft_unique_id_t *id)
+{
+	memset(id, 0, sizeof(*id));
+	if (rank == 0) {
+		close(fds[0]);
+		weft_status_t st = weft_get_unique_id(id);
+		if (st != WEFT_SUCCESS) {
+			harness_fail("weft_get_unique_id: %s (%d): \"%s\"", weft_status_string(st),
+				     (int)st, weft_init_last_error());
+			close(fds[1]);
+			return HARNESS_EXIT_NO_ID;
+		}
+		for (int r = 1; r < job->nranks; r++) {
+			if (!write_full(fds[1], id, sizeof(*id))) {
+				harness_fail("harness: writing the id: %s", strerror(errno));
+				close(fds[1]);
+				return HARNESS_EXIT_SETUP;
+			}
+		}
+		close(fds[1]);
+		return 0;
+	}
+	close(fds[1]);
+	bool ok = read_full(fds[0], id, sizeof(*id));
+	close(fds[0]);
+	if (!ok) {
+		harness_fail("harness: no unique id from rank 0");
+		return HARNESS_EXIT_NO_ID;
+	}
+	return 0;
+}
+
+static int init_comm(const struct harness_job *job, int rank, const weft_unique_id_t *id,
+		     weft_comm_t *comm)
+{
+	double t0 = harness_now();
+	weft_status_t st;
+	harness_progress("init");
+	if (job->init == HARNESS_INIT_ENV)
+		st = weft_comm_init_env(comm, NULL);
+	else
+		st = weft_comm_init_rank(comm, job->nranks, *id, rank, NULL);
+	if (st == WEFT_SUCCESS) {
+		if (*comm != NULL)
+			return 0;
+		harness_fail("init returned success and a NULL communicator");
+		return HARNESS_EXIT_INIT;
+	}
+	const char *msg = weft_init_last_error();
+	if (*comm != NULL)
+		harness_fail("init failed but left a non-NULL communicator");
+	if (job->init_failed)
+		return job->init_failed(rank, job->nranks, st, msg ? msg : "(null)",
+					harness_now() - t0, job->arg);
+	harness_fail("%s: %s (%d): \"%s\"",
+		     job->init == HARNESS_INIT_ENV ? "weft_comm_init_env" : "weft_comm_init_rank",
+		     weft_status_string(st), (int)st, msg ? msg : "(null)");
+	return HARNESS_EXIT_INIT;
+}
+
+static int clamp_code(int code)
+{
+	if (code < 0 || code > HARNESS_EXIT_BODY_MAX)
+		return HARNESS_EXIT_BODY_MAX;
+	return code;
+}
+
+static void rank_main(const struct harness_job *job, int rank, int fds[2], pid_t parent,
+		      const char *const *init_env)
+{
+	/* Die with the parent, so that a killed test leaves no orphans. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(HARNESS_EXIT_SETUP);
+	/* A rank killed by SIGPIPE is a library bug; keep the default so it shows. */
+	signal(SIGPIPE, SIG_DFL);
+	g_rank = rank;
+
+	int code = apply_env(job->env) ? HARNESS_EXIT_SETUP : 0;
+	if (code == 0 && init_env) {
+		char rank_str[16];
+		snprintf(rank_str, sizeof(rank_str), "%d", rank);
+		code = apply_env(init_env) ? HARNESS_EXIT_SETUP : 0;
+		if (code == 0)
+			setenv("WEFT_RANK", rank_str, 1);
+	}
+
+	weft_unique_id_t id;
+	memset(&id, 0, sizeof(id));
+	if (job->init == HARNESS_INIT_RANK) {
+		if (code == 0)
+			code = share_id(job, rank, fds, &id);
+		else if (rank == 0)
+			close(fds[1]); /* let the others see EOF */
+	}
+	if (code == 0 && job->before_init)
+		code = job->before_init(rank, job->nranks, &id, job->arg);
+
+	weft_comm_t comm = NULL;
+	if (code == 0)
+		code = init_comm(job, rank, &id, &comm);
+	if (code == 0 && comm) {
+		if (job->body) {
+			harness_progress("body");
+			code = clamp_code(job->body(comm, rank, job->nranks, job->arg));
+		}
+		harness_progress("weft_comm_destroy");
+		weft_status_t st = weft_comm_destroy(comm);
+		if (st != WEFT_SUCCESS && code == 0)
+			code = harness_fail("weft_comm_destroy: %s", weft_status_string(st));
+	}
+	harness_progress("exited with %d", code);
+	fflush(NULL);
+	_exit(code);
+}
+
+/* --- parent --- */
+
+/* A port on 127.0.0.1 that was free a moment ago, for WEFT_ROOT. */
+static int pick_free_port(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0)
+		return -1;
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t len = sizeof(sa);
+	int port = -1;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+		port = ntohs(sa.sin_port);
+	close(fd);
+	return port;
+}
+
+static void append(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void append(char *buf, size_t cap, const char *fmt, ...)
+{
+	size_t used = strlen(buf);
+	if (used + 1 >= cap)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf + used, cap - used, fmt, ap);
+	va_end(ap);
+}
+
+static void summarise(struct harness_result *res, double timeout_s)
+{
+	res->ok = true;
+	res->summary[0] = '\0';
+	for (int r = 0; r < res->nranks; r++) {
+		const struct harness_rank_result *rr = &res->rank[r];
+		switch (rr->end) {
+		case HARNESS_NOT_STARTED:
+			continue;
+		case HARNESS_EXITED:
+			if (rr->code == 0)
+				continue;
+			append(res->summary, sizeof(res->summary), "rank %d exited %d after %.1f s", r,
+			       rr->code, rr->seconds);
+			break;
+		case HARNESS_SIGNALED:
+			append(res->summary, sizeof(res->summary), "rank %d killed by signal %d (%s) after %.1f s",
+			       r, rr->code, strsignal(rr->code), rr->seconds);
+			break;
+		case HARNESS_HUNG:
+			append(res->summary, sizeof(res->summary), "rank %d HUNG (killed at the %.0f s deadline)",
+			       r, timeout_s);
+			break;
+		}
+		res->ok = false;
+		if (rr->failure[0])
+			append(res->summary, sizeof(res->summary), ": %s", rr->failure);
+		if (rr->progress[0] && rr->end != HARNESS_EXITED)
+			append(res->summary, sizeof(res->summary), " [last step: %s]", rr->progress);
+		append(res->summary, sizeof(res->summary), "\n");
+	}
+	if (res->ok)
+		snprintf(res->summary, sizeof(res->summary), "all %d ranks succeeded in %.1f s",
+			 res->nranks, res->seconds);
+}
+
+static void record_exit(struct harness_rank_result *rr, int status, double t)
+{
+	rr->seconds = t;
+	if (WIFSIGNALED(status)) {
+		rr->end = HARNESS_SIGNALED;
+		rr->code = WTERMSIG(status);
+	} else {
+		rr->end = HARNESS_EXITED;
+		rr->code = WEXITSTATUS(status);
+	}
+}
+
+static void wait_all(struct harness_result *res, double timeout_s, double t0)
+{
+	int live = 0;
+	for (int r = 0; r < res->nranks; r++)
+		live += res->rank[r].pid > 0;
+	double deadline = t0 + timeout_s;
+	while (live > 0) {
+		for (int r = 0; r < res->nranks; r++) {
+			struct harness_rank_result *rr = &res->rank[r];
+			if (rr->pid <= 0 || rr->end != HARNESS_NOT_STARTED)
+				continue;
+			int status;
+			pid_t p = waitpid(rr->pid, &status, WNOHANG);
+			if (p == rr->pid) {
+				record_exit(rr, status, harness_now() - t0);
+				live--;
+			}
+		}
+		if (live == 0)
+			break;
+		if (harness_now() > deadline) {
+			for (int r = 0; r < res->nranks; r++) {
+				struct harness_rank_result *rr = &res->rank[r];
+				if (rr->pid <= 0 || rr->end != HARNESS_NOT_STARTED)
+					continue;
+				kill(rr->pid, SIGKILL);
+				int status;
+				while (waitpid(rr->pid, &status, 0) < 0 && errno == EINTR)
+					;
+				rr->end = HARNESS_HUNG;
+				rr->code = SIGKILL;
+				rr->seconds = harness_now() - t0;
+			}
+			break;
+		}
+		struct timespec nap = {0, 5 * 1000 * 1000};
+		nanosleep(&nap, NULL);
+	}
+}
+
+void harness_run_job(const struct harness_job *job, struct harness_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	res->nranks = job->nranks;
+	if (job->nranks < 1 || job->nranks > HARNESS_MAX_RANKS || (job->absent_ranks & 1u)) {
+		snprintf(res->summary, sizeof(res->summary),
+			 "harness: bad job (nranks %d, absent mask 0x%x)", job->nranks, job->absent_ranks);
+		return;
+	}
+
+	struct shared_page *shared = mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE,
+					  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (shared == MAP_FAILED) {
+		snprintf(res->summary, sizeof(res->summary), "harness: mmap: %s", strerror(errno));
+		return;
+	}
+	int fds[2] = {-1, -1};
+	if (job->init == HARNESS_INIT_RANK && pipe(fds) != 0) {
+		snprintf(res->summary, sizeof(res->summary), "harness: pipe: %s", strerror(errno));
+		munmap(shared, sizeof(*shared));
+		return;
+	}
+
+	/* weft_comm_init_env: a root port and a secret, the same for every rank. */
+	char root[64], secret[64], nranks_str[32];
+	const char *init_env[4] = {NULL};
+	if (job->init == HARNESS_INIT_ENV) {
+		snprintf(root, sizeof(root), "WEFT_ROOT=127.0.0.1:%d", pick_free_port());
+		snprintf(secret, sizeof(secret), "WEFT_SECRET=%016llx",
+			 (unsigned long long)(harness_now() * 1e9) ^ ((unsigned long long)getpid() << 32));
+		snprintf(nranks_str, sizeof(nranks_str), "WEFT_NRANKS=%d", job->nranks);
+		init_env[0] = root;
+		init_env[1] = secret;
+		init_env[2] = nranks_str;
+	}
+
+	struct shared_page *saved = g_shared;
+	g_shared = shared;
+	pid_t parent = getpid();
+	double t0 = harness_now();
+	fflush(NULL);
+	for (int r = 0; r < job->nranks; r++) {
+		if (job->absent_ranks & (1u << r))
+			continue;
+		pid_t pid = fork();
+		if (pid == 0)
+			rank_main(job, r, fds, parent, job->init == HARNESS_INIT_ENV ? init_env : NULL);
+		if (pid < 0) {
+			append(res->summary, sizeof(res->summary), "harness: fork: %s\n", strerror(errno));
+			break;
+		}
+		res->rank[r].pid = pid;
+	}
+	if (fds[0] >= 0) {
+		close(fds[0]);
+		close(fds[1]);
+	}
+	wait_all(res, job->timeout_s, t0);
+	res->seconds = harness_now() - t0;
+
+	for (int r = 0; r < job->nranks; r++) {
+		memcpy(res->rank[r].failure, shared->slot[r].failure, HARNESS_NOTE_BYTES);
+		memcpy(res->rank[r].progress, shared->slot[r].progress, HARNESS_NOTE_BYTES);
+		res->rank[r].failure[HARNESS_NOTE_BYTES - 1] = '\0';
+		res->rank[r].progress[HARNESS_NOTE_BYTES - 1] = '\0';
+	}
+	char fork_error[256];
+	snprintf(fork_error, sizeof(fork_error), "%s", res->summary);
+	summarise(res, job->timeout_s);
+	if (fork_error[0]) {
+		res->ok = false;
+		append(res->summary, sizeof(res->summary), "%s", fork_error);
+	}
+	g_shared = saved;
+	munmap(shared, sizeof(*shared));
+}
+
+void harness_run(int nranks, const char *const env[], harness_body_fn body, void *arg,
+		 double timeout_s, struct harness_result *res)
+{
+	struct harness_job job = {
+		.nranks = nranks,
+		.env = env,
+		.body = body,
+		.arg = arg,
+		.timeout_s = timeout_s,
+	};
+	harness_run_job(&job, res);
+}
+
+/* --- test data --- */
+
+static const struct {
+	const char *name;
+	size_t size;
+} dtypes[WEFT_DATATYPE_COUNT] = {
+	[WEFT_INT8] = {"int8", 1},       [WEFT_UINT8] = {"uint8", 1},
+	[WEFT_INT32] = {"int32", 4},     [WEFT_UINT32] = {"uint32", 4},
+	[WEFT_INT64] = {"int64", 8},     [WEFT_UINT64] = {"uint64", 8},
+	[WEFT_FLOAT16] = {"fp16", 2},    [WEFT_BFLOAT16] = {"bf16", 2},
+	[WEFT_FLOAT32] = {"fp32", 4},    [WEFT_FLOAT64] = {"fp64", 8},
+};
+
+static const char *const op_names[WEFT_OP_COUNT] = {
+	[WEFT_SUM] = "sum", [WEFT_PROD] = "prod", [WEFT_MIN] = "min", [WEFT_MAX] = "max",
+	[WEFT_AVG] = "avg",
+};
+
+const char *harness_dtype_name(weft_datatype_t dtype)
+{
+	return (unsigned)dtype < WEFT_DATATYPE_COUNT ? dtypes[dtype].name : "bad-dtype";
+}
+
+const char *harness_op_name(weft_op_t op)
+{
+	return (unsigned)op < WEFT_OP_COUNT ? op_names[op] : "bad-op";
+}
+
+size_t harness_dtype_size(weft_datatype_t dtype)
+{
+	return (unsigned)dtype < WEFT_DATATYPE_COUNT ? dtypes[dtype].size : 0;
+}
+
+enum kind { KIND_SIGNED, KIND_UNSIGNED, KIND_FLOAT };
+
+static enum kind kind_of(weft_datatype_t dtype)
+{
+	switch (dtype) {
+	case WEFT_UINT8:
+	case WEFT_UINT32:
+	case WEFT_UINT64:
+		return KIND_UNSIGNED;
+	case WEFT_FLOAT16:
+	case WEFT_BFLOAT16:
+	case WEFT_FLOAT32:
+	case WEFT_FLOAT64:
+		return KIND_FLOAT;
+	default:
+		return KIND_SIGNED;
+	}
+}
+
+/* IEEE binary16 <-> binary32, round to nearest even (enough for test data). */
+static uint16_t f32_to_f16(float f)
+{
+	uint32_t x;
+	memcpy(&x, &f, sizeof(x));
+	uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+	int fexp = (int)((x >> 23) & 0xffu);
+	uint32_t mant = x & 0x7fffffu;
+	if (fexp == 0xff)
+		return sign | 0x7c00u | (mant ? 0x200u : 0);
+	int exp = fexp - 127 + 15;
+	if (exp >= 31)
+		return sign | 0x7c00u;
+	if (exp <= 0) {
+		if (exp < -10)
+			return sign;
+		mant |= 0x800000u;
+		int shift = 14 - exp;
+		uint32_t h = mant >> shift, rem = mant & ((1u << shift) - 1), halfway = 1u << (shift - 1);
+		if (rem > halfway || (rem == halfway && (h & 1)))
+			h++;
+		return (uint16_t)(sign | h);
+	}
+	uint32_t h = ((uint32_t)exp << 10) | (mant >> 13), rem = mant & 0x1fffu;
+	if (rem > 0x1000u || (rem == 0x1000u && (h & 1)))
+		h++; /* may carry into the exponent, which is right */
+	return (uint16_t)(sign | h);
+}
+
+static float f16_to_f32(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+	float f;
+	if (exp == 0) {
+		f = (float)mant * (1.0f / 16777216.0f);
+		return sign ? -f : f;
+	}
+	uint32_t x = exp == 31 ? (sign | 0x7f800000u | (mant << 13))
+			       : (sign | ((exp - 15 + 127) << 23) | (mant << 13));
+	memcpy(&f, &x, sizeof(f));
+	return f;
+}
+
+static uint16_t f32_to_bf16(float f)
+{
+	uint32_t x;
+	memcpy(&x, &f, sizeof(x));
+	if ((x & 0x7fffffffu) > 0x7f800000u)
+		return (uint16_t)((x >> 16) | 0x40u);
+	x += 0x7fffu + ((x >> 16) & 1u);
+	return (uint16_t)(x >> 16);
+}
+
+static float bf16_to_f32(uint16_t b)
+{
+	uint32_t x = (uint32_t)b << 16;
+	float f;
+	memcpy(&f, &x, sizeof(f));
+	return f;
+}
+
+double harness_elem_load(const void *buf, size_t i, weft_datatype_t dtype)
+{
+	const unsigned char *p = (const unsigned char *)buf + i * harness_dtype_size(dtype);
+	switch (dtype) {
+	case WEFT_INT8: { int8_t v; memcpy(&v, p, 1); return v; }
+	case WEFT_UINT8: { uint8_t v; memcpy(&v, p, 1); return v; }
+	case WEFT_INT32: { int32_t v; memcpy(&v, p, 4); return v; }
+	case WEFT_UINT32: { uint32_t v; memcpy(&v, p, 4); return v; }
+	case WEFT_INT64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
+	case WEFT_UINT64: { uint64_t v; memcpy(&v, p, 8); return (double)v; }
+	case WEFT_FLOAT16: { uint16_t v; memcpy(&v, p, 2); return f16_to_f32(v); }
+	case WEFT_BFLOAT16: { uint16_t v; memcpy(&v, p, 2); return bf16_to_f32(v); }
+	case WEFT_FLOAT32: { float v; memcpy(&v, p, 4); return v; }
+	case WEFT_FLOAT64: { double v; memcpy(&v, p, 8); return v; }
+	default: return 0;
+	}
+}
+
+void harness_elem_store(void *buf, size_t i, weft_datatype_t dtype, double v)
+{
+	unsigned char *p = (unsigned char *)buf + i * harness_dtype_size(dtype);
+	switch (dtype) {
+	case WEFT_INT8: { int8_t x = (int8_t)v; memcpy(p, &x, 1); break; }
+	case WEFT_UINT8: { uint8_t x = (uint8_t)v; memcpy(p, &x, 1); break; }
+	case WEFT_INT32: { int32_t x = (int32_t)v; memcpy(p, &x, 4); break; }
+	case WEFT_UINT32: { uint32_t x = (uint32_t)v; memcpy(p, &x, 4); break; }
+	case WEFT_INT64: { int64_t x = (int64_t)v; memcpy(p, &x, 8); break; }
+	case WEFT_UINT64: { uint64_t x = (uint64_t)v; memcpy(p, &x, 8); break; }
+	case WEFT_FLOAT16: { uint16_t x = f32_to_f16((float)v); memcpy(p, &x, 2); break; }
+	case WEFT_BFLOAT16: { uint16_t x = f32_to_bf16((float)v); memcpy(p, &x, 2); break; }
+	case WEFT_FLOAT32: { float x = (float)v; memcpy(p, &x, 4); break; }
+	case WEFT_FLOAT64: memcpy(p, &v, 8); break;
+	default: break;
+	}
+}
+
+/* min/max keys run from -11 to 11; scaled so that they cover the type's range. */
+static double minmax_scale(weft_datatype_t dtype)
+{
+	switch (dtype) {
+	case WEFT_INT8: case WEFT_UINT8: return 11.0;
+	case WEFT_INT32: return 67108864.0;             /* 2^26 */
+	case WEFT_UINT32: return 134217728.0;           /* 2^27: crosses 2^31 */
+	case WEFT_INT64: return 288230376151711744.0;   /* 2^58 */
+	case WEFT_UINT64: return 576460752303423488.0;  /* 2^59: crosses 2^63 */
+	default: return 0.5;
+	}
+}
+
+/* The unscaled integer of the avg pattern for ranks below nranks - 1. */
+static long avg_key(int rank, size_t i)
+{
+	return (long)((rank * 5 + i) % 9) - 4;
+}
+
+static double ar_value(weft_datatype_t dtype, weft_op_t op, int rank, int nranks, size_t i)
+{
+	enum kind kind = kind_of(dtype);
+	double unit = kind == KIND_FLOAT ? 0.5 : 1.0;
+	switch (op) {
+	case WEFT_SUM: {
+		long v = (long)((rank * 3 + i) % 7);
+		return kind == KIND_UNSIGNED ? (double)v : (double)(v - 3) * unit;
+	}
+	case WEFT_PROD: {
+		double v = (rank + i) % 3 == 0 ? 2.0 : ((rank + i) % 3 == 1 && kind == KIND_FLOAT) ? 0.5 : 1.0;
+		return (kind != KIND_UNSIGNED && (rank + 2 * i) % 5 == 1) ? -v : v;
+	}
+	case WEFT_MIN:
+	case WEFT_MAX: {
+		long key = (long)((rank * 7 + i * 3) % 23) - 11;
+		return (double)(kind == KIND_UNSIGNED ? key + 11 : key) * minmax_scale(dtype);
+	}
+	case WEFT_AVG: {
+		if (kind == KIND_UNSIGNED)
+			return (double)(avg_key(rank, i) + 4);
+		if (kind == KIND_SIGNED || rank < nranks - 1)
+			return (double)avg_key(rank, i) * unit;
+		/* Floating point: the last rank makes the sum a multiple of nranks. */
+		long sum = 0;
+		for (int r = 0; r < nranks - 1; r++)
+			sum += avg_key(r, i);
+		long last = ((-sum) % nranks + nranks) % nranks + nranks * (long)(i % 3 - 1);
+		return (double)last * unit;
+	}
+	default:
+		return 0;
+	}
+}
+
+void harness_ar_input(void *buf, size_t count, weft_datatype_t dtype, weft_op_t op, int rank,
+		      int nranks, unsigned salt)
+{
+	for (size_t i = 0; i < count; i++)
+		harness_elem_store(buf, i, dtype, ar_value(dtype, op, rank, nranks, i + salt * 13u));
+}
+
+void harness_ar_expected(void *buf, size_t count, weft_datatype_t dtype, weft_op_t op,
+			 int nranks, unsigned salt)
+{
+	for (size_t i = 0; i < count; i++) {
+		size_t k = i + salt * 13u;
+		double acc = ar_value(dtype, op, 0, nranks, k);
+		for (int r = 1; r < nranks; r++) {
+			double v = ar_value(dtype, op, r, nranks, k);
+			switch (op) {
+			case WEFT_SUM: case WEFT_AVG: acc += v; break;
+			case WEFT_PROD: acc *= v; break;
+			case WEFT_MIN: acc = v < acc ? v : acc; break;
+			case WEFT_MAX: acc = v > acc ? v : acc; break;
+			default: break;
+			}
+		}
+		if (op == WEFT_AVG)
+			acc = kind_of(dtype) == KIND_FLOAT ? acc / nranks
+							   : (double)((long long)acc / nranks);
+		harness_elem_store(buf, i, dtype, acc);
+	}
+}
+
+void harness_ag_input(void *buf, size_t count, weft_datatype_t dtype, int rank, unsigned salt)
+{
+	size_t size = harness_dtype_size(dtype);
+	unsigned char *p = buf;
+	for (size_t i = 0; i < count; i++)
+		for (size_t j = 0; j < size; j++)
+			p[i * size + j] = (unsigned char)(rank * 37 + (i + salt * 7u) * 11u + j * 101u + 1u);
+}
+
+static bool elem_equal(const void *a, const void *b, size_t i, weft_datatype_t dtype)
+{
+	size_t size = harness_dtype_size(dtype);
+	if (memcmp((const char *)a + i * size, (const char *)b + i * size, size) == 0)
+		return true;
+	return kind_of(dtype) == KIND_FLOAT &&
+	       harness_elem_load(a, i, dtype) == harness_elem_load(b, i, dtype);
+}
+
+size_t harness_compare(const void *got, const void *want, size_t count, weft_datatype_t dtype,
+		       char *why, size_t why_bytes)
+{
+	size_t first = SIZE_MAX, bad = 0;
+	for (size_t i = 0; i < count; i++) {
+		if (elem_equal(got, want, i, dtype))
+			continue;
+		if (first == SIZE_MAX)
+			first = i;
+		bad++;
+	}
+	if (first != SIZE_MAX && why)
+		snprintf(why, why_bytes, "element %zu of %zu: got %.17g, expected %.17g (%zu elements differ)",
+			 first, count, harness_elem_load(got, first, dtype),
+			 harness_elem_load(want, first, dtype), bad);
+	return first;
+}
+
+void harness_guard_fill(void *guard, size_t bytes)
+{
+	unsigned char *p = guard;
+	for (size_t k = 0; k < bytes; k++)
+		p[k] = (unsigned char)(0xa5u ^ (k * 7u));
+}
+
+long harness_guard_check(const void *guard, size_t bytes)
+{
+	const unsigned char *p = guard;
+	for (size_t k = 0; k < bytes; k++)
+		if (p[k] != (unsigned char)(0xa5u ^ (k * 7u)))
+			return (long)k;
+	return -1;
+}

@@ -1,0 +1,273 @@
+/*
+ * test_allreduce.c — the AllReduce correctness matrix.
+ *
+ * For each transport (shm, the default on one host; socket over lo) and each
+ * rank count 1..8, one set of rank processes runs every case in turn:
+ * counts {0, 1, 7, nranks-1, 4099} x every datatype x every op x three
+ * buffer forms (out of place, sendbuf == recvbuf, WEFT_IN_PLACE), plus a few
+ * (datatype, op, form) cases of 1M+3 elements. Every element is checked
+ * against an exact expected value, the guard bytes around the output (and,
+ * out of place, the input) must be untouched, and out of place the input
+ * must be unchanged. Forking once per (transport, nranks) rather than per
+ * case keeps the suite fast; the failure message names the case.
+ *
+ * A second set forces each allreduce algorithm in the library's table in
+ * turn (WEFT_ALGO) on a smaller matrix.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../algorithms/algo.h"
+#include "harness.h"
+
+enum form { FORM_OUT, FORM_SAME, FORM_IN_PLACE, FORM_COUNT };
+
+static const char *const form_names[FORM_COUNT] = {
+	[FORM_OUT] = "out-of-place",
+	[FORM_SAME] = "sendbuf==recvbuf",
+	[FORM_IN_PLACE] = "WEFT_IN_PLACE",
+};
+
+#define BIG_COUNT ((size_t)(1u << 20) + 3)
+#define MAX_FAILURES_SHOWN 8
+
+struct big_case {
+	weft_datatype_t dtype;
+	weft_op_t op;
+	enum form form;
+};
+
+/* Large cases: each dtype width and each op at least once, and fp16/bf16,
+ * whose accumulation in fp32 matters most over long vectors. */
+static const struct big_case big_cases[] = {
+	{WEFT_FLOAT32, WEFT_SUM, FORM_OUT},
+	{WEFT_FLOAT16, WEFT_SUM, FORM_IN_PLACE},
+	{WEFT_BFLOAT16, WEFT_AVG, FORM_SAME},
+	{WEFT_INT32, WEFT_MAX, FORM_OUT},
+	{WEFT_FLOAT64, WEFT_MIN, FORM_IN_PLACE},
+	{WEFT_UINT8, WEFT_PROD, FORM_OUT},
+};
+
+struct matrix {
+	bool full;      /* every count, form; otherwise one form per case, small counts */
+	bool big;       /* the 1M+3 cases */
+	int failures;   /* data mismatches seen (per rank) */
+};
+
+/* Buffers of the largest case, reused: [guard | data | guard]. */
+struct bufs {
+	unsigned char *send, *recv; /* data start; guards at -G and +bytes */
+	unsigned char *want, *orig;
+	size_t cap;
+};
+
+static bool bufs_alloc(struct bufs *b, size_t cap)
+{
+	b->cap = cap;
+	unsigned char *s = malloc(cap + 2 * HARNESS_GUARD_BYTES);
+	unsigned char *r = malloc(cap + 2 * HARNESS_GUARD_BYTES);
+	b->want = malloc(cap ? cap : 1);
+	b->orig = malloc(cap ? cap : 1);
+	b->send = s ? s + HARNESS_GUARD_BYTES : NULL;
+	b->recv = r ? r + HARNESS_GUARD_BYTES : NULL;
+	return s && r && b->want && b->orig;
+}
+
+static void bufs_free(struct bufs *b)
+{
+	if (b->send)
+		free(b->send - HARNESS_GUARD_BYTES);
+	if (b->recv)
+		free(b->recv - HARNESS_GUARD_BYTES);
+	free(b->want);
+	free(b->orig);
+}
+
+static void guards_fill(unsigned char *data, size_t bytes)
+{
+	harness_guard_fill(data - HARNESS_GUARD_BYTES, HARNESS_GUARD_BYTES);
+	harness_guard_fill(data + bytes, HARNESS_GUARD_BYTES);
+}
+
+/* "" if both guards are intact, else which one changed. */
+static const char *guards_check(const unsigned char *data, size_t bytes)
+{
+	if (harness_guard_check(data - HARNESS_GUARD_BYTES, HARNESS_GUARD_BYTES) >= 0)
+		return "the guard before";
+	if (harness_guard_check(data + bytes, HARNESS_GUARD_BYTES) >= 0)
+		return "the guard after";
+	return "";
+}
+
+enum case_result { CASE_OK, CASE_WRONG, CASE_ERROR };
+
+/* One allreduce; a wrong result lets the matrix go on, an error status stops it. */
+static enum case_result run_case(weft_comm_t comm, int rank, int nranks, struct bufs *b,
+				 struct matrix *m, size_t count, weft_datatype_t dt, weft_op_t op,
+				 enum form form, unsigned salt)
+{
+	char name[160];
+	snprintf(name, sizeof(name), "allreduce nranks %d %s %s count %zu %s", nranks,
+		 harness_dtype_name(dt), harness_op_name(op), count, form_names[form]);
+	harness_progress("%s", name);
+
+	size_t bytes = count * harness_dtype_size(dt);
+	unsigned char *input = form == FORM_OUT ? b->send : b->recv;
+	guards_fill(b->send, bytes);
+	guards_fill(b->recv, bytes);
+	harness_ar_input(input, count, dt, op, rank, nranks, salt);
+	if (form == FORM_OUT) {
+		memset(b->recv, 0xcd, bytes); /* every element must be written */
+		memcpy(b->orig, b->send, bytes);
+	}
+	const void *sendarg = form == FORM_OUT ? b->send : form == FORM_SAME ? b->recv : WEFT_IN_PLACE;
+
+	weft_status_t st = weft_allreduce(sendarg, b->recv, count, dt, op, comm);
+	if (st != WEFT_SUCCESS) {
+		harness_fail_status(comm, st, "%s", name);
+		return CASE_ERROR;
+	}
+
+	char why[256] = "";
+	const char *guard;
+	harness_ar_expected(b->want, count, dt, op, nranks, salt);
+	if (harness_compare(b->recv, b->want, count, dt, why, sizeof(why)) == SIZE_MAX) {
+		guard = guards_check(b->recv, bytes);
+		if (*guard)
+			snprintf(why, sizeof(why), "%s recvbuf was written", guard);
+	}
+	if (!why[0] && form == FORM_OUT) {
+		guard = guards_check(b->send, bytes);
+		if (*guard)
+			snprintf(why, sizeof(why), "%s sendbuf was written", guard);
+		else if (memcmp(b->send, b->orig, bytes) != 0)
+			snprintf(why, sizeof(why), "sendbuf was modified");
+	}
+	if (!why[0])
+		return CASE_OK;
+	if (++m->failures <= MAX_FAILURES_SHOWN)
+		harness_fail("%s: %s", name, why);
+	return CASE_WRONG;
+}
+
+static int matrix_body(weft_comm_t comm, int rank, int nranks, void *arg)
+{
+	struct matrix *m = arg;
+	struct bufs b;
+	size_t cap = (m->big ? BIG_COUNT : 65537) * 8;
+	if (!bufs_alloc(&b, cap)) {
+		bufs_free(&b);
+		return harness_fail("out of memory for %zu-byte buffers", cap);
+	}
+	size_t counts[] = {0, 1, 7, (size_t)nranks - 1, 4099, 65537};
+	size_t ncounts = m->full ? 5 : 6;
+	unsigned salt = 0;
+	enum case_result res = CASE_OK;
+	for (size_t c = 0; c < ncounts && res != CASE_ERROR; c++) {
+		size_t count = counts[c];
+		if (c == 3 && (count == 0 || count == 1 || count == 7))
+			continue; /* nranks-1 repeats a count already run */
+		if (!m->full && count == 0)
+			continue;
+		for (int dt = 0; dt < WEFT_DATATYPE_COUNT && res != CASE_ERROR; dt++)
+			for (int op = 0; op < WEFT_OP_COUNT && res != CASE_ERROR; op++)
+				for (int f = 0; f < FORM_COUNT && res != CASE_ERROR; f++) {
+					if (!m->full && f != (int)((c + (size_t)dt + (size_t)op) % FORM_COUNT))
+						continue;
+					salt++;
+					res = run_case(comm, rank, nranks, &b, m, count, (weft_datatype_t)dt,
+						       (weft_op_t)op, (enum form)f, salt);
+				}
+	}
+	for (size_t k = 0; m->big && k < sizeof(big_cases) / sizeof(big_cases[0]) && res != CASE_ERROR; k++)
+		res = run_case(comm, rank, nranks, &b, m, BIG_COUNT, big_cases[k].dtype, big_cases[k].op,
+			       big_cases[k].form, ++salt);
+	bufs_free(&b);
+	if (res == CASE_ERROR)
+		return 2;
+	if (m->failures > MAX_FAILURES_SHOWN)
+		harness_fail("... %d wrong cases in all", m->failures);
+	return m->failures ? 1 : 0;
+}
+
+static const char *const env_shm[] = {"WEFT_TIMEOUT=60", NULL};
+static const char *const env_socket[] = {"WEFT_TIMEOUT=60", "WEFT_TRANSPORTS=socket",
+					 "WEFT_SOCKET_IFNAME=lo", NULL};
+
+#define JOB_TIMEOUT_S 200.0
+
+static void run_matrix(int nranks, const char *const *env, const char *label, struct matrix m)
+{
+	struct harness_result res;
+	harness_run(nranks, env, matrix_body, &m, JOB_TIMEOUT_S, &res);
+	printf("allreduce matrix %s nranks %d: %.1f s\n", label, nranks, res.seconds);
+	fflush(stdout);
+	ck_assert_msg(res.ok, "allreduce matrix %s, nranks %d:\n%s", label, nranks, res.summary);
+}
+
+START_TEST(matrix_shm)
+{
+	run_matrix(_i, env_shm, "shm", (struct matrix){.full = true, .big = true});
+}
+END_TEST
+
+START_TEST(matrix_socket)
+{
+	run_matrix(_i, env_socket, "socket", (struct matrix){.full = true, .big = true});
+}
+END_TEST
+
+/* Each allreduce algorithm of the library's table, forced, on a smaller
+ * matrix: every dtype and op, counts 1, 7, nranks-1, 4099, 65537, one form
+ * per case in rotation. */
+static const int algo_nranks[] = {2, 3, 4, 5, 8};
+
+START_TEST(forced_algorithms)
+{
+	int nranks = algo_nranks[_i];
+	const struct weft_algo *const *algos = weft_algos_for(WEFT_COLL_ALLREDUCE);
+	ck_assert_ptr_nonnull(algos);
+	for (size_t a = 0; algos[a]; a++) {
+		char algo_env[128];
+		snprintf(algo_env, sizeof(algo_env), "WEFT_ALGO=allreduce:%s", algos[a]->name);
+		const char *const env[] = {"WEFT_TIMEOUT=60", algo_env, NULL};
+		struct harness_result res;
+		struct matrix m = {.full = false};
+		harness_run(nranks, env, matrix_body, &m, JOB_TIMEOUT_S, &res);
+		printf("allreduce %s nranks %d: %.1f s\n", algo_env, nranks, res.seconds);
+		fflush(stdout);
+		ck_assert_msg(res.ok, "allreduce with %s, nranks %d:\n%s", algo_env, nranks, res.summary);
+	}
+}
+END_TEST
+
+static Suite *allreduce_suite(void)
+{
+	Suite *s = suite_create("allreduce");
+	TCase *tc = tcase_create("shm");
+	tcase_set_timeout(tc, JOB_TIMEOUT_S + 30);
+	tcase_add_loop_test(tc, matrix_shm, 1, 9);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("socket");
+	tcase_set_timeout(tc, JOB_TIMEOUT_S + 30);
+	tcase_add_loop_test(tc, matrix_socket, 1, 9);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("algorithms");
+	tcase_set_timeout(tc, 4 * JOB_TIMEOUT_S);
+	tcase_add_loop_test(tc, forced_algorithms, 0, (int)(sizeof(algo_nranks) / sizeof(algo_nranks[0])));
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(allreduce_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

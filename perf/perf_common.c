@@ -1133,7 +1133,7 @@ static void report_child(int rank, pid_t pid, int status, bool killed_by_us)
 			WEXITSTATUS(status));
 	else if (WIFSIGNALED(status))
 		fprintf(stderr, "%s: rank %d (pid %d) %s by signal %d (%s)\n", g_prog, rank, (int)pid,
-			killed_by_us ? "was stopped" : "was killed", WTERMSIG(status),
+			killed_by_us ? "was ended (by us)" : "was killed", WTERMSIG(status),
 			strsignal(WTERMSIG(status)));
 }
 

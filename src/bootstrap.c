@@ -45,7 +45,7 @@
 _Static_assert(sizeof(struct weft_uid) <= sizeof(weft_unique_id_t),
 	       "struct weft_uid must fit in weft_unique_id_t");
 
-#define UID_VERSION	1u
+
 #define MAX_TOTAL_BYTES ((uint64_t)64 << 20) /* nranks * block bytes */
 #define MAX_ERROR_BYTES 1024u
 #define HELLO_TIMEOUT_S 2.0
@@ -378,7 +378,7 @@ static void root_on_hello(struct root *r, struct conn *c)
 	const struct hello *h = &c->hello;
 	char text[400];
 
-	if (h->magic != WEFT_UID_MAGIC || h->version != UID_VERSION) {
+	if (h->magic != WEFT_UID_MAGIC || h->version != WEFT_UID_VERSION) {
 		conn_drop(r, c,
 			  "hello has a bad magic or version (not a weft rank of this version)");
 		return;
@@ -975,7 +975,7 @@ weft_status_t weft_bootstrap_root_start(const struct sockaddr *addr, socklen_t a
 	memset(uid, 0, sizeof(*uid));
 	uid->magic = WEFT_UID_MAGIC;
 	uid->secret = secret;
-	uid->version = UID_VERSION;
+	uid->version = WEFT_UID_VERSION;
 	uid->addr_len = bound_len;
 	memcpy(&uid->addr, &bound, bound_len);
 
@@ -1005,10 +1005,10 @@ weft_status_t weft_bootstrap_uid_check(const struct weft_uid *uid, struct weft_e
 				    "unique id is invalid (bad magic 0x%016llx; was it made by "
 				    "weft_get_unique_id() and copied whole?)",
 				    (unsigned long long)uid->magic);
-	if (uid->version != UID_VERSION)
+	if (uid->version != WEFT_UID_VERSION)
 		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
 				    "unique id is invalid (version %u, this library reads %u)",
-				    uid->version, UID_VERSION);
+				    uid->version, WEFT_UID_VERSION);
 	if (!addr_len_ok(uid->addr.sa.sa_family, uid->addr_len))
 		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
 				    "unique id is invalid (address family %d, length %u)",
@@ -1268,7 +1268,7 @@ weft_status_t weft_bootstrap_join(const struct weft_uid *uid, int rank, int nran
 		goto out_free;
 	hello.magic = WEFT_UID_MAGIC;
 	hello.secret = uid->secret;
-	hello.version = UID_VERSION;
+	hello.version = WEFT_UID_VERSION;
 	hello.rank = rank;
 	hello.nranks = nranks;
 	rc = send_frame(bs, FRAME_HELLO, 0, &hello, sizeof(hello), start + timeout_s, "join", err);

@@ -201,7 +201,7 @@ weft_status_t weft_comm_init_env(weft_comm_t *comm, const weft_config_t *config)
 			return st;
 	} else {
 		uid.magic = WEFT_UID_MAGIC;
-		uid.version = 1;
+		uid.version = WEFT_UID_VERSION;
 		uid.addr_len = (uint32_t)len;
 		memcpy(&uid.addr, &addr, len);
 	}

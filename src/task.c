@@ -1,8 +1,8 @@
 /* task.c — the task pool, starting tasks, and waiting for them. */
 #include "task.h"
 
-#include <sched.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "../algorithms/algo.h"
 #include "comm.h"
@@ -52,19 +52,30 @@ weft_status_t weft_task_start(struct weft_task *task)
 	return WEFT_SUCCESS;
 }
 
-/* Spin while the peers are likely running; once a wait grows long (or the
- * host is oversubscribed), yield the core on every round so that the ranks
- * we wait for can run. */
+/* Spin while the peers are likely running. Once nothing has moved for a
+ * while, the ranks we wait for are probably descheduled (more ranks than
+ * cores): sleep a little so they get the core. sched_yield alone does not
+ * hand the core over under CFS. */
+#define WEFT_SPIN_SECONDS 50e-6
+#define WEFT_NAP_NS 2000
+
 weft_status_t weft_task_wait(struct weft_task *task)
 {
 	struct weft_comm *comm = task->comm;
 	unsigned spins = 0;
 	while (task->status == WEFT_INPROGRESS) {
+		double seen = task->last_event;
 		weft_status_t st = weft_comm_progress(comm);
 		if (st != WEFT_SUCCESS && task->status == WEFT_INPROGRESS)
 			task->status = st;
-		if (++spins > 2048)
-			sched_yield();
+		if (task->last_event != seen) {
+			spins = 0;
+			continue;
+		}
+		if ((++spins & 255) == 0 && weft_now() - task->last_event > WEFT_SPIN_SECONDS) {
+			struct timespec nap = {0, WEFT_NAP_NS};
+			nanosleep(&nap, NULL);
+		}
 	}
 	return task->status;
 }

@@ -425,6 +425,7 @@ void harness_run_job(const struct harness_job *job, struct harness_result *res)
 	struct shared_page *saved = g_shared;
 	g_shared = shared;
 	pid_t parent = getpid();
+	int fork_errno = 0;
 	double t0 = harness_now();
 	fflush(NULL);
 	for (int r = 0; r < job->nranks; r++) {
@@ -434,7 +435,7 @@ void harness_run_job(const struct harness_job *job, struct harness_result *res)
 		if (pid == 0)
 			rank_main(job, r, fds, parent, job->init == HARNESS_INIT_ENV ? init_env : NULL);
 		if (pid < 0) {
-			append(res->summary, sizeof(res->summary), "harness: fork: %s\n", strerror(errno));
+			fork_errno = errno;
 			break;
 		}
 		res->rank[r].pid = pid;
@@ -452,12 +453,10 @@ void harness_run_job(const struct harness_job *job, struct harness_result *res)
 		res->rank[r].failure[HARNESS_NOTE_BYTES - 1] = '\0';
 		res->rank[r].progress[HARNESS_NOTE_BYTES - 1] = '\0';
 	}
-	char fork_error[256];
-	snprintf(fork_error, sizeof(fork_error), "%s", res->summary);
 	summarise(res, job->timeout_s);
-	if (fork_error[0]) {
+	if (fork_errno) {
 		res->ok = false;
-		append(res->summary, sizeof(res->summary), "%s", fork_error);
+		append(res->summary, sizeof(res->summary), "harness: fork: %s\n", strerror(fork_errno));
 	}
 	g_shared = saved;
 	munmap(shared, sizeof(*shared));

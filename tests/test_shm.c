@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "comm.h"
@@ -24,11 +25,14 @@
 #define TIMEOUT_S 20.0
 #define MAX_SIZES 16
 
-/* Shared between the ranks and the parent (harness_shared). */
+/* Shared between the ranks and the parent, which reads it after the job
+ * (harness_shared() is gone by then). */
 struct shared {
 	uint64_t secret;
 	int seg_seen_after_init; /* a rank found its segment name still in /dev/shm */
 };
+
+static struct shared *g_sh;
 
 static uint8_t pattern(int from, int to, size_t size, size_t i)
 {
@@ -53,7 +57,7 @@ static bool segment_exists(uint64_t secret)
 
 static void note_secret(weft_comm_t comm)
 {
-	struct shared *sh = harness_shared();
+	struct shared *sh = g_sh;
 	sh->secret = comm->secret;
 	if (segment_exists(comm->secret))
 		sh->seg_seen_after_init = 1;
@@ -289,6 +293,15 @@ static int body_kill(weft_comm_t comm, int rank, int nranks, void *arg)
 	char *buf = calloc(1, len);
 	struct weft_msg m = {.buf = buf, .len = len, .tag = 1, .unit = 1};
 	struct weft_msg *one[1] = {&m};
+	/* Both ranks out of init first: rank 0 also hosts the bootstrap root. */
+	uint64_t ping = 1, pong = 0;
+	struct weft_msg ps = {.buf = &ping, .len = 8, .tag = 0, .unit = 1};
+	struct weft_msg pr = {.buf = &pong, .len = 8, .tag = 0, .unit = 1};
+	struct weft_msg *pp[2] = {&ps, &pr};
+	weft_p2p_isend(comm, 1 - rank, &ps);
+	weft_p2p_irecv(comm, 1 - rank, &pr);
+	if (wait_all(comm, pp, 2, 5) != WEFT_SUCCESS || pong != 1)
+		return harness_fail("ping");
 	if (rank == victim) {
 		if (rank == 0) {
 			weft_p2p_isend(comm, 1, &m);
@@ -346,11 +359,11 @@ static const char *const env_tiny[] = {"WEFT_TRANSPORTS=shm", "WEFT_SHM_SLOTS=2"
 
 static void run_ok(int nranks, const char *const *env, harness_body_fn body, void *arg)
 {
-	memset(harness_shared(), 0, sizeof(struct shared));
+	memset(g_sh, 0, sizeof(*g_sh));
 	struct harness_result res;
 	harness_run(nranks, env, body, arg, TIMEOUT_S, &res);
 	ck_assert_msg(res.ok, "%s", res.summary);
-	struct shared *sh = harness_shared();
+	struct shared *sh = g_sh;
 	ck_assert_msg(!sh->seg_seen_after_init, "segment still linked after init");
 	ck_assert_msg(sh->secret == 0 || !segment_exists(sh->secret), "/dev/shm/weft-* left behind");
 }
@@ -383,7 +396,7 @@ START_TEST(peer_killed)
 	 * 2: sender dies (single copy), 3: receiver dies (single copy). */
 	int victim = _i % 2;
 	const char *const *env = _i < 2 ? env_eager : env_shm;
-	memset(harness_shared(), 0, sizeof(struct shared));
+	memset(g_sh, 0, sizeof(*g_sh));
 	struct harness_result res;
 	harness_run(2, env, body_kill, &victim, TIMEOUT_S, &res);
 	int survivor = 1 - victim;
@@ -417,6 +430,9 @@ static Suite *shm_suite(void)
 
 int main(void)
 {
+	g_sh = mmap(NULL, sizeof(*g_sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (g_sh == MAP_FAILED)
+		return EXIT_FAILURE;
 	SRunner *sr = srunner_create(shm_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);

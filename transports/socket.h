@@ -22,7 +22,7 @@
 #ifndef WEFT_TP_SOCKET_H
 #define WEFT_TP_SOCKET_H
 
-#include <netinet/in.h>
+#include <sys/socket.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -116,7 +116,9 @@ struct weft_sock_card {
 	int32_t status; /* weft_status_t of this rank's listener setup */
 	uint32_t nsocks;
 	uint64_t chunk;
-	struct sockaddr_in addr;
+	uint32_t addr_len;
+	uint32_t reserved;
+	struct sockaddr_storage addr; /* IPv4, or IPv6 if the interface has only that */
 };
 
 struct weft_sock_comm {

@@ -13,9 +13,7 @@
  * job goes on.
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
 #include <errno.h>
-#include <ifaddrs.h>
 #include <linux/tcp.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -28,6 +26,7 @@
 #include "bootstrap.h"
 #include "comm.h"
 #include "log.h"
+#include "netaddr.h"
 #include "settings.h"
 #include "socket.h"
 
@@ -43,12 +42,9 @@ static struct weft_sock_comm *to_sc(struct weft_tp_comm *tc)
 	return weft_container_of(tc, struct weft_sock_comm, base);
 }
 
-static const char *addr_str(const struct sockaddr_in *a, char *buf, size_t n)
+static const char *addr_str(const struct sockaddr_storage *a, char *buf, size_t n)
 {
-	char ip[INET_ADDRSTRLEN] = "?";
-	inet_ntop(AF_INET, &a->sin_addr, ip, sizeof(ip));
-	snprintf(buf, n, "%s:%u", ip, (unsigned)ntohs(a->sin_port));
-	return buf;
+	return weft_addr_str((const struct sockaddr *)a, buf, n);
 }
 
 static void close_fd(int *fd)
@@ -65,37 +61,15 @@ static int sock_score(struct weft_tp_comm *tc, int peer)
 	return peer == tc->comm->rank ? 0 : 10;
 }
 
-/* WEFT_SOCKET_IFNAME: unset means loopback; otherwise the interface's first
- * IPv4 address. */
-static weft_status_t pick_address(struct weft_comm *comm, struct sockaddr_in *out)
+/* WEFT_SOCKET_IFNAME: unset means loopback; otherwise the interface's
+ * address (the bootstrap uses the same rule). */
+static weft_status_t pick_address(struct weft_comm *comm, struct weft_sock_card *card)
 {
-	memset(out, 0, sizeof(*out));
-	out->sin_family = AF_INET;
-	const char *ifname = weft_setting_str("WEFT_SOCKET_IFNAME");
-	if (!ifname) {
-		out->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		return WEFT_SUCCESS;
-	}
-	struct ifaddrs *ifs;
-	if (getifaddrs(&ifs) != 0)
-		return weft_comm_fail_errno(comm, errno, "socket: getifaddrs");
-	bool found = false, named = false;
-	for (struct ifaddrs *i = ifs; i && !found; i = i->ifa_next) {
-		if (strcmp(i->ifa_name, ifname) != 0)
-			continue;
-		named = true;
-		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET) {
-			out->sin_addr = ((const struct sockaddr_in *)i->ifa_addr)->sin_addr;
-			found = true;
-		}
-	}
-	freeifaddrs(ifs);
-	if (!found)
-		return weft_comm_fail(comm, WEFT_ERR_INVALID_ARG,
-				      named ? "WEFT_SOCKET_IFNAME=%s: the interface has no IPv4 address"
-					    : "WEFT_SOCKET_IFNAME=%s: no such network interface",
-				      ifname);
-	return WEFT_SUCCESS;
+	socklen_t len = 0;
+	weft_status_t st = weft_addr_of_interface(weft_setting_str("WEFT_SOCKET_IFNAME"), &card->addr,
+						  &len, &comm->err);
+	card->addr_len = len;
+	return st;
 }
 
 static weft_status_t read_settings(struct weft_sock_comm *sc)
@@ -127,15 +101,15 @@ static weft_status_t open_listener(struct weft_sock_comm *sc, struct weft_sock_c
 	weft_status_t st = read_settings(sc);
 	if (st != WEFT_SUCCESS)
 		return st;
-	st = pick_address(comm, &card->addr);
+	st = pick_address(comm, card);
 	if (st != WEFT_SUCCESS)
 		return st;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int fd = socket(card->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return weft_comm_fail_errno(comm, errno, "socket: creating the listener");
 	socklen_t alen = sizeof(card->addr);
-	char where[64];
-	if (bind(fd, (struct sockaddr *)&card->addr, sizeof(card->addr)) != 0 ||
+	char where[80];
+	if (bind(fd, (struct sockaddr *)&card->addr, card->addr_len) != 0 ||
 	    listen(fd, SOMAXCONN) != 0 ||
 	    getsockname(fd, (struct sockaddr *)&card->addr, &alen) != 0) {
 		int e = errno;
@@ -143,6 +117,7 @@ static weft_status_t open_listener(struct weft_sock_comm *sc, struct weft_sock_c
 		return weft_comm_fail_errno(comm, e, "socket: listening on %s",
 					    addr_str(&card->addr, where, sizeof(where)));
 	}
+	card->addr_len = alen;
 	sc->listen_fd = fd;
 	card->nsocks = sc->nsocks;
 	card->chunk = sc->chunk;
@@ -301,18 +276,19 @@ static weft_status_t connector_step(struct weft_sock_conn *c, unsigned i)
 	struct weft_sock_comm *sc = c->sc;
 	struct weft_comm *comm = sc->base.comm;
 	struct weft_sock *s = &c->sock[i];
-	const struct sockaddr_in *addr = &sc->cards[c->base.peer].addr;
-	char where[64];
+	const struct weft_sock_card *card = &sc->cards[c->base.peer];
+	const struct sockaddr_storage *addr = &card->addr;
+	char where[80];
 	int err = 0;
 
 	switch (s->phase) {
 	case WEFT_SOCK_IDLE:
-		s->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		s->fd = socket(addr->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (s->fd < 0)
 			return weft_comm_fail_errno(comm, errno, "socket: creating socket %u to peer rank %d",
 						    i, c->base.peer);
 		set_nodelay(s->fd);
-		if (connect(s->fd, (const struct sockaddr *)addr, sizeof(*addr)) != 0 &&
+		if (connect(s->fd, (const struct sockaddr *)addr, card->addr_len) != 0 &&
 		    errno != EINPROGRESS) {
 			err = errno;
 			close_fd(&s->fd);
@@ -390,9 +366,9 @@ static weft_status_t acceptor_step(struct weft_sock_conn *c, unsigned i)
 static void pending_drop(struct weft_sock_comm *sc, int k, const char *why)
 {
 	struct weft_sock_pending *p = &sc->pending[k];
-	struct sockaddr_in from = {0};
+	struct sockaddr_storage from = {0};
 	socklen_t len = sizeof(from);
-	char who[64] = "unknown";
+	char who[80] = "unknown";
 	if (getpeername(p->fd, (struct sockaddr *)&from, &len) == 0)
 		addr_str(&from, who, sizeof(who));
 	weft_log(WEFT_LOG_WARN, WEFT_SUB_NET, "socket: dropped a connection from %s: %s", who, why);
@@ -512,7 +488,7 @@ static weft_status_t sock_connect(struct weft_tp_comm *tc, int peer, struct weft
 			return WEFT_INPROGRESS;
 		c->up = true;
 		sc->active[sc->nactive++] = c;
-		char where[64];
+		char where[80];
 		weft_log(WEFT_LOG_INFO, WEFT_SUB_NET, "socket: connected to peer rank %d at %s (%u sockets)",
 			 peer, addr_str(&sc->cards[peer].addr, where, sizeof(where)), sc->nsocks);
 	}

@@ -15,14 +15,15 @@ SANITIZE ?=
 VERSION := 0.1.0
 SOMAJOR := 0
 
-PKGS      := hwloc libfabric
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+# liblldpctl is optional: without it the leaf comes from WEFT_TOPO_FILE only.
+HAVE_LLDPCTL := $(shell pkg-config --exists lldpctl && echo 1)
+# Detected for the verbs transport to come.
+HAVE_VERBS   := $(shell pkg-config --exists libibverbs && echo 1)
+PKGS      := hwloc libfabric $(if $(HAVE_LLDPCTL),lldpctl)
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(if $(HAVE_LLDPCTL),-DWEFT_HAVE_LLDPCTL)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
-# Detected for later transports and topology sources.
-HAVE_LLDPCTL := $(shell pkg-config --exists lldpctl && echo 1)
-HAVE_VERBS   := $(shell pkg-config --exists libibverbs && echo 1)
 
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
 CFLAGS  ?= -O2 -g
@@ -30,7 +31,8 @@ ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden -pthread \
 	-Iinclude -Isrc $(PKG_CFLAGS) $(SANITIZE) -MMD -MP
 LDLIBS_LIB := $(PKG_LIBS) -pthread -ldl -lm $(SANITIZE)
 
-LIB_SRCS := $(wildcard src/*.c) $(wildcard transports/*.c) $(wildcard algorithms/*.c) $(wildcard topo/*.c)
+LIB_SRCS := $(wildcard src/*.c) $(wildcard transports/*.c) $(wildcard algorithms/*.c) \
+	$(filter-out topo/weft_topo_main.c,$(wildcard topo/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 
 PERF_COMMON := perf/perf_common.c

@@ -16,11 +16,11 @@ static void run_allgather(const struct perf_call *c)
 int main(int argc, char **argv)
 {
 	static const struct perf_test test = {
-		.prog = "mpi_allgather_perf",
-		.backend = "MPI",
-		.coll = PERF_COLL_ALLGATHER,
-		.unsupported = perf_mpi_unsupported,
-		.run = run_allgather,
+	    .prog = "mpi_allgather_perf",
+	    .backend = "MPI",
+	    .coll = PERF_COLL_ALLGATHER,
+	    .unsupported = perf_mpi_unsupported,
+	    .run = run_allgather,
 	};
 
 	return perf_main(argc, argv, &test);

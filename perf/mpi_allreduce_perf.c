@@ -17,11 +17,11 @@ static void run_allreduce(const struct perf_call *c)
 int main(int argc, char **argv)
 {
 	static const struct perf_test test = {
-		.prog = "mpi_allreduce_perf",
-		.backend = "MPI",
-		.coll = PERF_COLL_ALLREDUCE,
-		.unsupported = perf_mpi_unsupported,
-		.run = run_allreduce,
+	    .prog = "mpi_allreduce_perf",
+	    .backend = "MPI",
+	    .coll = PERF_COLL_ALLREDUCE,
+	    .unsupported = perf_mpi_unsupported,
+	    .run = run_allreduce,
 	};
 
 	return perf_main(argc, argv, &test);

@@ -25,6 +25,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -36,11 +37,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#define GUARD_BYTES 4096   /* checked on each side of every buffer */
-#define GUARD_FILL 0x5a    /* what the guards hold */
-#define POISON_FILL 0x7f   /* what a result buffer holds before the check */
-#define CHECK_CHUNK 65536  /* bytes compared at once before looking closer */
-#define HOST_CHARS 60
+#define GUARD_BYTES	    4096  /* checked on each side of every buffer */
+#define GUARD_FILL	    0x5a  /* what the guards hold */
+#define POISON_FILL	    0x7f  /* what a result buffer holds before the check */
+#define CHECK_CHUNK	    65536 /* bytes compared at once before looking closer */
+#define HOST_CHARS	    60
+#define CPUS_CHARS	    32
 #define CHILD_GRACE_SECONDS 5.0 /* -np: how long survivors get after a rank fails */
 
 struct perf_opts {
@@ -49,15 +51,17 @@ struct perf_opts {
 	int iters, warmup;
 	bool check;
 	int dtype; /* an enum perf_dtype, or -1 for all */
-	int op;    /* an enum perf_op, or -1 for all */
+	int op;	   /* an enum perf_op, or -1 for all */
 	const char *algo;
 	int np; /* local launcher: ranks to fork; 0 when not used */
+	enum { BIND_AUTO, BIND_CORE, BIND_NONE } bind; /* -np ranks' CPU binding */
 };
 
 /* What rank 0 learns about every rank, for the "# Rank" lines. */
 struct rank_info {
 	int32_t pid;
 	char host[HOST_CHARS];
+	char cpus[CPUS_CHARS]; /* CPUs this rank may run on */
 };
 
 /* A buffer with guard regions before and after. */
@@ -73,7 +77,7 @@ struct pattern {
 	size_t tsize;
 	unsigned char *in;  /* period elements: this rank's input */
 	unsigned char *out; /* period elements per block; allgather has nranks blocks */
-	bool tolerant;      /* floating avg: compare with a tolerance */
+	bool tolerant;	    /* floating avg: compare with a tolerance */
 };
 
 static const struct perf_test *g_test;
@@ -100,21 +104,21 @@ static const struct {
 	bool is_float;
 	double eps; /* unit roundoff, floating types */
 } dtypes[PERF_DTYPE_COUNT] = {
-	[PERF_INT8] = {"int8", 1, true, false, 0},
-	[PERF_UINT8] = {"uint8", 1, false, false, 0},
-	[PERF_INT32] = {"int32", 4, true, false, 0},
-	[PERF_UINT32] = {"uint32", 4, false, false, 0},
-	[PERF_INT64] = {"int64", 8, true, false, 0},
-	[PERF_UINT64] = {"uint64", 8, false, false, 0},
-	[PERF_HALF] = {"half", 2, true, true, 0x1p-11},
-	[PERF_BFLOAT16] = {"bfloat16", 2, true, true, 0x1p-8},
-	[PERF_FLOAT] = {"float", 4, true, true, 0x1p-24},
-	[PERF_DOUBLE] = {"double", 8, true, true, 0x1p-53},
+    [PERF_INT8] = {"int8", 1, true, false, 0},
+    [PERF_UINT8] = {"uint8", 1, false, false, 0},
+    [PERF_INT32] = {"int32", 4, true, false, 0},
+    [PERF_UINT32] = {"uint32", 4, false, false, 0},
+    [PERF_INT64] = {"int64", 8, true, false, 0},
+    [PERF_UINT64] = {"uint64", 8, false, false, 0},
+    [PERF_HALF] = {"half", 2, true, true, 0x1p-11},
+    [PERF_BFLOAT16] = {"bfloat16", 2, true, true, 0x1p-8},
+    [PERF_FLOAT] = {"float", 4, true, true, 0x1p-24},
+    [PERF_DOUBLE] = {"double", 8, true, true, 0x1p-53},
 };
 
 static const char *const op_names[PERF_OP_COUNT] = {
-	[PERF_SUM] = "sum", [PERF_PROD] = "prod", [PERF_MIN] = "min",
-	[PERF_MAX] = "max", [PERF_AVG] = "avg",
+    [PERF_SUM] = "sum", [PERF_PROD] = "prod", [PERF_MIN] = "min",
+    [PERF_MAX] = "max", [PERF_AVG] = "avg",
 };
 
 size_t perf_dtype_size(enum perf_dtype dtype)
@@ -143,7 +147,7 @@ static uint16_t float_to_half(float f)
 		return (uint16_t)(sign | 0x7e00); /* NaN */
 	if (absx >= 0x477ff000)
 		return (uint16_t)(sign | 0x7c00); /* rounds to infinity */
-	if (absx < 0x38800000) {          /* below 2^-14: subnormal half */
+	if (absx < 0x38800000) {		  /* below 2^-14: subnormal half */
 		float a;
 		memcpy(&a, &absx, sizeof(a));
 		return (uint16_t)(sign | (uint32_t)lrintf(a * 0x1p24f));
@@ -197,15 +201,47 @@ static void encode(enum perf_dtype dt, double v, void *out)
 	int64_t i = (int64_t)v;
 
 	switch (dt) {
-	case PERF_INT8: { int8_t x = (int8_t)i; memcpy(out, &x, 1); break; }
-	case PERF_UINT8: { uint8_t x = (uint8_t)i; memcpy(out, &x, 1); break; }
-	case PERF_INT32: { int32_t x = (int32_t)i; memcpy(out, &x, 4); break; }
-	case PERF_UINT32: { uint32_t x = (uint32_t)i; memcpy(out, &x, 4); break; }
+	case PERF_INT8: {
+		int8_t x = (int8_t)i;
+		memcpy(out, &x, 1);
+		break;
+	}
+	case PERF_UINT8: {
+		uint8_t x = (uint8_t)i;
+		memcpy(out, &x, 1);
+		break;
+	}
+	case PERF_INT32: {
+		int32_t x = (int32_t)i;
+		memcpy(out, &x, 4);
+		break;
+	}
+	case PERF_UINT32: {
+		uint32_t x = (uint32_t)i;
+		memcpy(out, &x, 4);
+		break;
+	}
 	case PERF_INT64: memcpy(out, &i, 8); break;
-	case PERF_UINT64: { uint64_t x = (uint64_t)i; memcpy(out, &x, 8); break; }
-	case PERF_HALF: { uint16_t x = float_to_half((float)v); memcpy(out, &x, 2); break; }
-	case PERF_BFLOAT16: { uint16_t x = float_to_bf16((float)v); memcpy(out, &x, 2); break; }
-	case PERF_FLOAT: { float x = (float)v; memcpy(out, &x, 4); break; }
+	case PERF_UINT64: {
+		uint64_t x = (uint64_t)i;
+		memcpy(out, &x, 8);
+		break;
+	}
+	case PERF_HALF: {
+		uint16_t x = float_to_half((float)v);
+		memcpy(out, &x, 2);
+		break;
+	}
+	case PERF_BFLOAT16: {
+		uint16_t x = float_to_bf16((float)v);
+		memcpy(out, &x, 2);
+		break;
+	}
+	case PERF_FLOAT: {
+		float x = (float)v;
+		memcpy(out, &x, 4);
+		break;
+	}
 	case PERF_DOUBLE: memcpy(out, &v, 8); break;
 	default: break;
 	}
@@ -240,16 +276,14 @@ static double input_value(enum perf_op op, enum perf_dtype dt, int r, int n, siz
 		return (double)((i * 13 + ur * 29 + 5) % 101) - (neg ? 50 : 0);
 	switch (op) {
 	case PERF_SUM:
-	case PERF_AVG:
-		return (double)((i * 7 + ur * 3 + 1) % 4) - (neg ? 1 : 0);
+	case PERF_AVG: return (double)((i * 7 + ur * 3 + 1) % 4) - (neg ? 1 : 0);
 	case PERF_PROD:
 		/* one rank contributes 2, the others 1 (or -1): the product stays tiny */
 		v = (i + ur) % (size_t)n == 0 ? 2 : 1;
 		if (neg && (i * 3 + ur) % 7 == 0)
 			v = -v;
 		return v;
-	default:
-		return (double)((i * 13 + ur * 29 + 5) % 17) - (neg ? 8 : 0);
+	default: return (double)((i * 13 + ur * 29 + 5) % 17) - (neg ? 8 : 0);
 	}
 }
 
@@ -260,12 +294,9 @@ static size_t pattern_period(enum perf_op op, enum perf_dtype dt, int n)
 		return 101;
 	switch (op) {
 	case PERF_SUM:
-	case PERF_AVG:
-		return 4;
-	case PERF_PROD:
-		return dtypes[dt].is_signed && n % 7 ? 7 * (size_t)n : (size_t)n;
-	default:
-		return 17;
+	case PERF_AVG: return 4;
+	case PERF_PROD: return dtypes[dt].is_signed && n % 7 ? 7 * (size_t)n : (size_t)n;
+	default: return 17;
 	}
 }
 
@@ -317,8 +348,8 @@ static void pattern_free(struct pattern *p)
 }
 
 /* Fill count elements with a periodic table, doubling the copied span. */
-static void fill_periodic(unsigned char *buf, size_t count, const unsigned char *tab,
-			  size_t period, size_t tsize)
+static void fill_periodic(unsigned char *buf, size_t count, const unsigned char *tab, size_t period,
+			  size_t tsize)
 {
 	size_t total = count * tsize, block = period * tsize, filled;
 
@@ -476,6 +507,8 @@ static void usage(void)
 	       "  -a, --algo ALGO         force an algorithm: sets WEFT_ALGO=%s:ALGO (e.g. ring)\n"
 	       "  -R                      buffers from weft_mem_alloc (not in this build)\n"
 	       "  -np N                   fork N local ranks (ids passed over a pipe)\n"
+	       "  --bind core|none|auto   -np ranks' CPU binding; auto (default) binds each rank\n"
+	       "                          to one CPU when np <= 2, like Open MPI's default\n"
 	       "Without -np, ranks come from mpirun, mpirun.mpich or WEFT_RANK/WEFT_NRANKS/\n"
 	       "WEFT_ROOT (weft_comm_init_env); with none of these, a single rank runs.\n"
 #else
@@ -487,7 +520,8 @@ static void usage(void)
 	       g_prog, g_test->backend,
 	       g_test->coll == PERF_COLL_ALLGATHER ? "allgather" : "allreduce"
 #ifndef PERF_MPI
-	       , g_test->coll == PERF_COLL_ALLGATHER ? "allgather" : "allreduce"
+	       ,
+	       g_test->coll == PERF_COLL_ALLGATHER ? "allgather" : "allreduce"
 #endif
 	);
 	exit(0);
@@ -502,17 +536,31 @@ static size_t parse_size(const char *flag, const char *s)
 	errno = 0;
 	v = strtoull(s, &end, 10);
 	if (end == s || errno || *s == '-')
-		usage_error("%s: bad size '%s' (want a number with an optional K, M or G suffix)", flag, s);
+		usage_error("%s: bad size '%s' (want a number with an optional K, M or G suffix)",
+			    flag, s);
 	switch (*end) {
-	case 'k': case 'K': mult = 1ULL << 10; end++; break;
-	case 'm': case 'M': mult = 1ULL << 20; end++; break;
-	case 'g': case 'G': mult = 1ULL << 30; end++; break;
+	case 'k':
+	case 'K':
+		mult = 1ULL << 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		mult = 1ULL << 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		mult = 1ULL << 30;
+		end++;
+		break;
 	default: break;
 	}
 	if (*end == 'B' || *end == 'b')
 		end++;
 	if (*end)
-		usage_error("%s: bad size '%s' (want a number with an optional K, M or G suffix)", flag, s);
+		usage_error("%s: bad size '%s' (want a number with an optional K, M or G suffix)",
+			    flag, s);
 	if (v > SIZE_MAX / mult)
 		usage_error("%s: size '%s' is too large", flag, s);
 	return (size_t)(v * mult);
@@ -526,16 +574,20 @@ static long parse_int(const char *flag, const char *s, long lo, long hi)
 	errno = 0;
 	v = strtol(s, &end, 10);
 	if (end == s || *end || errno || v < lo || v > hi)
-		usage_error("%s: bad value '%s' (want an integer from %ld to %ld)", flag, s, lo, hi);
+		usage_error("%s: bad value '%s' (want an integer from %ld to %ld)", flag, s, lo,
+			    hi);
 	return v;
 }
 
 static int parse_dtype(const char *flag, const char *s)
 {
-	static const struct { const char *alias; enum perf_dtype dt; } aliases[] = {
-		{"char", PERF_INT8}, {"int", PERF_INT32}, {"float16", PERF_HALF}, {"fp16", PERF_HALF},
-		{"bf16", PERF_BFLOAT16}, {"float32", PERF_FLOAT}, {"fp32", PERF_FLOAT},
-		{"float64", PERF_DOUBLE}, {"fp64", PERF_DOUBLE},
+	static const struct {
+		const char *alias;
+		enum perf_dtype dt;
+	} aliases[] = {
+	    {"char", PERF_INT8},  {"int", PERF_INT32},	    {"float16", PERF_HALF},
+	    {"fp16", PERF_HALF},  {"bf16", PERF_BFLOAT16},  {"float32", PERF_FLOAT},
+	    {"fp32", PERF_FLOAT}, {"float64", PERF_DOUBLE}, {"fp64", PERF_DOUBLE},
 	};
 
 	if (strcmp(s, "all") == 0)
@@ -547,7 +599,8 @@ static int parse_dtype(const char *flag, const char *s)
 		if (strcmp(s, aliases[i].alias) == 0)
 			return (int)aliases[i].dt;
 	usage_error("%s: unknown datatype '%s' (int8 uint8 int32 uint32 int64 uint64 half bfloat16 "
-		    "float double all)", flag, s);
+		    "float double all)",
+		    flag, s);
 }
 
 static int parse_op(const char *flag, const char *s)
@@ -566,8 +619,8 @@ static void check_algo(const char *flag, const char *s)
 	if (!*s)
 		usage_error("%s: empty algorithm name", flag);
 	for (const char *c = s; *c; c++)
-		if (!(*c == '_' || *c == '-' || (*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'z') ||
-		      (*c >= 'A' && *c <= 'Z')))
+		if (!(*c == '_' || *c == '-' || (*c >= '0' && *c <= '9') ||
+		      (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')))
 			usage_error("%s: bad algorithm name '%s'", flag, s);
 }
 #endif
@@ -579,19 +632,14 @@ struct opt_spec {
 };
 
 static const struct opt_spec opt_specs[] = {
-	{"-np", "--np", 'N', true}, /* before -n: "-np" is not "-n p" */
-	{"-b", "--minbytes", 'b', true},
-	{"-e", "--maxbytes", 'e', true},
-	{"-f", "--stepfactor", 'f', true},
-	{"-i", "--stepbytes", 'i', true},
-	{"-n", "--iters", 'n', true},
-	{"-w", "--warmup_iters", 'w', true},
-	{"-c", "--check", 'c', true},
-	{"-d", "--datatype", 'd', true},
-	{"-o", "--op", 'o', true},
-	{"-a", "--algo", 'a', true},
-	{"-R", "--mem_alloc", 'R', false},
-	{"-h", "--help", 'h', false},
+    {"-np", "--np", 'N', true}, /* before -n: "-np" is not "-n p" */
+    {"--bind", "--bind", 'B', true},	 {"-b", "--minbytes", 'b', true},
+    {"-e", "--maxbytes", 'e', true},	 {"-f", "--stepfactor", 'f', true},
+    {"-i", "--stepbytes", 'i', true},	 {"-n", "--iters", 'n', true},
+    {"-w", "--warmup_iters", 'w', true}, {"-c", "--check", 'c', true},
+    {"-d", "--datatype", 'd', true},	 {"-o", "--op", 'o', true},
+    {"-a", "--algo", 'a', true},	 {"-R", "--mem_alloc", 'R', false},
+    {"-h", "--help", 'h', false},
 };
 
 /* Match argv[*k] against the table; sets *value for options that take one
@@ -631,8 +679,15 @@ static const struct opt_spec *match_opt(int argc, char **argv, int *k, const cha
 static void parse_args(int argc, char **argv, struct perf_opts *o)
 {
 	*o = (struct perf_opts){
-		.minbytes = 32 << 20, .maxbytes = 32 << 20, .stepbytes = 1 << 20, .stepfactor = 2,
-		.iters = 20, .warmup = 5, .check = true, .dtype = PERF_FLOAT, .op = PERF_SUM,
+	    .minbytes = 32 << 20,
+	    .maxbytes = 32 << 20,
+	    .stepbytes = 1 << 20,
+	    .stepfactor = 2,
+	    .iters = 20,
+	    .warmup = 5,
+	    .check = true,
+	    .dtype = PERF_FLOAT,
+	    .op = PERF_SUM,
 	};
 	for (int k = 1; k < argc; k++) {
 		const char *flag = argv[k], *v;
@@ -665,12 +720,30 @@ static void parse_args(int argc, char **argv, struct perf_opts *o)
 #ifdef PERF_MPI
 			usage_error("-R: weft_mem_alloc buffers are only for the Weft programs");
 #else
-			fprintf(stderr, "%s: -R: weft_mem_alloc is not available in this build\n", g_prog);
+			fprintf(stderr, "%s: -R: weft_mem_alloc is not available in this build\n",
+				g_prog);
 			exit(2);
 #endif
+		case 'B':
+#ifdef PERF_MPI
+			usage_error("%s: binding is the launcher's business; use mpirun --bind-to",
+				    flag);
+#else
+			if (strcmp(v, "core") == 0)
+				o->bind = BIND_CORE;
+			else if (strcmp(v, "none") == 0)
+				o->bind = BIND_NONE;
+			else if (strcmp(v, "auto") == 0)
+				o->bind = BIND_AUTO;
+			else
+				usage_error("%s: bad value '%s' (core, none or auto)", flag, v);
+#endif
+			break;
 		case 'N':
 #ifdef PERF_MPI
-			usage_error("%s: the local launcher is only in the Weft programs; use mpirun -np N", flag);
+			usage_error(
+			    "%s: the local launcher is only in the Weft programs; use mpirun -np N",
+			    flag);
 #else
 			o->np = (int)parse_int(flag, v, 1, 4096);
 #endif
@@ -680,7 +753,8 @@ static void parse_args(int argc, char **argv, struct perf_opts *o)
 		}
 	}
 	if (o->maxbytes < o->minbytes)
-		usage_error("-e: maxbytes (%zu) is smaller than minbytes (%zu)", o->maxbytes, o->minbytes);
+		usage_error("-e: maxbytes (%zu) is smaller than minbytes (%zu)", o->maxbytes,
+			    o->minbytes);
 }
 
 /* The next size of the sweep; 0 when done. */
@@ -736,12 +810,8 @@ static void check_prepare(const struct perf_call *c, const struct pattern *p, si
 {
 	size_t ts = p->tsize;
 
-	if (g_test->coll == PERF_COLL_ALLREDUCE) {
+	if (g_test->coll == PERF_COLL_ALLREDUCE && c->in_place) {
 		fill_periodic(c->recvbuf, c->count, p->in, p->period, ts);
-		if (!c->in_place) {
-			fill_periodic((unsigned char *)c->sendbuf, c->count, p->in, p->period, ts);
-			memset(c->recvbuf, POISON_FILL, recv_used);
-		}
 	} else {
 		memset(c->recvbuf, POISON_FILL, recv_used);
 		fill_periodic((unsigned char *)c->sendbuf, c->count, p->in, p->period, ts);
@@ -759,8 +829,9 @@ static int64_t check_result(const struct perf_call *c, const struct pattern *p)
 	if (g_test->coll == PERF_COLL_ALLREDUCE)
 		return check_periodic(c->recvbuf, c->count, p->out, p, c->dtype);
 	for (int r = 0; r < g_nranks; r++)
-		wrong += check_periodic((unsigned char *)c->recvbuf + (size_t)r * c->count * p->tsize,
-					c->count, p->out + (size_t)r * block, p, c->dtype);
+		wrong +=
+		    check_periodic((unsigned char *)c->recvbuf + (size_t)r * c->count * p->tsize,
+				   c->count, p->out + (size_t)r * block, p, c->dtype);
 	return wrong;
 }
 
@@ -842,6 +913,32 @@ static void sweep_one(struct sweep *s, enum perf_dtype dt, enum perf_op op)
 	pattern_free(&p);
 }
 
+/* "all", or the CPUs this process may run on ("0", "0,2-3"). */
+static void describe_cpus(char *buf, size_t len)
+{
+	cpu_set_t set;
+	size_t used = 0;
+	int n = 0;
+
+	snprintf(buf, len, "?");
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return;
+	if (CPU_COUNT(&set) >= sysconf(_SC_NPROCESSORS_ONLN)) {
+		snprintf(buf, len, "all");
+		return;
+	}
+	for (int c = 0; c < CPU_SETSIZE && used + 1 < len; c++) {
+		int end = c;
+		if (!CPU_ISSET(c, &set))
+			continue;
+		while (end + 1 < CPU_SETSIZE && CPU_ISSET(end + 1, &set))
+			end++;
+		used += (size_t)snprintf(buf + used, len - used, end > c ? "%s%d-%d" : "%s%d",
+					 n++ ? "," : "", c, end);
+		c = end;
+	}
+}
+
 static void print_header(const struct perf_opts *o)
 {
 	struct rank_info mine = {.pid = (int32_t)getpid()}, *all;
@@ -850,6 +947,7 @@ static void print_header(const struct perf_opts *o)
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 
 	gethostname(mine.host, sizeof(mine.host) - 1);
+	describe_cpus(mine.cpus, sizeof(mine.cpus));
 	all = calloc((size_t)g_nranks, sizeof(*all));
 	if (!all)
 		perf_die("out of memory");
@@ -869,20 +967,25 @@ static void print_header(const struct perf_opts *o)
 	printf("#\n# Using ranks\n");
 	for (int r = 0; r < g_nranks; r++) {
 		all[r].host[HOST_CHARS - 1] = 0;
-		printf("#  Rank %2d Group %2d Pid %6d on %10s\n", r, 0, (int)all[r].pid, all[r].host);
+		all[r].cpus[CPUS_CHARS - 1] = 0;
+		printf("#  Rank %2d Group %2d Pid %6d on %10s cpus %s\n", r, 0, (int)all[r].pid,
+		       all[r].host, all[r].cpus);
 		one_host = one_host && strcmp(all[r].host, all[0].host) == 0;
 	}
 	if (one_host && cores > 0 && g_nranks > cores)
-		printf("# Note: %d ranks on %ld online cores: oversubscribed, not a performance figure\n",
+		printf("# Note: %d ranks on %ld online cores: oversubscribed, not a performance "
+		       "figure\n",
 		       g_nranks, cores);
 	printf("#\n");
 	printf("# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place"
-	       "          \n", "", "", "", "", "");
-	printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n", "size", "count",
-	       "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw",
-	       "#wrong");
+	       "          \n",
+	       "", "", "", "", "");
+	printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n", "size",
+	       "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time",
+	       "algbw", "busbw", "#wrong");
 	printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s\n", "(B)",
-	       "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+	       "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)",
+	       "");
 	fflush(stdout);
 	free(all);
 }
@@ -935,7 +1038,8 @@ int perf_main(int argc, char **argv, const struct perf_test *test)
 			if (combo_runs(&o, d, op))
 				sweep_one(&s, d, op);
 	if (g_rank == 0) {
-		printf("# Out of bounds values : %lld %s\n", (long long)s.oob, s.oob ? "FAILED" : "OK");
+		printf("# Out of bounds values : %lld %s\n", (long long)s.oob,
+		       s.oob ? "FAILED" : "OK");
 		printf("# Avg bus bandwidth    : %g \n", s.bw_count ? s.bw_sum / s.bw_count : 0.0);
 		printf("#\n");
 		if (s.wrong)
@@ -1016,7 +1120,8 @@ static double rt_max_double(double v)
 {
 	double out;
 
-	perf_mpi_check(MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
+	perf_mpi_check(MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD),
+		       "MPI_Allreduce");
 	return out;
 }
 
@@ -1028,8 +1133,9 @@ static void rt_sum_i64(int64_t *v, int n)
 
 static void rt_gather_info(const struct rank_info *mine, struct rank_info *all)
 {
-	perf_mpi_check(MPI_Gather(mine, (int)sizeof(*mine), MPI_BYTE, all, (int)sizeof(*mine), MPI_BYTE,
-				  0, MPI_COMM_WORLD), "MPI_Gather");
+	perf_mpi_check(MPI_Gather(mine, (int)sizeof(*mine), MPI_BYTE, all, (int)sizeof(*mine),
+				  MPI_BYTE, 0, MPI_COMM_WORLD),
+		       "MPI_Gather");
 }
 
 static double rt_wtime(void)
@@ -1076,10 +1182,11 @@ weft_comm_t perf_weft_comm(void)
 weft_datatype_t perf_weft_datatype(enum perf_dtype dtype)
 {
 	static const weft_datatype_t map[PERF_DTYPE_COUNT] = {
-		[PERF_INT8] = WEFT_INT8, [PERF_UINT8] = WEFT_UINT8, [PERF_INT32] = WEFT_INT32,
-		[PERF_UINT32] = WEFT_UINT32, [PERF_INT64] = WEFT_INT64, [PERF_UINT64] = WEFT_UINT64,
-		[PERF_HALF] = WEFT_FLOAT16, [PERF_BFLOAT16] = WEFT_BFLOAT16,
-		[PERF_FLOAT] = WEFT_FLOAT32, [PERF_DOUBLE] = WEFT_FLOAT64,
+	    [PERF_INT8] = WEFT_INT8,	 [PERF_UINT8] = WEFT_UINT8,
+	    [PERF_INT32] = WEFT_INT32,	 [PERF_UINT32] = WEFT_UINT32,
+	    [PERF_INT64] = WEFT_INT64,	 [PERF_UINT64] = WEFT_UINT64,
+	    [PERF_HALF] = WEFT_FLOAT16,	 [PERF_BFLOAT16] = WEFT_BFLOAT16,
+	    [PERF_FLOAT] = WEFT_FLOAT32, [PERF_DOUBLE] = WEFT_FLOAT64,
 	};
 	return map[dtype];
 }
@@ -1087,8 +1194,8 @@ weft_datatype_t perf_weft_datatype(enum perf_dtype dtype)
 weft_op_t perf_weft_op(enum perf_op op)
 {
 	static const weft_op_t map[PERF_OP_COUNT] = {
-		[PERF_SUM] = WEFT_SUM, [PERF_PROD] = WEFT_PROD, [PERF_MIN] = WEFT_MIN,
-		[PERF_MAX] = WEFT_MAX, [PERF_AVG] = WEFT_AVG,
+	    [PERF_SUM] = WEFT_SUM, [PERF_PROD] = WEFT_PROD, [PERF_MIN] = WEFT_MIN,
+	    [PERF_MAX] = WEFT_MAX, [PERF_AVG] = WEFT_AVG,
 	};
 	return map[op];
 }
@@ -1096,7 +1203,8 @@ weft_op_t perf_weft_op(enum perf_op op)
 void perf_weft_check(weft_status_t st, const char *what)
 {
 	if (st != WEFT_SUCCESS)
-		perf_die("%s failed: %s: %s", what, weft_status_string(st), weft_comm_last_error(g_comm));
+		perf_die("%s failed: %s: %s", what, weft_status_string(st),
+			 weft_comm_last_error(g_comm));
 }
 
 static void init_failed(weft_status_t st, const char *what)
@@ -1129,12 +1237,12 @@ static const char *launcher_var(void)
 static void report_child(int rank, pid_t pid, int status, bool killed_by_us)
 {
 	if (WIFEXITED(status))
-		fprintf(stderr, "%s: rank %d (pid %d) exited with status %d\n", g_prog, rank, (int)pid,
-			WEXITSTATUS(status));
+		fprintf(stderr, "%s: rank %d (pid %d) exited with status %d\n", g_prog, rank,
+			(int)pid, WEXITSTATUS(status));
 	else if (WIFSIGNALED(status))
-		fprintf(stderr, "%s: rank %d (pid %d) %s by signal %d (%s)\n", g_prog, rank, (int)pid,
-			killed_by_us ? "was ended (by us)" : "was killed", WTERMSIG(status),
-			strsignal(WTERMSIG(status)));
+		fprintf(stderr, "%s: rank %d (pid %d) %s by signal %d (%s)\n", g_prog, rank,
+			(int)pid, killed_by_us ? "was ended (by us)" : "was killed",
+			WTERMSIG(status), strsignal(WTERMSIG(status)));
 }
 
 /* Parent of -np: wait for every rank; once one fails, give the others
@@ -1162,8 +1270,11 @@ static int wait_children(const pid_t *pids, int np)
 					if (done[r])
 						continue;
 					if (!signalled)
-						fprintf(stderr, "%s: rank %d (pid %d) still running %.0f s after the "
-							"failure: stopping it\n", g_prog, r, (int)pids[r],
+						fprintf(stderr,
+							"%s: rank %d (pid %d) still running %.0f s "
+							"after the "
+							"failure: stopping it\n",
+							g_prog, r, (int)pids[r],
 							CHILD_GRACE_SECONDS);
 					kill(pids[r], signalled ? SIGKILL : SIGTERM);
 				}
@@ -1200,8 +1311,10 @@ static void read_id(int fd, weft_unique_id_t *id)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
-			fprintf(stderr, "%s: rank %d: no unique id from rank 0 (it exited before sending "
-				"it)\n", g_prog, g_rank);
+			fprintf(stderr,
+				"%s: rank %d: no unique id from rank 0 (it exited before sending "
+				"it)\n",
+				g_prog, g_rank);
 			exit(1);
 		}
 		got += (size_t)n;
@@ -1213,8 +1326,8 @@ static void send_id(int fd, const weft_unique_id_t *id, int copies)
 	for (int i = 0; i < copies; i++) {
 		/* 128 bytes <= PIPE_BUF: each copy arrives whole */
 		if (write(fd, id, sizeof(*id)) != (ssize_t)sizeof(*id)) {
-			fprintf(stderr, "%s: rank 0: writing the unique id to the pipe: %s\n", g_prog,
-				strerror(errno));
+			fprintf(stderr, "%s: rank 0: writing the unique id to the pipe: %s\n",
+				g_prog, strerror(errno));
 			exit(1);
 		}
 	}
@@ -1222,13 +1335,34 @@ static void send_id(int fd, const weft_unique_id_t *id, int copies)
 
 /* -np N: fork N ranks. Returns in each child with its rank and the id;
  * the parent waits for them and exits. */
-static int launch_local(int np, weft_unique_id_t *id)
+/* Pin this rank to the (rank mod n)-th CPU it is allowed on. Open MPI's
+ * default for np <= 2 is the same, so perf/compare compares like with like. */
+static void bind_rank(int rank)
+{
+	cpu_set_t allowed, mine;
+	int k, want;
+
+	if (sched_getaffinity(0, sizeof(allowed), &allowed))
+		return;
+	want = rank % CPU_COUNT(&allowed);
+	for (k = 0; k < CPU_SETSIZE; k++)
+		if (CPU_ISSET(k, &allowed) && want-- == 0)
+			break;
+	CPU_ZERO(&mine);
+	CPU_SET(k, &mine);
+	if (sched_setaffinity(0, sizeof(mine), &mine))
+		fprintf(stderr, "%s: rank %d: cannot bind to cpu %d: %s\n", g_prog, rank, k,
+			strerror(errno));
+}
+
+static int launch_local(int np, bool bind, weft_unique_id_t *id)
 {
 	int fds[2];
 	pid_t parent = getpid(), *pids = calloc((size_t)np, sizeof(pid_t));
 
 	if (!pids || pipe(fds)) {
-		fprintf(stderr, "%s: cannot set up the local launcher: %s\n", g_prog, strerror(errno));
+		fprintf(stderr, "%s: cannot set up the local launcher: %s\n", g_prog,
+			strerror(errno));
 		exit(1);
 	}
 	fflush(stdout);
@@ -1250,6 +1384,8 @@ static int launch_local(int np, weft_unique_id_t *id)
 				_exit(1);
 			free(pids);
 			g_rank = r;
+			if (bind)
+				bind_rank(r);
 			if (r == 0) {
 				weft_status_t st;
 				close(fds[0]);
@@ -1286,8 +1422,13 @@ static void rt_init(const struct perf_opts *o)
 	}
 	if (o->np > 0) {
 		if (var)
-			usage_error("-np: a launcher already started this process (%s is set)", var);
-		g_rank = launch_local(o->np, &id);
+			usage_error("-np: a launcher already started this process (%s is set)",
+				    var);
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		bool bind =
+		    o->bind == BIND_CORE || (o->bind == BIND_AUTO && o->np <= 2 && o->np <= cpus);
+
+		g_rank = launch_local(o->np, bind, &id);
 		g_nranks = o->np;
 		g_launch = "local launcher -np";
 		st = weft_comm_init_rank(&g_comm, g_nranks, id, g_rank, NULL);
@@ -1342,9 +1483,9 @@ static void rt_gather_info(const struct rank_info *mine, struct rank_info *all)
 {
 	memset(all, 0, (size_t)g_nranks * sizeof(*all));
 	all[g_rank] = *mine;
-	perf_weft_check(weft_allreduce(all, all, (size_t)g_nranks * sizeof(*all), WEFT_UINT8,
-				       WEFT_SUM, g_comm),
-			"weft_allreduce (rank table)");
+	perf_weft_check(
+	    weft_allreduce(all, all, (size_t)g_nranks * sizeof(*all), WEFT_UINT8, WEFT_SUM, g_comm),
+	    "weft_allreduce (rank table)");
 }
 
 static double rt_wtime(void)

@@ -45,14 +45,7 @@ enum perf_dtype {
 	PERF_DTYPE_COUNT
 };
 
-enum perf_op {
-	PERF_SUM,
-	PERF_PROD,
-	PERF_MIN,
-	PERF_MAX,
-	PERF_AVG,
-	PERF_OP_COUNT
-};
+enum perf_op { PERF_SUM, PERF_PROD, PERF_MIN, PERF_MAX, PERF_AVG, PERF_OP_COUNT };
 
 /* One call of the collective under test. */
 struct perf_call {

@@ -13,6 +13,7 @@
 #include "hostid.h"
 #include "log.h"
 #include "settings.h"
+#include "../topo/topo_local.h"
 
 static const struct weft_tp_ops *const transports[WEFT_TP_COUNT] = {
 	[WEFT_TP_SHM] = &weft_tp_shm_ops,
@@ -96,29 +97,40 @@ static weft_status_t parse_transports(const char *spec, bool enabled[WEFT_TP_COU
 	return WEFT_SUCCESS;
 }
 
-/* Ranks of one host next to each other, hosts in order of their first rank.
- * Topology-aware placement (leaves) refines this. */
-static void build_ring(struct weft_comm *comm)
+/* The topology graph from every rank's card, and the ring order from it. */
+static weft_status_t place(struct weft_comm *comm)
 {
-	int n = comm->nranks, pos = 0;
-	bool *placed = calloc((size_t)n, sizeof(bool));
-	for (int r = 0; r < n && placed; r++) {
-		if (placed[r])
-			continue;
-		for (int q = r; q < n; q++) {
-			if (!placed[q] && strcmp(comm->cards[q].host_id, comm->cards[r].host_id) == 0) {
-				placed[q] = true;
-				comm->ring[pos++] = q;
-			}
-		}
+	int n = comm->nranks;
+	const char *mode = weft_setting_str("WEFT_PLACEMENT");
+	if (strcmp(mode, "rank") != 0 && strcmp(mode, "topo") != 0)
+		return weft_comm_fail(comm, WEFT_ERR_INVALID_ARG,
+				      "WEFT_PLACEMENT=%s: expected topo or rank", mode);
+	comm->placement_by_rank = strcmp(mode, "rank") == 0;
+	struct weft_topo_rank *in = calloc((unsigned)n, sizeof(*in));
+	if (!in)
+		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "init: no memory for the topology");
+	for (int r = 0; r < n; r++) {
+		in[r].host_id = comm->cards[r].host_id;
+		in[r].hostname = comm->cards[r].hostname;
+		in[r].card = &comm->cards[r].topo;
 	}
-	if (!placed) /* no memory for the scratch: plain rank order is still correct */
-		for (int r = 0; r < n; r++)
-			comm->ring[r] = r;
-	free(placed);
+	weft_status_t st = weft_topo_graph_build(&comm->graph, n, in, &comm->err);
+	free(in);
+	if (st != WEFT_SUCCESS)
+		return st;
+	weft_topo_ring_order(&comm->graph, comm->placement_by_rank, comm->ring);
 	for (int p = 0; p < n; p++)
 		if (comm->ring[p] == comm->rank)
 			comm->ring_pos = p;
+	weft_log(WEFT_LOG_INFO, WEFT_SUB_TOPO, "%d hosts, %d leaves, ring crosses leaves %d times",
+		 comm->graph.nhosts, comm->graph.nleaves,
+		 weft_topo_ring_crossings(&comm->graph, comm->ring));
+	return WEFT_SUCCESS;
+}
+
+static const char *me_nic(const struct weft_comm *comm)
+{
+	return comm->cards[comm->rank].topo.nic;
 }
 
 static weft_status_t exchange_cards(struct weft_comm *comm)
@@ -128,6 +140,9 @@ static weft_status_t exchange_cards(struct weft_comm *comm)
 	if (st != WEFT_SUCCESS)
 		return st;
 	gethostname(me->hostname, sizeof(me->hostname) - 1);
+	st = weft_topo_local_card(&me->topo, me->hostname, &comm->err);
+	if (st != WEFT_SUCCESS)
+		return st;
 	me->rank = comm->rank;
 	me->pid = (int32_t)getpid();
 	st = weft_bootstrap_allgather(comm->bs, comm->cards, sizeof(struct weft_card), &comm->err);
@@ -138,6 +153,7 @@ static weft_status_t exchange_cards(struct weft_comm *comm)
 			return weft_comm_fail(comm, WEFT_ERR_REMOTE, "init: card of rank %d is garbled", r);
 		comm->cards[r].host_id[WEFT_HOST_ID_BYTES - 1] = '\0';
 		comm->cards[r].hostname[WEFT_HOSTNAME_BYTES - 1] = '\0';
+		weft_topo_card_terminate(&comm->cards[r].topo);
 	}
 	for (int r = 0; r < comm->nranks; r++) {
 		uint32_t idx = 0, cnt = 0;
@@ -276,6 +292,7 @@ static void comm_free(struct weft_comm *comm)
 		comm->free_tasks = t->next;
 		free(t);
 	}
+	weft_topo_graph_free(&comm->graph);
 	free(comm->ring);
 	free(comm->peers);
 	free(comm->cards);
@@ -315,6 +332,13 @@ weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct 
 	st = exchange_cards(comm);
 	if (st != WEFT_SUCCESS)
 		goto out_free;
+	st = place(comm);
+	if (st != WEFT_SUCCESS)
+		goto out_free;
+	st = weft_topo_bind(weft_setting_str("WEFT_BIND"), me_nic(comm),
+			    (int)comm->cards[rank].local_rank, &comm->err);
+	if (st != WEFT_SUCCESS)
+		goto out_free;
 	st = init_transports(comm);
 	if (st != WEFT_SUCCESS)
 		goto out_free;
@@ -329,7 +353,6 @@ weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct 
 		goto out_free;
 	weft_bootstrap_close(comm->bs);
 	comm->bs = NULL;
-	build_ring(comm);
 	weft_log(WEFT_LOG_INFO, WEFT_SUB_INIT, "rank %d of %d ready on %s (chunk %zu bytes)", rank,
 		 nranks, comm->cards[rank].hostname, comm->chunk_bytes);
 	weft_err_clear(ierr);

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "../topo/topo.h"
 #include "../transports/transport.h"
 #include "error.h"
 #include "task.h"
@@ -26,6 +27,7 @@ struct weft_card {
 	int32_t pid;
 	uint32_t local_rank; /* index among the ranks with the same host_id */
 	uint32_t local_count;
+	struct weft_topo_card topo; /* NIC, NUMA, leaf */
 };
 
 struct weft_peer {
@@ -52,7 +54,9 @@ struct weft_comm {
 	struct weft_tp_comm *tps[WEFT_TP_COUNT]; /* NULL if disabled */
 	struct weft_bootstrap *bs;               /* open only during init */
 
-	int *ring;     /* ring order: ring[pos] is a rank; neighbours share a host */
+	struct weft_topo_graph graph;
+	bool placement_by_rank; /* WEFT_PLACEMENT=rank */
+	int *ring;     /* ring order: ring[pos] is a rank; neighbours share a host, then a leaf */
 	int ring_pos;  /* this rank's position in it */
 	size_t chunk_bytes; /* pipelining chunk, agreed by all ranks at init */
 	const struct weft_algo *forced[WEFT_COLL_COUNT]; /* WEFT_ALGO */

@@ -28,6 +28,13 @@ static const struct weft_setting settings[] = {
 	{"WEFT_SHM_SLOT_BYTES", "128K", "bytes per shared-memory FIFO slot (the pipelining chunk)"},
 	{"WEFT_SHM_CMA", "1", "use single-copy process_vm_readv for large shared-memory messages"},
 	{"WEFT_SHM_CMA_MIN", "256K", "smallest message that takes the single-copy path"},
+	{"WEFT_TOPO_FILE", NULL,
+	 "topology file: Slurm topology.conf or the JSON weft-topo writes (leaf of each host)"},
+	{"WEFT_LLDP_SOCKET", NULL, "lldpd control socket to query (default: lldpd's own)"},
+	{"WEFT_LLDP", "1", "ask the local lldpd for the leaf switch above each NIC"},
+	{"WEFT_PLACEMENT", "topo",
+	 "ring order: 'topo' (host, then leaf, before crossing the spine) or 'rank' (rank order)"},
+	{"WEFT_BIND", "none", "bind each rank near its NIC: none, numa or core"},
 	{"WEFT_ALGO", NULL, "force algorithms, e.g. 'allreduce:ring;allgather:ring'"},
 };
 

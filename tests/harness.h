@@ -80,12 +80,15 @@ struct harness_rank_result {
 	char progress[HARNESS_NOTE_BYTES];/* last harness_progress() note, or "" */
 };
 
+#define HARNESS_SHARED_BYTES 4096
+
 struct harness_result {
 	int nranks;
 	bool ok;         /* every started rank exited with 0 */
 	double seconds;  /* wall time of the whole job */
 	char summary[2048]; /* one line per rank that did not exit 0, for ck_assert_msg */
 	struct harness_rank_result rank[HARNESS_MAX_RANKS];
+	unsigned char shared[HARNESS_SHARED_BYTES]; /* harness_shared() as the ranks left it */
 };
 
 /* Run @p body on @p nranks ranks with @p env; see struct harness_job. */
@@ -110,9 +113,8 @@ int harness_fail_status(weft_comm_t comm, weft_status_t status, const char *fmt,
 /* Note what the rank is doing now (kept for the report if it hangs). */
 void harness_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* 4 KiB of memory shared by the ranks (and the parent) of the running job,
- * zeroed at its start. */
-#define HARNESS_SHARED_BYTES 4096
+/* HARNESS_SHARED_BYTES of memory shared by the ranks of the running job,
+ * zeroed at its start and copied into the result at its end. */
 void *harness_shared(void);
 
 /* Seconds on CLOCK_MONOTONIC: comparable between the job's processes. */

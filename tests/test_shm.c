@@ -160,6 +160,10 @@ static int body_sizes(weft_comm_t comm, int rank, int nranks, void *arg)
 		if (ptrs[i]->xferred != len)
 			return harness_fail("xferred %zu != %zu", ptrs[i]->xferred, len);
 	}
+	for (int i = 0; i < nmsg; i++)
+		free(ptrs[i]->buf);
+	free(ptrs);
+	free(msgs);
 	return 0;
 }
 
@@ -409,6 +413,65 @@ END_TEST
 START_TEST(abort_peer) { run_ok(2, env_shm, body_abort, NULL); }
 END_TEST
 
+/* Ranks 0 and 1 share a host, rank 2 is alone: every rank still runs the
+ * same shm init steps, and 0 <-> 1 go over shm, the rest over TCP. */
+static int split_hosts(int rank, int nranks, const weft_unique_id_t *id, void *arg)
+{
+	return setenv("WEFT_HOSTID", rank < 2 ? "test-shm-host-a" : "test-shm-host-b", 1) != 0;
+}
+
+static int body_split(weft_comm_t comm, int rank, int nranks, void *arg)
+{
+	note_secret(comm);
+	struct weft_tp_comm *shm = comm->tps[WEFT_TP_SHM];
+	for (int p = 0; p < nranks; p++) {
+		bool want_shm = p != rank && rank < 2 && p < 2;
+		if (p != rank && (comm->peers[p].tc == shm) != want_shm)
+			return harness_fail("peer %d: over %s", p, comm->peers[p].tc->ops->name);
+	}
+	return body_sizes(comm, rank, nranks, arg);
+}
+
+/* Shared pages this rank has mapped (its segment and its FIFOs in the
+ * peers'), in KiB, from /proc/self/status. */
+static long rss_shmem_kib(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long kib = -1;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "RssShmem: %ld kB", &kib) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kib;
+}
+
+static int body_budget(weft_comm_t comm, int rank, int nranks, void *arg)
+{
+	note_secret(comm);
+	long kib = rss_shmem_kib();
+	/* 7 inbound + 7 outbound FIFOs of 8 x 128 KiB, plus headers. */
+	if (kib > 20 * 1024)
+		return harness_fail("RssShmem %ld KiB with %d local ranks", kib, nranks);
+	return 0;
+}
+
+START_TEST(memory_budget_np8) { run_ok(8, env_shm, body_budget, NULL); }
+END_TEST
+
+START_TEST(split_hosts_np3)
+{
+	memset(g_sh, 0, sizeof(*g_sh));
+	struct harness_job job = {.nranks = 3, .body = body_split, .timeout_s = TIMEOUT_S,
+				  .before_init = split_hosts};
+	struct harness_result res;
+	harness_run_job(&job, &res);
+	ck_assert_msg(res.ok, "%s", res.summary);
+	ck_assert_msg(g_sh->secret == 0 || !segment_exists(g_sh->secret), "/dev/shm/weft-* left behind");
+}
+END_TEST
+
 static Suite *shm_suite(void)
 {
 	Suite *s = suite_create("shm");
@@ -424,6 +487,8 @@ static Suite *shm_suite(void)
 	tcase_add_loop_test(tc, mismatch, 0, 3);
 	tcase_add_loop_test(tc, peer_killed, 0, 4);
 	tcase_add_test(tc, abort_peer);
+	tcase_add_test(tc, split_hosts_np3);
+	tcase_add_test(tc, memory_budget_np8);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -59,6 +59,11 @@ enum weft_sock_phase {
 	WEFT_SOCK_CLOSED,
 };
 
+/* Small frames queued on one socket leave in one sendmsg, up to this many
+ * after the current one and while the batch is under this many bytes. */
+#define WEFT_SOCK_TX_BATCH 15
+#define WEFT_SOCK_TX_BATCH_BYTES (64u << 10)
+
 /* Where one socket's sender stands: the message whose fragment it is
  * sending and how much of header + fragment is out. */
 struct weft_sock_tx {
@@ -66,6 +71,7 @@ struct weft_sock_tx {
 	uint64_t chunk;       /* fragment index in msg */
 	size_t done;          /* bytes of hdr + fragment written */
 	struct weft_sock_frame hdr;
+	struct weft_sock_frame ahead[WEFT_SOCK_TX_BATCH]; /* headers of a batch being sent */
 };
 
 struct weft_sock_rx {
@@ -151,7 +157,10 @@ struct weft_tcp_signals {
 	uint64_t bytes_acked;
 };
 
-/* Read TCP_INFO of socket @p index of @p conn (a socket-transport connection). */
+/* Read TCP_INFO of socket @p index of @p conn (a socket-transport
+ * connection). WEFT_ERR_INVALID_ARG if there is no such open socket,
+ * WEFT_ERR_SYSTEM if getsockopt fails (errno is kept); nothing is recorded
+ * on the communicator. Never blocks. */
 weft_status_t weft_tp_socket_tcp_signals(struct weft_conn *conn, unsigned index,
 					 struct weft_tcp_signals *out);
 

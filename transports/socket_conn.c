@@ -531,17 +531,16 @@ static void sock_comm_fini(struct weft_tp_comm *tc)
 weft_status_t weft_tp_socket_tcp_signals(struct weft_conn *conn, unsigned index,
 					 struct weft_tcp_signals *out)
 {
+	/* A query for the pacer, which polls it: failures are returned, not
+	 * recorded on the communicator. */
 	struct weft_sock_conn *c = weft_container_of(conn, struct weft_sock_conn, base);
-	struct weft_comm *comm = c->sc->base.comm;
 	if (conn->ops != &weft_tp_socket_ops || index >= c->sc->nsocks || c->sock[index].fd < 0)
-		return weft_comm_fail(comm, WEFT_ERR_INVALID_ARG,
-				      "socket: no open TCP socket %u to peer rank %d", index, conn->peer);
+		return WEFT_ERR_INVALID_ARG;
 	struct tcp_info ti;
 	socklen_t len = sizeof(ti);
 	memset(&ti, 0, sizeof(ti));
 	if (getsockopt(c->sock[index].fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
-		return weft_comm_fail_errno(comm, errno, "socket: TCP_INFO of socket %u to peer rank %d",
-					    index, conn->peer);
+		return WEFT_ERR_SYSTEM;
 	/* An older kernel fills less; the fields it does not know stay zero. */
 	*out = (struct weft_tcp_signals){
 		.delivered = ti.tcpi_delivered,

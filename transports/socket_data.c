@@ -94,18 +94,45 @@ static void msg_finish(struct weft_sock_queue *q, struct weft_msg *m, weft_statu
 	m->done = true;
 }
 
-static void tx_frame(struct weft_sock_tx *tx, struct weft_msg *m, uint64_t chunk, size_t chunk_bytes)
+static void frame_hdr(struct weft_sock_frame *h, const struct weft_msg *m, uint64_t chunk,
+		      size_t chunk_bytes)
 {
-	tx->msg = m;
-	tx->chunk = chunk;
-	tx->done = 0;
-	tx->hdr = (struct weft_sock_frame){
+	*h = (struct weft_sock_frame){
 		.magic = WEFT_SOCK_FRAME_MAGIC,
 		.frag_len = (uint32_t)frag_len(m, chunk, chunk_bytes),
 		.tag = m->tag,
 		.len = m->len,
 		.off = (uint64_t)chunk * chunk_bytes,
 	};
+}
+
+static void tx_frame(struct weft_sock_tx *tx, struct weft_msg *m, uint64_t chunk, size_t chunk_bytes)
+{
+	tx->msg = m;
+	tx->chunk = chunk;
+	tx->done = 0;
+	frame_hdr(&tx->hdr, m, chunk, chunk_bytes);
+}
+
+/* The fragment after (*m, *chunk) on socket s, as the cursor will walk;
+ * false if there is none queued. */
+static bool next_on_sock(const struct weft_sock_conn *c, unsigned s, struct weft_msg **m,
+			 uint64_t *chunk)
+{
+	unsigned nsocks = c->sc->nsocks;
+	if (*chunk + nsocks < nchunks_of(*m)) {
+		*chunk += nsocks;
+		return true;
+	}
+	for (struct weft_msg *x = (*m)->next; x; x = x->next) {
+		uint64_t j = first_chunk_on(x, s, nsocks);
+		if (j < nchunks_of(x)) {
+			*m = x;
+			*chunk = j;
+			return true;
+		}
+	}
+	return false;
 }
 
 /* Point socket s's send cursor at the first fragment for it in m or later. */
@@ -248,26 +275,43 @@ static void frag_done(struct weft_sock_conn *c, struct weft_sock_queue *q, unsig
 		msg_finish(q, m, WEFT_SUCCESS);
 }
 
+/* Add frame (m, chunk) to iov from byte @p done of header + fragment on;
+ * returns the bytes added. */
+static size_t tx_iov(struct iovec *iov, int *n_iov, const struct weft_sock_frame *h,
+		     const struct weft_msg *m, size_t done)
+{
+	size_t flen = h->frag_len;
+	const char *payload = flen ? (const char *)m->buf + h->off : NULL;
+	if (done < HDR_BYTES) {
+		iov[(*n_iov)++] = (struct iovec){(char *)h + done, HDR_BYTES - done};
+		if (flen)
+			iov[(*n_iov)++] = (struct iovec){(void *)payload, flen};
+	} else {
+		iov[(*n_iov)++] = (struct iovec){(void *)(payload + done - HDR_BYTES), flen - (done - HDR_BYTES)};
+	}
+	return HDR_BYTES + flen - done;
+}
+
 static weft_status_t tx_progress(struct weft_sock_conn *c, unsigned s)
 {
 	struct weft_sock *sk = &c->sock[s];
 	struct weft_sock_tx *tx = &sk->tx;
 	while (tx->msg) {
-		struct weft_msg *m = tx->msg;
-		size_t flen = tx->hdr.frag_len;
-		const char *payload = flen ? (const char *)m->buf + tx->hdr.off : NULL;
-		struct iovec iov[2];
+		/* The current frame, then, while they are small, the frames queued
+		 * behind it on this socket: one system call for a burst of small
+		 * messages. */
+		struct iovec iov[2 * (WEFT_SOCK_TX_BATCH + 1)];
 		int n_iov = 0;
-		if (tx->done < HDR_BYTES) {
-			iov[n_iov++] = (struct iovec){(char *)&tx->hdr + tx->done, HDR_BYTES - tx->done};
-			if (flen)
-				iov[n_iov++] = (struct iovec){(void *)payload, flen};
-		} else {
-			size_t sent = tx->done - HDR_BYTES;
-			iov[n_iov++] = (struct iovec){(void *)(payload + sent), flen - sent};
+		size_t want = tx_iov(iov, &n_iov, &tx->hdr, tx->msg, tx->done);
+		struct weft_msg *m = tx->msg;
+		uint64_t chunk = tx->chunk;
+		for (int k = 0; k < WEFT_SOCK_TX_BATCH && want < WEFT_SOCK_TX_BATCH_BYTES; k++) {
+			if (!next_on_sock(c, s, &m, &chunk))
+				break;
+			frame_hdr(&tx->ahead[k], m, chunk, c->sc->chunk);
+			want += tx_iov(iov, &n_iov, &tx->ahead[k], m, 0);
 		}
 		struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n_iov};
-		size_t want = HDR_BYTES + flen - tx->done;
 		ssize_t n = sendmsg(sk->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0) {
 			if (errno == EINTR)
@@ -276,10 +320,19 @@ static weft_status_t tx_progress(struct weft_sock_conn *c, unsigned s)
 				return WEFT_SUCCESS;
 			return peer_failed(c, s, errno);
 		}
-		tx->done += (size_t)n;
+		/* Walk the cursor over what went out; it rebuilds the same headers. */
+		size_t left = (size_t)n;
+		while (left && tx->msg) {
+			size_t rest = HDR_BYTES + tx->hdr.frag_len - tx->done;
+			if (left < rest) {
+				tx->done += left;
+				break;
+			}
+			left -= rest;
+			frag_done(c, &c->sendq, s, tx->msg, tx->chunk, tx->hdr.frag_len, true);
+		}
 		if ((size_t)n < want)
 			return WEFT_SUCCESS; /* the socket buffer is full */
-		frag_done(c, &c->sendq, s, m, tx->chunk, flen, true);
 	}
 	return WEFT_SUCCESS;
 }

@@ -1,0 +1,87 @@
+# shellcheck shell=bash
+# lib.sh — helpers for scripts that run Weft jobs on a fabric.sh fabric.
+# Source it inside `fabric.sh with ... -- SCRIPT` (FABRIC_STATE set).
+#
+#   fabric_ranks            fill RANK_HOST/IP/LEAF/SOCK/IF, one entry per host,
+#                           rank numbers interleaved across leaves (rank 0 on
+#                           leaf1's 1st host, rank 1 on leaf2's 1st host, ...)
+#   fabric_run_job OUTDIR LABEL PORT [VAR=VALUE ...] -- CMD ARGS...
+#                           one process per rank in its host's namespace:
+#                           env WEFT_RANK WEFT_NRANKS WEFT_ROOT WEFT_SECRET
+#                           WEFT_SOCKET_IFNAME WEFT_LLDP_SOCKET [VARS] CMD;
+#                           output in OUTDIR/LABEL.RANK.out/.err; fails if a
+#                           rank fails or runs longer than FABRIC_JOB_TIMEOUT s
+# shellcheck disable=SC2034  # the RANK_* arrays are for the caller
+
+FABRIC_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+FABRIC_SH=${FABRIC_SH:-$FABRIC_LIB_DIR/fabric.sh}
+FABRIC_JOB_TIMEOUT=${FABRIC_JOB_TIMEOUT:-120}
+
+fabric_ranks() {
+	local -a leaves
+	local j leaf line added name ip lf sock ifname
+	mapfile -t leaves < <(awk '$1 == "leaf" {print $2}' "$FABRIC_STATE")
+	RANK_HOST=() RANK_IP=() RANK_LEAF=() RANK_SOCK=() RANK_IF=()
+	for ((j = 0; ; j++)); do
+		added=0
+		for leaf in "${leaves[@]}"; do
+			line=$(awk -v l="$leaf" -v j="$j" \
+				'$1 == "host" && $5 == l {if (n++ == j) print}' "$FABRIC_STATE")
+			[ -n "$line" ] || continue
+			read -r _ name _ ip lf sock ifname <<<"$line"
+			RANK_HOST+=("$name") RANK_IP+=("$ip") RANK_LEAF+=("$lf")
+			RANK_SOCK+=("$sock") RANK_IF+=("$ifname")
+			added=1
+		done
+		[ "$added" -eq 1 ] || break
+	done
+	NRANKS=${#RANK_HOST[@]}
+	FABRIC_SECRET=$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')
+}
+
+fabric_print_ranks() {
+	local r
+	for ((r = 0; r < NRANKS; r++)); do
+		echo "#   rank $r  ${RANK_HOST[r]}  ${RANK_IP[r]}  ${RANK_LEAF[r]}  ${RANK_IF[r]}"
+	done
+}
+
+FABRIC_PIDS=()
+fabric_kill_ranks() {
+	local p
+	for p in "${FABRIC_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+	FABRIC_PIDS=()
+}
+
+fabric_run_job() {
+	local out=$1 label=$2 port=$3 r rc=0 st t=$SECONDS
+	shift 3
+	local -a extra=()
+	while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+		extra+=("$1")
+		shift
+	done
+	shift
+	FABRIC_PIDS=()
+	for ((r = 0; r < NRANKS; r++)); do
+		timeout -k 5 "$FABRIC_JOB_TIMEOUT" "$FABRIC_SH" run "${RANK_HOST[r]}" -- \
+			env WEFT_RANK="$r" WEFT_NRANKS="$NRANKS" WEFT_ROOT="${RANK_IP[0]}:$port" \
+			WEFT_SECRET="$FABRIC_SECRET" WEFT_SOCKET_IFNAME="${RANK_IF[r]}" \
+			WEFT_LLDP_SOCKET="${RANK_SOCK[r]}" "${extra[@]}" "$@" \
+			>"$out/$label.$r.out" 2>"$out/$label.$r.err" &
+		FABRIC_PIDS+=($!)
+	done
+	for ((r = 0; r < NRANKS; r++)); do
+		st=0
+		wait "${FABRIC_PIDS[r]}" || st=$?
+		if [ "$st" -ne 0 ]; then
+			[ "$st" -ne 124 ] || echo "# $label: rank $r timed out after ${FABRIC_JOB_TIMEOUT}s"
+			echo "# $label: rank $r exited $st; stderr:"
+			tail -n 20 "$out/$label.$r.err" | sed 's/^/#   /'
+			rc=1
+		fi
+	done
+	FABRIC_PIDS=()
+	echo "# $label: $((SECONDS - t))s"
+	return "$rc"
+}

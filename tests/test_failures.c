@@ -1,0 +1,568 @@
+/*
+ * test_failures.c — the job meets strangers, missing ranks, dead peers and
+ * aborts: each gives a clear error in bounded time, never a hang or a crash.
+ *
+ *  - strangers at the bootstrap port (the address inside the unique id):
+ *    one sends garbage and leaves, one sends garbage and stays, one says
+ *    nothing and stays, one sends huge length words, and one joins through
+ *    the library with the right address but a wrong secret. The job must
+ *    still initialise and an allreduce be exact; the wrong-secret join fails.
+ *  - a rank that never arrives (WEFT_BOOTSTRAP_TIMEOUT=2): the others get
+ *    WEFT_ERR_TIMEOUT within ~3 s, and the message names the missing ranks.
+ *  - a peer that dies (SIGKILL between operations, SIGKILL from a timer in
+ *    the middle of a large operation, _exit without destroying) during a long
+ *    sequence of allreduces, over shm and over socket, with WEFT_TIMEOUT=10:
+ *    every survivor gets WEFT_ERR_REMOTE or WEFT_ERR_TIMEOUT well before 10 s
+ *    (the transports notice the death), its next call fails at once, and the
+ *    communicator reports an async error.
+ *  - weft_comm_abort on one rank (between calls, and from another thread
+ *    while the rank is blocked in an allreduce): that rank gets
+ *    WEFT_ERR_ABORTED, the peers fail rather than hang.
+ *  - mismatched counts across ranks: an error somewhere, no crash, no hang.
+ */
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bootstrap.h"
+#include "harness.h"
+
+static const char *const env_shm[] = {"WEFT_TIMEOUT=10", "WEFT_BOOTSTRAP_TIMEOUT=10", NULL};
+static const char *const env_socket[] = {"WEFT_TIMEOUT=10", "WEFT_BOOTSTRAP_TIMEOUT=10",
+					 "WEFT_TRANSPORTS=socket", "WEFT_SOCKET_IFNAME=lo", NULL};
+
+static void nap(double seconds)
+{
+	struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/* fp32 sum of harness_ar_input over the ranks, salted by the iteration. */
+static int checked_allreduce(weft_comm_t comm, int rank, int nranks, float *buf, float *want,
+			     size_t count, unsigned salt, weft_status_t *status)
+{
+	harness_ar_input(buf, count, WEFT_FLOAT32, WEFT_SUM, rank, nranks, salt);
+	*status = weft_allreduce(WEFT_IN_PLACE, buf, count, WEFT_FLOAT32, WEFT_SUM, comm);
+	if (*status != WEFT_SUCCESS)
+		return 0;
+	char why[200];
+	harness_ar_expected(want, count, WEFT_FLOAT32, WEFT_SUM, nranks, salt);
+	if (harness_compare(buf, want, count, WEFT_FLOAT32, why, sizeof(why)) != SIZE_MAX)
+		return harness_fail("allreduce salt %u: %s", salt, why);
+	return 0;
+}
+
+/* --- strangers at the bootstrap port --- */
+
+#define NSTRANGERS 4
+
+struct stranger_state {
+	int fds[NSTRANGERS];
+	pthread_t secret_thread;
+	bool thread_started;
+	weft_unique_id_t bad_id;
+	int nranks;
+	weft_status_t secret_status; /* what the wrong-secret join returned */
+	char secret_msg[WEFT_ERR_MSG_BYTES];
+	double secret_seconds;
+};
+
+static struct stranger_state strangers; /* in rank 0's process only */
+
+static int connect_loopback(const struct weft_uid *uid)
+{
+	const struct sockaddr *sa = &uid->addr.sa;
+	bool loopback = (sa->sa_family == AF_INET &&
+			 (ntohl(uid->addr.in4.sin_addr.s_addr) >> 24) == 127) ||
+			(sa->sa_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(&uid->addr.in6.sin6_addr));
+	if (!loopback)
+		return -2; /* the test only ever talks to loopback */
+	int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	struct timeval tv = {2, 0};
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (connect(fd, sa, uid->addr_len) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void *wrong_secret_join(void *arg)
+{
+	struct stranger_state *s = arg;
+	weft_config_t cfg = WEFT_CONFIG_INIT;
+	cfg.timeout_seconds = 3;
+	weft_comm_t comm = NULL;
+	double t0 = harness_now();
+	s->secret_status = weft_comm_init_rank(&comm, s->nranks, s->bad_id, 1, &cfg);
+	s->secret_seconds = harness_now() - t0;
+	snprintf(s->secret_msg, sizeof(s->secret_msg), "%s", weft_init_last_error());
+	if (comm)
+		weft_comm_destroy(comm);
+	return NULL;
+}
+
+static int strangers_before_init(int rank, int nranks, const weft_unique_id_t *id, void *arg)
+{
+	if (rank != 0)
+		return 0;
+	struct weft_uid uid;
+	memcpy(&uid, id->internal, sizeof(uid));
+	static const char garbage[] = "GET / HTTP/1.0\r\n\r\n\x01\x02\x03 not a weft rank at all";
+	unsigned char huge[64];
+	memset(huge, 0xff, sizeof(huge));
+	for (int k = 0; k < NSTRANGERS; k++) {
+		strangers.fds[k] = connect_loopback(&uid);
+		if (strangers.fds[k] == -2)
+			return harness_fail("the unique id's address is not loopback; not connecting");
+		if (strangers.fds[k] < 0)
+			return harness_fail("stranger %d: cannot connect to the bootstrap port: %s", k,
+					    strerror(errno));
+		ssize_t n = 0;
+		if (k == 0 || k == 1)
+			n = write(strangers.fds[k], garbage, sizeof(garbage));
+		else if (k == 3)
+			n = write(strangers.fds[k], huge, sizeof(huge));
+		if (n < 0)
+			return harness_fail("stranger %d: write: %s", k, strerror(errno));
+		if (k == 0) { /* says its piece and leaves */
+			close(strangers.fds[k]);
+			strangers.fds[k] = -1;
+		}
+	}
+	/* The library's own join, with the right address and a wrong secret. */
+	uid.secret ^= 0x5a5a5a5a5a5a5a5aull;
+	memset(&strangers.bad_id, 0, sizeof(strangers.bad_id));
+	memcpy(strangers.bad_id.internal, &uid, sizeof(uid));
+	strangers.nranks = nranks;
+	if (pthread_create(&strangers.secret_thread, NULL, wrong_secret_join, &strangers) != 0)
+		return harness_fail("pthread_create failed");
+	strangers.thread_started = true;
+	return 0;
+}
+
+static int strangers_body(weft_comm_t comm, int rank, int nranks, void *arg)
+{
+	float buf[1000], want[1000];
+	weft_status_t st;
+	int ret = 0;
+	for (unsigned k = 0; k < 3 && !ret; k++) {
+		ret = checked_allreduce(comm, rank, nranks, buf, want, 1000, k, &st);
+		if (!ret && st != WEFT_SUCCESS)
+			ret = harness_fail_status(comm, st, "allreduce after strangers called");
+	}
+	if (rank != 0)
+		return ret;
+	if (strangers.thread_started) {
+		pthread_join(strangers.secret_thread, NULL);
+		if (strangers.secret_status == WEFT_SUCCESS)
+			ret = harness_fail("a join with a wrong secret succeeded");
+		else if (!strangers.secret_msg[0])
+			ret = harness_fail("the wrong-secret join failed (%s) with an empty message",
+					   weft_status_string(strangers.secret_status));
+		else if (strangers.secret_seconds > 5.0)
+			ret = harness_fail("the wrong-secret join took %.1f s to fail (its timeout was 3 s)",
+					   strangers.secret_seconds);
+		else
+			fprintf(stderr, "rank 0: wrong-secret join failed as it should: %s: %s\n",
+				weft_status_string(strangers.secret_status), strangers.secret_msg);
+	}
+	for (int k = 0; k < NSTRANGERS; k++)
+		if (strangers.fds[k] >= 0)
+			close(strangers.fds[k]);
+	return ret;
+}
+
+START_TEST(strangers_at_bootstrap)
+{
+	struct harness_job job = {
+		.nranks = 3, .env = env_shm, .body = strangers_body, .timeout_s = 40,
+		.before_init = strangers_before_init,
+	};
+	struct harness_result res;
+	harness_run_job(&job, &res);
+	ck_assert_msg(res.ok, "strangers at the bootstrap port:\n%s", res.summary);
+}
+END_TEST
+
+/* --- ranks that never arrive --- */
+
+struct missing {
+	uint32_t absent; /* mask */
+	double max_s;
+};
+
+/* True if @p msg contains @p n as a number of its own (not inside "12" or "2.5"). */
+static bool names_number(const char *msg, int n)
+{
+	char want[16];
+	int len = snprintf(want, sizeof(want), "%d", n);
+	for (const char *p = strstr(msg, want); p; p = strstr(p + 1, want)) {
+		bool start = p == msg || (p[-1] < '0' || p[-1] > '9');
+		char after = p[len];
+		bool end = (after < '0' || after > '9') && after != '.';
+		if (start && end)
+			return true;
+	}
+	return false;
+}
+
+static int missing_init_failed(int rank, int nranks, weft_status_t st, const char *msg,
+			       double seconds, void *arg)
+{
+	const struct missing *m = arg;
+	if (st != WEFT_ERR_TIMEOUT)
+		return harness_fail("init without all ranks: %s (%d), expected timeout: \"%s\"",
+				    weft_status_string(st), (int)st, msg);
+	if (seconds > m->max_s)
+		return harness_fail("init timed out after %.1f s; WEFT_BOOTSTRAP_TIMEOUT is 2", seconds);
+	for (int r = 0; r < nranks; r++)
+		if ((m->absent & (1u << r)) && !names_number(msg, r))
+			return harness_fail("timeout message does not name missing rank %d: \"%s\"", r, msg);
+	return 0;
+}
+
+static int must_not_run(weft_comm_t comm, int rank, int nranks, void *arg)
+{
+	return harness_fail("init succeeded although ranks are missing");
+}
+
+static void run_missing(int nranks, uint32_t absent)
+{
+	static const char *const env[] = {"WEFT_BOOTSTRAP_TIMEOUT=2", "WEFT_TIMEOUT=10", NULL};
+	struct missing m = {.absent = absent, .max_s = 3.5};
+	struct harness_job job = {
+		.nranks = nranks, .env = env, .body = must_not_run, .arg = &m, .timeout_s = 20,
+		.absent_ranks = absent, .init_failed = missing_init_failed,
+	};
+	struct harness_result res;
+	harness_run_job(&job, &res);
+	ck_assert_msg(res.ok, "nranks %d, ranks missing (mask 0x%x):\n%s", nranks, absent, res.summary);
+}
+
+START_TEST(missing_rank)
+{
+	run_missing(3, 1u << 2);
+}
+END_TEST
+
+START_TEST(missing_ranks)
+{
+	run_missing(5, (1u << 1) | (1u << 3));
+}
+END_TEST
+
+/* --- a peer dies or aborts during a sequence of allreduces --- */
+
+enum death {
+	DIE_SIGKILL,        /* kill(getpid(), SIGKILL) between two allreduces */
+	DIE_EXIT,           /* _exit(0) without weft_comm_destroy */
+	DIE_TIMER_SIGKILL,  /* a thread SIGKILLs the process during an allreduce */
+	DIE_ABORT,          /* weft_comm_abort between two allreduces */
+	DIE_ABORT_THREAD,   /* weft_comm_abort from a thread while blocked in one */
+};
+
+static const char *const death_names[] = {
+	[DIE_SIGKILL] = "SIGKILL between allreduces",
+	[DIE_EXIT] = "_exit(0) between allreduces",
+	[DIE_TIMER_SIGKILL] = "SIGKILL during a large allreduce",
+	[DIE_ABORT] = "weft_comm_abort between allreduces",
+	[DIE_ABORT_THREAD] = "weft_comm_abort from a thread during a blocked allreduce",
+};
+
+struct sequence {
+	enum death how;
+	int victim;
+	int at_iter;
+	size_t count;
+	double max_detect_s; /* from the death to each survivor's error */
+};
+
+struct shared_clock {
+	int64_t death_ns; /* when the victim died or aborted; 0 until then */
+};
+
+static void note_death(void)
+{
+	struct shared_clock *c = harness_shared();
+	__atomic_store_n(&c->death_ns, (int64_t)(harness_now() * 1e9), __ATOMIC_SEQ_CST);
+}
+
+static double death_time(void)
+{
+	struct shared_clock *c = harness_shared();
+	int64_t ns = __atomic_load_n(&c->death_ns, __ATOMIC_SEQ_CST);
+	return ns ? (double)ns * 1e-9 : 0.0;
+}
+
+static void *kill_soon(void *arg)
+{
+	nap(0.05);
+	note_death();
+	kill(getpid(), SIGKILL);
+	return NULL;
+}
+
+static void *abort_soon(void *arg)
+{
+	nap(0.3);
+	note_death();
+	weft_comm_abort((weft_comm_t)arg);
+	return NULL;
+}
+
+/* The victim's own outcome after an abort: WEFT_ERR_ABORTED. */
+static int victim_after_abort(weft_comm_t comm, weft_status_t st, const char *when)
+{
+	if (st != WEFT_ERR_ABORTED)
+		return harness_fail_status(comm, st, "%s: expected aborted", when);
+	weft_status_t async = WEFT_SUCCESS;
+	weft_comm_get_async_error(comm, &async);
+	if (async != WEFT_ERR_ABORTED)
+		return harness_fail("after abort, async error is %s", weft_status_string(async));
+	return 0;
+}
+
+/* A survivor's error: the right kind, in time, a message; and the
+ * communicator stays failed. */
+static int survivor_error(weft_comm_t comm, const struct sequence *q, weft_status_t st, int iter,
+			  float *buf)
+{
+	double now = harness_now(), died = death_time();
+	const char *msg = weft_comm_last_error(comm);
+	if (died == 0.0)
+		return harness_fail_status(comm, st, "allreduce %d failed before any rank died", iter);
+	if (st != WEFT_ERR_REMOTE && st != WEFT_ERR_TIMEOUT)
+		return harness_fail_status(comm, st, "allreduce %d after the victim's %s: expected remote or timeout",
+					   iter, death_names[q->how]);
+	if (now - died > q->max_detect_s)
+		return harness_fail_status(comm, st, "allreduce %d: the error came %.1f s after the victim's %s (limit %.1f s)",
+					   iter, now - died, death_names[q->how], q->max_detect_s);
+	if (!msg || !*msg)
+		return harness_fail("allreduce %d failed (%s) with an empty message", iter, weft_status_string(st));
+	fprintf(stderr, "rank %d: failed %.2f s after the death, as it should: %s: %s\n", harness_rank(),
+		now - died, weft_status_string(st), msg);
+	double t0 = harness_now();
+	weft_status_t again = weft_allreduce(WEFT_IN_PLACE, buf, q->count, WEFT_FLOAT32, WEFT_SUM, comm);
+	if (again == WEFT_SUCCESS)
+		return harness_fail("an allreduce after the failure succeeded");
+	if (harness_now() - t0 > 1.0)
+		return harness_fail("an allreduce after the failure took %.1f s to fail", harness_now() - t0);
+	weft_status_t async = WEFT_SUCCESS;
+	if (weft_comm_get_async_error(comm, &async) != WEFT_SUCCESS || async == WEFT_SUCCESS)
+		return harness_fail("after the failure the async error is %s", weft_status_string(async));
+	return 0;
+}
+
+static int sequence_body(weft_comm_t comm, int rank, int nranks, void *arg)
+{
+	const struct sequence *q = arg;
+	float *buf = malloc(q->count * sizeof(float)), *want = malloc(q->count * sizeof(float));
+	pthread_t thread;
+	int ret = 0;
+	if (!buf || !want) {
+		ret = harness_fail("out of memory");
+		goto out;
+	}
+	double start = harness_now();
+	for (int iter = 0;; iter++) {
+		bool victim = rank == q->victim && iter == q->at_iter;
+		if (victim && q->how == DIE_SIGKILL) {
+			note_death();
+			kill(getpid(), SIGKILL);
+		}
+		if (victim && q->how == DIE_EXIT) {
+			note_death();
+			_exit(0);
+		}
+		if (victim && q->how == DIE_ABORT) {
+			note_death();
+			weft_status_t st = weft_comm_abort(comm);
+			if (st != WEFT_SUCCESS)
+				ret = harness_fail_status(comm, st, "weft_comm_abort");
+			else
+				ret = victim_after_abort(comm, weft_allreduce(WEFT_IN_PLACE, buf, q->count,
+									       WEFT_FLOAT32, WEFT_SUM, comm),
+							 "allreduce after weft_comm_abort");
+			goto out;
+		}
+		if (victim && q->how == DIE_TIMER_SIGKILL && pthread_create(&thread, NULL, kill_soon, NULL)) {
+			ret = harness_fail("pthread_create failed");
+			goto out;
+		}
+		if (victim && q->how == DIE_ABORT_THREAD && pthread_create(&thread, NULL, abort_soon, comm)) {
+			ret = harness_fail("pthread_create failed");
+			goto out;
+		}
+		/* The victim's right neighbour stalls so that the victim blocks in the allreduce. */
+		if (q->how == DIE_ABORT_THREAD && iter == q->at_iter && rank == (q->victim + 1) % nranks)
+			nap(1.0);
+
+		harness_progress("allreduce %d", iter);
+		weft_status_t st;
+		ret = checked_allreduce(comm, rank, nranks, buf, want, q->count, (unsigned)iter, &st);
+		if (ret)
+			goto out;
+		if (st != WEFT_SUCCESS) {
+			if (rank == q->victim && q->how == DIE_ABORT_THREAD) {
+				pthread_join(thread, NULL);
+				ret = victim_after_abort(comm, st, "allreduce blocked when another thread aborted");
+			} else {
+				ret = survivor_error(comm, q, st, iter, buf);
+			}
+			goto out;
+		}
+		if (harness_now() - start > 30.0) {
+			ret = harness_fail("no error 30 s into the sequence (%d allreduces); the victim's %s was at %d",
+					   iter, death_names[q->how], q->at_iter);
+			goto out;
+		}
+	}
+out:
+	free(buf);
+	free(want);
+	return ret;
+}
+
+static void run_sequence(const char *transport, const char *const *env, int nranks,
+			 struct sequence q)
+{
+	struct harness_result res;
+	harness_run(nranks, env, sequence_body, &q, 40, &res);
+	printf("%s over %s, nranks %d: %.1f s\n", death_names[q.how], transport, nranks, res.seconds);
+	fflush(stdout);
+	for (int r = 0; r < nranks; r++) {
+		const struct harness_rank_result *rr = &res.rank[r];
+		bool killed = r == q.victim && (q.how == DIE_SIGKILL || q.how == DIE_TIMER_SIGKILL);
+		if (killed)
+			ck_assert_msg(rr->end == HARNESS_SIGNALED && rr->code == SIGKILL,
+				      "%s over %s: the victim did not die as planned:\n%s",
+				      death_names[q.how], transport, res.summary);
+		else
+			ck_assert_msg(rr->end == HARNESS_EXITED && rr->code == 0,
+				      "%s over %s, nranks %d, victim rank %d:\n%s", death_names[q.how],
+				      transport, nranks, q.victim, res.summary);
+	}
+}
+
+static const struct {
+	const char *name;
+	const char *const *env;
+} transports[] = {{"shm", env_shm}, {"socket", env_socket}};
+
+START_TEST(peer_sigkill)
+{
+	struct sequence q = {.how = DIE_SIGKILL, .victim = 1, .at_iter = 40, .count = 1024, .max_detect_s = 5};
+	run_sequence(transports[_i].name, transports[_i].env, 4, q);
+}
+END_TEST
+
+START_TEST(peer_exit)
+{
+	struct sequence q = {.how = DIE_EXIT, .victim = 2, .at_iter = 25, .count = 4099, .max_detect_s = 5};
+	run_sequence(transports[_i].name, transports[_i].env, 4, q);
+}
+END_TEST
+
+START_TEST(peer_sigkill_during_large)
+{
+	struct sequence q = {.how = DIE_TIMER_SIGKILL, .victim = 1, .at_iter = 3,
+			     .count = (1u << 20) + 3, .max_detect_s = 5};
+	run_sequence(transports[_i].name, transports[_i].env, 3, q);
+}
+END_TEST
+
+START_TEST(peer_abort)
+{
+	struct sequence q = {.how = DIE_ABORT, .victim = 0, .at_iter = 20, .count = 4099, .max_detect_s = 5};
+	run_sequence(transports[_i].name, transports[_i].env, 3, q);
+}
+END_TEST
+
+START_TEST(peer_abort_from_thread)
+{
+	struct sequence q = {.how = DIE_ABORT_THREAD, .victim = 1, .at_iter = 10, .count = 4099,
+			     .max_detect_s = 5};
+	run_sequence(transports[_i].name, transports[_i].env, 3, q);
+}
+END_TEST
+
+/* --- mismatched counts --- */
+
+static int mismatch_body(weft_comm_t comm, int rank, int nranks, void *arg)
+{
+	size_t count = rank == 0 ? 1000 : 3000;
+	float *buf = calloc(3000, sizeof(float));
+	if (!buf)
+		return harness_fail("out of memory");
+	harness_progress("allreduce of %zu elements (rank 0: 1000, others 3000)", count);
+	weft_status_t st = weft_allreduce(WEFT_IN_PLACE, buf, count, WEFT_FLOAT32, WEFT_SUM, comm);
+	free(buf);
+	int *errors = harness_shared();
+	if (st != WEFT_SUCCESS) {
+		__atomic_add_fetch(errors, 1, __ATOMIC_SEQ_CST);
+		fprintf(stderr, "rank %d: mismatched counts reported as it should: %s: %s\n", rank,
+			weft_status_string(st), weft_comm_last_error(comm));
+		if (!*weft_comm_last_error(comm))
+			return harness_fail("mismatched counts: %s with an empty message", weft_status_string(st));
+	}
+	return 0;
+}
+
+START_TEST(mismatched_counts)
+{
+	static const char *const env[] = {"WEFT_TIMEOUT=5", NULL};
+	struct harness_result res;
+	harness_run(3, _i ? env_socket : env, mismatch_body, NULL, 30, &res);
+	ck_assert_msg(res.ok, "mismatched counts over %s:\n%s", transports[_i].name, res.summary);
+	/* Which ranks notice is the library's business, but someone must. */
+	int errors;
+	memcpy(&errors, res.shared, sizeof(errors));
+	ck_assert_msg(errors > 0, "mismatched counts over %s: every rank returned success",
+		      transports[_i].name);
+}
+END_TEST
+
+static Suite *failures_suite(void)
+{
+	Suite *s = suite_create("failures");
+	TCase *tc = tcase_create("bootstrap");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, strangers_at_bootstrap);
+	tcase_add_test(tc, missing_rank);
+	tcase_add_test(tc, missing_ranks);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("peers");
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, peer_sigkill, 0, 2);
+	tcase_add_loop_test(tc, peer_exit, 0, 2);
+	tcase_add_loop_test(tc, peer_sigkill_during_large, 0, 2);
+	tcase_add_loop_test(tc, peer_abort, 0, 2);
+	tcase_add_loop_test(tc, peer_abort_from_thread, 0, 2);
+	tcase_add_loop_test(tc, mismatched_counts, 0, 2);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(failures_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,129 @@
+/*
+ * topo.h — what Weft knows of where ranks sit: NUMA node and NIC inside a
+ * host (hwloc), the leaf switch above each host (LLDP, or a topology file),
+ * and the graph built from every rank's card at communicator init.
+ */
+#ifndef WEFT_TOPO_H
+#define WEFT_TOPO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../src/error.h"
+
+#define WEFT_TOPO_NAME_BYTES 64
+
+enum weft_leaf_source {
+	WEFT_LEAF_NONE = 0, /* unknown: every host counts as its own leaf */
+	WEFT_LEAF_LLDP,     /* learned from the local lldpd */
+	WEFT_LEAF_FILE,     /* from WEFT_TOPO_FILE */
+};
+
+/* One rank's topology facts; part of its card, so plain fixed-size bytes. */
+struct weft_topo_card {
+	char nic[WEFT_TOPO_NAME_BYTES];        /* interface this rank uses, "" unknown */
+	char leaf_id[WEFT_TOPO_NAME_BYTES];    /* leaf chassis id (e.g. its MAC), "" unknown */
+	char leaf_name[WEFT_TOPO_NAME_BYTES];  /* leaf system name, e.g. "leaf1" */
+	char leaf_port[WEFT_TOPO_NAME_BYTES];  /* the leaf's port facing this NIC */
+	char spine[WEFT_TOPO_NAME_BYTES];      /* parent switch from a topology file, "" unknown */
+	int32_t numa;                          /* NUMA node of this rank's cores, -1 unknown */
+	int32_t nic_numa;                      /* NUMA node of the NIC, -1 unknown */
+	int32_t leaf_source;                   /* enum weft_leaf_source */
+	int32_t cores;                         /* cores on the host */
+	int32_t numa_nodes;                    /* NUMA nodes on the host */
+	int32_t packages;                      /* sockets on the host */
+};
+
+enum weft_link_class {
+	WEFT_LINK_SELF = 0,
+	WEFT_LINK_NUMA,  /* same NUMA node */
+	WEFT_LINK_HOST,  /* same host, different NUMA nodes */
+	WEFT_LINK_LEAF,  /* different hosts under one leaf */
+	WEFT_LINK_SPINE, /* different leaves: crosses the spine */
+	WEFT_LINK_CLASS_COUNT
+};
+
+/* Input to the graph: per rank, its host identity and its topology card. */
+struct weft_topo_rank {
+	const char *host_id;  /* ranks with equal host ids share a host */
+	const char *hostname; /* for files and display */
+	const struct weft_topo_card *card;
+};
+
+/* Ranks -> NUMA -> hosts -> leaves. Indices, not pointers: cheap to copy. */
+struct weft_topo_graph {
+	int nranks;
+	int nhosts;
+	int nleaves;
+	int *host_of;   /* [rank] host index, hosts numbered by first rank */
+	int *leaf_of;   /* [rank] leaf index, leaves numbered by first rank */
+	int *numa_of;   /* [rank] NUMA node, -1 unknown */
+	int *host_leader; /* [host] lowest rank on the host */
+	int *leaf_leader; /* [leaf] lowest rank under the leaf */
+	char (*leaf_name)[WEFT_TOPO_NAME_BYTES]; /* [leaf] display name */
+	int *leaf_source; /* [leaf] enum weft_leaf_source */
+};
+
+weft_status_t weft_topo_graph_build(struct weft_topo_graph *g, int nranks,
+				    const struct weft_topo_rank *ranks, struct weft_err *err);
+void weft_topo_graph_free(struct weft_topo_graph *g);
+
+enum weft_link_class weft_topo_link(const struct weft_topo_graph *g, int a, int b);
+const char *weft_topo_link_name(enum weft_link_class c);
+
+/*
+ * Placement: a ring order (order[pos] = rank) that visits every rank of a
+ * host, then every host of a leaf, before it moves to the next leaf, so the
+ * ring crosses the spine once per leaf whatever the rank numbers. Inside a
+ * host, ranks go by NUMA node, then rank. With @p by_rank (WEFT_PLACEMENT=rank)
+ * the order is plain rank order.
+ */
+void weft_topo_ring_order(const struct weft_topo_graph *g, bool by_rank, int *order);
+
+/* How many ring edges (including the closing one) join different leaves. */
+int weft_topo_ring_crossings(const struct weft_topo_graph *g, const int *order);
+
+/* ---- Local facts, gathered once per rank at init (each never fails the
+ * job for lack of information: unknown stays unknown, with an INFO line). */
+
+/* hwloc: fill numa, nic_numa, cores, numa_nodes, packages for this process
+ * (its current CPU binding) and NIC @p nic. @p xml_path: load that hwloc XML
+ * instead of this machine (tests). */
+weft_status_t weft_topo_hwloc_fill(struct weft_topo_card *card, const char *nic,
+				   const char *xml_path, struct weft_err *err);
+
+/* The NIC a rank should use when WEFT_SOCKET_IFNAME is unset: the up,
+ * non-loopback network interface nearest (by NUMA) to this process's cores;
+ * "" if none. */
+weft_status_t weft_topo_pick_nic(char *nic, size_t len, const char *xml_path,
+				 struct weft_err *err);
+
+/* WEFT_BIND=none|numa|core: bind this process near its NIC (numa: the NIC's
+ * NUMA node; core: one core of it, by local rank). */
+weft_status_t weft_topo_bind(const char *mode, const char *nic, int local_rank,
+			     struct weft_err *err);
+
+/* LLDP: ask the local lldpd (socket @p socket_path, NULL: lldpd's default)
+ * for the neighbour on @p nic; fill leaf_id, leaf_name, leaf_port and set
+ * leaf_source to WEFT_LEAF_LLDP. No lldpd or no neighbour: WEFT_SUCCESS,
+ * card unchanged, one INFO line. */
+weft_status_t weft_topo_lldp_fill(struct weft_topo_card *card, const char *nic,
+				  const char *socket_path, struct weft_err *err);
+
+/* ---- Topology files (WEFT_TOPO_FILE): Slurm topology.conf or Weft's JSON. */
+struct weft_topo_file;
+
+/* Load either format (JSON if the first non-blank character is '{'). A bad
+ * line gives WEFT_ERR_INVALID_ARG naming the file and line. */
+weft_status_t weft_topo_file_load(const char *path, struct weft_topo_file **out,
+				  struct weft_err *err);
+
+/* Leaf switch of @p hostname, and the switch above that leaf ("" if none).
+ * False if the file does not name the host. */
+bool weft_topo_file_lookup(const struct weft_topo_file *f, const char *hostname, char *leaf,
+			   size_t leaf_len, char *spine, size_t spine_len);
+
+void weft_topo_file_free(struct weft_topo_file *f);
+
+#endif

@@ -1,0 +1,20 @@
+/* topo_local.h — this rank's own topology card. */
+#ifndef WEFT_TOPO_LOCAL_H
+#define WEFT_TOPO_LOCAL_H
+
+#include "../src/error.h"
+#include "topo.h"
+
+/* NIC (WEFT_SOCKET_IFNAME or the nearest), hwloc facts, leaf from LLDP or
+ * else WEFT_TOPO_FILE. Missing information is not an error; a bad
+ * topology file is. */
+weft_status_t weft_topo_local_card(struct weft_topo_card *card, const char *hostname,
+				   struct weft_err *err);
+
+/* Make every string of a card received from a peer NUL-terminated. */
+void weft_topo_card_terminate(struct weft_topo_card *card);
+
+/* "lldp", "file" or "none". */
+const char *weft_topo_leaf_source_name(int source);
+
+#endif

@@ -11,8 +11,24 @@
 struct weft_comm;
 
 enum weft_algo_id {
-	WEFT_ALGO_RING = 0,
+	WEFT_ALGO_RING = 0,  /* ring, chunked and pipelined */
+	WEFT_ALGO_TREE,      /* (double) binary tree, pipelined */
+	WEFT_ALGO_RHD,       /* recursive halving-doubling / recursive doubling */
+	WEFT_ALGO_BRUCK,     /* Bruck (allgather, any rank count) */
+	WEFT_ALGO_HIER,      /* intra-host stage, then among host leaders */
+	WEFT_ALGO_PAIRWISE,  /* alltoall: n-1 pairwise exchanges */
+	WEFT_ALGO_DISSEM,    /* barrier: dissemination */
+	WEFT_ALGO_DIRECT,    /* send/recv */
 	WEFT_ALGO_COUNT
+};
+
+struct weft_comm;
+
+/* alpha-beta-gamma cost of moving and reducing bytes over one link. */
+struct weft_cost {
+	double alpha; /* seconds per message */
+	double beta;  /* seconds per byte moved */
+	double gamma; /* seconds per byte reduced */
 };
 
 struct weft_algo {
@@ -20,6 +36,12 @@ struct weft_algo {
 	enum weft_coll_kind coll;
 	const char *name;
 	const char *description;
+	/* Estimated seconds for this call (the tuner picks the lowest); NULL:
+	 * never chosen automatically, only when forced. */
+	double (*estimate)(const struct weft_comm *comm, const struct weft_coll_args *args);
+	/* False if the algorithm cannot run this call (e.g. no root support);
+	 * NULL: it always can. */
+	bool (*supports)(const struct weft_comm *comm, const struct weft_coll_args *args);
 	/* Set up task->priv and post the first messages. */
 	weft_status_t (*post)(struct weft_task *task);
 	/* WEFT_SUCCESS when this rank's part is finished, WEFT_INPROGRESS, or an error. */
@@ -41,8 +63,5 @@ const struct weft_algo *weft_algo_find(enum weft_coll_kind coll, const char *nam
  * (NULL where not forced). A bad entry gives WEFT_ERR_INVALID_ARG and names it. */
 weft_status_t weft_algo_parse_forced(const char *spec, const struct weft_algo *forced[WEFT_COLL_COUNT],
 				     struct weft_err *err);
-
-/* The algorithm for a call (forced, else the default). */
-const struct weft_algo *weft_algo_select(const struct weft_comm *comm, const struct weft_coll_args *args);
 
 #endif

@@ -94,11 +94,20 @@ static weft_status_t ring_progress(struct weft_task *task)
 	return weft_ring_pipeline_progress(&state(task)->rp, task);
 }
 
+/* n-1 steps of one block each over the slowest ring link. */
+static double ring_estimate(const struct weft_comm *comm, const struct weft_coll_args *args)
+{
+	int n = comm->nranks;
+	struct weft_cost c = weft_tune_ring(comm);
+	return (n - 1) * (c.alpha + (double)args->count * (double)args->esize * c.beta);
+}
+
 const struct weft_algo weft_allgather_ring = {
 	.id = WEFT_ALGO_RING,
 	.coll = WEFT_COLL_ALLGATHER,
 	.name = "ring",
 	.description = "each block travels the placement ring, chunked and pipelined",
+	.estimate = ring_estimate,
 	.post = ring_post,
 	.progress = ring_progress,
 };

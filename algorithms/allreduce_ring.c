@@ -120,11 +120,24 @@ static weft_status_t ring_progress(struct weft_task *task)
 	return weft_ring_pipeline_progress(&ar->rp, task);
 }
 
+/* 2(n-1) steps of S/n bytes each over the slowest ring link, half of them
+ * reducing; the pipeline hides all but one chunk of the latency per step. */
+static double ring_estimate(const struct weft_comm *comm, const struct weft_coll_args *args)
+{
+	int n = comm->nranks;
+	if (n == 1)
+		return 0;
+	struct weft_cost c = weft_tune_ring(comm);
+	double seg = (double)args->count * (double)args->esize / n;
+	return 2.0 * (n - 1) * (c.alpha + seg * c.beta) + (n - 1) * seg * c.gamma;
+}
+
 const struct weft_algo weft_allreduce_ring = {
 	.id = WEFT_ALGO_RING,
 	.coll = WEFT_COLL_ALLREDUCE,
 	.name = "ring",
 	.description = "reduce-scatter then allgather around the placement ring, chunked and pipelined",
+	.estimate = ring_estimate,
 	.post = ring_post,
 	.progress = ring_progress,
 };

@@ -5,8 +5,16 @@
 #include "../src/comm.h"
 #include "algo.h"
 
+/* The first entry of each list is the fallback when no estimate applies. */
 static const struct weft_algo *const allreduce_algos[] = {&weft_allreduce_ring, NULL};
 static const struct weft_algo *const allgather_algos[] = {&weft_allgather_ring, NULL};
+static const struct weft_algo *const reduce_scatter_algos[] = {NULL};
+static const struct weft_algo *const broadcast_algos[] = {NULL};
+static const struct weft_algo *const reduce_algos[] = {NULL};
+static const struct weft_algo *const alltoall_algos[] = {NULL};
+static const struct weft_algo *const barrier_algos[] = {NULL};
+static const struct weft_algo *const send_algos[] = {NULL};
+static const struct weft_algo *const recv_algos[] = {NULL};
 
 static const struct {
 	const char *name;
@@ -14,6 +22,13 @@ static const struct {
 } colls[WEFT_COLL_COUNT] = {
 	[WEFT_COLL_ALLREDUCE] = {"allreduce", allreduce_algos},
 	[WEFT_COLL_ALLGATHER] = {"allgather", allgather_algos},
+	[WEFT_COLL_REDUCE_SCATTER] = {"reduce_scatter", reduce_scatter_algos},
+	[WEFT_COLL_BROADCAST] = {"broadcast", broadcast_algos},
+	[WEFT_COLL_REDUCE] = {"reduce", reduce_algos},
+	[WEFT_COLL_ALLTOALL] = {"alltoall", alltoall_algos},
+	[WEFT_COLL_BARRIER] = {"barrier", barrier_algos},
+	[WEFT_COLL_SEND] = {"send", send_algos},
+	[WEFT_COLL_RECV] = {"recv", recv_algos},
 };
 
 const char *weft_coll_name(enum weft_coll_kind coll)
@@ -66,9 +81,3 @@ weft_status_t weft_algo_parse_forced(const char *spec, const struct weft_algo *f
 	return WEFT_SUCCESS;
 }
 
-const struct weft_algo *weft_algo_select(const struct weft_comm *comm, const struct weft_coll_args *args)
-{
-	if (comm->forced[args->coll])
-		return comm->forced[args->coll];
-	return colls[args->coll].algos[0];
-}

@@ -253,6 +253,97 @@ WEFT_API weft_status_t weft_iallgather(const void *sendbuf, void *recvbuf, size_
 				       weft_request_t *request);
 
 /**
+ * ReduceScatter: the element-wise reduction over all ranks of sendbuf
+ * (nranks * recvcount elements) is split in nranks blocks; rank r receives
+ * block r in recvbuf (recvcount elements).
+ * In place: sendbuf == WEFT_IN_PLACE takes the input from recvbuf, which
+ * must then hold nranks * recvcount elements, and leaves block r at its
+ * start (MPI_Reduce_scatter_block); recvbuf == sendbuf + rank * recvcount
+ * elements also works (NCCL).
+ * @return as weft_allreduce(). Blocking: until recvbuf holds the result.
+ */
+WEFT_API weft_status_t weft_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+					   weft_datatype_t dtype, weft_op_t op, weft_comm_t comm);
+WEFT_API weft_status_t weft_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+					    weft_datatype_t dtype, weft_op_t op, weft_comm_t comm,
+					    weft_request_t *request);
+
+/**
+ * Broadcast: count elements of root's sendbuf land in every rank's recvbuf.
+ * sendbuf is read on the root only (WEFT_IN_PLACE or recvbuf there: in
+ * place); other ranks may pass NULL. Invalid root: WEFT_ERR_INVALID_ARG.
+ * Blocking: until this rank's recvbuf is filled (root: until sent).
+ */
+WEFT_API weft_status_t weft_broadcast(const void *sendbuf, void *recvbuf, size_t count,
+				      weft_datatype_t dtype, int root, weft_comm_t comm);
+WEFT_API weft_status_t weft_ibroadcast(const void *sendbuf, void *recvbuf, size_t count,
+				       weft_datatype_t dtype, int root, weft_comm_t comm,
+				       weft_request_t *request);
+
+/**
+ * Reduce: the element-wise reduction of every rank's sendbuf lands in the
+ * root's recvbuf (other ranks' recvbuf is not used and may be NULL).
+ * In place on the root: sendbuf WEFT_IN_PLACE or == recvbuf.
+ */
+WEFT_API weft_status_t weft_reduce(const void *sendbuf, void *recvbuf, size_t count,
+				   weft_datatype_t dtype, weft_op_t op, int root, weft_comm_t comm);
+WEFT_API weft_status_t weft_ireduce(const void *sendbuf, void *recvbuf, size_t count,
+				    weft_datatype_t dtype, weft_op_t op, int root, weft_comm_t comm,
+				    weft_request_t *request);
+
+/**
+ * AlltoAll: block j (count elements) of rank i's sendbuf lands as block i
+ * of rank j's recvbuf. Both buffers hold nranks * count elements and must
+ * not overlap (in place is not supported: WEFT_ERR_INVALID_ARG).
+ */
+WEFT_API weft_status_t weft_alltoall(const void *sendbuf, void *recvbuf, size_t count,
+				     weft_datatype_t dtype, weft_comm_t comm);
+WEFT_API weft_status_t weft_ialltoall(const void *sendbuf, void *recvbuf, size_t count,
+				      weft_datatype_t dtype, weft_comm_t comm,
+				      weft_request_t *request);
+
+/** Barrier: returns once every rank has entered it. */
+WEFT_API weft_status_t weft_barrier(weft_comm_t comm);
+WEFT_API weft_status_t weft_ibarrier(weft_comm_t comm, weft_request_t *request);
+
+/**
+ * Point to point. Sends to a peer are matched with that peer's receives
+ * from this rank in the order both were called (as in NCCL; there are no
+ * tags). A length mismatch fails both sides with a message naming the
+ * sizes. weft_send returns once buf may be reused; to exchange with a peer
+ * in both directions at once, use the non-blocking forms or a group.
+ */
+WEFT_API weft_status_t weft_send(const void *buf, size_t count, weft_datatype_t dtype, int peer,
+				 weft_comm_t comm);
+WEFT_API weft_status_t weft_recv(void *buf, size_t count, weft_datatype_t dtype, int peer,
+				 weft_comm_t comm);
+WEFT_API weft_status_t weft_isend(const void *buf, size_t count, weft_datatype_t dtype, int peer,
+				  weft_comm_t comm, weft_request_t *request);
+WEFT_API weft_status_t weft_irecv(void *buf, size_t count, weft_datatype_t dtype, int peer,
+				  weft_comm_t comm, weft_request_t *request);
+
+/**
+ * Groups: between weft_group_start() and weft_group_end(), blocking calls
+ * are only recorded; weft_group_end() starts them all at once and returns
+ * when all are complete (non-blocking calls in a group return their request
+ * at once and start at weft_group_end()). Groups nest; only the outermost
+ * end starts the operations. Per thread.
+ * @return weft_group_end(): the first error of the group's operations.
+ */
+WEFT_API weft_status_t weft_group_start(void);
+WEFT_API weft_status_t weft_group_end(void);
+
+#define WEFT_SPLIT_NOCOLOR (-1)
+
+/**
+ * Split: ranks that pass the same @p color form a new communicator, ordered
+ * by @p key then by their rank in @p comm (like MPI_Comm_split). Ranks that
+ * pass WEFT_SPLIT_NOCOLOR get *newcomm = NULL. Collective over @p comm. The
+ * new communicator keeps the topology that @p comm learned.
+ */
+WEFT_API weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, weft_comm_t *newcomm);
+
+/**
  * Drive a request forward without blocking.
  * @param[in,out] request  set to NULL when the operation has finished (the
  *                         request is then freed), successfully or not.

@@ -49,7 +49,7 @@ static weft_status_t start(struct weft_comm *comm, const struct weft_coll_args *
 		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "%s: no memory for a task",
 				      weft_coll_name(args->coll));
 	task->args = *args;
-	task->algo = weft_algo_select(comm, args);
+	task->algo = weft_tune_select(comm, args);
 	weft_status_t st = weft_task_start(task);
 	if (st != WEFT_SUCCESS)
 		return st;

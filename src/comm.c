@@ -320,10 +320,6 @@ weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct 
 	}
 	weft_log_set_rank(rank);
 
-	st = weft_algo_parse_forced(weft_setting_str("WEFT_ALGO"), comm->forced, &comm->err);
-	if (st != WEFT_SUCCESS)
-		goto out_free;
-
 	double boot_timeout = comm->timeout_s;
 	weft_setting_double("WEFT_BOOTSTRAP_TIMEOUT", &boot_timeout);
 	st = weft_bootstrap_join(uid, rank, nranks, boot_timeout, &comm->bs, &comm->err);
@@ -346,6 +342,9 @@ weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct 
 	if (st != WEFT_SUCCESS)
 		goto out_free;
 	st = agree_chunk(comm);
+	if (st != WEFT_SUCCESS)
+		goto out_free;
+	st = weft_tune_init(comm);
 	if (st != WEFT_SUCCESS)
 		goto out_free;
 	st = weft_bootstrap_barrier(comm->bs, &comm->err);

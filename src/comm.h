@@ -12,6 +12,7 @@
 #include "../transports/transport.h"
 #include "error.h"
 #include "task.h"
+#include "tune.h"
 #include "weft.h"
 
 #define WEFT_MAX_RANKS 4096
@@ -59,7 +60,7 @@ struct weft_comm {
 	int *ring;     /* ring order: ring[pos] is a rank; neighbours share a host, then a leaf */
 	int ring_pos;  /* this rank's position in it */
 	size_t chunk_bytes; /* pipelining chunk, agreed by all ranks at init */
-	const struct weft_algo *forced[WEFT_COLL_COUNT]; /* WEFT_ALGO */
+	struct weft_tuner tuner; /* cost model and overrides */
 
 	uint64_t seq;              /* next operation's sequence number */
 	struct weft_task *active;  /* posted, not yet finished, in post order */

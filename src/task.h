@@ -16,6 +16,13 @@ struct weft_algo;
 enum weft_coll_kind {
 	WEFT_COLL_ALLREDUCE = 0,
 	WEFT_COLL_ALLGATHER,
+	WEFT_COLL_REDUCE_SCATTER,
+	WEFT_COLL_BROADCAST,
+	WEFT_COLL_REDUCE,
+	WEFT_COLL_ALLTOALL,
+	WEFT_COLL_BARRIER,
+	WEFT_COLL_SEND,
+	WEFT_COLL_RECV,
 	WEFT_COLL_COUNT
 };
 
@@ -24,11 +31,12 @@ struct weft_coll_args {
 	enum weft_coll_kind coll;
 	const void *sendbuf; /* never WEFT_IN_PLACE: resolved to the in-place source */
 	void *recvbuf;
-	size_t count;        /* elements per rank */
+	size_t count;        /* elements per rank (reduce_scatter: per block; alltoall: per peer) */
 	weft_datatype_t dtype;
 	weft_op_t op;
 	size_t esize;
 	bool in_place;
+	int root; /* broadcast, reduce: the root; send, recv: the peer */
 };
 
 #define WEFT_TASK_PRIV_BYTES 4096

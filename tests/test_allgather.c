@@ -4,7 +4,8 @@
  * For each transport (shm; socket over lo) and each rank count 1..8, one set
  * of rank processes runs counts {0, 1, 7, nranks-1, 4099} x every datatype x
  * three forms (out of place; WEFT_IN_PLACE; sendbuf = recvbuf + rank*count),
- * plus 1M+3-element cases for three datatypes. Each rank's block carries
+ * plus 1M+3-element cases for three datatypes (socket rotates the forms,
+ * one per case, to keep CI time down). Each rank's block carries
  * bytes that differ per rank, element and case, so a block in the wrong place
  * or a stale block from an earlier case shows. The output is checked in full,
  * guard bytes around it must be untouched, and out of place the input must

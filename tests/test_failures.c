@@ -198,6 +198,22 @@ START_TEST(strangers_at_bootstrap)
 }
 END_TEST
 
+/* --- the simplest life: init, destroy, exit --- */
+
+/* No body: every rank calls weft_comm_init_rank, weft_comm_destroy and
+ * exits at once. Rank 0's process hosts the bootstrap root, and its exit must
+ * not cut off ranks that are still finishing their init. */
+START_TEST(init_then_exit)
+{
+	static const char *const env[] = {"WEFT_TIMEOUT=10", NULL};
+	for (int n = 2; n <= 8; n++) {
+		struct harness_result res;
+		harness_run(n, env, NULL, NULL, 30, &res);
+		ck_assert_msg(res.ok, "init + destroy + exit, nranks %d:\n%s", n, res.summary);
+	}
+}
+END_TEST
+
 /* --- ranks that never arrive --- */
 
 struct missing {
@@ -542,6 +558,7 @@ static Suite *failures_suite(void)
 	TCase *tc = tcase_create("bootstrap");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, strangers_at_bootstrap);
+	tcase_add_test(tc, init_then_exit);
 	tcase_add_test(tc, missing_rank);
 	tcase_add_test(tc, missing_ranks);
 	suite_add_tcase(s, tc);

@@ -15,8 +15,19 @@
 
 #include "harness.h"
 
+/* Every rank has finished init once this returns (see test_failures.c,
+ * init_then_exit, for what happens to a rank that exits sooner). */
+static int sync_ranks(weft_comm_t comm)
+{
+	int32_t x = 1;
+	weft_status_t st = weft_allreduce(WEFT_IN_PLACE, &x, 1, WEFT_INT32, WEFT_SUM, comm);
+	return st == WEFT_SUCCESS ? 0 : harness_fail_status(comm, st, "sync allreduce");
+}
+
 static int ends_differently(weft_comm_t comm, int rank, int nranks, void *arg)
 {
+	if (sync_ranks(comm))
+		return 3;
 	int *counter = harness_shared();
 	__atomic_add_fetch(counter, 1, __ATOMIC_SEQ_CST);
 	switch (rank) {
@@ -68,7 +79,7 @@ static int count_ranks(weft_comm_t comm, int rank, int nranks, void *arg)
 	weft_comm_rank(comm, &r);
 	if (n != nranks || r != rank)
 		return harness_fail("comm says rank %d of %d, harness %d of %d", r, n, rank, nranks);
-	return 0;
+	return sync_ranks(comm);
 }
 
 START_TEST(every_rank_count)
@@ -84,7 +95,9 @@ END_TEST
 static int absent_init_failed(int rank, int nranks, weft_status_t st, const char *msg,
 			      double seconds, void *arg)
 {
-	return st == WEFT_ERR_TIMEOUT ? 0 : harness_fail("%s: %s", weft_status_string(st), msg);
+	/* Which error is test_failures.c's business (missing_rank); here only
+	 * that init did not succeed without rank 1. */
+	return st != WEFT_SUCCESS ? 0 : harness_fail("init succeeded without rank 1");
 }
 
 START_TEST(absent_rank_not_started)
@@ -107,7 +120,7 @@ static int env_seen(weft_comm_t comm, int rank, int nranks, void *arg)
 	const char *v = getenv("HARNESS_TEST_VALUE");
 	if (!v || strcmp(v, "a=b c") != 0)
 		return harness_fail("HARNESS_TEST_VALUE is \"%s\"", v ? v : "(unset)");
-	return 0;
+	return sync_ranks(comm);
 }
 
 START_TEST(env_reaches_ranks)

@@ -79,6 +79,31 @@ static weft_status_t drive(weft_comm_t comm, struct weft_msg *const *msgs, int n
 	}
 }
 
+/* Exchange a few bytes with every peer. A body that ends early on rank 0
+ * calls this first: the bootstrap root lives in rank 0's process, and a
+ * peer still finishing its init must not see it vanish. */
+static int sync_peers(weft_comm_t comm)
+{
+	uint64_t out = 1, in[HARNESS_MAX_RANKS];
+	struct weft_msg msgs[2 * HARNESS_MAX_RANKS];
+	struct weft_msg *ptrs[2 * HARNESS_MAX_RANKS];
+	int n = 0;
+	for (int p = 0; p < comm->nranks; p++) {
+		if (p == comm->rank)
+			continue;
+		msgs[n] = (struct weft_msg){.buf = &out, .len = sizeof(out), .tag = UINT32_MAX};
+		msgs[n + 1] = (struct weft_msg){.buf = &in[p], .len = sizeof(out), .tag = UINT32_MAX};
+		if (weft_p2p_isend(comm, p, &msgs[n]) != WEFT_SUCCESS ||
+		    weft_p2p_irecv(comm, p, &msgs[n + 1]) != WEFT_SUCCESS)
+			return harness_fail("sync: post to %d failed", p);
+		ptrs[n] = &msgs[n];
+		ptrs[n + 1] = &msgs[n + 1];
+		n += 2;
+	}
+	weft_status_t st = drive(comm, ptrs, n, WAIT_S);
+	return st == WEFT_SUCCESS ? 0 : harness_fail_status(comm, st, "sync");
+}
+
 static unsigned char pattern(int from, int to, size_t i, unsigned salt)
 {
 	return (unsigned char)(from * 37 + to * 11 + salt * 101 + i * 7 + (i >> 9));
@@ -303,6 +328,8 @@ END_TEST
 static int body_mismatch(weft_comm_t comm, int rank, int nranks, void *arg)
 {
 	char buf[128] = {0};
+	if (sync_peers(comm))
+		return 1;
 	if (rank == 0) {
 		struct weft_msg s1 = {.buf = buf, .len = 100, .tag = 5}, s2 = s1;
 		weft_p2p_isend(comm, 1, &s1);
@@ -455,6 +482,8 @@ END_TEST
 static int body_killed(weft_comm_t comm, int rank, int nranks, void *arg)
 {
 	int victim = *(const int *)arg, peer = 1 - rank;
+	if (sync_peers(comm))
+		return 1;
 	char *buf = malloc(BIG);
 	char small[8];
 	if (!buf)
@@ -511,6 +540,8 @@ END_TEST
 static int body_abort(weft_comm_t comm, int rank, int nranks, void *arg)
 {
 	char buf[64];
+	if (sync_peers(comm))
+		return 1;
 	struct weft_msg r = {.buf = buf, .len = sizeof(buf), .tag = 1};
 	weft_status_t st = weft_p2p_irecv(comm, 1 - rank, &r);
 	if (st != WEFT_SUCCESS)

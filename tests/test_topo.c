@@ -64,8 +64,8 @@ static const char *fixture(const char *name)
 		if (stat(fixture_dir, &st) != 0 && n > 0) {
 			exe[n] = '\0';
 			*strrchr(exe, '/') = '\0';
-			snprintf(fixture_dir, sizeof(fixture_dir), "%.3000s/../../tests/fixtures/topo",
-				 exe);
+			snprintf(fixture_dir, sizeof(fixture_dir),
+				 "%.3000s/../../tests/fixtures/topo", exe);
 		}
 	}
 	snprintf(path, sizeof(path), "%s/%s", fixture_dir, name);
@@ -154,10 +154,10 @@ static void check_numbering(int n, const int *got, const int *want, int ngot, in
 		int g = got[r], w = want[r];
 		require(g >= 0 && g < ngot, "%s %d of rank %d out of range", what, g, r);
 		if (g2w[g] < 0) {
-			require(g == next, "%s %d first seen at rank %d, expected %d", what,
-				      g, r, next);
-			require(leader[g] == r, "%s %d: leader %d, expected %d", what, g,
-				      leader[g], r);
+			require(g == next, "%s %d first seen at rank %d, expected %d", what, g, r,
+				next);
+			require(leader[g] == r, "%s %d: leader %d, expected %d", what, g, leader[g],
+				r);
 			next++;
 			require(w2g[w] < 0, "%s: two graph indices for one", what);
 			g2w[g] = w;
@@ -203,8 +203,7 @@ static void check_ring(const struct weft_topo_graph *g)
 		if (g->host_of[a] != g->host_of[b])
 			continue;
 		int ka = numa_key(g->numa_of[a]), kb = numa_key(g->numa_of[b]);
-		require(ka < kb || (ka == kb && a < b), "ranks %d, %d out of NUMA order",
-			      a, b);
+		require(ka < kb || (ka == kb && a < b), "ranks %d, %d out of NUMA order", a, b);
 	}
 
 	weft_topo_ring_order(g, true, order);
@@ -290,8 +289,8 @@ START_TEST(test_placement_mixed_knowledge)
 	job_rank(&j, 0, 0, 0, true, 0);
 	job_rank(&j, 1, 0, 1, false, 0);
 	job_rank(&j, 2, 0, 2, false, 0); /* host 2's first rank knows nothing ... */
-	job_rank(&j, 3, 0, 2, true, 0);  /* ... its second does */
-	job_rank(&j, 4, 7, 0, true, 0);  /* host 0 again, naming another leaf: ignored */
+	job_rank(&j, 3, 0, 2, true, 0);	 /* ... its second does */
+	job_rank(&j, 4, 7, 0, true, 0);	 /* host 0 again, naming another leaf: ignored */
 	snprintf(j.host_id[4], sizeof(j.host_id[4]), "%s", j.host_id[0]);
 	ck_assert_int_eq(weft_topo_graph_build(&g, 5, j.ranks, &err), WEFT_SUCCESS);
 	ck_assert_int_eq(g.nhosts, 3);
@@ -391,10 +390,10 @@ START_TEST(test_link_classes)
 		int a, b;
 		enum weft_link_class c;
 	} cases[] = {
-		{0, 0, WEFT_LINK_SELF}, {0, 1, WEFT_LINK_NUMA},	 {0, 2, WEFT_LINK_HOST},
-		{0, 3, WEFT_LINK_HOST}, {3, 3, WEFT_LINK_SELF},	 {5, 6, WEFT_LINK_HOST},
-		{0, 4, WEFT_LINK_LEAF}, {2, 4, WEFT_LINK_LEAF},	 {0, 5, WEFT_LINK_SPINE},
-		{4, 6, WEFT_LINK_SPINE}, {0, 7, WEFT_LINK_SPINE}, {-1, 0, WEFT_LINK_SPINE},
+	    {0, 0, WEFT_LINK_SELF},  {0, 1, WEFT_LINK_NUMA},  {0, 2, WEFT_LINK_HOST},
+	    {0, 3, WEFT_LINK_HOST},  {3, 3, WEFT_LINK_SELF},  {5, 6, WEFT_LINK_HOST},
+	    {0, 4, WEFT_LINK_LEAF},  {2, 4, WEFT_LINK_LEAF},  {0, 5, WEFT_LINK_SPINE},
+	    {4, 6, WEFT_LINK_SPINE}, {0, 7, WEFT_LINK_SPINE}, {-1, 0, WEFT_LINK_SPINE},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		ck_assert_int_eq(weft_topo_link(&g, cases[i].a, cases[i].b), cases[i].c);
@@ -439,17 +438,17 @@ static const char *expand(const char *expr, struct names *n, char *why, size_t w
 START_TEST(test_hostlist_good)
 {
 	static const char *const cases[][2] = {
-		{"a", "a"},
-		{"a,b", "a b"},
-		{"node[01-03,20]", "node01 node02 node03 node20"},
-		{"node[8-10]", "node8 node9 node10"},
-		{"node[08-10]", "node08 node09 node10"},
-		{"tux[1-3]x", "tux1x tux2x tux3x"},
-		{"rack[1-2]-n[1-2]", "rack1-n1 rack1-n2 rack2-n1 rack2-n2"},
-		{"a[1],b[2-3],c", "a1 b2 b3 c"},
-		{"[1-2]", "1 2"},
-		{"n[007]", "n007"},
-		{"host.example.com", "host.example.com"},
+	    {"a", "a"},
+	    {"a,b", "a b"},
+	    {"node[01-03,20]", "node01 node02 node03 node20"},
+	    {"node[8-10]", "node8 node9 node10"},
+	    {"node[08-10]", "node08 node09 node10"},
+	    {"tux[1-3]x", "tux1x tux2x tux3x"},
+	    {"rack[1-2]-n[1-2]", "rack1-n1 rack1-n2 rack2-n1 rack2-n2"},
+	    {"a[1],b[2-3],c", "a1 b2 b3 c"},
+	    {"[1-2]", "1 2"},
+	    {"n[007]", "n007"},
+	    {"host.example.com", "host.example.com"},
 	};
 	struct names n;
 	char why[128];
@@ -465,23 +464,23 @@ END_TEST
 START_TEST(test_hostlist_bad)
 {
 	static const char *const cases[][2] = {
-		{"node[5-3]", "backwards"},
-		{"node[1-", "without ']'"},
-		{"node[1-]", "no upper bound"},
-		{"node[]", "empty brackets"},
-		{"node[a-b]", "expected a number"},
-		{"node[1--3]", "no upper bound"},
-		{"node[1,]", "trailing ','"},
-		{"node[[1]]", "nested"},
-		{"node]1[", "']' without '['"},
-		{"a,,b", "empty name"},
-		{"a,", "empty name"},
-		{"", "empty name"},
-		{"n[0-1000000]", "more than 1000000"},
-		{"n[1-1000]x[1-1001]", "more than 1000000"},
-		{"n[0-999999],m[0-1]", "more than 1000000"},
-		{"n[1234567890]", "at most 9 digits"},
-		{"n[1-2]3[4]5[6]7[8]9[0]a[1]b[2]c[3]d[4]", "bracket groups"},
+	    {"node[5-3]", "backwards"},
+	    {"node[1-", "without ']'"},
+	    {"node[1-]", "no upper bound"},
+	    {"node[]", "empty brackets"},
+	    {"node[a-b]", "expected a number"},
+	    {"node[1--3]", "no upper bound"},
+	    {"node[1,]", "trailing ','"},
+	    {"node[[1]]", "nested"},
+	    {"node]1[", "']' without '['"},
+	    {"a,,b", "empty name"},
+	    {"a,", "empty name"},
+	    {"", "empty name"},
+	    {"n[0-1000000]", "more than 1000000"},
+	    {"n[1-1000]x[1-1001]", "more than 1000000"},
+	    {"n[0-999999],m[0-1]", "more than 1000000"},
+	    {"n[1234567890]", "at most 9 digits"},
+	    {"n[1-2]3[4]5[6]7[8]9[0]a[1]b[2]c[3]d[4]", "bracket groups"},
 	};
 	struct names n;
 	char why[128];
@@ -489,8 +488,8 @@ START_TEST(test_hostlist_bad)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		ck_assert_msg(!expand(cases[i][0], &n, why, sizeof(why)), "%s expanded",
 			      cases[i][0]);
-		ck_assert_msg(strstr(why, cases[i][1]), "%s: \"%s\" lacks \"%s\"", cases[i][0],
-			      why, cases[i][1]);
+		ck_assert_msg(strstr(why, cases[i][1]), "%s: \"%s\" lacks \"%s\"", cases[i][0], why,
+			      cases[i][1]);
 		ck_assert_int_eq(n.count, 0); /* nothing emitted from a bad list */
 	}
 }
@@ -589,28 +588,28 @@ static const struct {
 	int line; /* 0: the message names the file only */
 	const char *says;
 } bad_files[] = {
-	{"bad_backwards.conf", 2, "backwards"},
-	{"bad_unterminated.conf", 3, "without ']'"},
-	{"bad_huge.conf", 2, "more than 1000000"},
-	{"bad_unknown_key.conf", 4, "Nodez"},
-	{"bad_two_leaves.conf", 3, "node4"},
-	{"bad_empty.conf", 0, "empty"},
-	{"bad_comments_only.conf", 0, "no SwitchName"},
-	{"bad_no_value.conf", 1, "no value"},
-	{"bad_unknown_child.conf", 3, "leaf3"},
-	{"bad_dup_switch.conf", 3, "defined again"},
-	{"bad_no_equals.conf", 1, "KEY=VALUE"},
-	{"bad_bracket.conf", 2, "']' without '['"},
-	{"bad_no_name.conf", 1, "no SwitchName"},
-	{"bad_empty_name.conf", 1, "empty name"},
-	{"bad_syntax.json", 4, "expected ',' or ']'"},
-	{"bad_trailing_comma.json", 5, "trailing comma"},
-	{"bad_schema.json", 3, "must be an array"},
-	{"bad_two_leaves.json", 4, "host h1 is under leaf leaf2"},
-	{"bad_string.json", 3, "expected ',' or '}'"},
-	{"bad_dup_key.json", 4, "duplicate key \"hostname\""},
-	{"bad_leaf_type.json", 4, "\"leaf\" must be a string, not number"},
-	{"no_such_file.conf", 0, "No such file"},
+    {"bad_backwards.conf", 2, "backwards"},
+    {"bad_unterminated.conf", 3, "without ']'"},
+    {"bad_huge.conf", 2, "more than 1000000"},
+    {"bad_unknown_key.conf", 4, "Nodez"},
+    {"bad_two_leaves.conf", 3, "node4"},
+    {"bad_empty.conf", 0, "empty"},
+    {"bad_comments_only.conf", 0, "no SwitchName"},
+    {"bad_no_value.conf", 1, "no value"},
+    {"bad_unknown_child.conf", 3, "leaf3"},
+    {"bad_dup_switch.conf", 3, "defined again"},
+    {"bad_no_equals.conf", 1, "KEY=VALUE"},
+    {"bad_bracket.conf", 2, "']' without '['"},
+    {"bad_no_name.conf", 1, "no SwitchName"},
+    {"bad_empty_name.conf", 1, "empty name"},
+    {"bad_syntax.json", 4, "expected ',' or ']'"},
+    {"bad_trailing_comma.json", 5, "trailing comma"},
+    {"bad_schema.json", 3, "must be an array"},
+    {"bad_two_leaves.json", 4, "host h1 is under leaf leaf2"},
+    {"bad_string.json", 3, "expected ',' or '}'"},
+    {"bad_dup_key.json", 4, "duplicate key \"hostname\""},
+    {"bad_leaf_type.json", 4, "\"leaf\" must be a string, not number"},
+    {"no_such_file.conf", 0, "No such file"},
 };
 
 START_TEST(test_bad_files)
@@ -702,9 +701,9 @@ START_TEST(test_json_values)
 {
 	struct weft_err err;
 	struct weft_json *doc =
-		parse("{\"a\": [1, -2.5e3, 0, true, false, null, \"x\\u00e9\\ud83d\\ude00\"],\n"
-		      " \"b\": {}, \"c\": [], \"\": \"empty key\"}",
-		      &err);
+	    parse("{\"a\": [1, -2.5e3, 0, true, false, null, \"x\\u00e9\\ud83d\\ude00\"],\n"
+		  " \"b\": {}, \"c\": [], \"\": \"empty key\"}",
+		  &err);
 	ck_assert_msg(doc, "%s", err.msg);
 	const struct weft_json_value *root = weft_json_root(doc), *a, *v;
 	ck_assert_int_eq(weft_json_type(root), WEFT_JSON_OBJECT);
@@ -747,31 +746,31 @@ START_TEST(test_json_errors)
 		int line;
 		const char *says;
 	} cases[] = {
-		{"", 1, "unexpected end"},
-		{"{", 1, "unterminated object"},
-		{"[1,\n2,\n]", 3, "trailing comma"},
-		{"{\"a\":1,}", 1, "trailing comma"},
-		{"{\"a\" 1}", 1, "expected ':'"},
-		{"{a: 1}", 1, "string key"},
-		{"[01]", 1, "expected ',' or ']'"},
-		{"[1.]", 1, "no digits after '.'"},
-		{"[1e]", 1, "exponent"},
-		{"[-]", 1, "bad number"},
-		{"[+1]", 1, "unexpected character"},
-		{"[tru]", 1, "unexpected word"},
-		{"\"a\nb\"", 1, "newline"},
-		{"\"a\tb\"", 1, "control character"},
-		{"\"\\x\"", 1, "bad escape"},
-		{"\"\\u12g4\"", 1, "four hex digits"},
-		{"\"\\u0000\"", 1, "\\u0000"},
-		{"\"\\ud800\"", 1, "low one"},
-		{"\"\\udc00\"", 1, "without a high"},
-		{"\"\xc3\x28\"", 1, "UTF-8"},
-		{"\"\xed\xa0\x80\"", 1, "UTF-8"},
-		{"\"\xc0\xaf\"", 1, "UTF-8"},
-		{"{} {}", 1, "trailing characters"},
-		{"\n\n{\"k\": 1, \"k\": 2}", 3, "duplicate key"},
-		{"// comment\n{}", 1, "unexpected character"},
+	    {"", 1, "unexpected end"},
+	    {"{", 1, "unterminated object"},
+	    {"[1,\n2,\n]", 3, "trailing comma"},
+	    {"{\"a\":1,}", 1, "trailing comma"},
+	    {"{\"a\" 1}", 1, "expected ':'"},
+	    {"{a: 1}", 1, "string key"},
+	    {"[01]", 1, "expected ',' or ']'"},
+	    {"[1.]", 1, "no digits after '.'"},
+	    {"[1e]", 1, "exponent"},
+	    {"[-]", 1, "bad number"},
+	    {"[+1]", 1, "unexpected character"},
+	    {"[tru]", 1, "unexpected word"},
+	    {"\"a\nb\"", 1, "newline"},
+	    {"\"a\tb\"", 1, "control character"},
+	    {"\"\\x\"", 1, "bad escape"},
+	    {"\"\\u12g4\"", 1, "four hex digits"},
+	    {"\"\\u0000\"", 1, "\\u0000"},
+	    {"\"\\ud800\"", 1, "low one"},
+	    {"\"\\udc00\"", 1, "without a high"},
+	    {"\"\xc3\x28\"", 1, "UTF-8"},
+	    {"\"\xed\xa0\x80\"", 1, "UTF-8"},
+	    {"\"\xc0\xaf\"", 1, "UTF-8"},
+	    {"{} {}", 1, "trailing characters"},
+	    {"\n\n{\"k\": 1, \"k\": 2}", 3, "duplicate key"},
+	    {"// comment\n{}", 1, "unexpected character"},
 	};
 	struct weft_err err;
 	char where[32];

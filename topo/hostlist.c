@@ -40,7 +40,7 @@ struct emitter {
 };
 
 static weft_status_t bad(char *why, size_t why_len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static weft_status_t bad(char *why, size_t why_len, const char *fmt, ...)
 {
@@ -138,8 +138,8 @@ static weft_status_t check_group(struct group *g, size_t max_hosts, char *why, s
 }
 
 /* One name pattern [s, s+len): find its groups, count its names. */
-static weft_status_t check_pattern(const char *s, size_t len, size_t max_hosts,
-				   struct pattern *pat, char *why, size_t why_len)
+static weft_status_t check_pattern(const char *s, size_t len, size_t max_hosts, struct pattern *pat,
+				   char *why, size_t why_len)
 {
 	const char *p = s, *end = s + len, *lit = s;
 	size_t name_len = 0;

@@ -12,7 +12,7 @@
 #include "../src/error.h"
 
 #define WEFT_HOSTLIST_MAX_HOSTS 1000000 /* one expression, and one file */
-#define WEFT_HOSTLIST_NAME_MAX 255      /* bytes of one expanded name */
+#define WEFT_HOSTLIST_NAME_MAX	255	/* bytes of one expanded name */
 
 /* Called once per expanded name, in order; a non-success status stops the
  * expansion and is returned. */

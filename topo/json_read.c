@@ -254,7 +254,8 @@ static weft_status_t parse_string(struct parser *ps, size_t *off)
 			ps->p++;
 			st = parse_escape(ps);
 		} else {
-			size_t n = utf8_valid((const unsigned char *)ps->p, (size_t)(ps->end - ps->p));
+			size_t n =
+			    utf8_valid((const unsigned char *)ps->p, (size_t)(ps->end - ps->p));
 			if (n == 0)
 				return syntax(ps, "invalid UTF-8 in string");
 			st = pool_put(ps, ps->p, n);

@@ -30,7 +30,7 @@ enum weft_json_type {
 	WEFT_JSON_OBJECT,
 };
 
-struct weft_json;       /* a parsed document */
+struct weft_json;	/* a parsed document */
 struct weft_json_value; /* one value inside it */
 
 /*

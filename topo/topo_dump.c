@@ -85,13 +85,8 @@ static void text_dump(const struct weft_topo_job *job, FILE *out)
 			fprintf(out, "%-7s", tp_name(job, a, b));
 		fputc('\n', out);
 	}
-	fprintf(out, "\nalgorithms:\n");
-	for (int c = 0; c < WEFT_COLL_COUNT; c++) {
-		const struct weft_algo *forced = comm->forced[c];
-		const struct weft_algo *const *algos = weft_algos_for((enum weft_coll_kind)c);
-		fprintf(out, "  %-10s %s at every size%s\n", weft_coll_name((enum weft_coll_kind)c),
-			forced ? forced->name : algos[0]->name, forced ? " (forced by WEFT_ALGO)" : "");
-	}
+	fprintf(out, "\nalgorithms (tuner's choice per message size):\n");
+	weft_tune_print(comm, out);
 	fprintf(out, "\npacer: not built yet (off)\n");
 }
 
@@ -158,12 +153,19 @@ static void json_dump(const struct weft_topo_job *job, FILE *out)
 		}
 	}
 	fprintf(out, "\n  ],\n  \"algorithms\": {");
+	static const size_t sizes[] = {8, 4096, 65536, 1 << 20, 16 << 20, 256 << 20};
 	for (int c = 0; c < WEFT_COLL_COUNT; c++) {
-		const struct weft_algo *forced = comm->forced[c];
-		fprintf(out, "%s\"%s\": \"%s\"", c ? ", " : "", weft_coll_name((enum weft_coll_kind)c),
-			forced ? forced->name : weft_algos_for((enum weft_coll_kind)c)[0]->name);
+		fprintf(out, "%s\n    \"%s\": {", c ? "," : "", weft_coll_name((enum weft_coll_kind)c));
+		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+			struct weft_coll_args args = {.coll = (enum weft_coll_kind)c, .count = sizes[i] / 4,
+						      .dtype = WEFT_FLOAT32, .op = WEFT_SUM, .esize = 4};
+			const struct weft_algo *a = weft_algos_for(args.coll)[0]
+							    ? weft_tune_select(comm, &args) : NULL;
+			fprintf(out, "%s\"%zu\": \"%s\"", i ? ", " : "", sizes[i], a ? a->name : "none");
+		}
+		fputc('}', out);
 	}
-	fprintf(out, "},\n  \"pacer\": \"off\"\n}\n");
+	fprintf(out, "\n  },\n  \"pacer\": \"off\"\n}\n");
 }
 
 static void dot_dump(const struct weft_topo_job *job, FILE *out)

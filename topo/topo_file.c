@@ -91,10 +91,11 @@ static weft_status_t sort_hosts(struct weft_topo_file *f, struct weft_err *err)
 			const char *a = weft_topo_file_str(f, prev->leaf);
 			const char *b = weft_topo_file_str(f, h->leaf);
 			if (strcmp(a, b) != 0)
-				return weft_err_set(err, WEFT_ERR_INVALID_ARG,
-						    "%s:%d: host %s is under leaf %s here but under "
-						    "leaf %s at line %d",
-						    f->path, h->line, name, b, a, prev->line);
+				return weft_err_set(
+				    err, WEFT_ERR_INVALID_ARG,
+				    "%s:%d: host %s is under leaf %s here but under "
+				    "leaf %s at line %d",
+				    f->path, h->line, name, b, a, prev->line);
 			continue;
 		}
 		f->hosts[kept++] = *h;
@@ -199,8 +200,8 @@ weft_status_t weft_topo_file_load(const char *path, struct weft_topo_file **out,
 	if (st != WEFT_SUCCESS)
 		goto out_free;
 
-	weft_log(WEFT_LOG_INFO, WEFT_SUB_TOPO, "topology file %s: %zu hosts (%s)", path,
-		 f->nhosts, c == '{' ? "Weft JSON" : "Slurm topology.conf");
+	weft_log(WEFT_LOG_INFO, WEFT_SUB_TOPO, "topology file %s: %zu hosts (%s)", path, f->nhosts,
+		 c == '{' ? "Weft JSON" : "Slurm topology.conf");
 	free(text);
 	*out = f;
 	return WEFT_SUCCESS;
@@ -239,8 +240,8 @@ static size_t lower_bound(const struct weft_topo_file *f, const char *key, size_
 	return lo;
 }
 
-static const struct weft_topo_file_host *find_exact(const struct weft_topo_file *f,
-						    const char *key, size_t len)
+static const struct weft_topo_file_host *find_exact(const struct weft_topo_file *f, const char *key,
+						    size_t len)
 {
 	size_t i = lower_bound(f, key, len);
 	if (i < f->nhosts) {

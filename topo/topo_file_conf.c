@@ -42,9 +42,12 @@ enum conf_key {
 };
 
 static const char *const key_names[KEY_COUNT] = {
-	[KEY_SWITCH_NAME] = "SwitchName", [KEY_BLOCK_NAME] = "BlockName",
-	[KEY_NODES] = "Nodes",		  [KEY_SWITCHES] = "Switches",
-	[KEY_LINK_SPEED] = "LinkSpeed",	  [KEY_BLOCK_SIZES] = "BlockSizes",
+    [KEY_SWITCH_NAME] = "SwitchName",
+    [KEY_BLOCK_NAME] = "BlockName",
+    [KEY_NODES] = "Nodes",
+    [KEY_SWITCHES] = "Switches",
+    [KEY_LINK_SPEED] = "LinkSpeed",
+    [KEY_BLOCK_SIZES] = "BlockSizes",
 };
 
 struct conf_switch {
@@ -66,7 +69,7 @@ struct conf_reader {
 };
 
 static weft_status_t bad_line(struct conf_reader *cr, int line, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static weft_status_t bad_line(struct conf_reader *cr, int line, const char *fmt, ...)
 {
@@ -173,8 +176,8 @@ static weft_status_t add_switch(struct conf_reader *cr, int line, struct conf_va
 static weft_status_t check_line_keys(struct conf_reader *cr, int line,
 				     const struct conf_value *vals)
 {
-	const struct conf_value *name = vals[KEY_SWITCH_NAME].s ? &vals[KEY_SWITCH_NAME]
-								 : &vals[KEY_BLOCK_NAME];
+	const struct conf_value *name =
+	    vals[KEY_SWITCH_NAME].s ? &vals[KEY_SWITCH_NAME] : &vals[KEY_BLOCK_NAME];
 
 	if (vals[KEY_SWITCH_NAME].s && vals[KEY_BLOCK_NAME].s)
 		return bad_line(cr, line, "SwitchName and BlockName on one line");
@@ -343,8 +346,8 @@ static weft_status_t adopt_child(void *ctx, const char *name)
 	int child = find_switch(cr, name);
 
 	if (child < 0)
-		return bad_line(cr, parent->line, "Switches= names %s, which no SwitchName= defines",
-				name);
+		return bad_line(cr, parent->line,
+				"Switches= names %s, which no SwitchName= defines", name);
 	if (child == ex->sw)
 		return bad_line(cr, parent->line, "switch %s lists itself in Switches=", name);
 	if (cr->sw[child].parent < 0)

@@ -17,7 +17,7 @@
 #define WEFT_TOPO_FILE_NO_STRING ((size_t)-1)
 
 struct weft_topo_file_host {
-	size_t name;  /* pool offsets */
+	size_t name; /* pool offsets */
 	size_t leaf;
 	size_t spine; /* WEFT_TOPO_FILE_NO_STRING: none */
 	int line;     /* where the file names the host under its leaf */

@@ -93,8 +93,7 @@ static weft_status_t read_rank(struct weft_topo_file *f, const struct weft_json_
 		st = add_string(f, spine, &spine_off, err);
 	if (st != WEFT_SUCCESS)
 		return st;
-	return weft_topo_file_add_host(f, name_off, leaf_off, spine_off, weft_json_line(rank),
-				       err);
+	return weft_topo_file_add_host(f, name_off, leaf_off, spine_off, weft_json_line(rank), err);
 }
 
 weft_status_t weft_topo_file_parse_json(struct weft_topo_file *f, const char *text, size_t len,
@@ -115,8 +114,8 @@ weft_status_t weft_topo_file_parse_json(struct weft_topo_file *f, const char *te
 		st = bad_value(f, root, "no \"ranks\" array", err);
 	else if (weft_json_type(ranks) != WEFT_JSON_ARRAY)
 		st = bad_value(f, ranks, "\"ranks\" must be an array", err);
-	for (const struct weft_json_value *r = weft_json_first(ranks);
-	     st == WEFT_SUCCESS && r; r = weft_json_next(r))
+	for (const struct weft_json_value *r = weft_json_first(ranks); st == WEFT_SUCCESS && r;
+	     r = weft_json_next(r))
 		st = read_rank(f, r, err);
 	weft_json_free(doc);
 	return st;

@@ -163,10 +163,11 @@ static void warn_split_hosts(const struct weft_topo_graph *g, const struct weft_
 		struct name_ref mine = leaf_key(ranks[r].card);
 		if (c < 0 || mine.len == 0 || name_cmp(mine, leaf_key(ranks[c].card)) == 0)
 			continue;
-		weft_log(WEFT_LOG_INFO, WEFT_SUB_TOPO,
-			 "rank %d names leaf %.*s but its host %s counts as under %.*s (from rank %d)",
-			 r, (int)mine.len, mine.s, ranks[r].host_id,
-			 (int)leaf_key(ranks[c].card).len, leaf_key(ranks[c].card).s, c);
+		weft_log(
+		    WEFT_LOG_INFO, WEFT_SUB_TOPO,
+		    "rank %d names leaf %.*s but its host %s counts as under %.*s (from rank %d)",
+		    r, (int)mine.len, mine.s, ranks[r].host_id, (int)leaf_key(ranks[c].card).len,
+		    leaf_key(ranks[c].card).s, c);
 		return; /* one line is enough to explain the choice */
 	}
 }
@@ -180,7 +181,8 @@ static void set_leaf_display(struct weft_topo_graph *g, int leaf, const struct w
 		if (name.len == 0)
 			name = card_field(rk->card->leaf_id);
 		/* the card field may fill all 64 bytes without a NUL */
-		size_t n = name.len < WEFT_TOPO_NAME_BYTES - 1 ? name.len : WEFT_TOPO_NAME_BYTES - 1;
+		size_t n =
+		    name.len < WEFT_TOPO_NAME_BYTES - 1 ? name.len : WEFT_TOPO_NAME_BYTES - 1;
 		memcpy(out, name.s, n);
 		out[n] = '\0';
 		g->leaf_source[leaf] = rk->card->leaf_source;

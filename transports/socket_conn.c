@@ -175,8 +175,12 @@ static weft_status_t sock_comm_init(struct weft_comm *comm, struct weft_tp_comm 
 	card->magic = SOCK_CARD_MAGIC;
 	card->status = local;
 	weft_status_t st = weft_bootstrap_allgather(comm->bs, sc->cards, sizeof(*sc->cards), &comm->err);
-	if (st == WEFT_SUCCESS)
-		st = local != WEFT_SUCCESS ? local : check_cards(sc);
+	/* Our own failure is the root cause even if the allgather failed too
+	 * (comm->err keeps the first error). */
+	if (local != WEFT_SUCCESS)
+		st = local;
+	else if (st == WEFT_SUCCESS)
+		st = check_cards(sc);
 	if (st != WEFT_SUCCESS) {
 		sock_comm_fini(&sc->base);
 		return st;

@@ -16,6 +16,9 @@
 #     and the same with WEFT_PLACEMENT=rank  -> OUTDIR/topo-rank.{txt,dot,json}
 #   build/allreduce_perf -b 1M -e 64M -f 2   -> OUTDIR/allreduce-placement.txt
 #     and with WEFT_PLACEMENT=rank           -> OUTDIR/allreduce-rank.txt
+#     and, as the reference a leaf-aware ring should reach, WEFT_PLACEMENT=rank
+#     with the ranks numbered leaf by leaf   -> OUTDIR/allreduce-blocked.txt
+#     (--no-blocked skips it)
 # then prints both tables and, per size, busbw with placement, busbw in rank
 # order and their ratio (OUTDIR/summary.txt). busbw is recomputed from the
 # time column (size/time x 2(n-1)/n) because the tables' GB/s columns have
@@ -48,9 +51,10 @@ if [ -z "${FABRIC_STATE:-}" ]; then
 		"$0" "${args[@]}"
 fi
 
-MINB=1M MAXB=64M ITERS=5 WARMUP=1 OUTDIR=""
+MINB=1M MAXB=64M ITERS=5 WARMUP=1 OUTDIR="" BLOCKED=1
 while [ $# -gt 0 ]; do
 	case $1 in
+	--no-blocked) BLOCKED=0; shift ;;
 	-b) MINB=${2:?}; shift 2 ;;
 	-e) MAXB=${2:?}; shift 2 ;;
 	-n) ITERS=${2:?}; shift 2 ;;
@@ -65,10 +69,10 @@ OUTDIR=$(cd "$OUTDIR" && pwd)
 RAW=$OUTDIR/raw
 mkdir -p "$RAW"
 
+FABRIC_JOB_TIMEOUT=${FABRIC_JOB_TIMEOUT:-1800}
 # shellcheck source-path=SCRIPTDIR source=lib.sh disable=SC1091
 . "$HERE/lib.sh"
-FABRIC_JOB_TIMEOUT=${FABRIC_JOB_TIMEOUT:-1800}
-fabric_ranks
+fabric_ranks interleaved
 trap 'fabric_kill_ranks; exit 130' INT
 trap 'fabric_kill_ranks; exit 143' TERM
 
@@ -115,12 +119,24 @@ else
 	FAILED=1
 fi
 
-# allreduce_perf, default placement then rank order
-for mode in placement rank; do
+# allreduce_perf: default placement, rank order, then (reference) rank order
+# with leaf-by-leaf rank numbers
+modes=(placement rank)
+[ "$BLOCKED" -eq 0 ] || modes+=(blocked)
+for mode in "${modes[@]}"; do
 	penv=()
-	[ "$mode" = rank ] && penv=(WEFT_PLACEMENT=rank)
+	title="default placement"
+	case $mode in
+	rank) penv=(WEFT_PLACEMENT=rank); title="WEFT_PLACEMENT=rank" ;;
+	blocked)
+		penv=(WEFT_PLACEMENT=rank)
+		title="reference: WEFT_PLACEMENT=rank, ranks numbered leaf by leaf"
+		fabric_ranks blocked
+		fabric_print_ranks
+		;;
+	esac
 	echo
-	echo "## allreduce_perf, ${penv[*]:-default placement}"
+	echo "## allreduce_perf, $title"
 	if fabric_run_job "$RAW" "allreduce-$mode" "$port" "${penv[@]}" -- \
 		"$BUILD/allreduce_perf" -b "$MINB" -e "$MAXB" -f 2 -n "$ITERS" -w "$WARMUP"; then
 		cp "$RAW/allreduce-$mode.0.out" "$OUTDIR/allreduce-$mode.txt"
@@ -131,19 +147,24 @@ for mode in placement rank; do
 	fi
 	port=$((port + 1))
 done
+fabric_ranks interleaved
 
 if [ -s "$OUTDIR/allreduce-placement.txt" ] && [ -s "$OUTDIR/allreduce-rank.txt" ]; then
 	echo
-	python3 - "$OUTDIR/allreduce-placement.txt" "$OUTDIR/allreduce-rank.txt" "$NRANKS" <<-'EOF' | tee -a "$OUTDIR/summary.txt"
-		import sys
+	python3 - "$NRANKS" "$OUTDIR/allreduce-placement.txt" "$OUTDIR/allreduce-rank.txt" \
+		"$OUTDIR/allreduce-blocked.txt" <<-'EOF' | tee -a "$OUTDIR/summary.txt"
+		import os, sys
 		def rows(path):
 		    out = {}
+		    if not os.path.exists(path):
+		        return out
 		    for line in open(path):
 		        f = line.split()
 		        if len(f) >= 13 and f[0].isdigit():
-		            out[int(f[0])] = (float(f[5]), float(f[9]), f[8], f[12])
+		            out[int(f[0])] = (float(f[5]), float(f[9]), f[8] == "0" and f[12] == "0")
 		    return out
-		place, rank, n = rows(sys.argv[1]), rows(sys.argv[2]), int(sys.argv[3])
+		n = int(sys.argv[1])
+		place, rank, ref = rows(sys.argv[2]), rows(sys.argv[3]), rows(sys.argv[4])
 		factor = 2.0 * (n - 1) / n
 		def busbw(size, us):  # MB/s
 		    return size / us * factor if us > 0 else 0.0
@@ -152,17 +173,24 @@ if [ -s "$OUTDIR/allreduce-placement.txt" ] && [ -s "$OUTDIR/allreduce-rank.txt"
 		        if b < 1024 or unit == "G":
 		            return "%d%s" % (b, unit)
 		        b //= 1024
-		print("## busbw (MB/s, from the time column): placement vs WEFT_PLACEMENT=rank")
-		print("#%9s  %12s %12s %7s   %12s %12s %7s" % ("size", "oop place", "oop rank", "ratio",
-		                                               "inpl place", "inpl rank", "ratio"))
+		print("## AllReduce busbw in MB/s (from the time column, out-of-place / in-place)")
+		print("## ratio = placement / WEFT_PLACEMENT=rank%s" %
+		      ("; ref = ranks numbered leaf by leaf, rank order (what placement should reach)" if ref else ""))
+		hdr = "#%7s %9s %9s %6s   %9s %9s %6s" % ("size", "oop place", "oop rank", "ratio",
+		                                         "inp place", "inp rank", "ratio")
+		if ref:
+		    hdr += "   %9s %9s" % ("oop ref", "inp ref")
+		print(hdr)
 		for size in sorted(set(place) & set(rank)):
 		    p, r = place[size], rank[size]
-		    bp0, br0 = busbw(size, p[0]), busbw(size, r[0])
-		    bp1, br1 = busbw(size, p[1]), busbw(size, r[1])
-		    print(" %9s  %12.1f %12.1f %6.2fx   %12.1f %12.1f %6.2fx" % (
-		        human(size), bp0, br0, bp0 / br0 if br0 else 0, bp1, br1, bp1 / br1 if br1 else 0))
-		    if "0" != p[2] or "0" != p[3] or "0" != r[2] or "0" != r[3]:
-		        print("#   WRONG VALUES at %s" % human(size))
+		    b = [busbw(size, p[0]), busbw(size, r[0]), busbw(size, p[1]), busbw(size, r[1])]
+		    line = " %7s %9.1f %9.1f %5.2fx   %9.1f %9.1f %5.2fx" % (
+		        human(size), b[0], b[1], b[0] / b[1] if b[1] else 0, b[2], b[3], b[2] / b[3] if b[3] else 0)
+		    if size in ref:
+		        line += "   %9.1f %9.1f" % (busbw(size, ref[size][0]), busbw(size, ref[size][1]))
+		    if not (p[2] and r[2] and ref.get(size, (0, 0, True))[2]):
+		        line += "   WRONG VALUES"
+		    print(line)
 	EOF
 fi
 echo

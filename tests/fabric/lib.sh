@@ -2,9 +2,12 @@
 # lib.sh — helpers for scripts that run Weft jobs on a fabric.sh fabric.
 # Source it inside `fabric.sh with ... -- SCRIPT` (FABRIC_STATE set).
 #
-#   fabric_ranks            fill RANK_HOST/IP/LEAF/SOCK/IF, one entry per host,
-#                           rank numbers interleaved across leaves (rank 0 on
-#                           leaf1's 1st host, rank 1 on leaf2's 1st host, ...)
+#   fabric_ranks MODE       fill RANK_HOST/IP/LEAF/SOCK/IF, one entry per host;
+#                           MODE interleaved: rank numbers round-robin over
+#                           the leaves (rank 0 on leaf1's 1st host, rank 1 on
+#                           leaf2's 1st host, ...); blocked: leaf by leaf
+#                           (leaf1's hosts first), the order a leaf-aware ring
+#                           would pick
 #   fabric_run_job OUTDIR LABEL PORT [VAR=VALUE ...] -- CMD ARGS...
 #                           one process per rank in its host's namespace:
 #                           env WEFT_RANK WEFT_NRANKS WEFT_ROOT WEFT_SECRET
@@ -22,6 +25,18 @@ fabric_ranks() {
 	local j leaf line added name ip lf sock ifname
 	mapfile -t leaves < <(awk '$1 == "leaf" {print $2}' "$FABRIC_STATE")
 	RANK_HOST=() RANK_IP=() RANK_LEAF=() RANK_SOCK=() RANK_IF=()
+	if [ "${1:-}" = blocked ]; then
+		for leaf in "${leaves[@]}"; do
+			while read -r _ name _ ip lf sock ifname; do
+				[ "$lf" = "$leaf" ] || continue
+				RANK_HOST+=("$name") RANK_IP+=("$ip") RANK_LEAF+=("$lf")
+				RANK_SOCK+=("$sock") RANK_IF+=("$ifname")
+			done < <(grep '^host ' "$FABRIC_STATE")
+		done
+		NRANKS=${#RANK_HOST[@]}
+		FABRIC_SECRET=$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')
+		return 0
+	fi
 	for ((j = 0; ; j++)); do
 		added=0
 		for leaf in "${leaves[@]}"; do

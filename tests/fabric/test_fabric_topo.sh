@@ -52,7 +52,7 @@ fail() {
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh disable=SC1091
 . "$HERE/lib.sh"
-fabric_ranks
+fabric_ranks interleaved
 [ "$NRANKS" -eq 4 ] || { echo "FAIL: expected 4 hosts in the fabric, found $NRANKS"; exit 1; }
 echo "# ranks:"
 fabric_print_ranks

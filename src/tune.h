@@ -1,0 +1,53 @@
+/* tune.h — pick an algorithm per call from an alpha-beta cost model whose
+ * parameters come from the topology graph's link classes and the
+ * transports; overrides WEFT_ALGO and WEFT_TUNE. */
+#ifndef WEFT_TUNE_H
+#define WEFT_TUNE_H
+
+#include <stdio.h>
+
+#include "../algorithms/algo.h"
+#include "../topo/topo.h"
+#include "error.h"
+#include "task.h"
+
+#define WEFT_TUNE_MAX_RANGES 8
+
+struct weft_tune_range {
+	size_t lo, hi; /* bytes, [lo, hi) */
+	const struct weft_algo *algo;
+};
+
+struct weft_tuner {
+	struct weft_cost cost[WEFT_LINK_CLASS_COUNT];
+	const struct weft_algo *forced[WEFT_COLL_COUNT]; /* WEFT_ALGO */
+	struct weft_tune_range ranges[WEFT_COLL_COUNT][WEFT_TUNE_MAX_RANGES]; /* WEFT_TUNE */
+	int nranges[WEFT_COLL_COUNT];
+};
+
+/* Parse WEFT_ALGO and WEFT_TUNE and set the default costs per link class
+ * (the communicator's graph and transports must be set up). A bad override
+ * is WEFT_ERR_INVALID_ARG naming it. */
+weft_status_t weft_tune_init(struct weft_comm *comm);
+
+/* Parse "allreduce:0-64K:rhd,64K-inf:ring;allgather:..." (exported for tests). */
+weft_status_t weft_tune_parse_ranges(const char *spec, struct weft_tuner *t, struct weft_err *err);
+
+/* Cost of the link between two ranks, and of the slowest link in the job
+ * and in the ring. */
+struct weft_cost weft_tune_link(const struct weft_comm *comm, int a, int b);
+struct weft_cost weft_tune_worst(const struct weft_comm *comm);
+struct weft_cost weft_tune_ring(const struct weft_comm *comm);
+/* Slowest link among ranks of one host / among host leaders. */
+struct weft_cost weft_tune_intra_host(const struct weft_comm *comm);
+struct weft_cost weft_tune_inter_host(const struct weft_comm *comm);
+
+/* The algorithm for a call: forced, else the WEFT_TUNE range, else the
+ * lowest estimate among those that support the call. */
+const struct weft_algo *weft_tune_select(const struct weft_comm *comm,
+					 const struct weft_coll_args *args);
+
+/* Sizes x algorithms, the estimates and the choice (weft-topo, TUNE log). */
+void weft_tune_print(const struct weft_comm *comm, FILE *out);
+
+#endif

@@ -294,6 +294,8 @@ static void comm_free(struct weft_comm *comm)
 	}
 	weft_topo_graph_free(&comm->graph);
 	free(comm->ring);
+	free(comm->p2p_sent);
+	free(comm->p2p_received);
 	free(comm->peers);
 	free(comm->cards);
 	free(comm);
@@ -313,8 +315,10 @@ weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct 
 	comm->cards = calloc((size_t)nranks, sizeof(*comm->cards));
 	comm->peers = calloc((size_t)nranks, sizeof(*comm->peers));
 	comm->ring = calloc((size_t)nranks, sizeof(int));
+	comm->p2p_sent = calloc((size_t)nranks, sizeof(uint32_t));
+	comm->p2p_received = calloc((size_t)nranks, sizeof(uint32_t));
 	weft_status_t st;
-	if (!comm->cards || !comm->peers || !comm->ring) {
+	if (!comm->cards || !comm->peers || !comm->ring || !comm->p2p_sent || !comm->p2p_received) {
 		st = weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "init: no memory for %d ranks", nranks);
 		goto out_free;
 	}
@@ -466,6 +470,69 @@ weft_status_t weft_comm_size(weft_comm_t comm, int *nranks)
 	return WEFT_SUCCESS;
 }
 
+/* May @p t run now? The oldest task always may; the ones after it only if
+ * all of them, up to @p t, are sends/receives of one group. */
+static bool may_run(const struct weft_comm *comm, const struct weft_task *t)
+{
+	const struct weft_task *head = comm->active;
+	if (t == head)
+		return true;
+	if (!t->group || !weft_task_is_p2p(t))
+		return false;
+	for (const struct weft_task *q = head; q != t; q = q->next)
+		if (q->group != t->group || !weft_task_is_p2p(q))
+			return false;
+	return true;
+}
+
+static weft_status_t step_task(struct weft_comm *comm, struct weft_task *t, double *now)
+{
+	if (!t->posted) {
+		t->posted = true;
+		t->last_event = weft_now();
+		weft_status_t st = t->algo->post(t);
+		if (st != WEFT_SUCCESS && st != WEFT_INPROGRESS)
+			return st;
+	}
+	weft_status_t st = t->algo->progress(t);
+	if (st != WEFT_INPROGRESS)
+		return st;
+	if (*now == 0)
+		*now = weft_now();
+	if (*now - t->last_event <= comm->timeout_s)
+		return st;
+	char who[48] = "";
+	if (t->waiting_for >= 0)
+		snprintf(who, sizeof(who), " waiting for rank %d", t->waiting_for);
+	return weft_comm_fail(comm, WEFT_ERR_TIMEOUT, "%s seq %llu: no progress for %.1f s%s",
+			      weft_coll_name(t->args.coll), (unsigned long long)(t->seq & 0x7fffffff),
+			      comm->timeout_s, who);
+}
+
+static weft_status_t progress_tasks(struct weft_comm *comm)
+{
+	double now = 0;
+	struct weft_task **link = &comm->active;
+	while (*link) {
+		struct weft_task *t = *link;
+		if (!may_run(comm, t))
+			break;
+		weft_status_t st = step_task(comm, t, &now);
+		t->status = st;
+		if (st == WEFT_INPROGRESS) {
+			link = &t->next;
+			continue;
+		}
+		*link = t->next; /* finished: the request still owns it */
+		t->next = NULL;
+		if (st != WEFT_SUCCESS) {
+			comm_kill(comm, st);
+			return st;
+		}
+	}
+	return WEFT_SUCCESS;
+}
+
 weft_status_t weft_comm_progress(struct weft_comm *comm)
 {
 	if (atomic_load(&comm->abort_requested) && !comm->aborted) {
@@ -484,35 +551,5 @@ weft_status_t weft_comm_progress(struct weft_comm *comm)
 			return st;
 		}
 	}
-	double now = 0;
-	struct weft_task **link = &comm->active;
-	while (*link) {
-		struct weft_task *t = *link;
-		weft_status_t st = t->algo->progress(t);
-		if (st == WEFT_INPROGRESS) {
-			if (now == 0)
-				now = weft_now();
-			if (now - t->last_event > comm->timeout_s) {
-				char who[48] = "";
-				if (t->waiting_for >= 0)
-					snprintf(who, sizeof(who), " waiting for rank %d", t->waiting_for);
-				st = weft_comm_fail(comm, WEFT_ERR_TIMEOUT,
-						    "%s seq %llu: no progress for %.1f s%s",
-						    weft_coll_name(t->args.coll),
-						    (unsigned long long)t->seq, comm->timeout_s, who);
-			}
-		}
-		t->status = st;
-		if (st == WEFT_INPROGRESS) {
-			link = &t->next;
-			continue;
-		}
-		*link = t->next; /* finished: the request still owns it */
-		t->next = NULL;
-		if (st != WEFT_SUCCESS) {
-			comm_kill(comm, st);
-			return st;
-		}
-	}
-	return WEFT_SUCCESS;
+	return progress_tasks(comm);
 }

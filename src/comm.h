@@ -62,7 +62,9 @@ struct weft_comm {
 	size_t chunk_bytes; /* pipelining chunk, agreed by all ranks at init */
 	struct weft_tuner tuner; /* cost model and overrides */
 
-	uint64_t seq;              /* next operation's sequence number */
+	uint64_t seq;              /* next collective's sequence number */
+	uint32_t *p2p_sent;        /* [peer] sends started to it */
+	uint32_t *p2p_received;    /* [peer] receives started from it */
 	struct weft_task *active;  /* posted, not yet finished, in post order */
 	struct weft_task *free_tasks;
 

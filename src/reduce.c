@@ -2,17 +2,19 @@
  * reduce.c — local reduction kernels: dst[i] = a[i] op b[i].
  *
  * How the kernels are built. Each kernel is one loop over 32-byte vectors
- * written with GCC vector extensions. The loop (reduce_loop, and
- * reduce_loop_16 / reduce_loop_f16c for the 16-bit floats) and the
- * element-wise combine_* helpers are always_inline and take the datatype and
- * op as arguments; every kernel is a one-line function that calls them with
- * constants, so the switches fold away and each kernel is straight-line
- * vector code. Every kernel exists twice:
+ * written with GCC vector extensions. The loops (reduce_loop; reduce_loop_16,
+ * reduce_loop_f16c and reduce_loop_bf16_avx2 for the 16-bit floats) and the
+ * element-wise combine helpers are always_inline and take the datatype, the
+ * op and the instruction set as arguments; every kernel is a one-line
+ * function that calls them with constants, so the switches fold away and
+ * each kernel is straight-line vector code. Every kernel exists twice:
  *
  *   avx2_*     compiled with target("avx2,f16c"): a 32-byte vector is one ymm
- *              register, fp16 is converted with vcvtph2ps / vcvtps2ph;
+ *              register, fp16 is converted with vcvtph2ps / vcvtps2ph, bf16
+ *              with AVX2 unpack/pack;
  *   generic_*  compiled with the x86-64 baseline flags: GCC splits each
- *              32-byte vector into SSE2 halves, fp16 is converted in software.
+ *              32-byte vector into SSE2 halves (comparisons are split by
+ *              hand, see compare()), fp16 is converted in software.
  *
  * weft_reduce_kernel() picks one table, once, with __builtin_cpu_supports.
  * No -m flag is needed on the command line, so the library runs on any
@@ -31,16 +33,18 @@
  *  - Integers: sum and product wrap modulo 2^bits (computed on unsigned
  *    lanes, so there is no signed overflow); min and max honour signedness.
  *  - Floats: sum and product are IEEE operations in the current rounding
- *    mode; which payload a NaN + NaN gives is unspecified (the compiler may
- *    swap the operands of an addition, and x86 keeps the first). Min and max are IEEE 754-2019 minimum/maximum: a NaN in either
- *    operand gives a NaN, and -0 < +0. They are bitwise commutative
+ *    mode; which payload NaN + NaN gives is unspecified (the compiler may
+ *    swap the operands, and x86 keeps the first one's). Min and max are
+ *    IEEE 754-2019 minimum/maximum: a NaN in either operand gives a NaN,
+ *    and -0 < +0. They are bitwise commutative
  *    (op(a,b) and op(b,a) give the same bits, also for NaN and signed zeros),
  *    so ranks that combine the same values in a different order still get
  *    identical results. Plain comparisons (x < y ? x : y) would not be, and
  *    fminf would hide NaNs, which training jobs want to see.
  *  - fp16 and bf16 are widened to fp32, combined and rounded back to nearest
- *    even. fp32 has more than 2p+2 significand bits for both, so the double
- *    rounding gives the correctly rounded fp16/bf16 sum, product or quotient.
+ *    even (fp16 NaNs come out quiet, as F16C makes them). fp32 has at least
+ *    2p+2 significand bits for both (p = 11 and 8), so the double rounding
+ *    gives the correctly rounded fp16/bf16 sum, product or quotient.
  */
 #include <pthread.h>
 #include <stdbool.h>
@@ -53,7 +57,7 @@
 #include "reduce_isa.h"
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
-#define AVX2_TARGET __attribute__((target("avx2,f16c")))
+#define AVX2_TARGET   __attribute__((target("avx2,f16c")))
 
 #define VEC_BYTES 32
 
@@ -366,31 +370,23 @@ static ALWAYS_INLINE v_u8 min_max_float(const void *x, const void *y, weft_datat
 	return (gt & xi) | (lt & yi) | (eq & xi & yi) | (~(lt | gt | eq) & (xi | yi));
 }
 
-static ALWAYS_INLINE v_f32 combine_float(const v_f32 *px, const v_f32 *py, weft_op_t op,
-					 bool wide)
+static ALWAYS_INLINE v_f32 combine_float(const v_f32 *px, const v_f32 *py, weft_op_t op, bool wide)
 {
 	switch (op) {
-	case WEFT_PROD:
-		return *px * *py;
+	case WEFT_PROD: return *px * *py;
 	case WEFT_MIN:
-	case WEFT_MAX:
-		return (v_f32)min_max_float(px, py, WEFT_FLOAT32, op == WEFT_MAX, wide);
-	default:
-		return *px + *py;
+	case WEFT_MAX: return (v_f32)min_max_float(px, py, WEFT_FLOAT32, op == WEFT_MAX, wide);
+	default: return *px + *py;
 	}
 }
 
-static ALWAYS_INLINE v_f64 combine_double(const v_f64 *px, const v_f64 *py, weft_op_t op,
-					  bool wide)
+static ALWAYS_INLINE v_f64 combine_double(const v_f64 *px, const v_f64 *py, weft_op_t op, bool wide)
 {
 	switch (op) {
-	case WEFT_PROD:
-		return *px * *py;
+	case WEFT_PROD: return *px * *py;
 	case WEFT_MIN:
-	case WEFT_MAX:
-		return (v_f64)min_max_float(px, py, WEFT_FLOAT64, op == WEFT_MAX, wide);
-	default:
-		return *px + *py;
+	case WEFT_MAX: return (v_f64)min_max_float(px, py, WEFT_FLOAT64, op == WEFT_MAX, wide);
+	default: return *px + *py;
 	}
 }
 
@@ -432,17 +428,13 @@ static ALWAYS_INLINE size_t element_size(weft_datatype_t dtype)
 {
 	switch (dtype) {
 	case WEFT_INT8:
-	case WEFT_UINT8:
-		return 1;
+	case WEFT_UINT8: return 1;
 	case WEFT_FLOAT16:
-	case WEFT_BFLOAT16:
-		return 2;
+	case WEFT_BFLOAT16: return 2;
 	case WEFT_INT32:
 	case WEFT_UINT32:
-	case WEFT_FLOAT32:
-		return 4;
-	default:
-		return 8;
+	case WEFT_FLOAT32: return 4;
+	default: return 8;
 	}
 }
 
@@ -487,9 +479,9 @@ static ALWAYS_INLINE v_f32 widen_half_soft(v_u16x8 h16)
 	v_u32 h = __builtin_convertvector(h16, v_u32);
 	v_u32 sign = (h & 0x8000) << 16;
 	v_u32 em = h & 0x7fff;
-	v_u32 special = ~mask_below(&em, 0x7c00);	/* inf or NaN */
+	v_u32 special = ~mask_below(&em, 0x7c00); /* inf or NaN */
 	v_u32 nan = ~mask_below(&em, 0x7c01);
-	v_u32 tiny = mask_below(&em, 0x0400);		/* zero or subnormal */
+	v_u32 tiny = mask_below(&em, 0x0400); /* zero or subnormal */
 	v_u32 normal = (em << 13) + (112u << 23);
 	v_u32 infnan = (em << 13) | 0x7f800000 | (nan & 0x400000);
 	/* em * 2^-24 is exact in fp32, whatever the rounding mode */
@@ -613,18 +605,18 @@ static AVX2_TARGET ALWAYS_INLINE void reduce_loop_f16c(void *dst, const void *a,
 		reduce_8_f16c(d + i, pa + i, pb + i, bytes - i, op);
 }
 
-/* fp32 to bf16 as narrow_16 does, eight lanes, result in the low 16 bits of
- * each 32-bit lane. */
+/* fp32 to bf16, eight lanes, result in the low 16 bits of each 32-bit lane.
+ * Unlike narrow_16 this has no NaN case, because it only ever sees results
+ * of combining bf16 values: x86 returns an input NaN (quieted) or the
+ * default NaN 0xffc00000, so a NaN here has its low 16 bits clear, and
+ * rounding then leaves it as it is. */
 static AVX2_TARGET ALWAYS_INLINE __m256i narrow_bf16_avx2(__m256 f)
 {
 	__m256i x = _mm256_castps_si256(f);
-	__m256i top = _mm256_srli_epi32(x, 16);
-	__m256i lsb = _mm256_and_si256(top, _mm256_set1_epi32(1));
+	__m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
 	__m256i rounded = _mm256_add_epi32(x, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff)));
-	__m256i quiet = _mm256_or_si256(top, _mm256_set1_epi32(0x40));
-	__m256i nan = _mm256_castps_si256(_mm256_cmp_ps(f, f, _CMP_UNORD_Q));
 
-	return _mm256_blendv_epi8(_mm256_srli_epi32(rounded, 16), quiet, nan);
+	return _mm256_srli_epi32(rounded, 16);
 }
 
 /* Sixteen bf16 values, n <= 32 bytes of each. Interleaving with zero puts
@@ -639,16 +631,17 @@ static AVX2_TARGET ALWAYS_INLINE void reduce_16_bf16_avx2(unsigned char *d, cons
 
 	memcpy(&x, a, n);
 	memcpy(&y, b, n);
-	v_f32 xl = (v_f32)_mm256_unpacklo_epi16(zero, x), yl = (v_f32)_mm256_unpacklo_epi16(zero, y);
-	v_f32 xh = (v_f32)_mm256_unpackhi_epi16(zero, x), yh = (v_f32)_mm256_unpackhi_epi16(zero, y);
+	v_f32 xl = (v_f32)_mm256_unpacklo_epi16(zero, x),
+	      yl = (v_f32)_mm256_unpacklo_epi16(zero, y);
+	v_f32 xh = (v_f32)_mm256_unpackhi_epi16(zero, x),
+	      yh = (v_f32)_mm256_unpackhi_epi16(zero, y);
 	v_f32 lo = combine_float(&xl, &yl, op, true), hi = combine_float(&xh, &yh, op, true);
 	r = _mm256_packus_epi32(narrow_bf16_avx2((__m256)lo), narrow_bf16_avx2((__m256)hi));
 	memcpy(d, &r, n);
 }
 
-static AVX2_TARGET ALWAYS_INLINE void reduce_loop_bf16_avx2(void *dst, const void *a,
-							    const void *b, size_t count,
-							    weft_op_t op)
+static AVX2_TARGET ALWAYS_INLINE void reduce_loop_bf16_avx2(void *dst, const void *a, const void *b,
+							    size_t count, weft_op_t op)
 {
 	unsigned char *d = dst;
 	const unsigned char *pa = a, *pb = b;
@@ -685,14 +678,14 @@ static AVX2_TARGET ALWAYS_INLINE void reduce_avx2(void *dst, const void *a, cons
 
 /* Defines the generic and the AVX2 kernel of one (dtype, op). Both names are
  * written out in full at each use, so they can be found with grep. */
-#define DEFINE_KERNELS(generic_name, avx2_name, dtype, op)                                   \
-	static void generic_name(void *dst, const void *a, const void *b, size_t count)       \
-	{                                                                                     \
-		reduce_generic(dst, a, b, count, dtype, op);                                  \
-	}                                                                                     \
-	static AVX2_TARGET void avx2_name(void *dst, const void *a, const void *b, size_t count) \
-	{                                                                                     \
-		reduce_avx2(dst, a, b, count, dtype, op);                                     \
+#define DEFINE_KERNELS(generic_name, avx2_name, dtype, op)                                         \
+	static void generic_name(void *dst, const void *a, const void *b, size_t count)            \
+	{                                                                                          \
+		reduce_generic(dst, a, b, count, dtype, op);                                       \
+	}                                                                                          \
+	static AVX2_TARGET void avx2_name(void *dst, const void *a, const void *b, size_t count)   \
+	{                                                                                          \
+		reduce_avx2(dst, a, b, count, dtype, op);                                          \
 	}
 
 DEFINE_KERNELS(generic_sum_int8, avx2_sum_int8, WEFT_INT8, WEFT_SUM)
@@ -738,48 +731,109 @@ DEFINE_KERNELS(generic_max_double, avx2_max_double, WEFT_FLOAT64, WEFT_MAX)
 
 /* WEFT_AVG sums; weft_reduce_scale() divides at the end. */
 static const weft_reduce_fn generic_kernels[WEFT_DATATYPE_COUNT][WEFT_OP_COUNT] = {
-	[WEFT_INT8] = {generic_sum_int8, generic_prod_int8, generic_min_int8, generic_max_int8,
-		       generic_sum_int8},
-	[WEFT_UINT8] = {generic_sum_uint8, generic_prod_uint8, generic_min_uint8,
-			generic_max_uint8, generic_sum_uint8},
-	[WEFT_INT32] = {generic_sum_int32, generic_prod_int32, generic_min_int32,
-			generic_max_int32, generic_sum_int32},
-	[WEFT_UINT32] = {generic_sum_uint32, generic_prod_uint32, generic_min_uint32,
-			 generic_max_uint32, generic_sum_uint32},
-	[WEFT_INT64] = {generic_sum_int64, generic_prod_int64, generic_min_int64,
-			generic_max_int64, generic_sum_int64},
-	[WEFT_UINT64] = {generic_sum_uint64, generic_prod_uint64, generic_min_uint64,
-			 generic_max_uint64, generic_sum_uint64},
-	[WEFT_FLOAT16] = {generic_sum_half, generic_prod_half, generic_min_half, generic_max_half,
-			  generic_sum_half},
-	[WEFT_BFLOAT16] = {generic_sum_bfloat16, generic_prod_bfloat16, generic_min_bfloat16,
-			   generic_max_bfloat16, generic_sum_bfloat16},
-	[WEFT_FLOAT32] = {generic_sum_float, generic_prod_float, generic_min_float,
-			  generic_max_float, generic_sum_float},
-	[WEFT_FLOAT64] = {generic_sum_double, generic_prod_double, generic_min_double,
-			  generic_max_double, generic_sum_double},
+    [WEFT_INT8] = {[WEFT_SUM] = generic_sum_int8,
+		   [WEFT_PROD] = generic_prod_int8,
+		   [WEFT_MIN] = generic_min_int8,
+		   [WEFT_MAX] = generic_max_int8,
+		   [WEFT_AVG] = generic_sum_int8},
+    [WEFT_UINT8] = {[WEFT_SUM] = generic_sum_uint8,
+		    [WEFT_PROD] = generic_prod_uint8,
+		    [WEFT_MIN] = generic_min_uint8,
+		    [WEFT_MAX] = generic_max_uint8,
+		    [WEFT_AVG] = generic_sum_uint8},
+    [WEFT_INT32] = {[WEFT_SUM] = generic_sum_int32,
+		    [WEFT_PROD] = generic_prod_int32,
+		    [WEFT_MIN] = generic_min_int32,
+		    [WEFT_MAX] = generic_max_int32,
+		    [WEFT_AVG] = generic_sum_int32},
+    [WEFT_UINT32] = {[WEFT_SUM] = generic_sum_uint32,
+		     [WEFT_PROD] = generic_prod_uint32,
+		     [WEFT_MIN] = generic_min_uint32,
+		     [WEFT_MAX] = generic_max_uint32,
+		     [WEFT_AVG] = generic_sum_uint32},
+    [WEFT_INT64] = {[WEFT_SUM] = generic_sum_int64,
+		    [WEFT_PROD] = generic_prod_int64,
+		    [WEFT_MIN] = generic_min_int64,
+		    [WEFT_MAX] = generic_max_int64,
+		    [WEFT_AVG] = generic_sum_int64},
+    [WEFT_UINT64] = {[WEFT_SUM] = generic_sum_uint64,
+		     [WEFT_PROD] = generic_prod_uint64,
+		     [WEFT_MIN] = generic_min_uint64,
+		     [WEFT_MAX] = generic_max_uint64,
+		     [WEFT_AVG] = generic_sum_uint64},
+    [WEFT_FLOAT16] = {[WEFT_SUM] = generic_sum_half,
+		      [WEFT_PROD] = generic_prod_half,
+		      [WEFT_MIN] = generic_min_half,
+		      [WEFT_MAX] = generic_max_half,
+		      [WEFT_AVG] = generic_sum_half},
+    [WEFT_BFLOAT16] = {[WEFT_SUM] = generic_sum_bfloat16,
+		       [WEFT_PROD] = generic_prod_bfloat16,
+		       [WEFT_MIN] = generic_min_bfloat16,
+		       [WEFT_MAX] = generic_max_bfloat16,
+		       [WEFT_AVG] = generic_sum_bfloat16},
+    [WEFT_FLOAT32] = {[WEFT_SUM] = generic_sum_float,
+		      [WEFT_PROD] = generic_prod_float,
+		      [WEFT_MIN] = generic_min_float,
+		      [WEFT_MAX] = generic_max_float,
+		      [WEFT_AVG] = generic_sum_float},
+    [WEFT_FLOAT64] = {[WEFT_SUM] = generic_sum_double,
+		      [WEFT_PROD] = generic_prod_double,
+		      [WEFT_MIN] = generic_min_double,
+		      [WEFT_MAX] = generic_max_double,
+		      [WEFT_AVG] = generic_sum_double},
 };
 
 static const weft_reduce_fn avx2_kernels[WEFT_DATATYPE_COUNT][WEFT_OP_COUNT] = {
-	[WEFT_INT8] = {avx2_sum_int8, avx2_prod_int8, avx2_min_int8, avx2_max_int8, avx2_sum_int8},
-	[WEFT_UINT8] = {avx2_sum_uint8, avx2_prod_uint8, avx2_min_uint8, avx2_max_uint8,
-			avx2_sum_uint8},
-	[WEFT_INT32] = {avx2_sum_int32, avx2_prod_int32, avx2_min_int32, avx2_max_int32,
-			avx2_sum_int32},
-	[WEFT_UINT32] = {avx2_sum_uint32, avx2_prod_uint32, avx2_min_uint32, avx2_max_uint32,
-			 avx2_sum_uint32},
-	[WEFT_INT64] = {avx2_sum_int64, avx2_prod_int64, avx2_min_int64, avx2_max_int64,
-			avx2_sum_int64},
-	[WEFT_UINT64] = {avx2_sum_uint64, avx2_prod_uint64, avx2_min_uint64, avx2_max_uint64,
-			 avx2_sum_uint64},
-	[WEFT_FLOAT16] = {avx2_sum_half, avx2_prod_half, avx2_min_half, avx2_max_half,
-			  avx2_sum_half},
-	[WEFT_BFLOAT16] = {avx2_sum_bfloat16, avx2_prod_bfloat16, avx2_min_bfloat16,
-			   avx2_max_bfloat16, avx2_sum_bfloat16},
-	[WEFT_FLOAT32] = {avx2_sum_float, avx2_prod_float, avx2_min_float, avx2_max_float,
-			  avx2_sum_float},
-	[WEFT_FLOAT64] = {avx2_sum_double, avx2_prod_double, avx2_min_double, avx2_max_double,
-			  avx2_sum_double},
+    [WEFT_INT8] = {[WEFT_SUM] = avx2_sum_int8,
+		   [WEFT_PROD] = avx2_prod_int8,
+		   [WEFT_MIN] = avx2_min_int8,
+		   [WEFT_MAX] = avx2_max_int8,
+		   [WEFT_AVG] = avx2_sum_int8},
+    [WEFT_UINT8] = {[WEFT_SUM] = avx2_sum_uint8,
+		    [WEFT_PROD] = avx2_prod_uint8,
+		    [WEFT_MIN] = avx2_min_uint8,
+		    [WEFT_MAX] = avx2_max_uint8,
+		    [WEFT_AVG] = avx2_sum_uint8},
+    [WEFT_INT32] = {[WEFT_SUM] = avx2_sum_int32,
+		    [WEFT_PROD] = avx2_prod_int32,
+		    [WEFT_MIN] = avx2_min_int32,
+		    [WEFT_MAX] = avx2_max_int32,
+		    [WEFT_AVG] = avx2_sum_int32},
+    [WEFT_UINT32] = {[WEFT_SUM] = avx2_sum_uint32,
+		     [WEFT_PROD] = avx2_prod_uint32,
+		     [WEFT_MIN] = avx2_min_uint32,
+		     [WEFT_MAX] = avx2_max_uint32,
+		     [WEFT_AVG] = avx2_sum_uint32},
+    [WEFT_INT64] = {[WEFT_SUM] = avx2_sum_int64,
+		    [WEFT_PROD] = avx2_prod_int64,
+		    [WEFT_MIN] = avx2_min_int64,
+		    [WEFT_MAX] = avx2_max_int64,
+		    [WEFT_AVG] = avx2_sum_int64},
+    [WEFT_UINT64] = {[WEFT_SUM] = avx2_sum_uint64,
+		     [WEFT_PROD] = avx2_prod_uint64,
+		     [WEFT_MIN] = avx2_min_uint64,
+		     [WEFT_MAX] = avx2_max_uint64,
+		     [WEFT_AVG] = avx2_sum_uint64},
+    [WEFT_FLOAT16] = {[WEFT_SUM] = avx2_sum_half,
+		      [WEFT_PROD] = avx2_prod_half,
+		      [WEFT_MIN] = avx2_min_half,
+		      [WEFT_MAX] = avx2_max_half,
+		      [WEFT_AVG] = avx2_sum_half},
+    [WEFT_BFLOAT16] = {[WEFT_SUM] = avx2_sum_bfloat16,
+		       [WEFT_PROD] = avx2_prod_bfloat16,
+		       [WEFT_MIN] = avx2_min_bfloat16,
+		       [WEFT_MAX] = avx2_max_bfloat16,
+		       [WEFT_AVG] = avx2_sum_bfloat16},
+    [WEFT_FLOAT32] = {[WEFT_SUM] = avx2_sum_float,
+		      [WEFT_PROD] = avx2_prod_float,
+		      [WEFT_MIN] = avx2_min_float,
+		      [WEFT_MAX] = avx2_max_float,
+		      [WEFT_AVG] = avx2_sum_float},
+    [WEFT_FLOAT64] = {[WEFT_SUM] = avx2_sum_double,
+		      [WEFT_PROD] = avx2_prod_double,
+		      [WEFT_MIN] = avx2_min_double,
+		      [WEFT_MAX] = avx2_max_double,
+		      [WEFT_AVG] = avx2_sum_double},
 };
 
 /* ---- dispatch ------------------------------------------------------------ */
@@ -882,7 +936,8 @@ static AVX2_TARGET void scale_half_f16c(unsigned char *p, size_t count, int divi
 		size_t n = bytes - i < 16 ? bytes - i : 16;
 		__m128i h = _mm_setzero_si128();
 		memcpy(&h, p + i, n);
-		h = _mm256_cvtps_ph(_mm256_div_ps(_mm256_cvtph_ps(h), d), _MM_FROUND_TO_NEAREST_INT);
+		h = _mm256_cvtps_ph(_mm256_div_ps(_mm256_cvtph_ps(h), d),
+				    _MM_FROUND_TO_NEAREST_INT);
 		memcpy(p + i, &h, n);
 		i += n;
 	}
@@ -947,23 +1002,15 @@ void weft_reduce_scale(void *buf, size_t count, weft_datatype_t dtype, int divis
 		return;
 
 	switch (dtype) {
-	case WEFT_FLOAT32:
-		scale_float(buf, count, divisor);
-		break;
-	case WEFT_FLOAT64:
-		scale_double(buf, count, divisor);
-		break;
+	case WEFT_FLOAT32: scale_float(buf, count, divisor); break;
+	case WEFT_FLOAT64: scale_double(buf, count, divisor); break;
 	case WEFT_FLOAT16:
 		if (use_avx2())
 			scale_half_f16c(buf, count, divisor);
 		else
 			scale_16(buf, count, dtype, divisor);
 		break;
-	case WEFT_BFLOAT16:
-		scale_16(buf, count, dtype, divisor);
-		break;
-	default:
-		scale_integer(buf, count, dtype, divisor);
-		break;
+	case WEFT_BFLOAT16: scale_16(buf, count, dtype, divisor); break;
+	default: scale_integer(buf, count, dtype, divisor); break;
 	}
 }

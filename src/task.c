@@ -33,23 +33,32 @@ void weft_task_touch(struct weft_task *task)
 	task->last_event = weft_now();
 }
 
-weft_status_t weft_task_start(struct weft_task *task)
+/* Collectives are numbered in call order, which every rank shares; sends
+ * and receives per peer and direction, which is what both ends share. */
+static uint64_t next_seq(struct weft_comm *comm, const struct weft_task *task)
+{
+	const uint64_t p2p = 1ull << 31, mask = p2p - 1;
+	switch (task->args.coll) {
+	case WEFT_COLL_SEND: return p2p | (comm->p2p_sent[task->args.root]++ & mask);
+	case WEFT_COLL_RECV: return p2p | (comm->p2p_received[task->args.root]++ & mask);
+	default: return comm->seq++ & mask;
+	}
+}
+
+void weft_task_start(struct weft_task *task, unsigned group)
 {
 	struct weft_comm *comm = task->comm;
-	task->seq = comm->seq++;
-	task->last_event = weft_now();
-	task->status = task->algo->post(task);
-	if (task->status != WEFT_INPROGRESS && task->status != WEFT_SUCCESS) {
-		weft_status_t st = task->status;
-		weft_task_put(task);
-		return st;
-	}
+	task->seq = next_seq(comm, task);
+	task->group = group;
+	task->started = true;
+	task->posted = false;
 	task->status = WEFT_INPROGRESS;
+	task->waiting_for = -1;
+	task->next = NULL;
 	struct weft_task **link = &comm->active;
 	while (*link)
 		link = &(*link)->next;
 	*link = task;
-	return WEFT_SUCCESS;
 }
 
 /* Spin while the peers are likely running. Once nothing has moved for a
@@ -58,6 +67,14 @@ weft_status_t weft_task_start(struct weft_task *task)
  * hand the core over under CFS. */
 #define WEFT_SPIN_SECONDS 50e-6
 #define WEFT_NAP_NS 2000
+
+void weft_wait_backoff(unsigned *spins, double last_event)
+{
+	if ((++*spins & 255) == 0 && weft_now() - last_event > WEFT_SPIN_SECONDS) {
+		struct timespec nap = {0, WEFT_NAP_NS};
+		nanosleep(&nap, NULL);
+	}
+}
 
 weft_status_t weft_task_wait(struct weft_task *task)
 {
@@ -68,14 +85,10 @@ weft_status_t weft_task_wait(struct weft_task *task)
 		weft_status_t st = weft_comm_progress(comm);
 		if (st != WEFT_SUCCESS && task->status == WEFT_INPROGRESS)
 			task->status = st;
-		if (task->last_event != seen) {
+		if (task->last_event != seen)
 			spins = 0;
-			continue;
-		}
-		if ((++spins & 255) == 0 && weft_now() - task->last_event > WEFT_SPIN_SECONDS) {
-			struct timespec nap = {0, WEFT_NAP_NS};
-			nanosleep(&nap, NULL);
-		}
+		else
+			weft_wait_backoff(&spins, task->last_event);
 	}
 	return task->status;
 }

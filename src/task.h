@@ -45,11 +45,16 @@ struct weft_task {
 	struct weft_comm *comm;
 	const struct weft_algo *algo;
 	struct weft_coll_args args;
-	uint64_t seq;
+	uint64_t seq;         /* tags: collective call number, or per-peer p2p number */
+	unsigned group;       /* weft_group_end batch it was started in; 0: none */
+	bool started;         /* queued on its communicator (weft_task_start) */
+	bool posted;          /* its algorithm has been posted */
+	bool group_wait;      /* recorded in a group by a blocking call: weft_group_end waits */
 	weft_status_t status; /* WEFT_INPROGRESS while active */
 	double last_event;    /* when a message of this task last completed */
 	int waiting_for;      /* peer the task waits on, for the timeout message; -1 none */
-	struct weft_task *next;
+	struct weft_task *next;       /* in the communicator's active list */
+	struct weft_task *group_next; /* in the calling thread's open group */
 	alignas(64) unsigned char priv[WEFT_TASK_PRIV_BYTES]; /* the algorithm's state */
 };
 
@@ -58,12 +63,24 @@ struct weft_task {
 struct weft_task *weft_task_get(struct weft_comm *comm);
 void weft_task_put(struct weft_task *task);
 
-/* Start a task: assign its sequence number, post its first steps, add it to
- * the active list. On failure the task is returned to the pool. */
-weft_status_t weft_task_start(struct weft_task *task);
+/* Start a task: assign its sequence number and queue it on its
+ * communicator. Operations of one communicator run one after another, in
+ * call order (as on an NCCL stream), so messages of different operations
+ * never interleave on a connection; only the send/recv of one group run
+ * side by side. A task is posted when its turn comes. */
+void weft_task_start(struct weft_task *task, unsigned group);
+
+static inline bool weft_task_is_p2p(const struct weft_task *task)
+{
+	return task->args.coll == WEFT_COLL_SEND || task->args.coll == WEFT_COLL_RECV;
+}
 
 /* Progress the communicator until @p task finishes or times out; returns its status. */
 weft_status_t weft_task_wait(struct weft_task *task);
+
+/* Call in a polling loop that saw no event since @p last_event: spins at
+ * first, then naps so that descheduled peers can run. */
+void weft_wait_backoff(unsigned *spins, double last_event);
 
 /* Note that a message of this task has completed (resets its timeout). */
 void weft_task_touch(struct weft_task *task);

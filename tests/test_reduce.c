@@ -83,9 +83,14 @@ static void random_element(weft_datatype_t dt, unsigned char *p)
 		break;
 	}
 	case WEFT_FLOAT64: {
-		static const uint64_t special[] = {0, 0x8000000000000000ull, 0x7ff0000000000000ull,
-						   0xfff0000000000000ull, 0x7ff8000000000000ull,
-						   0xfff8000000012345ull, 1, 0x7fefffffffffffffull};
+		static const uint64_t special[] = {0,
+						   0x8000000000000000ull,
+						   0x7ff0000000000000ull,
+						   0xfff0000000000000ull,
+						   0x7ff8000000000000ull,
+						   0xfff8000000012345ull,
+						   1,
+						   0x7fefffffffffffffull};
 		double f;
 		if (pick < 3)
 			memcpy(&f, &special[(r >> 8) % 8], 8);
@@ -104,9 +109,7 @@ static void random_element(weft_datatype_t dt, unsigned char *p)
 		memcpy(p, &h, 2);
 		break;
 	}
-	default:
-		memcpy(p, &r, weft_datatype_size(dt));
-		break;
+	default: memcpy(p, &r, weft_datatype_size(dt)); break;
 	}
 }
 
@@ -136,12 +139,9 @@ static float ref_float(weft_op_t op, float x, float y)
 {
 	switch (op) {
 	case WEFT_SUM:
-	case WEFT_AVG:
-		return x + y;
-	case WEFT_PROD:
-		return x * y;
-	default:
-		return (float)ref_min_max(x, y, op == WEFT_MAX);
+	case WEFT_AVG: return x + y;
+	case WEFT_PROD: return x * y;
+	default: return (float)ref_min_max(x, y, op == WEFT_MAX);
 	}
 }
 
@@ -149,12 +149,9 @@ static double ref_double(weft_op_t op, double x, double y)
 {
 	switch (op) {
 	case WEFT_SUM:
-	case WEFT_AVG:
-		return x + y;
-	case WEFT_PROD:
-		return x * y;
-	default:
-		return ref_min_max(x, y, op == WEFT_MAX);
+	case WEFT_AVG: return x + y;
+	case WEFT_PROD: return x * y;
+	default: return ref_min_max(x, y, op == WEFT_MAX);
 	}
 }
 
@@ -164,10 +161,8 @@ static uint64_t ref_integer(weft_op_t op, uint64_t x, uint64_t y, bool is_signed
 {
 	switch (op) {
 	case WEFT_SUM:
-	case WEFT_AVG:
-		return x + y;
-	case WEFT_PROD:
-		return x * y;
+	case WEFT_AVG: return x + y;
+	case WEFT_PROD: return x * y;
 	case WEFT_MIN:
 		if (is_signed)
 			return (int64_t)x < (int64_t)y ? x : y;
@@ -188,8 +183,7 @@ static uint64_t load_integer(weft_datatype_t dt, const unsigned char *p)
 		memcpy(&v, p, 1);
 		return (uint64_t)(int64_t)v;
 	}
-	case WEFT_UINT8:
-		return *p;
+	case WEFT_UINT8: return *p;
 	case WEFT_INT32: {
 		int32_t v;
 		memcpy(&v, p, 4);
@@ -234,9 +228,11 @@ static void ref_element(weft_datatype_t dt, weft_op_t op, const unsigned char *a
 		memcpy(&x, a, 2);
 		memcpy(&y, b, 2);
 		if (dt == WEFT_FLOAT16)
-			z = weft_float_to_half(ref_float(op, weft_half_to_float(x), weft_half_to_float(y)));
+			z = weft_float_to_half(
+			    ref_float(op, weft_half_to_float(x), weft_half_to_float(y)));
 		else
-			z = weft_float_to_bf16(ref_float(op, weft_bf16_to_float(x), weft_bf16_to_float(y)));
+			z = weft_float_to_bf16(
+			    ref_float(op, weft_bf16_to_float(x), weft_bf16_to_float(y)));
 		memcpy(r, &z, 2);
 		break;
 	}
@@ -276,8 +272,7 @@ static bool same_element(weft_datatype_t dt, const unsigned char *x, const unsig
 		memcpy(&v, y, 2);
 		return is_nan16(dt, u) && is_nan16(dt, v);
 	}
-	default:
-		return false;
+	default: return false;
 	}
 }
 
@@ -339,14 +334,17 @@ START_TEST(test_kernels_match_reference)
 					fn(d, a, b, n);
 					size_t bad = first_mismatch(dt, (weft_op_t)op, d, a, b, n);
 					ck_assert_msg(bad == n,
-						      "%s %s isa %s n=%zu offsets %zu/%zu/%zu: element %zu wrong",
-						      weft_dtype_name(dt), weft_op_name((weft_op_t)op),
-						      weft_reduce_isa(), n, offsets[o][0], offsets[o][1],
-						      offsets[o][2], bad);
+						      "%s %s isa %s n=%zu offsets %zu/%zu/%zu: "
+						      "element %zu wrong",
+						      weft_dtype_name(dt),
+						      weft_op_name((weft_op_t)op),
+						      weft_reduce_isa(), n, offsets[o][0],
+						      offsets[o][1], offsets[o][2], bad);
 					/* nothing written outside dst[0, n) */
 					ck_assert(memcmp(bufd, guard, offsets[o][0]) == 0);
-					ck_assert(memcmp(d + n * size, guard + offsets[o][0] + n * size,
-							 MAX_BYTES - offsets[o][0] - n * size) == 0);
+					ck_assert(
+					    memcmp(d + n * size, guard + offsets[o][0] + n * size,
+						   MAX_BYTES - offsets[o][0] - n * size) == 0);
 				}
 			}
 		}
@@ -416,7 +414,8 @@ START_TEST(test_isa_paths_agree)
 	unsigned char *r1 = xmalloc(bytes), *r2 = xmalloc(bytes);
 
 	if (!have_avx2()) {
-		fprintf(stderr, "test_isa_paths_agree: no AVX2+F16C here, only the generic path runs\n");
+		fprintf(stderr,
+			"test_isa_paths_agree: no AVX2+F16C here, only the generic path runs\n");
 		goto out_free;
 	}
 	for (int op = 0; op < WEFT_OP_COUNT; op++) {
@@ -464,10 +463,11 @@ START_TEST(test_half_paths_agree_exactly)
 			weft_reduce_force_generic(true);
 			weft_reduce_kernel(WEFT_FLOAT16, (weft_op_t)op)(r2, a, b, n);
 			for (size_t i = 0; i < n; i++)
-				if (r1[i] != r2[i] &&
-				    !(is_nan16(WEFT_FLOAT16, r1[i]) && is_nan16(WEFT_FLOAT16, r2[i])))
+				if (r1[i] != r2[i] && !(is_nan16(WEFT_FLOAT16, r1[i]) &&
+							is_nan16(WEFT_FLOAT16, r2[i])))
 					ck_abort_msg("half %s %04x,%04x: avx2 %04x generic %04x",
-						     weft_op_name((weft_op_t)op), a[i], b[i], r1[i], r2[i]);
+						     weft_op_name((weft_op_t)op), a[i], b[i], r1[i],
+						     r2[i]);
 		}
 	}
 	weft_reduce_force_generic(false);
@@ -594,7 +594,7 @@ START_TEST(test_float_to_half_rounding)
 	ck_assert_uint_eq(weft_float_to_half(-INFINITY), 0xfc00);
 	ck_assert_uint_eq(weft_float_to_half(0x1p-149f), 0x0000); /* fp32 subnormal */
 	ck_assert_uint_eq(weft_float_to_half(-0x1p-149f), 0x8000);
-	ck_assert_uint_eq(weft_float_to_half(0x1p-25f), 0x0000);  /* tie to even: 0 */
+	ck_assert_uint_eq(weft_float_to_half(0x1p-25f), 0x0000);   /* tie to even: 0 */
 	ck_assert_uint_eq(weft_float_to_half(0x1.8p-24f), 0x0002); /* tie to even: 2 */
 	/* NaN stays NaN, even when only low payload bits are set; quiet bit set */
 	ck_assert_uint_eq(weft_float_to_half(f32_of_bits(0x7f800001)), 0x7e00);
@@ -644,27 +644,27 @@ struct edge16 {
 START_TEST(test_16bit_kernel_edges)
 {
 	static const struct edge16 cases[] = {
-		{WEFT_FLOAT16, WEFT_SUM, 0x6800, 0x3c00, 0x6800, "2048+1 ties to even 2048"},
-		{WEFT_FLOAT16, WEFT_SUM, 0x6801, 0x3c00, 0x6802, "2050+1 ties to even 2052"},
-		{WEFT_FLOAT16, WEFT_SUM, 0x7bff, 0x4c00, 0x7c00, "65504+16 overflows to inf"},
-		{WEFT_FLOAT16, WEFT_SUM, 0x7bff, 0x4800, 0x7bff, "65504+8 stays 65504"},
-		{WEFT_FLOAT16, WEFT_SUM, 0x0001, 0x0001, 0x0002, "subnormal + subnormal"},
-		{WEFT_FLOAT16, WEFT_SUM, 0x03ff, 0x0001, 0x0400, "largest subnormal + 1 ulp"},
-		{WEFT_FLOAT16, WEFT_PROD, 0x0001, 0x3800, 0x0000, "2^-25 ties to 0"},
-		{WEFT_FLOAT16, WEFT_PROD, 0x0003, 0x3800, 0x0002, "1.5 ulp ties to 2"},
-		{WEFT_FLOAT16, WEFT_SUM, 0x7c00, 0xfc00, 0xfe00, "inf + -inf is NaN"},
-		{WEFT_FLOAT16, WEFT_SUM, 0x7c00, 0x3c00, 0x7c00, "inf + 1"},
-		{WEFT_FLOAT16, WEFT_SUM, 0x7d00, 0x3c00, 0x7f00, "NaN + 1 is the quieted NaN"},
-		{WEFT_FLOAT16, WEFT_MIN, 0x8000, 0x0000, 0x8000, "min(-0,+0)"},
-		{WEFT_FLOAT16, WEFT_MAX, 0x8000, 0x0000, 0x0000, "max(-0,+0)"},
-		{WEFT_FLOAT16, WEFT_MAX, 0x7e00, 0x3c00, 0x7e00, "max(NaN,1)"},
-		{WEFT_BFLOAT16, WEFT_SUM, 0x4380, 0x3f80, 0x4380, "256+1 ties to even 256"},
-		{WEFT_BFLOAT16, WEFT_SUM, 0x4381, 0x3f80, 0x4382, "258+1 ties to even 260"},
-		{WEFT_BFLOAT16, WEFT_SUM, 0x7f7f, 0x7f7f, 0x7f80, "max + max overflows to inf"},
-		{WEFT_BFLOAT16, WEFT_SUM, 0x0001, 0x0001, 0x0002, "subnormal + subnormal"},
-		{WEFT_BFLOAT16, WEFT_SUM, 0x7fc1, 0x3f80, 0x7fc1, "NaN + 1 keeps the NaN"},
-		{WEFT_BFLOAT16, WEFT_SUM, 0xff80, 0x7f80, 0xffc0, "-inf + inf is NaN"},
-		{WEFT_BFLOAT16, WEFT_MIN, 0x0000, 0x8000, 0x8000, "min(+0,-0)"},
+	    {WEFT_FLOAT16, WEFT_SUM, 0x6800, 0x3c00, 0x6800, "2048+1 ties to even 2048"},
+	    {WEFT_FLOAT16, WEFT_SUM, 0x6801, 0x3c00, 0x6802, "2050+1 ties to even 2052"},
+	    {WEFT_FLOAT16, WEFT_SUM, 0x7bff, 0x4c00, 0x7c00, "65504+16 overflows to inf"},
+	    {WEFT_FLOAT16, WEFT_SUM, 0x7bff, 0x4800, 0x7bff, "65504+8 stays 65504"},
+	    {WEFT_FLOAT16, WEFT_SUM, 0x0001, 0x0001, 0x0002, "subnormal + subnormal"},
+	    {WEFT_FLOAT16, WEFT_SUM, 0x03ff, 0x0001, 0x0400, "largest subnormal + 1 ulp"},
+	    {WEFT_FLOAT16, WEFT_PROD, 0x0001, 0x3800, 0x0000, "2^-25 ties to 0"},
+	    {WEFT_FLOAT16, WEFT_PROD, 0x0003, 0x3800, 0x0002, "1.5 ulp ties to 2"},
+	    {WEFT_FLOAT16, WEFT_SUM, 0x7c00, 0xfc00, 0xfe00, "inf + -inf is NaN"},
+	    {WEFT_FLOAT16, WEFT_SUM, 0x7c00, 0x3c00, 0x7c00, "inf + 1"},
+	    {WEFT_FLOAT16, WEFT_SUM, 0x7d00, 0x3c00, 0x7f00, "NaN + 1 is the quieted NaN"},
+	    {WEFT_FLOAT16, WEFT_MIN, 0x8000, 0x0000, 0x8000, "min(-0,+0)"},
+	    {WEFT_FLOAT16, WEFT_MAX, 0x8000, 0x0000, 0x0000, "max(-0,+0)"},
+	    {WEFT_FLOAT16, WEFT_MAX, 0x7e00, 0x3c00, 0x7e00, "max(NaN,1)"},
+	    {WEFT_BFLOAT16, WEFT_SUM, 0x4380, 0x3f80, 0x4380, "256+1 ties to even 256"},
+	    {WEFT_BFLOAT16, WEFT_SUM, 0x4381, 0x3f80, 0x4382, "258+1 ties to even 260"},
+	    {WEFT_BFLOAT16, WEFT_SUM, 0x7f7f, 0x7f7f, 0x7f80, "max + max overflows to inf"},
+	    {WEFT_BFLOAT16, WEFT_SUM, 0x0001, 0x0001, 0x0002, "subnormal + subnormal"},
+	    {WEFT_BFLOAT16, WEFT_SUM, 0x7fc1, 0x3f80, 0x7fc1, "NaN + 1 keeps the NaN"},
+	    {WEFT_BFLOAT16, WEFT_SUM, 0xff80, 0x7f80, 0xffc0, "-inf + inf is NaN"},
+	    {WEFT_BFLOAT16, WEFT_MIN, 0x0000, 0x8000, 0x8000, "min(+0,-0)"},
 	};
 	int paths = have_avx2() ? 2 : 1;
 
@@ -680,8 +680,8 @@ START_TEST(test_16bit_kernel_edges)
 			}
 			weft_reduce_kernel(e->dt, e->op)(r, a, b, 19);
 			for (int i = 0; i < 19; i++)
-				ck_assert_msg(r[i] == e->want, "%s (%s): got %04x want %04x", e->what,
-					      weft_reduce_isa(), r[i], e->want);
+				ck_assert_msg(r[i] == e->want, "%s (%s): got %04x want %04x",
+					      e->what, weft_reduce_isa(), r[i], e->want);
 		}
 	}
 	weft_reduce_force_generic(false);
@@ -790,7 +790,8 @@ START_TEST(test_scale_16bit_all)
 				if (h[i] != want && !(is_nan16((weft_datatype_t)dt, h[i]) &&
 						      is_nan16((weft_datatype_t)dt, want)))
 					ck_abort_msg("%s %04x / %d: got %04x want %04x",
-						     weft_dtype_name((weft_datatype_t)dt), x, d, h[i], want);
+						     weft_dtype_name((weft_datatype_t)dt), x, d,
+						     h[i], want);
 			}
 		}
 	}
@@ -807,8 +808,8 @@ END_TEST
 
 START_TEST(test_names_and_sizes)
 {
-	static const char *const names[] = {"int8",	"uint8", "int32", "uint32", "int64",
-					    "uint64", "half",	"bfloat16", "float", "double"};
+	static const char *const names[] = {"int8",   "uint8", "int32",	   "uint32", "int64",
+					    "uint64", "half",  "bfloat16", "float",  "double"};
 	static const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
 	static const char *const ops[] = {"sum", "prod", "min", "max", "avg"};
 

@@ -454,6 +454,25 @@ static int body_budget(weft_comm_t comm, int rank, int nranks, void *arg)
 	/* 7 inbound + 7 outbound FIFOs of 8 x 128 KiB, plus headers. */
 	if (kib > 20 * 1024)
 		return harness_fail("RssShmem %ld KiB with %d local ranks", kib, nranks);
+	/* Rank 0 hosts the bootstrap root: it leaves only once every rank has
+	 * finished its init (each sends it a word over shm). */
+	uint64_t words[8] = {0};
+	struct weft_msg m[8];
+	struct weft_msg *ptrs[8];
+	int n = 0;
+	for (int p = 0; p < nranks && p < 8; p++) {
+		if (p == rank || (rank != 0 && p != 0))
+			continue;
+		m[n] = (struct weft_msg){.buf = &words[p], .len = 8, .tag = 1, .unit = 1};
+		ptrs[n] = &m[n];
+		weft_status_t st = rank == 0 ? weft_p2p_irecv(comm, p, &m[n]) : weft_p2p_isend(comm, 0, &m[n]);
+		if (st != WEFT_SUCCESS)
+			return harness_fail_status(comm, st, "post");
+		n++;
+	}
+	weft_status_t st = wait_all(comm, ptrs, n, 10);
+	if (st != WEFT_SUCCESS)
+		return harness_fail_status(comm, st, "gather to rank 0");
 	return 0;
 }
 

@@ -325,6 +325,10 @@ out_fail:
 static void shm_comm_fini(struct weft_tp_comm *base)
 {
 	struct shm_tc *tc = weft_container_of(base, struct shm_tc, base);
+	if (tc->ctl) { /* a peer still waiting on us hears of it at its next stall check */
+		int alive = SHM_STATE_ALIVE;
+		atomic_compare_exchange_strong(&tc->ctl->state, &alive, SHM_STATE_CLOSED);
+	}
 	for (int l = 0; tc->conns && l < tc->nlocal; l++) {
 		struct shm_conn *c = &tc->conns[l];
 		if (c->peer_fifo_map)

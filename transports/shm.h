@@ -63,6 +63,7 @@ enum shm_state {
 	SHM_STATE_ALIVE = 0,
 	SHM_STATE_ABORTED,
 	SHM_STATE_FAILED,
+	SHM_STATE_CLOSED, /* communicator destroyed */
 };
 
 enum shm_kind {

@@ -317,6 +317,11 @@ static weft_status_t check_peer(struct shm_conn *c)
 	if (state == SHM_STATE_ABORTED)
 		return conn_fail(c, WEFT_ERR_REMOTE, "shm: peer rank %d (pid %d) aborted its communicator",
 				 c->base.peer, (int)c->pid);
+	if (state == SHM_STATE_CLOSED)
+		return conn_fail(c, WEFT_ERR_REMOTE,
+				 "shm: peer rank %d (pid %d) destroyed its communicator while this rank "
+				 "still waits for it (mismatched calls across ranks?)",
+				 c->base.peer, (int)c->pid);
 	if (state != SHM_STATE_ALIVE)
 		return conn_fail(c, WEFT_ERR_REMOTE, "shm: peer rank %d (pid %d) failed (see its log)",
 				 c->base.peer, (int)c->pid);

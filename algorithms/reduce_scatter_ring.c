@@ -1,0 +1,265 @@
+/*
+ * reduce_scatter_ring.c — ring ReduceScatter, chunked and pipelined.
+ *
+ * The input holds n blocks, block b destined for rank b. At step s
+ * (0..n-2) the rank at ring position p sends the partial sum of the block
+ * of position (p - s - 1) mod n to the next rank and receives the partial
+ * sum of the block of position (p - s - 2) mod n from the previous one,
+ * reducing it with its own input for that block as it arrives. A block
+ * starts at the position after its owner and travels n-1 hops, so at the
+ * last step every rank receives the complete reduction of its own block.
+ * Blocks are cut into chunks that the ring pipeline (ring_pipeline.h)
+ * overlaps across steps.
+ *
+ * Where the partial sums wait between arriving and leaving again:
+ *  - in place (input in recvbuf, result to its start): in the input block
+ *    itself, as AllReduce's ring does; at the end the finished block moves
+ *    from its place (offset rank) to the start of recvbuf;
+ *  - out of place (including recvbuf == sendbuf + rank * count): the input
+ *    is read-only and recvbuf holds one block, which is not enough — a
+ *    chunk must be able to arrive while the previous step's chunk in the
+ *    same place is still being sent — so partials go to scratch, one slot
+ *    per step (n-2 slots). To bound the scratch, the blocks are processed
+ *    in rounds of at most RS_SCRATCH_MAX / (n-2) bytes each, one pipeline
+ *    per round. Small cases fit in the task's own state; larger ones use
+ *    a buffer taken for the call (to be replaced by a per-communicator
+ *    scratch buffer).
+ * WEFT_AVG divides the finished block once.
+ *
+ * Cost (S = n * block bytes, the input): (n-1) alpha + (n-1)/n S beta +
+ * (n-1)/n S gamma, plus (n-1) alpha per extra round.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../src/comm.h"
+#include "../src/reduce.h"
+#include "../src/tune.h"
+#include "algo.h"
+#include "patterns/ring.h"
+#include "ring_pipeline.h"
+
+#define RS_SCRATCH_MAX ((size_t)4 << 20)
+#define RS_PRIV_SCRATCH 1536
+
+struct rs_ring {
+	struct weft_ring_pipeline rp;
+	weft_reduce_fn reduce;
+	size_t chunk_elems;
+	bool in_place;      /* input and output at recvbuf */
+	size_t round_elems; /* elements of each block per round */
+	size_t round, nrounds;
+	char *scratch;      /* out of place: n-2 slots of round_elems elements */
+	bool scratch_owned;
+	alignas(64) unsigned char priv_scratch[RS_PRIV_SCRATCH];
+};
+
+_Static_assert(sizeof(struct rs_ring) <= WEFT_TASK_PRIV_BYTES, "task state too big");
+
+static struct rs_ring *state(const struct weft_task *task)
+{
+	return (struct rs_ring *)(void *)task->priv;
+}
+
+/* Elements [*first, *first + *elems) of every block that chunk @p chunk of
+ * the current round covers (*elems may be 0). */
+static void chunk_span(const struct weft_task *task, uint32_t chunk, size_t *first, size_t *elems)
+{
+	const struct rs_ring *rs = state(task);
+	size_t count = task->args.count;
+	size_t round_lo = rs->round * rs->round_elems;
+	size_t round_hi = round_lo + rs->round_elems < count ? round_lo + rs->round_elems : count;
+	size_t lo = round_lo + (size_t)chunk * rs->chunk_elems;
+	*first = lo < round_hi ? lo : round_hi;
+	*elems = lo >= round_hi ? 0 : (round_hi - lo < rs->chunk_elems ? round_hi - lo : rs->chunk_elems);
+}
+
+static char *input_at(const struct weft_task *task, int block, size_t elem)
+{
+	const struct weft_coll_args *a = &task->args;
+	return (char *)a->sendbuf + ((size_t)block * a->count + elem) * a->esize;
+}
+
+static char *slot_at(const struct weft_task *task, uint32_t slot, size_t elem)
+{
+	const struct rs_ring *rs = state(task);
+	size_t in_round = elem - rs->round * rs->round_elems;
+	return rs->scratch + ((size_t)slot * rs->round_elems + in_round) * task->args.esize;
+}
+
+static int block_of(const struct weft_task *task, long back)
+{
+	const struct weft_comm *comm = task->comm;
+	return comm->ring[weft_ring_back(comm->ring_pos, back, comm->nranks)];
+}
+
+static void send_chunk(const struct weft_task *task, uint32_t step, uint32_t chunk,
+		       struct weft_ring_chunk *out)
+{
+	size_t first, elems;
+	chunk_span(task, chunk, &first, &elems);
+	int block = block_of(task, (long)step + 1);
+	if (state(task)->in_place || step == 0)
+		out->buf = input_at(task, block, first);
+	else
+		out->buf = slot_at(task, step - 1, first);
+	out->bytes = elems * task->args.esize;
+}
+
+static void recv_chunk(const struct weft_task *task, uint32_t step, uint32_t chunk,
+		       struct weft_ring_chunk *out)
+{
+	const struct rs_ring *rs = state(task);
+	size_t first, elems;
+	chunk_span(task, chunk, &first, &elems);
+	int block = block_of(task, (long)step + 2);
+	out->local = input_at(task, block, first);
+	if (rs->in_place)
+		out->buf = input_at(task, block, first);
+	else if (step == (uint32_t)task->comm->nranks - 2) /* our own block, finished */
+		out->buf = (char *)task->args.recvbuf + first * task->args.esize;
+	else
+		out->buf = slot_at(task, step, first);
+	out->bytes = elems * task->args.esize;
+	out->reduce = rs->reduce;
+}
+
+static const struct weft_ring_geometry geometry = {
+	.send_chunk = send_chunk,
+	.recv_chunk = recv_chunk,
+};
+
+static void start_round(struct weft_task *task)
+{
+	struct rs_ring *rs = state(task);
+	uint32_t nchunks = weft_ring_nchunks(task, rs->round_elems, &rs->chunk_elems);
+	weft_ring_pipeline_init(&rs->rp, task, &geometry, (uint32_t)task->comm->nranks - 1, nchunks);
+}
+
+static void release_scratch(struct rs_ring *rs)
+{
+	if (rs->scratch_owned)
+		free(rs->scratch);
+	rs->scratch = NULL;
+	rs->scratch_owned = false;
+}
+
+/* Out of place: the slots for n-2 partial blocks, in rounds if need be. */
+static weft_status_t take_scratch(struct weft_task *task)
+{
+	struct rs_ring *rs = state(task);
+	const struct weft_coll_args *a = &task->args;
+	size_t slots = (size_t)task->comm->nranks - 2;
+	size_t per_round = RS_SCRATCH_MAX / (slots * a->esize);
+	if (per_round == 0)
+		per_round = 1;
+	rs->round_elems = a->count < per_round ? a->count : per_round;
+	rs->nrounds = (a->count + rs->round_elems - 1) / rs->round_elems;
+	size_t bytes = slots * rs->round_elems * a->esize;
+	if (bytes <= RS_PRIV_SCRATCH) {
+		rs->scratch = (char *)rs->priv_scratch;
+		return WEFT_SUCCESS;
+	}
+	rs->scratch = malloc(bytes);
+	if (!rs->scratch)
+		return weft_comm_fail(task->comm, WEFT_ERR_NO_MEMORY,
+				      "reduce_scatter ring: no memory for %zu bytes of scratch", bytes);
+	rs->scratch_owned = true;
+	return WEFT_SUCCESS;
+}
+
+/* A round (or, in place, the whole call) is complete. */
+static void round_done(struct weft_task *task)
+{
+	struct rs_ring *rs = state(task);
+	const struct weft_coll_args *a = &task->args;
+	int n = task->comm->nranks;
+	if (rs->in_place) {
+		char *mine = input_at(task, task->comm->rank, 0);
+		if (mine != (char *)a->recvbuf)
+			memmove(a->recvbuf, mine, a->count * a->esize);
+		if (a->op == WEFT_AVG)
+			weft_reduce_scale(a->recvbuf, a->count, a->dtype, n);
+		return;
+	}
+	if (a->op == WEFT_AVG) {
+		size_t lo = rs->round * rs->round_elems;
+		size_t len = a->count - lo < rs->round_elems ? a->count - lo : rs->round_elems;
+		weft_reduce_scale((char *)a->recvbuf + lo * a->esize, len, a->dtype, n);
+	}
+}
+
+static weft_status_t rs_progress(struct weft_task *task)
+{
+	struct rs_ring *rs = state(task);
+	while (rs->round < rs->nrounds) {
+		weft_status_t st = weft_ring_pipeline_progress(&rs->rp, task);
+		if (st == WEFT_INPROGRESS)
+			return st;
+		if (st != WEFT_SUCCESS) {
+			release_scratch(rs);
+			return st;
+		}
+		round_done(task);
+		if (++rs->round < rs->nrounds)
+			start_round(task);
+	}
+	release_scratch(rs);
+	return WEFT_SUCCESS;
+}
+
+static weft_status_t rs_post(struct weft_task *task)
+{
+	struct rs_ring *rs = state(task);
+	const struct weft_coll_args *a = &task->args;
+	int n = task->comm->nranks;
+	rs->scratch = NULL;
+	rs->scratch_owned = false;
+	rs->round = 0;
+	rs->nrounds = 0;
+	rs->in_place = a->sendbuf == a->recvbuf;
+	if (n == 1) {
+		if (!rs->in_place)
+			memmove(a->recvbuf, a->sendbuf, a->count * a->esize);
+		return WEFT_INPROGRESS;
+	}
+	rs->reduce = weft_reduce_kernel(a->dtype, a->op);
+	if (rs->in_place || n == 2) {
+		rs->round_elems = a->count;
+		rs->nrounds = 1;
+	} else {
+		weft_status_t st = take_scratch(task);
+		if (st != WEFT_SUCCESS)
+			return st;
+	}
+	start_round(task);
+	weft_status_t st = rs_progress(task);
+	return st == WEFT_SUCCESS || st == WEFT_INPROGRESS ? WEFT_INPROGRESS : st;
+}
+
+static double rs_estimate(const struct weft_comm *comm, const struct weft_coll_args *args)
+{
+	int n = comm->nranks;
+	if (n == 1)
+		return 0;
+	struct weft_cost c = weft_tune_ring(comm);
+	double block = (double)args->count * (double)args->esize;
+	double rounds = 1;
+	if (n > 2 && args->sendbuf != args->recvbuf)
+		rounds = ceil(block * (n - 2) / (double)RS_SCRATCH_MAX);
+	if (rounds < 1)
+		rounds = 1;
+	return rounds * (n - 1) * c.alpha + (n - 1) * block * (c.beta + c.gamma);
+}
+
+const struct weft_algo weft_reduce_scatter_ring = {
+	.id = WEFT_ALGO_RING,
+	.coll = WEFT_COLL_REDUCE_SCATTER,
+	.name = "ring",
+	.description = "each block gathers its partial sums around the placement ring, chunked and "
+		       "pipelined",
+	.estimate = rs_estimate,
+	.post = rs_post,
+	.progress = rs_progress,
+};

@@ -133,15 +133,16 @@ static const char *me_nic(const struct weft_comm *comm)
 	return comm->cards[comm->rank].topo.nic;
 }
 
-static weft_status_t exchange_cards(struct weft_comm *comm)
+static weft_status_t exchange_cards(struct weft_comm *comm, const struct weft_topo_card *known)
 {
 	struct weft_card *me = &comm->cards[comm->rank];
 	weft_status_t st = weft_host_id(me->host_id, sizeof(me->host_id), &comm->err);
 	if (st != WEFT_SUCCESS)
 		return st;
 	gethostname(me->hostname, sizeof(me->hostname) - 1);
-	st = weft_topo_local_card(&me->topo, me->hostname, &comm->err);
-	if (st != WEFT_SUCCESS)
+	if (known)
+		me->topo = *known;
+	else if ((st = weft_topo_local_card(&me->topo, me->hostname, &comm->err)) != WEFT_SUCCESS)
 		return st;
 	me->rank = comm->rank;
 	me->pid = (int32_t)getpid();
@@ -302,7 +303,7 @@ static void comm_free(struct weft_comm *comm)
 }
 
 weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct weft_uid *uid,
-			       int rank, const weft_config_t *config)
+			       int rank, const weft_config_t *config, const struct weft_topo_card *known)
 {
 	struct weft_err *ierr = weft_err_init_record();
 	struct weft_comm *comm = calloc(1, sizeof(*comm));
@@ -329,7 +330,7 @@ weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct 
 	st = weft_bootstrap_join(uid, rank, nranks, boot_timeout, &comm->bs, &comm->err);
 	if (st != WEFT_SUCCESS)
 		goto out_free;
-	st = exchange_cards(comm);
+	st = exchange_cards(comm, known);
 	if (st != WEFT_SUCCESS)
 		goto out_free;
 	st = place(comm);
@@ -397,7 +398,7 @@ weft_status_t weft_comm_init_rank(weft_comm_t *comm, int nranks, weft_unique_id_
 	weft_status_t st = weft_bootstrap_uid_check(&uid, ierr);
 	if (st != WEFT_SUCCESS)
 		return st;
-	return weft_comm_create(comm, nranks, &uid, rank, config);
+	return weft_comm_create(comm, nranks, &uid, rank, config, NULL);
 }
 
 weft_status_t weft_comm_destroy(weft_comm_t comm)

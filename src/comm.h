@@ -87,9 +87,12 @@ weft_status_t weft_comm_fail_errno(struct weft_comm *comm, int errnum, const cha
 struct weft_uid;
 
 /* Create a communicator (after the public entry points checked their
- * arguments). On failure the message is in weft_init_last_error(). */
+ * arguments). @p known: this rank's topology card if already learned (a
+ * split keeps its parent's), else NULL to learn it. On failure the message
+ * is in weft_init_last_error(). */
 weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct weft_uid *uid,
-			       int rank, const weft_config_t *config);
+			       int rank, const weft_config_t *config,
+			       const struct weft_topo_card *known);
 
 /* True if the peer is on this rank's host. */
 bool weft_comm_same_host(const struct weft_comm *comm, int peer);

@@ -205,5 +205,5 @@ weft_status_t weft_comm_init_env(weft_comm_t *comm, const weft_config_t *config)
 		uid.addr_len = (uint32_t)len;
 		memcpy(&uid.addr, &addr, len);
 	}
-	return weft_comm_create(comm, nranks, &uid, rank, config);
+	return weft_comm_create(comm, nranks, &uid, rank, config, NULL);
 }

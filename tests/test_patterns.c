@@ -1,0 +1,390 @@
+/*
+ * test_patterns.c — the rank arithmetic of algorithms/patterns/, checked
+ * exhaustively for 1..64 indices: pure arithmetic, no communicator.
+ *
+ *  - recursive doubling / halving (rd.h): partners are symmetric, the fold
+ *    pairs every extra index with one distinct lower index, and a simulated
+ *    AllReduce (doubling, and halving + doubling) counts every index's
+ *    contribution exactly once in every result;
+ *  - Bruck (bruck.h): senders and receivers agree on peers and ranges, a
+ *    rank only sends blocks it holds, receives each block exactly once, and
+ *    ends with all of them; the wrap pieces cover a range exactly;
+ *  - trees (tree.h): binomial trees for every root and both trees of the
+ *    double binary tree are spanning trees (one root, parents and children
+ *    agree, no cycles, depth bounded), and in the double binary tree every
+ *    index is interior in at most one tree.
+ */
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../algorithms/patterns/bruck.h"
+#include "../algorithms/patterns/rd.h"
+#include "../algorithms/patterns/ring.h"
+#include "../algorithms/patterns/tree.h"
+
+#define MAXN 64
+
+static uint64_t all_of(int n)
+{
+	return n == 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1);
+}
+
+/* --- Recursive doubling and halving --- */
+
+START_TEST(rd_fold_and_partners)
+{
+	for (int n = 1; n <= MAXN; n++) {
+		int p = weft_rd_pow2(n), k = weft_rd_nsteps(n);
+		ck_assert_int_eq(1 << k, p);
+		ck_assert(p <= n && 2 * p > n);
+		int folded_into[MAXN] = {0};
+		for (int v = 0; v < n; v++) {
+			int f = weft_rd_fold_peer(v, n);
+			ck_assert(weft_rd_is_extra(v, n) == (v >= p));
+			if (f < 0) {
+				ck_assert(v < p && v >= n - p);
+				continue;
+			}
+			ck_assert_int_lt(f, n);
+			ck_assert_int_eq(weft_rd_fold_peer(f, n), v);
+			ck_assert(weft_rd_is_extra(v, n) != weft_rd_is_extra(f, n));
+			if (v >= p)
+				folded_into[f]++;
+		}
+		for (int v = 0; v < p; v++)
+			ck_assert_int_le(folded_into[v], 1);
+		for (int v = 0; v < p; v++)
+			for (int s = 0; s < k; s++) {
+				int u = weft_rd_partner(v, s);
+				ck_assert(u >= 0 && u < p && u != v);
+				ck_assert_int_eq(weft_rd_partner(u, s), v);
+			}
+	}
+}
+END_TEST
+
+/* Contributions held: a set of indices; combining two must not overlap. */
+static void combine(uint64_t *into, uint64_t add, int n, int v, const char *what)
+{
+	ck_assert_msg((*into & add) == 0, "n=%d index %d: %s counts a contribution twice", n, v, what);
+	*into |= add;
+}
+
+START_TEST(rd_doubling_allreduce)
+{
+	for (int n = 1; n <= MAXN; n++) {
+		int p = weft_rd_pow2(n), k = weft_rd_nsteps(n);
+		uint64_t have[MAXN], next[MAXN];
+		for (int v = 0; v < n; v++)
+			have[v] = (uint64_t)1 << v;
+		for (int v = p; v < n; v++) /* pre step */
+			combine(&have[weft_rd_fold_peer(v, n)], have[v], n, v, "fold-in");
+		for (int s = 0; s < k; s++) {
+			memcpy(next, have, sizeof(have));
+			for (int v = 0; v < p; v++)
+				combine(&next[v], have[weft_rd_partner(v, s)], n, v, "doubling");
+			memcpy(have, next, sizeof(have));
+		}
+		for (int v = p; v < n; v++) /* post step */
+			have[v] = have[weft_rd_fold_peer(v, n)];
+		for (int v = 0; v < n; v++)
+			ck_assert_msg(have[v] == all_of(n), "n=%d index %d misses contributions", n, v);
+	}
+}
+END_TEST
+
+START_TEST(rd_halving_ranges)
+{
+	for (int n = 1; n <= MAXN; n++) {
+		int p = weft_rd_pow2(n), k = weft_rd_nsteps(n);
+		int owner[MAXN];
+		for (int seg = 0; seg < p; seg++)
+			owner[seg] = -1;
+		for (int v = 0; v < p; v++) {
+			int lo, hi;
+			weft_rd_halving_range(v, p, 0, &lo, &hi);
+			ck_assert(lo == 0 && hi == p);
+			for (int s = 0; s < k; s++) {
+				int u = weft_rd_partner(v, s), plo, phi, mlo, mhi, ulo, uhi;
+				weft_rd_halving_range(v, p, s, &plo, &phi);
+				weft_rd_halving_range(u, p, s, &ulo, &uhi);
+				ck_assert(plo == ulo && phi == uhi); /* partners start alike */
+				weft_rd_halving_range(v, p, s + 1, &mlo, &mhi);
+				weft_rd_halving_range(u, p, s + 1, &ulo, &uhi);
+				ck_assert_int_eq(mhi - mlo, (phi - plo) / 2);
+				ck_assert(mhi == ulo || uhi == mlo); /* disjoint halves */
+				ck_assert_int_eq((mlo < ulo ? mlo : ulo), plo);
+				ck_assert_int_eq((mhi > uhi ? mhi : uhi), phi);
+			}
+			weft_rd_halving_range(v, p, k, &lo, &hi);
+			ck_assert_int_eq(hi, lo + 1);
+			ck_assert_int_eq(owner[lo], -1);
+			owner[lo] = v;
+		}
+	}
+}
+END_TEST
+
+/* Rabenseifner simulated on the contribution sets of each segment. */
+START_TEST(rd_rabenseifner_allreduce)
+{
+	static uint64_t have[MAXN][MAXN], next[MAXN][MAXN]; /* [index][segment] */
+	for (int n = 1; n <= MAXN; n++) {
+		int p = weft_rd_pow2(n), k = weft_rd_nsteps(n);
+		for (int v = 0; v < n; v++)
+			for (int seg = 0; seg < p; seg++)
+				have[v][seg] = (uint64_t)1 << v;
+		for (int v = p; v < n; v++)
+			for (int seg = 0; seg < p; seg++)
+				combine(&have[weft_rd_fold_peer(v, n)][seg], have[v][seg], n, v, "fold-in");
+		for (int s = 0; s < k; s++) { /* halving: reduce the half we keep */
+			memcpy(next, have, sizeof(have));
+			for (int v = 0; v < p; v++) {
+				int u = weft_rd_partner(v, s), lo, hi;
+				weft_rd_halving_range(v, p, s + 1, &lo, &hi);
+				for (int seg = lo; seg < hi; seg++)
+					combine(&next[v][seg], have[u][seg], n, v, "halving");
+			}
+			memcpy(have, next, sizeof(have));
+		}
+		for (int v = 0; v < p; v++) {
+			int lo, hi;
+			weft_rd_halving_range(v, p, k, &lo, &hi);
+			ck_assert_msg(have[v][lo] == all_of(n), "n=%d: segment %d of index %d incomplete",
+				      n, lo, v);
+		}
+		for (int s = k - 1; s >= 0; s--) { /* doubling: take the partner's range */
+			memcpy(next, have, sizeof(have));
+			for (int v = 0; v < p; v++) {
+				int u = weft_rd_partner(v, s), lo, hi;
+				weft_rd_halving_range(u, p, s + 1, &lo, &hi);
+				for (int seg = lo; seg < hi; seg++)
+					next[v][seg] = have[u][seg];
+			}
+			memcpy(have, next, sizeof(have));
+		}
+		for (int v = p; v < n; v++)
+			memcpy(have[v], have[weft_rd_fold_peer(v, n)], sizeof(have[v]));
+		for (int v = 0; v < n; v++)
+			for (int seg = 0; seg < p; seg++)
+				ck_assert_msg(have[v][seg] == all_of(n), "n=%d index %d segment %d incomplete",
+					      n, v, seg);
+	}
+}
+END_TEST
+
+/* Segments of any count: contiguous, in order, covering everything. */
+START_TEST(ring_segments)
+{
+	static const size_t counts[] = {0, 1, 2, 7, 63, 64, 65, 4099};
+	for (int n = 1; n <= MAXN; n++)
+		for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+			size_t off = 0;
+			for (int seg = 0; seg < n; seg++) {
+				ck_assert_uint_eq(weft_seg_offset(counts[c], n, seg), off);
+				off += weft_seg_count(counts[c], n, seg);
+			}
+			ck_assert_uint_eq(off, counts[c]);
+			ck_assert_uint_eq(weft_seg_offset(counts[c], n, n), counts[c]);
+		}
+}
+END_TEST
+
+/* --- Bruck --- */
+
+START_TEST(bruck_covers_every_block_once)
+{
+	for (int n = 1; n <= MAXN; n++) {
+		int k = weft_bruck_nsteps(n);
+		ck_assert(k == 0 ? n == 1 : ((1 << (k - 1)) < n && n <= (1 << k)));
+		uint64_t have[MAXN], next[MAXN];
+		for (int v = 0; v < n; v++)
+			have[v] = (uint64_t)1 << v;
+		for (int s = 0; s < k; s++) {
+			int nb = weft_bruck_nblocks(s, n);
+			ck_assert(nb >= 1 && nb <= weft_bruck_dist(s));
+			memcpy(next, have, sizeof(have));
+			for (int v = 0; v < n; v++) {
+				int to = weft_bruck_send_to(v, s, n), from = weft_bruck_recv_from(v, s, n);
+				ck_assert(to >= 0 && to < n && from >= 0 && from < n);
+				ck_assert_int_eq(weft_bruck_recv_from(to, s, n), v);
+				ck_assert_int_eq(weft_bruck_send_to(from, s, n), v);
+				/* What v receives is what its sender sends. */
+				ck_assert_int_eq(weft_bruck_recv_first(v, s, n), weft_bruck_send_first(from, s, n));
+				int lo[2], len[2];
+				int np = weft_bruck_pieces(weft_bruck_send_first(v, s, n), nb, n, lo, len);
+				ck_assert(np >= 1 && np <= 2);
+				int total = 0;
+				for (int i = 0; i < np; i++) {
+					ck_assert(lo[i] >= 0 && len[i] > 0 && lo[i] + len[i] <= n);
+					for (int b = lo[i]; b < lo[i] + len[i]; b++) {
+						ck_assert_msg((have[v] >> b & 1),
+							      "n=%d step %d: rank %d sends block %d it lacks", n, s, v, b);
+						ck_assert_msg(!(have[to] >> b & 1) && !(next[to] >> b & 1),
+							      "n=%d step %d: rank %d gets block %d twice", n, s, to, b);
+						next[to] |= (uint64_t)1 << b;
+					}
+					total += len[i];
+				}
+				ck_assert_int_eq(total, nb);
+			}
+			memcpy(have, next, sizeof(have));
+		}
+		for (int v = 0; v < n; v++)
+			ck_assert_msg(have[v] == all_of(n), "n=%d: rank %d lacks blocks", n, v);
+	}
+}
+END_TEST
+
+START_TEST(bruck_pieces)
+{
+	int lo[2], len[2];
+	ck_assert_int_eq(weft_bruck_pieces(3, 0, 5, lo, len), 0);
+	ck_assert_int_eq(weft_bruck_pieces(1, 3, 5, lo, len), 1);
+	ck_assert(lo[0] == 1 && len[0] == 3);
+	ck_assert_int_eq(weft_bruck_pieces(3, 4, 5, lo, len), 2);
+	ck_assert(lo[0] == 3 && len[0] == 2 && lo[1] == 0 && len[1] == 2);
+	ck_assert_int_eq(weft_bruck_pieces(0, 5, 5, lo, len), 1);
+}
+END_TEST
+
+/* --- Trees --- */
+
+typedef void (*shape_fn)(int i, int n, int arg, int *parent, int *children, int *nchildren);
+
+/* A spanning tree: one root, parent/children agree, every index reaches the
+ * root without a cycle within @p max_depth hops. Returns the root. */
+static int check_tree(int n, shape_fn shape, int arg, int max_children, int max_depth,
+		      const char *what)
+{
+	int parent[MAXN], children[MAXN][32], nch[MAXN], root = -1;
+	for (int i = 0; i < n; i++) {
+		shape(i, n, arg, &parent[i], children[i], &nch[i]);
+		ck_assert_msg(nch[i] <= max_children, "%s n=%d arg %d: %d has %d children", what, n,
+			      arg, i, nch[i]);
+		if (parent[i] < 0) {
+			ck_assert_msg(root < 0, "%s n=%d arg %d: two roots", what, n, arg);
+			root = i;
+		} else {
+			ck_assert(parent[i] < n && parent[i] != i);
+		}
+	}
+	ck_assert_msg(root >= 0, "%s n=%d arg %d: no root", what, n, arg);
+	int child_seen[MAXN] = {0};
+	for (int i = 0; i < n; i++)
+		for (int c = 0; c < nch[i]; c++) {
+			int ch = children[i][c];
+			ck_assert_msg(ch >= 0 && ch < n && parent[ch] == i,
+				      "%s n=%d arg %d: %d lists child %d whose parent is %d", what, n, arg,
+				      i, ch, ch >= 0 && ch < n ? parent[ch] : -2);
+			child_seen[ch]++;
+		}
+	for (int i = 0; i < n; i++) {
+		ck_assert_int_eq(child_seen[i], i == root ? 0 : 1);
+		int hops = 0;
+		for (int j = i; parent[j] >= 0; j = parent[j])
+			ck_assert_msg(++hops <= max_depth, "%s n=%d arg %d: %d is %d+ deep (cycle?)", what,
+				      n, arg, i, hops);
+	}
+	return root;
+}
+
+static int ceil_log2(int n)
+{
+	int d = 0;
+	while ((1 << d) < n)
+		d++;
+	return d;
+}
+
+static void binomial_shape(int i, int n, int root, int *parent, int *children, int *nchildren)
+{
+	*parent = weft_binomial_parent(i, root, n);
+	*nchildren = weft_binomial_children(i, root, n, children);
+}
+
+static void dbtree_shape(int i, int n, int t, int *parent, int *children, int *nchildren)
+{
+	int c[WEFT_TREE_MAX_CHILDREN];
+	weft_dbtree(i, t, n, parent, c);
+	*nchildren = 0;
+	for (int k = 0; k < WEFT_TREE_MAX_CHILDREN; k++)
+		if (c[k] >= 0)
+			children[(*nchildren)++] = c[k];
+}
+
+static void btree_shape(int i, int n, int unused, int *parent, int *children, int *nchildren)
+{
+	int c[WEFT_TREE_MAX_CHILDREN];
+	weft_btree(i, n, parent, c);
+	*nchildren = 0;
+	for (int k = 0; k < WEFT_TREE_MAX_CHILDREN; k++)
+		if (c[k] >= 0)
+			children[(*nchildren)++] = c[k];
+}
+
+START_TEST(binomial_trees)
+{
+	for (int n = 1; n <= MAXN; n++)
+		for (int root = 0; root < n; root++) {
+			int r = check_tree(n, binomial_shape, root, 32, ceil_log2(n), "binomial");
+			ck_assert_int_eq(r, root);
+			/* Largest subtree first: children farther away come first. */
+			int ch[32], k = weft_binomial_children(root, root, n, ch);
+			ck_assert_int_eq(k, ceil_log2(n));
+			for (int c = 1; c < k; c++) {
+				int d0 = (ch[c - 1] - root + n) % n, d1 = (ch[c] - root + n) % n;
+				ck_assert_int_gt(d0, d1);
+			}
+		}
+}
+END_TEST
+
+START_TEST(double_binary_trees)
+{
+	for (int n = 1; n <= MAXN; n++) {
+		check_tree(n, btree_shape, 0, 2, ceil_log2(n) + 1, "btree");
+		int interior[MAXN] = {0};
+		for (int t = 0; t < 2; t++) {
+			int root = check_tree(n, dbtree_shape, t, 2, ceil_log2(n) + 1, "dbtree");
+			ck_assert_int_eq(root, weft_dbtree_root(t, n));
+			for (int i = 0; i < n; i++) {
+				int parent, c[WEFT_TREE_MAX_CHILDREN];
+				weft_dbtree(i, t, n, &parent, c);
+				if (c[0] >= 0 || c[1] >= 0)
+					interior[i]++;
+			}
+		}
+		for (int i = 0; i < n; i++)
+			ck_assert_msg(interior[i] <= 1, "n=%d: %d is interior in both trees", n, i);
+	}
+}
+END_TEST
+
+static Suite *patterns_suite(void)
+{
+	Suite *s = suite_create("patterns");
+	TCase *tc = tcase_create("arithmetic");
+	tcase_add_test(tc, rd_fold_and_partners);
+	tcase_add_test(tc, rd_doubling_allreduce);
+	tcase_add_test(tc, rd_halving_ranges);
+	tcase_add_test(tc, rd_rabenseifner_allreduce);
+	tcase_add_test(tc, ring_segments);
+	tcase_add_test(tc, bruck_covers_every_block_once);
+	tcase_add_test(tc, bruck_pieces);
+	tcase_add_test(tc, binomial_trees);
+	tcase_add_test(tc, double_binary_trees);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(patterns_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

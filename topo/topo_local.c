@@ -48,7 +48,9 @@ weft_status_t weft_topo_local_card(struct weft_topo_card *card, const char *host
 		st = weft_topo_file_load(path, &file, err);
 		if (st != WEFT_SUCCESS)
 			return st;
-		leaf_from_file(card, hostname, file);
+		/* WEFT_HOSTID names the host when set (namespaces as hosts). */
+		const char *key = weft_setting_str("WEFT_HOSTID");
+		leaf_from_file(card, key ? key : hostname, file);
 		weft_topo_file_free(file);
 	}
 	weft_log(WEFT_LOG_INFO, WEFT_SUB_TOPO, "nic '%s' (numa %d), rank numa %d, leaf '%s' (%s)",

@@ -6,7 +6,8 @@
 #include "topo.h"
 
 /* NIC (WEFT_SOCKET_IFNAME or the nearest), hwloc facts, leaf from LLDP or
- * else WEFT_TOPO_FILE. Missing information is not an error; a bad
+ * else WEFT_TOPO_FILE (looked up by WEFT_HOSTID if set, else @p hostname).
+ * Missing information is not an error; a bad
  * topology file is. */
 weft_status_t weft_topo_local_card(struct weft_topo_card *card, const char *hostname,
 				   struct weft_err *err);

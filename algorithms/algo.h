@@ -49,7 +49,24 @@ struct weft_algo {
 };
 
 extern const struct weft_algo weft_allreduce_ring;
+extern const struct weft_algo weft_allreduce_tree;
+extern const struct weft_algo weft_allreduce_rhd;
+extern const struct weft_algo weft_allreduce_hier;
 extern const struct weft_algo weft_allgather_ring;
+extern const struct weft_algo weft_allgather_bruck;
+extern const struct weft_algo weft_allgather_hier;
+extern const struct weft_algo weft_reduce_scatter_ring;
+extern const struct weft_algo weft_broadcast_ring;
+extern const struct weft_algo weft_broadcast_tree;
+extern const struct weft_algo weft_reduce_tree;
+extern const struct weft_algo weft_alltoall_pairwise;
+extern const struct weft_algo weft_barrier_dissem;
+extern const struct weft_algo weft_send_direct;
+extern const struct weft_algo weft_recv_direct;
+extern const struct weft_algo weft_allreduce_rhd;
+extern const struct weft_algo weft_allgather_bruck;
+extern const struct weft_algo weft_reduce_scatter_ring;
+extern const struct weft_algo weft_barrier_dissem;
 
 const char *weft_coll_name(enum weft_coll_kind coll);
 

@@ -104,6 +104,7 @@ static void gather_recv(struct weft_task *task, uint32_t k, struct weft_hier_ite
 	out->peer = h->gather_rank;
 	out->buf = block(task, h->gather_rank);
 	out->bytes = block_bytes(task);
+	out->tag_step = TAG_GATHER + (uint32_t)h->gather_rank;
 }
 
 static void gather_send(struct weft_task *task, uint32_t k, struct weft_hier_item *out)
@@ -111,6 +112,7 @@ static void gather_send(struct weft_task *task, uint32_t k, struct weft_hier_ite
 	out->peer = task->comm->graph.host_leader[state(task)->lay.host];
 	out->buf = block(task, task->comm->rank);
 	out->bytes = block_bytes(task);
+	out->tag_step = TAG_GATHER + (uint32_t)task->comm->rank;
 }
 
 static const struct weft_hier_seq_ops gather_ops = {

@@ -18,14 +18,14 @@ void weft_hier_seq_init(struct weft_hier_seq *hs, const struct weft_hier_seq_ops
 static weft_status_t post_item(struct weft_task *task, struct weft_hier_seq *hs, uint32_t k,
 			       struct weft_msg *m, int *peer, bool send)
 {
-	struct weft_hier_item it = {.peer = -1};
+	struct weft_hier_item it = {.peer = -1, .tag_step = hs->tag_base + k};
 	if (send)
 		hs->ops->send_item(task, k, &it);
 	else
 		hs->ops->recv_item(task, k, &it);
 	m->buf = it.buf;
 	m->len = it.bytes;
-	m->tag = weft_p2p_tag(task->seq, hs->tag_base + k);
+	m->tag = weft_p2p_tag(task->seq, it.tag_step);
 	m->reduce = it.reduce;
 	m->local = it.local;
 	m->unit = task->args.esize;

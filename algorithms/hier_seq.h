@@ -8,7 +8,8 @@
  * each list (peer, bytes, reduce or not) and when send k is ready; the
  * engine keeps up to WEFT_HIER_WINDOW messages in flight each way, posts in
  * list order (which is the order the peer posts the matching items), reaps
- * in order, and tags item k with weft_p2p_tag(seq, tag_base + k). This is the
+ * in order, and tags item k with weft_p2p_tag(seq, tag_base + k) unless the
+ * item says otherwise. This is the
  * ring pipeline generalised to a peer per item and a readiness rule, which a
  * chain inside a host, a star into the host leader and a ring among leaders
  * all need. Zero-byte items are skipped by both sides.
@@ -36,6 +37,8 @@ struct weft_hier_item {
 	size_t bytes; /* 0: nothing to move (both sides agree) */
 	weft_reduce_fn reduce; /* receive only */
 	const char *local;     /* receive with reduce: local operand */
+	uint32_t tag_step;     /* preset to tag_base + k; a star, whose items come
+				* from several peers, sets its own */
 };
 
 struct weft_hier_seq_ops {

@@ -12,18 +12,22 @@
  * overlaps across steps.
  *
  * Where the partial sums wait between arriving and leaving again:
- *  - in place (input in recvbuf, result to its start): in the input block
- *    itself, as AllReduce's ring does; at the end the finished block moves
- *    from its place (offset rank) to the start of recvbuf;
- *  - out of place (including recvbuf == sendbuf + rank * count): the input
- *    is read-only and recvbuf holds one block, which is not enough — a
- *    chunk must be able to arrive while the previous step's chunk in the
- *    same place is still being sent — so partials go to scratch, one slot
- *    per step (n-2 slots). To bound the scratch, the blocks are processed
- *    in rounds of at most RS_SCRATCH_MAX / (n-2) bytes each, one pipeline
- *    per round. Small cases fit in the task's own state; larger ones use
- *    a buffer taken for the call (to be replaced by a per-communicator
- *    scratch buffer).
+ *  - in place (sendbuf == recvbuf, the input in recvbuf, the result to its
+ *    start), on ranks other than 0: in the input blocks themselves, as
+ *    AllReduce's ring does; at the end the finished block moves from its
+ *    place (offset rank) to the start of recvbuf. The other blocks of
+ *    recvbuf are left with partial sums.
+ *  - otherwise (out of place, recvbuf == sendbuf + rank * count as NCCL,
+ *    and rank 0 in place, which is the same call): the input is read-only
+ *    and the output holds one block, which is not enough — a chunk must be
+ *    able to arrive while the previous step's chunk in the same place is
+ *    still being sent — so partials go to scratch, one slot per step (n-2
+ *    slots). Only this rank's own block of the output is written.
+ * To bound the scratch, the blocks are processed in rounds of at most
+ * RS_SCRATCH_MAX / (n-2) bytes each, one pipeline per round; every rank
+ * cuts the same rounds, in place or not. Small cases fit in the task's own
+ * state; larger ones use a buffer taken for the call (to be replaced by a
+ * per-communicator scratch buffer).
  * WEFT_AVG divides the finished block once.
  *
  * Cost (S = n * block bytes, the input): (n-1) alpha + (n-1)/n S beta +
@@ -145,18 +149,24 @@ static void release_scratch(struct rs_ring *rs)
 	rs->scratch_owned = false;
 }
 
-/* Out of place: the slots for n-2 partial blocks, in rounds if need be. */
+/* Elements of each block per round: every rank must cut the same rounds
+ * (their chunks are the messages), whichever buffers it passed, so this
+ * depends on the call's shape only. */
+static size_t round_elems_of(int n, size_t count, size_t esize)
+{
+	if (n <= 2)
+		return count;
+	size_t per_round = RS_SCRATCH_MAX / (((size_t)n - 2) * esize);
+	if (per_round == 0)
+		per_round = 1;
+	return count < per_round ? count : per_round;
+}
+
+/* Out of place: n-2 slots of one round's partial blocks. */
 static weft_status_t take_scratch(struct weft_task *task)
 {
 	struct rs_ring *rs = state(task);
-	const struct weft_coll_args *a = &task->args;
-	size_t slots = (size_t)task->comm->nranks - 2;
-	size_t per_round = RS_SCRATCH_MAX / (slots * a->esize);
-	if (per_round == 0)
-		per_round = 1;
-	rs->round_elems = a->count < per_round ? a->count : per_round;
-	rs->nrounds = (a->count + rs->round_elems - 1) / rs->round_elems;
-	size_t bytes = slots * rs->round_elems * a->esize;
+	size_t bytes = ((size_t)task->comm->nranks - 2) * rs->round_elems * task->args.esize;
 	if (bytes <= RS_PRIV_SCRATCH) {
 		rs->scratch = (char *)rs->priv_scratch;
 		return WEFT_SUCCESS;
@@ -169,16 +179,18 @@ static weft_status_t take_scratch(struct weft_task *task)
 	return WEFT_SUCCESS;
 }
 
-/* A round (or, in place, the whole call) is complete. */
+/* Round rs->round is complete. In place, the finished block moves to the
+ * start of recvbuf only after the last round: until then the start is
+ * block 0's input for the rounds to come. */
 static void round_done(struct weft_task *task)
 {
 	struct rs_ring *rs = state(task);
 	const struct weft_coll_args *a = &task->args;
 	int n = task->comm->nranks;
 	if (rs->in_place) {
-		char *mine = input_at(task, task->comm->rank, 0);
-		if (mine != (char *)a->recvbuf)
-			memmove(a->recvbuf, mine, a->count * a->esize);
+		if (rs->round + 1 < rs->nrounds)
+			return;
+		memmove(a->recvbuf, input_at(task, task->comm->rank, 0), a->count * a->esize);
 		if (a->op == WEFT_AVG)
 			weft_reduce_scale(a->recvbuf, a->count, a->dtype, n);
 		return;
@@ -218,17 +230,19 @@ static weft_status_t rs_post(struct weft_task *task)
 	rs->scratch_owned = false;
 	rs->round = 0;
 	rs->nrounds = 0;
-	rs->in_place = a->sendbuf == a->recvbuf;
+	/* On rank 0, sendbuf == recvbuf is also NCCL's in place, whose output
+	 * is its own block: the out-of-place path serves it without touching
+	 * the other blocks. */
+	rs->in_place = a->sendbuf == a->recvbuf && task->comm->rank != 0;
 	if (n == 1) {
-		if (!rs->in_place)
+		if (a->sendbuf != a->recvbuf)
 			memmove(a->recvbuf, a->sendbuf, a->count * a->esize);
 		return WEFT_INPROGRESS;
 	}
 	rs->reduce = weft_reduce_kernel(a->dtype, a->op);
-	if (rs->in_place || n == 2) {
-		rs->round_elems = a->count;
-		rs->nrounds = 1;
-	} else {
+	rs->round_elems = round_elems_of(n, a->count, a->esize);
+	rs->nrounds = (a->count + rs->round_elems - 1) / rs->round_elems;
+	if (!rs->in_place && n > 2) {
 		weft_status_t st = take_scratch(task);
 		if (st != WEFT_SUCCESS)
 			return st;
@@ -245,11 +259,8 @@ static double rs_estimate(const struct weft_comm *comm, const struct weft_coll_a
 		return 0;
 	struct weft_cost c = weft_tune_ring(comm);
 	double block = (double)args->count * (double)args->esize;
-	double rounds = 1;
-	if (n > 2 && args->sendbuf != args->recvbuf)
-		rounds = ceil(block * (n - 2) / (double)RS_SCRATCH_MAX);
-	if (rounds < 1)
-		rounds = 1;
+	size_t per_round = round_elems_of(n, args->count, args->esize);
+	double rounds = per_round ? ceil((double)args->count / (double)per_round) : 1;
 	return rounds * (n - 1) * c.alpha + (n - 1) * block * (c.beta + c.gamma);
 }
 

@@ -6,15 +6,18 @@
 #include "algo.h"
 
 /* The first entry of each list is the fallback when no estimate applies. */
-static const struct weft_algo *const allreduce_algos[] = {&weft_allreduce_ring, NULL};
-static const struct weft_algo *const allgather_algos[] = {&weft_allgather_ring, NULL};
-static const struct weft_algo *const reduce_scatter_algos[] = {NULL};
-static const struct weft_algo *const broadcast_algos[] = {NULL};
-static const struct weft_algo *const reduce_algos[] = {NULL};
-static const struct weft_algo *const alltoall_algos[] = {NULL};
-static const struct weft_algo *const barrier_algos[] = {NULL};
-static const struct weft_algo *const send_algos[] = {NULL};
-static const struct weft_algo *const recv_algos[] = {NULL};
+static const struct weft_algo *const allreduce_algos[] = {
+	&weft_allreduce_ring, &weft_allreduce_tree, &weft_allreduce_rhd, &weft_allreduce_hier, NULL};
+static const struct weft_algo *const allgather_algos[] = {
+	&weft_allgather_ring, &weft_allgather_bruck, &weft_allgather_hier, NULL};
+static const struct weft_algo *const reduce_scatter_algos[] = {&weft_reduce_scatter_ring, NULL};
+static const struct weft_algo *const broadcast_algos[] = {&weft_broadcast_ring, &weft_broadcast_tree,
+							  NULL};
+static const struct weft_algo *const reduce_algos[] = {&weft_reduce_tree, NULL};
+static const struct weft_algo *const alltoall_algos[] = {&weft_alltoall_pairwise, NULL};
+static const struct weft_algo *const barrier_algos[] = {&weft_barrier_dissem, NULL};
+static const struct weft_algo *const send_algos[] = {&weft_send_direct, NULL};
+static const struct weft_algo *const recv_algos[] = {&weft_recv_direct, NULL};
 
 static const struct {
 	const char *name;

@@ -865,6 +865,36 @@ static void root_compact(struct root *r)
 	r->nconns = j;
 }
 
+/* Root threads alive in this process, so that the process that hosts a
+ * root does not leave (ending the thread) before the root has served
+ * everyone: see weft_bootstrap_roots_drain(). */
+static pthread_mutex_t roots_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t roots_cond = PTHREAD_COND_INITIALIZER;
+static int roots_running;
+
+static void roots_add(int delta)
+{
+	pthread_mutex_lock(&roots_lock);
+	roots_running += delta;
+	if (roots_running == 0)
+		pthread_cond_broadcast(&roots_cond);
+	pthread_mutex_unlock(&roots_lock);
+}
+
+void weft_bootstrap_roots_drain(double timeout_s)
+{
+	struct timespec deadline;
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	double end = (double)deadline.tv_sec + (double)deadline.tv_nsec * 1e-9 + timeout_s;
+	deadline.tv_sec = (time_t)end;
+	deadline.tv_nsec = (long)((end - (double)deadline.tv_sec) * 1e9);
+	pthread_mutex_lock(&roots_lock);
+	while (roots_running > 0)
+		if (pthread_cond_timedwait(&roots_cond, &roots_lock, &deadline) == ETIMEDOUT)
+			break;
+	pthread_mutex_unlock(&roots_lock);
+}
+
 static void *root_main(void *arg)
 {
 	struct root *r = arg;
@@ -928,6 +958,7 @@ static void *root_main(void *arg)
 	weft_log(WEFT_LOG_INFO, WEFT_SUB_BOOT, "bootstrap root %s: done", r->addr);
 	free(pfds);
 	root_free(r);
+	roots_add(-1);
 	return NULL;
 }
 
@@ -984,10 +1015,12 @@ weft_status_t weft_bootstrap_root_start(const struct sockaddr *addr, socklen_t a
 	{
 		pthread_t tid;
 
+		roots_add(1);
 		rc = pthread_create(&tid, &attr, root_main, r);
 	}
 	pthread_attr_destroy(&attr);
 	if (rc) {
+		roots_add(-1);
 		root_free(r);
 		return weft_err_errno(err, rc, "bootstrap: root thread");
 	}

@@ -80,6 +80,10 @@ weft_status_t weft_bootstrap_allgather(struct weft_bootstrap *bs, void *buf, siz
 
 weft_status_t weft_bootstrap_barrier(struct weft_bootstrap *bs, struct weft_err *err);
 
+/* Wait (at most @p timeout_s) until every root thread of this process has
+ * served its job and exited; returns at once if there is none. */
+void weft_bootstrap_roots_drain(double timeout_s);
+
 /* Leave: closes the connection. The root thread exits when all have left. */
 void weft_bootstrap_close(struct weft_bootstrap *bs);
 

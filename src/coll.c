@@ -16,7 +16,7 @@ static weft_status_t check_comm(struct weft_comm *comm, const char *call)
 	weft_status_t async = (weft_status_t)atomic_load(&comm->async_error);
 	if (async != WEFT_SUCCESS)
 		return weft_comm_fail(comm, async, "%s: the communicator failed earlier: %s", call,
-				      comm->err.msg);
+				      comm->err.msg[0] ? comm->err.msg : weft_status_string(async));
 	return WEFT_SUCCESS;
 }
 
@@ -182,10 +182,13 @@ static struct weft_coll_args make_args(enum weft_coll_kind coll, const void *sen
 	return a;
 }
 
+/* Non-blocking calls: the request must exist, and is NULL after any failure. */
 static weft_status_t need_request(struct weft_comm *comm, weft_request_t *request, const char *call)
 {
-	if (request)
+	if (request) {
+		*request = NULL;
 		return WEFT_SUCCESS;
+	}
 	if (comm)
 		return weft_comm_fail(comm, WEFT_ERR_INVALID_ARG, "%s: request is NULL", call);
 	return weft_err_set(weft_err_init_record(), WEFT_ERR_INVALID_ARG, "%s: request is NULL", call);

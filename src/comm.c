@@ -38,6 +38,10 @@ static weft_status_t vfail(struct weft_comm *comm, weft_status_t status, int err
 {
 	char msg[WEFT_ERR_MSG_BYTES];
 	vsnprintf(msg, sizeof(msg), fmt, ap);
+	/* The last error is what weft_comm_last_error reports, except that the
+	 * first fatal one stays: it is the cause of all that follow. */
+	if (!status_is_fatal(comm->err.status))
+		weft_err_clear(&comm->err);
 	if (errnum)
 		weft_err_errno(&comm->err, errnum, "rank %d: %s", comm->rank, msg);
 	else
@@ -313,6 +317,8 @@ weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct 
 	comm->nranks = nranks;
 	comm->secret = uid->secret;
 	comm->timeout_s = default_timeout(config);
+	double boot_timeout = comm->timeout_s;
+	weft_setting_double("WEFT_BOOTSTRAP_TIMEOUT", &boot_timeout);
 	comm->cards = calloc((size_t)nranks, sizeof(*comm->cards));
 	comm->peers = calloc((size_t)nranks, sizeof(*comm->peers));
 	comm->ring = calloc((size_t)nranks, sizeof(int));
@@ -325,8 +331,6 @@ weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct 
 	}
 	weft_log_set_rank(rank);
 
-	double boot_timeout = comm->timeout_s;
-	weft_setting_double("WEFT_BOOTSTRAP_TIMEOUT", &boot_timeout);
 	st = weft_bootstrap_join(uid, rank, nranks, boot_timeout, &comm->bs, &comm->err);
 	if (st != WEFT_SUCCESS)
 		goto out_free;
@@ -357,6 +361,7 @@ weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct 
 		goto out_free;
 	weft_bootstrap_close(comm->bs);
 	comm->bs = NULL;
+	weft_bootstrap_roots_drain(boot_timeout);
 	weft_log(WEFT_LOG_INFO, WEFT_SUB_INIT, "rank %d of %d ready on %s (chunk %zu bytes)", rank,
 		 nranks, comm->cards[rank].hostname, comm->chunk_bytes);
 	weft_err_clear(ierr);
@@ -367,6 +372,7 @@ out_free:
 	weft_err_clear(ierr);
 	weft_err_set(ierr, st, "%s", comm->err.msg[0] ? comm->err.msg : "init failed");
 	comm_free(comm);
+	weft_bootstrap_roots_drain(boot_timeout); /* let a root here tell the others */
 	return st;
 }
 

@@ -21,12 +21,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../algorithms/algo.h"
 #include "../algorithms/hier_seq.h"
 #include "../src/comm.h"
 #include "harness.h"
 
 #define MAX_RANKS 8
 #define BIG_COUNT 65537u
+#define HUGE_COUNT ((1u << 20) + 3) /* allreduce only: several MiB through CMA and TCP */
 #define JOB_TIMEOUT_S 120.0
 
 struct layout {
@@ -35,16 +37,17 @@ struct layout {
 	int host[MAX_RANKS];  /* host label of each rank */
 	bool by_rank;         /* WEFT_PLACEMENT=rank */
 	bool topo_file;       /* two leaves from a topology file */
+	int nhosts;
 };
 
 static const struct layout layouts[] = {
-	{"2 hosts x 2", 4, {0, 0, 1, 1}, false, false},
-	{"2 hosts 1+2 interleaved", 3, {1, 0, 1}, false, false},
-	{"3 hosts 3+2+1 interleaved", 6, {0, 1, 2, 0, 1, 0}, false, false},
-	{"3 hosts 2+2+1 by rank", 5, {0, 1, 0, 2, 1}, true, false},
-	{"3 hosts x 1", 3, {0, 1, 2}, false, false},
-	{"1 host x 3", 3, {0, 0, 0}, false, false},
-	{"4 hosts on 2 leaves", 6, {0, 1, 2, 3, 0, 2}, false, true},
+	{"2 hosts x 2", 4, {0, 0, 1, 1}, false, false, 2},
+	{"2 hosts 1+2 interleaved", 3, {1, 0, 1}, false, false, 2},
+	{"3 hosts 3+2+1 interleaved", 6, {0, 1, 2, 0, 1, 0}, false, false, 3},
+	{"3 hosts 2+2+1 by rank", 5, {0, 1, 0, 2, 1}, true, false, 3},
+	{"3 hosts x 1", 3, {0, 1, 2}, false, false, 3},
+	{"1 host x 3", 3, {0, 0, 0}, false, false, 1},
+	{"4 hosts on 2 leaves", 6, {0, 1, 2, 3, 0, 2}, false, true, 4},
 };
 
 #define NLAYOUTS ((int)(sizeof(layouts) / sizeof(layouts[0])))
@@ -192,10 +195,38 @@ static int ag_case(weft_comm_t comm, int rank, int nranks, struct bufs *b, size_
 	return 0;
 }
 
+/* The layout as the library sees it, and what the tuner may make of it:
+ * nothing to gain with one host or one rank per host. */
+static int check_model(weft_comm_t comm, const struct layout *l)
+{
+	if (comm->graph.nhosts != l->nhosts)
+		return harness_fail("%d hosts, expected %d", comm->graph.nhosts, l->nhosts);
+	bool gain = l->nhosts > 1 && l->nhosts < l->nranks;
+	const enum weft_coll_kind colls[] = {WEFT_COLL_ALLREDUCE, WEFT_COLL_ALLGATHER};
+	for (int c = 0; c < 2; c++) {
+		const struct weft_algo *a = weft_algo_find(colls[c], "hier");
+		if (!a)
+			return harness_fail("%s:hier is not in the table", weft_coll_name(colls[c]));
+		struct weft_coll_args args = {.coll = colls[c], .count = 4096, .dtype = WEFT_FLOAT32,
+					      .esize = 4};
+		if (a->supports(comm, &args) != gain)
+			return harness_fail("%s:hier supports() is %d, expected %d",
+					    weft_coll_name(colls[c]), !gain, gain);
+		double t = a->estimate(comm, &args);
+		if (!(t >= 0 && t < 1e3))
+			return harness_fail("%s:hier estimate %g", weft_coll_name(colls[c]), t);
+	}
+	return 0;
+}
+
 static int body(weft_comm_t comm, int rank, int nranks, void *arg)
 {
+	if (check_model(comm, arg))
+		return 1;
 	struct bufs b;
 	size_t cap = (size_t)BIG_COUNT * 8 * (size_t)nranks;
+	if (cap < (size_t)HUGE_COUNT * 4)
+		cap = (size_t)HUGE_COUNT * 4;
 	if (!bufs_alloc(&b, cap)) {
 		bufs_free(&b);
 		return harness_fail("out of memory");
@@ -217,6 +248,10 @@ static int body(weft_comm_t comm, int rank, int nranks, void *arg)
 			bad += ag_case(comm, rank, nranks, &b, counts[c], ag_samples[d],
 				       (enum ag_form)((c + d) % AG_FORMS), ++salt) != 0;
 	}
+	if (!bad)
+		bad += ar_case(comm, rank, nranks, &b, HUGE_COUNT, &ar_samples[0], false, ++salt) != 0;
+	if (!bad)
+		bad += ar_case(comm, rank, nranks, &b, HUGE_COUNT, &ar_samples[3], true, ++salt) != 0;
 	bufs_free(&b);
 	return bad ? 1 : 0;
 }

@@ -15,6 +15,8 @@
  *    index is interior in at most one tree.
  */
 #include <check.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -25,6 +27,22 @@
 #include "../algorithms/patterns/tree.h"
 
 #define MAXN 64
+
+/* Check's assertions cost a system call each even when they pass; the
+ * loops here make millions of checks, so they use this instead. */
+static void expect(bool cond, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void expect(bool cond, int line, const char *fmt, ...)
+{
+	if (cond)
+		return;
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	ck_abort_msg("line %d: %s", line, msg);
+}
 
 static uint64_t all_of(int n)
 {
@@ -37,29 +55,29 @@ START_TEST(rd_fold_and_partners)
 {
 	for (int n = 1; n <= MAXN; n++) {
 		int p = weft_rd_pow2(n), k = weft_rd_nsteps(n);
-		ck_assert_int_eq(1 << k, p);
-		ck_assert(p <= n && 2 * p > n);
+		expect((1 << k) == (p), __LINE__, "%s", "1 << k == p");
+		expect(p <= n && 2 * p > n, __LINE__, "%s", "p <= n && 2 * p > n");
 		int folded_into[MAXN] = {0};
 		for (int v = 0; v < n; v++) {
 			int f = weft_rd_fold_peer(v, n);
-			ck_assert(weft_rd_is_extra(v, n) == (v >= p));
+			expect(weft_rd_is_extra(v, n) == (v >= p), __LINE__, "%s", "weft_rd_is_extra(v, n) == (v >= p)");
 			if (f < 0) {
-				ck_assert(v < p && v >= n - p);
+				expect(v < p && v >= n - p, __LINE__, "%s", "v < p && v >= n - p");
 				continue;
 			}
-			ck_assert_int_lt(f, n);
-			ck_assert_int_eq(weft_rd_fold_peer(f, n), v);
-			ck_assert(weft_rd_is_extra(v, n) != weft_rd_is_extra(f, n));
+			expect((f) < (n), __LINE__, "%s", "f < n");
+			expect((weft_rd_fold_peer(f, n)) == (v), __LINE__, "%s", "weft_rd_fold_peer(f, n) == v");
+			expect(weft_rd_is_extra(v, n) != weft_rd_is_extra(f, n), __LINE__, "%s", "weft_rd_is_extra(v, n) != weft_rd_is_extra(f, n)");
 			if (v >= p)
 				folded_into[f]++;
 		}
 		for (int v = 0; v < p; v++)
-			ck_assert_int_le(folded_into[v], 1);
+			expect((folded_into[v]) <= (1), __LINE__, "%s", "folded_into[v] <= 1");
 		for (int v = 0; v < p; v++)
 			for (int s = 0; s < k; s++) {
 				int u = weft_rd_partner(v, s);
-				ck_assert(u >= 0 && u < p && u != v);
-				ck_assert_int_eq(weft_rd_partner(u, s), v);
+				expect(u >= 0 && u < p && u != v, __LINE__, "%s", "u >= 0 && u < p && u != v");
+				expect((weft_rd_partner(u, s)) == (v), __LINE__, "%s", "weft_rd_partner(u, s) == v");
 			}
 	}
 }
@@ -68,7 +86,7 @@ END_TEST
 /* Contributions held: a set of indices; combining two must not overlap. */
 static void combine(uint64_t *into, uint64_t add, int n, int v, const char *what)
 {
-	ck_assert_msg((*into & add) == 0, "n=%d index %d: %s counts a contribution twice", n, v, what);
+	expect((*into & add) == 0, __LINE__, "n=%d index %d: %s counts a contribution twice", n, v, what);
 	*into |= add;
 }
 
@@ -90,7 +108,7 @@ START_TEST(rd_doubling_allreduce)
 		for (int v = p; v < n; v++) /* post step */
 			have[v] = have[weft_rd_fold_peer(v, n)];
 		for (int v = 0; v < n; v++)
-			ck_assert_msg(have[v] == all_of(n), "n=%d index %d misses contributions", n, v);
+			expect(have[v] == all_of(n), __LINE__, "n=%d index %d misses contributions", n, v);
 	}
 }
 END_TEST
@@ -105,22 +123,22 @@ START_TEST(rd_halving_ranges)
 		for (int v = 0; v < p; v++) {
 			int lo, hi;
 			weft_rd_halving_range(v, p, 0, &lo, &hi);
-			ck_assert(lo == 0 && hi == p);
+			expect(lo == 0 && hi == p, __LINE__, "%s", "lo == 0 && hi == p");
 			for (int s = 0; s < k; s++) {
 				int u = weft_rd_partner(v, s), plo, phi, mlo, mhi, ulo, uhi;
 				weft_rd_halving_range(v, p, s, &plo, &phi);
 				weft_rd_halving_range(u, p, s, &ulo, &uhi);
-				ck_assert(plo == ulo && phi == uhi); /* partners start alike */
+				expect(plo == ulo && phi == uhi, __LINE__, "%s", "plo == ulo && phi == uhi"); /* partners start alike */
 				weft_rd_halving_range(v, p, s + 1, &mlo, &mhi);
 				weft_rd_halving_range(u, p, s + 1, &ulo, &uhi);
-				ck_assert_int_eq(mhi - mlo, (phi - plo) / 2);
-				ck_assert(mhi == ulo || uhi == mlo); /* disjoint halves */
-				ck_assert_int_eq((mlo < ulo ? mlo : ulo), plo);
-				ck_assert_int_eq((mhi > uhi ? mhi : uhi), phi);
+				expect((mhi - mlo) == ((phi - plo) / 2), __LINE__, "%s", "mhi - mlo == (phi - plo) / 2");
+				expect(mhi == ulo || uhi == mlo, __LINE__, "%s", "mhi == ulo || uhi == mlo"); /* disjoint halves */
+				expect(((mlo < ulo ? mlo : ulo)) == (plo), __LINE__, "%s", "(mlo < ulo ? mlo : ulo) == plo");
+				expect(((mhi > uhi ? mhi : uhi)) == (phi), __LINE__, "%s", "(mhi > uhi ? mhi : uhi) == phi");
 			}
 			weft_rd_halving_range(v, p, k, &lo, &hi);
-			ck_assert_int_eq(hi, lo + 1);
-			ck_assert_int_eq(owner[lo], -1);
+			expect((hi) == (lo + 1), __LINE__, "%s", "hi == lo + 1");
+			expect((owner[lo]) == (-1), __LINE__, "%s", "owner[lo] == -1");
 			owner[lo] = v;
 		}
 	}
@@ -152,8 +170,7 @@ START_TEST(rd_rabenseifner_allreduce)
 		for (int v = 0; v < p; v++) {
 			int lo, hi;
 			weft_rd_halving_range(v, p, k, &lo, &hi);
-			ck_assert_msg(have[v][lo] == all_of(n), "n=%d: segment %d of index %d incomplete",
-				      n, lo, v);
+			expect(have[v][lo] == all_of(n), __LINE__, "n=%d: segment %d of index %d incomplete", n, lo, v);
 		}
 		for (int s = k - 1; s >= 0; s--) { /* doubling: take the partner's range */
 			memcpy(next, have, sizeof(have));
@@ -169,8 +186,7 @@ START_TEST(rd_rabenseifner_allreduce)
 			memcpy(have[v], have[weft_rd_fold_peer(v, n)], sizeof(have[v]));
 		for (int v = 0; v < n; v++)
 			for (int seg = 0; seg < p; seg++)
-				ck_assert_msg(have[v][seg] == all_of(n), "n=%d index %d segment %d incomplete",
-					      n, v, seg);
+				expect(have[v][seg] == all_of(n), __LINE__, "n=%d index %d segment %d incomplete", n, v, seg);
 	}
 }
 END_TEST
@@ -183,11 +199,11 @@ START_TEST(ring_segments)
 		for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
 			size_t off = 0;
 			for (int seg = 0; seg < n; seg++) {
-				ck_assert_uint_eq(weft_seg_offset(counts[c], n, seg), off);
+				expect((weft_seg_offset(counts[c], n, seg)) == (off), __LINE__, "%s", "weft_seg_offset(counts[c], n, seg) == off");
 				off += weft_seg_count(counts[c], n, seg);
 			}
-			ck_assert_uint_eq(off, counts[c]);
-			ck_assert_uint_eq(weft_seg_offset(counts[c], n, n), counts[c]);
+			expect((off) == (counts[c]), __LINE__, "%s", "off == counts[c]");
+			expect((weft_seg_offset(counts[c], n, n)) == (counts[c]), __LINE__, "%s", "weft_seg_offset(counts[c], n, n) == counts[c]");
 		}
 }
 END_TEST
@@ -198,42 +214,40 @@ START_TEST(bruck_covers_every_block_once)
 {
 	for (int n = 1; n <= MAXN; n++) {
 		int k = weft_bruck_nsteps(n);
-		ck_assert(k == 0 ? n == 1 : ((1 << (k - 1)) < n && n <= (1 << k)));
+		expect(k == 0 ? n == 1 : ((1 << (k - 1)) < n && n <= (1 << k)), __LINE__, "%s", "k == 0 ? n == 1 : ((1 << (k - 1)) < n && n <= (1 << k))");
 		uint64_t have[MAXN], next[MAXN];
 		for (int v = 0; v < n; v++)
 			have[v] = (uint64_t)1 << v;
 		for (int s = 0; s < k; s++) {
 			int nb = weft_bruck_nblocks(s, n);
-			ck_assert(nb >= 1 && nb <= weft_bruck_dist(s));
+			expect(nb >= 1 && nb <= weft_bruck_dist(s), __LINE__, "%s", "nb >= 1 && nb <= weft_bruck_dist(s)");
 			memcpy(next, have, sizeof(have));
 			for (int v = 0; v < n; v++) {
 				int to = weft_bruck_send_to(v, s, n), from = weft_bruck_recv_from(v, s, n);
-				ck_assert(to >= 0 && to < n && from >= 0 && from < n);
-				ck_assert_int_eq(weft_bruck_recv_from(to, s, n), v);
-				ck_assert_int_eq(weft_bruck_send_to(from, s, n), v);
+				expect(to >= 0 && to < n && from >= 0 && from < n, __LINE__, "%s", "to >= 0 && to < n && from >= 0 && from < n");
+				expect((weft_bruck_recv_from(to, s, n)) == (v), __LINE__, "%s", "weft_bruck_recv_from(to, s, n) == v");
+				expect((weft_bruck_send_to(from, s, n)) == (v), __LINE__, "%s", "weft_bruck_send_to(from, s, n) == v");
 				/* What v receives is what its sender sends. */
-				ck_assert_int_eq(weft_bruck_recv_first(v, s, n), weft_bruck_send_first(from, s, n));
+				expect((weft_bruck_recv_first(v, s, n)) == (weft_bruck_send_first(from, s, n)), __LINE__, "%s", "weft_bruck_recv_first(v, s, n) == weft_bruck_send_first(from, s, n)");
 				int lo[2], len[2];
 				int np = weft_bruck_pieces(weft_bruck_send_first(v, s, n), nb, n, lo, len);
-				ck_assert(np >= 1 && np <= 2);
+				expect(np >= 1 && np <= 2, __LINE__, "%s", "np >= 1 && np <= 2");
 				int total = 0;
 				for (int i = 0; i < np; i++) {
-					ck_assert(lo[i] >= 0 && len[i] > 0 && lo[i] + len[i] <= n);
+					expect(lo[i] >= 0 && len[i] > 0 && lo[i] + len[i] <= n, __LINE__, "%s", "lo[i] >= 0 && len[i] > 0 && lo[i] + len[i] <= n");
 					for (int b = lo[i]; b < lo[i] + len[i]; b++) {
-						ck_assert_msg((have[v] >> b & 1),
-							      "n=%d step %d: rank %d sends block %d it lacks", n, s, v, b);
-						ck_assert_msg(!(have[to] >> b & 1) && !(next[to] >> b & 1),
-							      "n=%d step %d: rank %d gets block %d twice", n, s, to, b);
+						expect((have[v] >> b & 1), __LINE__, "n=%d step %d: rank %d sends block %d it lacks", n, s, v, b);
+						expect(!(have[to] >> b & 1) && !(next[to] >> b & 1), __LINE__, "n=%d step %d: rank %d gets block %d twice", n, s, to, b);
 						next[to] |= (uint64_t)1 << b;
 					}
 					total += len[i];
 				}
-				ck_assert_int_eq(total, nb);
+				expect((total) == (nb), __LINE__, "%s", "total == nb");
 			}
 			memcpy(have, next, sizeof(have));
 		}
 		for (int v = 0; v < n; v++)
-			ck_assert_msg(have[v] == all_of(n), "n=%d: rank %d lacks blocks", n, v);
+			expect(have[v] == all_of(n), __LINE__, "n=%d: rank %d lacks blocks", n, v);
 	}
 }
 END_TEST
@@ -241,12 +255,12 @@ END_TEST
 START_TEST(bruck_pieces)
 {
 	int lo[2], len[2];
-	ck_assert_int_eq(weft_bruck_pieces(3, 0, 5, lo, len), 0);
-	ck_assert_int_eq(weft_bruck_pieces(1, 3, 5, lo, len), 1);
-	ck_assert(lo[0] == 1 && len[0] == 3);
-	ck_assert_int_eq(weft_bruck_pieces(3, 4, 5, lo, len), 2);
-	ck_assert(lo[0] == 3 && len[0] == 2 && lo[1] == 0 && len[1] == 2);
-	ck_assert_int_eq(weft_bruck_pieces(0, 5, 5, lo, len), 1);
+	expect((weft_bruck_pieces(3, 0, 5, lo, len)) == (0), __LINE__, "%s", "weft_bruck_pieces(3, 0, 5, lo, len) == 0");
+	expect((weft_bruck_pieces(1, 3, 5, lo, len)) == (1), __LINE__, "%s", "weft_bruck_pieces(1, 3, 5, lo, len) == 1");
+	expect(lo[0] == 1 && len[0] == 3, __LINE__, "%s", "lo[0] == 1 && len[0] == 3");
+	expect((weft_bruck_pieces(3, 4, 5, lo, len)) == (2), __LINE__, "%s", "weft_bruck_pieces(3, 4, 5, lo, len) == 2");
+	expect(lo[0] == 3 && len[0] == 2 && lo[1] == 0 && len[1] == 2, __LINE__, "%s", "lo[0] == 3 && len[0] == 2 && lo[1] == 0 && len[1] == 2");
+	expect((weft_bruck_pieces(0, 5, 5, lo, len)) == (1), __LINE__, "%s", "weft_bruck_pieces(0, 5, 5, lo, len) == 1");
 }
 END_TEST
 
@@ -262,31 +276,30 @@ static int check_tree(int n, shape_fn shape, int arg, int max_children, int max_
 	int parent[MAXN], children[MAXN][32], nch[MAXN], root = -1;
 	for (int i = 0; i < n; i++) {
 		shape(i, n, arg, &parent[i], children[i], &nch[i]);
-		ck_assert_msg(nch[i] <= max_children, "%s n=%d arg %d: %d has %d children", what, n,
-			      arg, i, nch[i]);
+		expect(nch[i] <= max_children, __LINE__, "%s n=%d arg %d: %d has %d children", what, n, arg, i, nch[i]);
 		if (parent[i] < 0) {
-			ck_assert_msg(root < 0, "%s n=%d arg %d: two roots", what, n, arg);
+			expect(root < 0, __LINE__, "%s n=%d arg %d: two roots", what, n, arg);
 			root = i;
 		} else {
-			ck_assert(parent[i] < n && parent[i] != i);
+			expect(parent[i] < n && parent[i] != i, __LINE__, "%s", "parent[i] < n && parent[i] != i");
 		}
 	}
-	ck_assert_msg(root >= 0, "%s n=%d arg %d: no root", what, n, arg);
+	expect(root >= 0, __LINE__, "%s n=%d arg %d: no root", what, n, arg);
 	int child_seen[MAXN] = {0};
 	for (int i = 0; i < n; i++)
 		for (int c = 0; c < nch[i]; c++) {
 			int ch = children[i][c];
-			ck_assert_msg(ch >= 0 && ch < n && parent[ch] == i,
-				      "%s n=%d arg %d: %d lists child %d whose parent is %d", what, n, arg,
-				      i, ch, ch >= 0 && ch < n ? parent[ch] : -2);
+			expect(ch >= 0 && ch < n && parent[ch] == i, __LINE__, "%s n=%d arg %d: %d lists child %d whose parent is %d", what, n, arg, i, ch, ch >= 0 && ch < n ? parent[ch] : -2);
 			child_seen[ch]++;
 		}
 	for (int i = 0; i < n; i++) {
-		ck_assert_int_eq(child_seen[i], i == root ? 0 : 1);
+		expect((child_seen[i]) == (i == root ? 0 : 1), __LINE__, "%s", "every non-root index is one parent's child");
 		int hops = 0;
-		for (int j = i; parent[j] >= 0; j = parent[j])
-			ck_assert_msg(++hops <= max_depth, "%s n=%d arg %d: %d is %d+ deep (cycle?)", what,
-				      n, arg, i, hops);
+		for (int j = i; parent[j] >= 0; j = parent[j]) {
+			hops++;
+			expect(hops <= max_depth, __LINE__, "%s n=%d arg %d: %d is %d+ deep (cycle?)",
+			       what, n, arg, i, hops);
+		}
 	}
 	return root;
 }
@@ -330,13 +343,13 @@ START_TEST(binomial_trees)
 	for (int n = 1; n <= MAXN; n++)
 		for (int root = 0; root < n; root++) {
 			int r = check_tree(n, binomial_shape, root, 32, ceil_log2(n), "binomial");
-			ck_assert_int_eq(r, root);
+			expect((r) == (root), __LINE__, "%s", "r == root");
 			/* Largest subtree first: children farther away come first. */
 			int ch[32], k = weft_binomial_children(root, root, n, ch);
-			ck_assert_int_eq(k, ceil_log2(n));
+			expect((k) == (ceil_log2(n)), __LINE__, "%s", "k == ceil_log2(n)");
 			for (int c = 1; c < k; c++) {
 				int d0 = (ch[c - 1] - root + n) % n, d1 = (ch[c] - root + n) % n;
-				ck_assert_int_gt(d0, d1);
+				expect((d0) > (d1), __LINE__, "%s", "d0 > d1");
 			}
 		}
 }
@@ -349,7 +362,7 @@ START_TEST(double_binary_trees)
 		int interior[MAXN] = {0};
 		for (int t = 0; t < 2; t++) {
 			int root = check_tree(n, dbtree_shape, t, 2, ceil_log2(n) + 1, "dbtree");
-			ck_assert_int_eq(root, weft_dbtree_root(t, n));
+			expect((root) == (weft_dbtree_root(t, n)), __LINE__, "%s", "root == weft_dbtree_root(t, n)");
 			for (int i = 0; i < n; i++) {
 				int parent, c[WEFT_TREE_MAX_CHILDREN];
 				weft_dbtree(i, t, n, &parent, c);
@@ -358,7 +371,7 @@ START_TEST(double_binary_trees)
 			}
 		}
 		for (int i = 0; i < n; i++)
-			ck_assert_msg(interior[i] <= 1, "n=%d: %d is interior in both trees", n, i);
+			expect(interior[i] <= 1, __LINE__, "n=%d: %d is interior in both trees", n, i);
 	}
 }
 END_TEST

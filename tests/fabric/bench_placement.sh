@@ -5,7 +5,7 @@
 #   --spine-rate RATE  tbf rate of each leaf uplink, both ways (default 300mbit;
 #                      host links are unshaped veths)
 #   -b SIZE -e SIZE    size range for allreduce_perf (default 1M .. 64M, -f 2)
-#   -n ITERS -w WARMUP iterations (default 5 and 1: a 64M AllReduce takes
+#   -n ITERS -w WARMUP iterations (default 3 and 1: a 64M AllReduce takes
 #                      seconds at 300mbit)
 #
 # Builds the fabric (2 leaves x 2 hosts, uplinks shaped), runs 4 ranks with
@@ -51,7 +51,7 @@ if [ -z "${FABRIC_STATE:-}" ]; then
 		"$0" "${args[@]}"
 fi
 
-MINB=1M MAXB=64M ITERS=5 WARMUP=1 OUTDIR="" BLOCKED=1
+MINB=1M MAXB=64M ITERS=3 WARMUP=1 OUTDIR="" BLOCKED=1
 while [ $# -gt 0 ]; do
 	case $1 in
 	--no-blocked) BLOCKED=0; shift ;;

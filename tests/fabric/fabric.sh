@@ -10,8 +10,14 @@
 # are shaped with tbf in both directions; host links are left unshaped.
 #
 # lldpd runs on every leaf (system name leaf1, leaf2, ... on its host-facing
-# ports) and on every host (system name = host namespace name, on eth0), each
-# with its own control socket, tx-interval 500ms.
+# ports swpN, bridge capability) and on every host (system name = host
+# namespace name, on eth0), each with its own control socket, tx-interval
+# 500ms, tx-hold 20 (TTL 10 s, so a busy CPU does not age neighbours out), port
+# ids = interface names. `up` returns once every host sees its leaf and every
+# leaf its hosts (bounded by --timeout, default 15 s).
+# `down` ends the lldpd PIDs it recorded (checking their start time), then any
+# process still inside its namespaces (e.g. a rank of a failed test), then
+# deletes the namespaces, sockets, logs and the state file.
 #
 # Usage:
 #   fabric.sh up   [--leaves L] [--hosts-per-leaf H] [--spine-rate RATE]
@@ -281,7 +287,7 @@ cmd_up() {
 	record "dir $DIR"
 	# lldpd's privilege-separation chroot; lldpd creates it too, but several
 	# instances starting at once could race on it.
-	[ -d /run/lldpd ] || mkdir -m 755 /run/lldpd
+	[ -d /run/lldpd ] || mkdir -m 755 /run/lldpd 2>/dev/null || [ -d /run/lldpd ]
 
 	local spine="$PREFIX-spine" l h i lns hns ip sock ports
 	new_ns "$spine"

@@ -86,10 +86,15 @@ $(BUILD)/tests/%: tests/%.c $(TEST_HARNESS) tests/harness.h $(BUILD)/libweft.a
 
 # Every suite runs; the target fails if any failed. Each prints Check's
 # "N%: Checks: X, Failures: Y, Errors: Z" line.
-test: tests $(PERF_PROGS)
+# The fabric test needs root, ip, tc and lldpd; it exits 77 (skipped) otherwise.
+test: tests $(PERF_PROGS) $(TOOLS)
 	@fail=0; for t in $(TEST_PROGS); do \
 		echo "== $$t"; WEFT_BUILD=$(BUILD) $$t || fail=1; \
-	done; exit $$fail
+	done; \
+	echo "== tests/fabric/test_fabric_topo.sh"; \
+	WEFT_BUILD=$(BUILD) tests/fabric/test_fabric_topo.sh; rc=$$?; \
+	if [ $$rc -eq 77 ]; then echo "fabric test skipped"; elif [ $$rc -ne 0 ]; then fail=1; fi; \
+	exit $$fail
 
 asan-test:
 	$(MAKE) BUILD=build-asan SANITIZE="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \

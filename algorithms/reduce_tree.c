@@ -11,11 +11,9 @@
  * divides each finished chunk for WEFT_AVG).
  *
  * Where partial sums live: sendbuf is read-only and a non-root's recvbuf may
- * be NULL, so an inner node accumulates in staging slots, reused round-robin
- * once the chunk in them has gone up. The slots are in the task's own state
- * (REDUCE_SLOTS of REDUCE_SLOT_BYTES), which caps the chunk at that size on
- * every rank; a per-communicator scratch buffer of REDUCE_SLOTS x
- * comm->chunk_bytes would let the chunk be the communicator's.
+ * be NULL, so an inner node accumulates in staging slots of one chunk each,
+ * reused round-robin once the chunk in them has gone up: the communicator's
+ * scratch buffer (one collective runs at a time, so it is ours).
  *
  * Cost (S bytes, n ranks, d = ceil(log2 n), chunk c, k = ceil(S/c)):
  *   T = (d - 1 + k) (alpha + 2 c (beta + gamma))
@@ -32,12 +30,12 @@
 
 #define REDUCE_POOL 9 /* three links (two children, the parent), three each */
 #define REDUCE_SLOTS 2
-#define REDUCE_SLOT_BYTES 1024
+
+_Static_assert(REDUCE_SLOTS <= WEFT_SCRATCH_CHUNKS, "scratch too small for the staging slots");
 
 struct reduce_tree {
 	struct weft_tree_pipeline tp;
 	struct weft_msg pool[REDUCE_POOL];
-	alignas(64) char staging[REDUCE_SLOTS][REDUCE_SLOT_BYTES];
 };
 
 _Static_assert(sizeof(struct reduce_tree) <= WEFT_TASK_PRIV_BYTES, "task state too big");
@@ -49,7 +47,7 @@ static struct reduce_tree *state(const struct weft_task *task)
 
 static size_t chunk_bytes(const struct weft_comm *comm)
 {
-	return comm->chunk_bytes < REDUCE_SLOT_BYTES ? comm->chunk_bytes : REDUCE_SLOT_BYTES;
+	return comm->chunk_bytes;
 }
 
 static weft_status_t reduce_post(struct weft_task *task)
@@ -66,7 +64,7 @@ static weft_status_t reduce_post(struct weft_task *task)
 		.ntrees = 1,
 		.up = true,
 		.chunk_elems = chunk_bytes(comm) / a->esize,
-		.staging = rt->staging[0],
+		.staging = comm->scratch,
 		.nslots = REDUCE_SLOTS,
 		.pool = rt->pool,
 		.pool_cap = REDUCE_POOL,

@@ -7,7 +7,18 @@
  * flags), buffer allocation and pre-faulting, the warm-up and timing loops,
  * the data check with guard regions, and the nccl-tests-style report.
  *
- * The same file builds two ways. Without PERF_MPI the runtime underneath
+ * Sizes, counts and bandwidths follow nccl-tests (see ../shared/BENCH.md):
+ * a row's size S is the larger of the send and the receive buffer
+ * (AllGather, ReduceScatter and AlltoAll: count per rank x nranks x type
+ * size), its count column is S / type size, algbw = S / time and busbw =
+ * algbw x the collective's factor.
+ *
+ * The driver is split by concern: perf_common.c (the sweep and the report),
+ * perf_args.c (options), perf_check.c (datatypes, patterns, guards),
+ * perf_rt_weft.c / perf_launch.c (Weft runtime and the -np launcher) and
+ * perf_rt_mpi.c (MPI runtime). perf_int.h is what they share.
+ *
+ * The same files build two ways. Without PERF_MPI the runtime underneath
  * (start-up, barrier, reductions of timings and error counts) is Weft, with
  * a local launcher (-np N), a launcher environment (mpirun, WEFT_RANK), or a
  * single rank. With -DPERF_MPI it is MPI and nothing here refers to Weft,
@@ -28,6 +39,12 @@
 enum perf_coll {
 	PERF_COLL_ALLREDUCE,
 	PERF_COLL_ALLGATHER,
+	PERF_COLL_REDUCE_SCATTER,
+	PERF_COLL_BROADCAST,
+	PERF_COLL_REDUCE,
+	PERF_COLL_ALLTOALL,
+	PERF_COLL_SENDRECV,
+	PERF_COLL_COUNT
 };
 
 /* Same order as weft_datatype_t, but independent of it for the MPI build. */
@@ -47,18 +64,26 @@ enum perf_dtype {
 
 enum perf_op { PERF_SUM, PERF_PROD, PERF_MIN, PERF_MAX, PERF_AVG, PERF_OP_COUNT };
 
-/* One call of the collective under test. */
+/* One call of the collective under test. Buffers are laid out as the
+ * collective's NCCL form wants them; in place they alias as follows:
+ *   allreduce       sendbuf == recvbuf
+ *   allgather       sendbuf == recvbuf + rank * count elements
+ *   reduce_scatter  recvbuf == sendbuf + rank * count elements
+ *   broadcast       sendbuf == recvbuf (every rank; only the root's is read)
+ *   reduce          sendbuf == recvbuf (every rank; only the root's is written)
+ *   alltoall, sendrecv: never in place (the in-place columns print N/A).
+ * in_place says so for backends that need a marker such as MPI_IN_PLACE. */
 struct perf_call {
-	/* For in place, sendbuf is recvbuf (allreduce) or recvbuf + rank *
-	 * count elements (allgather); in_place says so for backends that need
-	 * a marker such as MPI_IN_PLACE instead. */
 	const void *sendbuf;
 	void *recvbuf;
-	size_t count; /* elements per rank */
+	size_t count; /* elements per rank: per block for allgather,
+			 reduce_scatter and alltoall */
 	enum perf_dtype dtype;
-	enum perf_op op; /* unused by allgather */
+	enum perf_op op; /* used by allreduce, reduce_scatter and reduce only */
 	bool in_place;
 	int rank;
+	int nranks;
+	int root; /* broadcast and reduce; -1 otherwise */
 };
 
 /* The collective a program measures. */
@@ -94,6 +119,8 @@ MPI_Op perf_mpi_op(enum perf_op op);
 const char *perf_mpi_unsupported(enum perf_dtype dtype, enum perf_op op);
 /* Dies with MPI's error string unless err is MPI_SUCCESS. */
 void perf_mpi_check(int err, const char *what);
+/* Dies unless count fits MPI's int counts (MPI-4 large counts are not used). */
+int perf_mpi_count(size_t count, const char *what);
 #else
 /* The communicator the run created. */
 weft_comm_t perf_weft_comm(void);

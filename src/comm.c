@@ -264,7 +264,16 @@ static weft_status_t agree_chunk(struct weft_comm *comm)
 		comm->chunk_bytes = chunk < 64 ? 64 : (size_t)chunk;
 	}
 	free(all);
-	return st;
+	if (st != WEFT_SUCCESS)
+		return st;
+	comm->scratch_bytes = WEFT_SCRATCH_CHUNKS * comm->chunk_bytes;
+	if (posix_memalign(&comm->scratch, 4096, comm->scratch_bytes) != 0) {
+		comm->scratch = NULL;
+		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "init: no memory for %zu bytes of scratch",
+				      comm->scratch_bytes);
+	}
+	memset(comm->scratch, 0, comm->scratch_bytes); /* fault it in now, not on the hot path */
+	return WEFT_SUCCESS;
 }
 
 static double default_timeout(const weft_config_t *config)
@@ -298,6 +307,7 @@ static void comm_free(struct weft_comm *comm)
 		free(t);
 	}
 	weft_topo_graph_free(&comm->graph);
+	free(comm->scratch);
 	free(comm->ring);
 	free(comm->p2p_sent);
 	free(comm->p2p_received);

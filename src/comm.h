@@ -18,6 +18,7 @@
 #define WEFT_MAX_RANKS 4096
 #define WEFT_HOST_ID_BYTES 192
 #define WEFT_HOSTNAME_BYTES 64
+#define WEFT_SCRATCH_CHUNKS 4
 
 /* What each rank tells the others about itself at init. Fixed size, plain
  * bytes: it crosses the wire as is (all ranks run the same build). */
@@ -60,6 +61,11 @@ struct weft_comm {
 	int *ring;     /* ring order: ring[pos] is a rank; neighbours share a host, then a leaf */
 	int ring_pos;  /* this rank's position in it */
 	size_t chunk_bytes; /* pipelining chunk, agreed by all ranks at init */
+	/* WEFT_SCRATCH_CHUNKS chunks of staging, pre-faulted at init, for the
+	 * one collective that runs at a time (e.g. partial sums of a reduce on
+	 * ranks whose recvbuf may be NULL). */
+	void *scratch;
+	size_t scratch_bytes;
 	struct weft_tuner tuner; /* cost model and overrides */
 
 	uint64_t seq;              /* next collective's sequence number */

@@ -50,6 +50,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include <cpuid.h>
 #include <immintrin.h>
 
 #include "dtype.h"
@@ -380,6 +381,13 @@ static ALWAYS_INLINE v_f32 combine_float(const v_f32 *px, const v_f32 *py, weft_
 	}
 }
 
+/* combine_float for the AVX2-target functions: clang rejects calls from
+ * them to non-AVX functions that return 32-byte vectors, even inlined. */
+static ALWAYS_INLINE void combine_float_to(v_f32 *r, const v_f32 *px, const v_f32 *py, weft_op_t op)
+{
+	*r = combine_float(px, py, op, true);
+}
+
 static ALWAYS_INLINE v_f64 combine_double(const v_f64 *px, const v_f64 *py, weft_op_t op, bool wide)
 {
 	switch (op) {
@@ -582,7 +590,8 @@ static AVX2_TARGET ALWAYS_INLINE void reduce_8_f16c(unsigned char *d, const unsi
 	memcpy(&x, a, n);
 	memcpy(&y, b, n);
 	v_f32 fx = (v_f32)_mm256_cvtph_ps(x), fy = (v_f32)_mm256_cvtph_ps(y);
-	v_f32 f = combine_float(&fx, &fy, op, true);
+	v_f32 f;
+	combine_float_to(&f, &fx, &fy, op);
 	r = _mm256_cvtps_ph((__m256)f, _MM_FROUND_TO_NEAREST_INT);
 	memcpy(d, &r, n);
 }
@@ -635,7 +644,9 @@ static AVX2_TARGET ALWAYS_INLINE void reduce_16_bf16_avx2(unsigned char *d, cons
 	      yl = (v_f32)_mm256_unpacklo_epi16(zero, y);
 	v_f32 xh = (v_f32)_mm256_unpackhi_epi16(zero, x),
 	      yh = (v_f32)_mm256_unpackhi_epi16(zero, y);
-	v_f32 lo = combine_float(&xl, &yl, op, true), hi = combine_float(&xh, &yh, op, true);
+	v_f32 lo, hi;
+	combine_float_to(&lo, &xl, &yl, op);
+	combine_float_to(&hi, &xh, &yh, op);
 	r = _mm256_packus_epi32(narrow_bf16_avx2((__m256)lo), narrow_bf16_avx2((__m256)hi));
 	memcpy(d, &r, n);
 }
@@ -844,8 +855,15 @@ static bool force_generic;
 
 static void detect_cpu(void)
 {
+	unsigned int eax, ebx, ecx, edx;
+	bool f16c;
+
+	/* F16C from CPUID leaf 1 (ECX bit 29): older GCCs and clang do not know
+	 * "f16c" in __builtin_cpu_supports. The "avx2" test also checks that
+	 * the OS saves the ymm registers, which F16C needs too. */
+	f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
 	__builtin_cpu_init();
-	cpu_has_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+	cpu_has_avx2 = __builtin_cpu_supports("avx2") && f16c;
 }
 
 static bool use_avx2(void)

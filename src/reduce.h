@@ -9,19 +9,19 @@
 #include "weft.h"
 
 /* dst[i] = a[i] op b[i] for i < count. dst may alias a or b exactly (not
- * partially). For WEFT_AVG the kernel sums; the caller divides once at the
+ * partially). For WEFT_AVG the kernel sums ; the caller divides once at the
  * end with weft_reduce_scale(). fp16/bf16 are widened to fp32, combined and
- * rounded back to nearest even. */
+ * rounded back to nearest even. Pointers need no particular alignment. */
 typedef void (*weft_reduce_fn)(void *dst, const void *a, const void *b, size_t count);
 
 /* The kernel for (dtype, op), or NULL if either is invalid. */
 weft_reduce_fn weft_reduce_kernel(weft_datatype_t dtype, weft_op_t op);
 
-/* buf[i] /= divisor for i < count (the last step of WEFT_AVG). Integer types
+/* buf[i] /= divisor (>= 1) for i < count (the last step of WEFT_AVG). Integer types
  * truncate toward zero; fp16/bf16 divide in fp32. */
 void weft_reduce_scale(void *buf, size_t count, weft_datatype_t dtype, int divisor);
 
-/* Name of the instruction set the kernels were dispatched to ("avx2", "sse2"). */
+/* Name of the instruction set the kernels were dispatched to ("avx2" or "generic"). */
 const char *weft_reduce_isa(void);
 
 /* Conversions used by the kernels and by tests. Round to nearest even; NaN

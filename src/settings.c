@@ -36,6 +36,8 @@ static const struct weft_setting settings[] = {
 	 "ring order: 'topo' (host, then leaf, before crossing the spine) or 'rank' (rank order)"},
 	{"WEFT_BIND", "none", "bind each rank near its NIC: none, numa or core"},
 	{"WEFT_ALGO", NULL, "force algorithms, e.g. 'allreduce:ring;allgather:ring'"},
+	{"WEFT_TUNE_CALIBRATE", "0",
+	 "measure alpha and beta per link class at init (1) instead of the defaults"},
 	{"WEFT_TUNE", NULL,
 	 "algorithm per size range, e.g. 'allreduce:0-64K:rhd,64K-inf:ring;allgather:0-inf:ring'"},
 };

@@ -144,7 +144,8 @@ static void fill_counts(hwloc_topology_t t, struct weft_topo_card *card)
 weft_status_t weft_topo_hwloc_fill_at(struct weft_topo_card *card, const char *nic,
 				      const char *xml_path, const char *cpus, struct weft_err *err)
 {
-	snprintf(card->nic, sizeof(card->nic), "%s", nic ? nic : "");
+	if (nic != card->nic) /* callers may pass the card's own field */
+		snprintf(card->nic, sizeof(card->nic), "%s", nic ? nic : "");
 	card->numa = -1;
 	card->nic_numa = -1;
 	card->cores = card->numa_nodes = card->packages = 0;

@@ -136,6 +136,9 @@ weft_status_t weft_tune_init(struct weft_comm *comm)
 	if (st != WEFT_SUCCESS)
 		return st;
 	set_costs(comm);
+	st = weft_tune_calibrate(comm);
+	if (st != WEFT_SUCCESS)
+		return st;
 	if (comm->rank == 0 && weft_log_enabled(WEFT_LOG_INFO, WEFT_SUB_TUNE)) {
 		char *text = NULL;
 		size_t len = 0;

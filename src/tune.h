@@ -30,6 +30,15 @@ struct weft_tuner {
  * is WEFT_ERR_INVALID_ARG naming it. */
 weft_status_t weft_tune_init(struct weft_comm *comm);
 
+/* WEFT_TUNE_CALIBRATE=1: measure alpha, beta and gamma for every link class
+ * that occurs among the ranks and replace the defaults in comm->tuner.cost
+ * with them (tune_calibrate.c); every rank ends with the same table. Collective:
+ * it uses the bootstrap, which must still be open, and the connected
+ * transports, so weft_tune_init calls it after setting the defaults. Every
+ * rank must have the same setting. WEFT_TUNE_CALIBRATE=0 (the default): does
+ * nothing; any other value is WEFT_ERR_INVALID_ARG naming it. */
+weft_status_t weft_tune_calibrate(struct weft_comm *comm);
+
 /* Parse "allreduce:0-64K:rhd,64K-inf:ring;allgather:..." (exported for tests). */
 weft_status_t weft_tune_parse_ranges(const char *spec, struct weft_tuner *t, struct weft_err *err);
 

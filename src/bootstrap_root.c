@@ -1,34 +1,13 @@
 /*
- * bootstrap.c — the root listener thread and the rank side of the bootstrap.
- *
- * Wire protocol (host byte order: every rank runs the same build). Every
- * message is a frame: struct frame_hdr {u32 type, u32 seq, u64 len} and then
- * len payload bytes; len is checked against a maximum for the type first.
- *   rank -> root  HELLO {magic, secret, version, rank, nranks}, within 2 s of
- *                 connecting; then GATHER (seq n, one block) per collective,
- *                 and BYE (empty) when it closes.
- *   root -> rank  READY (empty) once all nranks ranks joined; GATHER (seq n,
- *                 the nranks blocks) once every block of op n is in; ERROR
- *                 {i32 status, text} when the job fails or the hello is
- *                 refused; after an ERROR the root reads nothing more from it.
- *
- * The root is one thread with one poll() over the listener and every
- * connection, all non-blocking, so a slow or silent peer only ever costs its
- * own connection. Replies are queued per connection and share one
- * reference-counted buffer. Deadlines: a join phase lasts timeout_s from the
- * first valid hello; an allgather lasts timeout_s from the first block that
- * arrives. When one passes, the root tells every waiting rank which ranks are
- * missing. Ranks wait timeout_s plus a short grace, so that the root's
- * verdict (which names the missing ranks) normally reaches them before their
- * own deadline does.
+ * bootstrap_root.c — the root listener thread of the bootstrap: accepts the
+ * ranks' connections, checks their hellos, serves the join and each
+ * allgather, enforces the deadlines and tells the ranks why a job failed.
+ * The protocol is described in bootstrap_wire.h.
  */
 #define _GNU_SOURCE
 #include "bootstrap.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -39,98 +18,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bootstrap_wire.h"
 #include "comm.h"
 #include "log.h"
 
-_Static_assert(sizeof(struct weft_uid) <= sizeof(weft_unique_id_t),
-	       "struct weft_uid must fit in weft_unique_id_t");
-
-
-#define MAX_TOTAL_BYTES ((uint64_t)64 << 20) /* nranks * block bytes */
-#define MAX_ERROR_BYTES 1024u
 #define HELLO_TIMEOUT_S 2.0
-#define JOIN_GRACE_S	1.0 /* rank waits this long past its timeout for the root */
-#define MAX_STRANGERS	64  /* connections still owing a hello, beyond nranks */
-#define ADDR_STR_BYTES	64
-
-enum frame_type {
-	FRAME_HELLO = 1,
-	FRAME_READY = 2,
-	FRAME_GATHER = 3,
-	FRAME_ERROR = 4,
-	FRAME_BYE = 5,
-};
-
-struct frame_hdr {
-	uint32_t type;
-	uint32_t seq;
-	uint64_t len;
-};
-
-struct hello {
-	uint64_t magic;
-	uint64_t secret;
-	uint32_t version;
-	int32_t rank;
-	int32_t nranks;
-	uint32_t reserved;
-};
-
-_Static_assert(sizeof(struct frame_hdr) == 16, "frame header is 16 bytes on the wire");
-_Static_assert(sizeof(struct hello) == 32, "hello is 32 bytes on the wire");
-
-/* ---------------------------------------------------------------- helpers */
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* Milliseconds until @p deadline, rounded up, never negative. */
-static int ms_until(double deadline, double now)
-{
-	double ms = (deadline - now) * 1000.0;
-
-	if (ms <= 0)
-		return 0;
-	if (ms > 60000)
-		return 60000;
-	return (int)ms + 1;
-}
-
-static void addr_format(const struct sockaddr *sa, char *buf, size_t size)
-{
-	char host[INET6_ADDRSTRLEN] = "?";
-	unsigned port = 0;
-
-	if (sa->sa_family == AF_INET) {
-		const struct sockaddr_in *in4 = (const struct sockaddr_in *)sa;
-
-		inet_ntop(AF_INET, &in4->sin_addr, host, sizeof(host));
-		port = ntohs(in4->sin_port);
-		snprintf(buf, size, "%s:%u", host, port);
-	} else if (sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
-
-		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
-		port = ntohs(in6->sin6_port);
-		snprintf(buf, size, "[%s]:%u", host, port);
-	} else {
-		snprintf(buf, size, "(address family %d)", sa->sa_family);
-	}
-}
-
-static bool addr_len_ok(int family, socklen_t len)
-{
-	if (family == AF_INET)
-		return len == sizeof(struct sockaddr_in);
-	if (family == AF_INET6)
-		return len == sizeof(struct sockaddr_in6);
-	return false;
-}
+#define MAX_STRANGERS	64 /* connections still owing a hello, beyond nranks */
 
 /*
  * "rank 3" or "ranks 3,5,7-9" for the ranks where @p missing is true; stops
@@ -165,8 +58,6 @@ static void ranks_format(const bool *missing, int nranks, char *buf, size_t size
 		i = j;
 	}
 }
-
-/* ------------------------------------------------------------ root thread */
 
 struct blob {
 	size_t refs;
@@ -335,7 +226,7 @@ static void conn_refuse(struct root *r, struct conn *c, weft_status_t status, co
 	conn_send_error(c, status, text);
 	c->phase = CONN_CLOSING;
 	c->drain = true;
-	c->deadline = now_s() + HELLO_TIMEOUT_S;
+	c->deadline = weft_bootstrap_wire_now_s() + HELLO_TIMEOUT_S;
 }
 
 static void conn_drop(struct root *r, struct conn *c, const char *why)
@@ -353,7 +244,7 @@ static void root_fail(struct root *r, weft_status_t status, const char *text)
 	if (r->failed)
 		return;
 	r->failed = true;
-	r->fail_time = now_s();
+	r->fail_time = weft_bootstrap_wire_now_s();
 	weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT, "bootstrap root %s: job failed: %s", r->addr, text);
 	b = error_blob(status, text);
 	for (size_t i = 0; i < r->nconns; i++) {
@@ -427,7 +318,7 @@ static void root_on_hello(struct root *r, struct conn *c)
 		}
 		r->nranks = h->nranks;
 		r->nranks_from = h->rank;
-		r->join_start = now_s();
+		r->join_start = weft_bootstrap_wire_now_s();
 	}
 	if (r->by_rank[h->rank] || r->gone[h->rank]) {
 		snprintf(text, sizeof(text), "bootstrap: rank %d already joined%s%s", h->rank,
@@ -478,7 +369,7 @@ static bool root_op_start(struct root *r, struct conn *c, size_t bytes)
 	r->op_bytes = bytes;
 	r->op_first = c->rank;
 	r->op_count = 0;
-	r->op_start = now_s();
+	r->op_start = weft_bootstrap_wire_now_s();
 	return true;
 }
 
@@ -746,7 +637,7 @@ static void root_accept(struct root *r)
 		if (!c || r->nconns == r->conns_cap || r->nconns >= limit) {
 			char peer[ADDR_STR_BYTES];
 
-			addr_format((struct sockaddr *)&ss, peer, sizeof(peer));
+			weft_bootstrap_wire_addr_format((struct sockaddr *)&ss, peer, sizeof(peer));
 			weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT,
 				 "bootstrap root %s: dropped connection from %s: %s", r->addr, peer,
 				 c ? "too many connections" : "out of memory");
@@ -757,8 +648,8 @@ static void root_accept(struct root *r)
 		c->fd = fd;
 		c->rank = -1;
 		c->phase = CONN_HELLO;
-		c->deadline = now_s() + HELLO_TIMEOUT_S;
-		addr_format((struct sockaddr *)&ss, c->peer, sizeof(c->peer));
+		c->deadline = weft_bootstrap_wire_now_s() + HELLO_TIMEOUT_S;
+		weft_bootstrap_wire_addr_format((struct sockaddr *)&ss, c->peer, sizeof(c->peer));
 		r->conns[r->nconns++] = c;
 	}
 }
@@ -902,7 +793,7 @@ static void *root_main(void *arg)
 	size_t pfds_cap = 0;
 
 	for (;;) {
-		double now = now_s();
+		double now = weft_bootstrap_wire_now_s();
 		double next = root_check_deadlines(r, now);
 		double linger = r->timeout_s > 1.0 ? r->timeout_s : 1.0;
 		size_t n;
@@ -935,7 +826,7 @@ static void *root_main(void *arg)
 			next = r->start + r->timeout_s;
 		if (r->failed && r->fail_time + linger < next)
 			next = r->fail_time + linger;
-		rc = poll(pfds, n + 1, ms_until(next, now));
+		rc = poll(pfds, n + 1, weft_bootstrap_wire_ms_until(next, now));
 		if (rc < 0) {
 			if (errno == EINTR)
 				continue;
@@ -973,7 +864,7 @@ weft_status_t weft_bootstrap_root_start(const struct sockaddr *addr, socklen_t a
 	int one = 1, rc;
 	int fd;
 
-	if (!addr || !uid || !addr_len_ok(addr->sa_family, addr_len))
+	if (!addr || !uid || !weft_bootstrap_wire_addr_len_ok(addr->sa_family, addr_len))
 		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
 				    "bootstrap: root address must be IPv4 or IPv6");
 	if (!(timeout_s > 0))
@@ -988,7 +879,7 @@ weft_status_t weft_bootstrap_root_start(const struct sockaddr *addr, socklen_t a
 		char where[ADDR_STR_BYTES];
 		int e = errno;
 
-		addr_format(addr, where, sizeof(where));
+		weft_bootstrap_wire_addr_format(addr, where, sizeof(where));
 		close(fd);
 		return weft_err_errno(err, e, "bootstrap: root listen on %s", where);
 	}
@@ -1000,8 +891,8 @@ weft_status_t weft_bootstrap_root_start(const struct sockaddr *addr, socklen_t a
 	r->listen_fd = fd;
 	r->secret = secret;
 	r->timeout_s = timeout_s;
-	r->start = now_s();
-	addr_format(&bound.sa, r->addr, sizeof(r->addr));
+	r->start = weft_bootstrap_wire_now_s();
+	weft_bootstrap_wire_addr_format(&bound.sa, r->addr, sizeof(r->addr));
 
 	memset(uid, 0, sizeof(*uid));
 	uid->magic = WEFT_UID_MAGIC;
@@ -1027,356 +918,4 @@ weft_status_t weft_bootstrap_root_start(const struct sockaddr *addr, socklen_t a
 	weft_log(WEFT_LOG_INFO, WEFT_SUB_BOOT, "bootstrap root listening on %s (timeout %.1f s)",
 		 r->addr, timeout_s);
 	return WEFT_SUCCESS;
-}
-
-weft_status_t weft_bootstrap_uid_check(const struct weft_uid *uid, struct weft_err *err)
-{
-	if (!uid)
-		return weft_err_set(err, WEFT_ERR_INVALID_ARG, "unique id is NULL");
-	if (uid->magic != WEFT_UID_MAGIC)
-		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
-				    "unique id is invalid (bad magic 0x%016llx; was it made by "
-				    "weft_get_unique_id() and copied whole?)",
-				    (unsigned long long)uid->magic);
-	if (uid->version != WEFT_UID_VERSION)
-		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
-				    "unique id is invalid (version %u, this library reads %u)",
-				    uid->version, WEFT_UID_VERSION);
-	if (!addr_len_ok(uid->addr.sa.sa_family, uid->addr_len))
-		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
-				    "unique id is invalid (address family %d, length %u)",
-				    uid->addr.sa.sa_family, uid->addr_len);
-	return WEFT_SUCCESS;
-}
-
-/* ------------------------------------------------------------- rank side */
-
-struct weft_bootstrap {
-	int fd;
-	int rank;
-	int nranks;
-	double timeout_s;
-	uint32_t seq;
-	bool failed;
-	char root[ADDR_STR_BYTES];
-};
-
-/* Wait for @p events on the root connection; false once @p deadline passes. */
-static bool wait_fd(int fd, short events, double deadline, short *revents)
-{
-	for (;;) {
-		double now = now_s();
-		struct pollfd p = {.fd = fd, .events = events};
-		int rc;
-
-		if (now >= deadline)
-			return false;
-		rc = poll(&p, 1, ms_until(deadline, now));
-		if (rc > 0) {
-			*revents = p.revents;
-			return true;
-		}
-		if (rc < 0 && errno != EINTR)
-			return false;
-	}
-}
-
-/* Read exactly @p len bytes before @p deadline. */
-static weft_status_t read_full(struct weft_bootstrap *bs, void *buf, size_t len, double deadline,
-			       const char *what, struct weft_err *err)
-{
-	size_t got = 0;
-
-	while (got < len) {
-		ssize_t n = recv(bs->fd, (char *)buf + got, len - got, MSG_DONTWAIT);
-		short rev;
-
-		if (n > 0) {
-			got += (size_t)n;
-			continue;
-		}
-		if (n == 0)
-			return weft_err_set(
-			    err, WEFT_ERR_REMOTE,
-			    "rank %d: bootstrap: root %s closed the connection during %s", bs->rank,
-			    bs->root, what);
-		if (errno == EINTR)
-			continue;
-		if (errno != EAGAIN && errno != EWOULDBLOCK)
-			return weft_err_errno(err, errno,
-					      "rank %d: bootstrap: read from root %s during %s",
-					      bs->rank, bs->root, what);
-		if (!wait_fd(bs->fd, POLLIN, deadline, &rev))
-			return weft_err_set(
-			    err, WEFT_ERR_TIMEOUT,
-			    "rank %d: bootstrap: no answer from root %s within %.1f s "
-			    "(%s)",
-			    bs->rank, bs->root, bs->timeout_s, what);
-	}
-	return WEFT_SUCCESS;
-}
-
-/* The root sent an ERROR frame: hand its status and text to the caller. */
-static weft_status_t read_error(struct weft_bootstrap *bs, const struct frame_hdr *h,
-				double deadline, const char *what, struct weft_err *err)
-{
-	char buf[MAX_ERROR_BYTES + 1];
-	int32_t status;
-	size_t text_len;
-	weft_status_t rc;
-
-	if (h->len < sizeof(status) || h->len > MAX_ERROR_BYTES)
-		return weft_err_set(
-		    err, WEFT_ERR_REMOTE,
-		    "rank %d: bootstrap: root %s sent a malformed error (%llu bytes) "
-		    "during %s",
-		    bs->rank, bs->root, (unsigned long long)h->len, what);
-	rc = read_full(bs, buf, (size_t)h->len, deadline, what, err);
-	if (rc != WEFT_SUCCESS)
-		return rc;
-	memcpy(&status, buf, sizeof(status));
-	text_len = (size_t)h->len - sizeof(status);
-	memmove(buf, buf + sizeof(status), text_len);
-	buf[text_len] = '\0';
-	for (size_t i = 0; i < text_len; i++)
-		if ((unsigned char)buf[i] < 0x20 || (unsigned char)buf[i] > 0x7e)
-			buf[i] = '?';
-	if (status >= 0 || status < WEFT_ERR_ABORTED)
-		status = WEFT_ERR_REMOTE;
-	return weft_err_set(err, (weft_status_t)status, "rank %d: %s", bs->rank, buf);
-}
-
-/*
- * Read one frame header and check it is @p type with @p seq and @p len; an
- * ERROR frame instead becomes the caller's error.
- */
-static weft_status_t expect_frame(struct weft_bootstrap *bs, uint32_t type, uint32_t seq,
-				  uint64_t len, double deadline, const char *what,
-				  struct weft_err *err)
-{
-	struct frame_hdr h;
-	weft_status_t rc = read_full(bs, &h, sizeof(h), deadline, what, err);
-
-	if (rc != WEFT_SUCCESS)
-		return rc;
-	if (h.type == FRAME_ERROR)
-		return read_error(bs, &h, deadline, what, err);
-	if (h.type != type || h.seq != seq || h.len != len)
-		return weft_err_set(
-		    err, WEFT_ERR_REMOTE,
-		    "rank %d: bootstrap: root %s sent an unexpected frame during %s "
-		    "(type %u seq %u, %llu bytes; expected type %u seq %u, %llu bytes)",
-		    bs->rank, bs->root, what, h.type, h.seq, (unsigned long long)h.len, type, seq,
-		    (unsigned long long)len);
-	return WEFT_SUCCESS;
-}
-
-/*
- * Send a frame. While the root does not read, watch for what it sends
- * instead: an ERROR (the job failed) must end the wait, not the deadline.
- */
-static weft_status_t send_frame(struct weft_bootstrap *bs, uint32_t type, uint32_t seq,
-				const void *payload, size_t len, double deadline, const char *what,
-				struct weft_err *err)
-{
-	struct frame_hdr h = {.type = type, .seq = seq, .len = len};
-	size_t total = sizeof(h) + len, off = 0;
-
-	while (off < total) {
-		struct iovec iov[2];
-		struct msghdr mh = {.msg_iov = iov};
-		ssize_t n;
-		short rev;
-
-		if (off < sizeof(h)) {
-			iov[0] = (struct iovec){(char *)&h + off, sizeof(h) - off};
-			iov[1] = (struct iovec){(void *)payload, len};
-			mh.msg_iovlen = len ? 2 : 1;
-		} else {
-			iov[0] = (struct iovec){(char *)payload + (off - sizeof(h)), total - off};
-			mh.msg_iovlen = 1;
-		}
-		n = sendmsg(bs->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n >= 0) {
-			off += (size_t)n;
-			continue;
-		}
-		if (errno == EINTR)
-			continue;
-		if (errno != EAGAIN && errno != EWOULDBLOCK)
-			return weft_err_errno(err, errno,
-					      "rank %d: bootstrap: send to root %s during %s",
-					      bs->rank, bs->root, what);
-		if (!wait_fd(bs->fd, POLLOUT | POLLIN, deadline, &rev))
-			return weft_err_set(
-			    err, WEFT_ERR_TIMEOUT,
-			    "rank %d: bootstrap: root %s took no data within %.1f s (%s)", bs->rank,
-			    bs->root, bs->timeout_s, what);
-		if ((rev & POLLIN) && !(rev & POLLOUT))
-			return expect_frame(bs, FRAME_ERROR, 0, 0, deadline, what, err);
-	}
-	return WEFT_SUCCESS;
-}
-
-/* Non-blocking connect, retried while the root is not listening yet. */
-static weft_status_t connect_root(struct weft_bootstrap *bs, const struct weft_uid *uid,
-				  double deadline, struct weft_err *err)
-{
-	double backoff = 0.01;
-	int one = 1;
-
-	for (;;) {
-		int fd =
-		    socket(uid->addr.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-		int e = 0;
-		socklen_t elen = sizeof(e);
-		short rev;
-
-		if (fd < 0)
-			return weft_err_errno(err, errno, "rank %d: bootstrap: socket", bs->rank);
-		if (connect(fd, &uid->addr.sa, uid->addr_len) < 0) {
-			e = errno;
-			if (e == EINPROGRESS || e == EINTR) {
-				if (!wait_fd(fd, POLLOUT, deadline, &rev))
-					e = ETIMEDOUT;
-				else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &elen) < 0)
-					e = errno;
-			}
-		}
-		if (e == 0) {
-			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-			bs->fd = fd;
-			return WEFT_SUCCESS;
-		}
-		close(fd);
-		if (e == ECONNREFUSED && now_s() + backoff < deadline) {
-			struct timespec ts = {0, (long)(backoff * 1e9)};
-
-			nanosleep(&ts, NULL);
-			backoff = backoff * 2 < 0.2 ? backoff * 2 : 0.2;
-			continue;
-		}
-		if (e == ECONNREFUSED || e == ETIMEDOUT)
-			return weft_err_set(err, WEFT_ERR_TIMEOUT,
-					    "rank %d: bootstrap: connect to root %s: %s for %.1f s",
-					    bs->rank, bs->root, strerror(e), bs->timeout_s);
-		return weft_err_errno(err, e, "rank %d: bootstrap: connect to root %s", bs->rank,
-				      bs->root);
-	}
-}
-
-weft_status_t weft_bootstrap_join(const struct weft_uid *uid, int rank, int nranks,
-				  double timeout_s, struct weft_bootstrap **out,
-				  struct weft_err *err)
-{
-	struct hello hello = {0};
-	struct weft_bootstrap *bs;
-	double start = now_s();
-	weft_status_t rc;
-
-	if (!out)
-		return weft_err_set(err, WEFT_ERR_INVALID_ARG, "bootstrap: join: out is NULL");
-	*out = NULL;
-	rc = weft_bootstrap_uid_check(uid, err);
-	if (rc != WEFT_SUCCESS)
-		return rc;
-	if (nranks < 1 || nranks > WEFT_MAX_RANKS || rank < 0 || rank >= nranks)
-		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
-				    "bootstrap: rank %d of %d ranks is out of range (1..%d ranks)",
-				    rank, nranks, WEFT_MAX_RANKS);
-	if (!(timeout_s > 0))
-		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
-				    "bootstrap: timeout must be positive, not %g", timeout_s);
-	bs = calloc(1, sizeof(*bs));
-	if (!bs)
-		return weft_err_set(err, WEFT_ERR_NO_MEMORY, "rank %d: bootstrap: state", rank);
-	bs->fd = -1;
-	bs->rank = rank;
-	bs->nranks = nranks;
-	bs->timeout_s = timeout_s;
-	addr_format(&uid->addr.sa, bs->root, sizeof(bs->root));
-
-	rc = connect_root(bs, uid, start + timeout_s, err);
-	if (rc != WEFT_SUCCESS)
-		goto out_free;
-	hello.magic = WEFT_UID_MAGIC;
-	hello.secret = uid->secret;
-	hello.version = WEFT_UID_VERSION;
-	hello.rank = rank;
-	hello.nranks = nranks;
-	rc = send_frame(bs, FRAME_HELLO, 0, &hello, sizeof(hello), start + timeout_s, "join", err);
-	if (rc != WEFT_SUCCESS)
-		goto out_close;
-	rc = expect_frame(bs, FRAME_READY, 0, 0, start + timeout_s + JOIN_GRACE_S, "join", err);
-	if (rc != WEFT_SUCCESS)
-		goto out_close;
-	weft_log(WEFT_LOG_INFO, WEFT_SUB_BOOT, "rank %d: bootstrap: joined %d ranks at root %s",
-		 rank, nranks, bs->root);
-	*out = bs;
-	return WEFT_SUCCESS;
-
-out_close:
-	close(bs->fd);
-out_free:
-	free(bs);
-	return rc;
-}
-
-weft_status_t weft_bootstrap_allgather(struct weft_bootstrap *bs, void *buf, size_t bytes,
-				       struct weft_err *err)
-{
-	char what[64];
-	uint32_t seq;
-	double deadline;
-	weft_status_t rc;
-
-	if (!bs)
-		return weft_err_set(err, WEFT_ERR_INVALID_ARG, "bootstrap allgather: bs is NULL");
-	seq = bs->seq;
-	snprintf(what, sizeof(what), "bootstrap allgather #%u", seq);
-	if (bs->failed)
-		return weft_err_set(err, WEFT_ERR_REMOTE,
-				    "rank %d: %s: an earlier bootstrap call failed", bs->rank,
-				    what);
-	if (bytes > MAX_TOTAL_BYTES / (uint64_t)bs->nranks)
-		return weft_err_set(
-		    err, WEFT_ERR_INVALID_ARG,
-		    "rank %d: %s: %zu bytes per rank x %d ranks is over the %llu byte "
-		    "limit",
-		    bs->rank, what, bytes, bs->nranks, (unsigned long long)MAX_TOTAL_BYTES);
-	if (bytes && !buf)
-		return weft_err_set(err, WEFT_ERR_INVALID_ARG, "rank %d: %s: buf is NULL", bs->rank,
-				    what);
-	bs->seq++;
-	deadline = now_s() + bs->timeout_s;
-	rc =
-	    send_frame(bs, FRAME_GATHER, seq, bytes ? (char *)buf + (size_t)bs->rank * bytes : NULL,
-		       bytes, deadline, what, err);
-	if (rc == WEFT_SUCCESS)
-		rc = expect_frame(bs, FRAME_GATHER, seq, (uint64_t)bs->nranks * bytes,
-				  deadline + JOIN_GRACE_S, what, err);
-	if (rc == WEFT_SUCCESS && bytes)
-		rc = read_full(bs, buf, (size_t)bs->nranks * bytes, deadline + JOIN_GRACE_S, what,
-			       err);
-	if (rc != WEFT_SUCCESS)
-		bs->failed = true;
-	return rc;
-}
-
-weft_status_t weft_bootstrap_barrier(struct weft_bootstrap *bs, struct weft_err *err)
-{
-	return weft_bootstrap_allgather(bs, NULL, 0, err);
-}
-
-void weft_bootstrap_close(struct weft_bootstrap *bs)
-{
-	struct frame_hdr bye = {.type = FRAME_BYE};
-
-	if (!bs)
-		return;
-	/* Best effort: if the root cannot take 16 bytes now, our EOF says the same. */
-	if (!bs->failed)
-		(void)!send(bs->fd, &bye, sizeof(bye), MSG_NOSIGNAL | MSG_DONTWAIT);
-	close(bs->fd);
-	free(bs);
 }

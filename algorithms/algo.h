@@ -63,10 +63,6 @@ extern const struct weft_algo weft_alltoall_pairwise;
 extern const struct weft_algo weft_barrier_dissem;
 extern const struct weft_algo weft_send_direct;
 extern const struct weft_algo weft_recv_direct;
-extern const struct weft_algo weft_allreduce_rhd;
-extern const struct weft_algo weft_allgather_bruck;
-extern const struct weft_algo weft_reduce_scatter_ring;
-extern const struct weft_algo weft_barrier_dissem;
 
 const char *weft_coll_name(enum weft_coll_kind coll);
 

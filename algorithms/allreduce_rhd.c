@@ -10,11 +10,11 @@
  * their own (pre step), and get the whole result back at the end (post
  * step); see patterns/rd.h.
  *
- * Recursive doubling (S <= RHD_SCRATCH_BYTES): at step s every position v
- * < p exchanges its whole partial result with v ^ 2^s and reduces what
+ * Recursive doubling (S <= RHD_DOUBLING_MAX): at step s every position
+ * v < p exchanges its whole partial result with v ^ 2^s and reduces what
  * arrives. A buffer cannot be sent and received into at once, so partial
- * results alternate between recvbuf and a scratch area in the task's own
- * state, which is why this path is limited to small messages.
+ * results alternate between recvbuf and the communicator's scratch buffer
+ * (which also bounds this path).
  * Cost: k (alpha + S beta + S gamma), plus 2 alpha + 2 S beta + S gamma
  * when n is not a power of two.
  *
@@ -38,7 +38,10 @@
 #include "patterns/rd.h"
 #include "patterns/ring.h"
 
-#define RHD_SCRATCH_BYTES 3072
+/* Doubling moves the whole vector k times, halving-doubling 2 (p-1)/p of
+ * it in 2k messages: with alpha/beta around 10-40 KB on our links, doubling
+ * wins below a few tens of KB. */
+#define RHD_DOUBLING_MAX ((size_t)32 << 10)
 
 struct allreduce_rhd {
 	struct weft_lockstep ls;
@@ -47,7 +50,6 @@ struct allreduce_rhd {
 	int v;     /* this rank's index (ring position) */
 	int fold;  /* fold partner's index, -1 if none */
 	bool small;
-	alignas(64) unsigned char scratch[RHD_SCRATCH_BYTES];
 };
 
 _Static_assert(sizeof(struct allreduce_rhd) <= WEFT_TASK_PRIV_BYTES, "task state too big");
@@ -80,10 +82,11 @@ static void whole(struct weft_xfer *x, int peer, const void *buf, size_t len)
 	x->len = len;
 }
 
-/* Doubling: partial result j lives in scratch (j even) or recvbuf (j odd). */
+/* Doubling: partial result j lives in the communicator's scratch (j even;
+ * one collective runs at a time, so it is ours) or in recvbuf (j odd). */
 static char *partial(struct weft_task *task, int j)
 {
-	return j % 2 == 0 ? (char *)state(task)->scratch : (char *)task->args.recvbuf;
+	return j % 2 == 0 ? (char *)task->comm->scratch : (char *)task->args.recvbuf;
 }
 
 static void plan_small(struct weft_task *task, int s, struct weft_lockstep_step *out)
@@ -179,7 +182,7 @@ static void step_done(struct weft_task *task, uint32_t step)
 	if (r->small) { /* the last doubling step: result to recvbuf, averaged */
 		int last_j = (r->fold >= 0 ? 1 : 0) + r->k - 1;
 		if (last_j % 2 == 0)
-			memcpy(a->recvbuf, r->scratch, total_bytes(task));
+			memcpy(a->recvbuf, task->comm->scratch, total_bytes(task));
 		if (a->op == WEFT_AVG)
 			weft_reduce_scale(a->recvbuf, a->count, a->dtype, task->comm->nranks);
 		return;
@@ -199,9 +202,11 @@ static const struct weft_lockstep_ops lockstep_ops = {
 	.step_done = step_done,
 };
 
-static bool use_doubling(size_t bytes)
+/* The same answer on every rank: scratch_bytes follows the chunk size,
+ * which the ranks agree on at init. */
+static bool use_doubling(const struct weft_comm *comm, size_t bytes)
 {
-	return bytes <= RHD_SCRATCH_BYTES;
+	return bytes <= RHD_DOUBLING_MAX && bytes <= comm->scratch_bytes;
 }
 
 static weft_status_t rhd_post(struct weft_task *task)
@@ -220,7 +225,7 @@ static weft_status_t rhd_post(struct weft_task *task)
 	r->k = weft_rd_nsteps(n);
 	r->v = task->comm->ring_pos;
 	r->fold = weft_rd_fold_peer(r->v, n);
-	r->small = use_doubling(total_bytes(task));
+	r->small = use_doubling(task->comm, total_bytes(task));
 	weft_lockstep_init(&r->ls, &lockstep_ops, nsteps(r));
 	weft_status_t st = weft_lockstep_progress(&r->ls, task);
 	return st == WEFT_SUCCESS ? WEFT_INPROGRESS : st;
@@ -240,7 +245,7 @@ static double rhd_estimate(const struct weft_comm *comm, const struct weft_coll_
 	double S = (double)args->count * (double)args->esize;
 	double k = weft_rd_nsteps(n), p = weft_rd_pow2(n);
 	double t;
-	if (use_doubling(args->count * args->esize))
+	if (use_doubling(comm, args->count * args->esize))
 		t = k * (c.alpha + S * c.beta + S * c.gamma);
 	else
 		t = 2 * k * c.alpha + 2 * (p - 1) / p * S * c.beta + (p - 1) / p * S * c.gamma;

@@ -14,7 +14,7 @@
 #include "../src/tune.h"
 #include "algo.h"
 #include "lockstep.h"
-#include "patterns/bruck.h"
+#include "patterns/bruck.h" /* ceil(log2 n) rounds, as Bruck */
 
 struct barrier_dissem {
 	struct weft_lockstep ls;

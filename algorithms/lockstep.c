@@ -33,7 +33,8 @@ static weft_status_t post_step(struct weft_lockstep *ls, struct weft_task *task)
 			struct weft_msg *m = &ls->msgs[slot];
 			m->buf = x->buf;
 			m->len = x->len;
-			m->tag = weft_p2p_tag(task->seq, ls->step * WEFT_LOCKSTEP_MAX + (uint32_t)i);
+			uint32_t piece = ls->step * WEFT_LOCKSTEP_MAX + (uint32_t)i;
+			m->tag = weft_p2p_tag(task->seq, piece);
 			m->reduce = x->reduce;
 			m->local = x->local;
 			m->unit = task->args.esize ? task->args.esize : 1;

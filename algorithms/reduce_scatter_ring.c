@@ -23,18 +23,16 @@
  *    able to arrive while the previous step's chunk in the same place is
  *    still being sent — so partials go to scratch, one slot per step (n-2
  *    slots). Only this rank's own block of the output is written.
- * To bound the scratch, the blocks are processed in rounds of at most
- * RS_SCRATCH_MAX / (n-2) bytes each, one pipeline per round; every rank
- * cuts the same rounds, in place or not. Small cases fit in the task's own
- * state; larger ones use a buffer taken for the call (to be replaced by a
- * per-communicator scratch buffer).
+ * The scratch is the communicator's (one collective runs at a time), so
+ * the blocks are processed in rounds of at most scratch_bytes / (n-2)
+ * bytes each, one pipeline per round; every rank cuts the same rounds, in
+ * place or not.
  * WEFT_AVG divides the finished block once.
  *
  * Cost (S = n * block bytes, the input): (n-1) alpha + (n-1)/n S beta +
  * (n-1)/n S gamma, plus (n-1) alpha per extra round.
  */
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "../src/comm.h"
@@ -44,9 +42,6 @@
 #include "patterns/ring.h"
 #include "ring_pipeline.h"
 
-#define RS_SCRATCH_MAX ((size_t)4 << 20)
-#define RS_PRIV_SCRATCH 1536
-
 struct rs_ring {
 	struct weft_ring_pipeline rp;
 	weft_reduce_fn reduce;
@@ -55,8 +50,6 @@ struct rs_ring {
 	size_t round_elems; /* elements of each block per round */
 	size_t round, nrounds;
 	char *scratch;      /* out of place: n-2 slots of round_elems elements */
-	bool scratch_owned;
-	alignas(64) unsigned char priv_scratch[RS_PRIV_SCRATCH];
 };
 
 _Static_assert(sizeof(struct rs_ring) <= WEFT_TASK_PRIV_BYTES, "task state too big");
@@ -76,7 +69,10 @@ static void chunk_span(const struct weft_task *task, uint32_t chunk, size_t *fir
 	size_t round_hi = round_lo + rs->round_elems < count ? round_lo + rs->round_elems : count;
 	size_t lo = round_lo + (size_t)chunk * rs->chunk_elems;
 	*first = lo < round_hi ? lo : round_hi;
-	*elems = lo >= round_hi ? 0 : (round_hi - lo < rs->chunk_elems ? round_hi - lo : rs->chunk_elems);
+	if (lo >= round_hi)
+		*elems = 0;
+	else
+		*elems = round_hi - lo < rs->chunk_elems ? round_hi - lo : rs->chunk_elems;
 }
 
 static char *input_at(const struct weft_task *task, int block, size_t elem)
@@ -138,45 +134,22 @@ static void start_round(struct weft_task *task)
 {
 	struct rs_ring *rs = state(task);
 	uint32_t nchunks = weft_ring_nchunks(task, rs->round_elems, &rs->chunk_elems);
-	weft_ring_pipeline_init(&rs->rp, task, &geometry, (uint32_t)task->comm->nranks - 1, nchunks);
-}
-
-static void release_scratch(struct rs_ring *rs)
-{
-	if (rs->scratch_owned)
-		free(rs->scratch);
-	rs->scratch = NULL;
-	rs->scratch_owned = false;
+	uint32_t nsteps = (uint32_t)task->comm->nranks - 1;
+	weft_ring_pipeline_init(&rs->rp, task, &geometry, nsteps, nchunks);
 }
 
 /* Elements of each block per round: every rank must cut the same rounds
  * (their chunks are the messages), whichever buffers it passed, so this
- * depends on the call's shape only. */
-static size_t round_elems_of(int n, size_t count, size_t esize)
+ * depends on the call's shape and the agreed scratch size only. */
+static size_t round_elems_of(const struct weft_comm *comm, size_t count, size_t esize)
 {
+	int n = comm->nranks;
 	if (n <= 2)
 		return count;
-	size_t per_round = RS_SCRATCH_MAX / (((size_t)n - 2) * esize);
+	size_t per_round = comm->scratch_bytes / (((size_t)n - 2) * esize);
 	if (per_round == 0)
 		per_round = 1;
 	return count < per_round ? count : per_round;
-}
-
-/* Out of place: n-2 slots of one round's partial blocks. */
-static weft_status_t take_scratch(struct weft_task *task)
-{
-	struct rs_ring *rs = state(task);
-	size_t bytes = ((size_t)task->comm->nranks - 2) * rs->round_elems * task->args.esize;
-	if (bytes <= RS_PRIV_SCRATCH) {
-		rs->scratch = (char *)rs->priv_scratch;
-		return WEFT_SUCCESS;
-	}
-	rs->scratch = malloc(bytes);
-	if (!rs->scratch)
-		return weft_comm_fail(task->comm, WEFT_ERR_NO_MEMORY,
-				      "reduce_scatter ring: no memory for %zu bytes of scratch", bytes);
-	rs->scratch_owned = true;
-	return WEFT_SUCCESS;
 }
 
 /* Round rs->round is complete. In place, the finished block moves to the
@@ -207,17 +180,12 @@ static weft_status_t rs_progress(struct weft_task *task)
 	struct rs_ring *rs = state(task);
 	while (rs->round < rs->nrounds) {
 		weft_status_t st = weft_ring_pipeline_progress(&rs->rp, task);
-		if (st == WEFT_INPROGRESS)
-			return st;
-		if (st != WEFT_SUCCESS) {
-			release_scratch(rs);
-			return st;
-		}
+		if (st != WEFT_SUCCESS)
+			return st; /* WEFT_INPROGRESS or a failure */
 		round_done(task);
 		if (++rs->round < rs->nrounds)
 			start_round(task);
 	}
-	release_scratch(rs);
 	return WEFT_SUCCESS;
 }
 
@@ -226,8 +194,7 @@ static weft_status_t rs_post(struct weft_task *task)
 	struct rs_ring *rs = state(task);
 	const struct weft_coll_args *a = &task->args;
 	int n = task->comm->nranks;
-	rs->scratch = NULL;
-	rs->scratch_owned = false;
+	rs->scratch = task->comm->scratch; /* one collective runs at a time: ours */
 	rs->round = 0;
 	rs->nrounds = 0;
 	/* On rank 0, sendbuf == recvbuf is also NCCL's in place, whose output
@@ -240,13 +207,8 @@ static weft_status_t rs_post(struct weft_task *task)
 		return WEFT_INPROGRESS;
 	}
 	rs->reduce = weft_reduce_kernel(a->dtype, a->op);
-	rs->round_elems = round_elems_of(n, a->count, a->esize);
+	rs->round_elems = round_elems_of(task->comm, a->count, a->esize);
 	rs->nrounds = (a->count + rs->round_elems - 1) / rs->round_elems;
-	if (!rs->in_place && n > 2) {
-		weft_status_t st = take_scratch(task);
-		if (st != WEFT_SUCCESS)
-			return st;
-	}
 	start_round(task);
 	weft_status_t st = rs_progress(task);
 	return st == WEFT_SUCCESS || st == WEFT_INPROGRESS ? WEFT_INPROGRESS : st;
@@ -259,7 +221,7 @@ static double rs_estimate(const struct weft_comm *comm, const struct weft_coll_a
 		return 0;
 	struct weft_cost c = weft_tune_ring(comm);
 	double block = (double)args->count * (double)args->esize;
-	size_t per_round = round_elems_of(n, args->count, args->esize);
+	size_t per_round = round_elems_of(comm, args->count, args->esize);
 	double rounds = per_round ? ceil((double)args->count / (double)per_round) : 1;
 	return rounds * (n - 1) * c.alpha + (n - 1) * block * (c.beta + c.gamma);
 }

@@ -60,6 +60,9 @@ weft_status_t weft_algo_parse_forced(const char *spec, const struct weft_algo *f
 	if (!spec)
 		return WEFT_SUCCESS;
 	char buf[512];
+	if (strlen(spec) >= sizeof(buf))
+		return weft_err_set(err, WEFT_ERR_INVALID_ARG, "WEFT_ALGO is longer than %zu characters",
+				    sizeof(buf) - 1);
 	snprintf(buf, sizeof(buf), "%s", spec);
 	char *save = NULL;
 	for (char *item = strtok_r(buf, ";", &save); item; item = strtok_r(NULL, ";", &save)) {

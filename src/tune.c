@@ -5,13 +5,14 @@
  * NUMA node, same host, same leaf, across the spine). Each class has an
  * alpha (seconds per message), beta (seconds per byte moved) and gamma
  * (seconds per byte reduced), by default from the transport that serves the
- * class (shared memory inside a host, TCP between hosts) and overridable
- * with WEFT_TUNE_COSTS. Each algorithm turns these into an estimate for a
+ * class (shared memory inside a host, TCP between hosts), or measured at init
+ * with WEFT_TUNE_CALIBRATE=1. Each algorithm turns these into an estimate for a
  * call (time = latency * steps + bytes / bandwidth, plus reduction time);
  * the lowest estimate wins, unless WEFT_ALGO or WEFT_TUNE says otherwise.
  */
 #include "tune.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,18 +38,23 @@ static weft_status_t parse_size(const char *s, size_t *out)
 		*out = SIZE_MAX;
 		return WEFT_SUCCESS;
 	}
-	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (end == s)
+	if (*s < '0' || *s > '9') /* strtoull would take spaces and signs */
 		return WEFT_ERR_INVALID_ARG;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno)
+		return WEFT_ERR_INVALID_ARG;
+	unsigned shift = 0;
 	switch (*end) {
-	case 'K': case 'k': v <<= 10; end++; break;
-	case 'M': case 'm': v <<= 20; end++; break;
-	case 'G': case 'g': v <<= 30; end++; break;
+	case 'K': case 'k': shift = 10; end++; break;
+	case 'M': case 'm': shift = 20; end++; break;
+	case 'G': case 'g': shift = 30; end++; break;
 	default: break;
 	}
-	if (*end)
+	if (*end || v > (SIZE_MAX >> shift))
 		return WEFT_ERR_INVALID_ARG;
+	v <<= shift;
 	*out = (size_t)v;
 	return WEFT_SUCCESS;
 }

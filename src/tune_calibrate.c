@@ -10,15 +10,16 @@
  * Rank a drives ping-pongs and b echoes every message back. The first byte
  * of each message tells b what comes next (a small message, a large one, or
  * the end), so a alone decides how many repetitions fit the time budget and
- * both ends stay in step. Repetitions take the fastest, which is the one
- * least disturbed by whatever else the machine runs:
+ * both ends stay in step. Each round trip is timed and the fastest kept:
+ * it is the one least disturbed by whatever else the machine runs.
  *   alpha = half the fastest round trip of SMALL_BYTES
  *   beta  = (half the fastest round trip of LARGE_BYTES - alpha) / LARGE_BYTES
  *   gamma = the fastest FLOAT32 SUM over GAMMA_BYTES, per byte (a, after the
  *           ping-pongs; a CPU's property, not a link's: the largest measured
  *           applies to every class)
- * Per class this is about 30 ms of small and 50 ms of large round trips on
- * a quiet machine, a few ms of reduction, and one bootstrap allgather.
+ * Per class: at most MAX_REPS repetitions of each kind, cut short after
+ * about 20 ms of small and 40 ms of large round trips (a quiet machine
+ * needs about 10 ms in all), a few ms of reduction, one bootstrap allgather.
  *
  * Agreement: the slot's allgather carries what each rank measured (zeros
  * outside the pair) and every rank reads the pair's block from the same
@@ -44,16 +45,16 @@
 #include "task.h"
 #include "tune.h"
 
-#define SMALL_BYTES 8
-#define LARGE_BYTES ((size_t)2 << 20)
-#define GAMMA_BYTES ((size_t)2 << 20)
-#define SMALL_ITERS 16 /* round trips per timed repetition */
-#define WARMUP_ITERS 4
-#define MIN_REPS 3
-#define MAX_REPS 10
-#define SMALL_BUDGET_S 0.03
-#define LARGE_BUDGET_S 0.05
-#define GAMMA_REPS 5
+#define SMALL_BYTES    8
+#define LARGE_BYTES    ((size_t)2 << 20)
+#define GAMMA_BYTES    ((size_t)2 << 20)
+#define SMALL_ITERS    16 /* round trips per timed repetition */
+#define WARMUP_ITERS   4
+#define MIN_REPS       3
+#define MAX_REPS       10
+#define SMALL_BUDGET_S 0.02
+#define LARGE_BUDGET_S 0.04
+#define GAMMA_REPS     5
 /* Tags: a sequence number no operation reaches before init ends. */
 #define CAL_SEQ 0xffffffffu
 
@@ -77,7 +78,7 @@ struct pingpong {
 	struct weft_comm *comm;
 	int peer;
 	unsigned char *out, *in; /* LARGE_BYTES each */
-	uint32_t step;           /* next tag step; both ends count alike */
+	uint32_t step;		 /* next tag step; both ends count alike */
 };
 
 static bool calibrate_enabled(struct weft_comm *comm, weft_status_t *st)
@@ -122,9 +123,10 @@ static weft_status_t wait_msgs(struct pingpong *pp, struct weft_msg *m1, struct 
 		if (st != WEFT_SUCCESS && st != WEFT_INPROGRESS)
 			return st;
 		if (weft_now() - start > comm->timeout_s)
-			return weft_comm_fail(comm, WEFT_ERR_TIMEOUT,
-					      "tune calibrate: no answer from rank %d within %.0f s",
-					      pp->peer, comm->timeout_s);
+			return weft_comm_fail(
+			    comm, WEFT_ERR_TIMEOUT,
+			    "tune calibrate: no answer from rank %d within %.0f s", pp->peer,
+			    comm->timeout_s);
 		weft_wait_backoff(&spins, start);
 	}
 	return m1->status != WEFT_SUCCESS ? m1->status : m2->status;
@@ -162,8 +164,9 @@ static weft_status_t round_trip(struct pingpong *pp, size_t len, enum cal_next n
 /*
  * Driver: repetitions of @p iters round trips of @p len bytes, at least
  * @p min_reps, then more while the phase is within @p budget_s (up to
- * MAX_REPS). The last message announces @p after. *best: the fastest
- * repetition's half round trip.
+ * MAX_REPS). The last message announces @p after. *best: half the fastest
+ * round trip (on a busy machine most are stretched by other processes; the
+ * fastest is the link's own cost).
  */
 static weft_status_t timed_reps(struct pingpong *pp, size_t len, int iters, int min_reps,
 				double budget_s, enum cal_next after, double *best)
@@ -172,17 +175,17 @@ static weft_status_t timed_reps(struct pingpong *pp, size_t len, int iters, int 
 	double start = weft_now();
 	*best = INFINITY;
 	for (int rep = 0;; rep++) {
-		double t0 = weft_now();
 		bool last = false;
 		for (int i = 0; i < iters; i++) {
 			if (i == iters - 1)
 				last = rep + 1 >= MAX_REPS ||
 				       (rep + 1 >= min_reps && weft_now() - start >= budget_s);
+			double t0 = weft_now();
 			weft_status_t st = round_trip(pp, len, last ? after : same);
 			if (st != WEFT_SUCCESS)
 				return st;
+			*best = fmin(*best, (weft_now() - t0) / 2);
 		}
-		*best = fmin(*best, (weft_now() - t0) / iters / 2);
 		if (last)
 			return WEFT_SUCCESS;
 	}
@@ -304,20 +307,20 @@ static void log_table(const struct weft_comm *comm, const struct cal_pair pair[]
 {
 	if (comm->rank != 0 || !weft_log_enabled(WEFT_LOG_INFO, WEFT_SUB_TUNE))
 		return;
-	weft_log(WEFT_LOG_INFO, WEFT_SUB_TUNE, "calibrated cost per link class in %.0f ms:",
-		 seconds * 1e3);
+	weft_log(WEFT_LOG_INFO, WEFT_SUB_TUNE,
+		 "calibrated cost per link class in %.0f ms:", seconds * 1e3);
 	for (int c = WEFT_LINK_NUMA; c < WEFT_LINK_CLASS_COUNT; c++) {
 		const struct weft_cost *k = &comm->tuner.cost[c];
-		char from[48];
+		char from[64];
 		if (pair[c].a >= 0)
 			snprintf(from, sizeof(from), "ranks %d-%d", pair[c].a, pair[c].b);
 		else
-			snprintf(from, sizeof(from), "default, not in this job");
+			snprintf(from, sizeof(from), "alpha, beta: default, not in this job");
 		weft_log(WEFT_LOG_INFO, WEFT_SUB_TUNE,
 			 "  %-5s alpha %8.2f us  beta %7.4f ns/B (%6.2f GB/s)  gamma %7.4f ns/B "
 			 "(%6.2f GB/s)  [%s]",
-			 weft_topo_link_name((enum weft_link_class)c), k->alpha * 1e6, k->beta * 1e9,
-			 1e-9 / k->beta, k->gamma * 1e9, 1e-9 / k->gamma, from);
+			 weft_topo_link_name((enum weft_link_class)c), k->alpha * 1e6,
+			 k->beta * 1e9, 1e-9 / k->beta, k->gamma * 1e9, 1e-9 / k->gamma, from);
 	}
 }
 

@@ -258,8 +258,9 @@ WEFT_API weft_status_t weft_iallgather(const void *sendbuf, void *recvbuf, size_
  * block r in recvbuf (recvcount elements).
  * In place: sendbuf == WEFT_IN_PLACE takes the input from recvbuf, which
  * must then hold nranks * recvcount elements, and leaves block r at its
- * start (MPI_Reduce_scatter_block); recvbuf == sendbuf + rank * recvcount
- * elements also works (NCCL).
+ * start (MPI_Reduce_scatter_block; the rest of recvbuf is left holding
+ * partial sums); recvbuf == sendbuf + rank * recvcount elements also works
+ * (NCCL).
  * @return as weft_allreduce(). Blocking: until recvbuf holds the result.
  */
 WEFT_API weft_status_t weft_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,

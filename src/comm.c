@@ -250,14 +250,18 @@ static weft_status_t agree_chunk(struct weft_comm *comm)
 	uint64_t *all = calloc((unsigned)comm->nranks, sizeof(uint64_t));
 	if (!all)
 		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "init: no memory");
-	uint64_t mine = 1ull << 30;
+	/* A rank without peers (a job of one) takes a chunk that keeps the
+	 * scratch buffer small. */
+	uint64_t mine = WEFT_CHUNK_MAX;
 	for (int p = 0; p < comm->nranks; p++)
 		if (comm->peers[p].tc && comm->peers[p].tc->chunk_bytes < mine)
 			mine = comm->peers[p].tc->chunk_bytes;
+	if (comm->nranks == 1)
+		mine = WEFT_CHUNK_ALONE;
 	all[comm->rank] = mine;
 	weft_status_t st = weft_bootstrap_allgather(comm->bs, all, sizeof(uint64_t), &comm->err);
 	if (st == WEFT_SUCCESS) {
-		uint64_t chunk = 1ull << 30;
+		uint64_t chunk = WEFT_CHUNK_MAX;
 		for (int r = 0; r < comm->nranks; r++)
 			if (all[r] < chunk)
 				chunk = all[r];

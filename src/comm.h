@@ -19,6 +19,8 @@
 #define WEFT_HOST_ID_BYTES 192
 #define WEFT_HOSTNAME_BYTES 64
 #define WEFT_SCRATCH_CHUNKS 4
+#define WEFT_CHUNK_MAX (4u << 20)    /* largest pipelining chunk a transport may ask for */
+#define WEFT_CHUNK_ALONE (128u << 10) /* chunk of a job of one rank */
 
 /* What each rank tells the others about itself at init. Fixed size, plain
  * bytes: it crosses the wire as is (all ranks run the same build). */

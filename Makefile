@@ -35,7 +35,8 @@ LIB_SRCS := $(wildcard src/*.c) $(wildcard transports/*.c) $(wildcard algorithms
 	$(filter-out topo/weft_topo_main.c,$(wildcard topo/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 
-PERF_COMMON := perf/perf_common.c
+PERF_COMMON := $(filter-out %_perf.c,$(wildcard perf/perf_*.c))
+PERF_HDRS   := $(wildcard perf/*.h)
 PERF_PROGS  := $(patsubst perf/%.c,$(BUILD)/%,$(filter-out perf/mpi_%,$(wildcard perf/*_perf.c)))
 MPI_PERF    := $(if $(MPICC),$(patsubst perf/%.c,$(BUILD)/%,$(wildcard perf/mpi_*_perf.c)))
 MPICH_PERF  := $(if $(MPICC_MPICH),$(patsubst perf/mpi_%.c,$(BUILD)/mpich_%,$(wildcard perf/mpi_*_perf.c)))
@@ -66,13 +67,13 @@ $(BUILD)/libweft.a: $(LIB_OBJS)
 	ar rcs $@ $^
 
 # Perf programs link the shared library, found next to them.
-$(BUILD)/%_perf: perf/%_perf.c $(PERF_COMMON) perf/perf_common.h $(BUILD)/libweft.so
+$(BUILD)/%_perf: perf/%_perf.c $(PERF_COMMON) $(PERF_HDRS) $(BUILD)/libweft.so
 	$(CC) $(ALL_CFLAGS) -Iperf -o $@ $< $(PERF_COMMON) -L$(BUILD) -lweft -Wl,-rpath,'$$ORIGIN' $(SANITIZE) -lm
 
-$(BUILD)/mpi_%_perf: perf/mpi_%_perf.c $(PERF_COMMON) perf/perf_common.h
+$(BUILD)/mpi_%_perf: perf/mpi_%_perf.c $(PERF_COMMON) $(PERF_HDRS)
 	$(MPICC) $(ALL_CFLAGS) -Iperf -DPERF_MPI -o $@ $< $(PERF_COMMON) $(SANITIZE) -lm
 
-$(BUILD)/mpich_%_perf: perf/mpi_%_perf.c $(PERF_COMMON) perf/perf_common.h
+$(BUILD)/mpich_%_perf: perf/mpi_%_perf.c $(PERF_COMMON) $(PERF_HDRS)
 	$(MPICC_MPICH) $(ALL_CFLAGS) -Iperf -DPERF_MPI -o $@ $< $(PERF_COMMON) $(SANITIZE) -lm
 
 $(BUILD)/weft-topo: topo/weft_topo_main.c $(BUILD)/libweft.a

@@ -25,19 +25,18 @@ struct perf_opts {
 	int op;	   /* an enum perf_op, or -1 for all */
 	int root;  /* -r; broadcast and reduce */
 	const char *algo;
-	int np; /* local launcher: ranks to fork; 0 when not used */
+	int np;		     /* local launcher: ranks to fork; 0 when not used */
 	enum perf_bind bind; /* -np ranks' CPU binding */
 };
 
 /* What each collective is, for sizes, the report and the check. */
 struct perf_coll_info {
-	const char *name;      /* as in nccl-tests' program names */
-	const char *weft_algo; /* WEFT_ALGO entry that -a sets ("%s" is the algorithm) */
-	bool has_op;	       /* reduces: the redop column and -o mean something */
-	bool has_root;	       /* -r ROOT; the root column */
-	bool in_place;	       /* has an in-place form */
-	int send_blocks;       /* send buffer: count x this (0: nranks) */
-	int recv_blocks;       /* receive buffer: count x this (0: nranks) */
+	const char *name; /* as in nccl-tests' program names */
+	bool has_op;	  /* reduces: the redop column and -o mean something */
+	bool has_root;	  /* -r ROOT; the root column */
+	bool in_place;	  /* has an in-place form */
+	int send_blocks;  /* send buffer: count x this (0: nranks) */
+	int recv_blocks;  /* receive buffer: count x this (0: nranks) */
 	double (*busbw_factor)(int nranks);
 };
 
@@ -55,6 +54,9 @@ extern int perf_g_rank;
 extern int perf_g_nranks;
 
 const struct perf_coll_info *perf_coll_info(enum perf_coll coll);
+/* The WEFT_ALGO value that -a ALGO sets ("allreduce:ring"; sendrecv forces
+ * both send and recv). */
+void perf_algo_setting(char *buf, size_t len, const char *algo);
 /* Buffer blocks of the current collective at perf_g_nranks ranks. */
 size_t perf_send_blocks(void);
 size_t perf_recv_blocks(void);

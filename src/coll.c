@@ -98,6 +98,7 @@ weft_status_t weft_group_end(void)
 	 * are done: they may depend on each other across communicators. */
 	unsigned spins = 0;
 	double last = weft_now();
+	const struct weft_comm *any = list ? list->comm : NULL;
 	while (waiting(list)) {
 		bool moved = false;
 		for (struct weft_task *t = list; t; t = t->group_next) {
@@ -115,7 +116,7 @@ weft_status_t weft_group_end(void)
 		if (moved)
 			spins = 0;
 		else
-			weft_wait_backoff(&spins, last);
+			weft_wait_backoff(any, &spins, last);
 	}
 	weft_status_t first = WEFT_SUCCESS;
 	for (struct weft_task *t = list, *next; t; t = next) {

@@ -132,6 +132,13 @@ static weft_status_t place(struct weft_comm *comm)
 	return WEFT_SUCCESS;
 }
 
+/* More ranks on this host than online CPUs: waits must give the core away. */
+static bool oversubscribed(const struct weft_comm *comm)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	return cpus > 0 && (long)comm->cards[comm->rank].local_count > cpus;
+}
+
 static const char *me_nic(const struct weft_comm *comm)
 {
 	return comm->cards[comm->rank].topo.nic;
@@ -354,6 +361,7 @@ weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct 
 	st = place(comm);
 	if (st != WEFT_SUCCESS)
 		goto out_free;
+	comm->oversubscribed = oversubscribed(comm);
 	st = weft_topo_bind(weft_setting_str("WEFT_BIND"), me_nic(comm),
 			    (int)comm->cards[rank].local_rank, &comm->err);
 	if (st != WEFT_SUCCESS)

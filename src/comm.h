@@ -60,6 +60,7 @@ struct weft_comm {
 
 	struct weft_topo_graph graph;
 	bool placement_by_rank; /* WEFT_PLACEMENT=rank */
+	bool oversubscribed;    /* more ranks on this host than cores */
 	int *ring;     /* ring order: ring[pos] is a rank; neighbours share a host, then a leaf */
 	int ring_pos;  /* this rank's position in it */
 	size_t chunk_bytes; /* pipelining chunk, agreed by all ranks at init */

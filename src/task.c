@@ -1,6 +1,7 @@
 /* task.c — the task pool, starting tasks, and waiting for them. */
 #include "task.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -61,16 +62,24 @@ void weft_task_start(struct weft_task *task, unsigned group)
 	*link = task;
 }
 
-/* Spin while the peers are likely running. Once nothing has moved for a
- * while, the ranks we wait for are probably descheduled (more ranks than
- * cores): sleep a little so they get the core. sched_yield alone does not
- * hand the core over under CFS. */
+/* Spin while the peers are likely running. With more local ranks than
+ * cores (oversubscribed), a rank we wait for is probably descheduled:
+ * once nothing has moved for a while, nap so that it gets the core
+ * (sched_yield alone does not hand the core over under CFS). Otherwise
+ * only yield now and then, to be polite to other work on the machine. */
 #define WEFT_SPIN_SECONDS 50e-6
 #define WEFT_NAP_NS 2000
 
-void weft_wait_backoff(unsigned *spins, double last_event)
+void weft_wait_backoff(const struct weft_comm *comm, unsigned *spins, double last_event)
 {
-	if ((++*spins & 255) == 0 && weft_now() - last_event > WEFT_SPIN_SECONDS) {
+	if ((++*spins & 255) != 0)
+		return;
+	if (!comm->oversubscribed) {
+		if ((*spins & 0xffff) == 0)
+			sched_yield();
+		return;
+	}
+	if (weft_now() - last_event > WEFT_SPIN_SECONDS) {
 		struct timespec nap = {0, WEFT_NAP_NS};
 		nanosleep(&nap, NULL);
 	}
@@ -88,7 +97,7 @@ weft_status_t weft_task_wait(struct weft_task *task)
 		if (task->last_event != seen)
 			spins = 0;
 		else
-			weft_wait_backoff(&spins, task->last_event);
+			weft_wait_backoff(comm, &spins, task->last_event);
 	}
 	return task->status;
 }

@@ -80,7 +80,7 @@ weft_status_t weft_task_wait(struct weft_task *task);
 
 /* Call in a polling loop that saw no event since @p last_event: spins at
  * first, then naps so that descheduled peers can run. */
-void weft_wait_backoff(unsigned *spins, double last_event);
+void weft_wait_backoff(const struct weft_comm *comm, unsigned *spins, double last_event);
 
 /* Note that a message of this task has completed (resets its timeout). */
 void weft_task_touch(struct weft_task *task);

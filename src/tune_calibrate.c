@@ -127,7 +127,7 @@ static weft_status_t wait_msgs(struct pingpong *pp, struct weft_msg *m1, struct 
 			    comm, WEFT_ERR_TIMEOUT,
 			    "tune calibrate: no answer from rank %d within %.0f s", pp->peer,
 			    comm->timeout_s);
-		weft_wait_backoff(&spins, start);
+		weft_wait_backoff(comm, &spins, start);
 	}
 	return m1->status != WEFT_SUCCESS ? m1->status : m2->status;
 }

@@ -25,15 +25,15 @@
 #include "harness.h"
 
 #define MAX_FAILURES_SHOWN 8
-#define BARRIER_ROUNDS 12
+#define BARRIER_ROUNDS	   12
 
 enum form { FORM_OUT, FORM_SAME, FORM_IN_PLACE, FORM_NCCL, FORM_COUNT };
 
 static const char *const form_names[FORM_COUNT] = {
-	[FORM_OUT] = "out-of-place",
-	[FORM_SAME] = "sendbuf==recvbuf",
-	[FORM_IN_PLACE] = "WEFT_IN_PLACE",
-	[FORM_NCCL] = "recvbuf==sendbuf+rank*count",
+    [FORM_OUT] = "out-of-place",
+    [FORM_SAME] = "sendbuf==recvbuf",
+    [FORM_IN_PLACE] = "WEFT_IN_PLACE",
+    [FORM_NCCL] = "recvbuf==sendbuf+rank*count",
 };
 
 struct ctx {
@@ -42,8 +42,8 @@ struct ctx {
 	unsigned salt;
 	int failures;
 	int barrier_round; /* rounds of barrier_cases() so far */
-	bool rounds_case;  /* run ReduceScatter's multi-round case (12 MB at 3 ranks) */
-	bool error; /* a call failed: stop */
+	bool rounds_case;  /* run ReduceScatter's multi-round case */
+	bool error;	   /* a call failed: stop */
 };
 
 /* A buffer with guard bytes on both sides. */
@@ -120,7 +120,9 @@ static void allreduce_case(struct ctx *c, size_t count, weft_datatype_t dt, weft
 	memcpy(orig, send.data, bytes);
 	if (form == FORM_OUT)
 		memset(recv.data, 0xcd, bytes);
-	const void *sendarg = form == FORM_OUT ? send.data : form == FORM_SAME ? recv.data : WEFT_IN_PLACE;
+	const void *sendarg = form == FORM_OUT	  ? send.data
+			      : form == FORM_SAME ? recv.data
+						  : WEFT_IN_PLACE;
 	if (call_failed(c, weft_allreduce(sendarg, recv.data, count, dt, op, c->comm), name))
 		goto out_free;
 	harness_ar_expected(want, count, dt, op, c->nranks, c->salt);
@@ -128,7 +130,8 @@ static void allreduce_case(struct ctx *c, size_t count, weft_datatype_t dt, weft
 		const char *guard = gbuf_guards(&recv);
 		if (*guard)
 			snprintf(why, sizeof(why), "%s recvbuf was written", guard);
-		else if (form == FORM_OUT && (*gbuf_guards(&send) || memcmp(send.data, orig, bytes)))
+		else if (form == FORM_OUT &&
+			 (*gbuf_guards(&send) || memcmp(send.data, orig, bytes)))
 			snprintf(why, sizeof(why), "sendbuf or its guards were modified");
 	}
 	verdict(c, name, why);
@@ -192,7 +195,8 @@ static void allgather_case(struct ctx *c, size_t count, weft_datatype_t dt, enum
 		const char *guard = gbuf_guards(&recv);
 		if (*guard)
 			snprintf(why, sizeof(why), "%s recvbuf was written", guard);
-		else if (form == FORM_OUT && (*gbuf_guards(&send) || memcmp(send.data, orig, block)))
+		else if (form == FORM_OUT &&
+			 (*gbuf_guards(&send) || memcmp(send.data, orig, block)))
 			snprintf(why, sizeof(why), "sendbuf or its guards were modified");
 	}
 	verdict(c, name, why);
@@ -245,7 +249,9 @@ static void reduce_scatter_case(struct ctx *c, size_t count, weft_datatype_t dt,
 	memcpy(orig, input, n * block);
 	if (form == FORM_OUT)
 		memset(recv.data, 0xcd, block);
-	const void *sendarg = form == FORM_IN_PLACE ? WEFT_IN_PLACE : form == FORM_SAME ? recv.data : send.data;
+	const void *sendarg = form == FORM_IN_PLACE ? WEFT_IN_PLACE
+			      : form == FORM_SAME   ? recv.data
+						    : send.data;
 	void *recvarg = form == FORM_NCCL ? send.data + (size_t)c->rank * block : recv.data;
 	if (call_failed(c, weft_reduce_scatter(sendarg, recvarg, count, dt, op, c->comm), name))
 		goto out_free;
@@ -260,7 +266,8 @@ static void reduce_scatter_case(struct ctx *c, size_t count, weft_datatype_t dt,
 		else if (form == FORM_OUT && memcmp(send.data, orig, n * block))
 			snprintf(why, sizeof(why), "sendbuf was modified");
 		for (size_t r = 0; form == FORM_NCCL && !why[0] && r < n; r++)
-			if (r != (size_t)c->rank && memcmp(send.data + r * block, orig + r * block, block))
+			if (r != (size_t)c->rank &&
+			    memcmp(send.data + r * block, orig + r * block, block))
 				snprintf(why, sizeof(why), "block %zu of sendbuf was modified", r);
 	}
 	verdict(c, name, why);
@@ -282,14 +289,17 @@ static void reduce_scatter_cases(struct ctx *c)
 			for (int op = 0; op < WEFT_OP_COUNT && !c->error; op++) {
 				if (big && (dt * WEFT_OP_COUNT + op) % 5 != (int)k % 5)
 					continue;
-				enum form f = (enum form)((k + (size_t)dt + (size_t)op) % FORM_COUNT);
-				reduce_scatter_case(c, counts[k], (weft_datatype_t)dt, (weft_op_t)op, f);
+				enum form f =
+				    (enum form)((k + (size_t)dt + (size_t)op) % FORM_COUNT);
+				reduce_scatter_case(c, counts[k], (weft_datatype_t)dt,
+						    (weft_op_t)op, f);
 			}
 	}
-	/* Out of place, the ring keeps n-2 partial blocks in scratch of at
-	 * most 4 MiB: this count needs two rounds of it. */
+	/* Out of place, the ring keeps n-2 partial blocks in the
+	 * communicator's scratch, 4 chunks (4 x 128 KiB on shared memory by
+	 * default): this count needs a second, short round of it. */
 	if (c->rounds_case && c->nranks >= 3 && !c->error) {
-		size_t count = ((size_t)4 << 20) / (((size_t)c->nranks - 2) * 4) + 1001;
+		size_t count = ((size_t)4 << 17) / (((size_t)c->nranks - 2) * 4) + 1001;
 		reduce_scatter_case(c, count, WEFT_FLOAT32, WEFT_SUM, FORM_OUT);
 		if (!c->error)
 			reduce_scatter_case(c, count, WEFT_INT32, WEFT_MAX, FORM_NCCL);
@@ -304,7 +314,8 @@ static void barrier_cases(struct ctx *c)
 	for (int k = 0; k < BARRIER_ROUNDS && !c->error; k++) {
 		int round = ++c->barrier_round;
 		char name[96];
-		snprintf(name, sizeof(name), "barrier dissemination nranks %d round %d", c->nranks, round);
+		snprintf(name, sizeof(name), "barrier dissemination nranks %d round %d", c->nranks,
+			 round);
 		harness_progress("%s", name);
 		/* A different rank is late each round. */
 		if (c->rank == round % c->nranks) {
@@ -318,8 +329,9 @@ static void barrier_cases(struct ctx *c)
 			int seen = atomic_load(&entered[r]);
 			if (seen < round) {
 				char why[128];
-				snprintf(why, sizeof(why), "left before rank %d entered (it is at round %d)",
-					 r, seen);
+				snprintf(why, sizeof(why),
+					 "left before rank %d entered (it is at round %d)", r,
+					 seen);
 				verdict(c, name, why);
 			}
 		}

@@ -60,14 +60,17 @@ START_TEST(rd_fold_and_partners)
 		int folded_into[MAXN] = {0};
 		for (int v = 0; v < n; v++) {
 			int f = weft_rd_fold_peer(v, n);
-			expect(weft_rd_is_extra(v, n) == (v >= p), __LINE__, "%s", "weft_rd_is_extra(v, n) == (v >= p)");
+			expect(weft_rd_is_extra(v, n) == (v >= p), __LINE__, "%s",
+			       "weft_rd_is_extra(v, n) == (v >= p)");
 			if (f < 0) {
 				expect(v < p && v >= n - p, __LINE__, "%s", "v < p && v >= n - p");
 				continue;
 			}
 			expect((f) < (n), __LINE__, "%s", "f < n");
-			expect((weft_rd_fold_peer(f, n)) == (v), __LINE__, "%s", "weft_rd_fold_peer(f, n) == v");
-			expect(weft_rd_is_extra(v, n) != weft_rd_is_extra(f, n), __LINE__, "%s", "weft_rd_is_extra(v, n) != weft_rd_is_extra(f, n)");
+			expect((weft_rd_fold_peer(f, n)) == (v), __LINE__, "%s",
+			       "weft_rd_fold_peer(f, n) == v");
+			expect(weft_rd_is_extra(v, n) != weft_rd_is_extra(f, n), __LINE__, "%s",
+			       "weft_rd_is_extra(v, n) != weft_rd_is_extra(f, n)");
 			if (v >= p)
 				folded_into[f]++;
 		}
@@ -76,8 +79,10 @@ START_TEST(rd_fold_and_partners)
 		for (int v = 0; v < p; v++)
 			for (int s = 0; s < k; s++) {
 				int u = weft_rd_partner(v, s);
-				expect(u >= 0 && u < p && u != v, __LINE__, "%s", "u >= 0 && u < p && u != v");
-				expect((weft_rd_partner(u, s)) == (v), __LINE__, "%s", "weft_rd_partner(u, s) == v");
+				expect(u >= 0 && u < p && u != v, __LINE__, "%s",
+				       "u >= 0 && u < p && u != v");
+				expect((weft_rd_partner(u, s)) == (v), __LINE__, "%s",
+				       "weft_rd_partner(u, s) == v");
 			}
 	}
 }
@@ -86,7 +91,8 @@ END_TEST
 /* Contributions held: a set of indices; combining two must not overlap. */
 static void combine(uint64_t *into, uint64_t add, int n, int v, const char *what)
 {
-	expect((*into & add) == 0, __LINE__, "n=%d index %d: %s counts a contribution twice", n, v, what);
+	expect((*into & add) == 0, __LINE__, "n=%d index %d: %s counts a contribution twice", n, v,
+	       what);
 	*into |= add;
 }
 
@@ -108,7 +114,8 @@ START_TEST(rd_doubling_allreduce)
 		for (int v = p; v < n; v++) /* post step */
 			have[v] = have[weft_rd_fold_peer(v, n)];
 		for (int v = 0; v < n; v++)
-			expect(have[v] == all_of(n), __LINE__, "n=%d index %d misses contributions", n, v);
+			expect(have[v] == all_of(n), __LINE__, "n=%d index %d misses contributions",
+			       n, v);
 	}
 }
 END_TEST
@@ -128,13 +135,18 @@ START_TEST(rd_halving_ranges)
 				int u = weft_rd_partner(v, s), plo, phi, mlo, mhi, ulo, uhi;
 				weft_rd_halving_range(v, p, s, &plo, &phi);
 				weft_rd_halving_range(u, p, s, &ulo, &uhi);
-				expect(plo == ulo && phi == uhi, __LINE__, "%s", "plo == ulo && phi == uhi"); /* partners start alike */
+				expect(plo == ulo && phi == uhi, __LINE__, "%s",
+				       "plo == ulo && phi == uhi"); /* partners start alike */
 				weft_rd_halving_range(v, p, s + 1, &mlo, &mhi);
 				weft_rd_halving_range(u, p, s + 1, &ulo, &uhi);
-				expect((mhi - mlo) == ((phi - plo) / 2), __LINE__, "%s", "mhi - mlo == (phi - plo) / 2");
-				expect(mhi == ulo || uhi == mlo, __LINE__, "%s", "mhi == ulo || uhi == mlo"); /* disjoint halves */
-				expect(((mlo < ulo ? mlo : ulo)) == (plo), __LINE__, "%s", "(mlo < ulo ? mlo : ulo) == plo");
-				expect(((mhi > uhi ? mhi : uhi)) == (phi), __LINE__, "%s", "(mhi > uhi ? mhi : uhi) == phi");
+				expect((mhi - mlo) == ((phi - plo) / 2), __LINE__, "%s",
+				       "mhi - mlo == (phi - plo) / 2");
+				expect(mhi == ulo || uhi == mlo, __LINE__, "%s",
+				       "mhi == ulo || uhi == mlo"); /* disjoint halves */
+				expect(((mlo < ulo ? mlo : ulo)) == (plo), __LINE__, "%s",
+				       "(mlo < ulo ? mlo : ulo) == plo");
+				expect(((mhi > uhi ? mhi : uhi)) == (phi), __LINE__, "%s",
+				       "(mhi > uhi ? mhi : uhi) == phi");
 			}
 			weft_rd_halving_range(v, p, k, &lo, &hi);
 			expect((hi) == (lo + 1), __LINE__, "%s", "hi == lo + 1");
@@ -156,7 +168,8 @@ START_TEST(rd_rabenseifner_allreduce)
 				have[v][seg] = (uint64_t)1 << v;
 		for (int v = p; v < n; v++)
 			for (int seg = 0; seg < p; seg++)
-				combine(&have[weft_rd_fold_peer(v, n)][seg], have[v][seg], n, v, "fold-in");
+				combine(&have[weft_rd_fold_peer(v, n)][seg], have[v][seg], n, v,
+					"fold-in");
 		for (int s = 0; s < k; s++) { /* halving: reduce the half we keep */
 			memcpy(next, have, sizeof(have));
 			for (int v = 0; v < p; v++) {
@@ -170,7 +183,8 @@ START_TEST(rd_rabenseifner_allreduce)
 		for (int v = 0; v < p; v++) {
 			int lo, hi;
 			weft_rd_halving_range(v, p, k, &lo, &hi);
-			expect(have[v][lo] == all_of(n), __LINE__, "n=%d: segment %d of index %d incomplete", n, lo, v);
+			expect(have[v][lo] == all_of(n), __LINE__,
+			       "n=%d: segment %d of index %d incomplete", n, lo, v);
 		}
 		for (int s = k - 1; s >= 0; s--) { /* doubling: take the partner's range */
 			memcpy(next, have, sizeof(have));
@@ -186,7 +200,8 @@ START_TEST(rd_rabenseifner_allreduce)
 			memcpy(have[v], have[weft_rd_fold_peer(v, n)], sizeof(have[v]));
 		for (int v = 0; v < n; v++)
 			for (int seg = 0; seg < p; seg++)
-				expect(have[v][seg] == all_of(n), __LINE__, "n=%d index %d segment %d incomplete", n, v, seg);
+				expect(have[v][seg] == all_of(n), __LINE__,
+				       "n=%d index %d segment %d incomplete", n, v, seg);
 	}
 }
 END_TEST
@@ -199,11 +214,13 @@ START_TEST(ring_segments)
 		for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
 			size_t off = 0;
 			for (int seg = 0; seg < n; seg++) {
-				expect((weft_seg_offset(counts[c], n, seg)) == (off), __LINE__, "%s", "weft_seg_offset(counts[c], n, seg) == off");
+				expect((weft_seg_offset(counts[c], n, seg)) == (off), __LINE__,
+				       "%s", "weft_seg_offset(counts[c], n, seg) == off");
 				off += weft_seg_count(counts[c], n, seg);
 			}
 			expect((off) == (counts[c]), __LINE__, "%s", "off == counts[c]");
-			expect((weft_seg_offset(counts[c], n, n)) == (counts[c]), __LINE__, "%s", "weft_seg_offset(counts[c], n, n) == counts[c]");
+			expect((weft_seg_offset(counts[c], n, n)) == (counts[c]), __LINE__, "%s",
+			       "weft_seg_offset(counts[c], n, n) == counts[c]");
 		}
 }
 END_TEST
@@ -214,30 +231,49 @@ START_TEST(bruck_covers_every_block_once)
 {
 	for (int n = 1; n <= MAXN; n++) {
 		int k = weft_bruck_nsteps(n);
-		expect(k == 0 ? n == 1 : ((1 << (k - 1)) < n && n <= (1 << k)), __LINE__, "%s", "k == 0 ? n == 1 : ((1 << (k - 1)) < n && n <= (1 << k))");
+		expect(k == 0 ? n == 1 : ((1 << (k - 1)) < n && n <= (1 << k)), __LINE__, "%s",
+		       "k == 0 ? n == 1 : ((1 << (k - 1)) < n && n <= (1 << k))");
 		uint64_t have[MAXN], next[MAXN];
 		for (int v = 0; v < n; v++)
 			have[v] = (uint64_t)1 << v;
 		for (int s = 0; s < k; s++) {
 			int nb = weft_bruck_nblocks(s, n);
-			expect(nb >= 1 && nb <= weft_bruck_dist(s), __LINE__, "%s", "nb >= 1 && nb <= weft_bruck_dist(s)");
+			expect(nb >= 1 && nb <= weft_bruck_dist(s), __LINE__, "%s",
+			       "nb >= 1 && nb <= weft_bruck_dist(s)");
 			memcpy(next, have, sizeof(have));
 			for (int v = 0; v < n; v++) {
-				int to = weft_bruck_send_to(v, s, n), from = weft_bruck_recv_from(v, s, n);
-				expect(to >= 0 && to < n && from >= 0 && from < n, __LINE__, "%s", "to >= 0 && to < n && from >= 0 && from < n");
-				expect((weft_bruck_recv_from(to, s, n)) == (v), __LINE__, "%s", "weft_bruck_recv_from(to, s, n) == v");
-				expect((weft_bruck_send_to(from, s, n)) == (v), __LINE__, "%s", "weft_bruck_send_to(from, s, n) == v");
+				int to = weft_bruck_send_to(v, s, n),
+				    from = weft_bruck_recv_from(v, s, n);
+				expect(to >= 0 && to < n && from >= 0 && from < n, __LINE__, "%s",
+				       "to >= 0 && to < n && from >= 0 && from < n");
+				expect((weft_bruck_recv_from(to, s, n)) == (v), __LINE__, "%s",
+				       "weft_bruck_recv_from(to, s, n) == v");
+				expect((weft_bruck_send_to(from, s, n)) == (v), __LINE__, "%s",
+				       "weft_bruck_send_to(from, s, n) == v");
 				/* What v receives is what its sender sends. */
-				expect((weft_bruck_recv_first(v, s, n)) == (weft_bruck_send_first(from, s, n)), __LINE__, "%s", "weft_bruck_recv_first(v, s, n) == weft_bruck_send_first(from, s, n)");
+				expect((weft_bruck_recv_first(v, s, n)) ==
+					   (weft_bruck_send_first(from, s, n)),
+				       __LINE__, "%s",
+				       "weft_bruck_recv_first(v, s, n) == "
+				       "weft_bruck_send_first(from, s, n)");
 				int lo[2], len[2];
-				int np = weft_bruck_pieces(weft_bruck_send_first(v, s, n), nb, n, lo, len);
+				int np = weft_bruck_pieces(weft_bruck_send_first(v, s, n), nb, n,
+							   lo, len);
 				expect(np >= 1 && np <= 2, __LINE__, "%s", "np >= 1 && np <= 2");
 				int total = 0;
 				for (int i = 0; i < np; i++) {
-					expect(lo[i] >= 0 && len[i] > 0 && lo[i] + len[i] <= n, __LINE__, "%s", "lo[i] >= 0 && len[i] > 0 && lo[i] + len[i] <= n");
+					expect(lo[i] >= 0 && len[i] > 0 && lo[i] + len[i] <= n,
+					       __LINE__, "%s",
+					       "lo[i] >= 0 && len[i] > 0 && lo[i] + len[i] <= n");
 					for (int b = lo[i]; b < lo[i] + len[i]; b++) {
-						expect((have[v] >> b & 1), __LINE__, "n=%d step %d: rank %d sends block %d it lacks", n, s, v, b);
-						expect(!(have[to] >> b & 1) && !(next[to] >> b & 1), __LINE__, "n=%d step %d: rank %d gets block %d twice", n, s, to, b);
+						expect(
+						    (have[v] >> b & 1), __LINE__,
+						    "n=%d step %d: rank %d sends block %d it lacks",
+						    n, s, v, b);
+						expect(!(have[to] >> b & 1) && !(next[to] >> b & 1),
+						       __LINE__,
+						       "n=%d step %d: rank %d gets block %d twice",
+						       n, s, to, b);
 						next[to] |= (uint64_t)1 << b;
 					}
 					total += len[i];
@@ -255,12 +291,17 @@ END_TEST
 START_TEST(bruck_pieces)
 {
 	int lo[2], len[2];
-	expect((weft_bruck_pieces(3, 0, 5, lo, len)) == (0), __LINE__, "%s", "weft_bruck_pieces(3, 0, 5, lo, len) == 0");
-	expect((weft_bruck_pieces(1, 3, 5, lo, len)) == (1), __LINE__, "%s", "weft_bruck_pieces(1, 3, 5, lo, len) == 1");
+	expect((weft_bruck_pieces(3, 0, 5, lo, len)) == (0), __LINE__, "%s",
+	       "weft_bruck_pieces(3, 0, 5, lo, len) == 0");
+	expect((weft_bruck_pieces(1, 3, 5, lo, len)) == (1), __LINE__, "%s",
+	       "weft_bruck_pieces(1, 3, 5, lo, len) == 1");
 	expect(lo[0] == 1 && len[0] == 3, __LINE__, "%s", "lo[0] == 1 && len[0] == 3");
-	expect((weft_bruck_pieces(3, 4, 5, lo, len)) == (2), __LINE__, "%s", "weft_bruck_pieces(3, 4, 5, lo, len) == 2");
-	expect(lo[0] == 3 && len[0] == 2 && lo[1] == 0 && len[1] == 2, __LINE__, "%s", "lo[0] == 3 && len[0] == 2 && lo[1] == 0 && len[1] == 2");
-	expect((weft_bruck_pieces(0, 5, 5, lo, len)) == (1), __LINE__, "%s", "weft_bruck_pieces(0, 5, 5, lo, len) == 1");
+	expect((weft_bruck_pieces(3, 4, 5, lo, len)) == (2), __LINE__, "%s",
+	       "weft_bruck_pieces(3, 4, 5, lo, len) == 2");
+	expect(lo[0] == 3 && len[0] == 2 && lo[1] == 0 && len[1] == 2, __LINE__, "%s",
+	       "lo[0] == 3 && len[0] == 2 && lo[1] == 0 && len[1] == 2");
+	expect((weft_bruck_pieces(0, 5, 5, lo, len)) == (1), __LINE__, "%s",
+	       "weft_bruck_pieces(0, 5, 5, lo, len) == 1");
 }
 END_TEST
 
@@ -276,12 +317,14 @@ static int check_tree(int n, shape_fn shape, int arg, int max_children, int max_
 	int parent[MAXN], children[MAXN][32], nch[MAXN], root = -1;
 	for (int i = 0; i < n; i++) {
 		shape(i, n, arg, &parent[i], children[i], &nch[i]);
-		expect(nch[i] <= max_children, __LINE__, "%s n=%d arg %d: %d has %d children", what, n, arg, i, nch[i]);
+		expect(nch[i] <= max_children, __LINE__, "%s n=%d arg %d: %d has %d children", what,
+		       n, arg, i, nch[i]);
 		if (parent[i] < 0) {
 			expect(root < 0, __LINE__, "%s n=%d arg %d: two roots", what, n, arg);
 			root = i;
 		} else {
-			expect(parent[i] < n && parent[i] != i, __LINE__, "%s", "parent[i] < n && parent[i] != i");
+			expect(parent[i] < n && parent[i] != i, __LINE__, "%s",
+			       "parent[i] < n && parent[i] != i");
 		}
 	}
 	expect(root >= 0, __LINE__, "%s n=%d arg %d: no root", what, n, arg);
@@ -289,16 +332,19 @@ static int check_tree(int n, shape_fn shape, int arg, int max_children, int max_
 	for (int i = 0; i < n; i++)
 		for (int c = 0; c < nch[i]; c++) {
 			int ch = children[i][c];
-			expect(ch >= 0 && ch < n && parent[ch] == i, __LINE__, "%s n=%d arg %d: %d lists child %d whose parent is %d", what, n, arg, i, ch, ch >= 0 && ch < n ? parent[ch] : -2);
+			expect(ch >= 0 && ch < n && parent[ch] == i, __LINE__,
+			       "%s n=%d arg %d: %d lists child %d whose parent is %d", what, n, arg,
+			       i, ch, ch >= 0 && ch < n ? parent[ch] : -2);
 			child_seen[ch]++;
 		}
 	for (int i = 0; i < n; i++) {
-		expect((child_seen[i]) == (i == root ? 0 : 1), __LINE__, "%s", "every non-root index is one parent's child");
+		expect((child_seen[i]) == (i == root ? 0 : 1), __LINE__, "%s",
+		       "every non-root index is one parent's child");
 		int hops = 0;
 		for (int j = i; parent[j] >= 0; j = parent[j]) {
 			hops++;
-			expect(hops <= max_depth, __LINE__, "%s n=%d arg %d: %d is %d+ deep (cycle?)",
-			       what, n, arg, i, hops);
+			expect(hops <= max_depth, __LINE__,
+			       "%s n=%d arg %d: %d is %d+ deep (cycle?)", what, n, arg, i, hops);
 		}
 	}
 	return root;
@@ -362,7 +408,8 @@ START_TEST(double_binary_trees)
 		int interior[MAXN] = {0};
 		for (int t = 0; t < 2; t++) {
 			int root = check_tree(n, dbtree_shape, t, 2, ceil_log2(n) + 1, "dbtree");
-			expect((root) == (weft_dbtree_root(t, n)), __LINE__, "%s", "root == weft_dbtree_root(t, n)");
+			expect((root) == (weft_dbtree_root(t, n)), __LINE__, "%s",
+			       "root == weft_dbtree_root(t, n)");
 			for (int i = 0; i < n; i++) {
 				int parent, c[WEFT_TREE_MAX_CHILDREN];
 				weft_dbtree(i, t, n, &parent, c);
@@ -371,7 +418,8 @@ START_TEST(double_binary_trees)
 			}
 		}
 		for (int i = 0; i < n; i++)
-			expect(interior[i] <= 1, __LINE__, "n=%d: %d is interior in both trees", n, i);
+			expect(interior[i] <= 1, __LINE__, "n=%d: %d is interior in both trees", n,
+			       i);
 	}
 }
 END_TEST

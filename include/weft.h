@@ -310,9 +310,12 @@ WEFT_API weft_status_t weft_ibarrier(weft_comm_t comm, weft_request_t *request);
 /**
  * Point to point. Sends to a peer are matched with that peer's receives
  * from this rank in the order both were called (as in NCCL; there are no
- * tags). A length mismatch fails both sides with a message naming the
- * sizes. weft_send returns once buf may be reused; to exchange with a peer
- * in both directions at once, use the non-blocking forms or a group.
+ * tags). On a length mismatch the receive fails with a message naming both
+ * sizes and the receiver's communicator closes its connections, so the
+ * sender's communicator fails too, at the latest at its next call (a small
+ * send may already have returned WEFT_SUCCESS). weft_send returns once buf
+ * may be reused; to exchange with a peer in both directions at once, use
+ * the non-blocking forms or a group.
  */
 WEFT_API weft_status_t weft_send(const void *buf, size_t count, weft_datatype_t dtype, int peer,
 				 weft_comm_t comm);
@@ -355,7 +358,10 @@ WEFT_API weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, wef
 WEFT_API weft_status_t weft_test(weft_request_t *request);
 
 /** Block until the request finishes; frees it and sets *request to NULL.
- * @return the operation's status. Bounded by the communicator's timeout. */
+ * While waiting it also drives the other communicators on which this thread
+ * started non-blocking operations, so ranks may wait for them in different
+ * orders. @return the operation's status. Bounded by the communicator's
+ * timeout. */
 WEFT_API weft_status_t weft_wait(weft_request_t *request);
 
 #ifdef __cplusplus

@@ -157,14 +157,17 @@ static weft_status_t run(struct weft_comm *comm, const struct weft_coll_args *ar
 		else
 			group_head = task;
 		group_tail = task;
-		if (request)
+		if (request) {
 			*request = task;
+			weft_thread_comm_add(comm);
+		}
 		return WEFT_SUCCESS;
 	}
 	task->group_wait = false;
 	weft_task_start(task, 0);
 	if (request) {
 		*request = task;
+		weft_thread_comm_add(comm);
 		weft_comm_progress(comm); /* get it going; errors land in the task */
 		return WEFT_SUCCESS;
 	}

@@ -433,6 +433,7 @@ weft_status_t weft_comm_destroy(weft_comm_t comm)
 {
 	if (!comm)
 		return WEFT_ERR_INVALID_ARG;
+	weft_thread_comm_forget(comm);
 	comm_free(comm);
 	return WEFT_SUCCESS;
 }

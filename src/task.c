@@ -85,12 +85,53 @@ void weft_wait_backoff(const struct weft_comm *comm, unsigned *spins, double las
 	}
 }
 
+/* Communicators with non-blocking operations started from this thread. A
+ * wait drives them all, as an MPI wait does, so that ranks may wait for
+ * operations on different communicators in different orders. (One
+ * communicator is used by one thread at a time, so they are this thread's.) */
+#define WEFT_THREAD_COMMS 16
+static __thread struct weft_comm *thread_comms[WEFT_THREAD_COMMS];
+
+void weft_thread_comm_add(struct weft_comm *comm)
+{
+	int free_slot = -1;
+	for (int i = 0; i < WEFT_THREAD_COMMS; i++) {
+		if (thread_comms[i] == comm)
+			return;
+		if (!thread_comms[i] && free_slot < 0)
+			free_slot = i;
+	}
+	if (free_slot >= 0) /* beyond 16, waits drive only their own communicator */
+		thread_comms[free_slot] = comm;
+}
+
+void weft_thread_comm_forget(struct weft_comm *comm)
+{
+	for (int i = 0; i < WEFT_THREAD_COMMS; i++)
+		if (thread_comms[i] == comm)
+			thread_comms[i] = NULL;
+}
+
+static void progress_others(const struct weft_comm *self)
+{
+	for (int i = 0; i < WEFT_THREAD_COMMS; i++) {
+		struct weft_comm *c = thread_comms[i];
+		if (!c || c == self)
+			continue;
+		if (c->active)
+			weft_comm_progress(c); /* its errors land in its own tasks */
+		else
+			thread_comms[i] = NULL;
+	}
+}
+
 weft_status_t weft_task_wait(struct weft_task *task)
 {
 	struct weft_comm *comm = task->comm;
 	unsigned spins = 0;
 	while (task->status == WEFT_INPROGRESS) {
 		double seen = task->last_event;
+		progress_others(comm);
 		weft_status_t st = weft_comm_progress(comm);
 		if (st != WEFT_SUCCESS && task->status == WEFT_INPROGRESS)
 			task->status = st;

@@ -78,6 +78,11 @@ static inline bool weft_task_is_p2p(const struct weft_task *task)
 /* Progress the communicator until @p task finishes or times out; returns its status. */
 weft_status_t weft_task_wait(struct weft_task *task);
 
+/* Remember that this thread started non-blocking work on @p comm, so its
+ * waits drive it too; forget it when the communicator is destroyed. */
+void weft_thread_comm_add(struct weft_comm *comm);
+void weft_thread_comm_forget(struct weft_comm *comm);
+
 /* Call in a polling loop that saw no event since @p last_event: spins at
  * first, then naps so that descheduled peers can run. */
 void weft_wait_backoff(const struct weft_comm *comm, unsigned *spins, double last_event);

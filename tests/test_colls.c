@@ -31,6 +31,7 @@
  */
 #include <check.h>
 #include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,10 +40,10 @@
 #include "../algorithms/algo.h"
 #include "harness.h"
 
-#define G HARNESS_GUARD_BYTES
-#define BIG_COUNT ((size_t)300001)
+#define G		   HARNESS_GUARD_BYTES
+#define BIG_COUNT	   ((size_t)300001)
 #define MAX_FAILURES_SHOWN 8
-#define JOB_TIMEOUT_S 120.0
+#define JOB_TIMEOUT_S	   120.0
 
 struct sample {
 	weft_datatype_t dt;
@@ -52,25 +53,25 @@ struct sample {
 /* (datatype, op) pairs taken in rotation: every type and op, avg with
  * integers and the half types. */
 static const struct sample samples[] = {
-	{WEFT_FLOAT32, WEFT_SUM},  {WEFT_FLOAT16, WEFT_AVG}, {WEFT_INT32, WEFT_MAX},
-	{WEFT_BFLOAT16, WEFT_SUM}, {WEFT_UINT8, WEFT_MIN},   {WEFT_FLOAT64, WEFT_PROD},
-	{WEFT_INT64, WEFT_AVG},    {WEFT_BFLOAT16, WEFT_AVG}, {WEFT_UINT64, WEFT_SUM},
-	{WEFT_INT8, WEFT_PROD},    {WEFT_FLOAT16, WEFT_MIN}, {WEFT_UINT32, WEFT_MAX},
-	{WEFT_FLOAT32, WEFT_AVG},  {WEFT_UINT32, WEFT_AVG}, {WEFT_INT8, WEFT_SUM},
+    {WEFT_FLOAT32, WEFT_SUM},  {WEFT_FLOAT16, WEFT_AVG},  {WEFT_INT32, WEFT_MAX},
+    {WEFT_BFLOAT16, WEFT_SUM}, {WEFT_UINT8, WEFT_MIN},	  {WEFT_FLOAT64, WEFT_PROD},
+    {WEFT_INT64, WEFT_AVG},    {WEFT_BFLOAT16, WEFT_AVG}, {WEFT_UINT64, WEFT_SUM},
+    {WEFT_INT8, WEFT_PROD},    {WEFT_FLOAT16, WEFT_MIN},  {WEFT_UINT32, WEFT_MAX},
+    {WEFT_FLOAT32, WEFT_AVG},  {WEFT_UINT32, WEFT_AVG},	  {WEFT_INT8, WEFT_SUM},
 };
 #define NSAMPLES (sizeof(samples) / sizeof(samples[0]))
 
 struct plan {
-	bool cheap;       /* few cases: 8 ranks, forced algorithms */
-	bool big;         /* the BIG_COUNT cases */
-	bool extras;      /* bad input and barrier timing */
+	bool cheap;  /* few cases: 8 ranks, forced algorithms */
+	bool big;    /* the BIG_COUNT cases */
+	bool extras; /* bad input and barrier timing */
 };
 
 struct ctx {
 	weft_comm_t comm;
 	int rank, nranks;
 	const struct plan *plan;
-	unsigned salt;    /* changes every case, so stale data never passes */
+	unsigned salt; /* changes every case, so stale data never passes */
 	int failures;
 };
 
@@ -142,7 +143,7 @@ static enum case_result wrong(struct ctx *c, const char *name, const char *why)
 /* ---- ReduceScatter */
 enum rs_form { RS_OUT, RS_IN_PLACE, RS_NCCL, RS_FORMS };
 static const char *const rs_form_names[RS_FORMS] = {"out-of-place", "WEFT_IN_PLACE",
-						     "recvbuf=sendbuf+rank*count"};
+						    "recvbuf=sendbuf+rank*count"};
 
 static enum case_result rs_case(struct ctx *c, size_t count, struct sample s, enum rs_form form,
 				bool nb)
@@ -150,8 +151,8 @@ static enum case_result rs_case(struct ctx *c, size_t count, struct sample s, en
 	int n = c->nranks, rank = c->rank;
 	unsigned salt = ++c->salt;
 	char name[192];
-	snprintf(name, sizeof(name), "%sreduce_scatter nranks %d %s %s count %zu %s", nb ? "i" : "", n,
-		 harness_dtype_name(s.dt), harness_op_name(s.op), count, rs_form_names[form]);
+	snprintf(name, sizeof(name), "%sreduce_scatter nranks %d %s %s count %zu %s", nb ? "i" : "",
+		 n, harness_dtype_name(s.dt), harness_op_name(s.op), count, rs_form_names[form]);
 	harness_progress("%s", name);
 	size_t esz = harness_dtype_size(s.dt), blk = count * esz, all = blk * (size_t)n;
 	struct gbuf in = {0}, out = {0};
@@ -167,11 +168,13 @@ static enum case_result rs_case(struct ctx *c, size_t count, struct sample s, en
 	harness_ar_expected(want, count * (size_t)n, s.dt, s.op, n, salt);
 
 	const void *sendarg = form == RS_IN_PLACE ? WEFT_IN_PLACE : in.data;
-	unsigned char *result = form == RS_OUT ? out.data
-			       : form == RS_IN_PLACE ? in.data : in.data + (size_t)rank * blk;
+	unsigned char *result = form == RS_OUT	      ? out.data
+				: form == RS_IN_PLACE ? in.data
+						      : in.data + (size_t)rank * blk;
 	weft_request_t req = NULL;
-	weft_status_t st = nb ? weft_ireduce_scatter(sendarg, result, count, s.dt, s.op, c->comm, &req)
-			      : weft_reduce_scatter(sendarg, result, count, s.dt, s.op, c->comm);
+	weft_status_t st =
+	    nb ? weft_ireduce_scatter(sendarg, result, count, s.dt, s.op, c->comm, &req)
+	       : weft_reduce_scatter(sendarg, result, count, s.dt, s.op, c->comm);
 	st = complete(st, &req);
 	if (st != WEFT_SUCCESS) {
 		harness_fail_status(c->comm, st, "%s", name);
@@ -179,9 +182,11 @@ static enum case_result rs_case(struct ctx *c, size_t count, struct sample s, en
 		goto out_free;
 	}
 	char why[256] = "";
-	if (harness_compare(result, want + (size_t)rank * blk, count, s.dt, why, sizeof(why)) != SIZE_MAX ||
+	if (harness_compare(result, want + (size_t)rank * blk, count, s.dt, why, sizeof(why)) !=
+		SIZE_MAX ||
 	    gbuf_guard_bad(&out, "recvbuf", why, sizeof(why)) ||
-	    gbuf_guard_bad(&in, form == RS_OUT ? "sendbuf" : "the in-place buffer", why, sizeof(why)))
+	    gbuf_guard_bad(&in, form == RS_OUT ? "sendbuf" : "the in-place buffer", why,
+			   sizeof(why)))
 		res = wrong(c, name, why);
 	else if (form == RS_OUT && memcmp(in.data, orig, all) != 0)
 		res = wrong(c, name, "sendbuf was modified");
@@ -196,7 +201,7 @@ out_free:
 /* ---- Broadcast */
 enum root_form { RF_OUT, RF_IN_PLACE, RF_SAME, RF_FORMS };
 static const char *const root_form_names[RF_FORMS] = {"out-of-place", "WEFT_IN_PLACE",
-						       "sendbuf==recvbuf"};
+						      "sendbuf==recvbuf"};
 
 static enum case_result bc_case(struct ctx *c, size_t count, weft_datatype_t dt, int root,
 				enum root_form form, bool nb)
@@ -223,7 +228,8 @@ static enum case_result bc_case(struct ctx *c, size_t count, weft_datatype_t dt,
 		memcpy(separate ? send.data : recv.data, want, bytes);
 	/* Non-roots: NULL out of place (allowed), else the same form as the root. */
 	const void *sendarg = form == RF_IN_PLACE ? WEFT_IN_PLACE
-			    : form == RF_SAME ? (const void *)recv.data : (const void *)send.data;
+			      : form == RF_SAME	  ? (const void *)recv.data
+						  : (const void *)send.data;
 	weft_request_t req = NULL;
 	weft_status_t st = nb ? weft_ibroadcast(sendarg, recv.data, count, dt, root, c->comm, &req)
 			      : weft_broadcast(sendarg, recv.data, count, dt, root, c->comm);
@@ -258,9 +264,9 @@ static enum case_result rd_case(struct ctx *c, size_t count, struct sample s, in
 	 * buffer that must stay untouched. */
 	bool null_recv = !is_root && form != RF_SAME && (salt % 2);
 	char name[192];
-	snprintf(name, sizeof(name), "%sreduce nranks %d %s %s count %zu root %d %s%s", nb ? "i" : "", n,
-		 harness_dtype_name(s.dt), harness_op_name(s.op), count, root, root_form_names[form],
-		 null_recv ? " (NULL recvbuf off the root)" : "");
+	snprintf(name, sizeof(name), "%sreduce nranks %d %s %s count %zu root %d %s%s",
+		 nb ? "i" : "", n, harness_dtype_name(s.dt), harness_op_name(s.op), count, root,
+		 root_form_names[form], null_recv ? " (NULL recvbuf off the root)" : "");
 	harness_progress("%s", name);
 	size_t bytes = count * harness_dtype_size(s.dt);
 	struct gbuf send = {0}, recv = {0};
@@ -280,10 +286,12 @@ static enum case_result rd_case(struct ctx *c, size_t count, struct sample s, in
 	harness_ar_input(input, count, s.dt, s.op, rank, n, salt);
 	memcpy(orig, input, bytes);
 	harness_ar_expected(want, count, s.dt, s.op, n, salt);
-	const void *sendarg = input_in_recv ? (form == RF_IN_PLACE ? WEFT_IN_PLACE : recv.data) : send.data;
+	const void *sendarg =
+	    input_in_recv ? (form == RF_IN_PLACE ? WEFT_IN_PLACE : recv.data) : send.data;
 	weft_request_t req = NULL;
-	weft_status_t st = nb ? weft_ireduce(sendarg, recv.data, count, s.dt, s.op, root, c->comm, &req)
-			      : weft_reduce(sendarg, recv.data, count, s.dt, s.op, root, c->comm);
+	weft_status_t st =
+	    nb ? weft_ireduce(sendarg, recv.data, count, s.dt, s.op, root, c->comm, &req)
+	       : weft_reduce(sendarg, recv.data, count, s.dt, s.op, root, c->comm);
 	st = complete(st, &req);
 	if (st != WEFT_SUCCESS) {
 		harness_fail_status(c->comm, st, "%s", name);
@@ -303,7 +311,8 @@ static enum case_result rd_case(struct ctx *c, size_t count, struct sample s, in
 	else if (!is_root && !input_in_recv && recv.data) {
 		for (size_t k = 0; k < bytes && res == CASE_OK; k++)
 			if (recv.data[k] != 0xcd) {
-				snprintf(why, sizeof(why), "a non-root's recvbuf was written (byte %zu)", k);
+				snprintf(why, sizeof(why),
+					 "a non-root's recvbuf was written (byte %zu)", k);
 				res = wrong(c, name, why);
 			}
 	}
@@ -378,7 +387,8 @@ static int barrier_timing(struct ctx *c)
 	for (int trial = 0; trial < 3 && !ret; trial++) {
 		int sleeper = trial == 0 ? n - 1 : trial == 1 ? 0 : n / 2;
 		bool nb = trial == 2;
-		harness_progress("%sbarrier trial %d: rank %d sleeps 200 ms", nb ? "i" : "", trial, sleeper);
+		harness_progress("%sbarrier trial %d: rank %d sleeps 200 ms", nb ? "i" : "", trial,
+				 sleeper);
 		if (c->rank == sleeper) {
 			struct timespec ts = {0, 200 * 1000 * 1000};
 			nanosleep(&ts, NULL);
@@ -389,7 +399,8 @@ static int barrier_timing(struct ctx *c)
 			weft_request_t req = NULL;
 			st = weft_ibarrier(c->comm, &req);
 			if (st == WEFT_SUCCESS && !req)
-				st = WEFT_ERR_INTERNAL, harness_fail("weft_ibarrier: success and a NULL request");
+				st = WEFT_ERR_INTERNAL,
+				harness_fail("weft_ibarrier: success and a NULL request");
 			while (st == WEFT_SUCCESS && req)
 				if ((st = weft_test(&req)) == WEFT_INPROGRESS)
 					st = WEFT_SUCCESS;
@@ -408,13 +419,16 @@ static int barrier_timing(struct ctx *c)
 		}
 		for (int r = 0; r < n && !ret; r++)
 			if (leave < enters[r])
-				ret = harness_fail("%sbarrier trial %d: left at %.4f s, %.4f s before rank %d entered",
-						   nb ? "i" : "", trial, leave, enters[r] - leave, r);
+				ret =
+				    harness_fail("%sbarrier trial %d: left at %.4f s, %.4f s "
+						 "before rank %d entered",
+						 nb ? "i" : "", trial, leave, enters[r] - leave, r);
 		/* The sleeper entered >= 200 ms after it left the previous call;
 		 * nobody may have left before that. */
 		if (!ret && n > 1 && leave - enters[sleeper] < 0)
-			ret = harness_fail("%sbarrier trial %d: left before rank %d ended its 200 ms sleep",
-					   nb ? "i" : "", trial, sleeper);
+			ret = harness_fail(
+			    "%sbarrier trial %d: left before rank %d ended its 200 ms sleep",
+			    nb ? "i" : "", trial, sleeper);
 	}
 	for (int k = 0; k < 16 && !ret; k++) {
 		harness_progress("back-to-back barrier %d", k);
@@ -446,8 +460,9 @@ static int expect_invalid(struct ctx *c, weft_status_t st, const char *call, con
 {
 	const char *msg = c->comm ? weft_comm_last_error(c->comm) : "";
 	if (st != WEFT_ERR_INVALID_ARG)
-		return harness_fail("%s: returned %s (%d), expected invalid argument; message \"%s\"", call,
-				    weft_status_string(st), (int)st, msg);
+		return harness_fail(
+		    "%s: returned %s (%d), expected invalid argument; message \"%s\"", call,
+		    weft_status_string(st), (int)st, msg);
 	if (!mentions(msg, word))
 		return harness_fail("%s: message \"%s\" does not name '%s'", call, msg, word);
 	return 0;
@@ -475,24 +490,29 @@ static int bad_input(struct ctx *c)
 			      "reduce_scatter(NULL sendbuf)", "sendbuf");
 	ret |= expect_invalid(c, weft_reduce_scatter(b, NULL, 4, WEFT_FLOAT32, WEFT_SUM, comm),
 			      "reduce_scatter(NULL recvbuf)", "recvbuf");
-	ret |= expect_invalid(c, weft_reduce_scatter(WEFT_IN_PLACE, NULL, 4, WEFT_FLOAT32, WEFT_SUM, comm),
-			      "reduce_scatter(WEFT_IN_PLACE, NULL recvbuf)", "recvbuf");
+	ret |= expect_invalid(
+	    c, weft_reduce_scatter(WEFT_IN_PLACE, NULL, 4, WEFT_FLOAT32, WEFT_SUM, comm),
+	    "reduce_scatter(WEFT_IN_PLACE, NULL recvbuf)", "recvbuf");
 	ret |= expect_invalid(c, weft_reduce_scatter(b, a, 4, WEFT_DATATYPE_COUNT, WEFT_SUM, comm),
 			      "reduce_scatter(bad datatype)", "datatype");
 	ret |= expect_invalid(c, weft_reduce_scatter(b, a, 4, WEFT_FLOAT32, WEFT_OP_COUNT, comm),
 			      "reduce_scatter(bad op)", "op");
-	ret |= expect_invalid(c, weft_reduce_scatter(b, a, SIZE_MAX / 4, WEFT_FLOAT32, WEFT_SUM, comm),
-			      "reduce_scatter(count overflow)", "overflow");
+	ret |=
+	    expect_invalid(c, weft_reduce_scatter(b, a, SIZE_MAX / 4, WEFT_FLOAT32, WEFT_SUM, comm),
+			   "reduce_scatter(count overflow)", "overflow");
 	ret |= expect_invalid(c, weft_ireduce_scatter(b, a, 4, WEFT_FLOAT32, WEFT_SUM, comm, NULL),
 			      "ireduce_scatter(NULL request)", "request");
 	req = (weft_request_t)(uintptr_t)1;
-	ret |= expect_invalid(c, weft_ireduce_scatter(NULL, a, 4, WEFT_FLOAT32, WEFT_SUM, comm, &req),
-			      "ireduce_scatter(NULL sendbuf)", "sendbuf");
+	ret |=
+	    expect_invalid(c, weft_ireduce_scatter(NULL, a, 4, WEFT_FLOAT32, WEFT_SUM, comm, &req),
+			   "ireduce_scatter(NULL sendbuf)", "sendbuf");
 	ret |= expect_request_null(req, "ireduce_scatter(NULL sendbuf)");
 
 	/* broadcast */
-	ret |= expect_invalid(c, weft_broadcast(a, a, 4, WEFT_FLOAT32, -1, comm), "broadcast(root -1)", "root");
-	ret |= expect_invalid(c, weft_broadcast(a, a, 4, WEFT_FLOAT32, n, comm), "broadcast(root nranks)", "root");
+	ret |= expect_invalid(c, weft_broadcast(a, a, 4, WEFT_FLOAT32, -1, comm),
+			      "broadcast(root -1)", "root");
+	ret |= expect_invalid(c, weft_broadcast(a, a, 4, WEFT_FLOAT32, n, comm),
+			      "broadcast(root nranks)", "root");
 	ret |= expect_invalid(c, weft_broadcast(a, NULL, 4, WEFT_FLOAT32, 0, comm),
 			      "broadcast(NULL recvbuf)", "recvbuf");
 	ret |= expect_invalid(c, weft_broadcast(a, a, 4, WEFT_DATATYPE_COUNT, 0, comm),
@@ -506,8 +526,10 @@ static int bad_input(struct ctx *c)
 	ret |= expect_request_null(req, "ibroadcast(bad root)");
 
 	/* reduce */
-	ret |= expect_invalid(c, weft_reduce(a, a, 4, WEFT_FLOAT32, WEFT_SUM, -1, comm), "reduce(root -1)", "root");
-	ret |= expect_invalid(c, weft_reduce(a, a, 4, WEFT_FLOAT32, WEFT_SUM, n, comm), "reduce(root nranks)", "root");
+	ret |= expect_invalid(c, weft_reduce(a, a, 4, WEFT_FLOAT32, WEFT_SUM, -1, comm),
+			      "reduce(root -1)", "root");
+	ret |= expect_invalid(c, weft_reduce(a, a, 4, WEFT_FLOAT32, WEFT_SUM, n, comm),
+			      "reduce(root nranks)", "root");
 	ret |= expect_invalid(c, weft_reduce(NULL, a, 4, WEFT_FLOAT32, WEFT_SUM, 0, comm),
 			      "reduce(NULL sendbuf)", "sendbuf");
 	ret |= expect_invalid(c, weft_reduce(a, a, 4, WEFT_FLOAT32, WEFT_OP_COUNT, 0, comm),
@@ -516,8 +538,9 @@ static int bad_input(struct ctx *c)
 		ret |= expect_invalid(c, weft_reduce(a, NULL, 4, WEFT_FLOAT32, WEFT_SUM, mid, comm),
 				      "reduce(NULL recvbuf on the root)", "recvbuf");
 	if (rank != mid) /* WEFT_IN_PLACE means nothing off the root: no input */
-		ret |= expect_invalid(c, weft_reduce(WEFT_IN_PLACE, a, 4, WEFT_FLOAT32, WEFT_SUM, mid, comm),
-				      "reduce(WEFT_IN_PLACE off the root)", "sendbuf");
+		ret |= expect_invalid(
+		    c, weft_reduce(WEFT_IN_PLACE, a, 4, WEFT_FLOAT32, WEFT_SUM, mid, comm),
+		    "reduce(WEFT_IN_PLACE off the root)", "sendbuf");
 	req = (weft_request_t)(uintptr_t)1;
 	ret |= expect_invalid(c, weft_ireduce(a, a, 4, WEFT_FLOAT32, WEFT_SUM, -7, comm, &req),
 			      "ireduce(root -7)", "root");
@@ -547,15 +570,17 @@ static int bad_input(struct ctx *c)
 	ret |= expect_invalid(c, weft_ibarrier(comm, NULL), "ibarrier(NULL request)", "request");
 	weft_status_t st = weft_barrier(NULL);
 	if (st != WEFT_ERR_INVALID_ARG)
-		ret |= harness_fail("weft_barrier(NULL): %s, expected invalid argument", weft_status_string(st));
+		ret |= harness_fail("weft_barrier(NULL): %s, expected invalid argument",
+				    weft_status_string(st));
 	req = (weft_request_t)(uintptr_t)1;
 	st = weft_ibarrier(NULL, &req);
 	if (st != WEFT_ERR_INVALID_ARG || req)
-		ret |= harness_fail("weft_ibarrier(NULL comm): %s, request %p", weft_status_string(st), (void *)req);
+		ret |= harness_fail("weft_ibarrier(NULL comm): %s, request %p",
+				    weft_status_string(st), (void *)req);
 	st = weft_broadcast(a, a, 4, WEFT_FLOAT32, 0, NULL);
 	if (st != WEFT_ERR_INVALID_ARG || !mentions(weft_init_last_error(), "comm"))
-		ret |= harness_fail("weft_broadcast(NULL comm): %s, message \"%s\"", weft_status_string(st),
-				    weft_init_last_error());
+		ret |= harness_fail("weft_broadcast(NULL comm): %s, message \"%s\"",
+				    weft_status_string(st), weft_init_last_error());
 
 	/* Count 0 with NULL buffers: a valid no-op everywhere, blocking or not. */
 	harness_progress("count 0 with NULL buffers");
@@ -563,14 +588,15 @@ static int bad_input(struct ctx *c)
 		const char *call;
 		weft_status_t st;
 	} zero[] = {
-		{"reduce_scatter", weft_reduce_scatter(NULL, NULL, 0, WEFT_FLOAT32, WEFT_SUM, comm)},
-		{"broadcast", weft_broadcast(NULL, NULL, 0, WEFT_INT8, n - 1, comm)},
-		{"reduce", weft_reduce(NULL, NULL, 0, WEFT_FLOAT16, WEFT_AVG, 0, comm)},
-		{"alltoall", weft_alltoall(NULL, NULL, 0, WEFT_UINT64, comm)},
+	    {"reduce_scatter", weft_reduce_scatter(NULL, NULL, 0, WEFT_FLOAT32, WEFT_SUM, comm)},
+	    {"broadcast", weft_broadcast(NULL, NULL, 0, WEFT_INT8, n - 1, comm)},
+	    {"reduce", weft_reduce(NULL, NULL, 0, WEFT_FLOAT16, WEFT_AVG, 0, comm)},
+	    {"alltoall", weft_alltoall(NULL, NULL, 0, WEFT_UINT64, comm)},
 	};
 	for (size_t k = 0; k < sizeof(zero) / sizeof(zero[0]); k++)
 		if (zero[k].st != WEFT_SUCCESS)
-			ret |= harness_fail_status(comm, zero[k].st, "%s count 0 with NULL buffers", zero[k].call);
+			ret |= harness_fail_status(comm, zero[k].st, "%s count 0 with NULL buffers",
+						   zero[k].call);
 	req = NULL;
 	st = complete(weft_ialltoall(NULL, NULL, 0, WEFT_INT32, comm, &req), &req);
 	if (st != WEFT_SUCCESS)
@@ -594,14 +620,15 @@ static int mixed_outstanding(struct ctx *c, int round)
 	float *rs_in = malloc(rs_count * (size_t)n * 4), *rs_out = malloc(rs_count * 4);
 	float *rs_want = malloc(rs_count * (size_t)n * 4);
 	int32_t *bc = malloc(bc_count * 4), *bc_want = malloc(bc_count * 4);
-	uint16_t *rd_in = malloc(rd_count * 2), *rd_out = malloc(rd_count * 2), *rd_want = malloc(rd_count * 2);
+	uint16_t *rd_in = malloc(rd_count * 2), *rd_out = malloc(rd_count * 2),
+		 *rd_want = malloc(rd_count * 2);
 	uint8_t *a2a_in = malloc(a2a_count * (size_t)n), *a2a_out = malloc(a2a_count * (size_t)n);
 	uint8_t *a2a_want = malloc(a2a_count * (size_t)n);
 	weft_request_t req[5] = {NULL};
-	static const char *const names[5] = {"ireduce_scatter", "ibroadcast", "ireduce", "ialltoall",
-					      "ibarrier"};
-	if (!rs_in || !rs_out || !rs_want || !bc || !bc_want || !rd_in || !rd_out || !rd_want || !a2a_in ||
-	    !a2a_out || !a2a_want) {
+	static const char *const names[5] = {"ireduce_scatter", "ibroadcast", "ireduce",
+					     "ialltoall", "ibarrier"};
+	if (!rs_in || !rs_out || !rs_want || !bc || !bc_want || !rd_in || !rd_out || !rd_want ||
+	    !a2a_in || !a2a_out || !a2a_want) {
 		ret = harness_fail("out of memory");
 		goto out_free;
 	}
@@ -615,44 +642,58 @@ static int mixed_outstanding(struct ctx *c, int round)
 	harness_ar_input(rd_in, rd_count, WEFT_BFLOAT16, WEFT_AVG, rank, n, salt + 2);
 	harness_ar_expected(rd_want, rd_count, WEFT_BFLOAT16, WEFT_AVG, n, salt + 2);
 	for (int j = 0; j < n; j++) {
-		harness_ag_input(a2a_in + (size_t)j * a2a_count, a2a_count, WEFT_UINT8, rank * n + j, salt + 3);
-		harness_ag_input(a2a_want + (size_t)j * a2a_count, a2a_count, WEFT_UINT8, j * n + rank, salt + 3);
+		harness_ag_input(a2a_in + (size_t)j * a2a_count, a2a_count, WEFT_UINT8,
+				 rank * n + j, salt + 3);
+		harness_ag_input(a2a_want + (size_t)j * a2a_count, a2a_count, WEFT_UINT8,
+				 j * n + rank, salt + 3);
 	}
 	harness_progress("mixed outstanding round %d: post", round);
 	weft_status_t st[5];
-	st[0] = weft_ireduce_scatter(rs_in, rs_out, rs_count, WEFT_FLOAT32, WEFT_SUM, c->comm, &req[0]);
-	st[1] = weft_ibroadcast(rank == bc_root ? WEFT_IN_PLACE : NULL, bc, bc_count, WEFT_INT32, bc_root,
-				c->comm, &req[1]);
-	st[2] = weft_ireduce(rd_in, rank == rd_root ? rd_out : NULL, rd_count, WEFT_BFLOAT16, WEFT_AVG,
-			     rd_root, c->comm, &req[2]);
+	st[0] =
+	    weft_ireduce_scatter(rs_in, rs_out, rs_count, WEFT_FLOAT32, WEFT_SUM, c->comm, &req[0]);
+	st[1] = weft_ibroadcast(rank == bc_root ? WEFT_IN_PLACE : NULL, bc, bc_count, WEFT_INT32,
+				bc_root, c->comm, &req[1]);
+	st[2] = weft_ireduce(rd_in, rank == rd_root ? rd_out : NULL, rd_count, WEFT_BFLOAT16,
+			     WEFT_AVG, rd_root, c->comm, &req[2]);
 	st[3] = weft_ialltoall(a2a_in, a2a_out, a2a_count, WEFT_UINT8, c->comm, &req[3]);
 	st[4] = weft_ibarrier(c->comm, &req[4]);
 	for (int k = 0; k < 5 && !ret; k++)
 		if (st[k] != WEFT_SUCCESS)
-			ret = harness_fail_status(c->comm, st[k], "mixed outstanding: post %s", names[k]);
+			ret = harness_fail_status(c->comm, st[k], "mixed outstanding: post %s",
+						  names[k]);
 	for (int j = 0; j < 5 && !ret; j++) {
 		int k = (rank + round) % 2 ? 4 - j : (j + rank) % 5;
 		harness_progress("mixed outstanding round %d: wait %s", round, names[k]);
 		weft_status_t w = weft_wait(&req[k]);
 		if (w != WEFT_SUCCESS)
-			ret = harness_fail_status(c->comm, w, "mixed outstanding: weft_wait(%s)", names[k]);
+			ret = harness_fail_status(c->comm, w, "mixed outstanding: weft_wait(%s)",
+						  names[k]);
 	}
 	char why[256];
-	if (!ret && harness_compare(rs_out, rs_want + (size_t)rank * rs_count, rs_count, WEFT_FLOAT32, why,
-				    sizeof(why)) != SIZE_MAX)
+	if (!ret && harness_compare(rs_out, rs_want + (size_t)rank * rs_count, rs_count,
+				    WEFT_FLOAT32, why, sizeof(why)) != SIZE_MAX)
 		ret = harness_fail("mixed outstanding: ireduce_scatter: %s", why);
-	if (!ret && harness_compare(bc, bc_want, bc_count, WEFT_INT32, why, sizeof(why)) != SIZE_MAX)
+	if (!ret &&
+	    harness_compare(bc, bc_want, bc_count, WEFT_INT32, why, sizeof(why)) != SIZE_MAX)
 		ret = harness_fail("mixed outstanding: ibroadcast: %s", why);
 	if (!ret && rank == rd_root &&
 	    harness_compare(rd_out, rd_want, rd_count, WEFT_BFLOAT16, why, sizeof(why)) != SIZE_MAX)
 		ret = harness_fail("mixed outstanding: ireduce: %s", why);
-	if (!ret && harness_compare(a2a_out, a2a_want, a2a_count * (size_t)n, WEFT_UINT8, why, sizeof(why)) != SIZE_MAX)
+	if (!ret && harness_compare(a2a_out, a2a_want, a2a_count * (size_t)n, WEFT_UINT8, why,
+				    sizeof(why)) != SIZE_MAX)
 		ret = harness_fail("mixed outstanding: ialltoall: %s", why);
 out_free:
-	free(rs_in); free(rs_out); free(rs_want);
-	free(bc); free(bc_want);
-	free(rd_in); free(rd_out); free(rd_want);
-	free(a2a_in); free(a2a_out); free(a2a_want);
+	free(rs_in);
+	free(rs_out);
+	free(rs_want);
+	free(bc);
+	free(bc_want);
+	free(rd_in);
+	free(rd_out);
+	free(rd_want);
+	free(a2a_in);
+	free(a2a_out);
+	free(a2a_want);
 	return ret;
 }
 
@@ -709,13 +750,14 @@ static int matrix_body(weft_comm_t comm, int rank, int nranks, void *arg)
 			if (cheap && (size_t)f != k % RS_FORMS)
 				continue;
 			rot++;
-			res = rs_case(&c, counts[k], samples[rot % NSAMPLES], (enum rs_form)f, rot % 3 == 0);
+			res = rs_case(&c, counts[k], samples[rot % NSAMPLES], (enum rs_form)f,
+				      rot % 3 == 0);
 		}
 	print_time(&c, "reduce_scatter", &t);
 
 	/* Broadcast: full: every root x form; cheap: one (root, form) per count. */
-	static const weft_datatype_t bc_types[] = {WEFT_UINT8, WEFT_FLOAT32, WEFT_BFLOAT16, WEFT_INT64,
-						   WEFT_FLOAT16};
+	static const weft_datatype_t bc_types[] = {WEFT_UINT8, WEFT_FLOAT32, WEFT_BFLOAT16,
+						   WEFT_INT64, WEFT_FLOAT16};
 	for (size_t k = 0; k < ncounts && res != CASE_ERROR; k++)
 		for (size_t r = 0; r < nroots && res != CASE_ERROR; r++)
 			for (int f = 0; f < RF_FORMS && res != CASE_ERROR; f++) {
@@ -724,8 +766,8 @@ static int matrix_body(weft_comm_t comm, int rank, int nranks, void *arg)
 				if (!cheap && counts[k] == BIG_COUNT && (size_t)f != r % RF_FORMS)
 					continue;
 				rot++;
-				res = bc_case(&c, counts[k], bc_types[rot % 5], roots[r], (enum root_form)f,
-					      rot % 3 == 1);
+				res = bc_case(&c, counts[k], bc_types[rot % 5], roots[r],
+					      (enum root_form)f, rot % 3 == 1);
 			}
 	print_time(&c, "broadcast", &t);
 
@@ -733,7 +775,8 @@ static int matrix_body(weft_comm_t comm, int rank, int nranks, void *arg)
 	for (size_t k = 0; k < ncounts && res != CASE_ERROR; k++)
 		for (size_t r = 0; r < nroots && res != CASE_ERROR; r++)
 			for (int f = 0; f < RF_FORMS && res != CASE_ERROR; f++) {
-				if (cheap && (r != (k + 1) % nroots || (size_t)f != (k + 1) % RF_FORMS))
+				if (cheap &&
+				    (r != (k + 1) % nroots || (size_t)f != (k + 1) % RF_FORMS))
 					continue;
 				if (!cheap && counts[k] == BIG_COUNT && (size_t)f != r % RF_FORMS)
 					continue;
@@ -744,7 +787,8 @@ static int matrix_body(weft_comm_t comm, int rank, int nranks, void *arg)
 	print_time(&c, "reduce", &t);
 
 	/* AlltoAll: element sizes 1, 2, 4, 8. */
-	static const weft_datatype_t a2a_types[] = {WEFT_INT8, WEFT_FLOAT16, WEFT_UINT32, WEFT_FLOAT64};
+	static const weft_datatype_t a2a_types[] = {WEFT_INT8, WEFT_FLOAT16, WEFT_UINT32,
+						    WEFT_FLOAT64};
 	for (size_t k = 0; k < ncounts && res != CASE_ERROR; k++)
 		for (int d = 0; d < 4 && res != CASE_ERROR; d++) {
 			if ((cheap || counts[k] == BIG_COUNT) && (size_t)d != k % 4)
@@ -773,7 +817,8 @@ static int matrix_body(weft_comm_t comm, int rank, int nranks, void *arg)
 		for (int k = 0; k < 4 && ret == 0; k++) {
 			harness_progress("barrier %d", k);
 			weft_request_t req = NULL;
-			weft_status_t st = k % 2 ? weft_barrier(comm) : complete(weft_ibarrier(comm, &req), &req);
+			weft_status_t st =
+			    k % 2 ? weft_barrier(comm) : complete(weft_ibarrier(comm, &req), &req);
 			if (st != WEFT_SUCCESS)
 				ret = harness_fail_status(comm, st, "barrier %d", k);
 		}
@@ -798,11 +843,11 @@ static void run_job(int nranks, const char *const *base_env, const char *algo_en
 	env[k] = NULL;
 	struct harness_result res;
 	harness_run(nranks, env, matrix_body, &plan, JOB_TIMEOUT_S, &res);
-	printf("colls %s%s%s nranks %d: %.1f s\n", label, algo_env ? " " : "", algo_env ? algo_env : "",
-	       nranks, res.seconds);
+	printf("colls %s%s%s nranks %d: %.1f s\n", label, algo_env ? " " : "",
+	       algo_env ? algo_env : "", nranks, res.seconds);
 	fflush(stdout);
-	ck_assert_msg(res.ok, "colls %s %s, nranks %d:\n%s", label, algo_env ? algo_env : "auto", nranks,
-		      res.summary);
+	ck_assert_msg(res.ok, "colls %s %s, nranks %d:\n%s", label, algo_env ? algo_env : "auto",
+		      nranks, res.summary);
 }
 
 START_TEST(auto_shm)
@@ -850,7 +895,8 @@ START_TEST(forced_shm)
 	int nranks = forced_nranks[_i];
 	char spec[256];
 	for (size_t k = 0; forced_spec(k, spec, sizeof(spec)); k++)
-		run_job(nranks, env_shm, spec, "shm", (struct plan){.cheap = nranks == 8, .big = nranks <= 3});
+		run_job(nranks, env_shm, spec, "shm",
+			(struct plan){.cheap = nranks == 8, .big = nranks <= 3});
 }
 END_TEST
 

@@ -138,7 +138,7 @@ static weft_status_t run(struct weft_comm *comm, const struct weft_coll_args *ar
 		*request = NULL;
 	if (args->count == 0 && args->coll != WEFT_COLL_BARRIER)
 		return WEFT_SUCCESS;
-	const struct weft_algo *algo = weft_tune_select(comm, args);
+	const struct weft_algo *algo = weft_tune_choose(comm, args);
 	if (!algo)
 		return weft_comm_fail(comm, WEFT_ERR_NOT_SUPPORTED, "%s: no algorithm in this build",
 				      weft_coll_name(args->coll));

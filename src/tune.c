@@ -122,6 +122,8 @@ weft_status_t weft_tune_parse_ranges(const char *spec, struct weft_tuner *t, str
 	return WEFT_SUCCESS;
 }
 
+static void derive_costs(struct weft_comm *comm);
+
 /* TCP alone (WEFT_TRANSPORTS=socket) also serves ranks of one host. */
 static void set_costs(struct weft_comm *comm)
 {
@@ -145,6 +147,7 @@ weft_status_t weft_tune_init(struct weft_comm *comm)
 	st = weft_tune_calibrate(comm);
 	if (st != WEFT_SUCCESS)
 		return st;
+	derive_costs(comm);
 	if (comm->rank == 0 && weft_log_enabled(WEFT_LOG_INFO, WEFT_SUB_TUNE)) {
 		char *text = NULL;
 		size_t len = 0;
@@ -206,27 +209,43 @@ static bool host_leaders(const struct weft_comm *comm, int a, int b)
 	return g->host_leader[g->host_of[a]] == a && g->host_leader[g->host_of[b]] == b;
 }
 
-struct weft_cost weft_tune_worst(const struct weft_comm *comm)
-{
-	return worst_of(comm, any_pair);
-}
-
-struct weft_cost weft_tune_intra_host(const struct weft_comm *comm)
-{
-	return worst_of(comm, same_host);
-}
-
-struct weft_cost weft_tune_inter_host(const struct weft_comm *comm)
-{
-	return worst_of(comm, host_leaders);
-}
-
-struct weft_cost weft_tune_ring(const struct weft_comm *comm)
+static struct weft_cost ring_worst(const struct weft_comm *comm)
 {
 	struct weft_cost w = {0, 0, comm->tuner.cost[WEFT_LINK_NUMA].gamma};
 	for (int p = 0; p < comm->nranks && comm->nranks > 1; p++)
 		w = worse(w, weft_tune_link(comm, comm->ring[p], comm->ring[(p + 1) % comm->nranks]));
 	return w;
+}
+
+/* The slowest links do not change after init: compute them once, not on
+ * every call's selection (which is on the latency path). */
+static void derive_costs(struct weft_comm *comm)
+{
+	struct weft_tuner *t = &comm->tuner;
+	t->worst = worst_of(comm, any_pair);
+	t->intra_host = worst_of(comm, same_host);
+	t->inter_host = worst_of(comm, host_leaders);
+	t->ring = ring_worst(comm);
+}
+
+struct weft_cost weft_tune_worst(const struct weft_comm *comm)
+{
+	return comm->tuner.worst;
+}
+
+struct weft_cost weft_tune_intra_host(const struct weft_comm *comm)
+{
+	return comm->tuner.intra_host;
+}
+
+struct weft_cost weft_tune_inter_host(const struct weft_comm *comm)
+{
+	return comm->tuner.inter_host;
+}
+
+struct weft_cost weft_tune_ring(const struct weft_comm *comm)
+{
+	return comm->tuner.ring;
 }
 
 static size_t call_bytes(const struct weft_coll_args *args, int nranks)
@@ -238,6 +257,41 @@ static size_t call_bytes(const struct weft_coll_args *args, int nranks)
 	case WEFT_COLL_ALLTOALL: return bytes * (size_t)nranks;
 	default: return bytes;
 	}
+}
+
+/*
+ * How far an implementation is from its alpha-beta formula: the latency
+ * part (the estimate for one element) and the bandwidth part (the rest)
+ * scaled separately, as NCCL's tuner keeps per-algorithm latencies and
+ * bandwidth efficiencies. Measured with perf/sweep_algos at np=2 over
+ * shared memory on the 2-core VMs this project runs on (README, "Measured"):
+ * the tree pipelines deeper than its formula says; recursive
+ * halving-doubling moves whole halves per step (no pipelining, and the
+ * shm transport's single-copy path for large halves), so its bytes cost
+ * more than the ring's. Algorithms not listed: 1, 1.
+ */
+static const struct {
+	enum weft_coll_kind coll;
+	enum weft_algo_id id;
+	double lat, bw;
+} efficiency[] = {
+	{WEFT_COLL_ALLREDUCE, WEFT_ALGO_TREE, 1.0, 0.42},
+	{WEFT_COLL_ALLREDUCE, WEFT_ALGO_RHD, 1.0, 1.6},
+};
+
+double weft_tune_estimate(const struct weft_comm *comm, const struct weft_algo *algo,
+			  const struct weft_coll_args *args)
+{
+	double est = algo->estimate(comm, args);
+	for (size_t i = 0; i < sizeof(efficiency) / sizeof(efficiency[0]); i++) {
+		if (efficiency[i].coll != args->coll || efficiency[i].id != algo->id)
+			continue;
+		struct weft_coll_args one = *args;
+		one.count = 1;
+		double lat = fmin(algo->estimate(comm, &one), est);
+		return efficiency[i].lat * lat + efficiency[i].bw * (est - lat);
+	}
+	return est;
 }
 
 const struct weft_algo *weft_tune_select(const struct weft_comm *comm,
@@ -258,13 +312,27 @@ const struct weft_algo *weft_tune_select(const struct weft_comm *comm,
 	for (const struct weft_algo *const *a = algos; *a; a++) {
 		if (!(*a)->estimate || ((*a)->supports && !(*a)->supports(comm, args)))
 			continue;
-		double est = (*a)->estimate(comm, args);
+		double est = weft_tune_estimate(comm, *a, args);
 		if (est < best_t) {
 			best_t = est;
 			best = *a;
 		}
 	}
 	return best;
+}
+
+const struct weft_algo *weft_tune_choose(struct weft_comm *comm, const struct weft_coll_args *args)
+{
+	struct weft_tune_memo *m = &comm->tuner.memo[args->coll];
+	if (m->algo && m->count == args->count && m->esize == args->esize && m->op == args->op &&
+	    m->root == args->root)
+		return m->algo;
+	m->algo = weft_tune_select(comm, args);
+	m->count = args->count;
+	m->esize = args->esize;
+	m->op = args->op;
+	m->root = args->root;
+	return m->algo;
 }
 
 void weft_tune_print(const struct weft_comm *comm, FILE *out)
@@ -295,7 +363,8 @@ void weft_tune_print(const struct weft_comm *comm, FILE *out)
 				if (!(*a)->estimate || ((*a)->supports && !(*a)->supports(comm, &args)))
 					fprintf(out, " %12s", "-");
 				else
-					fprintf(out, " %12.1f", (*a)->estimate(comm, &args) * 1e6);
+					fprintf(out, " %12.1f",
+						weft_tune_estimate(comm, *a, &args) * 1e6);
 			}
 			fputc('\n', out);
 		}

@@ -18,8 +18,18 @@ struct weft_tune_range {
 	const struct weft_algo *algo;
 };
 
+/* The last choice per collective: training loops repeat their sizes. */
+struct weft_tune_memo {
+	const struct weft_algo *algo; /* NULL: empty */
+	size_t count, esize;
+	weft_op_t op;
+	int root;
+};
+
 struct weft_tuner {
 	struct weft_cost cost[WEFT_LINK_CLASS_COUNT];
+	struct weft_cost worst, intra_host, inter_host, ring; /* derived at init */
+	struct weft_tune_memo memo[WEFT_COLL_COUNT];
 	const struct weft_algo *forced[WEFT_COLL_COUNT]; /* WEFT_ALGO */
 	struct weft_tune_range ranges[WEFT_COLL_COUNT][WEFT_TUNE_MAX_RANGES]; /* WEFT_TUNE */
 	int nranges[WEFT_COLL_COUNT];
@@ -51,10 +61,19 @@ struct weft_cost weft_tune_ring(const struct weft_comm *comm);
 struct weft_cost weft_tune_intra_host(const struct weft_comm *comm);
 struct weft_cost weft_tune_inter_host(const struct weft_comm *comm);
 
+/* An algorithm's estimate for a call, in seconds, corrected by what was
+ * measured of its implementation. */
+double weft_tune_estimate(const struct weft_comm *comm, const struct weft_algo *algo,
+			  const struct weft_coll_args *args);
+
 /* The algorithm for a call: forced, else the WEFT_TUNE range, else the
  * lowest estimate among those that support the call. */
 const struct weft_algo *weft_tune_select(const struct weft_comm *comm,
 					 const struct weft_coll_args *args);
+
+/* weft_tune_select() through a one-entry memo per collective: what the
+ * call path uses, so a repeated size costs no estimates. */
+const struct weft_algo *weft_tune_choose(struct weft_comm *comm, const struct weft_coll_args *args);
 
 /* Sizes x algorithms, the estimates and the choice (weft-topo, TUNE log). */
 void weft_tune_print(const struct weft_comm *comm, FILE *out);

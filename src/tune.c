@@ -209,11 +209,25 @@ static bool host_leaders(const struct weft_comm *comm, int a, int b)
 	return g->host_leader[g->host_of[a]] == a && g->host_leader[g->host_of[b]] == b;
 }
 
+/* The ring's slowest edge. Edges that leave a leaf share its uplink: a
+ * ring in rank order over interleaved leaves sends several flows up one
+ * uplink, and each gets its share of it. */
 static struct weft_cost ring_worst(const struct weft_comm *comm)
 {
+	const struct weft_topo_graph *g = &comm->graph;
+	int n = comm->nranks;
 	struct weft_cost w = {0, 0, comm->tuner.cost[WEFT_LINK_NUMA].gamma};
-	for (int p = 0; p < comm->nranks && comm->nranks > 1; p++)
-		w = worse(w, weft_tune_link(comm, comm->ring[p], comm->ring[(p + 1) % comm->nranks]));
+	int *leaving = calloc((size_t)g->nleaves > 0 ? (size_t)g->nleaves : 1, sizeof(int));
+	int share = 1;
+	for (int p = 0; p < n && n > 1; p++) {
+		int a = comm->ring[p], b = comm->ring[(p + 1) % n];
+		w = worse(w, weft_tune_link(comm, a, b));
+		if (leaving && g->leaf_of[a] != g->leaf_of[b] && ++leaving[g->leaf_of[a]] > share)
+			share = leaving[g->leaf_of[a]];
+	}
+	free(leaving);
+	if (w.beta == comm->tuner.cost[WEFT_LINK_SPINE].beta)
+		w.beta *= share;
 	return w;
 }
 
@@ -264,7 +278,8 @@ static size_t call_bytes(const struct weft_coll_args *args, int nranks)
  * part (the estimate for one element) and the bandwidth part (the rest)
  * scaled separately, as NCCL's tuner keeps per-algorithm latencies and
  * bandwidth efficiencies. Measured with perf/sweep_algos at np=2 over
- * shared memory on the 2-core VMs this project runs on (README, "Measured"):
+ * shared memory on the 2-core VMs this project runs on (README, "Measured"),
+ * so applied to jobs on one host only:
  * the tree pipelines deeper than its formula says; recursive
  * halving-doubling moves whole halves per step (no pipelining, and the
  * shm transport's single-copy path for large halves), so its bytes cost
@@ -283,6 +298,8 @@ double weft_tune_estimate(const struct weft_comm *comm, const struct weft_algo *
 			  const struct weft_coll_args *args)
 {
 	double est = algo->estimate(comm, args);
+	if (comm->graph.nhosts > 1) /* measured inside one host only */
+		return est;
 	for (size_t i = 0; i < sizeof(efficiency) / sizeof(efficiency[0]); i++) {
 		if (efficiency[i].coll != args->coll || efficiency[i].id != algo->id)
 			continue;

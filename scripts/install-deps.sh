@@ -21,5 +21,15 @@ echo "install-deps: installing ${missing[*]}"
 sudo=""
 [ "$(id -u)" -ne 0 ] && sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
+# Packages such as lldpd and rdma-core start daemons when installed; the
+# tests start their own, inside network namespaces, and nothing may talk on
+# the machine's real interfaces. Keep services from starting unless the
+# machine already has a policy about it.
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+	printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null
+	$sudo chmod 755 "$policy"
+	trap '$sudo rm -f "$policy"' EXIT
+fi
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

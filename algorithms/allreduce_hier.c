@@ -293,19 +293,9 @@ static weft_status_t hier_progress(struct weft_task *task)
 	return drive(task);
 }
 
-/* Ranks on the most populated host. */
-static int max_local(const struct weft_comm *comm)
-{
-	int m = 1;
-	for (int r = 0; r < comm->nranks; r++)
-		if ((int)comm->cards[r].local_count > m)
-			m = (int)comm->cards[r].local_count;
-	return m;
-}
-
 static bool hier_supports(const struct weft_comm *comm, const struct weft_coll_args *args)
 {
-	return comm->graph.nhosts > 1 && max_local(comm) > 1;
+	return weft_hier_pays(comm);
 }
 
 static double hier_estimate(const struct weft_comm *comm, const struct weft_coll_args *args)
@@ -313,7 +303,7 @@ static double hier_estimate(const struct weft_comm *comm, const struct weft_coll
 	double bytes = (double)args->count * (double)args->esize;
 	double chunk = (double)comm->chunk_bytes < bytes ? (double)comm->chunk_bytes : bytes;
 	double k = chunk > 0 ? bytes / chunk : 1;
-	int m = max_local(comm), nh = comm->graph.nhosts;
+	int m = weft_hier_max_local(comm), nh = comm->graph.nhosts;
 	double t = 0;
 	if (m > 1) {
 		struct weft_cost c = weft_tune_intra_host(comm);

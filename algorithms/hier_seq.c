@@ -177,3 +177,17 @@ int weft_hier_host_at(const struct weft_comm *comm, int pos)
 	}
 	return -1;
 }
+
+int weft_hier_max_local(const struct weft_comm *comm)
+{
+	int m = 1;
+	for (int r = 0; r < comm->nranks; r++)
+		if ((int)comm->cards[r].local_count > m)
+			m = (int)comm->cards[r].local_count;
+	return m;
+}
+
+bool weft_hier_pays(const struct weft_comm *comm)
+{
+	return comm->graph.nhosts > 1 && weft_hier_max_local(comm) > 1;
+}

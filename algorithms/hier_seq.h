@@ -84,4 +84,11 @@ void weft_hier_layout(const struct weft_comm *comm, struct weft_hier_layout *out
 /* Host of the leader at @p pos of the leaders' ring (O(nranks)). */
 int weft_hier_host_at(const struct weft_comm *comm, int pos);
 
+/* Ranks on the most populated host. */
+int weft_hier_max_local(const struct weft_comm *comm);
+
+/* A hierarchy has something to gain: several hosts, one of them with
+ * several ranks. (It runs correctly either way when forced.) */
+bool weft_hier_pays(const struct weft_comm *comm);
+
 #endif

@@ -11,6 +11,7 @@
 #include "../algorithms/algo.h"
 #include "bootstrap.h"
 #include "hostid.h"
+#include "netaddr.h"
 #include "log.h"
 #include "settings.h"
 #include "../topo/topo_local.h"
@@ -130,6 +131,21 @@ static weft_status_t place(struct weft_comm *comm)
 		 comm->graph.nhosts, comm->graph.nleaves,
 		 weft_topo_ring_crossings(&comm->graph, comm->ring));
 	return WEFT_SUCCESS;
+}
+
+weft_status_t weft_comm_local_address(struct weft_comm *comm, struct sockaddr_storage *addr,
+				      socklen_t *len)
+{
+	const char *ifname = weft_setting_str("WEFT_SOCKET_IFNAME");
+	if (!ifname && comm->graph.nhosts > 1) {
+		ifname = comm->cards[comm->rank].topo.nic;
+		if (!ifname[0])
+			return weft_comm_fail(comm, WEFT_ERR_INVALID_ARG,
+					      "init: the job spans %d hosts and this host has no "
+					      "network interface to reach them: set WEFT_SOCKET_IFNAME",
+					      comm->graph.nhosts);
+	}
+	return weft_addr_of_interface(ifname, addr, len, &comm->err);
 }
 
 /* More ranks on this host than online CPUs: waits must give the core away. */

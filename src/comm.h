@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "../topo/topo.h"
@@ -102,6 +103,12 @@ struct weft_uid;
 weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct weft_uid *uid,
 			       int rank, const weft_config_t *config,
 			       const struct weft_topo_card *known);
+
+/* The address this rank offers peers: WEFT_SOCKET_IFNAME's if set; else
+ * loopback when the job is on one host; else its NIC's (the nearest to its
+ * cores, from the topology card). */
+weft_status_t weft_comm_local_address(struct weft_comm *comm, struct sockaddr_storage *addr,
+				      socklen_t *len);
 
 /* True if the peer is on this rank's host. */
 bool weft_comm_same_host(const struct weft_comm *comm, int peer);

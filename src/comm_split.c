@@ -6,30 +6,16 @@
 
 #include "bootstrap.h"
 #include "comm.h"
-#include "netaddr.h"
-#include "settings.h"
 
 struct split_entry {
 	int32_t color, key;
 };
 
-/* Where the new group's root listens: loopback when the parent lives on one
- * host, else this rank's interface (WEFT_SOCKET_IFNAME or its NIC). */
-static weft_status_t child_root_addr(struct weft_comm *comm, struct sockaddr_storage *addr,
-				     socklen_t *len)
-{
-	bool one_host = comm->graph.nhosts == 1;
-	const char *ifname = weft_setting_str("WEFT_SOCKET_IFNAME");
-	if (!ifname && !one_host && comm->cards[comm->rank].topo.nic[0])
-		ifname = comm->cards[comm->rank].topo.nic;
-	return weft_addr_of_interface(one_host && !ifname ? NULL : ifname, addr, len, &comm->err);
-}
-
 static weft_status_t make_child_id(struct weft_comm *comm, struct weft_uid *uid)
 {
 	struct sockaddr_storage addr;
 	socklen_t len;
-	weft_status_t st = child_root_addr(comm, &addr, &len);
+	weft_status_t st = weft_comm_local_address(comm, &addr, &len); /* where peers reach us */
 	if (st != WEFT_SUCCESS)
 		return st;
 	uint64_t secret = comm->secret ^ ((uint64_t)comm->seq << 20) ^ (uint64_t)comm->rank;

@@ -61,13 +61,12 @@ static int sock_score(struct weft_tp_comm *tc, int peer)
 	return peer == tc->comm->rank ? 0 : 10;
 }
 
-/* WEFT_SOCKET_IFNAME: unset means loopback; otherwise the interface's
- * address (the bootstrap uses the same rule). */
+/* See weft_comm_local_address: WEFT_SOCKET_IFNAME, else loopback on one
+ * host, else this rank's NIC. */
 static weft_status_t pick_address(struct weft_comm *comm, struct weft_sock_card *card)
 {
 	socklen_t len = 0;
-	weft_status_t st = weft_addr_of_interface(weft_setting_str("WEFT_SOCKET_IFNAME"), &card->addr,
-						  &len, &comm->err);
+	weft_status_t st = weft_comm_local_address(comm, &card->addr, &len);
 	card->addr_len = len;
 	return st;
 }

@@ -21,7 +21,8 @@ static const struct weft_setting settings[] = {
 	{"WEFT_TRANSPORTS", NULL,
 	 "transports to use, e.g. 'socket' or '^shm' (default: all; same value on every rank)"},
 	{"WEFT_SOCKET_IFNAME", NULL,
-	 "interface for TCP (bootstrap and socket transport), e.g. lo or eth0 (default: loopback)"},
+	 "interface for TCP, e.g. lo or eth0 (default: loopback on one host, else the NIC nearest "
+	 "the rank's cores)"},
 	{"WEFT_SOCKET_NSOCKS", "2", "TCP sockets per peer, striped"},
 	{"WEFT_SOCKET_CHUNK", "512K", "bytes per pipelined chunk on TCP"},
 	{"WEFT_SHM_SLOTS", "8", "slots in each shared-memory FIFO"},

@@ -88,14 +88,16 @@ $(BUILD)/tests/%: tests/%.c $(TEST_HARNESS) tests/harness.h $(BUILD)/libweft.a
 # Every suite runs; the target fails if any failed. Each prints Check's
 # "N%: Checks: X, Failures: Y, Errors: Z" line.
 # The fabric test needs root, ip, tc and lldpd; it exits 77 (skipped) otherwise.
+# The last line counts the test programs: "N passed, N failed, N skipped".
 test: tests $(PERF_PROGS) $(TOOLS)
-	@fail=0; for t in $(TEST_PROGS); do \
-		echo "== $$t"; WEFT_BUILD=$(BUILD) $$t || fail=1; \
+	@pass=0; fail=0; skip=0; for t in $(TEST_PROGS); do \
+		echo "== $$t"; if WEFT_BUILD=$(BUILD) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 	done; \
 	echo "== tests/fabric/test_fabric_topo.sh"; \
 	WEFT_BUILD=$(BUILD) tests/fabric/test_fabric_topo.sh; rc=$$?; \
-	if [ $$rc -eq 77 ]; then echo "fabric test skipped"; elif [ $$rc -ne 0 ]; then fail=1; fi; \
-	exit $$fail
+	if [ $$rc -eq 77 ]; then skip=1; elif [ $$rc -ne 0 ]; then fail=$$((fail+1)); else pass=$$((pass+1)); fi; \
+	echo "$$pass passed, $$fail failed, $$skip skipped"; \
+	[ $$fail -eq 0 ]
 
 asan-test:
 	$(MAKE) BUILD=build-asan SANITIZE="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \

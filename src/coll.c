@@ -59,6 +59,25 @@ static weft_status_t check_buf(struct weft_comm *comm, const char *call, const c
 	return WEFT_SUCCESS;
 }
 
+/* The checks of the calls where every rank passes both buffers (allreduce,
+ * allgather, reduce_scatter): @p nblocks count-sized blocks in the larger
+ * buffer (0: nranks), @p op checked unless NULL. */
+static weft_status_t check_symmetric(struct weft_comm *comm, const char *call, const void *sendbuf,
+				     const void *recvbuf, size_t count, size_t nblocks,
+				     weft_datatype_t dtype, const weft_op_t *op)
+{
+	weft_status_t st = check_comm(comm, call);
+	if (st == WEFT_SUCCESS)
+		st = check_data(comm, call, count, nblocks == 0 ? (size_t)comm->nranks : nblocks, dtype);
+	if (st == WEFT_SUCCESS && op)
+		st = check_op(comm, call, *op);
+	if (st == WEFT_SUCCESS)
+		st = check_buf(comm, call, "recvbuf", recvbuf, count);
+	if (st == WEFT_SUCCESS)
+		st = check_buf(comm, call, "sendbuf (use WEFT_IN_PLACE for in place)", sendbuf, count);
+	return st;
+}
+
 /* ---- groups: per thread, nestable. */
 static __thread int group_depth;
 static __thread struct weft_task *group_head, *group_tail;
@@ -203,15 +222,7 @@ static weft_status_t allreduce(const void *sendbuf, void *recvbuf, size_t count,
 			       weft_datatype_t dtype, weft_op_t op, struct weft_comm *comm,
 			       weft_request_t *request, const char *call)
 {
-	weft_status_t st = check_comm(comm, call);
-	if (st == WEFT_SUCCESS)
-		st = check_data(comm, call, count, 1, dtype);
-	if (st == WEFT_SUCCESS)
-		st = check_op(comm, call, op);
-	if (st == WEFT_SUCCESS)
-		st = check_buf(comm, call, "recvbuf", recvbuf, count);
-	if (st == WEFT_SUCCESS)
-		st = check_buf(comm, call, "sendbuf (use WEFT_IN_PLACE for in place)", sendbuf, count);
+	weft_status_t st = check_symmetric(comm, call, sendbuf, recvbuf, count, 1, dtype, &op);
 	if (st != WEFT_SUCCESS)
 		return st;
 	struct weft_coll_args a = make_args(WEFT_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0);
@@ -240,13 +251,7 @@ static weft_status_t allgather(const void *sendbuf, void *recvbuf, size_t count,
 			       weft_datatype_t dtype, struct weft_comm *comm,
 			       weft_request_t *request, const char *call)
 {
-	weft_status_t st = check_comm(comm, call);
-	if (st == WEFT_SUCCESS)
-		st = check_data(comm, call, count, (size_t)comm->nranks, dtype);
-	if (st == WEFT_SUCCESS)
-		st = check_buf(comm, call, "recvbuf", recvbuf, count);
-	if (st == WEFT_SUCCESS)
-		st = check_buf(comm, call, "sendbuf (use WEFT_IN_PLACE for in place)", sendbuf, count);
+	weft_status_t st = check_symmetric(comm, call, sendbuf, recvbuf, count, 0, dtype, NULL);
 	if (st != WEFT_SUCCESS)
 		return st;
 	size_t esize = weft_datatype_size(dtype);
@@ -281,15 +286,7 @@ static weft_status_t reduce_scatter(const void *sendbuf, void *recvbuf, size_t c
 				    weft_datatype_t dtype, weft_op_t op, struct weft_comm *comm,
 				    weft_request_t *request, const char *call)
 {
-	weft_status_t st = check_comm(comm, call);
-	if (st == WEFT_SUCCESS)
-		st = check_data(comm, call, count, (size_t)comm->nranks, dtype);
-	if (st == WEFT_SUCCESS)
-		st = check_op(comm, call, op);
-	if (st == WEFT_SUCCESS)
-		st = check_buf(comm, call, "recvbuf", recvbuf, count);
-	if (st == WEFT_SUCCESS)
-		st = check_buf(comm, call, "sendbuf (use WEFT_IN_PLACE for in place)", sendbuf, count);
+	weft_status_t st = check_symmetric(comm, call, sendbuf, recvbuf, count, 0, dtype, &op);
 	if (st != WEFT_SUCCESS)
 		return st;
 	struct weft_coll_args a = make_args(WEFT_COLL_REDUCE_SCATTER, sendbuf, recvbuf, count, dtype,

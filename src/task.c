@@ -1,6 +1,7 @@
 /* task.c — the task pool, starting tasks, and waiting for them. */
 #include "task.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <time.h>
@@ -85,44 +86,61 @@ void weft_wait_backoff(const struct weft_comm *comm, unsigned *spins, double las
 	}
 }
 
-/* Communicators with non-blocking operations started from this thread. A
- * wait drives them all, as an MPI wait does, so that ranks may wait for
- * operations on different communicators in different orders. (One
- * communicator is used by one thread at a time, so they are this thread's.) */
-#define WEFT_THREAD_COMMS 16
-static __thread struct weft_comm *thread_comms[WEFT_THREAD_COMMS];
+/* Communicators with non-blocking operations started from some thread,
+ * with that thread. A wait drives the others of its own thread too, as an
+ * MPI wait does, so that ranks may wait for operations on different
+ * communicators in different orders. The table is shared and locked so that
+ * a communicator destroyed from another thread is never driven after it is
+ * gone: destroy takes the same lock. */
+#define WEFT_WAIT_COMMS 64
+static pthread_mutex_t wait_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	struct weft_comm *comm;
+	pthread_t thread;
+} wait_comms[WEFT_WAIT_COMMS];
 
 void weft_thread_comm_add(struct weft_comm *comm)
 {
+	pthread_t self = pthread_self();
+	pthread_mutex_lock(&wait_lock);
 	int free_slot = -1;
-	for (int i = 0; i < WEFT_THREAD_COMMS; i++) {
-		if (thread_comms[i] == comm)
-			return;
-		if (!thread_comms[i] && free_slot < 0)
+	bool known = false;
+	for (int i = 0; i < WEFT_WAIT_COMMS && !known; i++) {
+		if (wait_comms[i].comm == comm && pthread_equal(wait_comms[i].thread, self))
+			known = true;
+		else if (!wait_comms[i].comm && free_slot < 0)
 			free_slot = i;
 	}
-	if (free_slot >= 0) /* beyond 16, waits drive only their own communicator */
-		thread_comms[free_slot] = comm;
+	if (!known && free_slot >= 0) { /* beyond the table, waits drive only their own */
+		wait_comms[free_slot].comm = comm;
+		wait_comms[free_slot].thread = self;
+	}
+	pthread_mutex_unlock(&wait_lock);
 }
 
 void weft_thread_comm_forget(struct weft_comm *comm)
 {
-	for (int i = 0; i < WEFT_THREAD_COMMS; i++)
-		if (thread_comms[i] == comm)
-			thread_comms[i] = NULL;
+	pthread_mutex_lock(&wait_lock);
+	for (int i = 0; i < WEFT_WAIT_COMMS; i++)
+		if (wait_comms[i].comm == comm)
+			wait_comms[i].comm = NULL;
+	pthread_mutex_unlock(&wait_lock);
 }
 
 static void progress_others(const struct weft_comm *self)
 {
-	for (int i = 0; i < WEFT_THREAD_COMMS; i++) {
-		struct weft_comm *c = thread_comms[i];
-		if (!c || c == self)
+	pthread_t me = pthread_self();
+	pthread_mutex_lock(&wait_lock);
+	for (int i = 0; i < WEFT_WAIT_COMMS; i++) {
+		struct weft_comm *c = wait_comms[i].comm;
+		if (!c || c == self || !pthread_equal(wait_comms[i].thread, me))
 			continue;
 		if (c->active)
 			weft_comm_progress(c); /* its errors land in its own tasks */
 		else
-			thread_comms[i] = NULL;
+			wait_comms[i].comm = NULL;
 	}
+	pthread_mutex_unlock(&wait_lock);
 }
 
 weft_status_t weft_task_wait(struct weft_task *task)

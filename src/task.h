@@ -79,7 +79,8 @@ static inline bool weft_task_is_p2p(const struct weft_task *task)
 weft_status_t weft_task_wait(struct weft_task *task);
 
 /* Remember that this thread started non-blocking work on @p comm, so its
- * waits drive it too; forget it when the communicator is destroyed. */
+ * waits drive it too; forget it (for every thread) when the communicator
+ * is destroyed. */
 void weft_thread_comm_add(struct weft_comm *comm);
 void weft_thread_comm_forget(struct weft_comm *comm);
 

@@ -6,8 +6,12 @@
  * Placement sweeps every shape of 1-8 leaves x 1-8 hosts per leaf x 1-8
  * ranks per host, each with a few fixed-seed shuffles of the rank numbers,
  * and checks the ring against its definition: a permutation, every host and
- * every leaf one contiguous block, spine crossings equal to the number of
- * leaves (0 for one leaf), NUMA order inside a host.
+ * every leaf one contiguous block, leaf crossings equal to the number of
+ * leaves (0 for one leaf), NUMA order inside a host. A second sweep puts
+ * 1-4 leaves under each of 1-4 spines (1-3 hosts x 1-3 ranks) and checks
+ * that every spine is one contiguous block and the ring crosses between
+ * spines once per spine; with spines unknown the ring is what it was before
+ * spines.
  */
 #include <check.h>
 #include <limits.h>
@@ -103,8 +107,9 @@ struct job {
 	char host_id[MAX_RANKS][32];
 	char hostname[MAX_RANKS][32];
 	struct weft_topo_rank ranks[MAX_RANKS];
-	int exp_host[MAX_RANKS]; /* the host and leaf the test put each rank on */
+	int exp_host[MAX_RANKS]; /* the host, leaf and spine the test put each rank on */
 	int exp_leaf[MAX_RANKS];
+	int exp_spine[MAX_RANKS]; /* -1: no spine named */
 };
 
 static void job_rank(struct job *j, int r, int leaf, int host, bool leaf_known, int numa)
@@ -122,12 +127,19 @@ static void job_rank(struct job *j, int r, int leaf, int host, bool leaf_known, 
 	j->ranks[r] = (struct weft_topo_rank){j->host_id[r], j->hostname[r], c};
 }
 
-/* L leaves x H hosts x R ranks, rank numbers shuffled; NUMA nodes random
- * in {-1, 0, 1}. */
-static void make_job(struct job *j, int L, int H, int R, bool leaf_known)
+static void job_spine(struct job *j, int r, int spine)
+{
+	snprintf(j->cards[r].spine, sizeof(j->cards[r].spine), "spine%d", spine);
+}
+
+/* S spines x L leaves x H hosts x R ranks, rank numbers shuffled; NUMA
+ * nodes random in {-1, 0, 1}. Without @p spine_known no card names a
+ * spine. */
+static void make_spine_job(struct job *j, int S, int L, int H, int R, bool leaf_known,
+			   bool spine_known)
 {
 	int perm[MAX_RANKS];
-	j->n = L * H * R;
+	j->n = S * L * H * R;
 	for (int s = 0; s < j->n; s++)
 		perm[s] = s;
 	shuffle(perm, j->n);
@@ -137,7 +149,16 @@ static void make_job(struct job *j, int L, int H, int R, bool leaf_known)
 		job_rank(j, r, leaf, host % H, leaf_known, (int)(rng_next() % 3) - 1);
 		j->exp_host[r] = host;
 		j->exp_leaf[r] = leaf_known ? leaf : host;
+		j->exp_spine[r] = spine_known ? leaf / L : -1;
+		if (spine_known)
+			job_spine(j, r, leaf / L);
 	}
+}
+
+/* L leaves x H hosts x R ranks, no spine known. */
+static void make_job(struct job *j, int L, int H, int R, bool leaf_known)
+{
+	make_spine_job(j, 1, L, H, R, leaf_known, false);
 }
 
 /* The graph's numbering agrees with the test's (a bijection), is by first
@@ -181,6 +202,60 @@ static int numa_key(int numa)
 	return numa >= 0 ? numa : INT_MAX;
 }
 
+static int spine_of(const struct weft_topo_graph *g, int r)
+{
+	return g->leaf_spine[g->leaf_of[r]];
+}
+
+/* The ring's sort key, compared: (spine, unknown last; leaf; host; NUMA
+ * node, unknown last; rank). With no spine known, the key before spines. */
+static int ring_key_cmp(const struct weft_topo_graph *g, int a, int b)
+{
+	int ka[5] = {numa_key(spine_of(g, a)), g->leaf_of[a], g->host_of[a],
+		     numa_key(g->numa_of[a]), a};
+	int kb[5] = {numa_key(spine_of(g, b)), g->leaf_of[b], g->host_of[b],
+		     numa_key(g->numa_of[b]), b};
+	for (int i = 0; i < 5; i++)
+		if (ka[i] != kb[i])
+			return ka[i] < kb[i] ? -1 : 1;
+	return 0;
+}
+
+/* Spine crossings along a ring, counted from their definition. */
+static int spine_changes(const struct weft_topo_graph *g, const int *order)
+{
+	int n = g->nranks, changes = 0;
+	for (int i = 0; i < n; i++) {
+		int a = spine_of(g, order[i]), b = spine_of(g, order[(i + 1) % n]);
+		changes += a != b; /* known vs unknown counts; unknown vs unknown is -1 == -1 */
+	}
+	return changes;
+}
+
+/* Every spine one contiguous block, after them the leaves of unknown spine,
+ * so the ring crosses between spines once per spine when every leaf knows
+ * its spine. */
+static void check_ring_spines(const struct weft_topo_graph *g, const int *order)
+{
+	int blocks = g->nspines;
+	bool unknown = false;
+
+	for (int l = 0; l < g->nleaves; l++)
+		unknown = unknown || g->leaf_spine[l] < 0;
+	if (unknown && g->nspines > 0)
+		blocks++;
+	require_eq(spine_changes(g, order), blocks >= 2 ? blocks : 0,
+		   "spine changes along the ring");
+	require_eq(weft_topo_ring_spine_crossings(g, order), spine_changes(g, order),
+		   "spine crossings");
+	if (!unknown)
+		require_eq(weft_topo_ring_spine_crossings(g, order),
+			   g->nspines >= 2 ? g->nspines : 0, "spine crossings, all known");
+	if (g->nspines == 0)
+		require_eq(weft_topo_ring_spine_crossings(g, order), 0,
+			   "spine crossings, none known");
+}
+
 static void check_ring(const struct weft_topo_graph *g)
 {
 	int order[MAX_RANKS], seen[MAX_RANKS] = {0};
@@ -200,17 +275,51 @@ static void check_ring(const struct weft_topo_graph *g)
 		   "crossings");
 	for (int i = 0; i + 1 < n; i++) {
 		int a = order[i], b = order[i + 1];
+		require(ring_key_cmp(g, a, b) < 0, "ranks %d, %d out of ring order", a, b);
 		if (g->host_of[a] != g->host_of[b])
 			continue;
 		int ka = numa_key(g->numa_of[a]), kb = numa_key(g->numa_of[b]);
 		require(ka < kb || (ka == kb && a < b), "ranks %d, %d out of NUMA order", a, b);
 	}
+	check_ring_spines(g, order);
 
 	weft_topo_ring_order(g, true, order);
 	for (int i = 0; i < n; i++)
 		require_eq(order[i], i, "by-rank ring position");
 	require_eq(weft_topo_ring_crossings(g, order), cyclic_changes(order, n, g->leaf_of),
 		   "by-rank crossings");
+}
+
+/* Spines: -1 exactly where the test named none; otherwise numbered by
+ * first rank, one graph spine per test spine, named as the cards name it. */
+static void check_spine_numbering(const struct job *j, const struct weft_topo_graph *g)
+{
+	int g2w[MAX_RANKS], next = 0;
+	char want[WEFT_TOPO_NAME_BYTES];
+
+	for (int s = 0; s < j->n; s++)
+		g2w[s] = -1;
+	for (int r = 0; r < j->n; r++) {
+		int got = spine_of(g, r), w = j->exp_spine[r];
+		if (w < 0) {
+			require_eq(got, -1, "spine of a rank that names none");
+			continue;
+		}
+		require(got >= 0 && got < g->nspines, "spine %d of rank %d out of range", got, r);
+		if (g2w[got] < 0) {
+			require(got == next, "spine %d first seen at rank %d, expected %d", got, r,
+				next);
+			for (int s = 0; s < next; s++)
+				require(g2w[s] != w, "spine%d under two graph indices", w);
+			g2w[got] = w;
+			next++;
+			snprintf(want, sizeof(want), "spine%d", w);
+			require(strcmp(g->spine_name[got], want) == 0,
+				"spine %d named %s, expected %s", got, g->spine_name[got], want);
+		}
+		require(g2w[got] == w, "spine of rank %d mismatched", r);
+	}
+	require_eq(g->nspines, next, "nspines");
 }
 
 static void check_job(struct job *j)
@@ -227,6 +336,7 @@ static void check_job(struct job *j)
 	}
 	check_numbering(j->n, g.host_of, j->exp_host, g.nhosts, nhosts, g.host_leader, "host");
 	check_numbering(j->n, g.leaf_of, j->exp_leaf, g.nleaves, nleaves, g.leaf_leader, "leaf");
+	check_spine_numbering(j, &g);
 	for (int r = 0; r < j->n; r++)
 		require_eq(g.numa_of[r], j->cards[r].numa, "numa_of");
 	check_ring(&g);
@@ -251,6 +361,98 @@ START_TEST(test_placement_sweep)
 			check_job(&j);
 		}
 	}
+}
+END_TEST
+
+START_TEST(test_placement_spine_sweep)
+{
+	static struct job j;
+	int S = _i + 1;
+
+	rng_state = 0x5bd1e9955bd1e995ull + (uint64_t)S;
+	for (int L = 1; L <= 4; L++) {
+		for (int H = 1; H <= 3; H++) {
+			for (int R = 1; R <= 3; R++) {
+				for (int shuffles = 0; shuffles < 3; shuffles++) {
+					make_spine_job(&j, S, L, H, R, true, true);
+					check_job(&j);
+				}
+				make_spine_job(&j, S, L, H, R, true, false); /* as before spines */
+				check_job(&j);
+				make_spine_job(&j, S, L, H, R, false, true); /* host leaves */
+				check_job(&j);
+			}
+		}
+	}
+}
+END_TEST
+
+START_TEST(test_placement_spine_mixed)
+{
+	/*
+	 * Leaf 0 (host 0: ranks 0, 4): rank 0 names no spine, rank 4 names
+	 * spine2, so leaf 0 is under spine2, and spine2 is spine 0 (it holds
+	 * rank 0). Leaf 1 (host 1: ranks 1, 5): spine1. Leaf 2 (host 2: rank
+	 * 2): no spine. Leaf 3 (host 3: rank 3): spine2. Host 1's rank 5 names
+	 * leaf 9 under spine 7: its host is under leaf 1, so it says nothing of
+	 * leaf 1's spine, and spine7 never appears.
+	 */
+	static struct job j;
+	struct weft_topo_graph g;
+	struct weft_err err = {0};
+	int order[6];
+	static const int want_order[6] = {0, 4, 3, 1, 5, 2};
+
+	job_rank(&j, 0, 0, 0, true, 0);
+	job_rank(&j, 1, 1, 1, true, 0);
+	job_rank(&j, 2, 2, 2, true, 0);
+	job_rank(&j, 3, 3, 3, true, 0);
+	job_rank(&j, 4, 0, 0, true, 0);
+	job_rank(&j, 5, 9, 1, true, 0);
+	snprintf(j.host_id[5], sizeof(j.host_id[5]), "%s", j.host_id[1]);
+	job_spine(&j, 4, 2);
+	job_spine(&j, 5, 7);
+	job_spine(&j, 1, 1);
+	job_spine(&j, 3, 2);
+	ck_assert_int_eq(weft_topo_graph_build(&g, 6, j.ranks, &err), WEFT_SUCCESS);
+	ck_assert_int_eq(g.nleaves, 4);
+	ck_assert_int_eq(g.nspines, 2);
+	ck_assert_str_eq(g.spine_name[0], "spine2");
+	ck_assert_str_eq(g.spine_name[1], "spine1");
+	ck_assert_int_eq(g.leaf_spine[0], 0);
+	ck_assert_int_eq(g.leaf_spine[1], 1);
+	ck_assert_int_eq(g.leaf_spine[2], -1);
+	ck_assert_int_eq(g.leaf_spine[3], 0);
+	weft_topo_ring_order(&g, false, order);
+	for (int i = 0; i < 6; i++)
+		ck_assert_int_eq(order[i], want_order[i]);
+	/* spine2 -> spine1 -> unknown -> spine2 */
+	ck_assert_int_eq(weft_topo_ring_spine_crossings(&g, order), 3);
+	ck_assert_int_eq(weft_topo_ring_crossings(&g, order), 4);
+	check_ring(&g);
+	weft_topo_graph_free(&g);
+
+	/* One spine and one unknown: in and out of the unknown block. */
+	job_rank(&j, 0, 0, 0, true, 0);
+	job_rank(&j, 1, 1, 1, true, 0);
+	job_spine(&j, 1, 1);
+	ck_assert_int_eq(weft_topo_graph_build(&g, 2, j.ranks, &err), WEFT_SUCCESS);
+	ck_assert_int_eq(g.nspines, 1);
+	weft_topo_ring_order(&g, false, order);
+	ck_assert_int_eq(order[0], 1);
+	ck_assert_int_eq(order[1], 0);
+	ck_assert_int_eq(weft_topo_ring_spine_crossings(&g, order), 2);
+	weft_topo_graph_free(&g);
+
+	/* A spine name filling the card field without a NUL is read to its size. */
+	job_rank(&j, 0, 0, 0, true, 0);
+	memset(j.cards[0].spine, 's', WEFT_TOPO_NAME_BYTES);
+	ck_assert_int_eq(weft_topo_graph_build(&g, 1, j.ranks, &err), WEFT_SUCCESS);
+	ck_assert_int_eq(g.nspines, 1);
+	ck_assert_int_eq((int)strlen(g.spine_name[0]), WEFT_TOPO_NAME_BYTES - 1);
+	weft_topo_ring_order(&g, false, order);
+	ck_assert_int_eq(weft_topo_ring_spine_crossings(&g, order), 0);
+	weft_topo_graph_free(&g);
 }
 END_TEST
 
@@ -817,6 +1019,8 @@ static Suite *topo_suite(void)
 	TCase *tc = tcase_create("placement");
 
 	tcase_add_loop_test(tc, test_placement_sweep, 0, 8);
+	tcase_add_loop_test(tc, test_placement_spine_sweep, 0, 4);
+	tcase_add_test(tc, test_placement_spine_mixed);
 	tcase_add_test(tc, test_placement_interleaved);
 	tcase_add_test(tc, test_placement_mixed_knowledge);
 	tcase_add_test(tc, test_graph_leaf_identity);

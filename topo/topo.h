@@ -51,11 +51,18 @@ struct weft_topo_rank {
 	const struct weft_topo_card *card;
 };
 
-/* Ranks -> NUMA -> hosts -> leaves. Indices, not pointers: cheap to copy. */
+/*
+ * Ranks -> NUMA -> hosts -> leaves -> spines. Indices, not pointers: cheap
+ * to copy. A leaf's spine is the one named by its lowest rank that names
+ * one (from a topology file's Switches= parent); spines are numbered by the
+ * first rank under them. With no spine known, nspines is 0 and every
+ * leaf_spine[] is -1.
+ */
 struct weft_topo_graph {
 	int nranks;
 	int nhosts;
 	int nleaves;
+	int nspines;
 	int *host_of;   /* [rank] host index, hosts numbered by first rank */
 	int *leaf_of;   /* [rank] leaf index, leaves numbered by first rank */
 	int *numa_of;   /* [rank] NUMA node, -1 unknown */
@@ -63,10 +70,16 @@ struct weft_topo_graph {
 	int *leaf_leader; /* [leaf] lowest rank under the leaf */
 	char (*leaf_name)[WEFT_TOPO_NAME_BYTES]; /* [leaf] display name */
 	int *leaf_source; /* [leaf] enum weft_leaf_source */
+	int *leaf_spine;  /* [leaf] spine index, -1 unknown */
+	char (*spine_name)[WEFT_TOPO_NAME_BYTES]; /* [spine] */
 };
 
+/* Build @p g from @p nranks rank entries. Fails with WEFT_ERR_INVALID_ARG
+ * (no ranks, a rank without host id or card) or WEFT_ERR_NO_MEMORY; after a
+ * failure @p g holds nothing and may be passed to weft_topo_graph_free(). */
 weft_status_t weft_topo_graph_build(struct weft_topo_graph *g, int nranks,
 				    const struct weft_topo_rank *ranks, struct weft_err *err);
+/* Release what the build allocated and zero @p g; harmless twice. */
 void weft_topo_graph_free(struct weft_topo_graph *g);
 
 enum weft_link_class weft_topo_link(const struct weft_topo_graph *g, int a, int b);
@@ -74,15 +87,22 @@ const char *weft_topo_link_name(enum weft_link_class c);
 
 /*
  * Placement: a ring order (order[pos] = rank) that visits every rank of a
- * host, then every host of a leaf, before it moves to the next leaf, so the
- * ring crosses the spine once per leaf whatever the rank numbers. Inside a
- * host, ranks go by NUMA node, then rank. With @p by_rank (WEFT_PLACEMENT=rank)
- * the order is plain rank order.
+ * host, then every host of a leaf, then every leaf of a spine, before it
+ * moves on, so the ring leaves a leaf once per leaf and crosses the top
+ * layer once per spine whatever the rank numbers. Spines go in the order of
+ * their first rank; leaves of unknown spine come after them, in leaf order.
+ * Inside a host, ranks go by NUMA node, then rank. With @p by_rank
+ * (WEFT_PLACEMENT=rank) the order is plain rank order.
  */
 void weft_topo_ring_order(const struct weft_topo_graph *g, bool by_rank, int *order);
 
 /* How many ring edges (including the closing one) join different leaves. */
 int weft_topo_ring_crossings(const struct weft_topo_graph *g, const int *order);
+
+/* How many ring edges (including the closing one) join leaves of different
+ * spines: two known, different spines, or a known spine and an unknown one.
+ * Edges between two leaves of unknown spine are not counted. */
+int weft_topo_ring_spine_crossings(const struct weft_topo_graph *g, const int *order);
 
 /* ---- Local facts, gathered once per rank at init (each never fails the
  * job for lack of information: unknown stays unknown, with an INFO line). */

@@ -38,6 +38,41 @@ static const char *leaf_of_rank(const struct weft_topo_job *job, int r)
 	return job->graph->leaf_name[job->graph->leaf_of[r]];
 }
 
+/* The display name of leaf l's spine, "" if unknown. */
+static const char *spine_of_leaf(const struct weft_topo_graph *g, int l)
+{
+	return g->leaf_spine[l] >= 0 ? g->spine_name[g->leaf_spine[l]] : "";
+}
+
+/* One line of the "spines:" section: the leaves under spine s (-1: the
+ * leaves of unknown spine), skipped if there are none. */
+static void text_spine_line(const struct weft_topo_graph *g, int s, FILE *out)
+{
+	bool any = false;
+	for (int l = 0; l < g->nleaves; l++) {
+		if (g->leaf_spine[l] != s)
+			continue;
+		if (!any)
+			fprintf(out, "  %-16s leaves:", s >= 0 ? g->spine_name[s] : "(unknown)");
+		fprintf(out, " %d(%s)", l, g->leaf_name[l]);
+		any = true;
+	}
+	if (any)
+		fputc('\n', out);
+}
+
+static void text_spines(const struct weft_topo_graph *g, FILE *out)
+{
+	if (g->nspines == 0) {
+		fprintf(out, "\nspines: none known\n");
+		return;
+	}
+	fprintf(out, "\nspines:\n");
+	for (int s = 0; s < g->nspines; s++)
+		text_spine_line(g, s, out);
+	text_spine_line(g, -1, out);
+}
+
 static void text_dump(const struct weft_topo_job *job, FILE *out)
 {
 	const struct weft_comm *comm = job->comm;
@@ -64,11 +99,13 @@ static void text_dump(const struct weft_topo_job *job, FILE *out)
 				fprintf(out, " %d(%s)", h, comm->cards[g->host_leader[h]].hostname);
 		fputc('\n', out);
 	}
+	text_spines(g, out);
 	fprintf(out, "\nring (placement %s): ", job->by_rank ? "rank" : "topo");
 	for (int p = 0; p < n; p++)
 		fprintf(out, "%d%s", comm->ring[p], p + 1 < n ? " -> " : "\n");
 	fprintf(out, "  leaf crossings: %d (plain rank order: %d)\n",
 		weft_topo_ring_crossings(g, comm->ring), job->rank_order_crossings);
+	fprintf(out, "  spine crossings: %d\n", weft_topo_ring_spine_crossings(g, comm->ring));
 	fprintf(out, "\ntrees (leaders):\n  host leaders:");
 	for (int h = 0; h < g->nhosts; h++)
 		fprintf(out, " %d", g->host_leader[h]);
@@ -95,8 +132,10 @@ static void json_dump(const struct weft_topo_job *job, FILE *out)
 	const struct weft_comm *comm = job->comm;
 	const struct weft_topo_graph *g = job->graph;
 	int n = comm->nranks;
-	fprintf(out, "{\n  \"nranks\": %d,\n  \"nhosts\": %d,\n  \"nleaves\": %d,\n  \"ranks\": [\n",
-		n, g->nhosts, g->nleaves);
+	fprintf(out,
+		"{\n  \"nranks\": %d,\n  \"nhosts\": %d,\n  \"nleaves\": %d,\n  \"nspines\": %d,\n"
+		"  \"ranks\": [\n",
+		n, g->nhosts, g->nleaves, g->nspines);
 	for (int r = 0; r < n; r++) {
 		const struct weft_card *c = &comm->cards[r];
 		fprintf(out, "    {\"rank\": %d, \"host\": ", r);
@@ -120,6 +159,8 @@ static void json_dump(const struct weft_topo_job *job, FILE *out)
 	for (int l = 0; l < g->nleaves; l++) {
 		fprintf(out, "    {\"name\": ");
 		json_str(out, g->leaf_name[l]);
+		fprintf(out, ", \"spine\": ");
+		json_str(out, spine_of_leaf(g, l));
 		fprintf(out, ", \"source\": \"%s\", \"leader\": %d, \"ranks\": [",
 			weft_topo_leaf_source_name(g->leaf_source[l]), g->leaf_leader[l]);
 		bool first = true;
@@ -138,8 +179,11 @@ static void json_dump(const struct weft_topo_job *job, FILE *out)
 		job->by_rank ? "rank" : "topo");
 	for (int p = 0; p < n; p++)
 		fprintf(out, "%s%d", p ? ", " : "", comm->ring[p]);
-	fprintf(out, "], \"leaf_crossings\": %d, \"rank_order_leaf_crossings\": %d},\n",
-		weft_topo_ring_crossings(g, comm->ring), job->rank_order_crossings);
+	fprintf(out,
+		"], \"leaf_crossings\": %d, \"rank_order_leaf_crossings\": %d, "
+		"\"spine_crossings\": %d},\n",
+		weft_topo_ring_crossings(g, comm->ring), job->rank_order_crossings,
+		weft_topo_ring_spine_crossings(g, comm->ring));
 	fprintf(out, "  \"transports\": [");
 	bool first = true;
 	for (int a = 0; a < n; a++) {
@@ -168,31 +212,50 @@ static void json_dump(const struct weft_topo_job *job, FILE *out)
 	fprintf(out, "\n  },\n  \"pacer\": \"off\"\n}\n");
 }
 
+/* Leaf l's cluster with its hosts and ranks, indented by @p ind spaces
+ * (deeper inside a spine's cluster). */
+static void dot_leaf(const struct weft_topo_job *job, int l, int ind, FILE *out)
+{
+	const struct weft_comm *comm = job->comm;
+	const struct weft_topo_graph *g = job->graph;
+	fprintf(out, "%*ssubgraph cluster_leaf%d {\n%*slabel=\"leaf %s (%s)\";\n%*s"
+		     "style=filled; fillcolor=\"#eef3fb\";\n",
+		ind, "", l, ind + 2, "", g->leaf_name[l],
+		weft_topo_leaf_source_name(g->leaf_source[l]), ind + 2, "");
+	for (int h = 0; h < g->nhosts; h++) {
+		int leader = g->host_leader[h];
+		if (g->leaf_of[leader] != l)
+			continue;
+		fprintf(out, "%*ssubgraph cluster_host%d {\n%*slabel=\"host %d: %s\";\n"
+			     "%*sstyle=filled; fillcolor=\"#ffffff\";\n",
+			ind + 2, "", h, ind + 4, "", h, comm->cards[leader].hostname, ind + 4, "");
+		for (int r = 0; r < comm->nranks; r++)
+			if (g->host_of[r] == h)
+				fprintf(out, "%*sr%d [label=\"rank %d\\n%s\"];\n", ind + 4, "", r,
+					r, comm->cards[r].topo.nic);
+		fprintf(out, "%*s}\n", ind + 2, "");
+	}
+	fprintf(out, "%*s}\n", ind, "");
+}
+
 static void dot_dump(const struct weft_topo_job *job, FILE *out)
 {
 	const struct weft_comm *comm = job->comm;
 	const struct weft_topo_graph *g = job->graph;
 	int n = comm->nranks;
 	fprintf(out, "digraph weft {\n  compound=true;\n  node [shape=box, style=rounded];\n");
-	for (int l = 0; l < g->nleaves; l++) {
-		fprintf(out, "  subgraph cluster_leaf%d {\n    label=\"leaf %s (%s)\";\n    "
-			     "style=filled; fillcolor=\"#eef3fb\";\n",
-			l, g->leaf_name[l], weft_topo_leaf_source_name(g->leaf_source[l]));
-		for (int h = 0; h < g->nhosts; h++) {
-			int leader = g->host_leader[h];
-			if (g->leaf_of[leader] != l)
-				continue;
-			fprintf(out, "    subgraph cluster_host%d {\n      label=\"host %d: %s\";\n"
-				     "      style=filled; fillcolor=\"#ffffff\";\n",
-				h, h, comm->cards[leader].hostname);
-			for (int r = 0; r < n; r++)
-				if (g->host_of[r] == h)
-					fprintf(out, "      r%d [label=\"rank %d\\n%s\"];\n", r, r,
-						comm->cards[r].topo.nic);
-			fprintf(out, "    }\n");
-		}
+	for (int s = 0; s < g->nspines; s++) {
+		fprintf(out, "  subgraph cluster_spine%d {\n    label=\"spine %s\";\n    "
+			     "style=filled; fillcolor=\"#f6f0e4\";\n",
+			s, g->spine_name[s]);
+		for (int l = 0; l < g->nleaves; l++)
+			if (g->leaf_spine[l] == s)
+				dot_leaf(job, l, 4, out);
 		fprintf(out, "  }\n");
 	}
+	for (int l = 0; l < g->nleaves; l++)
+		if (g->leaf_spine[l] < 0)
+			dot_leaf(job, l, 2, out);
 	for (int p = 0; p < n && n > 1; p++) {
 		int a = comm->ring[p], b = comm->ring[(p + 1) % n];
 		bool cross = g->leaf_of[a] != g->leaf_of[b];
@@ -200,8 +263,10 @@ static void dot_dump(const struct weft_topo_job *job, FILE *out)
 			cross ? "red" : "darkgreen", cross ? 3 : 2,
 			cross ? ", label=\"spine\"" : "");
 	}
-	fprintf(out, "  label=\"ring order, %d leaf crossing(s); red edges cross the spine\";\n}\n",
-		weft_topo_ring_crossings(g, comm->ring));
+	fprintf(out, "  label=\"ring order, %d leaf crossing(s), %d spine crossing(s); red edges "
+		     "cross the spine\";\n}\n",
+		weft_topo_ring_crossings(g, comm->ring),
+		weft_topo_ring_spine_crossings(g, comm->ring));
 }
 
 /* An Open MPI rankfile that puts consecutive ranks on one host, then one

@@ -1,18 +1,23 @@
 /*
  * topo_graph.c — the topology graph built from every rank's card: which
- * ranks share a host, which hosts share a leaf switch, and the link class of
- * any pair of ranks.
+ * ranks share a host, which hosts share a leaf switch, which leaves share a
+ * spine, and the link class of any pair of ranks.
  *
  * Every rank builds the graph from the same table of cards, so the numbering
- * must depend on nothing but that table: hosts and leaves are numbered in the
- * order of their first (lowest) rank. Grouping sorts indices by name, so the
- * build is O(n log n) in ranks, not O(n^2) string compares.
+ * must depend on nothing but that table: hosts, leaves and spines are
+ * numbered in the order of their first (lowest) rank. Grouping sorts indices
+ * by name, so the build is O(n log n) in ranks, not O(n^2) string compares.
  *
  * A leaf belongs to a host, not to a rank: ranks on one host that name
  * different leaves (several NICs cabled to different switches) would make the
  * rank -> host -> leaf hierarchy a lie, so the host takes the leaf of its
  * lowest rank that knows one. A host whose ranks know no leaf is a leaf of its
  * own: no knowledge, no savings, and crossings counted honestly.
+ *
+ * A spine belongs to a leaf in the same way: the leaf takes the spine of its
+ * lowest rank that names one. A rank that names another leaf than the one
+ * its host was put under does not speak for this leaf's spine. A leaf whose
+ * ranks name no spine has spine -1: the ring puts such leaves last.
  */
 #define _GNU_SOURCE /* qsort_r */
 #include <stdio.h>
@@ -42,6 +47,14 @@ static struct name_ref leaf_key(const struct weft_topo_card *c)
 	if (r.len == 0)
 		r = card_field(c->leaf_name);
 	return r;
+}
+
+/* Copy a card field into a display name, truncated and NUL-terminated. */
+static void copy_name(char *out, struct name_ref name)
+{
+	size_t n = name.len < WEFT_TOPO_NAME_BYTES - 1 ? name.len : WEFT_TOPO_NAME_BYTES - 1;
+	memcpy(out, name.s, n);
+	out[n] = '\0';
 }
 
 static int name_cmp(struct name_ref a, struct name_ref b)
@@ -115,8 +128,10 @@ static bool alloc_graph(struct weft_topo_graph *g, int nranks)
 	g->leaf_leader = calloc(n, sizeof(*g->leaf_leader));
 	g->leaf_name = calloc(n, sizeof(*g->leaf_name));
 	g->leaf_source = calloc(n, sizeof(*g->leaf_source));
+	g->leaf_spine = calloc(n, sizeof(*g->leaf_spine));
+	g->spine_name = calloc(n, sizeof(*g->spine_name));
 	return g->host_of && g->leaf_of && g->numa_of && g->host_leader && g->leaf_leader &&
-	       g->leaf_name && g->leaf_source;
+	       g->leaf_name && g->leaf_source && g->leaf_spine && g->spine_name;
 }
 
 /* hosts: host_of[], host_leader[], nhosts. */
@@ -181,10 +196,7 @@ static void set_leaf_display(struct weft_topo_graph *g, int leaf, const struct w
 		if (name.len == 0)
 			name = card_field(rk->card->leaf_id);
 		/* the card field may fill all 64 bytes without a NUL */
-		size_t n =
-		    name.len < WEFT_TOPO_NAME_BYTES - 1 ? name.len : WEFT_TOPO_NAME_BYTES - 1;
-		memcpy(out, name.s, n);
-		out[n] = '\0';
+		copy_name(out, name);
 		g->leaf_source[leaf] = rk->card->leaf_source;
 	} else {
 		const char *host = rk->hostname && rk->hostname[0] ? rk->hostname : rk->host_id;
@@ -228,12 +240,68 @@ static void number_leaves(struct weft_topo_graph *g, const struct weft_topo_rank
 		g->leaf_of[r] = leaf_of_host[g->host_of[r]];
 }
 
+/* Whether rank r's card may name its leaf's spine: it names no leaf, or the
+ * leaf its host was put under (card_rank: from number_leaves). */
+static bool speaks_for_leaf(const struct weft_topo_graph *g, const struct weft_topo_rank *ranks,
+			    const int *card_rank, int r)
+{
+	struct name_ref mine = leaf_key(ranks[r].card);
+	int c = card_rank[g->host_of[r]];
+	return mine.len == 0 || (c >= 0 && name_cmp(mine, leaf_key(ranks[c].card)) == 0);
+}
+
+/* spine_rank[l]: the rank whose card gives leaf l its spine, or -1. */
+static void find_spine_cards(const struct weft_topo_graph *g, const struct weft_topo_rank *ranks,
+			     const int *card_rank, int *spine_rank)
+{
+	for (int l = 0; l < g->nleaves; l++)
+		spine_rank[l] = -1;
+	for (int r = 0; r < g->nranks; r++) {
+		int l = g->leaf_of[r];
+		if (spine_rank[l] < 0 && card_field(ranks[r].card->spine).len > 0 &&
+		    speaks_for_leaf(g, ranks, card_rank, r))
+			spine_rank[l] = r;
+	}
+}
+
+/* spines: leaf_spine[], spine_name[], nspines. Works on leaves, already
+ * numbered by first rank, so numbering spines in leaf order numbers them by
+ * first rank too. */
+static void number_spines(struct weft_topo_graph *g, const struct weft_topo_rank *ranks,
+			  struct name_ref *names, int *idx, int *rep, const int *card_rank,
+			  int *spine_rank)
+{
+	int nl = g->nleaves, nknown = 0;
+
+	find_spine_cards(g, ranks, card_rank, spine_rank);
+	for (int l = 0; l < nl; l++) {
+		if (spine_rank[l] >= 0) {
+			names[l] = card_field(ranks[spine_rank[l]].card->spine);
+			idx[nknown++] = l;
+		}
+		rep[l] = l;
+	}
+	group_by_name(idx, nknown, names, rep);
+
+	g->nspines = 0;
+	for (int l = 0; l < nl; l++) {
+		if (spine_rank[l] < 0) {
+			g->leaf_spine[l] = -1;
+		} else if (rep[l] != l) {
+			g->leaf_spine[l] = g->leaf_spine[rep[l]];
+		} else {
+			g->leaf_spine[l] = g->nspines;
+			copy_name(g->spine_name[g->nspines++], names[l]);
+		}
+	}
+}
+
 weft_status_t weft_topo_graph_build(struct weft_topo_graph *g, int nranks,
 				    const struct weft_topo_rank *ranks, struct weft_err *err)
 {
 	weft_status_t st;
 	struct name_ref *names = NULL;
-	int *idx = NULL, *rep = NULL, *card_rank = NULL, *leaf_of_host = NULL;
+	int *idx = NULL, *rep = NULL, *card_rank = NULL, *leaf_of_host = NULL, *spine_rank = NULL;
 
 	memset(g, 0, sizeof(*g));
 	st = check_input(nranks, ranks, err);
@@ -246,7 +314,9 @@ weft_status_t weft_topo_graph_build(struct weft_topo_graph *g, int nranks,
 	rep = calloc((size_t)nranks, sizeof(*rep));
 	card_rank = calloc((size_t)nranks, sizeof(*card_rank));
 	leaf_of_host = calloc((size_t)nranks, sizeof(*leaf_of_host));
-	if (!names || !idx || !rep || !card_rank || !leaf_of_host || !alloc_graph(g, nranks)) {
+	spine_rank = calloc((size_t)nranks, sizeof(*spine_rank));
+	if (!names || !idx || !rep || !card_rank || !leaf_of_host || !spine_rank ||
+	    !alloc_graph(g, nranks)) {
 		weft_topo_graph_free(g);
 		st = weft_err_set(err, WEFT_ERR_NO_MEMORY, "topology graph for %d ranks", nranks);
 		goto out_free_scratch;
@@ -256,11 +326,14 @@ weft_status_t weft_topo_graph_build(struct weft_topo_graph *g, int nranks,
 		g->numa_of[r] = ranks[r].card->numa >= 0 ? ranks[r].card->numa : -1;
 	number_hosts(g, ranks, names, idx, rep);
 	number_leaves(g, ranks, names, idx, rep, card_rank, leaf_of_host);
-	weft_log(WEFT_LOG_INFO, WEFT_SUB_TOPO, "graph: %d ranks on %d hosts under %d leaves",
-		 g->nranks, g->nhosts, g->nleaves);
+	number_spines(g, ranks, names, idx, rep, card_rank, spine_rank);
+	weft_log(WEFT_LOG_INFO, WEFT_SUB_TOPO,
+		 "graph: %d ranks on %d hosts under %d leaves, %d known spines", g->nranks,
+		 g->nhosts, g->nleaves, g->nspines);
 	st = WEFT_SUCCESS;
 
 out_free_scratch:
+	free(spine_rank);
 	free(leaf_of_host);
 	free(card_rank);
 	free(rep);
@@ -280,6 +353,8 @@ void weft_topo_graph_free(struct weft_topo_graph *g)
 	free(g->leaf_leader);
 	free(g->leaf_name);
 	free(g->leaf_source);
+	free(g->leaf_spine);
+	free(g->spine_name);
 	memset(g, 0, sizeof(*g));
 }
 

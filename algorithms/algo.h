@@ -11,14 +11,14 @@
 struct weft_comm;
 
 enum weft_algo_id {
-	WEFT_ALGO_RING = 0,  /* ring, chunked and pipelined */
-	WEFT_ALGO_TREE,      /* (double) binary tree, pipelined */
-	WEFT_ALGO_RHD,       /* recursive halving-doubling / recursive doubling */
-	WEFT_ALGO_BRUCK,     /* Bruck (allgather, any rank count) */
-	WEFT_ALGO_HIER,      /* intra-host stage, then among host leaders */
-	WEFT_ALGO_PAIRWISE,  /* alltoall: n-1 pairwise exchanges */
-	WEFT_ALGO_DISSEM,    /* barrier: dissemination */
-	WEFT_ALGO_DIRECT,    /* send/recv */
+	WEFT_ALGO_RING = 0, /* ring, chunked and pipelined */
+	WEFT_ALGO_TREE,	    /* (double) binary tree, pipelined */
+	WEFT_ALGO_RHD,	    /* recursive halving-doubling / recursive doubling */
+	WEFT_ALGO_BRUCK,    /* Bruck (allgather, any rank count) */
+	WEFT_ALGO_HIER,	    /* intra-host stage, then among host leaders */
+	WEFT_ALGO_PAIRWISE, /* alltoall: n-1 pairwise exchanges */
+	WEFT_ALGO_DISSEM,   /* barrier: dissemination */
+	WEFT_ALGO_DIRECT,   /* send/recv */
 	WEFT_ALGO_COUNT
 };
 
@@ -74,7 +74,8 @@ const struct weft_algo *weft_algo_find(enum weft_coll_kind coll, const char *nam
 
 /* Parse WEFT_ALGO ("allreduce:ring;allgather:ring") into forced[coll]
  * (NULL where not forced). A bad entry gives WEFT_ERR_INVALID_ARG and names it. */
-weft_status_t weft_algo_parse_forced(const char *spec, const struct weft_algo *forced[WEFT_COLL_COUNT],
+weft_status_t weft_algo_parse_forced(const char *spec,
+				     const struct weft_algo *forced[WEFT_COLL_COUNT],
 				     struct weft_err *err);
 
 #endif

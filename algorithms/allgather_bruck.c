@@ -57,7 +57,7 @@ static void plan(struct weft_task *task, uint32_t step, struct weft_lockstep_ste
 }
 
 static const struct weft_lockstep_ops lockstep_ops = {
-	.plan = plan,
+    .plan = plan,
 };
 
 static weft_status_t bruck_post(struct weft_task *task)
@@ -90,12 +90,12 @@ static double bruck_estimate(const struct weft_comm *comm, const struct weft_col
 }
 
 const struct weft_algo weft_allgather_bruck = {
-	.id = WEFT_ALGO_BRUCK,
-	.coll = WEFT_COLL_ALLGATHER,
-	.name = "bruck",
-	.description = "Bruck: ceil(log2 n) steps of doubling block ranges, any rank count, "
-		       "blocks placed directly (no final rotation)",
-	.estimate = bruck_estimate,
-	.post = bruck_post,
-	.progress = bruck_progress,
+    .id = WEFT_ALGO_BRUCK,
+    .coll = WEFT_COLL_ALLGATHER,
+    .name = "bruck",
+    .description = "Bruck: ceil(log2 n) steps of doubling block ranges, any rank count, "
+		   "blocks placed directly (no final rotation)",
+    .estimate = bruck_estimate,
+    .post = bruck_post,
+    .progress = bruck_progress,
 };

@@ -37,13 +37,13 @@
 
 enum hier_phase {
 	PHASE_GATHER = 0, /* into the host leader */
-	PHASE_RING,       /* among host leaders */
-	PHASE_DOWN,       /* down each host's chain */
+	PHASE_RING,	  /* among host leaders */
+	PHASE_DOWN,	  /* down each host's chain */
 	PHASE_DONE
 };
 
 #define TAG_GATHER 0x80000000u
-#define TAG_DOWN 0xc0000000u
+#define TAG_DOWN   0xc0000000u
 
 /* Walks the blocks of a sequence of hosts, one rank at a time. */
 struct block_cursor {
@@ -56,8 +56,8 @@ struct allgather_hier {
 	struct weft_hier_seq hs;
 	struct weft_hier_layout lay;
 	enum hier_phase phase;
-	int own_count;   /* ranks on this host */
-	int gather_rank; /* leader, gather: last block received */
+	int own_count;				/* ranks on this host */
+	int gather_rank;			/* leader, gather: last block received */
 	struct block_cursor send_cur, recv_cur; /* leaders' ring */
 };
 
@@ -116,8 +116,8 @@ static void gather_send(struct weft_task *task, uint32_t k, struct weft_hier_ite
 }
 
 static const struct weft_hier_seq_ops gather_ops = {
-	.recv_item = gather_recv,
-	.send_item = gather_send,
+    .recv_item = gather_recv,
+    .send_item = gather_send,
 };
 
 /* ---- 2. ring among the leaders ---- */
@@ -131,8 +131,8 @@ static int cursor_next(const struct weft_task *task, struct block_cursor *c, int
 	while (r < 0) {
 		if (c->host >= 0)
 			c->step++;
-		c->host = weft_hier_host_at(task->comm,
-					    weft_ring_back(l->leader_pos, (long)c->step + lag, l->nleaders));
+		c->host = weft_hier_host_at(
+		    task->comm, weft_ring_back(l->leader_pos, (long)c->step + lag, l->nleaders));
 		r = next_on_host(task->comm, c->host, -1, -1);
 	}
 	c->rank = r;
@@ -166,9 +166,9 @@ static bool ring_ready(const struct weft_task *task, uint32_t k, uint32_t recv_d
 }
 
 static const struct weft_hier_seq_ops ring_ops = {
-	.recv_item = ring_recv,
-	.send_item = ring_send,
-	.send_ready = ring_ready,
+    .recv_item = ring_recv,
+    .send_item = ring_send,
+    .send_ready = ring_ready,
 };
 
 /* ---- 3. down the chain: the link into rank x carries every block but x's ---- */
@@ -203,9 +203,9 @@ static bool down_ready(const struct weft_task *task, uint32_t k, uint32_t recv_d
 }
 
 static const struct weft_hier_seq_ops down_ops = {
-	.recv_item = down_recv,
-	.send_item = down_send,
-	.send_ready = down_ready,
+    .recv_item = down_recv,
+    .send_item = down_send,
+    .send_ready = down_ready,
 };
 
 /* ---- phases ---- */
@@ -226,7 +226,8 @@ static void start_phase(struct weft_task *task, enum hier_phase phase)
 		break;
 	case PHASE_RING: {
 		bool runs = leader && l->nleaders > 1;
-		h->recv_cur = h->send_cur = (struct block_cursor){.step = 0, .host = -1, .rank = -1};
+		h->recv_cur = h->send_cur =
+		    (struct block_cursor){.step = 0, .host = -1, .rank = -1};
 		uint32_t nrecv = 0, nsend = 0;
 		if (runs) {
 			int next_host = comm->graph.host_of[l->leader_next];
@@ -240,8 +241,7 @@ static void start_phase(struct weft_task *task, enum hier_phase phase)
 		weft_hier_seq_init(&h->hs, &down_ops, l->chain_prev >= 0 ? n - 1 : 0,
 				   l->chain_next >= 0 ? n - 1 : 0, TAG_DOWN);
 		break;
-	case PHASE_DONE:
-		break;
+	case PHASE_DONE: break;
 	}
 }
 
@@ -297,13 +297,13 @@ static double hier_estimate(const struct weft_comm *comm, const struct weft_coll
 }
 
 const struct weft_algo weft_allgather_hier = {
-	.id = WEFT_ALGO_HIER,
-	.coll = WEFT_COLL_ALLGATHER,
-	.name = "hier",
-	.description = "gather into each host leader, ring of host blocks among leaders, "
-		       "broadcast down each host's chain",
-	.estimate = hier_estimate,
-	.supports = hier_supports,
-	.post = hier_post,
-	.progress = hier_progress,
+    .id = WEFT_ALGO_HIER,
+    .coll = WEFT_COLL_ALLGATHER,
+    .name = "hier",
+    .description = "gather into each host leader, ring of host blocks among leaders, "
+		   "broadcast down each host's chain",
+    .estimate = hier_estimate,
+    .supports = hier_supports,
+    .post = hier_post,
+    .progress = hier_progress,
 };

@@ -45,8 +45,8 @@ static void send_chunk(const struct weft_task *task, uint32_t step, uint32_t chu
 		       struct weft_ring_chunk *out)
 {
 	size_t off, len;
-	chunk_span(task, weft_ring_back(task->comm->ring_pos, step, task->comm->nranks), chunk, &off,
-		   &len);
+	chunk_span(task, weft_ring_back(task->comm->ring_pos, step, task->comm->nranks), chunk,
+		   &off, &len);
 	if (step == 0) { /* our own block: from sendbuf, even out of place */
 		size_t mine = (size_t)task->comm->rank * task->args.count * task->args.esize;
 		out->buf = (char *)task->args.sendbuf + (off - mine);
@@ -67,8 +67,8 @@ static void recv_chunk(const struct weft_task *task, uint32_t step, uint32_t chu
 }
 
 static const struct weft_ring_geometry geometry = {
-	.send_chunk = send_chunk,
-	.recv_chunk = recv_chunk,
+    .send_chunk = send_chunk,
+    .recv_chunk = recv_chunk,
 };
 
 static weft_status_t ring_post(struct weft_task *task)
@@ -77,8 +77,8 @@ static weft_status_t ring_post(struct weft_task *task)
 	const struct weft_coll_args *a = &task->args;
 	int n = task->comm->nranks;
 	if (!a->in_place)
-		memcpy((char *)a->recvbuf + (size_t)task->comm->rank * a->count * a->esize, a->sendbuf,
-		       a->count * a->esize);
+		memcpy((char *)a->recvbuf + (size_t)task->comm->rank * a->count * a->esize,
+		       a->sendbuf, a->count * a->esize);
 	if (n == 1)
 		return WEFT_INPROGRESS;
 	uint32_t nchunks = weft_ring_nchunks(task, a->count, &ag->chunk_elems);
@@ -103,11 +103,11 @@ static double ring_estimate(const struct weft_comm *comm, const struct weft_coll
 }
 
 const struct weft_algo weft_allgather_ring = {
-	.id = WEFT_ALGO_RING,
-	.coll = WEFT_COLL_ALLGATHER,
-	.name = "ring",
-	.description = "each block travels the placement ring, chunked and pipelined",
-	.estimate = ring_estimate,
-	.post = ring_post,
-	.progress = ring_progress,
+    .id = WEFT_ALGO_RING,
+    .coll = WEFT_COLL_ALLGATHER,
+    .name = "ring",
+    .description = "each block travels the placement ring, chunked and pipelined",
+    .estimate = ring_estimate,
+    .post = ring_post,
+    .progress = ring_progress,
 };

@@ -51,7 +51,7 @@ enum hier_phase {
 };
 
 /* Tags: the leaders' ring counts from 0 (below 2^31), the chains from here. */
-#define TAG_UP 0x80000000u
+#define TAG_UP	 0x80000000u
 #define TAG_DOWN 0xc0000000u
 
 struct allreduce_hier {
@@ -59,7 +59,7 @@ struct allreduce_hier {
 	struct weft_hier_layout lay;
 	enum hier_phase phase;
 	weft_reduce_fn reduce;
-	size_t chunk_elems;      /* chains: chunks of the whole vector */
+	size_t chunk_elems; /* chains: chunks of the whole vector */
 	uint32_t nchunks;
 	size_t ring_chunk_elems; /* leaders' ring: chunks of one segment */
 	uint32_t ring_nchunks;
@@ -129,15 +129,15 @@ static void up_recv_done(struct weft_task *task, uint32_t k)
 		return;
 	size_t off, len;
 	chain_span(task, k, &off, &len);
-	weft_reduce_scale((char *)task->args.recvbuf + off, len / task->args.esize, task->args.dtype,
-			  task->comm->nranks);
+	weft_reduce_scale((char *)task->args.recvbuf + off, len / task->args.esize,
+			  task->args.dtype, task->comm->nranks);
 }
 
 static const struct weft_hier_seq_ops up_ops = {
-	.recv_item = up_recv,
-	.send_item = up_send,
-	.send_ready = chain_ready,
-	.recv_done = up_recv_done,
+    .recv_item = up_recv,
+    .send_item = up_send,
+    .send_ready = chain_ready,
+    .recv_done = up_recv_done,
 };
 
 /* ---- 2. ring among the host leaders, in place on recvbuf ---- */
@@ -195,15 +195,15 @@ static void ring_recv_done(struct weft_task *task, uint32_t k)
 	size_t off, len;
 	ring_span(task, weft_ring_back(h->lay.leader_pos, (long)step + 1, h->lay.nleaders),
 		  k % h->ring_nchunks, &off, &len);
-	weft_reduce_scale((char *)task->args.recvbuf + off, len / task->args.esize, task->args.dtype,
-			  task->comm->nranks);
+	weft_reduce_scale((char *)task->args.recvbuf + off, len / task->args.esize,
+			  task->args.dtype, task->comm->nranks);
 }
 
 static const struct weft_hier_seq_ops ring_ops = {
-	.recv_item = ring_recv,
-	.send_item = ring_send,
-	.send_ready = ring_ready,
-	.recv_done = ring_recv_done,
+    .recv_item = ring_recv,
+    .send_item = ring_send,
+    .send_ready = ring_ready,
+    .recv_done = ring_recv_done,
 };
 
 /* ---- 3. down the chain ---- */
@@ -227,9 +227,9 @@ static void down_send(struct weft_task *task, uint32_t k, struct weft_hier_item 
 }
 
 static const struct weft_hier_seq_ops down_ops = {
-	.recv_item = down_recv,
-	.send_item = down_send,
-	.send_ready = chain_ready,
+    .recv_item = down_recv,
+    .send_item = down_send,
+    .send_ready = chain_ready,
 };
 
 /* ---- phases ---- */
@@ -243,7 +243,8 @@ static void start_phase(struct weft_task *task, enum hier_phase phase)
 	switch (phase) {
 	case PHASE_UP:
 		if (l->chain_pos == 0 && l->local_n == 1 && !task->args.in_place)
-			memcpy(task->args.recvbuf, task->args.sendbuf, task->args.count * task->args.esize);
+			memcpy(task->args.recvbuf, task->args.sendbuf,
+			       task->args.count * task->args.esize);
 		weft_hier_seq_init(&h->hs, &up_ops, l->chain_next >= 0 ? nc : 0,
 				   l->chain_prev >= 0 ? nc : 0, TAG_UP);
 		break;
@@ -257,8 +258,7 @@ static void start_phase(struct weft_task *task, enum hier_phase phase)
 		weft_hier_seq_init(&h->hs, &down_ops, l->chain_prev >= 0 ? nc : 0,
 				   l->chain_next >= 0 ? nc : 0, TAG_DOWN);
 		break;
-	case PHASE_DONE:
-		break;
+	case PHASE_DONE: break;
 	}
 }
 
@@ -318,13 +318,13 @@ static double hier_estimate(const struct weft_comm *comm, const struct weft_coll
 }
 
 const struct weft_algo weft_allreduce_hier = {
-	.id = WEFT_ALGO_HIER,
-	.coll = WEFT_COLL_ALLREDUCE,
-	.name = "hier",
-	.description = "reduce up a chain to each host leader, ring among leaders (leaf-grouped), "
-		       "broadcast down the chain",
-	.estimate = hier_estimate,
-	.supports = hier_supports,
-	.post = hier_post,
-	.progress = hier_progress,
+    .id = WEFT_ALGO_HIER,
+    .coll = WEFT_COLL_ALLREDUCE,
+    .name = "hier",
+    .description = "reduce up a chain to each host leader, ring among leaders (leaf-grouped), "
+		   "broadcast down the chain",
+    .estimate = hier_estimate,
+    .supports = hier_supports,
+    .post = hier_post,
+    .progress = hier_progress,
 };

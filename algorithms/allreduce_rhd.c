@@ -46,9 +46,9 @@
 struct allreduce_rhd {
 	struct weft_lockstep ls;
 	weft_reduce_fn reduce;
-	int p, k;  /* largest power of two <= n, and its log2 */
-	int v;     /* this rank's index (ring position) */
-	int fold;  /* fold partner's index, -1 if none */
+	int p, k; /* largest power of two <= n, and its log2 */
+	int v;	  /* this rank's index (ring position) */
+	int fold; /* fold partner's index, -1 if none */
 	bool small;
 };
 
@@ -198,8 +198,8 @@ static void step_done(struct weft_task *task, uint32_t step)
 }
 
 static const struct weft_lockstep_ops lockstep_ops = {
-	.plan = plan,
-	.step_done = step_done,
+    .plan = plan,
+    .step_done = step_done,
 };
 
 /* The same answer on every rank: scratch_bytes follows the chunk size,
@@ -255,12 +255,12 @@ static double rhd_estimate(const struct weft_comm *comm, const struct weft_coll_
 }
 
 const struct weft_algo weft_allreduce_rhd = {
-	.id = WEFT_ALGO_RHD,
-	.coll = WEFT_COLL_ALLREDUCE,
-	.name = "rhd",
-	.description = "recursive doubling for small messages, recursive halving then doubling "
-		       "(Rabenseifner) for large; any rank count by folding the extra ranks",
-	.estimate = rhd_estimate,
-	.post = rhd_post,
-	.progress = rhd_progress,
+    .id = WEFT_ALGO_RHD,
+    .coll = WEFT_COLL_ALLREDUCE,
+    .name = "rhd",
+    .description = "recursive doubling for small messages, recursive halving then doubling "
+		   "(Rabenseifner) for large; any rank count by folding the extra ranks",
+    .estimate = rhd_estimate,
+    .post = rhd_post,
+    .progress = rhd_progress,
 };

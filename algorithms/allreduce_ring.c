@@ -46,7 +46,8 @@ static void chunk_span(const struct weft_task *task, int seg, uint32_t chunk, si
 	size_t seg_elems = weft_seg_count(count, n, seg);
 	size_t first = (size_t)chunk * ar->chunk_elems;
 	size_t elems = first >= seg_elems ? 0
-			  : (seg_elems - first < ar->chunk_elems ? seg_elems - first : ar->chunk_elems);
+					  : (seg_elems - first < ar->chunk_elems ? seg_elems - first
+										 : ar->chunk_elems);
 	*off = (weft_seg_offset(count, n, seg) + (first < seg_elems ? first : 0)) * esize;
 	*len = elems * esize;
 }
@@ -57,7 +58,8 @@ static void send_chunk(const struct weft_task *task, uint32_t step, uint32_t chu
 	int n = task->comm->nranks;
 	size_t off, len;
 	chunk_span(task, weft_ring_back(task->comm->ring_pos, step, n), chunk, &off, &len);
-	const char *base = step == 0 ? (const char *)task->args.sendbuf : (const char *)task->args.recvbuf;
+	const char *base =
+	    step == 0 ? (const char *)task->args.sendbuf : (const char *)task->args.recvbuf;
 	out->buf = (char *)base + off;
 	out->bytes = len;
 }
@@ -67,7 +69,8 @@ static void recv_chunk(const struct weft_task *task, uint32_t step, uint32_t chu
 {
 	int n = task->comm->nranks;
 	size_t off, len;
-	chunk_span(task, weft_ring_back(task->comm->ring_pos, (long)step + 1, n), chunk, &off, &len);
+	chunk_span(task, weft_ring_back(task->comm->ring_pos, (long)step + 1, n), chunk, &off,
+		   &len);
 	out->buf = (char *)task->args.recvbuf + off;
 	out->bytes = len;
 	if (step < (uint32_t)n - 1) {
@@ -84,14 +87,16 @@ static void recv_done(const struct weft_task *task, uint32_t step, uint32_t chun
 	if (task->args.op != WEFT_AVG || step != (uint32_t)n - 2)
 		return;
 	size_t off, len;
-	chunk_span(task, weft_ring_back(task->comm->ring_pos, (long)step + 1, n), chunk, &off, &len);
-	weft_reduce_scale((char *)task->args.recvbuf + off, len / task->args.esize, task->args.dtype, n);
+	chunk_span(task, weft_ring_back(task->comm->ring_pos, (long)step + 1, n), chunk, &off,
+		   &len);
+	weft_reduce_scale((char *)task->args.recvbuf + off, len / task->args.esize,
+			  task->args.dtype, n);
 }
 
 static const struct weft_ring_geometry geometry = {
-	.send_chunk = send_chunk,
-	.recv_chunk = recv_chunk,
-	.recv_done = recv_done,
+    .send_chunk = send_chunk,
+    .recv_chunk = recv_chunk,
+    .recv_done = recv_done,
 };
 
 static weft_status_t ring_post(struct weft_task *task)
@@ -106,7 +111,8 @@ static weft_status_t ring_post(struct weft_task *task)
 		return WEFT_INPROGRESS;
 	}
 	ar->reduce = weft_reduce_kernel(a->dtype, a->op);
-	uint32_t nchunks = weft_ring_nchunks(task, weft_seg_count(a->count, n, 0), &ar->chunk_elems);
+	uint32_t nchunks =
+	    weft_ring_nchunks(task, weft_seg_count(a->count, n, 0), &ar->chunk_elems);
 	weft_ring_pipeline_init(&ar->rp, task, &geometry, 2 * ((uint32_t)n - 1), nchunks);
 	weft_status_t st = weft_ring_pipeline_progress(&ar->rp, task);
 	return st == WEFT_SUCCESS ? WEFT_INPROGRESS : st;
@@ -133,11 +139,11 @@ static double ring_estimate(const struct weft_comm *comm, const struct weft_coll
 }
 
 const struct weft_algo weft_allreduce_ring = {
-	.id = WEFT_ALGO_RING,
-	.coll = WEFT_COLL_ALLREDUCE,
-	.name = "ring",
-	.description = "reduce-scatter then allgather around the placement ring, chunked and pipelined",
-	.estimate = ring_estimate,
-	.post = ring_post,
-	.progress = ring_progress,
+    .id = WEFT_ALGO_RING,
+    .coll = WEFT_COLL_ALLREDUCE,
+    .name = "ring",
+    .description = "reduce-scatter then allgather around the placement ring, chunked and pipelined",
+    .estimate = ring_estimate,
+    .post = ring_post,
+    .progress = ring_progress,
 };

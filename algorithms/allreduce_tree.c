@@ -59,12 +59,12 @@ static weft_status_t tree_post(struct weft_task *task)
 		return WEFT_SUCCESS;
 	}
 	struct weft_tp_config cfg = {
-		.ntrees = 2,
-		.up = true,
-		.down = true,
-		.chunk_elems = comm->chunk_bytes / a->esize,
-		.pool = at->pool,
-		.pool_cap = ALLREDUCE_TREE_POOL,
+	    .ntrees = 2,
+	    .up = true,
+	    .down = true,
+	    .chunk_elems = comm->chunk_bytes / a->esize,
+	    .pool = at->pool,
+	    .pool_cap = ALLREDUCE_TREE_POOL,
 	};
 	weft_tp_tree_place(&cfg.tree[0], comm, weft_tp_dbtree0, comm->ring[0]);
 	weft_tp_tree_place(&cfg.tree[1], comm, weft_tp_dbtree1, comm->ring[0]);
@@ -100,11 +100,12 @@ static double tree_estimate(const struct weft_comm *comm, const struct weft_coll
 }
 
 const struct weft_algo weft_allreduce_tree = {
-	.id = WEFT_ALGO_TREE,
-	.coll = WEFT_COLL_ALLREDUCE,
-	.name = "tree",
-	.description = "double binary tree (half the data each), reduce up and broadcast down, pipelined",
-	.estimate = tree_estimate,
-	.post = tree_post,
-	.progress = tree_progress,
+    .id = WEFT_ALGO_TREE,
+    .coll = WEFT_COLL_ALLREDUCE,
+    .name = "tree",
+    .description =
+	"double binary tree (half the data each), reduce up and broadcast down, pipelined",
+    .estimate = tree_estimate,
+    .post = tree_post,
+    .progress = tree_progress,
 };

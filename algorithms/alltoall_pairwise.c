@@ -25,9 +25,9 @@
 #define ALLTOALL_WINDOW 8
 
 struct alltoall_pairwise {
-	size_t chunk;     /* bytes, a multiple of esize */
+	size_t chunk;	  /* bytes, a multiple of esize */
 	uint32_t nchunks; /* per block */
-	uint32_t total;   /* (n - 1) * nchunks */
+	uint32_t total;	  /* (n - 1) * nchunks */
 	uint32_t send_posted, send_done, recv_posted, recv_done;
 	struct weft_msg sends[ALLTOALL_WINDOW];
 	struct weft_msg recvs[ALLTOALL_WINDOW];
@@ -58,7 +58,8 @@ static weft_status_t post_one(struct weft_task *task, bool send)
 {
 	struct alltoall_pairwise *ap = state(task);
 	uint32_t k = send ? ap->send_posted : ap->recv_posted;
-	struct weft_msg *m = send ? &ap->sends[k % ALLTOALL_WINDOW] : &ap->recvs[k % ALLTOALL_WINDOW];
+	struct weft_msg *m =
+	    send ? &ap->sends[k % ALLTOALL_WINDOW] : &ap->recvs[k % ALLTOALL_WINDOW];
 	int peer;
 	size_t off, len;
 	chunk_of(task, k, send, &peer, &off, &len);
@@ -82,27 +83,31 @@ static weft_status_t pairwise_progress(struct weft_task *task)
 	bool moved;
 	do {
 		moved = false;
-		while (ap->recv_done < ap->recv_posted && ap->recvs[ap->recv_done % ALLTOALL_WINDOW].done) {
+		while (ap->recv_done < ap->recv_posted &&
+		       ap->recvs[ap->recv_done % ALLTOALL_WINDOW].done) {
 			weft_status_t st = ap->recvs[ap->recv_done % ALLTOALL_WINDOW].status;
 			if (st != WEFT_SUCCESS)
 				return st;
 			ap->recv_done++;
 			moved = true;
 		}
-		while (ap->send_done < ap->send_posted && ap->sends[ap->send_done % ALLTOALL_WINDOW].done) {
+		while (ap->send_done < ap->send_posted &&
+		       ap->sends[ap->send_done % ALLTOALL_WINDOW].done) {
 			weft_status_t st = ap->sends[ap->send_done % ALLTOALL_WINDOW].status;
 			if (st != WEFT_SUCCESS)
 				return st;
 			ap->send_done++;
 			moved = true;
 		}
-		while (ap->recv_posted < ap->total && ap->recv_posted - ap->recv_done < ALLTOALL_WINDOW) {
+		while (ap->recv_posted < ap->total &&
+		       ap->recv_posted - ap->recv_done < ALLTOALL_WINDOW) {
 			weft_status_t st = post_one(task, false);
 			if (st != WEFT_SUCCESS)
 				return st;
 			moved = true;
 		}
-		while (ap->send_posted < ap->total && ap->send_posted - ap->send_done < ALLTOALL_WINDOW) {
+		while (ap->send_posted < ap->total &&
+		       ap->send_posted - ap->send_done < ALLTOALL_WINDOW) {
 			weft_status_t st = post_one(task, true);
 			if (st != WEFT_SUCCESS)
 				return st;
@@ -139,9 +144,9 @@ static weft_status_t pairwise_post(struct weft_task *task)
 		nchunks = (block + chunk - 1) / chunk;
 	}
 	*ap = (struct alltoall_pairwise){
-		.chunk = chunk,
-		.nchunks = (uint32_t)nchunks,
-		.total = (uint32_t)nchunks * (uint32_t)(n - 1),
+	    .chunk = chunk,
+	    .nchunks = (uint32_t)nchunks,
+	    .total = (uint32_t)nchunks * (uint32_t)(n - 1),
 	};
 	weft_status_t st = pairwise_progress(task);
 	return st == WEFT_SUCCESS ? WEFT_INPROGRESS : st;
@@ -155,11 +160,11 @@ static double pairwise_estimate(const struct weft_comm *comm, const struct weft_
 }
 
 const struct weft_algo weft_alltoall_pairwise = {
-	.id = WEFT_ALGO_PAIRWISE,
-	.coll = WEFT_COLL_ALLTOALL,
-	.name = "pairwise",
-	.description = "n-1 steps: send to rank+s, receive from rank-s, chunked",
-	.estimate = pairwise_estimate,
-	.post = pairwise_post,
-	.progress = pairwise_progress,
+    .id = WEFT_ALGO_PAIRWISE,
+    .coll = WEFT_COLL_ALLTOALL,
+    .name = "pairwise",
+    .description = "n-1 steps: send to rank+s, receive from rank-s, chunked",
+    .estimate = pairwise_estimate,
+    .post = pairwise_post,
+    .progress = pairwise_progress,
 };

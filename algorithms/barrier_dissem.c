@@ -36,7 +36,7 @@ static void plan(struct weft_task *task, uint32_t step, struct weft_lockstep_ste
 }
 
 static const struct weft_lockstep_ops lockstep_ops = {
-	.plan = plan,
+    .plan = plan,
 };
 
 static weft_status_t dissem_post(struct weft_task *task)
@@ -58,11 +58,11 @@ static double dissem_estimate(const struct weft_comm *comm, const struct weft_co
 }
 
 const struct weft_algo weft_barrier_dissem = {
-	.id = WEFT_ALGO_DISSEM,
-	.coll = WEFT_COLL_BARRIER,
-	.name = "dissemination",
-	.description = "dissemination: ceil(log2 n) rounds of one empty message each way",
-	.estimate = dissem_estimate,
-	.post = dissem_post,
-	.progress = dissem_progress,
+    .id = WEFT_ALGO_DISSEM,
+    .coll = WEFT_COLL_BARRIER,
+    .name = "dissemination",
+    .description = "dissemination: ceil(log2 n) rounds of one empty message each way",
+    .estimate = dissem_estimate,
+    .post = dissem_post,
+    .progress = dissem_progress,
 };

@@ -49,11 +49,11 @@ static weft_status_t bcast_post(struct weft_task *task, weft_tp_shape_fn shape)
 	if (comm->nranks == 1)
 		return WEFT_SUCCESS;
 	struct weft_tp_config cfg = {
-		.ntrees = 1,
-		.down = true,
-		.chunk_elems = comm->chunk_bytes / a->esize,
-		.pool = bt->pool,
-		.pool_cap = BROADCAST_POOL,
+	    .ntrees = 1,
+	    .down = true,
+	    .chunk_elems = comm->chunk_bytes / a->esize,
+	    .pool = bt->pool,
+	    .pool_cap = BROADCAST_POOL,
 	};
 	weft_tp_tree_place(&cfg.tree[0], comm, shape, a->root);
 	cfg.tree[0].elem_off = 0;
@@ -112,21 +112,21 @@ static double chain_estimate(const struct weft_comm *comm, const struct weft_col
 }
 
 const struct weft_algo weft_broadcast_tree = {
-	.id = WEFT_ALGO_TREE,
-	.coll = WEFT_COLL_BROADCAST,
-	.name = "tree",
-	.description = "binary tree from the root over the placement ring, chunked and pipelined",
-	.estimate = tree_estimate,
-	.post = tree_post,
-	.progress = bcast_progress,
+    .id = WEFT_ALGO_TREE,
+    .coll = WEFT_COLL_BROADCAST,
+    .name = "tree",
+    .description = "binary tree from the root over the placement ring, chunked and pipelined",
+    .estimate = tree_estimate,
+    .post = tree_post,
+    .progress = bcast_progress,
 };
 
 const struct weft_algo weft_broadcast_ring = {
-	.id = WEFT_ALGO_RING,
-	.coll = WEFT_COLL_BROADCAST,
-	.name = "ring",
-	.description = "chain from the root along the placement ring, chunked and pipelined",
-	.estimate = chain_estimate,
-	.post = chain_post,
-	.progress = bcast_progress,
+    .id = WEFT_ALGO_RING,
+    .coll = WEFT_COLL_BROADCAST,
+    .name = "ring",
+    .description = "chain from the root along the placement ring, chunked and pipelined",
+    .estimate = chain_estimate,
+    .post = chain_post,
+    .progress = bcast_progress,
 };

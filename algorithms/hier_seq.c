@@ -35,7 +35,8 @@ static weft_status_t post_item(struct weft_task *task, struct weft_hier_seq *hs,
 		m->status = WEFT_SUCCESS;
 		return WEFT_SUCCESS;
 	}
-	return send ? weft_p2p_isend(task->comm, it.peer, m) : weft_p2p_irecv(task->comm, it.peer, m);
+	return send ? weft_p2p_isend(task->comm, it.peer, m)
+		    : weft_p2p_irecv(task->comm, it.peer, m);
 }
 
 static bool send_ready(const struct weft_hier_seq *hs, const struct weft_task *task)
@@ -77,20 +78,21 @@ weft_status_t weft_hier_seq_progress(struct weft_hier_seq *hs, struct weft_task 
 		moved = false;
 		if ((st = reap(hs, task, &moved)) != WEFT_SUCCESS)
 			return st;
-		while (hs->recv_posted < hs->nrecv && hs->recv_posted - hs->recv_done < WEFT_HIER_WINDOW) {
+		while (hs->recv_posted < hs->nrecv &&
+		       hs->recv_posted - hs->recv_done < WEFT_HIER_WINDOW) {
 			uint32_t slot = hs->recv_posted % WEFT_HIER_WINDOW;
-			st = post_item(task, hs, hs->recv_posted, &hs->recvs[slot], &hs->recv_peer[slot],
-				       false);
+			st = post_item(task, hs, hs->recv_posted, &hs->recvs[slot],
+				       &hs->recv_peer[slot], false);
 			if (st != WEFT_SUCCESS)
 				return st;
 			hs->recv_posted++;
 			moved = true;
 		}
-		while (hs->send_posted < hs->nsend && hs->send_posted - hs->send_done < WEFT_HIER_WINDOW &&
-		       send_ready(hs, task)) {
+		while (hs->send_posted < hs->nsend &&
+		       hs->send_posted - hs->send_done < WEFT_HIER_WINDOW && send_ready(hs, task)) {
 			uint32_t slot = hs->send_posted % WEFT_HIER_WINDOW;
-			st = post_item(task, hs, hs->send_posted, &hs->sends[slot], &hs->send_peer[slot],
-				       true);
+			st = post_item(task, hs, hs->send_posted, &hs->sends[slot],
+				       &hs->send_peer[slot], true);
 			if (st != WEFT_SUCCESS)
 				return st;
 			hs->send_posted++;

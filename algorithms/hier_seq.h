@@ -33,8 +33,8 @@
 
 struct weft_hier_item {
 	int peer;
-	char *buf;    /* send: source; receive: destination */
-	size_t bytes; /* 0: nothing to move (both sides agree) */
+	char *buf;	       /* send: source; receive: destination */
+	size_t bytes;	       /* 0: nothing to move (both sides agree) */
 	weft_reduce_fn reduce; /* receive only */
 	const char *local;     /* receive with reduce: local operand */
 	uint32_t tag_step;     /* preset to tag_base + k; a star, whose items come
@@ -68,13 +68,13 @@ void weft_hier_seq_init(struct weft_hier_seq *hs, const struct weft_hier_seq_ops
 weft_status_t weft_hier_seq_progress(struct weft_hier_seq *hs, struct weft_task *task);
 
 struct weft_hier_layout {
-	int host;       /* this rank's host index */
-	int local_n;    /* ranks on this host */
-	int chain_pos;  /* 0 for the host leader */
-	int chain_prev; /* rank at chain_pos - 1, -1 for the leader */
-	int chain_next; /* rank at chain_pos + 1, -1 for the last */
-	int nleaders;   /* hosts */
-	int leader_pos; /* this host's place in the leaders' ring */
+	int host;		      /* this rank's host index */
+	int local_n;		      /* ranks on this host */
+	int chain_pos;		      /* 0 for the host leader */
+	int chain_prev;		      /* rank at chain_pos - 1, -1 for the leader */
+	int chain_next;		      /* rank at chain_pos + 1, -1 for the last */
+	int nleaders;		      /* hosts */
+	int leader_pos;		      /* this host's place in the leaders' ring */
 	int leader_prev, leader_next; /* neighbouring leaders' ranks (self if one host) */
 };
 

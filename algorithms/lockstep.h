@@ -47,7 +47,7 @@ struct weft_lockstep {
 	const struct weft_lockstep_ops *ops;
 	uint32_t nsteps, step;
 	bool posted;
-	uint32_t active;  /* bit i: msgs[i] was posted and is not yet seen done */
+	uint32_t active; /* bit i: msgs[i] was posted and is not yet seen done */
 	int peers[2 * WEFT_LOCKSTEP_MAX];
 	struct weft_msg msgs[2 * WEFT_LOCKSTEP_MAX]; /* receives, then sends */
 };

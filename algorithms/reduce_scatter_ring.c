@@ -46,10 +46,10 @@ struct rs_ring {
 	struct weft_ring_pipeline rp;
 	weft_reduce_fn reduce;
 	size_t chunk_elems;
-	bool in_place;      /* input and output at recvbuf */
+	bool in_place;	    /* input and output at recvbuf */
 	size_t round_elems; /* elements of each block per round */
 	size_t round, nrounds;
-	char *scratch;      /* out of place: n-2 slots of round_elems elements */
+	char *scratch; /* out of place: n-2 slots of round_elems elements */
 };
 
 _Static_assert(sizeof(struct rs_ring) <= WEFT_TASK_PRIV_BYTES, "task state too big");
@@ -126,8 +126,8 @@ static void recv_chunk(const struct weft_task *task, uint32_t step, uint32_t chu
 }
 
 static const struct weft_ring_geometry geometry = {
-	.send_chunk = send_chunk,
-	.recv_chunk = recv_chunk,
+    .send_chunk = send_chunk,
+    .recv_chunk = recv_chunk,
 };
 
 static void start_round(struct weft_task *task)
@@ -227,12 +227,12 @@ static double rs_estimate(const struct weft_comm *comm, const struct weft_coll_a
 }
 
 const struct weft_algo weft_reduce_scatter_ring = {
-	.id = WEFT_ALGO_RING,
-	.coll = WEFT_COLL_REDUCE_SCATTER,
-	.name = "ring",
-	.description = "each block gathers its partial sums around the placement ring, chunked and "
-		       "pipelined",
-	.estimate = rs_estimate,
-	.post = rs_post,
-	.progress = rs_progress,
+    .id = WEFT_ALGO_RING,
+    .coll = WEFT_COLL_REDUCE_SCATTER,
+    .name = "ring",
+    .description = "each block gathers its partial sums around the placement ring, chunked and "
+		   "pipelined",
+    .estimate = rs_estimate,
+    .post = rs_post,
+    .progress = rs_progress,
 };

@@ -28,7 +28,7 @@
 #include "algo.h"
 #include "tree_pipeline.h"
 
-#define REDUCE_POOL 9 /* three links (two children, the parent), three each */
+#define REDUCE_POOL  9 /* three links (two children, the parent), three each */
 #define REDUCE_SLOTS 2
 
 _Static_assert(REDUCE_SLOTS <= WEFT_SCRATCH_CHUNKS, "scratch too small for the staging slots");
@@ -61,13 +61,13 @@ static weft_status_t reduce_post(struct weft_task *task)
 		return WEFT_SUCCESS;
 	}
 	struct weft_tp_config cfg = {
-		.ntrees = 1,
-		.up = true,
-		.chunk_elems = chunk_bytes(comm) / a->esize,
-		.staging = comm->scratch,
-		.nslots = REDUCE_SLOTS,
-		.pool = rt->pool,
-		.pool_cap = REDUCE_POOL,
+	    .ntrees = 1,
+	    .up = true,
+	    .chunk_elems = chunk_bytes(comm) / a->esize,
+	    .staging = comm->scratch,
+	    .nslots = REDUCE_SLOTS,
+	    .pool = rt->pool,
+	    .pool_cap = REDUCE_POOL,
 	};
 	weft_tp_tree_place(&cfg.tree[0], comm, weft_tp_btree, a->root);
 	cfg.tree[0].elem_off = 0;
@@ -99,11 +99,11 @@ static double reduce_estimate(const struct weft_comm *comm, const struct weft_co
 }
 
 const struct weft_algo weft_reduce_tree = {
-	.id = WEFT_ALGO_TREE,
-	.coll = WEFT_COLL_REDUCE,
-	.name = "tree",
-	.description = "binary tree to the root, reduce on arrival, chunked and pipelined",
-	.estimate = reduce_estimate,
-	.post = reduce_post,
-	.progress = reduce_progress,
+    .id = WEFT_ALGO_TREE,
+    .coll = WEFT_COLL_REDUCE,
+    .name = "tree",
+    .description = "binary tree to the root, reduce on arrival, chunked and pipelined",
+    .estimate = reduce_estimate,
+    .post = reduce_post,
+    .progress = reduce_progress,
 };

@@ -21,8 +21,8 @@
 #define WEFT_RING_WINDOW 8
 
 struct weft_ring_chunk {
-	char *buf;    /* send: source; receive: destination */
-	size_t bytes; /* 0: nothing to move for this chunk */
+	char *buf;	       /* send: source; receive: destination */
+	size_t bytes;	       /* 0: nothing to move for this chunk */
 	weft_reduce_fn reduce; /* receive only */
 	const char *local;     /* receive with reduce: local operand */
 };
@@ -40,7 +40,7 @@ struct weft_ring_geometry {
 
 struct weft_ring_pipeline {
 	const struct weft_ring_geometry *geo;
-	int next, prev;     /* ranks */
+	int next, prev; /* ranks */
 	uint32_t nsteps, nchunks, total;
 	uint32_t send_posted, send_done, recv_posted, recv_done;
 	struct weft_msg sends[WEFT_RING_WINDOW];

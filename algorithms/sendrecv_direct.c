@@ -40,10 +40,10 @@ static weft_status_t direct_post(struct weft_task *task, bool send)
 	struct weft_msg *m = &state(task)->msg;
 	const struct weft_coll_args *a = &task->args;
 	*m = (struct weft_msg){
-		.buf = send ? (void *)a->sendbuf : a->recvbuf,
-		.len = a->count * a->esize,
-		.tag = weft_p2p_tag(task->seq, 0),
-		.unit = a->esize,
+	    .buf = send ? (void *)a->sendbuf : a->recvbuf,
+	    .len = a->count * a->esize,
+	    .tag = weft_p2p_tag(task->seq, 0),
+	    .unit = a->esize,
 	};
 	task->waiting_for = a->root;
 	return send ? weft_p2p_isend(task->comm, a->root, m)
@@ -88,23 +88,23 @@ static double direct_estimate(const struct weft_comm *comm, const struct weft_co
 }
 
 const struct weft_algo weft_send_direct = {
-	.id = WEFT_ALGO_DIRECT,
-	.coll = WEFT_COLL_SEND,
-	.name = "direct",
-	.description = "the whole buffer as one message to the peer",
-	.estimate = direct_estimate,
-	.supports = direct_supports,
-	.post = send_post,
-	.progress = direct_progress,
+    .id = WEFT_ALGO_DIRECT,
+    .coll = WEFT_COLL_SEND,
+    .name = "direct",
+    .description = "the whole buffer as one message to the peer",
+    .estimate = direct_estimate,
+    .supports = direct_supports,
+    .post = send_post,
+    .progress = direct_progress,
 };
 
 const struct weft_algo weft_recv_direct = {
-	.id = WEFT_ALGO_DIRECT,
-	.coll = WEFT_COLL_RECV,
-	.name = "direct",
-	.description = "the whole buffer as one message from the peer",
-	.estimate = direct_estimate,
-	.supports = direct_supports,
-	.post = recv_post,
-	.progress = direct_progress,
+    .id = WEFT_ALGO_DIRECT,
+    .coll = WEFT_COLL_RECV,
+    .name = "direct",
+    .description = "the whole buffer as one message from the peer",
+    .estimate = direct_estimate,
+    .supports = direct_supports,
+    .post = recv_post,
+    .progress = direct_progress,
 };

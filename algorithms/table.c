@@ -7,12 +7,12 @@
 
 /* The first entry of each list is the fallback when no estimate applies. */
 static const struct weft_algo *const allreduce_algos[] = {
-	&weft_allreduce_ring, &weft_allreduce_tree, &weft_allreduce_rhd, &weft_allreduce_hier, NULL};
+    &weft_allreduce_ring, &weft_allreduce_tree, &weft_allreduce_rhd, &weft_allreduce_hier, NULL};
 static const struct weft_algo *const allgather_algos[] = {
-	&weft_allgather_ring, &weft_allgather_bruck, &weft_allgather_hier, NULL};
+    &weft_allgather_ring, &weft_allgather_bruck, &weft_allgather_hier, NULL};
 static const struct weft_algo *const reduce_scatter_algos[] = {&weft_reduce_scatter_ring, NULL};
-static const struct weft_algo *const broadcast_algos[] = {&weft_broadcast_ring, &weft_broadcast_tree,
-							  NULL};
+static const struct weft_algo *const broadcast_algos[] = {&weft_broadcast_ring,
+							  &weft_broadcast_tree, NULL};
 static const struct weft_algo *const reduce_algos[] = {&weft_reduce_tree, NULL};
 static const struct weft_algo *const alltoall_algos[] = {&weft_alltoall_pairwise, NULL};
 static const struct weft_algo *const barrier_algos[] = {&weft_barrier_dissem, NULL};
@@ -23,15 +23,15 @@ static const struct {
 	const char *name;
 	const struct weft_algo *const *algos;
 } colls[WEFT_COLL_COUNT] = {
-	[WEFT_COLL_ALLREDUCE] = {"allreduce", allreduce_algos},
-	[WEFT_COLL_ALLGATHER] = {"allgather", allgather_algos},
-	[WEFT_COLL_REDUCE_SCATTER] = {"reduce_scatter", reduce_scatter_algos},
-	[WEFT_COLL_BROADCAST] = {"broadcast", broadcast_algos},
-	[WEFT_COLL_REDUCE] = {"reduce", reduce_algos},
-	[WEFT_COLL_ALLTOALL] = {"alltoall", alltoall_algos},
-	[WEFT_COLL_BARRIER] = {"barrier", barrier_algos},
-	[WEFT_COLL_SEND] = {"send", send_algos},
-	[WEFT_COLL_RECV] = {"recv", recv_algos},
+    [WEFT_COLL_ALLREDUCE] = {"allreduce", allreduce_algos},
+    [WEFT_COLL_ALLGATHER] = {"allgather", allgather_algos},
+    [WEFT_COLL_REDUCE_SCATTER] = {"reduce_scatter", reduce_scatter_algos},
+    [WEFT_COLL_BROADCAST] = {"broadcast", broadcast_algos},
+    [WEFT_COLL_REDUCE] = {"reduce", reduce_algos},
+    [WEFT_COLL_ALLTOALL] = {"alltoall", alltoall_algos},
+    [WEFT_COLL_BARRIER] = {"barrier", barrier_algos},
+    [WEFT_COLL_SEND] = {"send", send_algos},
+    [WEFT_COLL_RECV] = {"recv", recv_algos},
 };
 
 const char *weft_coll_name(enum weft_coll_kind coll)
@@ -52,7 +52,8 @@ const struct weft_algo *weft_algo_find(enum weft_coll_kind coll, const char *nam
 	return NULL;
 }
 
-weft_status_t weft_algo_parse_forced(const char *spec, const struct weft_algo *forced[WEFT_COLL_COUNT],
+weft_status_t weft_algo_parse_forced(const char *spec,
+				     const struct weft_algo *forced[WEFT_COLL_COUNT],
 				     struct weft_err *err)
 {
 	for (int c = 0; c < WEFT_COLL_COUNT; c++)
@@ -61,15 +62,16 @@ weft_status_t weft_algo_parse_forced(const char *spec, const struct weft_algo *f
 		return WEFT_SUCCESS;
 	char buf[512];
 	if (strlen(spec) >= sizeof(buf))
-		return weft_err_set(err, WEFT_ERR_INVALID_ARG, "WEFT_ALGO is longer than %zu characters",
-				    sizeof(buf) - 1);
+		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
+				    "WEFT_ALGO is longer than %zu characters", sizeof(buf) - 1);
 	snprintf(buf, sizeof(buf), "%s", spec);
 	char *save = NULL;
 	for (char *item = strtok_r(buf, ";", &save); item; item = strtok_r(NULL, ";", &save)) {
 		char *colon = strchr(item, ':');
 		if (!colon)
 			return weft_err_set(err, WEFT_ERR_INVALID_ARG,
-					    "WEFT_ALGO=%s: '%s' is not collective:algorithm", spec, item);
+					    "WEFT_ALGO=%s: '%s' is not collective:algorithm", spec,
+					    item);
 		*colon = '\0';
 		int coll = -1;
 		for (int c = 0; c < WEFT_COLL_COUNT; c++)
@@ -86,4 +88,3 @@ weft_status_t weft_algo_parse_forced(const char *spec, const struct weft_algo *f
 	}
 	return WEFT_SUCCESS;
 }
-

@@ -9,9 +9,9 @@ _Static_assert(WEFT_TP_MAX_CHILDREN == WEFT_TREE_MAX_CHILDREN, "tree shapes");
 
 enum tp_kind {
 	TP_UP_RECV = 0, /* from a child, reduced into the accumulator */
-	TP_UP_SEND,     /* the accumulator (or own data at a leaf) to the parent */
-	TP_DOWN_RECV,   /* the result from the parent */
-	TP_DOWN_SEND,   /* the result to a child */
+	TP_UP_SEND,	/* the accumulator (or own data at a leaf) to the parent */
+	TP_DOWN_RECV,	/* the result from the parent */
+	TP_DOWN_SEND,	/* the result to a child */
 };
 
 /* --- Shapes ------------------------------------------------------------- */
@@ -80,7 +80,7 @@ static void add_stream(struct weft_tree_pipeline *tp, int peer, bool send, enum 
 		*l = (struct weft_tp_link){.peer = peer, .send = send};
 	}
 	l->s[l->nstreams++] = (struct weft_tp_stream){
-		.kind = (uint8_t)kind, .tree = (uint8_t)tree, .child = (uint8_t)child};
+	    .kind = (uint8_t)kind, .tree = (uint8_t)tree, .child = (uint8_t)child};
 }
 
 void weft_tree_pipeline_init(struct weft_tree_pipeline *tp, const struct weft_task *task,
@@ -134,8 +134,7 @@ void weft_tree_pipeline_init(struct weft_tree_pipeline *tp, const struct weft_ta
 
 /* --- Progress ------------------------------------------------------------- */
 
-static uint32_t key(const struct weft_tree_pipeline *tp, const struct weft_tp_stream *s,
-		    uint32_t j)
+static uint32_t key(const struct weft_tree_pipeline *tp, const struct weft_tp_stream *s, uint32_t j)
 {
 	if (s->kind == TP_UP_RECV || s->kind == TP_UP_SEND)
 		return 4 * j + 2 * s->tree;
@@ -158,7 +157,7 @@ static int next_stream(const struct weft_tree_pipeline *tp, const struct weft_tp
 
 struct span {
 	size_t off, len; /* bytes in the vector */
-	char *acc;       /* where this chunk's partial sum lives */
+	char *acc;	 /* where this chunk's partial sum lives */
 };
 
 static struct span chunk_span(const struct weft_tree_pipeline *tp, const struct weft_task *task,
@@ -249,14 +248,9 @@ static void on_done(struct weft_tree_pipeline *tp, const struct weft_task *task,
 					  task->comm->nranks);
 		}
 		break;
-	case TP_UP_SEND:
-		tp->up_send_done[t] = s->done;
-		break;
-	case TP_DOWN_RECV:
-		tp->down_recv_done[t] = s->done;
-		break;
-	case TP_DOWN_SEND:
-		break;
+	case TP_UP_SEND: tp->up_send_done[t] = s->done; break;
+	case TP_DOWN_RECV: tp->down_recv_done[t] = s->done; break;
+	case TP_DOWN_SEND: break;
 	}
 }
 

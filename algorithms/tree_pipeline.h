@@ -39,10 +39,10 @@
 
 struct weft_comm;
 
-#define WEFT_TP_MAX_TREES 2
+#define WEFT_TP_MAX_TREES    2
 #define WEFT_TP_MAX_CHILDREN 2
 /* Distinct (peer, direction) pairs: 3 neighbours per tree, both ways. */
-#define WEFT_TP_MAX_LINKS (2 * WEFT_TP_MAX_TREES * (WEFT_TP_MAX_CHILDREN + 1))
+#define WEFT_TP_MAX_LINKS  (2 * WEFT_TP_MAX_TREES * (WEFT_TP_MAX_CHILDREN + 1))
 #define WEFT_TP_MAX_WINDOW 8
 
 /* One tree as this rank sees it, in rank numbers. */
@@ -56,7 +56,7 @@ struct weft_tp_tree {
 struct weft_tp_config {
 	struct weft_tp_tree tree[WEFT_TP_MAX_TREES];
 	int ntrees;
-	bool up, down;      /* phases: reduce toward the root, then/or spread from it */
+	bool up, down;	    /* phases: reduce toward the root, then/or spread from it */
 	size_t chunk_elems; /* pipelining chunk; the same on every rank */
 	/* Up phase, non-root ranks: where partial sums accumulate. NULL: in
 	 * recvbuf (allreduce). Otherwise slots of chunk_elems elements reused

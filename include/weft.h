@@ -46,12 +46,12 @@ typedef enum weft_status {
 	WEFT_INPROGRESS = 1,
 	WEFT_ERR_INVALID_ARG = -1, /**< a parameter is wrong; the message names it */
 	WEFT_ERR_NO_MEMORY = -2,   /**< an allocation or a shared segment failed */
-	WEFT_ERR_SYSTEM = -3,      /**< a system call failed; errno text is in the message */
-	WEFT_ERR_REMOTE = -4,      /**< a peer failed, closed its connection or sent bad data */
-	WEFT_ERR_TIMEOUT = -5,     /**< a bounded wait ran out; the message names whom it waited for */
+	WEFT_ERR_SYSTEM = -3,	   /**< a system call failed; errno text is in the message */
+	WEFT_ERR_REMOTE = -4,	   /**< a peer failed, closed its connection or sent bad data */
+	WEFT_ERR_TIMEOUT = -5, /**< a bounded wait ran out; the message names whom it waited for */
 	WEFT_ERR_NOT_SUPPORTED = -6,
-	WEFT_ERR_INTERNAL = -7,    /**< a bug in Weft; please report the message */
-	WEFT_ERR_ABORTED = -8,     /**< the communicator was aborted */
+	WEFT_ERR_INTERNAL = -7, /**< a bug in Weft; please report the message */
+	WEFT_ERR_ABORTED = -8,	/**< the communicator was aborted */
 } weft_status_t;
 
 /** Element types. fp16 and bf16 are reduced with fp32 accumulation. */
@@ -103,11 +103,15 @@ typedef struct weft_task *weft_request_t;
 /** Optional settings for communicator creation. Zero-initialise, then set
  * what you need; zero fields take the environment's or built-in defaults. */
 typedef struct weft_config {
-	size_t size;             /**< sizeof(weft_config_t); set by WEFT_CONFIG_INIT */
-	double timeout_seconds;  /**< bound on every wait (bootstrap and operations); 0: WEFT_TIMEOUT */
+	size_t size; /**< sizeof(weft_config_t); set by WEFT_CONFIG_INIT */
+	double
+	    timeout_seconds; /**< bound on every wait (bootstrap and operations); 0: WEFT_TIMEOUT */
 } weft_config_t;
 
-#define WEFT_CONFIG_INIT {sizeof(weft_config_t), 0.0}
+#define WEFT_CONFIG_INIT                                                                           \
+	{                                                                                          \
+		sizeof(weft_config_t), 0.0                                                         \
+	}
 
 /** Name of a status code ("success", "invalid argument", ...). Never NULL. */
 WEFT_API const char *weft_status_string(weft_status_t status);

@@ -21,7 +21,7 @@
 #include "error.h"
 #include "weft.h"
 
-#define WEFT_UID_MAGIC 0x5745465455494431ull /* "WEFTUID1" */
+#define WEFT_UID_MAGIC	 0x5745465455494431ull /* "WEFTUID1" */
 #define WEFT_UID_VERSION 1u
 
 /* The root's address: IPv4 or IPv6 only. Not sockaddr_storage, which alone

@@ -12,7 +12,8 @@
 static weft_status_t check_comm(struct weft_comm *comm, const char *call)
 {
 	if (!comm)
-		return weft_err_set(weft_err_init_record(), WEFT_ERR_INVALID_ARG, "%s: comm is NULL", call);
+		return weft_err_set(weft_err_init_record(), WEFT_ERR_INVALID_ARG,
+				    "%s: comm is NULL", call);
 	weft_status_t async = (weft_status_t)atomic_load(&comm->async_error);
 	if (async != WEFT_SUCCESS)
 		return weft_comm_fail(comm, async, "%s: the communicator failed earlier: %s", call,
@@ -31,15 +32,16 @@ static weft_status_t check_data(struct weft_comm *comm, const char *call, size_t
 	size_t esize = weft_datatype_size(dtype);
 	if (count > SIZE_MAX / esize / nblocks || count * esize * nblocks > (size_t)PTRDIFF_MAX)
 		return weft_comm_fail(comm, WEFT_ERR_INVALID_ARG,
-				      "%s: count %zu of %s overflows the address space", call, count,
-				      weft_dtype_name(dtype));
+				      "%s: count %zu of %s overflows the address space", call,
+				      count, weft_dtype_name(dtype));
 	return WEFT_SUCCESS;
 }
 
 static weft_status_t check_op(struct weft_comm *comm, const char *call, weft_op_t op)
 {
 	if (!weft_op_valid(op))
-		return weft_comm_fail(comm, WEFT_ERR_INVALID_ARG, "%s: invalid op %d", call, (int)op);
+		return weft_comm_fail(comm, WEFT_ERR_INVALID_ARG, "%s: invalid op %d", call,
+				      (int)op);
 	return WEFT_SUCCESS;
 }
 
@@ -68,13 +70,15 @@ static weft_status_t check_symmetric(struct weft_comm *comm, const char *call, c
 {
 	weft_status_t st = check_comm(comm, call);
 	if (st == WEFT_SUCCESS)
-		st = check_data(comm, call, count, nblocks == 0 ? (size_t)comm->nranks : nblocks, dtype);
+		st = check_data(comm, call, count, nblocks == 0 ? (size_t)comm->nranks : nblocks,
+				dtype);
 	if (st == WEFT_SUCCESS && op)
 		st = check_op(comm, call, *op);
 	if (st == WEFT_SUCCESS)
 		st = check_buf(comm, call, "recvbuf", recvbuf, count);
 	if (st == WEFT_SUCCESS)
-		st = check_buf(comm, call, "sendbuf (use WEFT_IN_PLACE for in place)", sendbuf, count);
+		st = check_buf(comm, call, "sendbuf (use WEFT_IN_PLACE for in place)", sendbuf,
+			       count);
 	return st;
 }
 
@@ -159,8 +163,8 @@ static weft_status_t run(struct weft_comm *comm, const struct weft_coll_args *ar
 		return WEFT_SUCCESS;
 	const struct weft_algo *algo = weft_tune_choose(comm, args);
 	if (!algo)
-		return weft_comm_fail(comm, WEFT_ERR_NOT_SUPPORTED, "%s: no algorithm in this build",
-				      weft_coll_name(args->coll));
+		return weft_comm_fail(comm, WEFT_ERR_NOT_SUPPORTED,
+				      "%s: no algorithm in this build", weft_coll_name(args->coll));
 	struct weft_task *task = weft_task_get(comm);
 	if (!task)
 		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "%s: no memory for a task",
@@ -199,8 +203,14 @@ static struct weft_coll_args make_args(enum weft_coll_kind coll, const void *sen
 				       size_t count, weft_datatype_t dtype, weft_op_t op, int root)
 {
 	struct weft_coll_args a = {
-		.coll = coll, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
-		.dtype = dtype, .op = op, .esize = weft_datatype_size(dtype), .root = root,
+	    .coll = coll,
+	    .sendbuf = sendbuf,
+	    .recvbuf = recvbuf,
+	    .count = count,
+	    .dtype = dtype,
+	    .op = op,
+	    .esize = weft_datatype_size(dtype),
+	    .root = root,
 	};
 	return a;
 }
@@ -214,7 +224,8 @@ static weft_status_t need_request(struct weft_comm *comm, weft_request_t *reques
 	}
 	if (comm)
 		return weft_comm_fail(comm, WEFT_ERR_INVALID_ARG, "%s: request is NULL", call);
-	return weft_err_set(weft_err_init_record(), WEFT_ERR_INVALID_ARG, "%s: request is NULL", call);
+	return weft_err_set(weft_err_init_record(), WEFT_ERR_INVALID_ARG, "%s: request is NULL",
+			    call);
 }
 
 /* ---- AllReduce */
@@ -225,7 +236,8 @@ static weft_status_t allreduce(const void *sendbuf, void *recvbuf, size_t count,
 	weft_status_t st = check_symmetric(comm, call, sendbuf, recvbuf, count, 1, dtype, &op);
 	if (st != WEFT_SUCCESS)
 		return st;
-	struct weft_coll_args a = make_args(WEFT_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0);
+	struct weft_coll_args a =
+	    make_args(WEFT_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0);
 	a.in_place = sendbuf == WEFT_IN_PLACE || sendbuf == recvbuf;
 	if (a.in_place)
 		a.sendbuf = recvbuf;
@@ -243,7 +255,8 @@ weft_status_t weft_iallreduce(const void *sendbuf, void *recvbuf, size_t count,
 			      weft_request_t *request)
 {
 	weft_status_t st = need_request(comm, request, "weft_iallreduce");
-	return st ? st : allreduce(sendbuf, recvbuf, count, dtype, op, comm, request, "weft_iallreduce");
+	return st ? st
+		  : allreduce(sendbuf, recvbuf, count, dtype, op, comm, request, "weft_iallreduce");
 }
 
 /* ---- AllGather */
@@ -256,8 +269,8 @@ static weft_status_t allgather(const void *sendbuf, void *recvbuf, size_t count,
 		return st;
 	size_t esize = weft_datatype_size(dtype);
 	char *mine = (char *)recvbuf + (size_t)comm->rank * count * esize;
-	struct weft_coll_args a = make_args(WEFT_COLL_ALLGATHER, sendbuf, recvbuf, count, dtype,
-					    WEFT_SUM, 0);
+	struct weft_coll_args a =
+	    make_args(WEFT_COLL_ALLGATHER, sendbuf, recvbuf, count, dtype, WEFT_SUM, 0);
 	a.in_place = sendbuf == WEFT_IN_PLACE || sendbuf == mine;
 	if (a.in_place)
 		a.sendbuf = mine;
@@ -274,7 +287,8 @@ weft_status_t weft_iallgather(const void *sendbuf, void *recvbuf, size_t count,
 			      weft_datatype_t dtype, weft_comm_t comm, weft_request_t *request)
 {
 	weft_status_t st = need_request(comm, request, "weft_iallgather");
-	return st ? st : allgather(sendbuf, recvbuf, count, dtype, comm, request, "weft_iallgather");
+	return st ? st
+		  : allgather(sendbuf, recvbuf, count, dtype, comm, request, "weft_iallgather");
 }
 
 /* ---- ReduceScatter. In place (WEFT_IN_PLACE): the input is recvbuf, which
@@ -289,8 +303,8 @@ static weft_status_t reduce_scatter(const void *sendbuf, void *recvbuf, size_t c
 	weft_status_t st = check_symmetric(comm, call, sendbuf, recvbuf, count, 0, dtype, &op);
 	if (st != WEFT_SUCCESS)
 		return st;
-	struct weft_coll_args a = make_args(WEFT_COLL_REDUCE_SCATTER, sendbuf, recvbuf, count, dtype,
-					    op, 0);
+	struct weft_coll_args a =
+	    make_args(WEFT_COLL_REDUCE_SCATTER, sendbuf, recvbuf, count, dtype, op, 0);
 	a.in_place = sendbuf == WEFT_IN_PLACE || sendbuf == recvbuf;
 	if (a.in_place)
 		a.sendbuf = recvbuf;
@@ -300,7 +314,8 @@ static weft_status_t reduce_scatter(const void *sendbuf, void *recvbuf, size_t c
 weft_status_t weft_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
 				  weft_datatype_t dtype, weft_op_t op, weft_comm_t comm)
 {
-	return reduce_scatter(sendbuf, recvbuf, recvcount, dtype, op, comm, NULL, "weft_reduce_scatter");
+	return reduce_scatter(sendbuf, recvbuf, recvcount, dtype, op, comm, NULL,
+			      "weft_reduce_scatter");
 }
 
 weft_status_t weft_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
@@ -308,8 +323,9 @@ weft_status_t weft_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t re
 				   weft_request_t *request)
 {
 	weft_status_t st = need_request(comm, request, "weft_ireduce_scatter");
-	return st ? st : reduce_scatter(sendbuf, recvbuf, recvcount, dtype, op, comm, request,
-					"weft_ireduce_scatter");
+	return st ? st
+		  : reduce_scatter(sendbuf, recvbuf, recvcount, dtype, op, comm, request,
+				   "weft_ireduce_scatter");
 }
 
 /* ---- Broadcast */
@@ -328,8 +344,8 @@ static weft_status_t broadcast(const void *sendbuf, void *recvbuf, size_t count,
 		st = check_buf(comm, call, "sendbuf on the root", sendbuf, count);
 	if (st != WEFT_SUCCESS)
 		return st;
-	struct weft_coll_args a = make_args(WEFT_COLL_BROADCAST, sendbuf, recvbuf, count, dtype,
-					    WEFT_SUM, root);
+	struct weft_coll_args a =
+	    make_args(WEFT_COLL_BROADCAST, sendbuf, recvbuf, count, dtype, WEFT_SUM, root);
 	a.in_place = comm->rank != root || sendbuf == WEFT_IN_PLACE || sendbuf == recvbuf;
 	if (a.in_place)
 		a.sendbuf = recvbuf;
@@ -347,13 +363,15 @@ weft_status_t weft_ibroadcast(const void *sendbuf, void *recvbuf, size_t count,
 			      weft_request_t *request)
 {
 	weft_status_t st = need_request(comm, request, "weft_ibroadcast");
-	return st ? st : broadcast(sendbuf, recvbuf, count, dtype, root, comm, request, "weft_ibroadcast");
+	return st ? st
+		  : broadcast(sendbuf, recvbuf, count, dtype, root, comm, request,
+			      "weft_ibroadcast");
 }
 
 /* ---- Reduce */
-static weft_status_t reduce(const void *sendbuf, void *recvbuf, size_t count,
-			    weft_datatype_t dtype, weft_op_t op, int root, struct weft_comm *comm,
-			    weft_request_t *request, const char *call)
+static weft_status_t reduce(const void *sendbuf, void *recvbuf, size_t count, weft_datatype_t dtype,
+			    weft_op_t op, int root, struct weft_comm *comm, weft_request_t *request,
+			    const char *call)
 {
 	weft_status_t st = check_comm(comm, call);
 	if (st == WEFT_SUCCESS)
@@ -366,10 +384,12 @@ static weft_status_t reduce(const void *sendbuf, void *recvbuf, size_t count,
 		st = check_buf(comm, call, "recvbuf on the root", recvbuf, count);
 	bool in_place = comm->rank == root && (sendbuf == WEFT_IN_PLACE || sendbuf == recvbuf);
 	if (st == WEFT_SUCCESS && !in_place)
-		st = check_buf(comm, call, "sendbuf", sendbuf == WEFT_IN_PLACE ? NULL : sendbuf, count);
+		st = check_buf(comm, call, "sendbuf", sendbuf == WEFT_IN_PLACE ? NULL : sendbuf,
+			       count);
 	if (st != WEFT_SUCCESS)
 		return st;
-	struct weft_coll_args a = make_args(WEFT_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root);
+	struct weft_coll_args a =
+	    make_args(WEFT_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root);
 	a.in_place = in_place;
 	if (in_place)
 		a.sendbuf = recvbuf;
@@ -386,7 +406,8 @@ weft_status_t weft_ireduce(const void *sendbuf, void *recvbuf, size_t count, wef
 			   weft_op_t op, int root, weft_comm_t comm, weft_request_t *request)
 {
 	weft_status_t st = need_request(comm, request, "weft_ireduce");
-	return st ? st : reduce(sendbuf, recvbuf, count, dtype, op, root, comm, request, "weft_ireduce");
+	return st ? st
+		  : reduce(sendbuf, recvbuf, count, dtype, op, root, comm, request, "weft_ireduce");
 }
 
 /* ---- AlltoAll */
@@ -406,20 +427,22 @@ static weft_status_t alltoall(const void *sendbuf, void *recvbuf, size_t count,
 	if (st == WEFT_SUCCESS)
 		st = check_buf(comm, call, "recvbuf", recvbuf, count);
 	if (st == WEFT_SUCCESS)
-		st = check_buf(comm, call, "sendbuf", sendbuf == WEFT_IN_PLACE ? NULL : sendbuf, count);
+		st = check_buf(comm, call, "sendbuf", sendbuf == WEFT_IN_PLACE ? NULL : sendbuf,
+			       count);
 	if (st != WEFT_SUCCESS)
 		return st;
 	size_t bytes = count * weft_datatype_size(dtype) * (size_t)comm->nranks;
 	if (overlap(sendbuf, recvbuf, bytes))
 		return weft_comm_fail(comm, WEFT_ERR_INVALID_ARG,
-				      "%s: sendbuf and recvbuf overlap (in place is not supported)", call);
-	struct weft_coll_args a = make_args(WEFT_COLL_ALLTOALL, sendbuf, recvbuf, count, dtype,
-					    WEFT_SUM, 0);
+				      "%s: sendbuf and recvbuf overlap (in place is not supported)",
+				      call);
+	struct weft_coll_args a =
+	    make_args(WEFT_COLL_ALLTOALL, sendbuf, recvbuf, count, dtype, WEFT_SUM, 0);
 	return run(comm, &a, request);
 }
 
-weft_status_t weft_alltoall(const void *sendbuf, void *recvbuf, size_t count,
-			    weft_datatype_t dtype, weft_comm_t comm)
+weft_status_t weft_alltoall(const void *sendbuf, void *recvbuf, size_t count, weft_datatype_t dtype,
+			    weft_comm_t comm)
 {
 	return alltoall(sendbuf, recvbuf, count, dtype, comm, NULL, "weft_alltoall");
 }
@@ -437,7 +460,8 @@ static weft_status_t barrier(struct weft_comm *comm, weft_request_t *request, co
 	weft_status_t st = check_comm(comm, call);
 	if (st != WEFT_SUCCESS)
 		return st;
-	struct weft_coll_args a = make_args(WEFT_COLL_BARRIER, NULL, NULL, 0, WEFT_UINT8, WEFT_SUM, 0);
+	struct weft_coll_args a =
+	    make_args(WEFT_COLL_BARRIER, NULL, NULL, 0, WEFT_UINT8, WEFT_SUM, 0);
 	return run(comm, &a, request);
 }
 
@@ -463,14 +487,15 @@ static weft_status_t p2p(enum weft_coll_kind coll, const void *buf, size_t count
 	if (st == WEFT_SUCCESS)
 		st = check_rank(comm, call, "peer", peer);
 	if (st == WEFT_SUCCESS && peer == comm->rank)
-		st = weft_comm_fail(comm, WEFT_ERR_INVALID_ARG, "%s: peer %d is this rank", call, peer);
+		st = weft_comm_fail(comm, WEFT_ERR_INVALID_ARG, "%s: peer %d is this rank", call,
+				    peer);
 	if (st == WEFT_SUCCESS)
 		st = check_buf(comm, call, "buf", buf, count);
 	if (st != WEFT_SUCCESS)
 		return st;
-	struct weft_coll_args a = make_args(coll, coll == WEFT_COLL_SEND ? buf : NULL,
-					    coll == WEFT_COLL_RECV ? (void *)buf : NULL, count, dtype,
-					    WEFT_SUM, peer);
+	struct weft_coll_args a =
+	    make_args(coll, coll == WEFT_COLL_SEND ? buf : NULL,
+		      coll == WEFT_COLL_RECV ? (void *)buf : NULL, count, dtype, WEFT_SUM, peer);
 	return run(comm, &a, request);
 }
 
@@ -492,8 +517,8 @@ weft_status_t weft_isend(const void *buf, size_t count, weft_datatype_t dtype, i
 	return st ? st : p2p(WEFT_COLL_SEND, buf, count, dtype, peer, comm, request, "weft_isend");
 }
 
-weft_status_t weft_irecv(void *buf, size_t count, weft_datatype_t dtype, int peer,
-			 weft_comm_t comm, weft_request_t *request)
+weft_status_t weft_irecv(void *buf, size_t count, weft_datatype_t dtype, int peer, weft_comm_t comm,
+			 weft_request_t *request)
 {
 	weft_status_t st = need_request(comm, request, "weft_irecv");
 	return st ? st : p2p(WEFT_COLL_RECV, buf, count, dtype, peer, comm, request, "weft_irecv");
@@ -528,8 +553,9 @@ weft_status_t weft_wait(weft_request_t *request)
 	if (!task)
 		return WEFT_SUCCESS;
 	if (!task->started)
-		return weft_comm_fail(task->comm, WEFT_ERR_INVALID_ARG,
-				      "weft_wait: the request's group has not ended (weft_group_end)");
+		return weft_comm_fail(
+		    task->comm, WEFT_ERR_INVALID_ARG,
+		    "weft_wait: the request's group has not ended (weft_group_end)");
 	weft_status_t st = weft_task_wait(task);
 	weft_task_put(task);
 	*request = NULL;

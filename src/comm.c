@@ -9,16 +9,16 @@
 #include <unistd.h>
 
 #include "../algorithms/algo.h"
+#include "../topo/topo_local.h"
 #include "bootstrap.h"
 #include "hostid.h"
-#include "netaddr.h"
 #include "log.h"
+#include "netaddr.h"
 #include "settings.h"
-#include "../topo/topo_local.h"
 
 static const struct weft_tp_ops *const transports[WEFT_TP_COUNT] = {
-	[WEFT_TP_SHM] = &weft_tp_shm_ops,
-	[WEFT_TP_SOCKET] = &weft_tp_socket_ops,
+    [WEFT_TP_SHM] = &weft_tp_shm_ops,
+    [WEFT_TP_SOCKET] = &weft_tp_socket_ops,
 };
 
 double weft_now(void)
@@ -94,9 +94,10 @@ static weft_status_t parse_transports(const char *spec, bool enabled[WEFT_TP_COU
 			if (strcmp(tok, transports[i]->name) == 0)
 				found = i;
 		if (found < 0)
-			return weft_err_set(err, WEFT_ERR_INVALID_ARG,
-					    "WEFT_TRANSPORTS=%s: unknown transport '%s' (known: shm, socket)",
-					    spec, tok);
+			return weft_err_set(
+			    err, WEFT_ERR_INVALID_ARG,
+			    "WEFT_TRANSPORTS=%s: unknown transport '%s' (known: shm, socket)", spec,
+			    tok);
 		enabled[found] = !negate;
 	}
 	return WEFT_SUCCESS;
@@ -140,10 +141,11 @@ weft_status_t weft_comm_local_address(struct weft_comm *comm, struct sockaddr_st
 	if (!ifname && comm->graph.nhosts > 1) {
 		ifname = comm->cards[comm->rank].topo.nic;
 		if (!ifname[0])
-			return weft_comm_fail(comm, WEFT_ERR_INVALID_ARG,
-					      "init: the job spans %d hosts and this host has no "
-					      "network interface to reach them: set WEFT_SOCKET_IFNAME",
-					      comm->graph.nhosts);
+			return weft_comm_fail(
+			    comm, WEFT_ERR_INVALID_ARG,
+			    "init: the job spans %d hosts and this host has no "
+			    "network interface to reach them: set WEFT_SOCKET_IFNAME",
+			    comm->graph.nhosts);
 	}
 	return weft_addr_of_interface(ifname, addr, len, &comm->err);
 }
@@ -178,7 +180,8 @@ static weft_status_t exchange_cards(struct weft_comm *comm, const struct weft_to
 		return st;
 	for (int r = 0; r < comm->nranks; r++) {
 		if (comm->cards[r].rank != r)
-			return weft_comm_fail(comm, WEFT_ERR_REMOTE, "init: card of rank %d is garbled", r);
+			return weft_comm_fail(comm, WEFT_ERR_REMOTE,
+					      "init: card of rank %d is garbled", r);
 		comm->cards[r].host_id[WEFT_HOST_ID_BYTES - 1] = '\0';
 		comm->cards[r].hostname[WEFT_HOSTNAME_BYTES - 1] = '\0';
 		weft_topo_card_terminate(&comm->cards[r].topo);
@@ -201,7 +204,8 @@ static weft_status_t exchange_cards(struct weft_comm *comm, const struct weft_to
 static weft_status_t init_transports(struct weft_comm *comm)
 {
 	bool enabled[WEFT_TP_COUNT];
-	weft_status_t st = parse_transports(weft_setting_str("WEFT_TRANSPORTS"), enabled, &comm->err);
+	weft_status_t st =
+	    parse_transports(weft_setting_str("WEFT_TRANSPORTS"), enabled, &comm->err);
 	if (st != WEFT_SUCCESS)
 		return st;
 	for (int i = 0; i < WEFT_TP_COUNT; i++) {
@@ -224,11 +228,12 @@ static weft_status_t init_transports(struct weft_comm *comm)
 			}
 		}
 		if (!comm->peers[p].tc)
-			return weft_comm_fail(comm, WEFT_ERR_INVALID_ARG,
-					      "init: no enabled transport reaches rank %d on host %s "
-					      "(WEFT_TRANSPORTS=%s)",
-					      p, comm->cards[p].hostname,
-					      weft_setting_str("WEFT_TRANSPORTS") ?: "all");
+			return weft_comm_fail(
+			    comm, WEFT_ERR_INVALID_ARG,
+			    "init: no enabled transport reaches rank %d on host %s "
+			    "(WEFT_TRANSPORTS=%s)",
+			    p, comm->cards[p].hostname,
+			    weft_setting_str("WEFT_TRANSPORTS") ?: "all");
 		weft_log(WEFT_LOG_INFO, WEFT_SUB_INIT, "rank %d -> rank %d over %s", comm->rank, p,
 			 comm->peers[p].tc->ops->name);
 	}
@@ -256,12 +261,13 @@ static weft_status_t connect_peers(struct weft_comm *comm)
 		if (!pending)
 			return WEFT_SUCCESS;
 		if (weft_now() > deadline)
-			return weft_comm_fail(comm, WEFT_ERR_TIMEOUT,
-					      "init: could not connect to %d peer(s) within %.1f s, "
-					      "first rank %d (%s, over %s)",
-					      pending, comm->timeout_s, first_pending,
-					      comm->cards[first_pending].hostname,
-					      comm->peers[first_pending].tc->ops->name);
+			return weft_comm_fail(
+			    comm, WEFT_ERR_TIMEOUT,
+			    "init: could not connect to %d peer(s) within %.1f s, "
+			    "first rank %d (%s, over %s)",
+			    pending, comm->timeout_s, first_pending,
+			    comm->cards[first_pending].hostname,
+			    comm->peers[first_pending].tc->ops->name);
 		usleep(50);
 	}
 }
@@ -296,7 +302,8 @@ static weft_status_t agree_chunk(struct weft_comm *comm)
 	comm->scratch_bytes = WEFT_SCRATCH_CHUNKS * comm->chunk_bytes;
 	if (posix_memalign(&comm->scratch, 4096, comm->scratch_bytes) != 0) {
 		comm->scratch = NULL;
-		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "init: no memory for %zu bytes of scratch",
+		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY,
+				      "init: no memory for %zu bytes of scratch",
 				      comm->scratch_bytes);
 	}
 	memset(comm->scratch, 0, comm->scratch_bytes); /* fault it in now, not on the hot path */
@@ -344,12 +351,14 @@ static void comm_free(struct weft_comm *comm)
 }
 
 weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct weft_uid *uid,
-			       int rank, const weft_config_t *config, const struct weft_topo_card *known)
+			       int rank, const weft_config_t *config,
+			       const struct weft_topo_card *known)
 {
 	struct weft_err *ierr = weft_err_init_record();
 	struct weft_comm *comm = calloc(1, sizeof(*comm));
 	if (!comm)
-		return weft_err_set(ierr, WEFT_ERR_NO_MEMORY, "init: no memory for the communicator");
+		return weft_err_set(ierr, WEFT_ERR_NO_MEMORY,
+				    "init: no memory for the communicator");
 	comm->rank = rank;
 	comm->nranks = nranks;
 	comm->secret = uid->secret;
@@ -363,7 +372,8 @@ weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct 
 	comm->p2p_received = calloc((size_t)nranks, sizeof(uint32_t));
 	weft_status_t st;
 	if (!comm->cards || !comm->peers || !comm->ring || !comm->p2p_sent || !comm->p2p_received) {
-		st = weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "init: no memory for %d ranks", nranks);
+		st = weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "init: no memory for %d ranks",
+				    nranks);
 		goto out_free;
 	}
 	weft_log_set_rank(rank);
@@ -420,7 +430,8 @@ weft_status_t weft_comm_init_rank(weft_comm_t *comm, int nranks, weft_unique_id_
 	struct weft_err *ierr = weft_err_init_record();
 	weft_err_clear(ierr);
 	if (!comm)
-		return weft_err_set(ierr, WEFT_ERR_INVALID_ARG, "weft_comm_init_rank: comm is NULL");
+		return weft_err_set(ierr, WEFT_ERR_INVALID_ARG,
+				    "weft_comm_init_rank: comm is NULL");
 	*comm = NULL;
 	if (nranks < 1 || nranks > WEFT_MAX_RANKS)
 		return weft_err_set(ierr, WEFT_ERR_INVALID_ARG,
@@ -428,7 +439,8 @@ weft_status_t weft_comm_init_rank(weft_comm_t *comm, int nranks, weft_unique_id_
 				    WEFT_MAX_RANKS);
 	if (rank < 0 || rank >= nranks)
 		return weft_err_set(ierr, WEFT_ERR_INVALID_ARG,
-				    "weft_comm_init_rank: rank %d is out of range 0..%d", rank, nranks - 1);
+				    "weft_comm_init_rank: rank %d is out of range 0..%d", rank,
+				    nranks - 1);
 	if (config && config->size != sizeof(weft_config_t))
 		return weft_err_set(ierr, WEFT_ERR_INVALID_ARG,
 				    "weft_comm_init_rank: config->size is %zu, expected %zu "
@@ -551,8 +563,8 @@ static weft_status_t step_task(struct weft_comm *comm, struct weft_task *t, doub
 	if (t->waiting_for >= 0)
 		snprintf(who, sizeof(who), " waiting for rank %d", t->waiting_for);
 	return weft_comm_fail(comm, WEFT_ERR_TIMEOUT, "%s seq %llu: no progress for %.1f s%s",
-			      weft_coll_name(t->args.coll), (unsigned long long)(t->seq & 0x7fffffff),
-			      comm->timeout_s, who);
+			      weft_coll_name(t->args.coll),
+			      (unsigned long long)(t->seq & 0x7fffffff), comm->timeout_s, who);
 }
 
 static weft_status_t progress_tasks(struct weft_comm *comm)

@@ -16,12 +16,12 @@
 #include "tune.h"
 #include "weft.h"
 
-#define WEFT_MAX_RANKS 4096
-#define WEFT_HOST_ID_BYTES 192
+#define WEFT_MAX_RANKS	    4096
+#define WEFT_HOST_ID_BYTES  192
 #define WEFT_HOSTNAME_BYTES 64
 #define WEFT_SCRATCH_CHUNKS 4
-#define WEFT_CHUNK_MAX (4u << 20)    /* largest pipelining chunk a transport may ask for */
-#define WEFT_CHUNK_ALONE (128u << 10) /* chunk of a job of one rank */
+#define WEFT_CHUNK_MAX	    (4u << 20)	 /* largest pipelining chunk a transport may ask for */
+#define WEFT_CHUNK_ALONE    (128u << 10) /* chunk of a job of one rank */
 
 /* What each rank tells the others about itself at init. Fixed size, plain
  * bytes: it crosses the wire as is (all ranks run the same build). */
@@ -40,11 +40,7 @@ struct weft_peer {
 	struct weft_tp_comm *tc;
 };
 
-enum weft_tp_index {
-	WEFT_TP_SHM = 0,
-	WEFT_TP_SOCKET,
-	WEFT_TP_COUNT
-};
+enum weft_tp_index { WEFT_TP_SHM = 0, WEFT_TP_SOCKET, WEFT_TP_COUNT };
 
 struct weft_algo;
 
@@ -54,16 +50,16 @@ struct weft_comm {
 	uint64_t secret;
 	double timeout_s;
 
-	struct weft_card *cards; /* nranks */
-	struct weft_peer *peers; /* nranks */
+	struct weft_card *cards;		 /* nranks */
+	struct weft_peer *peers;		 /* nranks */
 	struct weft_tp_comm *tps[WEFT_TP_COUNT]; /* NULL if disabled */
-	struct weft_bootstrap *bs;               /* open only during init */
+	struct weft_bootstrap *bs;		 /* open only during init */
 
 	struct weft_topo_graph graph;
 	bool placement_by_rank; /* WEFT_PLACEMENT=rank */
-	bool oversubscribed;    /* more ranks on this host than cores */
-	int *ring;     /* ring order: ring[pos] is a rank; neighbours share a host, then a leaf */
-	int ring_pos;  /* this rank's position in it */
+	bool oversubscribed;	/* more ranks on this host than cores */
+	int *ring;    /* ring order: ring[pos] is a rank; neighbours share a host, then a leaf */
+	int ring_pos; /* this rank's position in it */
 	size_t chunk_bytes; /* pipelining chunk, agreed by all ranks at init */
 	/* WEFT_SCRATCH_CHUNKS chunks of staging, pre-faulted at init, for the
 	 * one collective that runs at a time (e.g. partial sums of a reduce on
@@ -72,14 +68,14 @@ struct weft_comm {
 	size_t scratch_bytes;
 	struct weft_tuner tuner; /* cost model and overrides */
 
-	uint64_t seq;              /* next collective's sequence number */
-	uint32_t *p2p_sent;        /* [peer] sends started to it */
-	uint32_t *p2p_received;    /* [peer] receives started from it */
-	struct weft_task *active;  /* posted, not yet finished, in post order */
+	uint64_t seq;		  /* next collective's sequence number */
+	uint32_t *p2p_sent;	  /* [peer] sends started to it */
+	uint32_t *p2p_received;	  /* [peer] receives started from it */
+	struct weft_task *active; /* posted, not yet finished, in post order */
 	struct weft_task *free_tasks;
 
-	struct weft_err err;            /* last error, for weft_comm_last_error */
-	_Atomic int async_error;        /* weft_status_t; fatal for the comm */
+	struct weft_err err;	 /* last error, for weft_comm_last_error */
+	_Atomic int async_error; /* weft_status_t; fatal for the comm */
 	_Atomic bool abort_requested;
 	bool aborted;
 };
@@ -88,11 +84,11 @@ struct weft_comm {
  * @p status. Remote failures, timeouts and aborts also become the
  * communicator's async error: the communicator is dead after them. */
 weft_status_t weft_comm_fail(struct weft_comm *comm, weft_status_t status, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 /* Same, with ": strerror(errnum)" appended and WEFT_ERR_SYSTEM. */
 weft_status_t weft_comm_fail_errno(struct weft_comm *comm, int errnum, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 struct weft_uid;
 

@@ -36,9 +36,9 @@ weft_status_t weft_get_unique_id(weft_unique_id_t *id)
 	struct sockaddr_storage addr;
 	socklen_t len;
 	const char *root = weft_setting_str("WEFT_ROOT");
-	weft_status_t st = root ? weft_addr_parse(root, "WEFT_ROOT", &addr, &len, err)
-				: weft_addr_of_interface(weft_setting_str("WEFT_SOCKET_IFNAME"), &addr,
-							 &len, err);
+	weft_status_t st =
+	    root ? weft_addr_parse(root, "WEFT_ROOT", &addr, &len, err)
+		 : weft_addr_of_interface(weft_setting_str("WEFT_SOCKET_IFNAME"), &addr, &len, err);
 	if (st != WEFT_SUCCESS)
 		return st;
 	uint64_t secret;
@@ -67,8 +67,8 @@ static weft_status_t env_int(const char *name, int *out, bool *present, struct w
 	errno = 0;
 	long x = strtol(v, &end, 10);
 	if (errno || end == v || *end || x < 0 || x > WEFT_MAX_RANKS)
-		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
-				    "%s='%s' is not an integer in 0..%d", name, v, WEFT_MAX_RANKS);
+		return weft_err_set(err, WEFT_ERR_INVALID_ARG, "%s='%s' is not an integer in 0..%d",
+				    name, v, WEFT_MAX_RANKS);
 	*out = (int)x;
 	return WEFT_SUCCESS;
 }
@@ -77,15 +77,15 @@ struct launcher {
 	const char *name;
 	const char *rank_var, *size_var;
 	const char *local_size_var; /* ranks on this host, to tell a local job */
-	const char *job_var;        /* a value the launcher gives every rank of one job */
+	const char *job_var;	    /* a value the launcher gives every rank of one job */
 };
 
 static const struct launcher launchers[] = {
-	{"weft", "WEFT_RANK", "WEFT_NRANKS", NULL, NULL},
-	{"Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE",
-	 "OMPI_MCA_orte_precondition_transports"},
-	{"MPICH/Hydra", "PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS", NULL},
-	{"Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_NTASKS_PER_NODE", "SLURM_JOB_ID"},
+    {"weft", "WEFT_RANK", "WEFT_NRANKS", NULL, NULL},
+    {"Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE",
+     "OMPI_MCA_orte_precondition_transports"},
+    {"MPICH/Hydra", "PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS", NULL},
+    {"Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_NTASKS_PER_NODE", "SLURM_JOB_ID"},
 };
 
 static uint64_t fnv1a(uint64_t h, const char *s)
@@ -171,19 +171,22 @@ weft_status_t weft_comm_init_env(weft_comm_t *comm, const weft_config_t *config)
 		if (st != WEFT_SUCCESS)
 			return st;
 		if (have_rank != have_size)
-			return weft_err_set(err, WEFT_ERR_INVALID_ARG, "%s is set but %s is not",
-					    have_rank ? launchers[i].rank_var : launchers[i].size_var,
-					    have_rank ? launchers[i].size_var : launchers[i].rank_var);
+			return weft_err_set(
+			    err, WEFT_ERR_INVALID_ARG, "%s is set but %s is not",
+			    have_rank ? launchers[i].rank_var : launchers[i].size_var,
+			    have_rank ? launchers[i].size_var : launchers[i].rank_var);
 		if (have_rank)
 			l = &launchers[i];
 	}
 	if (!l)
-		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
-				    "weft_comm_init_env: no rank in the environment (set WEFT_RANK and "
-				    "WEFT_NRANKS, or launch with mpirun or srun)");
+		return weft_err_set(
+		    err, WEFT_ERR_INVALID_ARG,
+		    "weft_comm_init_env: no rank in the environment (set WEFT_RANK and "
+		    "WEFT_NRANKS, or launch with mpirun or srun)");
 	if (nranks < 1 || rank >= nranks)
-		return weft_err_set(err, WEFT_ERR_INVALID_ARG, "%s=%d and %s=%d: rank not below size",
-				    l->rank_var, rank, l->size_var, nranks);
+		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
+				    "%s=%d and %s=%d: rank not below size", l->rank_var, rank,
+				    l->size_var, nranks);
 
 	struct weft_uid uid;
 	memset(&uid, 0, sizeof(uid));

@@ -19,8 +19,8 @@ static weft_status_t make_child_id(struct weft_comm *comm, struct weft_uid *uid)
 	if (st != WEFT_SUCCESS)
 		return st;
 	uint64_t secret = comm->secret ^ ((uint64_t)comm->seq << 20) ^ (uint64_t)comm->rank;
-	return weft_bootstrap_root_start((struct sockaddr *)&addr, len, secret, comm->timeout_s, uid,
-					 &comm->err);
+	return weft_bootstrap_root_start((struct sockaddr *)&addr, len, secret, comm->timeout_s,
+					 uid, &comm->err);
 }
 
 weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, weft_comm_t *newcomm)
@@ -30,9 +30,9 @@ weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, weft_comm_t 
 				    "weft_comm_split: %s is NULL", comm ? "newcomm" : "comm");
 	*newcomm = NULL;
 	if (color < 0 && color != WEFT_SPLIT_NOCOLOR)
-		return weft_comm_fail(comm, WEFT_ERR_INVALID_ARG,
-				      "weft_comm_split: color %d is negative (use WEFT_SPLIT_NOCOLOR)",
-				      color);
+		return weft_comm_fail(
+		    comm, WEFT_ERR_INVALID_ARG,
+		    "weft_comm_split: color %d is negative (use WEFT_SPLIT_NOCOLOR)", color);
 	int n = comm->nranks;
 	struct split_entry *all = calloc((size_t)n, sizeof(*all));
 	weft_unique_id_t *ids = calloc((size_t)n, sizeof(*ids));
@@ -79,9 +79,9 @@ weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, weft_comm_t 
 	struct weft_uid uid;
 	memcpy(&uid, ids[leader].internal, sizeof(uid));
 	if (uid.magic != WEFT_UID_MAGIC) {
-		st = weft_comm_fail(comm, WEFT_ERR_REMOTE,
-				    "weft_comm_split: rank %d could not start the new group's bootstrap",
-				    leader);
+		st = weft_comm_fail(
+		    comm, WEFT_ERR_REMOTE,
+		    "weft_comm_split: rank %d could not start the new group's bootstrap", leader);
 		goto out_free;
 	}
 	weft_config_t config = WEFT_CONFIG_INIT;

@@ -7,8 +7,8 @@
 
 #include "log.h"
 
-static weft_status_t vset(struct weft_err *err, weft_status_t status, int errnum,
-			  const char *fmt, va_list ap)
+static weft_status_t vset(struct weft_err *err, weft_status_t status, int errnum, const char *fmt,
+			  va_list ap)
 {
 	char msg[WEFT_ERR_MSG_BYTES];
 	int n = vsnprintf(msg, sizeof(msg), fmt, ap);

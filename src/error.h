@@ -14,11 +14,11 @@ struct weft_err {
 /* Record the first error (later ones are logged, not kept, so the root cause
  * survives the cascade it starts) and return @p status. */
 weft_status_t weft_err_set(struct weft_err *err, weft_status_t status, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 /* Like weft_err_set() with WEFT_ERR_SYSTEM and ": strerror(errnum)" appended. */
 weft_status_t weft_err_errno(struct weft_err *err, int errnum, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 void weft_err_clear(struct weft_err *err);
 

@@ -22,9 +22,9 @@ static const struct {
 	const char *name;
 	enum weft_subsys bit;
 } subsys_names[] = {
-	{"INIT", WEFT_SUB_INIT}, {"BOOT", WEFT_SUB_BOOT}, {"COLL", WEFT_SUB_COLL},
-	{"TUNE", WEFT_SUB_TUNE}, {"TOPO", WEFT_SUB_TOPO}, {"SHM", WEFT_SUB_SHM},
-	{"NET", WEFT_SUB_NET},   {"PACE", WEFT_SUB_PACE}, {"ALL", WEFT_SUB_ALL},
+    {"INIT", WEFT_SUB_INIT}, {"BOOT", WEFT_SUB_BOOT}, {"COLL", WEFT_SUB_COLL},
+    {"TUNE", WEFT_SUB_TUNE}, {"TOPO", WEFT_SUB_TOPO}, {"SHM", WEFT_SUB_SHM},
+    {"NET", WEFT_SUB_NET},   {"PACE", WEFT_SUB_PACE}, {"ALL", WEFT_SUB_ALL},
 };
 
 static void parse_subsys(const char *s)
@@ -42,7 +42,8 @@ static void parse_subsys(const char *s)
 			}
 		}
 		if (!known)
-			fprintf(stderr, "weft: WEFT_DEBUG_SUBSYS: unknown subsystem '%s' ignored\n", tok);
+			fprintf(stderr, "weft: WEFT_DEBUG_SUBSYS: unknown subsystem '%s' ignored\n",
+				tok);
 	}
 }
 
@@ -85,7 +86,10 @@ static void init(void)
 		else if (strcasecmp(lv, "TRACE") == 0)
 			level = WEFT_LOG_TRACE;
 		else
-			fprintf(stderr, "weft: WEFT_DEBUG=%s is not NONE, WARN, INFO or TRACE; using WARN\n", lv);
+			fprintf(
+			    stderr,
+			    "weft: WEFT_DEBUG=%s is not NONE, WARN, INFO or TRACE; using WARN\n",
+			    lv);
 	}
 	parse_subsys(weft_setting_str("WEFT_DEBUG_SUBSYS"));
 	const char *file = weft_setting_str("WEFT_DEBUG_FILE");
@@ -120,5 +124,6 @@ void weft_log(enum weft_log_level lv, enum weft_subsys subsys, const char *fmt, 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fprintf(out, "%s:%d:%d weft %s %s %s\n", host, (int)getpid(), log_rank, lvname[lv], sname, msg);
+	fprintf(out, "%s:%d:%d weft %s %s %s\n", host, (int)getpid(), log_rank, lvname[lv], sname,
+		msg);
 }

@@ -27,7 +27,7 @@ bool weft_log_enabled(enum weft_log_level level, enum weft_subsys subsys);
 
 /* Print one line "host:pid:rank LEVEL SUBSYS message" to WEFT_DEBUG_FILE or stderr. */
 void weft_log(enum weft_log_level level, enum weft_subsys subsys, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 /* Rank shown in log lines of this process (-1 until a communicator exists). */
 void weft_log_set_rank(int rank);

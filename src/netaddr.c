@@ -18,7 +18,8 @@ weft_status_t weft_addr_parse(const char *text, const char *what, struct sockadd
 	char host[256];
 	const char *port;
 	if (!text || !*text)
-		return weft_err_set(err, WEFT_ERR_INVALID_ARG, "%s is empty (expected host:port)", what);
+		return weft_err_set(err, WEFT_ERR_INVALID_ARG, "%s is empty (expected host:port)",
+				    what);
 	if (text[0] == '[') {
 		const char *close = strchr(text, ']');
 		if (!close || close[1] != ':' || (size_t)(close - text - 1) >= sizeof(host))
@@ -30,8 +31,8 @@ weft_status_t weft_addr_parse(const char *text, const char *what, struct sockadd
 	} else {
 		const char *colon = strrchr(text, ':');
 		if (!colon || colon == text || (size_t)(colon - text) >= sizeof(host))
-			return weft_err_set(err, WEFT_ERR_INVALID_ARG,
-					    "%s=%s: expected host:port", what, text);
+			return weft_err_set(err, WEFT_ERR_INVALID_ARG, "%s=%s: expected host:port",
+					    what, text);
 		memcpy(host, text, (size_t)(colon - text));
 		host[colon - text] = '\0';
 		port = colon + 1;
@@ -46,8 +47,8 @@ weft_status_t weft_addr_parse(const char *text, const char *what, struct sockadd
 	struct addrinfo *res = NULL;
 	int rc = getaddrinfo(host, NULL, &hints, &res);
 	if (rc != 0 || !res)
-		return weft_err_set(err, WEFT_ERR_INVALID_ARG, "%s=%s: cannot resolve '%s': %s", what,
-				    text, host, gai_strerror(rc));
+		return weft_err_set(err, WEFT_ERR_INVALID_ARG, "%s=%s: cannot resolve '%s': %s",
+				    what, text, host, gai_strerror(rc));
 	memset(out, 0, sizeof(*out));
 	memcpy(out, res->ai_addr, res->ai_addrlen);
 	*out_len = res->ai_addrlen;
@@ -89,15 +90,16 @@ weft_status_t weft_addr_of_interface(const char *ifname, struct sockaddr_storage
 	const struct ifaddrs *pick = v4 ? v4 : v6;
 	if (pick) {
 		*out_len = pick->ifa_addr->sa_family == AF_INET ? sizeof(struct sockaddr_in)
-								 : sizeof(struct sockaddr_in6);
+								: sizeof(struct sockaddr_in6);
 		memcpy(out, pick->ifa_addr, *out_len);
 	}
 	freeifaddrs(ifs);
 	if (!pick)
-		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
-				    exists ? "WEFT_SOCKET_IFNAME=%s: interface has no address or is down"
-					   : "WEFT_SOCKET_IFNAME=%s: no such interface",
-				    ifname);
+		return weft_err_set(
+		    err, WEFT_ERR_INVALID_ARG,
+		    exists ? "WEFT_SOCKET_IFNAME=%s: interface has no address or is down"
+			   : "WEFT_SOCKET_IFNAME=%s: no such interface",
+		    ifname);
 	return WEFT_SUCCESS;
 }
 

@@ -13,7 +13,8 @@ static weft_status_t post(struct weft_comm *comm, int peer, struct weft_msg *msg
 		return weft_comm_fail(comm, WEFT_ERR_INTERNAL, "p2p: bad peer %d", peer);
 	struct weft_conn *conn = comm->peers[peer].conn;
 	if (!conn)
-		return weft_comm_fail(comm, WEFT_ERR_INTERNAL, "p2p: no connection to rank %d", peer);
+		return weft_comm_fail(comm, WEFT_ERR_INTERNAL, "p2p: no connection to rank %d",
+				      peer);
 	return send ? conn->ops->isend(conn, msg) : conn->ops->irecv(conn, msg);
 }
 

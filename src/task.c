@@ -69,7 +69,7 @@ void weft_task_start(struct weft_task *task, unsigned group)
  * (sched_yield alone does not hand the core over under CFS). Otherwise
  * only yield now and then, to be polite to other work on the machine. */
 #define WEFT_SPIN_SECONDS 50e-6
-#define WEFT_NAP_NS 2000
+#define WEFT_NAP_NS	  2000
 
 void weft_wait_backoff(const struct weft_comm *comm, unsigned *spins, double last_event)
 {

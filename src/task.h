@@ -31,7 +31,7 @@ struct weft_coll_args {
 	enum weft_coll_kind coll;
 	const void *sendbuf; /* never WEFT_IN_PLACE: resolved to the in-place source */
 	void *recvbuf;
-	size_t count;        /* elements per rank (reduce_scatter: per block; alltoall: per peer) */
+	size_t count; /* elements per rank (reduce_scatter: per block; alltoall: per peer) */
 	weft_datatype_t dtype;
 	weft_op_t op;
 	size_t esize;
@@ -45,15 +45,15 @@ struct weft_task {
 	struct weft_comm *comm;
 	const struct weft_algo *algo;
 	struct weft_coll_args args;
-	uint64_t seq;         /* tags: collective call number, or per-peer p2p number */
-	unsigned group;       /* weft_group_end batch it was started in; 0: none */
-	bool started;         /* queued on its communicator (weft_task_start) */
-	bool posted;          /* its algorithm has been posted */
-	bool group_wait;      /* recorded in a group by a blocking call: weft_group_end waits */
-	weft_status_t status; /* WEFT_INPROGRESS while active */
-	double last_event;    /* when a message of this task last completed */
-	int waiting_for;      /* peer the task waits on, for the timeout message; -1 none */
-	struct weft_task *next;       /* in the communicator's active list */
+	uint64_t seq;		/* tags: collective call number, or per-peer p2p number */
+	unsigned group;		/* weft_group_end batch it was started in; 0: none */
+	bool started;		/* queued on its communicator (weft_task_start) */
+	bool posted;		/* its algorithm has been posted */
+	bool group_wait;	/* recorded in a group by a blocking call: weft_group_end waits */
+	weft_status_t status;	/* WEFT_INPROGRESS while active */
+	double last_event;	/* when a message of this task last completed */
+	int waiting_for;	/* peer the task waits on, for the timeout message; -1 none */
+	struct weft_task *next; /* in the communicator's active list */
 	struct weft_task *group_next; /* in the calling thread's open group */
 	alignas(64) unsigned char priv[WEFT_TASK_PRIV_BYTES]; /* the algorithm's state */
 };

@@ -25,11 +25,11 @@
  * ~8 GB/s with ~0.4 us per message, TCP on one host ~3 GB/s with ~10 us;
  * a leaf's uplinks are assumed to give each flow a third of that. */
 static const struct weft_cost default_cost[WEFT_LINK_CLASS_COUNT] = {
-	[WEFT_LINK_SELF] = {0, 0, 0},
-	[WEFT_LINK_NUMA] = {0.4e-6, 1.0 / 8e9, 1.0 / 10e9},
-	[WEFT_LINK_HOST] = {0.6e-6, 1.0 / 6e9, 1.0 / 10e9},
-	[WEFT_LINK_LEAF] = {10e-6, 1.0 / 3e9, 1.0 / 10e9},
-	[WEFT_LINK_SPINE] = {15e-6, 1.0 / 1e9, 1.0 / 10e9},
+    [WEFT_LINK_SELF] = {0, 0, 0},
+    [WEFT_LINK_NUMA] = {0.4e-6, 1.0 / 8e9, 1.0 / 10e9},
+    [WEFT_LINK_HOST] = {0.6e-6, 1.0 / 6e9, 1.0 / 10e9},
+    [WEFT_LINK_LEAF] = {10e-6, 1.0 / 3e9, 1.0 / 10e9},
+    [WEFT_LINK_SPINE] = {15e-6, 1.0 / 1e9, 1.0 / 10e9},
 };
 
 static weft_status_t parse_size(const char *s, size_t *out)
@@ -47,9 +47,21 @@ static weft_status_t parse_size(const char *s, size_t *out)
 		return WEFT_ERR_INVALID_ARG;
 	unsigned shift = 0;
 	switch (*end) {
-	case 'K': case 'k': shift = 10; end++; break;
-	case 'M': case 'm': shift = 20; end++; break;
-	case 'G': case 'g': shift = 30; end++; break;
+	case 'K':
+	case 'k':
+		shift = 10;
+		end++;
+		break;
+	case 'M':
+	case 'm':
+		shift = 20;
+		end++;
+		break;
+	case 'G':
+	case 'g':
+		shift = 30;
+		end++;
+		break;
 	default: break;
 	}
 	if (*end || v > (SIZE_MAX >> shift))
@@ -74,12 +86,13 @@ static weft_status_t parse_item(const char *spec, char *item, struct weft_tuner 
 	char *colon = strchr(item, ':');
 	if (!colon)
 		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
-				    "WEFT_TUNE=%s: '%s' is not collective:lo-hi:algo,...", spec, item);
+				    "WEFT_TUNE=%s: '%s' is not collective:lo-hi:algo,...", spec,
+				    item);
 	*colon = '\0';
 	int c = coll_by_name(item);
 	if (c < 0)
-		return weft_err_set(err, WEFT_ERR_INVALID_ARG, "WEFT_TUNE=%s: unknown collective '%s'",
-				    spec, item);
+		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
+				    "WEFT_TUNE=%s: unknown collective '%s'", spec, item);
 	char *save = NULL;
 	for (char *r = strtok_r(colon + 1, ",", &save); r; r = strtok_r(NULL, ",", &save)) {
 		char *dash = strchr(r, '-'), *col = strchr(r, ':');
@@ -88,13 +101,16 @@ static weft_status_t parse_item(const char *spec, char *item, struct weft_tuner 
 					    "WEFT_TUNE=%s: range '%s' is not lo-hi:algo", spec, r);
 		*dash = *col = '\0';
 		struct weft_tune_range range;
-		if (parse_size(r, &range.lo) || parse_size(dash + 1, &range.hi) || range.lo >= range.hi)
+		if (parse_size(r, &range.lo) || parse_size(dash + 1, &range.hi) ||
+		    range.lo >= range.hi)
 			return weft_err_set(err, WEFT_ERR_INVALID_ARG,
-					    "WEFT_TUNE=%s: bad byte range '%s-%s'", spec, r, dash + 1);
+					    "WEFT_TUNE=%s: bad byte range '%s-%s'", spec, r,
+					    dash + 1);
 		range.algo = weft_algo_find((enum weft_coll_kind)c, col + 1);
 		if (!range.algo)
 			return weft_err_set(err, WEFT_ERR_INVALID_ARG,
-					    "WEFT_TUNE=%s: %s has no algorithm '%s'", spec, item, col + 1);
+					    "WEFT_TUNE=%s: %s has no algorithm '%s'", spec, item,
+					    col + 1);
 		if (t->nranges[c] == WEFT_TUNE_MAX_RANGES)
 			return weft_err_set(err, WEFT_ERR_INVALID_ARG,
 					    "WEFT_TUNE=%s: more than %d ranges for %s", spec,
@@ -138,7 +154,8 @@ static void set_costs(struct weft_comm *comm)
 weft_status_t weft_tune_init(struct weft_comm *comm)
 {
 	struct weft_tuner *t = &comm->tuner;
-	weft_status_t st = weft_algo_parse_forced(weft_setting_str("WEFT_ALGO"), t->forced, &comm->err);
+	weft_status_t st =
+	    weft_algo_parse_forced(weft_setting_str("WEFT_ALGO"), t->forced, &comm->err);
 	if (st == WEFT_SUCCESS)
 		st = weft_tune_parse_ranges(weft_setting_str("WEFT_TUNE"), t, &comm->err);
 	if (st != WEFT_SUCCESS)
@@ -170,8 +187,9 @@ struct weft_cost weft_tune_link(const struct weft_comm *comm, int a, int b)
 static struct weft_cost worse(struct weft_cost x, struct weft_cost y)
 {
 	struct weft_cost w = {
-		.alpha = fmax(x.alpha, y.alpha), .beta = fmax(x.beta, y.beta),
-		.gamma = fmax(x.gamma, y.gamma),
+	    .alpha = fmax(x.alpha, y.alpha),
+	    .beta = fmax(x.beta, y.beta),
+	    .gamma = fmax(x.gamma, y.gamma),
 	};
 	return w;
 }
@@ -290,8 +308,8 @@ static const struct {
 	enum weft_algo_id id;
 	double lat, bw;
 } efficiency[] = {
-	{WEFT_COLL_ALLREDUCE, WEFT_ALGO_TREE, 1.0, 0.42},
-	{WEFT_COLL_ALLREDUCE, WEFT_ALGO_RHD, 1.0, 1.6},
+    {WEFT_COLL_ALLREDUCE, WEFT_ALGO_TREE, 1.0, 0.42},
+    {WEFT_COLL_ALLREDUCE, WEFT_ALGO_RHD, 1.0, 1.6},
 };
 
 double weft_tune_estimate(const struct weft_comm *comm, const struct weft_algo *algo,
@@ -368,16 +386,22 @@ void weft_tune_print(const struct weft_comm *comm, FILE *out)
 		fprintf(out, "   (estimates, us)\n");
 		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 			struct weft_coll_args args = {
-				.coll = (enum weft_coll_kind)c, .dtype = WEFT_FLOAT32, .op = WEFT_SUM,
-				.esize = 4, .root = 0,
+			    .coll = (enum weft_coll_kind)c,
+			    .dtype = WEFT_FLOAT32,
+			    .op = WEFT_SUM,
+			    .esize = 4,
+			    .root = 0,
 			};
 			size_t per = (c == WEFT_COLL_ALLGATHER || c == WEFT_COLL_REDUCE_SCATTER ||
-				      c == WEFT_COLL_ALLTOALL) ? (size_t)comm->nranks : 1;
+				      c == WEFT_COLL_ALLTOALL)
+					 ? (size_t)comm->nranks
+					 : 1;
 			args.count = sizes[i] / 4 / per ? sizes[i] / 4 / per : 1;
 			fprintf(out, "  %-15s %10zu  %-10s", "", sizes[i],
 				weft_tune_select(comm, &args)->name);
 			for (const struct weft_algo *const *a = algos; *a; a++) {
-				if (!(*a)->estimate || ((*a)->supports && !(*a)->supports(comm, &args)))
+				if (!(*a)->estimate ||
+				    ((*a)->supports && !(*a)->supports(comm, &args)))
 					fprintf(out, " %12s", "-");
 				else
 					fprintf(out, " %12.1f",

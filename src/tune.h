@@ -30,7 +30,7 @@ struct weft_tuner {
 	struct weft_cost cost[WEFT_LINK_CLASS_COUNT];
 	struct weft_cost worst, intra_host, inter_host, ring; /* derived at init */
 	struct weft_tune_memo memo[WEFT_COLL_COUNT];
-	const struct weft_algo *forced[WEFT_COLL_COUNT]; /* WEFT_ALGO */
+	const struct weft_algo *forced[WEFT_COLL_COUNT];		      /* WEFT_ALGO */
 	struct weft_tune_range ranges[WEFT_COLL_COUNT][WEFT_TUNE_MAX_RANGES]; /* WEFT_TUNE */
 	int nranges[WEFT_COLL_COUNT];
 };

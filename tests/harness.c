@@ -288,7 +288,8 @@ static int pick_free_port(void)
 	return port;
 }
 
-static void append(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void append(char *buf, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 static void append(char *buf, size_t cap, const char *fmt, ...)
 {
@@ -308,28 +309,29 @@ static void summarise(struct harness_result *res, double timeout_s)
 	for (int r = 0; r < res->nranks; r++) {
 		const struct harness_rank_result *rr = &res->rank[r];
 		switch (rr->end) {
-		case HARNESS_NOT_STARTED:
-			continue;
+		case HARNESS_NOT_STARTED: continue;
 		case HARNESS_EXITED:
 			if (rr->code == 0)
 				continue;
-			append(res->summary, sizeof(res->summary), "rank %d exited %d after %.1f s", r,
-			       rr->code, rr->seconds);
+			append(res->summary, sizeof(res->summary), "rank %d exited %d after %.1f s",
+			       r, rr->code, rr->seconds);
 			break;
 		case HARNESS_SIGNALED:
-			append(res->summary, sizeof(res->summary), "rank %d killed by signal %d (%s) after %.1f s",
-			       r, rr->code, strsignal(rr->code), rr->seconds);
+			append(res->summary, sizeof(res->summary),
+			       "rank %d killed by signal %d (%s) after %.1f s", r, rr->code,
+			       strsignal(rr->code), rr->seconds);
 			break;
 		case HARNESS_HUNG:
-			append(res->summary, sizeof(res->summary), "rank %d HUNG (killed at the %.0f s deadline)",
-			       r, timeout_s);
+			append(res->summary, sizeof(res->summary),
+			       "rank %d HUNG (killed at the %.0f s deadline)", r, timeout_s);
 			break;
 		}
 		res->ok = false;
 		if (rr->failure[0])
 			append(res->summary, sizeof(res->summary), ": %s", rr->failure);
 		if (rr->progress[0] && rr->end != HARNESS_EXITED)
-			append(res->summary, sizeof(res->summary), " [last step: %s]", rr->progress);
+			append(res->summary, sizeof(res->summary), " [last step: %s]",
+			       rr->progress);
 		append(res->summary, sizeof(res->summary), "\n");
 	}
 	if (res->ok)
@@ -395,12 +397,13 @@ void harness_run_job(const struct harness_job *job, struct harness_result *res)
 	res->nranks = job->nranks;
 	if (job->nranks < 1 || job->nranks > HARNESS_MAX_RANKS || (job->absent_ranks & 1u)) {
 		snprintf(res->summary, sizeof(res->summary),
-			 "harness: bad job (nranks %d, absent mask 0x%x)", job->nranks, job->absent_ranks);
+			 "harness: bad job (nranks %d, absent mask 0x%x)", job->nranks,
+			 job->absent_ranks);
 		return;
 	}
 
-	struct shared_page *shared = mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE,
-					  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct shared_page *shared =
+	    mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (shared == MAP_FAILED) {
 		snprintf(res->summary, sizeof(res->summary), "harness: mmap: %s", strerror(errno));
 		return;
@@ -418,7 +421,8 @@ void harness_run_job(const struct harness_job *job, struct harness_result *res)
 	if (job->init == HARNESS_INIT_ENV) {
 		snprintf(root, sizeof(root), "WEFT_ROOT=127.0.0.1:%d", pick_free_port());
 		snprintf(secret, sizeof(secret), "WEFT_SECRET=%016llx",
-			 (unsigned long long)(harness_now() * 1e9) ^ ((unsigned long long)getpid() << 32));
+			 (unsigned long long)(harness_now() * 1e9) ^
+			     ((unsigned long long)getpid() << 32));
 		snprintf(nranks_str, sizeof(nranks_str), "WEFT_NRANKS=%d", job->nranks);
 		init_env[0] = root;
 		init_env[1] = secret;
@@ -436,7 +440,8 @@ void harness_run_job(const struct harness_job *job, struct harness_result *res)
 			continue;
 		pid_t pid = fork();
 		if (pid == 0)
-			rank_main(job, r, fds, parent, job->init == HARNESS_INIT_ENV ? init_env : NULL);
+			rank_main(job, r, fds, parent,
+				  job->init == HARNESS_INIT_ENV ? init_env : NULL);
 		if (pid < 0) {
 			fork_errno = errno;
 			break;
@@ -460,7 +465,8 @@ void harness_run_job(const struct harness_job *job, struct harness_result *res)
 	summarise(res, job->timeout_s);
 	if (fork_errno) {
 		res->ok = false;
-		append(res->summary, sizeof(res->summary), "harness: fork: %s\n", strerror(fork_errno));
+		append(res->summary, sizeof(res->summary), "harness: fork: %s\n",
+		       strerror(fork_errno));
 	}
 	g_shared = saved;
 	munmap(shared, sizeof(*shared));
@@ -470,11 +476,11 @@ void harness_run(int nranks, const char *const env[], harness_body_fn body, void
 		 double timeout_s, struct harness_result *res)
 {
 	struct harness_job job = {
-		.nranks = nranks,
-		.env = env,
-		.body = body,
-		.arg = arg,
-		.timeout_s = timeout_s,
+	    .nranks = nranks,
+	    .env = env,
+	    .body = body,
+	    .arg = arg,
+	    .timeout_s = timeout_s,
 	};
 	harness_run_job(&job, res);
 }
@@ -485,16 +491,15 @@ static const struct {
 	const char *name;
 	size_t size;
 } dtypes[WEFT_DATATYPE_COUNT] = {
-	[WEFT_INT8] = {"int8", 1},       [WEFT_UINT8] = {"uint8", 1},
-	[WEFT_INT32] = {"int32", 4},     [WEFT_UINT32] = {"uint32", 4},
-	[WEFT_INT64] = {"int64", 8},     [WEFT_UINT64] = {"uint64", 8},
-	[WEFT_FLOAT16] = {"fp16", 2},    [WEFT_BFLOAT16] = {"bf16", 2},
-	[WEFT_FLOAT32] = {"fp32", 4},    [WEFT_FLOAT64] = {"fp64", 8},
+    [WEFT_INT8] = {"int8", 1},	   [WEFT_UINT8] = {"uint8", 1},	  [WEFT_INT32] = {"int32", 4},
+    [WEFT_UINT32] = {"uint32", 4}, [WEFT_INT64] = {"int64", 8},	  [WEFT_UINT64] = {"uint64", 8},
+    [WEFT_FLOAT16] = {"fp16", 2},  [WEFT_BFLOAT16] = {"bf16", 2}, [WEFT_FLOAT32] = {"fp32", 4},
+    [WEFT_FLOAT64] = {"fp64", 8},
 };
 
 static const char *const op_names[WEFT_OP_COUNT] = {
-	[WEFT_SUM] = "sum", [WEFT_PROD] = "prod", [WEFT_MIN] = "min", [WEFT_MAX] = "max",
-	[WEFT_AVG] = "avg",
+    [WEFT_SUM] = "sum", [WEFT_PROD] = "prod", [WEFT_MIN] = "min",
+    [WEFT_MAX] = "max", [WEFT_AVG] = "avg",
 };
 
 const char *harness_dtype_name(weft_datatype_t dtype)
@@ -519,15 +524,12 @@ static enum kind kind_of(weft_datatype_t dtype)
 	switch (dtype) {
 	case WEFT_UINT8:
 	case WEFT_UINT32:
-	case WEFT_UINT64:
-		return KIND_UNSIGNED;
+	case WEFT_UINT64: return KIND_UNSIGNED;
 	case WEFT_FLOAT16:
 	case WEFT_BFLOAT16:
 	case WEFT_FLOAT32:
-	case WEFT_FLOAT64:
-		return KIND_FLOAT;
-	default:
-		return KIND_SIGNED;
+	case WEFT_FLOAT64: return KIND_FLOAT;
+	default: return KIND_SIGNED;
 	}
 }
 
@@ -549,7 +551,8 @@ static uint16_t f32_to_f16(float f)
 			return sign;
 		mant |= 0x800000u;
 		int shift = 14 - exp;
-		uint32_t h = mant >> shift, rem = mant & ((1u << shift) - 1), halfway = 1u << (shift - 1);
+		uint32_t h = mant >> shift, rem = mant & ((1u << shift) - 1),
+			 halfway = 1u << (shift - 1);
 		if (rem > halfway || (rem == halfway && (h & 1)))
 			h++;
 		return (uint16_t)(sign | h);
@@ -596,16 +599,56 @@ double harness_elem_load(const void *buf, size_t i, weft_datatype_t dtype)
 {
 	const unsigned char *p = (const unsigned char *)buf + i * harness_dtype_size(dtype);
 	switch (dtype) {
-	case WEFT_INT8: { int8_t v; memcpy(&v, p, 1); return v; }
-	case WEFT_UINT8: { uint8_t v; memcpy(&v, p, 1); return v; }
-	case WEFT_INT32: { int32_t v; memcpy(&v, p, 4); return v; }
-	case WEFT_UINT32: { uint32_t v; memcpy(&v, p, 4); return v; }
-	case WEFT_INT64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
-	case WEFT_UINT64: { uint64_t v; memcpy(&v, p, 8); return (double)v; }
-	case WEFT_FLOAT16: { uint16_t v; memcpy(&v, p, 2); return f16_to_f32(v); }
-	case WEFT_BFLOAT16: { uint16_t v; memcpy(&v, p, 2); return bf16_to_f32(v); }
-	case WEFT_FLOAT32: { float v; memcpy(&v, p, 4); return v; }
-	case WEFT_FLOAT64: { double v; memcpy(&v, p, 8); return v; }
+	case WEFT_INT8: {
+		int8_t v;
+		memcpy(&v, p, 1);
+		return v;
+	}
+	case WEFT_UINT8: {
+		uint8_t v;
+		memcpy(&v, p, 1);
+		return v;
+	}
+	case WEFT_INT32: {
+		int32_t v;
+		memcpy(&v, p, 4);
+		return v;
+	}
+	case WEFT_UINT32: {
+		uint32_t v;
+		memcpy(&v, p, 4);
+		return v;
+	}
+	case WEFT_INT64: {
+		int64_t v;
+		memcpy(&v, p, 8);
+		return (double)v;
+	}
+	case WEFT_UINT64: {
+		uint64_t v;
+		memcpy(&v, p, 8);
+		return (double)v;
+	}
+	case WEFT_FLOAT16: {
+		uint16_t v;
+		memcpy(&v, p, 2);
+		return f16_to_f32(v);
+	}
+	case WEFT_BFLOAT16: {
+		uint16_t v;
+		memcpy(&v, p, 2);
+		return bf16_to_f32(v);
+	}
+	case WEFT_FLOAT32: {
+		float v;
+		memcpy(&v, p, 4);
+		return v;
+	}
+	case WEFT_FLOAT64: {
+		double v;
+		memcpy(&v, p, 8);
+		return v;
+	}
 	default: return 0;
 	}
 }
@@ -614,15 +657,51 @@ void harness_elem_store(void *buf, size_t i, weft_datatype_t dtype, double v)
 {
 	unsigned char *p = (unsigned char *)buf + i * harness_dtype_size(dtype);
 	switch (dtype) {
-	case WEFT_INT8: { int8_t x = (int8_t)v; memcpy(p, &x, 1); break; }
-	case WEFT_UINT8: { uint8_t x = (uint8_t)v; memcpy(p, &x, 1); break; }
-	case WEFT_INT32: { int32_t x = (int32_t)v; memcpy(p, &x, 4); break; }
-	case WEFT_UINT32: { uint32_t x = (uint32_t)v; memcpy(p, &x, 4); break; }
-	case WEFT_INT64: { int64_t x = (int64_t)v; memcpy(p, &x, 8); break; }
-	case WEFT_UINT64: { uint64_t x = (uint64_t)v; memcpy(p, &x, 8); break; }
-	case WEFT_FLOAT16: { uint16_t x = f32_to_f16((float)v); memcpy(p, &x, 2); break; }
-	case WEFT_BFLOAT16: { uint16_t x = f32_to_bf16((float)v); memcpy(p, &x, 2); break; }
-	case WEFT_FLOAT32: { float x = (float)v; memcpy(p, &x, 4); break; }
+	case WEFT_INT8: {
+		int8_t x = (int8_t)v;
+		memcpy(p, &x, 1);
+		break;
+	}
+	case WEFT_UINT8: {
+		uint8_t x = (uint8_t)v;
+		memcpy(p, &x, 1);
+		break;
+	}
+	case WEFT_INT32: {
+		int32_t x = (int32_t)v;
+		memcpy(p, &x, 4);
+		break;
+	}
+	case WEFT_UINT32: {
+		uint32_t x = (uint32_t)v;
+		memcpy(p, &x, 4);
+		break;
+	}
+	case WEFT_INT64: {
+		int64_t x = (int64_t)v;
+		memcpy(p, &x, 8);
+		break;
+	}
+	case WEFT_UINT64: {
+		uint64_t x = (uint64_t)v;
+		memcpy(p, &x, 8);
+		break;
+	}
+	case WEFT_FLOAT16: {
+		uint16_t x = f32_to_f16((float)v);
+		memcpy(p, &x, 2);
+		break;
+	}
+	case WEFT_BFLOAT16: {
+		uint16_t x = f32_to_bf16((float)v);
+		memcpy(p, &x, 2);
+		break;
+	}
+	case WEFT_FLOAT32: {
+		float x = (float)v;
+		memcpy(p, &x, 4);
+		break;
+	}
 	case WEFT_FLOAT64: memcpy(p, &v, 8); break;
 	default: break;
 	}
@@ -632,11 +711,12 @@ void harness_elem_store(void *buf, size_t i, weft_datatype_t dtype, double v)
 static double minmax_scale(weft_datatype_t dtype)
 {
 	switch (dtype) {
-	case WEFT_INT8: case WEFT_UINT8: return 11.0;
-	case WEFT_INT32: return 67108864.0;             /* 2^26 */
-	case WEFT_UINT32: return 134217728.0;           /* 2^27: crosses 2^31 */
-	case WEFT_INT64: return 288230376151711744.0;   /* 2^58 */
-	case WEFT_UINT64: return 576460752303423488.0;  /* 2^59: crosses 2^63 */
+	case WEFT_INT8:
+	case WEFT_UINT8: return 11.0;
+	case WEFT_INT32: return 67108864.0;	       /* 2^26 */
+	case WEFT_UINT32: return 134217728.0;	       /* 2^27: crosses 2^31 */
+	case WEFT_INT64: return 288230376151711744.0;  /* 2^58 */
+	case WEFT_UINT64: return 576460752303423488.0; /* 2^59: crosses 2^63 */
 	default: return 0.5;
 	}
 }
@@ -657,7 +737,9 @@ static double ar_value(weft_datatype_t dtype, weft_op_t op, int rank, int nranks
 		return kind == KIND_UNSIGNED ? (double)v : (double)(v - 3) * unit;
 	}
 	case WEFT_PROD: {
-		double v = (rank + i) % 3 == 0 ? 2.0 : ((rank + i) % 3 == 1 && kind == KIND_FLOAT) ? 0.5 : 1.0;
+		double v = (rank + i) % 3 == 0				 ? 2.0
+			   : ((rank + i) % 3 == 1 && kind == KIND_FLOAT) ? 0.5
+									 : 1.0;
 		return (kind != KIND_UNSIGNED && (rank + 2 * i) % 5 == 1) ? -v : v;
 	}
 	case WEFT_MIN:
@@ -677,8 +759,7 @@ static double ar_value(weft_datatype_t dtype, weft_op_t op, int rank, int nranks
 		long last = ((-sum) % nranks + nranks) % nranks + nranks * (long)(i % 3 - 1);
 		return (double)last * unit;
 	}
-	default:
-		return 0;
+	default: return 0;
 	}
 }
 
@@ -702,12 +783,13 @@ void harness_ar_input(void *buf, size_t count, weft_datatype_t dtype, weft_op_t 
 {
 	size_t direct = count < AR_PERIOD ? count : AR_PERIOD;
 	for (size_t i = 0; i < direct; i++)
-		harness_elem_store(buf, i, dtype, ar_value(dtype, op, rank, nranks, i + salt * 13u));
+		harness_elem_store(buf, i, dtype,
+				   ar_value(dtype, op, rank, nranks, i + salt * 13u));
 	repeat_period(buf, count, dtype);
 }
 
-void harness_ar_expected(void *buf, size_t count, weft_datatype_t dtype, weft_op_t op,
-			 int nranks, unsigned salt)
+void harness_ar_expected(void *buf, size_t count, weft_datatype_t dtype, weft_op_t op, int nranks,
+			 unsigned salt)
 {
 	size_t direct = count < AR_PERIOD ? count : AR_PERIOD;
 	for (size_t i = 0; i < direct; i++) {
@@ -716,7 +798,8 @@ void harness_ar_expected(void *buf, size_t count, weft_datatype_t dtype, weft_op
 		for (int r = 1; r < nranks; r++) {
 			double v = ar_value(dtype, op, r, nranks, k);
 			switch (op) {
-			case WEFT_SUM: case WEFT_AVG: acc += v; break;
+			case WEFT_SUM:
+			case WEFT_AVG: acc += v; break;
 			case WEFT_PROD: acc *= v; break;
 			case WEFT_MIN: acc = v < acc ? v : acc; break;
 			case WEFT_MAX: acc = v > acc ? v : acc; break;
@@ -737,7 +820,8 @@ void harness_ag_input(void *buf, size_t count, weft_datatype_t dtype, int rank, 
 	unsigned char *p = buf;
 	for (size_t i = 0; i < count; i++)
 		for (size_t j = 0; j < size; j++)
-			p[i * size + j] = (unsigned char)(rank * 37 + (i + salt * 7u) * 11u + j * 101u + 1u);
+			p[i * size + j] =
+			    (unsigned char)(rank * 37 + (i + salt * 7u) * 11u + j * 101u + 1u);
 }
 
 static bool elem_equal(const void *a, const void *b, size_t i, weft_datatype_t dtype)
@@ -761,7 +845,8 @@ size_t harness_compare(const void *got, const void *want, size_t count, weft_dat
 		bad++;
 	}
 	if (first != SIZE_MAX && why)
-		snprintf(why, why_bytes, "element %zu of %zu: got %.17g, expected %.17g (%zu elements differ)",
+		snprintf(why, why_bytes,
+			 "element %zu of %zu: got %.17g, expected %.17g (%zu elements differ)",
 			 first, count, harness_elem_load(got, first, dtype),
 			 harness_elem_load(want, first, dtype), bad);
 	return first;

@@ -26,16 +26,16 @@
 
 #include "weft.h"
 
-#define HARNESS_MAX_RANKS 16
+#define HARNESS_MAX_RANKS  16
 #define HARNESS_NOTE_BYTES 512
 
 /* Exit codes of a rank process that the harness itself chose. Bodies return
  * 0 for success and a small positive number (< 100) for failure. */
 enum harness_exit {
-	HARNESS_EXIT_BODY_MAX = 99,   /* larger body results are clamped to this */
-	HARNESS_EXIT_INIT = 100,      /* weft_comm_init_* failed */
-	HARNESS_EXIT_NO_ID = 101,     /* the unique id never arrived */
-	HARNESS_EXIT_SETUP = 102,     /* environment or hook failed before init */
+	HARNESS_EXIT_BODY_MAX = 99, /* larger body results are clamped to this */
+	HARNESS_EXIT_INIT = 100,    /* weft_comm_init_* failed */
+	HARNESS_EXIT_NO_ID = 101,   /* the unique id never arrived */
+	HARNESS_EXIT_SETUP = 102,   /* environment or hook failed before init */
 };
 
 /* The rank's code, given the communicator it created. */
@@ -49,12 +49,12 @@ enum harness_init_mode {
 /* Everything harness_run_job() can do. Zero-initialise, then fill in. */
 struct harness_job {
 	int nranks;
-	const char *const *env;  /* extra "KEY=VALUE" for every rank, NULL-terminated; may be NULL */
-	harness_body_fn body;    /* may be NULL: init and destroy only */
+	const char *const *env; /* extra "KEY=VALUE" for every rank, NULL-terminated; may be NULL */
+	harness_body_fn body;	/* may be NULL: init and destroy only */
 	void *arg;
-	double timeout_s;        /* deadline for the whole job */
+	double timeout_s; /* deadline for the whole job */
 	enum harness_init_mode init;
-	uint32_t absent_ranks;   /* bit r set: rank r is never started (r > 0) */
+	uint32_t absent_ranks; /* bit r set: rank r is never started (r > 0) */
 	/* In each rank, after it has the id and before init; non-zero: exit with it. */
 	int (*before_init)(int rank, int nranks, const weft_unique_id_t *id, void *arg);
 	/* In each rank whose init failed, instead of the default report: returns
@@ -66,26 +66,26 @@ struct harness_job {
 
 enum harness_end {
 	HARNESS_NOT_STARTED = 0, /* in absent_ranks */
-	HARNESS_EXITED,          /* code is the exit status */
-	HARNESS_SIGNALED,        /* code is the signal that ended it */
-	HARNESS_HUNG,            /* still alive at the deadline; killed */
+	HARNESS_EXITED,		 /* code is the exit status */
+	HARNESS_SIGNALED,	 /* code is the signal that ended it */
+	HARNESS_HUNG,		 /* still alive at the deadline; killed */
 };
 
 struct harness_rank_result {
 	pid_t pid;
 	enum harness_end end;
 	int code;
-	double seconds;                   /* from the start of the job until it ended */
-	char failure[HARNESS_NOTE_BYTES]; /* first harness_fail*() message, or "" */
-	char progress[HARNESS_NOTE_BYTES];/* last harness_progress() note, or "" */
+	double seconds;			   /* from the start of the job until it ended */
+	char failure[HARNESS_NOTE_BYTES];  /* first harness_fail*() message, or "" */
+	char progress[HARNESS_NOTE_BYTES]; /* last harness_progress() note, or "" */
 };
 
 #define HARNESS_SHARED_BYTES 4096
 
 struct harness_result {
 	int nranks;
-	bool ok;         /* every started rank exited with 0 */
-	double seconds;  /* wall time of the whole job */
+	bool ok;	    /* every started rank exited with 0 */
+	double seconds;	    /* wall time of the whole job */
 	char summary[2048]; /* one line per rank that did not exit 0, for ck_assert_msg */
 	struct harness_rank_result rank[HARNESS_MAX_RANKS];
 	unsigned char shared[HARNESS_SHARED_BYTES]; /* harness_shared() as the ranks left it */
@@ -108,7 +108,7 @@ int harness_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Same, with the status name and the communicator's last error appended. */
 int harness_fail_status(weft_comm_t comm, weft_status_t status, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 /* Note what the rank is doing now (kept for the report if it hangs). */
 void harness_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -142,8 +142,8 @@ void harness_elem_store(void *buf, size_t i, weft_datatype_t dtype, double v);
 /* Rank @p rank's allreduce input, and the result every rank must get. */
 void harness_ar_input(void *buf, size_t count, weft_datatype_t dtype, weft_op_t op, int rank,
 		      int nranks, unsigned salt);
-void harness_ar_expected(void *buf, size_t count, weft_datatype_t dtype, weft_op_t op,
-			 int nranks, unsigned salt);
+void harness_ar_expected(void *buf, size_t count, weft_datatype_t dtype, weft_op_t op, int nranks,
+			 unsigned salt);
 
 /* Rank @p rank's allgather block: bytes that differ per rank, element and salt. */
 void harness_ag_input(void *buf, size_t count, weft_datatype_t dtype, int rank, unsigned salt);

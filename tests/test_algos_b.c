@@ -27,9 +27,9 @@
 #include "../algorithms/tree_pipeline.h"
 #include "harness.h"
 
-#define BIG_COUNT ((size_t)300001)
+#define BIG_COUNT	   ((size_t)300001)
 #define MAX_FAILURES_SHOWN 6
-#define JOB_TIMEOUT_S 120.0
+#define JOB_TIMEOUT_S	   120.0
 
 enum form { FORM_OUT, FORM_SAME, FORM_IN_PLACE, FORM_COUNT };
 static const char *const form_names[FORM_COUNT] = {"out-of-place", "sendbuf==recvbuf",
@@ -126,7 +126,9 @@ static int allreduce_case(struct ctx *c, size_t count, weft_datatype_t dt, weft_
 		memset(c->recv, 0xcd, bytes);
 		memcpy(c->orig, c->send, bytes);
 	}
-	const void *sendarg = form == FORM_OUT ? c->send : form == FORM_SAME ? c->recv : WEFT_IN_PLACE;
+	const void *sendarg = form == FORM_OUT	  ? c->send
+			      : form == FORM_SAME ? c->recv
+						  : WEFT_IN_PLACE;
 	weft_status_t st = weft_allreduce(sendarg, c->recv, count, dt, op, c->comm);
 	if (st != WEFT_SUCCESS)
 		return harness_fail_status(c->comm, st, "%s", name), 2;
@@ -174,8 +176,7 @@ static int reduce_case(struct ctx *c, size_t count, weft_datatype_t dt, weft_op_
 
 /* --- Broadcast ------------------------------------------------------------ */
 
-static int broadcast_case(struct ctx *c, size_t count, weft_datatype_t dt, enum form form,
-			  int root)
+static int broadcast_case(struct ctx *c, size_t count, weft_datatype_t dt, enum form form, int root)
 {
 	char name[160];
 	snprintf(name, sizeof(name), "broadcast nranks %d root %d %s count %zu %s", c->nranks, root,
@@ -226,8 +227,10 @@ static int alltoall_case(struct ctx *c, size_t count, weft_datatype_t dt)
 	guards_fill(c->send, bytes);
 	guards_fill(c->recv, bytes);
 	for (int j = 0; j < c->nranks; j++) {
-		harness_ag_input(c->send + (size_t)j * block, count, dt, c->rank, a2a_salt(salt, c->rank, j));
-		harness_ag_input(c->want + (size_t)j * block, count, dt, j, a2a_salt(salt, j, c->rank));
+		harness_ag_input(c->send + (size_t)j * block, count, dt, c->rank,
+				 a2a_salt(salt, c->rank, j));
+		harness_ag_input(c->want + (size_t)j * block, count, dt, j,
+				 a2a_salt(salt, j, c->rank));
 	}
 	memcpy(c->orig, c->send, bytes);
 	memset(c->recv, 0xcd, bytes);
@@ -311,12 +314,14 @@ static int ring_case(struct ctx *c, size_t count, weft_datatype_t dt, bool block
 		if (blocking) {
 			st = weft_send(c->send + (size_t)k * bytes, count, dt, next, c->comm);
 			if (st == WEFT_SUCCESS)
-				st = weft_recv(c->recv + (size_t)k * bytes, count, dt, prev, c->comm);
+				st = weft_recv(c->recv + (size_t)k * bytes, count, dt, prev,
+					       c->comm);
 		} else {
-			st = weft_isend(c->send + (size_t)k * bytes, count, dt, next, c->comm, &req[2 * k]);
+			st = weft_isend(c->send + (size_t)k * bytes, count, dt, next, c->comm,
+					&req[2 * k]);
 			if (st == WEFT_SUCCESS)
-				st = weft_irecv(c->recv + (size_t)k * bytes, count, dt, prev, c->comm,
-						&req[2 * k + 1]);
+				st = weft_irecv(c->recv + (size_t)k * bytes, count, dt, prev,
+						c->comm, &req[2 * k + 1]);
 		}
 	}
 	weft_status_t end = weft_group_end();
@@ -435,7 +440,8 @@ static const int ring_nranks[] = {1, 2, 3, 5, 8};
 START_TEST(shm_broadcast_ring)
 {
 	const char *const env[] = {"WEFT_TIMEOUT=30", "WEFT_ALGO=broadcast:ring", NULL};
-	run_job(ring_nranks[_i], env, "shm, broadcast:ring", (struct job){.colls = DO_BROADCAST, .big = true});
+	run_job(ring_nranks[_i], env, "shm, broadcast:ring",
+		(struct job){.colls = DO_BROADCAST, .big = true});
 }
 END_TEST
 
@@ -497,8 +503,8 @@ static void check_shape(weft_tp_shape_fn shape, const char *what, int n)
 	int parent[64], child[64][WEFT_TP_MAX_CHILDREN], roots = 0;
 	for (int v = 0; v < n; v++) {
 		shape(n, v, &parent[v], child[v]);
-		ck_assert_msg(parent[v] >= -1 && parent[v] < n && parent[v] != v, "%s n %d v %d: parent %d",
-			      what, n, v, parent[v]);
+		ck_assert_msg(parent[v] >= -1 && parent[v] < n && parent[v] != v,
+			      "%s n %d v %d: parent %d", what, n, v, parent[v]);
 		roots += parent[v] < 0;
 	}
 	ck_assert_msg(roots == 1, "%s n %d: %d roots", what, n, roots);
@@ -508,21 +514,25 @@ static void check_shape(weft_tp_shape_fn shape, const char *what, int n)
 			int ch = child[v][k];
 			if (ch < 0)
 				continue;
-			ck_assert_msg(ch < n && parent[ch] == v, "%s n %d: %d lists child %d whose parent is %d",
-				      what, n, v, ch, ch < n ? parent[ch] : -2);
+			ck_assert_msg(ch < n && parent[ch] == v,
+				      "%s n %d: %d lists child %d whose parent is %d", what, n, v,
+				      ch, ch < n ? parent[ch] : -2);
 			seen++;
 		}
 		int want = 0;
 		for (int u = 0; u < n; u++)
 			want += parent[u] == v;
-		ck_assert_msg(seen == want, "%s n %d: %d has %d children, lists %d", what, n, v, want, seen);
-		int hops = 0; /* every index reaches the root within ceil(log2 n) + 1 hops (chain: n) */
+		ck_assert_msg(seen == want, "%s n %d: %d has %d children, lists %d", what, n, v,
+			      want, seen);
+		int hops =
+		    0; /* every index reaches the root within ceil(log2 n) + 1 hops (chain: n) */
 		for (int u = v; parent[u] >= 0 && hops <= n; u = parent[u])
 			hops++;
-		ck_assert_msg(hops < n || n == 1, "%s n %d: %d does not reach the root", what, n, v);
+		ck_assert_msg(hops < n || n == 1, "%s n %d: %d does not reach the root", what, n,
+			      v);
 		if (shape != weft_tp_chain)
-			ck_assert_msg(hops <= weft_tp_btree_depth(n) + 1, "%s n %d: %d is %d deep", what, n,
-				      v, hops);
+			ck_assert_msg(hops <= weft_tp_btree_depth(n) + 1, "%s n %d: %d is %d deep",
+				      what, n, v, hops);
 	}
 }
 
@@ -547,7 +557,8 @@ static Suite *suite(void)
 	tc = tcase_create("shm");
 	tcase_set_timeout(tc, JOB_TIMEOUT_S + 30);
 	tcase_add_loop_test(tc, shm_all, 1, 9);
-	tcase_add_loop_test(tc, shm_broadcast_ring, 0, (int)(sizeof(ring_nranks) / sizeof(ring_nranks[0])));
+	tcase_add_loop_test(tc, shm_broadcast_ring, 0,
+			    (int)(sizeof(ring_nranks) / sizeof(ring_nranks[0])));
 	tcase_add_loop_test(tc, shm_small_chunks, 0,
 			    (int)(sizeof(small_chunk_nranks) / sizeof(small_chunk_nranks[0])));
 	tcase_add_test(tc, p2p_length_mismatch);
@@ -555,7 +566,8 @@ static Suite *suite(void)
 
 	tc = tcase_create("socket");
 	tcase_set_timeout(tc, JOB_TIMEOUT_S + 30);
-	tcase_add_loop_test(tc, socket_all, 0, (int)(sizeof(socket_nranks) / sizeof(socket_nranks[0])));
+	tcase_add_loop_test(tc, socket_all, 0,
+			    (int)(sizeof(socket_nranks) / sizeof(socket_nranks[0])));
 	suite_add_tcase(s, tc);
 	return s;
 }

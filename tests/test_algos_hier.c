@@ -26,28 +26,28 @@
 #include "../src/comm.h"
 #include "harness.h"
 
-#define MAX_RANKS 8
-#define BIG_COUNT 65537u
-#define HUGE_COUNT ((1u << 20) + 3) /* allreduce only: several MiB through CMA and TCP */
+#define MAX_RANKS     8
+#define BIG_COUNT     65537u
+#define HUGE_COUNT    ((1u << 20) + 3) /* allreduce only: several MiB through CMA and TCP */
 #define JOB_TIMEOUT_S 120.0
 
 struct layout {
 	const char *name;
 	int nranks;
-	int host[MAX_RANKS];  /* host label of each rank */
-	bool by_rank;         /* WEFT_PLACEMENT=rank */
-	bool topo_file;       /* two leaves from a topology file */
+	int host[MAX_RANKS]; /* host label of each rank */
+	bool by_rank;	     /* WEFT_PLACEMENT=rank */
+	bool topo_file;	     /* two leaves from a topology file */
 	int nhosts;
 };
 
 static const struct layout layouts[] = {
-	{"2 hosts x 2", 4, {0, 0, 1, 1}, false, false, 2},
-	{"2 hosts 1+2 interleaved", 3, {1, 0, 1}, false, false, 2},
-	{"3 hosts 3+2+1 interleaved", 6, {0, 1, 2, 0, 1, 0}, false, false, 3},
-	{"3 hosts 2+2+1 by rank", 5, {0, 1, 0, 2, 1}, true, false, 3},
-	{"3 hosts x 1", 3, {0, 1, 2}, false, false, 3},
-	{"1 host x 3", 3, {0, 0, 0}, false, false, 1},
-	{"4 hosts on 2 leaves", 6, {0, 1, 2, 3, 0, 2}, false, true, 4},
+    {"2 hosts x 2", 4, {0, 0, 1, 1}, false, false, 2},
+    {"2 hosts 1+2 interleaved", 3, {1, 0, 1}, false, false, 2},
+    {"3 hosts 3+2+1 interleaved", 6, {0, 1, 2, 0, 1, 0}, false, false, 3},
+    {"3 hosts 2+2+1 by rank", 5, {0, 1, 0, 2, 1}, true, false, 3},
+    {"3 hosts x 1", 3, {0, 1, 2}, false, false, 3},
+    {"1 host x 3", 3, {0, 0, 0}, false, false, 1},
+    {"4 hosts on 2 leaves", 6, {0, 1, 2, 3, 0, 2}, false, true, 4},
 };
 
 #define NLAYOUTS ((int)(sizeof(layouts) / sizeof(layouts[0])))
@@ -117,9 +117,9 @@ struct ar_sample {
 };
 
 static const struct ar_sample ar_samples[] = {
-	{WEFT_FLOAT32, WEFT_SUM}, {WEFT_INT32, WEFT_MAX},    {WEFT_FLOAT16, WEFT_SUM},
-	{WEFT_BFLOAT16, WEFT_AVG}, {WEFT_FLOAT64, WEFT_AVG}, {WEFT_INT64, WEFT_AVG},
-	{WEFT_INT8, WEFT_PROD},   {WEFT_UINT64, WEFT_MIN},  {WEFT_UINT8, WEFT_SUM},
+    {WEFT_FLOAT32, WEFT_SUM},  {WEFT_INT32, WEFT_MAX},	 {WEFT_FLOAT16, WEFT_SUM},
+    {WEFT_BFLOAT16, WEFT_AVG}, {WEFT_FLOAT64, WEFT_AVG}, {WEFT_INT64, WEFT_AVG},
+    {WEFT_INT8, WEFT_PROD},    {WEFT_UINT64, WEFT_MIN},	 {WEFT_UINT8, WEFT_SUM},
 };
 
 static const weft_datatype_t ag_samples[] = {WEFT_UINT8, WEFT_FLOAT16, WEFT_INT32, WEFT_FLOAT64};
@@ -206,9 +206,10 @@ static int check_model(weft_comm_t comm, const struct layout *l)
 	for (int c = 0; c < 2; c++) {
 		const struct weft_algo *a = weft_algo_find(colls[c], "hier");
 		if (!a)
-			return harness_fail("%s:hier is not in the table", weft_coll_name(colls[c]));
-		struct weft_coll_args args = {.coll = colls[c], .count = 4096, .dtype = WEFT_FLOAT32,
-					      .esize = 4};
+			return harness_fail("%s:hier is not in the table",
+					    weft_coll_name(colls[c]));
+		struct weft_coll_args args = {
+		    .coll = colls[c], .count = 4096, .dtype = WEFT_FLOAT32, .esize = 4};
 		if (a->supports(comm, &args) != gain)
 			return harness_fail("%s:hier supports() is %d, expected %d",
 					    weft_coll_name(colls[c]), !gain, gain);
@@ -241,17 +242,19 @@ static int body(weft_comm_t comm, int rank, int nranks, void *arg)
 		for (size_t s = 0; s < ns && bad < 2; s++) {
 			if (counts[c] == BIG_COUNT && s % 3 != 0)
 				continue; /* keep the large cases few */
-			bad += ar_case(comm, rank, nranks, &b, counts[c], &ar_samples[s], (c + s) % 2,
-				       ++salt) != 0;
+			bad += ar_case(comm, rank, nranks, &b, counts[c], &ar_samples[s],
+				       (c + s) % 2, ++salt) != 0;
 		}
 		for (size_t d = 0; d < sizeof(ag_samples) / sizeof(ag_samples[0]) && bad < 2; d++)
 			bad += ag_case(comm, rank, nranks, &b, counts[c], ag_samples[d],
 				       (enum ag_form)((c + d) % AG_FORMS), ++salt) != 0;
 	}
 	if (!bad)
-		bad += ar_case(comm, rank, nranks, &b, HUGE_COUNT, &ar_samples[0], false, ++salt) != 0;
+		bad +=
+		    ar_case(comm, rank, nranks, &b, HUGE_COUNT, &ar_samples[0], false, ++salt) != 0;
 	if (!bad)
-		bad += ar_case(comm, rank, nranks, &b, HUGE_COUNT, &ar_samples[3], true, ++salt) != 0;
+		bad +=
+		    ar_case(comm, rank, nranks, &b, HUGE_COUNT, &ar_samples[3], true, ++salt) != 0;
 	bufs_free(&b);
 	return bad ? 1 : 0;
 }
@@ -279,12 +282,12 @@ START_TEST(layouts_forced)
 				   topo_env,
 				   NULL};
 	struct harness_job job = {
-		.nranks = l->nranks,
-		.env = env,
-		.body = body,
-		.arg = (void *)l,
-		.timeout_s = JOB_TIMEOUT_S,
-		.before_init = set_host,
+	    .nranks = l->nranks,
+	    .env = env,
+	    .body = body,
+	    .arg = (void *)l,
+	    .timeout_s = JOB_TIMEOUT_S,
+	    .before_init = set_host,
 	};
 	struct harness_result res;
 	harness_run_job(&job, &res);

@@ -23,12 +23,12 @@
 enum form { FORM_OUT, FORM_IN_PLACE, FORM_OFFSET, FORM_COUNT };
 
 static const char *const form_names[FORM_COUNT] = {
-	[FORM_OUT] = "out-of-place",
-	[FORM_IN_PLACE] = "WEFT_IN_PLACE",
-	[FORM_OFFSET] = "sendbuf=recvbuf+rank*count",
+    [FORM_OUT] = "out-of-place",
+    [FORM_IN_PLACE] = "WEFT_IN_PLACE",
+    [FORM_OFFSET] = "sendbuf=recvbuf+rank*count",
 };
 
-#define BIG_COUNT ((size_t)(1u << 20) + 3)
+#define BIG_COUNT	   ((size_t)(1u << 20) + 3)
 #define MAX_FAILURES_SHOWN 8
 
 struct big_case {
@@ -37,17 +37,18 @@ struct big_case {
 };
 
 static const struct big_case big_cases[] = {
-	{WEFT_FLOAT32, FORM_OUT},
-	{WEFT_UINT8, FORM_IN_PLACE},
-	{WEFT_FLOAT16, FORM_OFFSET},
+    {WEFT_FLOAT32, FORM_OUT},
+    {WEFT_UINT8, FORM_IN_PLACE},
+    {WEFT_FLOAT16, FORM_OFFSET},
 };
 #define BIG_MAX_ESIZE 4
 
 struct matrix {
 	bool rotate_forms; /* one form per case, in rotation, rather than all three */
-	bool forced_algo;  /* counts {1, 7, nranks-1, 4099, 65537} rather than {0, 1, 7, nranks-1, 4099} */
-	bool big;          /* the 1M+3 cases */
-	int failures;      /* wrong results seen on this rank */
+	bool forced_algo;  /* counts {1, 7, nranks-1, 4099, 65537} rather than {0, 1, 7, nranks-1,
+			      4099} */
+	bool big;	   /* the 1M+3 cases */
+	int failures;	   /* wrong results seen on this rank */
 };
 
 struct bufs {
@@ -129,7 +130,9 @@ static enum case_result run_case(weft_comm_t comm, int rank, int nranks, struct 
 		size_t nbad = 0;
 		for (size_t k = bad; k < total; k++)
 			nbad += b->recv[k] != b->want[k];
-		snprintf(why, sizeof(why), "block %zu (rank %zu's) element %zu byte %zu: got 0x%02x, expected 0x%02x (%zu bytes differ)",
+		snprintf(why, sizeof(why),
+			 "block %zu (rank %zu's) element %zu byte %zu: got 0x%02x, expected 0x%02x "
+			 "(%zu bytes differ)",
 			 bad / bytes, bad / bytes, (bad % bytes) / harness_dtype_size(dt),
 			 bad % harness_dtype_size(dt), b->recv[bad], b->want[bad], nbad);
 	} else if (*(guard = guards_check(b->recv, total))) {
@@ -153,10 +156,10 @@ static int matrix_body(weft_comm_t comm, int rank, int nranks, void *arg)
 	if (per_rank < 4099 * 8)
 		per_rank = 4099 * 8;
 	struct bufs b = {
-		.send = guarded_alloc(per_rank),
-		.recv = guarded_alloc(per_rank * (size_t)nranks),
-		.want = malloc(per_rank * (size_t)nranks),
-		.orig = malloc(per_rank),
+	    .send = guarded_alloc(per_rank),
+	    .recv = guarded_alloc(per_rank * (size_t)nranks),
+	    .want = malloc(per_rank * (size_t)nranks),
+	    .orig = malloc(per_rank),
 	};
 	int ret = 0;
 	if (!b.send || !b.recv || !b.want || !b.orig) {
@@ -176,15 +179,16 @@ static int matrix_body(weft_comm_t comm, int rank, int nranks, void *arg)
 			for (int f = 0; f < FORM_COUNT && res != CASE_ERROR; f++) {
 				if (m->rotate_forms && f != (int)((c + (size_t)dt) % FORM_COUNT))
 					continue;
-				res = run_case(comm, rank, nranks, &b, m, count, (weft_datatype_t)dt,
-					       (enum form)f, ++salt);
+				res = run_case(comm, rank, nranks, &b, m, count,
+					       (weft_datatype_t)dt, (enum form)f, ++salt);
 			}
 	}
-	for (size_t k = 0; m->big && k < sizeof(big_cases) / sizeof(big_cases[0]) && res != CASE_ERROR; k++) {
+	for (size_t k = 0;
+	     m->big && k < sizeof(big_cases) / sizeof(big_cases[0]) && res != CASE_ERROR; k++) {
 		if (nranks > 4 && k != (size_t)nranks % 3)
 			continue; /* above 4 ranks, one large case, rotating with the rank count */
-		res = run_case(comm, rank, nranks, &b, m, BIG_COUNT, big_cases[k].dtype, big_cases[k].form,
-			       ++salt);
+		res = run_case(comm, rank, nranks, &b, m, BIG_COUNT, big_cases[k].dtype,
+			       big_cases[k].form, ++salt);
 	}
 	if (res == CASE_ERROR)
 		ret = 2;
@@ -244,7 +248,8 @@ START_TEST(forced_algorithms)
 		harness_run(nranks, env, matrix_body, &m, JOB_TIMEOUT_S, &res);
 		printf("allgather %s nranks %d: %.1f s\n", algo_env, nranks, res.seconds);
 		fflush(stdout);
-		ck_assert_msg(res.ok, "allgather with %s, nranks %d:\n%s", algo_env, nranks, res.summary);
+		ck_assert_msg(res.ok, "allgather with %s, nranks %d:\n%s", algo_env, nranks,
+			      res.summary);
 	}
 }
 END_TEST
@@ -264,7 +269,8 @@ static Suite *allgather_suite(void)
 
 	tc = tcase_create("algorithms");
 	tcase_set_timeout(tc, 4 * JOB_TIMEOUT_S);
-	tcase_add_loop_test(tc, forced_algorithms, 0, (int)(sizeof(algo_nranks) / sizeof(algo_nranks[0])));
+	tcase_add_loop_test(tc, forced_algorithms, 0,
+			    (int)(sizeof(algo_nranks) / sizeof(algo_nranks[0])));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -32,12 +32,12 @@
 enum form { FORM_OUT, FORM_SAME, FORM_IN_PLACE, FORM_COUNT };
 
 static const char *const form_names[FORM_COUNT] = {
-	[FORM_OUT] = "out-of-place",
-	[FORM_SAME] = "sendbuf==recvbuf",
-	[FORM_IN_PLACE] = "WEFT_IN_PLACE",
+    [FORM_OUT] = "out-of-place",
+    [FORM_SAME] = "sendbuf==recvbuf",
+    [FORM_IN_PLACE] = "WEFT_IN_PLACE",
 };
 
-#define BIG_COUNT ((size_t)(1u << 20) + 3)
+#define BIG_COUNT	   ((size_t)(1u << 20) + 3)
 #define MAX_FAILURES_SHOWN 8
 
 struct big_case {
@@ -49,19 +49,17 @@ struct big_case {
 /* Large cases: each dtype width and each op at least once, and fp16/bf16,
  * whose accumulation in fp32 matters most over long vectors. */
 static const struct big_case big_cases[] = {
-	{WEFT_FLOAT32, WEFT_SUM, FORM_OUT},
-	{WEFT_FLOAT16, WEFT_SUM, FORM_IN_PLACE},
-	{WEFT_BFLOAT16, WEFT_AVG, FORM_SAME},
-	{WEFT_INT32, WEFT_MAX, FORM_OUT},
-	{WEFT_FLOAT64, WEFT_MIN, FORM_IN_PLACE},
-	{WEFT_UINT8, WEFT_PROD, FORM_OUT},
+    {WEFT_FLOAT32, WEFT_SUM, FORM_OUT},	     {WEFT_FLOAT16, WEFT_SUM, FORM_IN_PLACE},
+    {WEFT_BFLOAT16, WEFT_AVG, FORM_SAME},    {WEFT_INT32, WEFT_MAX, FORM_OUT},
+    {WEFT_FLOAT64, WEFT_MIN, FORM_IN_PLACE}, {WEFT_UINT8, WEFT_PROD, FORM_OUT},
 };
 
 struct matrix {
 	bool rotate_forms; /* one form per case, in rotation, rather than all three */
-	bool forced_algo;  /* counts {1, 7, nranks-1, 4099, 65537} rather than {0, 1, 7, nranks-1, 4099} */
-	bool big;          /* the 1M+3 cases */
-	int failures;      /* wrong results seen on this rank */
+	bool forced_algo;  /* counts {1, 7, nranks-1, 4099, 65537} rather than {0, 1, 7, nranks-1,
+			      4099} */
+	bool big;	   /* the 1M+3 cases */
+	int failures;	   /* wrong results seen on this rank */
 };
 
 /* Buffers of the largest case, reused: [guard | data | guard]. */
@@ -130,7 +128,9 @@ static enum case_result run_case(weft_comm_t comm, int rank, int nranks, struct 
 		memset(b->recv, 0xcd, bytes); /* every element must be written */
 		memcpy(b->orig, b->send, bytes);
 	}
-	const void *sendarg = form == FORM_OUT ? b->send : form == FORM_SAME ? b->recv : WEFT_IN_PLACE;
+	const void *sendarg = form == FORM_OUT	  ? b->send
+			      : form == FORM_SAME ? b->recv
+						  : WEFT_IN_PLACE;
 
 	weft_status_t st = weft_allreduce(sendarg, b->recv, count, dt, op, comm);
 	if (st != WEFT_SUCCESS) {
@@ -187,24 +187,28 @@ static int matrix_body(weft_comm_t comm, int rank, int nranks, void *arg)
 		for (int dt = 0; dt < WEFT_DATATYPE_COUNT && res != CASE_ERROR; dt++)
 			for (int op = 0; op < WEFT_OP_COUNT && res != CASE_ERROR; op++)
 				for (int f = 0; f < FORM_COUNT && res != CASE_ERROR; f++) {
-					if (m->rotate_forms && f != (int)((c + (size_t)dt + (size_t)op) % FORM_COUNT))
+					if (m->rotate_forms &&
+					    f != (int)((c + (size_t)dt + (size_t)op) % FORM_COUNT))
 						continue;
 					salt++;
-					res = run_case(comm, rank, nranks, &b, m, count, (weft_datatype_t)dt,
-						       (weft_op_t)op, (enum form)f, salt);
+					res = run_case(comm, rank, nranks, &b, m, count,
+						       (weft_datatype_t)dt, (weft_op_t)op,
+						       (enum form)f, salt);
 				}
 	}
 	if (times) {
 		fprintf(stderr, "  last small count: %.2f s\n", harness_now() - t);
 		t = harness_now();
 	}
-	for (size_t k = 0; m->big && k < sizeof(big_cases) / sizeof(big_cases[0]) && res != CASE_ERROR; k++) {
+	for (size_t k = 0;
+	     m->big && k < sizeof(big_cases) / sizeof(big_cases[0]) && res != CASE_ERROR; k++) {
 		if (nranks > 4 && (k + (size_t)nranks) % 2)
 			continue; /* above 4 ranks, half the large cases, alternating */
-		res = run_case(comm, rank, nranks, &b, m, BIG_COUNT, big_cases[k].dtype, big_cases[k].op,
-			       big_cases[k].form, ++salt);
+		res = run_case(comm, rank, nranks, &b, m, BIG_COUNT, big_cases[k].dtype,
+			       big_cases[k].op, big_cases[k].form, ++salt);
 		if (times) {
-			fprintf(stderr, "  %zu %s %s: %.2f s\n", BIG_COUNT, harness_dtype_name(big_cases[k].dtype),
+			fprintf(stderr, "  %zu %s %s: %.2f s\n", BIG_COUNT,
+				harness_dtype_name(big_cases[k].dtype),
 				harness_op_name(big_cases[k].op), harness_now() - t);
 			t = harness_now();
 		}
@@ -264,7 +268,8 @@ START_TEST(forced_algorithms)
 		harness_run(nranks, env, matrix_body, &m, JOB_TIMEOUT_S, &res);
 		printf("allreduce %s nranks %d: %.1f s\n", algo_env, nranks, res.seconds);
 		fflush(stdout);
-		ck_assert_msg(res.ok, "allreduce with %s, nranks %d:\n%s", algo_env, nranks, res.summary);
+		ck_assert_msg(res.ok, "allreduce with %s, nranks %d:\n%s", algo_env, nranks,
+			      res.summary);
 	}
 }
 END_TEST
@@ -284,7 +289,8 @@ static Suite *allreduce_suite(void)
 
 	tc = tcase_create("algorithms");
 	tcase_set_timeout(tc, 4 * JOB_TIMEOUT_S);
-	tcase_add_loop_test(tc, forced_algorithms, 0, (int)(sizeof(algo_nranks) / sizeof(algo_nranks[0])));
+	tcase_add_loop_test(tc, forced_algorithms, 0,
+			    (int)(sizeof(algo_nranks) / sizeof(algo_nranks[0])));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -54,9 +54,11 @@ static void assert_error(weft_status_t st, weft_status_t want, const char *msg, 
 			 const char *what)
 {
 	ck_assert_msg(st == want, "%s: returned %s (%d), expected %s; message \"%s\"", what,
-		      weft_status_string(st), (int)st, weft_status_string(want), msg ? msg : "(null)");
+		      weft_status_string(st), (int)st, weft_status_string(want),
+		      msg ? msg : "(null)");
 	ck_assert_msg(msg && *msg, "%s: empty error message", what);
-	ck_assert_msg(mentions(msg, words), "%s: message \"%s\" names none of %s", what, msg, words);
+	ck_assert_msg(mentions(msg, words), "%s: message \"%s\" names none of %s", what, msg,
+		      words);
 }
 
 static weft_comm_t solo_comm(void)
@@ -90,9 +92,9 @@ static void assert_usable(weft_comm_t comm)
 START_TEST(status_strings)
 {
 	static const weft_status_t codes[] = {
-		WEFT_SUCCESS, WEFT_INPROGRESS, WEFT_ERR_INVALID_ARG, WEFT_ERR_NO_MEMORY,
-		WEFT_ERR_SYSTEM, WEFT_ERR_REMOTE, WEFT_ERR_TIMEOUT, WEFT_ERR_NOT_SUPPORTED,
-		WEFT_ERR_INTERNAL, WEFT_ERR_ABORTED,
+	    WEFT_SUCCESS,      WEFT_INPROGRESS,	 WEFT_ERR_INVALID_ARG, WEFT_ERR_NO_MEMORY,
+	    WEFT_ERR_SYSTEM,   WEFT_ERR_REMOTE,	 WEFT_ERR_TIMEOUT,     WEFT_ERR_NOT_SUPPORTED,
+	    WEFT_ERR_INTERNAL, WEFT_ERR_ABORTED,
 	};
 	size_t n = sizeof(codes) / sizeof(codes[0]);
 	for (size_t i = 0; i < n; i++) {
@@ -118,13 +120,14 @@ END_TEST
 START_TEST(datatype_sizes)
 {
 	static const size_t want[WEFT_DATATYPE_COUNT] = {
-		[WEFT_INT8] = 1, [WEFT_UINT8] = 1, [WEFT_INT32] = 4, [WEFT_UINT32] = 4,
-		[WEFT_INT64] = 8, [WEFT_UINT64] = 8, [WEFT_FLOAT16] = 2, [WEFT_BFLOAT16] = 2,
-		[WEFT_FLOAT32] = 4, [WEFT_FLOAT64] = 8,
+	    [WEFT_INT8] = 1,	[WEFT_UINT8] = 1,   [WEFT_INT32] = 4,	[WEFT_UINT32] = 4,
+	    [WEFT_INT64] = 8,	[WEFT_UINT64] = 8,  [WEFT_FLOAT16] = 2, [WEFT_BFLOAT16] = 2,
+	    [WEFT_FLOAT32] = 4, [WEFT_FLOAT64] = 8,
 	};
 	for (int d = 0; d < WEFT_DATATYPE_COUNT; d++)
 		ck_assert_msg(weft_datatype_size((weft_datatype_t)d) == want[d],
-			      "weft_datatype_size(%s) = %zu", harness_dtype_name((weft_datatype_t)d),
+			      "weft_datatype_size(%s) = %zu",
+			      harness_dtype_name((weft_datatype_t)d),
 			      weft_datatype_size((weft_datatype_t)d));
 	ck_assert_uint_eq(weft_datatype_size(WEFT_DATATYPE_COUNT), 0);
 	ck_assert_uint_eq(weft_datatype_size((weft_datatype_t)-1), 0);
@@ -149,16 +152,10 @@ static weft_status_t call(enum call c, const void *send, void *recv, size_t coun
 	weft_request_t req = (weft_request_t)(uintptr_t)0x1; /* must be set to NULL on failure */
 	weft_status_t st;
 	switch (c) {
-	case CALL_ALLREDUCE:
-		return weft_allreduce(send, recv, count, dt, op, comm);
-	case CALL_ALLGATHER:
-		return weft_allgather(send, recv, count, dt, comm);
-	case CALL_IALLREDUCE:
-		st = weft_iallreduce(send, recv, count, dt, op, comm, &req);
-		break;
-	default:
-		st = weft_iallgather(send, recv, count, dt, comm, &req);
-		break;
+	case CALL_ALLREDUCE: return weft_allreduce(send, recv, count, dt, op, comm);
+	case CALL_ALLGATHER: return weft_allgather(send, recv, count, dt, comm);
+	case CALL_IALLREDUCE: st = weft_iallreduce(send, recv, count, dt, op, comm, &req); break;
+	default: st = weft_iallgather(send, recv, count, dt, comm, &req); break;
 	}
 	if (st == WEFT_SUCCESS && req) /* only the count 0 cases get here */
 		st = weft_wait(&req);
@@ -175,17 +172,21 @@ START_TEST(null_buffers)
 	for (int c = 0; c < CALL_COUNT; c++) {
 		char what[96];
 		snprintf(what, sizeof(what), "%s(sendbuf NULL, count 4)", call_names[c]);
-		assert_error(call(c, NULL, buf, 4, WEFT_FLOAT32, WEFT_SUM, comm), WEFT_ERR_INVALID_ARG,
-			     weft_comm_last_error(comm), "sendbuf|send", what);
+		assert_error(call(c, NULL, buf, 4, WEFT_FLOAT32, WEFT_SUM, comm),
+			     WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm), "sendbuf|send",
+			     what);
 		snprintf(what, sizeof(what), "%s(recvbuf NULL, count 4)", call_names[c]);
-		assert_error(call(c, buf, NULL, 4, WEFT_FLOAT32, WEFT_SUM, comm), WEFT_ERR_INVALID_ARG,
-			     weft_comm_last_error(comm), "recvbuf|recv", what);
-		snprintf(what, sizeof(what), "%s(WEFT_IN_PLACE, recvbuf NULL, count 4)", call_names[c]);
+		assert_error(call(c, buf, NULL, 4, WEFT_FLOAT32, WEFT_SUM, comm),
+			     WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm), "recvbuf|recv",
+			     what);
+		snprintf(what, sizeof(what), "%s(WEFT_IN_PLACE, recvbuf NULL, count 4)",
+			 call_names[c]);
 		assert_error(call(c, WEFT_IN_PLACE, NULL, 4, WEFT_FLOAT32, WEFT_SUM, comm),
-			     WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm), "recvbuf|recv", what);
+			     WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm), "recvbuf|recv",
+			     what);
 		snprintf(what, sizeof(what), "%s(both NULL, count 1)", call_names[c]);
-		assert_error(call(c, NULL, NULL, 1, WEFT_INT8, WEFT_MAX, comm), WEFT_ERR_INVALID_ARG,
-			     weft_comm_last_error(comm), "buf|null", what);
+		assert_error(call(c, NULL, NULL, 1, WEFT_INT8, WEFT_MAX, comm),
+			     WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm), "buf|null", what);
 		/* count 0 is a valid no-op, whatever the pointers */
 		weft_status_t st = call(c, NULL, NULL, 0, WEFT_FLOAT32, WEFT_SUM, comm);
 		ck_assert_msg(st == WEFT_SUCCESS, "%s(NULL, NULL, count 0): %s: %s", call_names[c],
@@ -206,17 +207,19 @@ START_TEST(bad_dtype_and_op)
 		for (size_t k = 0; k < sizeof(bad_dtypes) / sizeof(bad_dtypes[0]); k++) {
 			char what[96];
 			snprintf(what, sizeof(what), "%s(dtype %d)", call_names[c], bad_dtypes[k]);
-			assert_error(call(c, buf, out, 2, (weft_datatype_t)bad_dtypes[k], WEFT_SUM, comm),
-				     WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm),
-				     "datatype|dtype|type", what);
+			assert_error(
+			    call(c, buf, out, 2, (weft_datatype_t)bad_dtypes[k], WEFT_SUM, comm),
+			    WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm), "datatype|dtype|type",
+			    what);
 		}
 		if (c == CALL_ALLGATHER || c == CALL_IALLGATHER)
 			continue; /* allgather has no op */
 		for (size_t k = 0; k < sizeof(bad_ops) / sizeof(bad_ops[0]); k++) {
 			char what[96];
 			snprintf(what, sizeof(what), "%s(op %d)", call_names[c], bad_ops[k]);
-			assert_error(call(c, buf, out, 2, WEFT_FLOAT32, (weft_op_t)bad_ops[k], comm),
-				     WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm), "op", what);
+			assert_error(
+			    call(c, buf, out, 2, WEFT_FLOAT32, (weft_op_t)bad_ops[k], comm),
+			    WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm), "op", what);
 		}
 	}
 	assert_usable(comm);
@@ -232,20 +235,19 @@ START_TEST(count_overflow)
 		size_t count;
 		weft_datatype_t dt;
 	} cases[] = {
-		{SIZE_MAX / 2, WEFT_FLOAT32},
-		{SIZE_MAX / 4 + 1, WEFT_FLOAT32},
-		{SIZE_MAX, WEFT_UINT8}, /* no overflow, but no buffer can be SIZE_MAX bytes */
-		{SIZE_MAX / 8 + 1, WEFT_FLOAT64},
-		{SIZE_MAX / 2 + 1, WEFT_BFLOAT16},
+	    {SIZE_MAX / 2, WEFT_FLOAT32},     {SIZE_MAX / 4 + 1, WEFT_FLOAT32},
+	    {SIZE_MAX, WEFT_UINT8}, /* no overflow, but no buffer can be SIZE_MAX bytes */
+	    {SIZE_MAX / 8 + 1, WEFT_FLOAT64}, {SIZE_MAX / 2 + 1, WEFT_BFLOAT16},
 	};
 	for (int c = 0; c < CALL_COUNT; c++) {
 		for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
 			char what[128];
-			snprintf(what, sizeof(what), "%s(count %zu of %s)", call_names[c], cases[k].count,
-				 harness_dtype_name(cases[k].dt));
-			assert_error(call(c, buf, buf + 32, cases[k].count, cases[k].dt, WEFT_SUM, comm),
-				     WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm),
-				     "count|overflow|too large|too big", what);
+			snprintf(what, sizeof(what), "%s(count %zu of %s)", call_names[c],
+				 cases[k].count, harness_dtype_name(cases[k].dt));
+			assert_error(
+			    call(c, buf, buf + 32, cases[k].count, cases[k].dt, WEFT_SUM, comm),
+			    WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm),
+			    "count|overflow|too large|too big", what);
 		}
 	}
 	assert_usable(comm);
@@ -274,7 +276,8 @@ START_TEST(null_comm_and_request)
 
 	weft_comm_t comm = solo_comm();
 	assert_error(weft_iallreduce(buf, out, 4, WEFT_FLOAT32, WEFT_SUM, comm, NULL),
-		     WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm), "request", "weft_iallreduce(request NULL)");
+		     WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm), "request",
+		     "weft_iallreduce(request NULL)");
 	assert_error(weft_iallgather(buf, out, 4, WEFT_FLOAT32, comm, NULL), WEFT_ERR_INVALID_ARG,
 		     weft_comm_last_error(comm), "request", "weft_iallgather(request NULL)");
 	ck_assert_int_eq(weft_comm_rank(comm, NULL), WEFT_ERR_INVALID_ARG);
@@ -293,8 +296,8 @@ START_TEST(null_comm_and_request)
 }
 END_TEST
 
-static void assert_init_fails(int nranks, weft_unique_id_t id, int rank, const weft_config_t *config,
-			      const char *words, const char *what)
+static void assert_init_fails(int nranks, weft_unique_id_t id, int rank,
+			      const weft_config_t *config, const char *words, const char *what)
 {
 	weft_comm_t comm = (weft_comm_t)(uintptr_t)0x1;
 	double t0 = harness_now();
@@ -322,7 +325,8 @@ START_TEST(init_bad_rank_and_size)
 	assert_init_fails(1, id, 0, &bad_size, "config|size", "init_rank(config.size 3)");
 	weft_config_t bad_timeout = WEFT_CONFIG_INIT;
 	bad_timeout.timeout_seconds = -1.0;
-	assert_init_fails(1, id, 0, &bad_timeout, "timeout", "init_rank(config.timeout_seconds -1)");
+	assert_init_fails(1, id, 0, &bad_timeout, "timeout",
+			  "init_rank(config.timeout_seconds -1)");
 
 	ck_assert_int_eq(weft_comm_init_rank(NULL, 1, id, 0, NULL), WEFT_ERR_INVALID_ARG);
 	ck_assert_msg(*weft_init_last_error(), "init_rank(comm NULL): empty message");
@@ -363,17 +367,20 @@ START_TEST(init_garbage_id)
 	bad = uid;
 	bad.version += 7;
 	memcpy(id.internal, &bad, sizeof(bad));
-	assert_init_fails(2, id, 1, NULL, "unique id|version", "init_rank(id with a wrong version)");
+	assert_init_fails(2, id, 1, NULL, "unique id|version",
+			  "init_rank(id with a wrong version)");
 
 	bad = uid;
 	bad.addr_len = 1000;
 	memcpy(id.internal, &bad, sizeof(bad));
-	assert_init_fails(2, id, 1, NULL, "unique id|addr|length", "init_rank(id with address length 1000)");
+	assert_init_fails(2, id, 1, NULL, "unique id|addr|length",
+			  "init_rank(id with address length 1000)");
 
 	bad = uid;
 	bad.addr.sa.sa_family = AF_UNIX;
 	memcpy(id.internal, &bad, sizeof(bad));
-	assert_init_fails(2, id, 1, NULL, "unique id|addr|family", "init_rank(id with address family AF_UNIX)");
+	assert_init_fails(2, id, 1, NULL, "unique id|addr|family",
+			  "init_rank(id with address family AF_UNIX)");
 }
 END_TEST
 
@@ -386,26 +393,33 @@ static int two_rank_errors_body(weft_comm_t comm, int rank, int nranks, void *ar
 	weft_request_t req = NULL;
 	weft_status_t st = weft_allgather(buf, buf + 32, half, WEFT_FLOAT32, comm);
 	if (st != WEFT_ERR_INVALID_ARG)
-		return harness_fail_status(comm, st, "allgather(count %zu fp32, 2 ranks): expected invalid argument", half);
+		return harness_fail_status(
+		    comm, st, "allgather(count %zu fp32, 2 ranks): expected invalid argument",
+		    half);
 	if (!*weft_comm_last_error(comm))
 		return harness_fail("allgather count*nranks overflow: empty message");
 	st = weft_iallgather(buf, buf + 32, half, WEFT_FLOAT32, comm, &req);
 	if (st != WEFT_ERR_INVALID_ARG || req != NULL)
-		return harness_fail_status(comm, st, "iallgather(count %zu fp32, 2 ranks): expected invalid argument and a NULL request", half);
+		return harness_fail_status(comm, st,
+					   "iallgather(count %zu fp32, 2 ranks): expected invalid "
+					   "argument and a NULL request",
+					   half);
 	/* Only rank 1 makes a bad call: the ranks must stay in step. */
-	if (rank == 1 && (st = weft_allreduce(NULL, buf, 4, WEFT_INT32, WEFT_SUM, comm)) != WEFT_ERR_INVALID_ARG)
+	if (rank == 1 &&
+	    (st = weft_allreduce(NULL, buf, 4, WEFT_INT32, WEFT_SUM, comm)) != WEFT_ERR_INVALID_ARG)
 		return harness_fail_status(comm, st, "allreduce(sendbuf NULL)");
 	int32_t in[4] = {rank, 1, -rank, 7}, out[4];
 	st = weft_allreduce(in, out, 4, WEFT_INT32, WEFT_SUM, comm);
 	if (st != WEFT_SUCCESS)
 		return harness_fail_status(comm, st, "allreduce after rejected calls");
 	if (out[0] != 1 || out[1] != 2 || out[2] != -1 || out[3] != 14)
-		return harness_fail("allreduce after rejected calls: got %d %d %d %d", out[0], out[1],
-				    out[2], out[3]);
+		return harness_fail("allreduce after rejected calls: got %d %d %d %d", out[0],
+				    out[1], out[2], out[3]);
 	int32_t g[4];
 	st = weft_allgather(&in[0], g, 1, WEFT_INT32, comm);
 	if (st != WEFT_SUCCESS || g[0] != 0 || g[1] != 1)
-		return harness_fail_status(comm, st, "allgather after rejected calls (got %d %d)", g[0], g[1]);
+		return harness_fail_status(comm, st, "allgather after rejected calls (got %d %d)",
+					   g[0], g[1]);
 	return 0;
 }
 
@@ -423,12 +437,30 @@ END_TEST
 static void clear_launcher_env(void)
 {
 	static const char *const vars[] = {
-		"WEFT_RANK", "WEFT_NRANKS", "WEFT_ROOT", "WEFT_SECRET",
-		"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE",
-		"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_MCA_orte_ess_num_procs", "OMPI_MCA_ess_base_jobid",
-		"PMI_RANK", "PMI_SIZE", "PMI_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMIX_RANK", "PMIX_NAMESPACE",
-		"SLURM_PROCID", "SLURM_NTASKS", "SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_NNODES",
-		"SLURM_JOB_NUM_NODES", "SLURM_LOCALID", "SLURM_NPROCS",
+	    "WEFT_RANK",
+	    "WEFT_NRANKS",
+	    "WEFT_ROOT",
+	    "WEFT_SECRET",
+	    "OMPI_COMM_WORLD_RANK",
+	    "OMPI_COMM_WORLD_SIZE",
+	    "OMPI_COMM_WORLD_LOCAL_SIZE",
+	    "OMPI_COMM_WORLD_LOCAL_RANK",
+	    "OMPI_MCA_orte_ess_num_procs",
+	    "OMPI_MCA_ess_base_jobid",
+	    "PMI_RANK",
+	    "PMI_SIZE",
+	    "PMI_LOCAL_SIZE",
+	    "MPI_LOCALNRANKS",
+	    "PMIX_RANK",
+	    "PMIX_NAMESPACE",
+	    "SLURM_PROCID",
+	    "SLURM_NTASKS",
+	    "SLURM_JOB_ID",
+	    "SLURM_STEP_ID",
+	    "SLURM_NNODES",
+	    "SLURM_JOB_NUM_NODES",
+	    "SLURM_LOCALID",
+	    "SLURM_NPROCS",
 	};
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
 		unsetenv(vars[i]);
@@ -440,31 +472,39 @@ struct env_case {
 };
 
 static const struct env_case env_cases[] = {
-	{{NULL}, "WEFT_RANK|rank"},
-	{{"WEFT_RANK=0"}, "WEFT_NRANKS"},
-	{{"WEFT_NRANKS=2"}, "WEFT_RANK"},
-	{{"WEFT_RANK=abc", "WEFT_NRANKS=2"}, "WEFT_RANK"},
-	{{"WEFT_RANK=1x", "WEFT_NRANKS=2"}, "WEFT_RANK"},
-	{{"WEFT_RANK=", "WEFT_NRANKS=2"}, "WEFT_RANK"},
-	{{"WEFT_RANK=-1", "WEFT_NRANKS=2"}, "WEFT_RANK"},
-	{{"WEFT_RANK=0", "WEFT_NRANKS=two"}, "WEFT_NRANKS"},
-	{{"WEFT_RANK=0", "WEFT_NRANKS=0"}, "WEFT_NRANKS"},
-	{{"WEFT_RANK=0", "WEFT_NRANKS=99999999999999"}, "WEFT_NRANKS"},
-	{{"WEFT_RANK=2", "WEFT_NRANKS=2"}, "WEFT_RANK"},
-	{{"WEFT_RANK=0", "WEFT_NRANKS=2", "WEFT_SECRET=0123456789abcdef", "WEFT_ROOT=localhost"}, "WEFT_ROOT"},
-	{{"WEFT_RANK=0", "WEFT_NRANKS=2", "WEFT_SECRET=0123456789abcdef", "WEFT_ROOT=127.0.0.1:"}, "WEFT_ROOT"},
-	{{"WEFT_RANK=0", "WEFT_NRANKS=2", "WEFT_SECRET=0123456789abcdef", "WEFT_ROOT=127.0.0.1:http"}, "WEFT_ROOT"},
-	{{"WEFT_RANK=0", "WEFT_NRANKS=2", "WEFT_SECRET=0123456789abcdef", "WEFT_ROOT=127.0.0.1:70000"}, "WEFT_ROOT"},
-	{{"WEFT_RANK=0", "WEFT_NRANKS=2", "WEFT_SECRET=0123456789abcdef", "WEFT_ROOT=127.0.0.1:-5"}, "WEFT_ROOT"},
-	{{"WEFT_RANK=1", "WEFT_NRANKS=2", "WEFT_SECRET=0123456789abcdef", "WEFT_ROOT=999.1.2.3:1234"}, "WEFT_ROOT"},
-	{{"WEFT_RANK=1", "WEFT_NRANKS=2", "WEFT_SECRET=0123456789abcdef", "WEFT_ROOT=[::1:1234"}, "WEFT_ROOT"},
-	{{"WEFT_RANK=0", "WEFT_NRANKS=2", "WEFT_ROOT=127.0.0.1:1", "WEFT_SECRET=xyz"}, "WEFT_SECRET"},
-	{{"WEFT_RANK=0", "WEFT_NRANKS=2", "WEFT_ROOT=127.0.0.1:1", "WEFT_SECRET=0123"}, "WEFT_SECRET"},
-	{{"WEFT_RANK=0", "WEFT_NRANKS=2", "WEFT_ROOT=127.0.0.1:1", "WEFT_SECRET=0123456789abcdefgh"}, "WEFT_SECRET"},
-	{{"OMPI_COMM_WORLD_RANK=x", "OMPI_COMM_WORLD_SIZE=2"}, "OMPI_COMM_WORLD_RANK"},
-	{{"OMPI_COMM_WORLD_RANK=0"}, "OMPI_COMM_WORLD_SIZE"},
-	{{"PMI_RANK=3", "PMI_SIZE=2"}, "PMI_RANK|rank"},
-	{{"SLURM_PROCID=0"}, "SLURM_NTASKS"},
+    {{NULL}, "WEFT_RANK|rank"},
+    {{"WEFT_RANK=0"}, "WEFT_NRANKS"},
+    {{"WEFT_NRANKS=2"}, "WEFT_RANK"},
+    {{"WEFT_RANK=abc", "WEFT_NRANKS=2"}, "WEFT_RANK"},
+    {{"WEFT_RANK=1x", "WEFT_NRANKS=2"}, "WEFT_RANK"},
+    {{"WEFT_RANK=", "WEFT_NRANKS=2"}, "WEFT_RANK"},
+    {{"WEFT_RANK=-1", "WEFT_NRANKS=2"}, "WEFT_RANK"},
+    {{"WEFT_RANK=0", "WEFT_NRANKS=two"}, "WEFT_NRANKS"},
+    {{"WEFT_RANK=0", "WEFT_NRANKS=0"}, "WEFT_NRANKS"},
+    {{"WEFT_RANK=0", "WEFT_NRANKS=99999999999999"}, "WEFT_NRANKS"},
+    {{"WEFT_RANK=2", "WEFT_NRANKS=2"}, "WEFT_RANK"},
+    {{"WEFT_RANK=0", "WEFT_NRANKS=2", "WEFT_SECRET=0123456789abcdef", "WEFT_ROOT=localhost"},
+     "WEFT_ROOT"},
+    {{"WEFT_RANK=0", "WEFT_NRANKS=2", "WEFT_SECRET=0123456789abcdef", "WEFT_ROOT=127.0.0.1:"},
+     "WEFT_ROOT"},
+    {{"WEFT_RANK=0", "WEFT_NRANKS=2", "WEFT_SECRET=0123456789abcdef", "WEFT_ROOT=127.0.0.1:http"},
+     "WEFT_ROOT"},
+    {{"WEFT_RANK=0", "WEFT_NRANKS=2", "WEFT_SECRET=0123456789abcdef", "WEFT_ROOT=127.0.0.1:70000"},
+     "WEFT_ROOT"},
+    {{"WEFT_RANK=0", "WEFT_NRANKS=2", "WEFT_SECRET=0123456789abcdef", "WEFT_ROOT=127.0.0.1:-5"},
+     "WEFT_ROOT"},
+    {{"WEFT_RANK=1", "WEFT_NRANKS=2", "WEFT_SECRET=0123456789abcdef", "WEFT_ROOT=999.1.2.3:1234"},
+     "WEFT_ROOT"},
+    {{"WEFT_RANK=1", "WEFT_NRANKS=2", "WEFT_SECRET=0123456789abcdef", "WEFT_ROOT=[::1:1234"},
+     "WEFT_ROOT"},
+    {{"WEFT_RANK=0", "WEFT_NRANKS=2", "WEFT_ROOT=127.0.0.1:1", "WEFT_SECRET=xyz"}, "WEFT_SECRET"},
+    {{"WEFT_RANK=0", "WEFT_NRANKS=2", "WEFT_ROOT=127.0.0.1:1", "WEFT_SECRET=0123"}, "WEFT_SECRET"},
+    {{"WEFT_RANK=0", "WEFT_NRANKS=2", "WEFT_ROOT=127.0.0.1:1", "WEFT_SECRET=0123456789abcdefgh"},
+     "WEFT_SECRET"},
+    {{"OMPI_COMM_WORLD_RANK=x", "OMPI_COMM_WORLD_SIZE=2"}, "OMPI_COMM_WORLD_RANK"},
+    {{"OMPI_COMM_WORLD_RANK=0"}, "OMPI_COMM_WORLD_SIZE"},
+    {{"PMI_RANK=3", "PMI_SIZE=2"}, "PMI_RANK|rank"},
+    {{"SLURM_PROCID=0"}, "SLURM_NTASKS"},
 };
 #define NENV_CASES ((int)(sizeof(env_cases) / sizeof(env_cases[0])))
 
@@ -497,7 +537,8 @@ static int init_env_body(weft_comm_t comm, int rank, int nranks, void *arg)
 	int r = -1, n = -1;
 	if (weft_comm_rank(comm, &r) != WEFT_SUCCESS || weft_comm_size(comm, &n) != WEFT_SUCCESS ||
 	    r != rank || n != nranks)
-		return harness_fail("weft_comm_rank/size: %d of %d, expected %d of %d", r, n, rank, nranks);
+		return harness_fail("weft_comm_rank/size: %d of %d, expected %d of %d", r, n, rank,
+				    nranks);
 	float v[5];
 	harness_ar_input(v, 5, WEFT_FLOAT32, WEFT_SUM, rank, nranks, 0);
 	float want[5];
@@ -515,13 +556,17 @@ START_TEST(init_env_works)
 {
 	static const char *const env[] = {"WEFT_TIMEOUT=20", "WEFT_BOOTSTRAP_TIMEOUT=20", NULL};
 	struct harness_job job = {
-		.nranks = 3, .env = env, .body = init_env_body, .timeout_s = 60,
-		.init = HARNESS_INIT_ENV,
+	    .nranks = 3,
+	    .env = env,
+	    .body = init_env_body,
+	    .timeout_s = 60,
+	    .init = HARNESS_INIT_ENV,
 	};
 	struct harness_result res;
 	clear_launcher_env();
 	harness_run_job(&job, &res);
-	ck_assert_msg(res.ok, "weft_comm_init_env with WEFT_RANK/NRANKS/ROOT/SECRET:\n%s", res.summary);
+	ck_assert_msg(res.ok, "weft_comm_init_env with WEFT_RANK/NRANKS/ROOT/SECRET:\n%s",
+		      res.summary);
 }
 END_TEST
 

@@ -83,9 +83,9 @@ static struct stranger_state strangers; /* in rank 0's process only */
 static int connect_loopback(const struct weft_uid *uid)
 {
 	const struct sockaddr *sa = &uid->addr.sa;
-	bool loopback = (sa->sa_family == AF_INET &&
-			 (ntohl(uid->addr.in4.sin_addr.s_addr) >> 24) == 127) ||
-			(sa->sa_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(&uid->addr.in6.sin6_addr));
+	bool loopback =
+	    (sa->sa_family == AF_INET && (ntohl(uid->addr.in4.sin_addr.s_addr) >> 24) == 127) ||
+	    (sa->sa_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(&uid->addr.in6.sin6_addr));
 	if (!loopback)
 		return -2; /* the test only ever talks to loopback */
 	int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -127,10 +127,11 @@ static int strangers_before_init(int rank, int nranks, const weft_unique_id_t *i
 	for (int k = 0; k < NSTRANGERS; k++) {
 		strangers.fds[k] = connect_loopback(&uid);
 		if (strangers.fds[k] == -2)
-			return harness_fail("the unique id's address is not loopback; not connecting");
+			return harness_fail(
+			    "the unique id's address is not loopback; not connecting");
 		if (strangers.fds[k] < 0)
-			return harness_fail("stranger %d: cannot connect to the bootstrap port: %s", k,
-					    strerror(errno));
+			return harness_fail("stranger %d: cannot connect to the bootstrap port: %s",
+					    k, strerror(errno));
 		ssize_t n = 0;
 		if (k == 0 || k == 1)
 			n = write(strangers.fds[k], garbage, sizeof(garbage));
@@ -171,11 +172,13 @@ static int strangers_body(weft_comm_t comm, int rank, int nranks, void *arg)
 		if (strangers.secret_status == WEFT_SUCCESS)
 			ret = harness_fail("a join with a wrong secret succeeded");
 		else if (!strangers.secret_msg[0])
-			ret = harness_fail("the wrong-secret join failed (%s) with an empty message",
-					   weft_status_string(strangers.secret_status));
+			ret =
+			    harness_fail("the wrong-secret join failed (%s) with an empty message",
+					 weft_status_string(strangers.secret_status));
 		else if (strangers.secret_seconds > 5.0)
-			ret = harness_fail("the wrong-secret join took %.1f s to fail (its timeout was 3 s)",
-					   strangers.secret_seconds);
+			ret = harness_fail(
+			    "the wrong-secret join took %.1f s to fail (its timeout was 3 s)",
+			    strangers.secret_seconds);
 		else
 			fprintf(stderr, "rank 0: wrong-secret join failed as it should: %s: %s\n",
 				weft_status_string(strangers.secret_status), strangers.secret_msg);
@@ -189,8 +192,11 @@ static int strangers_body(weft_comm_t comm, int rank, int nranks, void *arg)
 START_TEST(strangers_at_bootstrap)
 {
 	struct harness_job job = {
-		.nranks = 3, .env = env_shm, .body = strangers_body, .timeout_s = 40,
-		.before_init = strangers_before_init,
+	    .nranks = 3,
+	    .env = env_shm,
+	    .body = strangers_body,
+	    .timeout_s = 40,
+	    .before_init = strangers_before_init,
 	};
 	struct harness_result res;
 	harness_run_job(&job, &res);
@@ -244,10 +250,12 @@ static int missing_init_failed(int rank, int nranks, weft_status_t st, const cha
 		return harness_fail("init without all ranks: %s (%d), expected timeout: \"%s\"",
 				    weft_status_string(st), (int)st, msg);
 	if (seconds > m->max_s)
-		return harness_fail("init timed out after %.1f s; WEFT_BOOTSTRAP_TIMEOUT is 2", seconds);
+		return harness_fail("init timed out after %.1f s; WEFT_BOOTSTRAP_TIMEOUT is 2",
+				    seconds);
 	for (int r = 0; r < nranks; r++)
 		if ((m->absent & (1u << r)) && !names_number(msg, r))
-			return harness_fail("timeout message does not name missing rank %d: \"%s\"", r, msg);
+			return harness_fail("timeout message does not name missing rank %d: \"%s\"",
+					    r, msg);
 	return 0;
 }
 
@@ -261,12 +269,18 @@ static void run_missing(int nranks, uint32_t absent)
 	static const char *const env[] = {"WEFT_BOOTSTRAP_TIMEOUT=2", "WEFT_TIMEOUT=10", NULL};
 	struct missing m = {.absent = absent, .max_s = 3.5};
 	struct harness_job job = {
-		.nranks = nranks, .env = env, .body = must_not_run, .arg = &m, .timeout_s = 20,
-		.absent_ranks = absent, .init_failed = missing_init_failed,
+	    .nranks = nranks,
+	    .env = env,
+	    .body = must_not_run,
+	    .arg = &m,
+	    .timeout_s = 20,
+	    .absent_ranks = absent,
+	    .init_failed = missing_init_failed,
 	};
 	struct harness_result res;
 	harness_run_job(&job, &res);
-	ck_assert_msg(res.ok, "nranks %d, ranks missing (mask 0x%x):\n%s", nranks, absent, res.summary);
+	ck_assert_msg(res.ok, "nranks %d, ranks missing (mask 0x%x):\n%s", nranks, absent,
+		      res.summary);
 }
 
 START_TEST(missing_rank)
@@ -284,19 +298,19 @@ END_TEST
 /* --- a peer dies or aborts during a sequence of allreduces --- */
 
 enum death {
-	DIE_SIGKILL,        /* kill(getpid(), SIGKILL) between two allreduces */
-	DIE_EXIT,           /* _exit(0) without weft_comm_destroy */
-	DIE_TIMER_SIGKILL,  /* a thread SIGKILLs the process during an allreduce */
-	DIE_ABORT,          /* weft_comm_abort between two allreduces */
-	DIE_ABORT_THREAD,   /* weft_comm_abort from a thread while blocked in one */
+	DIE_SIGKILL,	   /* kill(getpid(), SIGKILL) between two allreduces */
+	DIE_EXIT,	   /* _exit(0) without weft_comm_destroy */
+	DIE_TIMER_SIGKILL, /* a thread SIGKILLs the process during an allreduce */
+	DIE_ABORT,	   /* weft_comm_abort between two allreduces */
+	DIE_ABORT_THREAD,  /* weft_comm_abort from a thread while blocked in one */
 };
 
 static const char *const death_names[] = {
-	[DIE_SIGKILL] = "SIGKILL between allreduces",
-	[DIE_EXIT] = "_exit(0) between allreduces",
-	[DIE_TIMER_SIGKILL] = "SIGKILL during a large allreduce",
-	[DIE_ABORT] = "weft_comm_abort between allreduces",
-	[DIE_ABORT_THREAD] = "weft_comm_abort from a thread during a blocked allreduce",
+    [DIE_SIGKILL] = "SIGKILL between allreduces",
+    [DIE_EXIT] = "_exit(0) between allreduces",
+    [DIE_TIMER_SIGKILL] = "SIGKILL during a large allreduce",
+    [DIE_ABORT] = "weft_comm_abort between allreduces",
+    [DIE_ABORT_THREAD] = "weft_comm_abort from a thread during a blocked allreduce",
 };
 
 struct sequence {
@@ -360,26 +374,34 @@ static int survivor_error(weft_comm_t comm, const struct sequence *q, weft_statu
 	double now = harness_now(), died = death_time();
 	const char *msg = weft_comm_last_error(comm);
 	if (died == 0.0)
-		return harness_fail_status(comm, st, "allreduce %d failed before any rank died", iter);
+		return harness_fail_status(comm, st, "allreduce %d failed before any rank died",
+					   iter);
 	if (st != WEFT_ERR_REMOTE && st != WEFT_ERR_TIMEOUT)
-		return harness_fail_status(comm, st, "allreduce %d after the victim's %s: expected remote or timeout",
-					   iter, death_names[q->how]);
+		return harness_fail_status(
+		    comm, st, "allreduce %d after the victim's %s: expected remote or timeout",
+		    iter, death_names[q->how]);
 	if (now - died > q->max_detect_s)
-		return harness_fail_status(comm, st, "allreduce %d: the error came %.1f s after the victim's %s (limit %.1f s)",
-					   iter, now - died, death_names[q->how], q->max_detect_s);
+		return harness_fail_status(
+		    comm, st,
+		    "allreduce %d: the error came %.1f s after the victim's %s (limit %.1f s)",
+		    iter, now - died, death_names[q->how], q->max_detect_s);
 	if (!msg || !*msg)
-		return harness_fail("allreduce %d failed (%s) with an empty message", iter, weft_status_string(st));
-	fprintf(stderr, "rank %d: failed %.2f s after the death, as it should: %s: %s\n", harness_rank(),
-		now - died, weft_status_string(st), msg);
+		return harness_fail("allreduce %d failed (%s) with an empty message", iter,
+				    weft_status_string(st));
+	fprintf(stderr, "rank %d: failed %.2f s after the death, as it should: %s: %s\n",
+		harness_rank(), now - died, weft_status_string(st), msg);
 	double t0 = harness_now();
-	weft_status_t again = weft_allreduce(WEFT_IN_PLACE, buf, q->count, WEFT_FLOAT32, WEFT_SUM, comm);
+	weft_status_t again =
+	    weft_allreduce(WEFT_IN_PLACE, buf, q->count, WEFT_FLOAT32, WEFT_SUM, comm);
 	if (again == WEFT_SUCCESS)
 		return harness_fail("an allreduce after the failure succeeded");
 	if (harness_now() - t0 > 1.0)
-		return harness_fail("an allreduce after the failure took %.1f s to fail", harness_now() - t0);
+		return harness_fail("an allreduce after the failure took %.1f s to fail",
+				    harness_now() - t0);
 	weft_status_t async = WEFT_SUCCESS;
 	if (weft_comm_get_async_error(comm, &async) != WEFT_SUCCESS || async == WEFT_SUCCESS)
-		return harness_fail("after the failure the async error is %s", weft_status_string(async));
+		return harness_fail("after the failure the async error is %s",
+				    weft_status_string(async));
 	return 0;
 }
 
@@ -410,39 +432,48 @@ static int sequence_body(weft_comm_t comm, int rank, int nranks, void *arg)
 			if (st != WEFT_SUCCESS)
 				ret = harness_fail_status(comm, st, "weft_comm_abort");
 			else
-				ret = victim_after_abort(comm, weft_allreduce(WEFT_IN_PLACE, buf, q->count,
-									       WEFT_FLOAT32, WEFT_SUM, comm),
-							 "allreduce after weft_comm_abort");
+				ret =
+				    victim_after_abort(comm,
+						       weft_allreduce(WEFT_IN_PLACE, buf, q->count,
+								      WEFT_FLOAT32, WEFT_SUM, comm),
+						       "allreduce after weft_comm_abort");
 			goto out;
 		}
-		if (victim && q->how == DIE_TIMER_SIGKILL && pthread_create(&thread, NULL, kill_soon, NULL)) {
+		if (victim && q->how == DIE_TIMER_SIGKILL &&
+		    pthread_create(&thread, NULL, kill_soon, NULL)) {
 			ret = harness_fail("pthread_create failed");
 			goto out;
 		}
-		if (victim && q->how == DIE_ABORT_THREAD && pthread_create(&thread, NULL, abort_soon, comm)) {
+		if (victim && q->how == DIE_ABORT_THREAD &&
+		    pthread_create(&thread, NULL, abort_soon, comm)) {
 			ret = harness_fail("pthread_create failed");
 			goto out;
 		}
-		/* The victim's right neighbour stalls so that the victim blocks in the allreduce. */
-		if (q->how == DIE_ABORT_THREAD && iter == q->at_iter && rank == (q->victim + 1) % nranks)
+		/* The victim's right neighbour stalls so that the victim blocks in the allreduce.
+		 */
+		if (q->how == DIE_ABORT_THREAD && iter == q->at_iter &&
+		    rank == (q->victim + 1) % nranks)
 			nap(1.0);
 
 		harness_progress("allreduce %d", iter);
 		weft_status_t st;
-		ret = checked_allreduce(comm, rank, nranks, buf, want, q->count, (unsigned)iter, &st);
+		ret =
+		    checked_allreduce(comm, rank, nranks, buf, want, q->count, (unsigned)iter, &st);
 		if (ret)
 			goto out;
 		if (st != WEFT_SUCCESS) {
 			if (rank == q->victim && q->how == DIE_ABORT_THREAD) {
 				pthread_join(thread, NULL);
-				ret = victim_after_abort(comm, st, "allreduce blocked when another thread aborted");
+				ret = victim_after_abort(
+				    comm, st, "allreduce blocked when another thread aborted");
 			} else {
 				ret = survivor_error(comm, q, st, iter, buf);
 			}
 			goto out;
 		}
 		if (harness_now() - start > 30.0) {
-			ret = harness_fail("no error 30 s into the sequence (%d allreduces); the victim's %s was at %d",
+			ret = harness_fail("no error 30 s into the sequence (%d allreduces); the "
+					   "victim's %s was at %d",
 					   iter, death_names[q->how], q->at_iter);
 			goto out;
 		}
@@ -458,7 +489,8 @@ static void run_sequence(const char *transport, const char *const *env, int nran
 {
 	struct harness_result res;
 	harness_run(nranks, env, sequence_body, &q, 40, &res);
-	printf("%s over %s, nranks %d: %.1f s\n", death_names[q.how], transport, nranks, res.seconds);
+	printf("%s over %s, nranks %d: %.1f s\n", death_names[q.how], transport, nranks,
+	       res.seconds);
 	fflush(stdout);
 	for (int r = 0; r < nranks; r++) {
 		const struct harness_rank_result *rr = &res.rank[r];
@@ -469,8 +501,8 @@ static void run_sequence(const char *transport, const char *const *env, int nran
 				      death_names[q.how], transport, res.summary);
 		else
 			ck_assert_msg(rr->end == HARNESS_EXITED && rr->code == 0,
-				      "%s over %s, nranks %d, victim rank %d:\n%s", death_names[q.how],
-				      transport, nranks, q.victim, res.summary);
+				      "%s over %s, nranks %d, victim rank %d:\n%s",
+				      death_names[q.how], transport, nranks, q.victim, res.summary);
 	}
 }
 
@@ -481,37 +513,43 @@ static const struct {
 
 START_TEST(peer_sigkill)
 {
-	struct sequence q = {.how = DIE_SIGKILL, .victim = 1, .at_iter = 40, .count = 1024, .max_detect_s = 5};
+	struct sequence q = {
+	    .how = DIE_SIGKILL, .victim = 1, .at_iter = 40, .count = 1024, .max_detect_s = 5};
 	run_sequence(transports[_i].name, transports[_i].env, 4, q);
 }
 END_TEST
 
 START_TEST(peer_exit)
 {
-	struct sequence q = {.how = DIE_EXIT, .victim = 2, .at_iter = 25, .count = 4099, .max_detect_s = 5};
+	struct sequence q = {
+	    .how = DIE_EXIT, .victim = 2, .at_iter = 25, .count = 4099, .max_detect_s = 5};
 	run_sequence(transports[_i].name, transports[_i].env, 4, q);
 }
 END_TEST
 
 START_TEST(peer_sigkill_during_large)
 {
-	struct sequence q = {.how = DIE_TIMER_SIGKILL, .victim = 1, .at_iter = 3,
-			     .count = (1u << 20) + 3, .max_detect_s = 5};
+	struct sequence q = {.how = DIE_TIMER_SIGKILL,
+			     .victim = 1,
+			     .at_iter = 3,
+			     .count = (1u << 20) + 3,
+			     .max_detect_s = 5};
 	run_sequence(transports[_i].name, transports[_i].env, 3, q);
 }
 END_TEST
 
 START_TEST(peer_abort)
 {
-	struct sequence q = {.how = DIE_ABORT, .victim = 0, .at_iter = 20, .count = 4099, .max_detect_s = 5};
+	struct sequence q = {
+	    .how = DIE_ABORT, .victim = 0, .at_iter = 20, .count = 4099, .max_detect_s = 5};
 	run_sequence(transports[_i].name, transports[_i].env, 3, q);
 }
 END_TEST
 
 START_TEST(peer_abort_from_thread)
 {
-	struct sequence q = {.how = DIE_ABORT_THREAD, .victim = 1, .at_iter = 10, .count = 4099,
-			     .max_detect_s = 5};
+	struct sequence q = {
+	    .how = DIE_ABORT_THREAD, .victim = 1, .at_iter = 10, .count = 4099, .max_detect_s = 5};
 	run_sequence(transports[_i].name, transports[_i].env, 3, q);
 }
 END_TEST
@@ -533,7 +571,8 @@ static int mismatch_body(weft_comm_t comm, int rank, int nranks, void *arg)
 		fprintf(stderr, "rank %d: mismatched counts reported as it should: %s: %s\n", rank,
 			weft_status_string(st), weft_comm_last_error(comm));
 		if (!*weft_comm_last_error(comm))
-			return harness_fail("mismatched counts: %s with an empty message", weft_status_string(st));
+			return harness_fail("mismatched counts: %s with an empty message",
+					    weft_status_string(st));
 	}
 	return 0;
 }

@@ -31,17 +31,13 @@ static int ends_differently(weft_comm_t comm, int rank, int nranks, void *arg)
 	int *counter = harness_shared();
 	__atomic_add_fetch(counter, 1, __ATOMIC_SEQ_CST);
 	switch (rank) {
-	case 1:
-		return harness_fail("rank one says %d", 42);
+	case 1: return harness_fail("rank one says %d", 42);
 	case 2:
 		harness_progress("about to hang");
 		for (;;)
 			pause();
-	case 3:
-		raise(SIGKILL);
-		return 0;
-	default:
-		return 0;
+	case 3: raise(SIGKILL); return 0;
+	default: return 0;
 	}
 }
 
@@ -78,7 +74,8 @@ static int count_ranks(weft_comm_t comm, int rank, int nranks, void *arg)
 	weft_comm_size(comm, &n);
 	weft_comm_rank(comm, &r);
 	if (n != nranks || r != rank)
-		return harness_fail("comm says rank %d of %d, harness %d of %d", r, n, rank, nranks);
+		return harness_fail("comm says rank %d of %d, harness %d of %d", r, n, rank,
+				    nranks);
 	return sync_ranks(comm);
 }
 
@@ -104,8 +101,11 @@ START_TEST(absent_rank_not_started)
 {
 	static const char *const env[] = {"WEFT_BOOTSTRAP_TIMEOUT=1", NULL};
 	struct harness_job job = {
-		.nranks = 3, .env = env, .timeout_s = 20, .absent_ranks = 1u << 1,
-		.init_failed = absent_init_failed,
+	    .nranks = 3,
+	    .env = env,
+	    .timeout_s = 20,
+	    .absent_ranks = 1u << 1,
+	    .init_failed = absent_init_failed,
 	};
 	struct harness_result res;
 	harness_run_job(&job, &res);
@@ -132,7 +132,11 @@ START_TEST(env_reaches_ranks)
 	ck_assert_ptr_null(getenv("HARNESS_TEST_VALUE")); /* only the ranks got it */
 
 	struct harness_job job = {
-		.nranks = 3, .env = env, .body = env_seen, .timeout_s = 30, .init = HARNESS_INIT_ENV,
+	    .nranks = 3,
+	    .env = env,
+	    .body = env_seen,
+	    .timeout_s = 30,
+	    .init = HARNESS_INIT_ENV,
 	};
 	harness_run_job(&job, &res);
 	ck_assert_msg(res.ok, "weft_comm_init_env: %s", res.summary);

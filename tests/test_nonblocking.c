@@ -53,7 +53,8 @@ static bool slot_setup(struct slot *s, int rank, int nranks)
 	harness_guard_fill(r, HARNESS_GUARD_BYTES);
 	harness_guard_fill(s->recv + s->recv_bytes, HARNESS_GUARD_BYTES);
 	memset(s->recv, 0xcd, s->recv_bytes);
-	unsigned char *in = s->in_place ? (s->gather ? s->recv + (size_t)rank * bytes : s->recv) : s->send;
+	unsigned char *in =
+	    s->in_place ? (s->gather ? s->recv + (size_t)rank * bytes : s->recv) : s->send;
 	if (s->gather) {
 		harness_ag_input(in, s->count, s->dt, rank, s->salt);
 		for (int q = 0; q < nranks; q++)
@@ -106,17 +107,20 @@ static int test_until_done(weft_comm_t comm, struct slot *s, const char *context
 		weft_status_t st = weft_test(&s->req);
 		if (st == WEFT_INPROGRESS) {
 			if (s->req == NULL)
-				return harness_fail("%s: %s: weft_test returned in progress and a NULL request",
-						    context, s->name);
+				return harness_fail(
+				    "%s: %s: weft_test returned in progress and a NULL request",
+				    context, s->name);
 			if (harness_now() > deadline)
-				return harness_fail("%s: %s: not finished after %.0f s of weft_test",
-						    context, s->name, WAIT_LIMIT_S);
+				return harness_fail(
+				    "%s: %s: not finished after %.0f s of weft_test", context,
+				    s->name, WAIT_LIMIT_S);
 			continue;
 		}
 		if (st != WEFT_SUCCESS)
 			return harness_fail_status(comm, st, "%s: weft_test(%s)", context, s->name);
 		if (s->req != NULL)
-			return harness_fail("%s: %s: finished but the request is not NULL", context, s->name);
+			return harness_fail("%s: %s: finished but the request is not NULL", context,
+					    s->name);
 		s->done = true;
 		return 0;
 	}
@@ -127,7 +131,8 @@ static int body_test_loop(weft_comm_t comm, int rank, int nranks, void *arg)
 	static const size_t counts[] = {1, 4099, 262147};
 	int ret = 0;
 	for (size_t k = 0; k < 3 && !ret; k++) {
-		struct slot s = {.dt = WEFT_FLOAT32, .op = WEFT_SUM, .count = counts[k], .salt = (unsigned)k};
+		struct slot s = {
+		    .dt = WEFT_FLOAT32, .op = WEFT_SUM, .count = counts[k], .salt = (unsigned)k};
 		if (!slot_setup(&s, rank, nranks)) {
 			slot_free(&s);
 			return harness_fail("out of memory");
@@ -136,7 +141,8 @@ static int body_test_loop(weft_comm_t comm, int rank, int nranks, void *arg)
 		if (st != WEFT_SUCCESS)
 			ret = harness_fail_status(comm, st, "test loop: post %s", s.name);
 		else if (s.req == NULL)
-			ret = harness_fail("test loop: %s: post returned success and a NULL request", s.name);
+			ret = harness_fail(
+			    "test loop: %s: post returned success and a NULL request", s.name);
 		if (!ret)
 			ret = test_until_done(comm, &s, "test loop");
 		if (!ret)
@@ -151,12 +157,12 @@ static int body_test_loop(weft_comm_t comm, int rank, int nranks, void *arg)
 static void many_slots(struct slot *slots, int round)
 {
 	const struct slot proto[NSLOTS] = {
-		{.dt = WEFT_INT32, .op = WEFT_SUM, .count = 4099},
-		{.dt = WEFT_FLOAT16, .op = WEFT_MAX, .count = 1000, .in_place = true},
-		{.gather = true, .dt = WEFT_UINT8, .count = 777},
-		{.dt = WEFT_FLOAT64, .op = WEFT_PROD, .count = 7},
-		{.gather = true, .dt = WEFT_FLOAT32, .count = 4099, .in_place = true},
-		{.dt = WEFT_INT8, .op = WEFT_AVG, .count = 200003},
+	    {.dt = WEFT_INT32, .op = WEFT_SUM, .count = 4099},
+	    {.dt = WEFT_FLOAT16, .op = WEFT_MAX, .count = 1000, .in_place = true},
+	    {.gather = true, .dt = WEFT_UINT8, .count = 777},
+	    {.dt = WEFT_FLOAT64, .op = WEFT_PROD, .count = 7},
+	    {.gather = true, .dt = WEFT_FLOAT32, .count = 4099, .in_place = true},
+	    {.dt = WEFT_INT8, .op = WEFT_AVG, .count = 200003},
 	};
 	for (int k = 0; k < NSLOTS; k++) {
 		slots[k] = proto[k];
@@ -178,7 +184,8 @@ static int body_many(weft_comm_t comm, int rank, int nranks, void *arg)
 		for (int k = 0; k < NSLOTS && !ret; k++) {
 			weft_status_t st = slot_post(comm, &slots[k]);
 			if (st != WEFT_SUCCESS)
-				ret = harness_fail_status(comm, st, "%s: post %s", context, slots[k].name);
+				ret = harness_fail_status(comm, st, "%s: post %s", context,
+							  slots[k].name);
 		}
 		/* One weft_wait on a slot that changes every round, then the rest by weft_test. */
 		int first = (round * 5 + 3) % NSLOTS;
@@ -186,31 +193,36 @@ static int body_many(weft_comm_t comm, int rank, int nranks, void *arg)
 			harness_progress("%s: weft_wait %s", context, slots[first].name);
 			weft_status_t st = weft_wait(&slots[first].req);
 			if (st != WEFT_SUCCESS)
-				ret = harness_fail_status(comm, st, "%s: weft_wait(%s)", context, slots[first].name);
+				ret = harness_fail_status(comm, st, "%s: weft_wait(%s)", context,
+							  slots[first].name);
 			else if (slots[first].req != NULL)
-				ret = harness_fail("%s: weft_wait left the request non-NULL", context);
+				ret = harness_fail("%s: weft_wait left the request non-NULL",
+						   context);
 			slots[first].done = true;
 		}
 		double deadline = harness_now() + WAIT_LIMIT_S;
 		for (int left = NSLOTS - 1; left > 0 && !ret;) {
 			for (int j = 0; j < NSLOTS && !ret; j++) {
-				int k = (round % 2) ? NSLOTS - 1 - j : j; /* alternate the polling order */
+				int k = (round % 2) ? NSLOTS - 1 - j
+						    : j; /* alternate the polling order */
 				if (slots[k].done)
 					continue;
 				weft_status_t st = weft_test(&slots[k].req);
 				if (st == WEFT_INPROGRESS)
 					continue;
 				if (st != WEFT_SUCCESS)
-					ret = harness_fail_status(comm, st, "%s: weft_test(%s)", context, slots[k].name);
+					ret = harness_fail_status(comm, st, "%s: weft_test(%s)",
+								  context, slots[k].name);
 				else if (slots[k].req != NULL)
-					ret = harness_fail("%s: %s finished, request not NULL", context, slots[k].name);
+					ret = harness_fail("%s: %s finished, request not NULL",
+							   context, slots[k].name);
 				slots[k].done = true;
 				left--;
 			}
 			if (!ret && left > 0 && harness_now() > deadline) {
 				harness_progress("%s: %d not finished", context, left);
-				ret = harness_fail("%s: %d operations not finished after %.0f s", context, left,
-						   WAIT_LIMIT_S);
+				ret = harness_fail("%s: %d operations not finished after %.0f s",
+						   context, left, WAIT_LIMIT_S);
 			}
 		}
 		for (int k = 0; k < NSLOTS && !ret; k++)
@@ -229,7 +241,8 @@ static int body_blocking_while_outstanding(weft_comm_t comm, int rank, int nrank
 	struct slot b = {.dt = WEFT_INT32, .op = WEFT_MAX, .count = 4099, .salt = 2};
 	struct slot c = {.gather = true, .dt = WEFT_FLOAT64, .count = 513, .salt = 3};
 	int ret = 0;
-	if (!slot_setup(&a, rank, nranks) || !slot_setup(&b, rank, nranks) || !slot_setup(&c, rank, nranks)) {
+	if (!slot_setup(&a, rank, nranks) || !slot_setup(&b, rank, nranks) ||
+	    !slot_setup(&c, rank, nranks)) {
 		ret = harness_fail("out of memory");
 		goto out;
 	}
@@ -241,13 +254,15 @@ static int body_blocking_while_outstanding(weft_comm_t comm, int rank, int nrank
 	harness_progress("blocking allreduce while %s is outstanding", a.name);
 	st = weft_allreduce(b.send, b.recv, b.count, b.dt, b.op, comm);
 	if (st != WEFT_SUCCESS) {
-		ret = harness_fail_status(comm, st, "blocking allreduce while %s is outstanding", a.name);
+		ret = harness_fail_status(comm, st, "blocking allreduce while %s is outstanding",
+					  a.name);
 		goto out;
 	}
 	harness_progress("blocking allgather while %s is outstanding", a.name);
 	st = weft_allgather(c.send, c.recv, c.count, c.dt, comm);
 	if (st != WEFT_SUCCESS) {
-		ret = harness_fail_status(comm, st, "blocking allgather while %s is outstanding", a.name);
+		ret = harness_fail_status(comm, st, "blocking allgather while %s is outstanding",
+					  a.name);
 		goto out;
 	}
 	harness_progress("weft_wait %s", a.name);
@@ -256,7 +271,8 @@ static int body_blocking_while_outstanding(weft_comm_t comm, int rank, int nrank
 		ret = harness_fail_status(comm, st, "weft_wait(%s) after blocking calls", a.name);
 		goto out;
 	}
-	ret = slot_verify(&a, "outstanding") || slot_verify(&b, "blocking") || slot_verify(&c, "blocking");
+	ret = slot_verify(&a, "outstanding") || slot_verify(&b, "blocking") ||
+	      slot_verify(&c, "blocking");
 out:
 	slot_free(&a);
 	slot_free(&b);
@@ -312,17 +328,19 @@ struct variant {
 };
 
 static const struct variant variants[] = {
-	{"shm", env_shm, 2}, {"shm", env_shm, 3}, {"shm", env_shm, 5}, {"shm", env_shm, 8},
-	{"socket", env_socket, 2}, {"socket", env_socket, 3}, {"socket", env_socket, 5},
+    {"shm", env_shm, 2},       {"shm", env_shm, 3},	  {"shm", env_shm, 5},
+    {"shm", env_shm, 8},       {"socket", env_socket, 2}, {"socket", env_socket, 3},
+    {"socket", env_socket, 5},
 };
-#define NVARIANTS ((int)(sizeof(variants) / sizeof(variants[0])))
+#define NVARIANTS     ((int)(sizeof(variants) / sizeof(variants[0])))
 #define JOB_TIMEOUT_S 120.0
 
 static void run(const char *what, harness_body_fn body, void *arg, int v)
 {
 	struct harness_result res;
 	harness_run(variants[v].nranks, variants[v].env, body, arg, JOB_TIMEOUT_S, &res);
-	printf("%s %s nranks %d: %.1f s\n", what, variants[v].label, variants[v].nranks, res.seconds);
+	printf("%s %s nranks %d: %.1f s\n", what, variants[v].label, variants[v].nranks,
+	       res.seconds);
 	fflush(stdout);
 	ck_assert_msg(res.ok, "%s over %s, nranks %d:\n%s", what, variants[v].label,
 		      variants[v].nranks, res.summary);
@@ -343,7 +361,8 @@ END_TEST
 
 START_TEST(blocking_while_outstanding)
 {
-	run("blocking calls while an iallreduce is outstanding", body_blocking_while_outstanding, NULL, _i);
+	run("blocking calls while an iallreduce is outstanding", body_blocking_while_outstanding,
+	    NULL, _i);
 }
 END_TEST
 

@@ -89,8 +89,20 @@ static size_t test_sizes(weft_comm_t comm, size_t *sizes)
 	size_t slot = comm->chunk_bytes, n = 0;
 	long cma_min = 256 << 10;
 	weft_setting_long("WEFT_SHM_CMA_MIN", &cma_min);
-	size_t base[] = {0, 1, 8, 31, 32, 33, 100, slot - 1, slot, slot + 1, 5 * slot + 3,
-			 (size_t)cma_min, (size_t)cma_min + 4097, (1u << 20) + 5};
+	size_t base[] = {0,
+			 1,
+			 8,
+			 31,
+			 32,
+			 33,
+			 100,
+			 slot - 1,
+			 slot,
+			 slot + 1,
+			 5 * slot + 3,
+			 (size_t)cma_min,
+			 (size_t)cma_min + 4097,
+			 (1u << 20) + 5};
 	for (size_t i = 0; i < sizeof(base) / sizeof(base[0]) && n < MAX_SIZES; i++)
 		sizes[n++] = base[i];
 	return n;
@@ -153,10 +165,12 @@ static int body_sizes(weft_comm_t comm, int rank, int nranks, void *arg)
 		size_t len = ptrs[i]->len;
 		for (size_t j = 0; j < len; j++)
 			if (b[j] != pattern(peer, rank, len, j))
-				return harness_fail("from rank %d, %zu bytes: byte %zu is %u, expected %u",
-						    peer, len, j, b[j], pattern(peer, rank, len, j));
+				return harness_fail(
+				    "from rank %d, %zu bytes: byte %zu is %u, expected %u", peer,
+				    len, j, b[j], pattern(peer, rank, len, j));
 		if (b[len] != 0xee)
-			return harness_fail("from rank %d, %zu bytes: wrote past the end", peer, len);
+			return harness_fail("from rank %d, %zu bytes: wrote past the end", peer,
+					    len);
 		if (ptrs[i]->xferred != len)
 			return harness_fail("xferred %zu != %zu", ptrs[i]->xferred, len);
 	}
@@ -185,8 +199,8 @@ static int body_reduce(weft_comm_t comm, int rank, int nranks, void *arg)
 		}
 		dst[count] = 0x5a5a5a5a;
 		struct weft_msg tx = {.buf = src, .len = len, .tag = s, .unit = 4};
-		struct weft_msg rx = {.buf = dst, .len = len, .tag = s, .unit = 4,
-				      .reduce = sum, .local = local};
+		struct weft_msg rx = {
+		    .buf = dst, .len = len, .tag = s, .unit = 4, .reduce = sum, .local = local};
 		/* Also in place (buf == local) every other size. */
 		if (s % 2) {
 			memcpy(dst, local, len);
@@ -203,8 +217,8 @@ static int body_reduce(weft_comm_t comm, int rank, int nranks, void *arg)
 		for (size_t i = 0; i < count; i++) {
 			int32_t want = (int32_t)(prev * 1000003 + i) + (int32_t)(i * 7 - rank);
 			if (dst[i] != want)
-				return harness_fail("reduce %zu bytes: [%zu] = %d, expected %d", len, i,
-						    dst[i], want);
+				return harness_fail("reduce %zu bytes: [%zu] = %d, expected %d",
+						    len, i, dst[i], want);
 		}
 		if (dst[count] != 0x5a5a5a5a)
 			return harness_fail("reduce %zu bytes: wrote past the end", len);
@@ -231,8 +245,8 @@ static int body_ordering(weft_comm_t comm, int rank, int nranks, void *arg)
 		len -= len % 4;
 		for (int j = 0; j < 64; j++)
 			bufs[i][j] = rank == 0 ? (uint32_t)(i * 1000 + j) : 0xffffffffu;
-		msgs[i] = (struct weft_msg){.buf = bufs[i], .len = len, .tag = weft_p2p_tag(1, i),
-					    .unit = 1};
+		msgs[i] = (struct weft_msg){
+		    .buf = bufs[i], .len = len, .tag = weft_p2p_tag(1, i), .unit = 1};
 		ptrs[i] = &msgs[i];
 		weft_status_t st = rank == 0 ? weft_p2p_isend(comm, peer, &msgs[i])
 					     : weft_p2p_irecv(comm, peer, &msgs[i]);
@@ -369,22 +383,44 @@ static void run_ok(int nranks, const char *const *env, harness_body_fn body, voi
 	ck_assert_msg(res.ok, "%s", res.summary);
 	struct shared *sh = g_sh;
 	ck_assert_msg(!sh->seg_seen_after_init, "segment still linked after init");
-	ck_assert_msg(sh->secret == 0 || !segment_exists(sh->secret), "/dev/shm/weft-* left behind");
+	ck_assert_msg(sh->secret == 0 || !segment_exists(sh->secret),
+		      "/dev/shm/weft-* left behind");
 }
 
-START_TEST(sizes_np2) { run_ok(2, env_shm, body_sizes, NULL); }
+START_TEST(sizes_np2)
+{
+	run_ok(2, env_shm, body_sizes, NULL);
+}
 END_TEST
-START_TEST(sizes_np3_eager) { run_ok(3, env_eager, body_sizes, NULL); }
+START_TEST(sizes_np3_eager)
+{
+	run_ok(3, env_eager, body_sizes, NULL);
+}
 END_TEST
-START_TEST(sizes_np4_tiny_slots) { run_ok(4, env_tiny, body_sizes, NULL); }
+START_TEST(sizes_np4_tiny_slots)
+{
+	run_ok(4, env_tiny, body_sizes, NULL);
+}
 END_TEST
-START_TEST(reduce_np2) { run_ok(2, env_shm, body_reduce, NULL); }
+START_TEST(reduce_np2)
+{
+	run_ok(2, env_shm, body_reduce, NULL);
+}
 END_TEST
-START_TEST(reduce_np3_eager) { run_ok(3, env_eager, body_reduce, NULL); }
+START_TEST(reduce_np3_eager)
+{
+	run_ok(3, env_eager, body_reduce, NULL);
+}
 END_TEST
-START_TEST(reduce_np2_tiny_slots) { run_ok(2, env_tiny, body_reduce, NULL); }
+START_TEST(reduce_np2_tiny_slots)
+{
+	run_ok(2, env_tiny, body_reduce, NULL);
+}
 END_TEST
-START_TEST(ordering) { run_ok(2, env_tiny, body_ordering, NULL); }
+START_TEST(ordering)
+{
+	run_ok(2, env_tiny, body_ordering, NULL);
+}
 END_TEST
 
 START_TEST(mismatch)
@@ -404,13 +440,17 @@ START_TEST(peer_killed)
 	struct harness_result res;
 	harness_run(2, env, body_kill, &victim, TIMEOUT_S, &res);
 	int survivor = 1 - victim;
-	ck_assert_msg(res.rank[victim].end == HARNESS_SIGNALED, "victim did not die: %s", res.summary);
+	ck_assert_msg(res.rank[victim].end == HARNESS_SIGNALED, "victim did not die: %s",
+		      res.summary);
 	ck_assert_msg(res.rank[survivor].end == HARNESS_EXITED && res.rank[survivor].code == 0,
 		      "survivor: %s", res.summary);
 }
 END_TEST
 
-START_TEST(abort_peer) { run_ok(2, env_shm, body_abort, NULL); }
+START_TEST(abort_peer)
+{
+	run_ok(2, env_shm, body_abort, NULL);
+}
 END_TEST
 
 /* Ranks 0 and 1 share a host, rank 2 is alone: every rank still runs the
@@ -465,7 +505,8 @@ static int body_budget(weft_comm_t comm, int rank, int nranks, void *arg)
 			continue;
 		m[n] = (struct weft_msg){.buf = &words[p], .len = 8, .tag = 1, .unit = 1};
 		ptrs[n] = &m[n];
-		weft_status_t st = rank == 0 ? weft_p2p_irecv(comm, p, &m[n]) : weft_p2p_isend(comm, 0, &m[n]);
+		weft_status_t st =
+		    rank == 0 ? weft_p2p_irecv(comm, p, &m[n]) : weft_p2p_isend(comm, 0, &m[n]);
 		if (st != WEFT_SUCCESS)
 			return harness_fail_status(comm, st, "post");
 		n++;
@@ -476,18 +517,22 @@ static int body_budget(weft_comm_t comm, int rank, int nranks, void *arg)
 	return 0;
 }
 
-START_TEST(memory_budget_np8) { run_ok(8, env_shm, body_budget, NULL); }
+START_TEST(memory_budget_np8)
+{
+	run_ok(8, env_shm, body_budget, NULL);
+}
 END_TEST
 
 START_TEST(split_hosts_np3)
 {
 	memset(g_sh, 0, sizeof(*g_sh));
-	struct harness_job job = {.nranks = 3, .body = body_split, .timeout_s = TIMEOUT_S,
-				  .before_init = split_hosts};
+	struct harness_job job = {
+	    .nranks = 3, .body = body_split, .timeout_s = TIMEOUT_S, .before_init = split_hosts};
 	struct harness_result res;
 	harness_run_job(&job, &res);
 	ck_assert_msg(res.ok, "%s", res.summary);
-	ck_assert_msg(g_sh->secret == 0 || !segment_exists(g_sh->secret), "/dev/shm/weft-* left behind");
+	ck_assert_msg(g_sh->secret == 0 || !segment_exists(g_sh->secret),
+		      "/dev/shm/weft-* left behind");
 }
 END_TEST
 

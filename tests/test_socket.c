@@ -24,20 +24,20 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "../transports/socket.h"
 #include "bootstrap.h"
 #include "comm.h"
 #include "harness.h"
 #include "p2p.h"
 #include "reduce.h"
-#include "../transports/socket.h"
 
-#define CHUNK (64u << 10)
+#define CHUNK	      (64u << 10)
 #define JOB_TIMEOUT_S 20.0
-#define WAIT_S 8.0
+#define WAIT_S	      8.0
 
 static const char *const sock_env[] = {
-	"WEFT_TRANSPORTS=socket", "WEFT_SOCKET_IFNAME=lo", "WEFT_SOCKET_CHUNK=64K",
-	"WEFT_SOCKET_NSOCKS=2",   "WEFT_TIMEOUT=10",       NULL,
+    "WEFT_TRANSPORTS=socket", "WEFT_SOCKET_IFNAME=lo", "WEFT_SOCKET_CHUNK=64K",
+    "WEFT_SOCKET_NSOCKS=2",   "WEFT_TIMEOUT=10",       NULL,
 };
 
 static struct weft_tp_comm *sock_tc(weft_comm_t comm)
@@ -92,7 +92,8 @@ static int sync_peers(weft_comm_t comm)
 		if (p == comm->rank)
 			continue;
 		msgs[n] = (struct weft_msg){.buf = &out, .len = sizeof(out), .tag = UINT32_MAX};
-		msgs[n + 1] = (struct weft_msg){.buf = &in[p], .len = sizeof(out), .tag = UINT32_MAX};
+		msgs[n + 1] =
+		    (struct weft_msg){.buf = &in[p], .len = sizeof(out), .tag = UINT32_MAX};
 		if (weft_p2p_isend(comm, p, &msgs[n]) != WEFT_SUCCESS ||
 		    weft_p2p_irecv(comm, p, &msgs[n + 1]) != WEFT_SUCCESS)
 			return harness_fail("sync: post to %d failed", p);
@@ -119,8 +120,9 @@ static int verify(const unsigned char *buf, size_t len, int from, int to, unsign
 {
 	for (size_t i = 0; i < len; i++)
 		if (buf[i] != pattern(from, to, i, salt))
-			return harness_fail("message %u from rank %d: byte %zu of %zu is %u, expected %u",
-					    salt, from, i, len, buf[i], pattern(from, to, i, salt));
+			return harness_fail(
+			    "message %u from rank %d: byte %zu of %zu is %u, expected %u", salt,
+			    from, i, len, buf[i], pattern(from, to, i, salt));
 	return 0;
 }
 
@@ -153,8 +155,12 @@ static int body_sizes(weft_comm_t comm, int rank, int nranks, void *arg)
 		for (size_t k = 0; k < NSIZES; k++) {
 			struct weft_msg *s = &msgs[n], *r = &msgs[n + 1];
 			fill(sbuf + off, sizes[k], rank, p, (unsigned)k);
-			*s = (struct weft_msg){.buf = sbuf + off, .len = sizes[k], .tag = weft_p2p_tag(1, (uint32_t)k)};
-			*r = (struct weft_msg){.buf = rbuf + off, .len = sizes[k], .tag = weft_p2p_tag(1, (uint32_t)k)};
+			*s = (struct weft_msg){.buf = sbuf + off,
+					       .len = sizes[k],
+					       .tag = weft_p2p_tag(1, (uint32_t)k)};
+			*r = (struct weft_msg){.buf = rbuf + off,
+					       .len = sizes[k],
+					       .tag = weft_p2p_tag(1, (uint32_t)k)};
 			weft_status_t st = weft_p2p_isend(comm, p, s);
 			if (st == WEFT_SUCCESS)
 				st = weft_p2p_irecv(comm, p, r);
@@ -177,8 +183,8 @@ static int body_sizes(weft_comm_t comm, int rank, int nranks, void *arg)
 			continue;
 		for (size_t k = 0; k < NSIZES; k++, n += 2) {
 			if (msgs[n].xferred != sizes[k] || msgs[n + 1].xferred != sizes[k])
-				return harness_fail("size %zu: xferred %zu/%zu", sizes[k], msgs[n].xferred,
-						    msgs[n + 1].xferred);
+				return harness_fail("size %zu: xferred %zu/%zu", sizes[k],
+						    msgs[n].xferred, msgs[n + 1].xferred);
 			if (verify(rbuf + off, sizes[k], p, rank, (unsigned)k))
 				return 1;
 			off += sizes[k];
@@ -222,7 +228,8 @@ static int body_reduce(weft_comm_t comm, int rank, int nranks, void *arg)
 		for (int dt = 0; dt < 2; dt++) {
 			weft_datatype_t dtype = dt ? WEFT_FLOAT64 : WEFT_INT32;
 			size_t unit = dt ? 8 : 4, count = counts[k], len = count * unit;
-			char *mine = malloc(len + 1), *theirs = malloc(len + 1), *out = malloc(len + 1);
+			char *mine = malloc(len + 1), *theirs = malloc(len + 1),
+			     *out = malloc(len + 1);
 			if (!mine || !theirs || !out)
 				return harness_fail("out of memory");
 			for (size_t i = 0; i < count; i++) {
@@ -230,14 +237,20 @@ static int body_reduce(weft_comm_t comm, int rank, int nranks, void *arg)
 					((double *)mine)[i] = (double)(i % 1000) + rank * 0.5;
 					((double *)theirs)[i] = (double)(i % 1000) + peer * 0.5;
 				} else {
-					((int32_t *)mine)[i] = (int32_t)(i * 3 + (size_t)rank * 1000);
-					((int32_t *)theirs)[i] = (int32_t)(i * 3 + (size_t)peer * 1000);
+					((int32_t *)mine)[i] =
+					    (int32_t)(i * 3 + (size_t)rank * 1000);
+					((int32_t *)theirs)[i] =
+					    (int32_t)(i * 3 + (size_t)peer * 1000);
 				}
 			}
 			uint64_t tag = weft_p2p_tag(2 + k, (uint32_t)dt);
 			struct weft_msg s = {.buf = mine, .len = len, .tag = tag};
-			struct weft_msg r = {.buf = out, .len = len, .tag = tag, .unit = unit,
-					     .reduce = weft_reduce_kernel(dtype, WEFT_SUM), .local = mine};
+			struct weft_msg r = {.buf = out,
+					     .len = len,
+					     .tag = tag,
+					     .unit = unit,
+					     .reduce = weft_reduce_kernel(dtype, WEFT_SUM),
+					     .local = mine};
 			weft_status_t st = weft_p2p_isend(comm, peer, &s);
 			if (st == WEFT_SUCCESS)
 				st = weft_p2p_irecv(comm, peer, &r);
@@ -245,13 +258,15 @@ static int body_reduce(weft_comm_t comm, int rank, int nranks, void *arg)
 			if (st == WEFT_SUCCESS)
 				st = drive(comm, both, 2, WAIT_S);
 			if (st != WEFT_SUCCESS)
-				return harness_fail_status(comm, st, "reduce of %zu elements", count);
+				return harness_fail_status(comm, st, "reduce of %zu elements",
+							   count);
 			for (size_t i = 0; i < count; i++) {
 				bool ok = dt ? ((double *)out)[i] == 2.0 * (double)(i % 1000) + 0.5
 					     : ((int32_t *)out)[i] == (int32_t)(i * 6 + 1000);
 				if (!ok)
-					return harness_fail("reduce %s count %zu: element %zu wrong",
-							    dt ? "fp64" : "int32", count, i);
+					return harness_fail(
+					    "reduce %s count %zu: element %zu wrong",
+					    dt ? "fp64" : "int32", count, i);
 			}
 			free(mine);
 			free(theirs);
@@ -289,17 +304,21 @@ static int body_order(weft_comm_t comm, int rank, int nranks, void *arg)
 		if (!sbuf[i] || !rbuf[i])
 			return harness_fail("out of memory");
 		fill(sbuf[i], len, rank, peer, (unsigned)i);
-		s[i] = (struct weft_msg){.buf = sbuf[i], .len = len, .tag = weft_p2p_tag(9, (uint32_t)i)};
-		r[i] = (struct weft_msg){.buf = rbuf[i], .len = len, .tag = weft_p2p_tag(9, (uint32_t)i)};
+		s[i] = (struct weft_msg){
+		    .buf = sbuf[i], .len = len, .tag = weft_p2p_tag(9, (uint32_t)i)};
+		r[i] = (struct weft_msg){
+		    .buf = rbuf[i], .len = len, .tag = weft_p2p_tag(9, (uint32_t)i)};
 		/* Rank 1 posts its receives before its sends, rank 0 after. */
-		weft_status_t st = rank ? weft_p2p_irecv(comm, peer, &r[i]) : weft_p2p_isend(comm, peer, &s[i]);
+		weft_status_t st =
+		    rank ? weft_p2p_irecv(comm, peer, &r[i]) : weft_p2p_isend(comm, peer, &s[i]);
 		if (st != WEFT_SUCCESS)
 			return harness_fail_status(comm, st, "post %zu", i);
 		ptrs[2 * i] = &s[i];
 		ptrs[2 * i + 1] = &r[i];
 	}
 	for (size_t i = 0; i < NQUEUED; i++) {
-		weft_status_t st = rank ? weft_p2p_isend(comm, peer, &s[i]) : weft_p2p_irecv(comm, peer, &r[i]);
+		weft_status_t st =
+		    rank ? weft_p2p_isend(comm, peer, &s[i]) : weft_p2p_irecv(comm, peer, &r[i]);
 		if (st != WEFT_SUCCESS)
 			return harness_fail_status(comm, st, "post %zu", i);
 	}
@@ -392,8 +411,8 @@ static void play_stranger(const struct sockaddr_in *to)
 {
 	unsigned char garbage[sizeof(struct weft_sock_hello)];
 	memset(garbage, 0xab, sizeof(garbage));
-	struct weft_sock_hello bad = {.magic = WEFT_SOCK_HELLO_MAGIC, .secret = 12345, .rank = 0,
-				      .index = 0, .nsocks = 2};
+	struct weft_sock_hello bad = {
+	    .magic = WEFT_SOCK_HELLO_MAGIC, .secret = 12345, .rank = 0, .index = 0, .nsocks = 2};
 	stranger_fds[0] = dial(to, garbage, sizeof(garbage));
 	stranger_fds[1] = dial(to, &bad, sizeof(bad));
 	stranger_fds[2] = dial(to, garbage, 10);
@@ -446,7 +465,8 @@ static int body_stranger(weft_comm_t comm, int rank, int nranks, void *arg)
 		int drops = count_in_file(path, "dropped a connection");
 		if (drops < 3 || count_in_file(path, "wrong secret") < 1 ||
 		    count_in_file(path, "not a Weft handshake") < 1)
-			return harness_fail("expected 3 dropped strangers in %s, found %d", path, drops);
+			return harness_fail("expected 3 dropped strangers in %s, found %d", path,
+					    drops);
 	}
 	int ret = body_sizes(comm, rank, nranks, NULL);
 	for (int i = 0; i < 4; i++)
@@ -461,10 +481,18 @@ START_TEST(test_stranger)
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	char logenv[300];
 	snprintf(logenv, sizeof(logenv), "WEFT_DEBUG_FILE=%s/sock_%%p.log", dir);
-	const char *const env[] = {"WEFT_TRANSPORTS=socket", "WEFT_SOCKET_CHUNK=64K",
-				   "WEFT_DEBUG=WARN", "WEFT_DEBUG_SUBSYS=NET", logenv, NULL};
-	struct harness_job job = {.nranks = 2, .env = env, .body = body_stranger, .arg = dir,
-				  .timeout_s = JOB_TIMEOUT_S, .before_init = stranger_before_init};
+	const char *const env[] = {"WEFT_TRANSPORTS=socket",
+				   "WEFT_SOCKET_CHUNK=64K",
+				   "WEFT_DEBUG=WARN",
+				   "WEFT_DEBUG_SUBSYS=NET",
+				   logenv,
+				   NULL};
+	struct harness_job job = {.nranks = 2,
+				  .env = env,
+				  .body = body_stranger,
+				  .arg = dir,
+				  .timeout_s = JOB_TIMEOUT_S,
+				  .before_init = stranger_before_init};
 	struct harness_result res;
 	harness_run_job(&job, &res);
 	char cmd[300];
@@ -493,7 +521,8 @@ static int body_killed(weft_comm_t comm, int rank, int nranks, void *arg)
 	struct weft_msg r = {.buf = small, .len = sizeof(small), .tag = 78};
 	/* Rank 0 sends the big message, rank 1 receives it; both wait for a
 	 * small one that never comes. */
-	weft_status_t st = rank == 0 ? weft_p2p_isend(comm, peer, &big) : weft_p2p_irecv(comm, peer, &big);
+	weft_status_t st =
+	    rank == 0 ? weft_p2p_isend(comm, peer, &big) : weft_p2p_irecv(comm, peer, &big);
 	if (st == WEFT_SUCCESS)
 		st = weft_p2p_irecv(comm, peer, &r);
 	if (st != WEFT_SUCCESS)
@@ -531,7 +560,8 @@ START_TEST(test_killed)
 	int survivor = 1 - victim;
 	ck_assert_msg(res.rank[survivor].end == HARNESS_EXITED && res.rank[survivor].code == 0,
 		      "survivor: %s", res.summary);
-	ck_assert_msg(res.rank[victim].end == HARNESS_SIGNALED, "victim did not die: %s", res.summary);
+	ck_assert_msg(res.rank[victim].end == HARNESS_SIGNALED, "victim did not die: %s",
+		      res.summary);
 }
 END_TEST
 
@@ -550,7 +580,8 @@ static int body_abort(weft_comm_t comm, int rank, int nranks, void *arg)
 	if (rank == 0) {
 		tc->ops->abort(tc);
 		if (!r.done || r.status != WEFT_ERR_ABORTED)
-			return harness_fail("abort left the receive %s", r.done ? "failed wrongly" : "queued");
+			return harness_fail("abort left the receive %s",
+					    r.done ? "failed wrongly" : "queued");
 		struct weft_msg late = {.buf = buf, .len = 1, .tag = 2};
 		if (weft_p2p_isend(comm, 1, &late) != WEFT_ERR_ABORTED || !late.done)
 			return harness_fail("a send after abort was accepted");
@@ -558,7 +589,8 @@ static int body_abort(weft_comm_t comm, int rank, int nranks, void *arg)
 	}
 	struct weft_msg *one[] = {&r};
 	st = drive(comm, one, 1, WAIT_S);
-	return st == WEFT_ERR_REMOTE ? 0 : harness_fail_status(comm, st, "expected WEFT_ERR_REMOTE");
+	return st == WEFT_ERR_REMOTE ? 0
+				     : harness_fail_status(comm, st, "expected WEFT_ERR_REMOTE");
 }
 
 START_TEST(test_abort)
@@ -580,8 +612,9 @@ static int body_tcp_info(weft_comm_t comm, int rank, int nranks, void *arg)
 		if (st != WEFT_SUCCESS)
 			return harness_fail_status(comm, st, "tcp signals");
 		if (sig.delivered == 0 || sig.bytes_acked == 0 || sig.snd_cwnd == 0)
-			return harness_fail("socket %u: delivered %u, acked %llu, cwnd %u", i, sig.delivered,
-					    (unsigned long long)sig.bytes_acked, sig.snd_cwnd);
+			return harness_fail("socket %u: delivered %u, acked %llu, cwnd %u", i,
+					    sig.delivered, (unsigned long long)sig.bytes_acked,
+					    sig.snd_cwnd);
 		if (sig.delivered_ce > sig.delivered)
 			return harness_fail("more CE marks than segments");
 	}
@@ -619,8 +652,11 @@ static int set_bad_ifname(int rank, int nranks, const weft_unique_id_t *id, void
 START_TEST(test_bad_ifname)
 {
 	const char *const env[] = {"WEFT_TRANSPORTS=socket", NULL};
-	struct harness_job job = {.nranks = 2, .env = env, .timeout_s = JOB_TIMEOUT_S,
-				  .before_init = set_bad_ifname, .init_failed = expect_ifname_error};
+	struct harness_job job = {.nranks = 2,
+				  .env = env,
+				  .timeout_s = JOB_TIMEOUT_S,
+				  .before_init = set_bad_ifname,
+				  .init_failed = expect_ifname_error};
 	struct harness_result res;
 	harness_run_job(&job, &res);
 	ck_assert_msg(res.ok, "%s", res.summary);

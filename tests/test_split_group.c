@@ -874,9 +874,10 @@ static int body_mismatch(weft_comm_t comm, int rank, int nranks, void *arg)
 	 * at the next call. */
 	if (st == WEFT_SUCCESS && rank == 0) {
 		if (after == WEFT_SUCCESS || dt_after > MISMATCH_LIMIT_S)
-			return harness_fail("send of %zu bytes against %zu: success, and the barrier "
-					    "after it: %s after %.2f s",
-					    bytes, other, weft_status_string(after), dt_after);
+			return harness_fail(
+			    "send of %zu bytes against %zu: success, and the barrier "
+			    "after it: %s after %.2f s",
+			    bytes, other, weft_status_string(after), dt_after);
 		return 0;
 	}
 	if (st == WEFT_SUCCESS)
@@ -888,7 +889,8 @@ static int body_mismatch(weft_comm_t comm, int rank, int nranks, void *arg)
 	snprintf(want_b, sizeof(want_b), "%zu", other);
 	if (rank == 1 && (!strstr(msg, want_a) || !strstr(msg, want_b)))
 		return harness_fail("recv of %zu bytes against %zu: the message does not name both "
-				    "sizes: \"%s\"", bytes, other, msg);
+				    "sizes: \"%s\"",
+				    bytes, other, msg);
 	if (dt > MISMATCH_LIMIT_S)
 		return harness_fail(
 		    "%s of %zu bytes against %zu: failed only after %.1f s (%s): \"%s\"", call,

@@ -16,30 +16,30 @@
 
 enum weft_leaf_source {
 	WEFT_LEAF_NONE = 0, /* unknown: every host counts as its own leaf */
-	WEFT_LEAF_LLDP,     /* learned from the local lldpd */
-	WEFT_LEAF_FILE,     /* from WEFT_TOPO_FILE */
+	WEFT_LEAF_LLDP,	    /* learned from the local lldpd */
+	WEFT_LEAF_FILE,	    /* from WEFT_TOPO_FILE */
 };
 
 /* One rank's topology facts; part of its card, so plain fixed-size bytes. */
 struct weft_topo_card {
-	char nic[WEFT_TOPO_NAME_BYTES];        /* interface this rank uses, "" unknown */
-	char leaf_id[WEFT_TOPO_NAME_BYTES];    /* leaf chassis id (e.g. its MAC), "" unknown */
-	char leaf_name[WEFT_TOPO_NAME_BYTES];  /* leaf system name, e.g. "leaf1" */
-	char leaf_port[WEFT_TOPO_NAME_BYTES];  /* the leaf's port facing this NIC */
-	char spine[WEFT_TOPO_NAME_BYTES];      /* parent switch from a topology file, "" unknown */
-	int32_t numa;                          /* NUMA node of this rank's cores, -1 unknown */
-	int32_t nic_numa;                      /* NUMA node of the NIC, -1 unknown */
-	int32_t leaf_source;                   /* enum weft_leaf_source */
-	int32_t cores;                         /* cores on the host */
-	int32_t numa_nodes;                    /* NUMA nodes on the host */
-	int32_t packages;                      /* sockets on the host */
+	char nic[WEFT_TOPO_NAME_BYTES];	      /* interface this rank uses, "" unknown */
+	char leaf_id[WEFT_TOPO_NAME_BYTES];   /* leaf chassis id (e.g. its MAC), "" unknown */
+	char leaf_name[WEFT_TOPO_NAME_BYTES]; /* leaf system name, e.g. "leaf1" */
+	char leaf_port[WEFT_TOPO_NAME_BYTES]; /* the leaf's port facing this NIC */
+	char spine[WEFT_TOPO_NAME_BYTES];     /* parent switch from a topology file, "" unknown */
+	int32_t numa;			      /* NUMA node of this rank's cores, -1 unknown */
+	int32_t nic_numa;		      /* NUMA node of the NIC, -1 unknown */
+	int32_t leaf_source;		      /* enum weft_leaf_source */
+	int32_t cores;			      /* cores on the host */
+	int32_t numa_nodes;		      /* NUMA nodes on the host */
+	int32_t packages;		      /* sockets on the host */
 };
 
 enum weft_link_class {
 	WEFT_LINK_SELF = 0,
-	WEFT_LINK_NUMA,  /* same NUMA node */
-	WEFT_LINK_HOST,  /* same host, different NUMA nodes */
-	WEFT_LINK_LEAF,  /* different hosts under one leaf */
+	WEFT_LINK_NUMA,	 /* same NUMA node */
+	WEFT_LINK_HOST,	 /* same host, different NUMA nodes */
+	WEFT_LINK_LEAF,	 /* different hosts under one leaf */
 	WEFT_LINK_SPINE, /* different leaves: crosses the spine */
 	WEFT_LINK_CLASS_COUNT
 };
@@ -63,14 +63,14 @@ struct weft_topo_graph {
 	int nhosts;
 	int nleaves;
 	int nspines;
-	int *host_of;   /* [rank] host index, hosts numbered by first rank */
-	int *leaf_of;   /* [rank] leaf index, leaves numbered by first rank */
-	int *numa_of;   /* [rank] NUMA node, -1 unknown */
+	int *host_of;	  /* [rank] host index, hosts numbered by first rank */
+	int *leaf_of;	  /* [rank] leaf index, leaves numbered by first rank */
+	int *numa_of;	  /* [rank] NUMA node, -1 unknown */
 	int *host_leader; /* [host] lowest rank on the host */
 	int *leaf_leader; /* [leaf] lowest rank under the leaf */
-	char (*leaf_name)[WEFT_TOPO_NAME_BYTES]; /* [leaf] display name */
-	int *leaf_source; /* [leaf] enum weft_leaf_source */
-	int *leaf_spine;  /* [leaf] spine index, -1 unknown */
+	char (*leaf_name)[WEFT_TOPO_NAME_BYTES];  /* [leaf] display name */
+	int *leaf_source;			  /* [leaf] enum weft_leaf_source */
+	int *leaf_spine;			  /* [leaf] spine index, -1 unknown */
 	char (*spine_name)[WEFT_TOPO_NAME_BYTES]; /* [spine] */
 };
 
@@ -116,8 +116,7 @@ weft_status_t weft_topo_hwloc_fill(struct weft_topo_card *card, const char *nic,
 /* The NIC a rank should use when WEFT_SOCKET_IFNAME is unset: the up,
  * non-loopback network interface nearest (by NUMA) to this process's cores;
  * "" if none. */
-weft_status_t weft_topo_pick_nic(char *nic, size_t len, const char *xml_path,
-				 struct weft_err *err);
+weft_status_t weft_topo_pick_nic(char *nic, size_t len, const char *xml_path, struct weft_err *err);
 
 /* WEFT_BIND=none|numa|core: bind this process near its NIC (numa: the NIC's
  * NUMA node; core: one core of it, by local rank). */

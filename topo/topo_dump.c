@@ -190,7 +190,9 @@ static void json_dump(const struct weft_topo_job *job, FILE *out)
 		for (int b = 0; b < n; b++) {
 			if (a == b)
 				continue;
-			fprintf(out, "%s\n    {\"from\": %d, \"to\": %d, \"transport\": \"%s\", \"link\": \"%s\"}",
+			fprintf(out,
+				"%s\n    {\"from\": %d, \"to\": %d, \"transport\": \"%s\", "
+				"\"link\": \"%s\"}",
 				first ? "" : ",", a, b, tp_name(job, a, b),
 				weft_topo_link_name(weft_topo_link(g, a, b)));
 			first = false;
@@ -199,13 +201,18 @@ static void json_dump(const struct weft_topo_job *job, FILE *out)
 	fprintf(out, "\n  ],\n  \"algorithms\": {");
 	static const size_t sizes[] = {8, 4096, 65536, 1 << 20, 16 << 20, 256 << 20};
 	for (int c = 0; c < WEFT_COLL_COUNT; c++) {
-		fprintf(out, "%s\n    \"%s\": {", c ? "," : "", weft_coll_name((enum weft_coll_kind)c));
+		fprintf(out, "%s\n    \"%s\": {", c ? "," : "",
+			weft_coll_name((enum weft_coll_kind)c));
 		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-			struct weft_coll_args args = {.coll = (enum weft_coll_kind)c, .count = sizes[i] / 4,
-						      .dtype = WEFT_FLOAT32, .op = WEFT_SUM, .esize = 4};
-			const struct weft_algo *a = weft_algos_for(args.coll)[0]
-							    ? weft_tune_select(comm, &args) : NULL;
-			fprintf(out, "%s\"%zu\": \"%s\"", i ? ", " : "", sizes[i], a ? a->name : "none");
+			struct weft_coll_args args = {.coll = (enum weft_coll_kind)c,
+						      .count = sizes[i] / 4,
+						      .dtype = WEFT_FLOAT32,
+						      .op = WEFT_SUM,
+						      .esize = 4};
+			const struct weft_algo *a =
+			    weft_algos_for(args.coll)[0] ? weft_tune_select(comm, &args) : NULL;
+			fprintf(out, "%s\"%zu\": \"%s\"", i ? ", " : "", sizes[i],
+				a ? a->name : "none");
 		}
 		fputc('}', out);
 	}
@@ -218,16 +225,18 @@ static void dot_leaf(const struct weft_topo_job *job, int l, int ind, FILE *out)
 {
 	const struct weft_comm *comm = job->comm;
 	const struct weft_topo_graph *g = job->graph;
-	fprintf(out, "%*ssubgraph cluster_leaf%d {\n%*slabel=\"leaf %s (%s)\";\n%*s"
-		     "style=filled; fillcolor=\"#eef3fb\";\n",
+	fprintf(out,
+		"%*ssubgraph cluster_leaf%d {\n%*slabel=\"leaf %s (%s)\";\n%*s"
+		"style=filled; fillcolor=\"#eef3fb\";\n",
 		ind, "", l, ind + 2, "", g->leaf_name[l],
 		weft_topo_leaf_source_name(g->leaf_source[l]), ind + 2, "");
 	for (int h = 0; h < g->nhosts; h++) {
 		int leader = g->host_leader[h];
 		if (g->leaf_of[leader] != l)
 			continue;
-		fprintf(out, "%*ssubgraph cluster_host%d {\n%*slabel=\"host %d: %s\";\n"
-			     "%*sstyle=filled; fillcolor=\"#ffffff\";\n",
+		fprintf(out,
+			"%*ssubgraph cluster_host%d {\n%*slabel=\"host %d: %s\";\n"
+			"%*sstyle=filled; fillcolor=\"#ffffff\";\n",
 			ind + 2, "", h, ind + 4, "", h, comm->cards[leader].hostname, ind + 4, "");
 		for (int r = 0; r < comm->nranks; r++)
 			if (g->host_of[r] == h)
@@ -245,8 +254,9 @@ static void dot_dump(const struct weft_topo_job *job, FILE *out)
 	int n = comm->nranks;
 	fprintf(out, "digraph weft {\n  compound=true;\n  node [shape=box, style=rounded];\n");
 	for (int s = 0; s < g->nspines; s++) {
-		fprintf(out, "  subgraph cluster_spine%d {\n    label=\"spine %s\";\n    "
-			     "style=filled; fillcolor=\"#f6f0e4\";\n",
+		fprintf(out,
+			"  subgraph cluster_spine%d {\n    label=\"spine %s\";\n    "
+			"style=filled; fillcolor=\"#f6f0e4\";\n",
 			s, g->spine_name[s]);
 		for (int l = 0; l < g->nleaves; l++)
 			if (g->leaf_spine[l] == s)
@@ -263,8 +273,9 @@ static void dot_dump(const struct weft_topo_job *job, FILE *out)
 			cross ? "red" : "darkgreen", cross ? 3 : 2,
 			cross ? ", label=\"spine\"" : "");
 	}
-	fprintf(out, "  label=\"ring order, %d leaf crossing(s), %d spine crossing(s); red edges "
-		     "cross the spine\";\n}\n",
+	fprintf(out,
+		"  label=\"ring order, %d leaf crossing(s), %d spine crossing(s); red edges "
+		"cross the spine\";\n}\n",
 		weft_topo_ring_crossings(g, comm->ring),
 		weft_topo_ring_spine_crossings(g, comm->ring));
 }
@@ -275,7 +286,9 @@ static void rankfile_dump(const struct weft_topo_job *job, FILE *out)
 {
 	const struct weft_comm *comm = job->comm;
 	int n = comm->nranks;
-	fprintf(out, "# Open MPI rankfile from weft-topo: consecutive ranks share a host, then a leaf\n");
+	fprintf(
+	    out,
+	    "# Open MPI rankfile from weft-topo: consecutive ranks share a host, then a leaf\n");
 	for (int p = 0; p < n; p++) {
 		int r = comm->ring[p];
 		fprintf(out, "rank %d=%s slot=%u\n", p, comm->cards[r].hostname,

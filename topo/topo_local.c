@@ -38,7 +38,8 @@ weft_status_t weft_topo_local_card(struct weft_topo_card *card, const char *host
 	if (st != WEFT_SUCCESS)
 		return st;
 	if (card->nic[0]) {
-		st = weft_topo_lldp_fill(card, card->nic, weft_setting_str("WEFT_LLDP_SOCKET"), err);
+		st =
+		    weft_topo_lldp_fill(card, card->nic, weft_setting_str("WEFT_LLDP_SOCKET"), err);
 		if (st != WEFT_SUCCESS)
 			return st;
 	}

@@ -49,7 +49,8 @@ static int parse(int argc, char **argv, struct options *o)
 			else if (strcmp(f, "dot") == 0)
 				o->format = WEFT_TOPO_DOT;
 			else {
-				fprintf(stderr, "weft-topo: --format %s: expected text, json or dot\n", f);
+				fprintf(stderr,
+					"weft-topo: --format %s: expected text, json or dot\n", f);
 				return 2;
 			}
 		} else if (strcmp(a, "--rankfile") == 0) {
@@ -109,21 +110,25 @@ static int host_mode(const struct options *o)
 	}
 	bool json = o->format == WEFT_TOPO_JSON;
 	if (json)
-		printf("{\"hostname\": \"%s\", \"host\": \"%s\", \"packages\": %d, \"numa_nodes\": %d, "
-		       "\"cores\": %d, \"nic\": \"%s\", \"nic_numa\": %d, \"numa\": %d, \"leaf\": \"%s\", "
-		       "\"leaf_id\": \"%s\", \"leaf_port\": \"%s\", \"leaf_source\": \"%s\", \"interfaces\": [",
+		printf("{\"hostname\": \"%s\", \"host\": \"%s\", \"packages\": %d, \"numa_nodes\": "
+		       "%d, "
+		       "\"cores\": %d, \"nic\": \"%s\", \"nic_numa\": %d, \"numa\": %d, \"leaf\": "
+		       "\"%s\", "
+		       "\"leaf_id\": \"%s\", \"leaf_port\": \"%s\", \"leaf_source\": \"%s\", "
+		       "\"interfaces\": [",
 		       hostname, host_id, card.packages, card.numa_nodes, card.cores, card.nic,
 		       card.nic_numa, card.numa, card.leaf_name, card.leaf_id, card.leaf_port,
 		       weft_topo_leaf_source_name(card.leaf_source));
 	else
-		printf("host %s (id %s)\n  %d package(s), %d NUMA node(s), %d core(s); this process "
-		       "on NUMA %d\n  nic: %s (NUMA %d)\n  leaf: %s (id %s, port %s, learned by %s)\n"
-		       "  interfaces:\n",
-		       hostname, host_id, card.packages, card.numa_nodes, card.cores, card.numa,
-		       card.nic[0] ? card.nic : "-", card.nic_numa,
-		       card.leaf_name[0] ? card.leaf_name : "-", card.leaf_id[0] ? card.leaf_id : "-",
-		       card.leaf_port[0] ? card.leaf_port : "-",
-		       weft_topo_leaf_source_name(card.leaf_source));
+		printf(
+		    "host %s (id %s)\n  %d package(s), %d NUMA node(s), %d core(s); this process "
+		    "on NUMA %d\n  nic: %s (NUMA %d)\n  leaf: %s (id %s, port %s, learned by %s)\n"
+		    "  interfaces:\n",
+		    hostname, host_id, card.packages, card.numa_nodes, card.cores, card.numa,
+		    card.nic[0] ? card.nic : "-", card.nic_numa,
+		    card.leaf_name[0] ? card.leaf_name : "-", card.leaf_id[0] ? card.leaf_id : "-",
+		    card.leaf_port[0] ? card.leaf_port : "-",
+		    weft_topo_leaf_source_name(card.leaf_source));
 	struct ifaddrs *ifs;
 	bool first = true;
 	if (getifaddrs(&ifs) == 0) {
@@ -199,7 +204,8 @@ static int local_job(const struct options *o)
 			close(fds[1]);
 			weft_comm_t comm;
 			if (weft_comm_init_rank(&comm, o->np, id, r, NULL) != WEFT_SUCCESS) {
-				fprintf(stderr, "weft-topo: rank %d: %s\n", r, weft_init_last_error());
+				fprintf(stderr, "weft-topo: rank %d: %s\n", r,
+					weft_init_last_error());
 				_exit(1);
 			}
 			_exit(job_rank(comm, o));
@@ -240,7 +246,9 @@ int main(int argc, char **argv)
 		return job_rank(comm, &o);
 	}
 	if (o.format == WEFT_TOPO_DOT || o.format == WEFT_TOPO_RANKFILE) {
-		fprintf(stderr, "weft-topo: --format dot and --rankfile need a job (-np N or a launcher)\n");
+		fprintf(
+		    stderr,
+		    "weft-topo: --format dot and --rankfile need a job (-np N or a launcher)\n");
 		return 2;
 	}
 	return host_mode(&o);

@@ -77,8 +77,8 @@ static void choose_geometry(struct shm_tc *tc)
 			 tc->nlocal, want_slots, want_bytes, slots, bytes, SHM_FIFO_BUDGET >> 20);
 	tc->nslots = (uint32_t)slots;
 	tc->slot_bytes = (size_t)bytes;
-	tc->fifo_hdr = round_up(sizeof(struct shm_fifo) + (size_t)slots * sizeof(struct shm_slot),
-				SHM_PAGE);
+	tc->fifo_hdr =
+	    round_up(sizeof(struct shm_fifo) + (size_t)slots * sizeof(struct shm_slot), SHM_PAGE);
 	tc->fifo_stride = tc->fifo_hdr + (size_t)slots * (size_t)bytes;
 
 	long cma = 1, cma_min = 256 << 10;
@@ -100,7 +100,8 @@ static weft_status_t create_segment(struct shm_tc *tc)
 		return weft_comm_fail_errno(comm, errno, "shm: shm_open(%s)", name);
 	weft_status_t st = WEFT_SUCCESS;
 	if (ftruncate(fd, (off_t)tc->seg_len) != 0) {
-		st = weft_comm_fail_errno(comm, errno, "shm: ftruncate(%s, %zu)", name, tc->seg_len);
+		st =
+		    weft_comm_fail_errno(comm, errno, "shm: ftruncate(%s, %zu)", name, tc->seg_len);
 		goto out_unlink;
 	}
 	void *seg = mmap(NULL, tc->seg_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -114,9 +115,11 @@ static weft_status_t create_segment(struct shm_tc *tc)
 	int err = posix_fallocate(fd, 0, SHM_PAGE);
 	for (int s = 0; s < tc->nlocal && !err; s++)
 		if (s != tc->my_local)
-			err = posix_fallocate(fd, (off_t)shm_fifo_off(tc, s), (off_t)tc->fifo_stride);
+			err =
+			    posix_fallocate(fd, (off_t)shm_fifo_off(tc, s), (off_t)tc->fifo_stride);
 	if (err) {
-		st = weft_comm_fail_errno(comm, err, "shm: reserving %zu bytes in /dev/shm", tc->seg_len);
+		st = weft_comm_fail_errno(comm, err, "shm: reserving %zu bytes in /dev/shm",
+					  tc->seg_len);
 		munmap(seg, tc->seg_len);
 		goto out_unlink;
 	}
@@ -168,7 +171,8 @@ static weft_status_t map_peer(struct shm_tc *tc, struct shm_conn *c)
 	seg_name(name, sizeof(name), comm->secret, peer);
 	int fd = shm_open(name, O_RDWR, 0);
 	if (fd < 0)
-		return weft_comm_fail_errno(comm, errno, "shm: shm_open(%s) of rank %d", name, peer);
+		return weft_comm_fail_errno(comm, errno, "shm: shm_open(%s) of rank %d", name,
+					    peer);
 	weft_status_t st = WEFT_SUCCESS;
 	c->peer_ctl = mmap(NULL, SHM_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (c->peer_ctl == MAP_FAILED) {
@@ -177,14 +181,15 @@ static weft_status_t map_peer(struct shm_tc *tc, struct shm_conn *c)
 		goto out_close;
 	}
 	if (c->peer_ctl->magic != SHM_MAGIC || c->peer_ctl->nslots != tc->nslots ||
-	    c->peer_ctl->slot_bytes != tc->slot_bytes || c->peer_ctl->nfifo != (uint32_t)tc->nlocal) {
-		st = weft_comm_fail(comm, WEFT_ERR_INVALID_ARG,
-				    "shm: rank %d uses %u slots x %llu bytes for %u local ranks, this "
-				    "rank %u x %zu for %d (set WEFT_SHM_SLOTS and WEFT_SHM_SLOT_BYTES "
-				    "alike on every rank)",
-				    peer, c->peer_ctl->nslots,
-				    (unsigned long long)c->peer_ctl->slot_bytes, c->peer_ctl->nfifo,
-				    tc->nslots, tc->slot_bytes, tc->nlocal);
+	    c->peer_ctl->slot_bytes != tc->slot_bytes ||
+	    c->peer_ctl->nfifo != (uint32_t)tc->nlocal) {
+		st = weft_comm_fail(
+		    comm, WEFT_ERR_INVALID_ARG,
+		    "shm: rank %d uses %u slots x %llu bytes for %u local ranks, this "
+		    "rank %u x %zu for %d (set WEFT_SHM_SLOTS and WEFT_SHM_SLOT_BYTES "
+		    "alike on every rank)",
+		    peer, c->peer_ctl->nslots, (unsigned long long)c->peer_ctl->slot_bytes,
+		    c->peer_ctl->nfifo, tc->nslots, tc->slot_bytes, tc->nlocal);
 		goto out_close;
 	}
 	c->pid = c->peer_ctl->pid;
@@ -252,11 +257,13 @@ static weft_status_t shm_comm_init(struct weft_comm *comm, struct weft_tp_comm *
 		if (tc->nlocal > 1) {
 			st = create_segment(tc);
 			if (st == WEFT_SUCCESS && tc->cma) {
-				tc->bounce = mmap(NULL, SHM_BOUNCE_BYTES, PROT_READ | PROT_WRITE,
-						  MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+				tc->bounce =
+				    mmap(NULL, SHM_BOUNCE_BYTES, PROT_READ | PROT_WRITE,
+					 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 				if (tc->bounce == MAP_FAILED) {
 					tc->bounce = NULL;
-					st = weft_comm_fail_errno(comm, errno, "shm: bounce buffer");
+					st =
+					    weft_comm_fail_errno(comm, errno, "shm: bounce buffer");
 				}
 			}
 		}
@@ -299,7 +306,8 @@ static weft_status_t shm_comm_init(struct weft_comm *comm, struct weft_tp_comm *
 		int bad = first_failed_peer(tc, all);
 		if (bad >= 0)
 			st = weft_comm_fail(comm, WEFT_ERR_REMOTE,
-					    "shm: local rank %d could not map the shared segments", bad);
+					    "shm: local rank %d could not map the shared segments",
+					    bad);
 	}
 	if (st != WEFT_SUCCESS)
 		goto out_fail;
@@ -351,7 +359,8 @@ static weft_status_t shm_connect(struct weft_tp_comm *base, int peer, struct wef
 	struct weft_comm *comm = base->comm;
 	if (peer < 0 || peer >= comm->nranks || peer == comm->rank || !tc->seg ||
 	    !weft_comm_same_host(comm, peer))
-		return weft_comm_fail(comm, WEFT_ERR_INTERNAL, "shm: cannot connect to rank %d", peer);
+		return weft_comm_fail(comm, WEFT_ERR_INTERNAL, "shm: cannot connect to rank %d",
+				      peer);
 	struct shm_conn *c = &tc->conns[comm->cards[peer].local_rank];
 	c->connected = true; /* everything was mapped in comm_init */
 	*out = &c->base;
@@ -372,14 +381,14 @@ static void shm_abort(struct weft_tp_comm *base)
 }
 
 const struct weft_tp_ops weft_tp_shm_ops = {
-	.size = sizeof(struct weft_tp_ops),
-	.name = "shm",
-	.score = shm_score,
-	.comm_init = shm_comm_init,
-	.comm_fini = shm_comm_fini,
-	.connect = shm_connect,
-	.isend = weft_tp_shm_isend,
-	.irecv = weft_tp_shm_irecv,
-	.progress = weft_tp_shm_progress,
-	.abort = shm_abort,
+    .size = sizeof(struct weft_tp_ops),
+    .name = "shm",
+    .score = shm_score,
+    .comm_init = shm_comm_init,
+    .comm_fini = shm_comm_fini,
+    .connect = shm_connect,
+    .isend = weft_tp_shm_isend,
+    .irecv = weft_tp_shm_irecv,
+    .progress = weft_tp_shm_progress,
+    .abort = shm_abort,
 };

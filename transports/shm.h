@@ -44,9 +44,9 @@
 
 #include "transport.h"
 
-#define SHM_MAGIC 0x5745465453484d31ull /* "WEFTSHM1" */
-#define SHM_LINE 64
-#define SHM_PAGE 4096
+#define SHM_MAGIC  0x5745465453484d31ull /* "WEFTSHM1" */
+#define SHM_LINE   64
+#define SHM_PAGE   4096
 #define SHM_INLINE 32
 /* No progress on a connection for this long: look at the peer's pid and state. */
 #define SHM_STALL_S 0.1
@@ -92,9 +92,9 @@ struct shm_slot {
 _Static_assert(sizeof(struct shm_slot) == SHM_LINE, "slot header is one cache line");
 
 struct shm_fifo {
-	alignas(SHM_LINE) _Atomic uint64_t tail;  /* written by the receiver */
+	alignas(SHM_LINE) _Atomic uint64_t tail;     /* written by the receiver */
 	alignas(SHM_LINE) _Atomic uint64_t cma_done; /* written by the receiver */
-	alignas(SHM_LINE) uint32_t cma_ok;          /* receiver can read this sender */
+	alignas(SHM_LINE) uint32_t cma_ok;	     /* receiver can read this sender */
 	alignas(SHM_LINE) struct shm_slot slots[];
 };
 
@@ -111,7 +111,7 @@ struct shm_conn {
 	int lpeer; /* the peer's local rank */
 	pid_t pid;
 	struct shm_ctl *peer_ctl; /* the peer's control page */
-	void *peer_fifo_map;      /* our FIFO in the peer's segment */
+	void *peer_fifo_map;	  /* our FIFO in the peer's segment */
 	size_t peer_fifo_len;
 	bool connected;
 	bool broken;
@@ -122,10 +122,10 @@ struct shm_conn {
 	unsigned char *tx_data;
 	uint64_t tx_seq;  /* slots published */
 	uint64_t tx_tail; /* cached tx->tail */
-	bool tx_cma;      /* the peer can read our memory */
+	bool tx_cma;	  /* the peer can read our memory */
 	uint64_t cma_posted;
 	struct shm_queue sendq; /* not yet fully in slots */
-	struct shm_queue cmaq;  /* descriptors published, waiting for cma_done */
+	struct shm_queue cmaq;	/* descriptors published, waiting for cma_done */
 
 	/* Receiving: the peer's FIFO in our segment. */
 	struct shm_fifo *rx;
@@ -151,7 +151,7 @@ struct shm_tc {
 	size_t slot_bytes;
 	size_t fifo_hdr;    /* bytes of a FIFO before its data, page aligned */
 	size_t fifo_stride; /* bytes of a FIFO */
-	bool cma;           /* single-copy path enabled */
+	bool cma;	    /* single-copy path enabled */
 	size_t cma_min;
 	unsigned char *bounce;
 	struct shm_conn *conns; /* nlocal, indexed by local rank */

@@ -20,8 +20,8 @@
 /* Receive phases, in msg->tp_priv[0]; tp_priv[1] holds the CMA address. */
 enum shm_rx_phase {
 	SHM_RX_NEW = 0, /* header not seen yet */
-	SHM_RX_EAGER,   /* matched; more data slots follow */
-	SHM_RX_CMA,     /* matched; reading the sender's buffer */
+	SHM_RX_EAGER,	/* matched; more data slots follow */
+	SHM_RX_CMA,	/* matched; reading the sender's buffer */
 };
 
 static inline size_t min_size(size_t a, size_t b)
@@ -73,7 +73,7 @@ void weft_tp_shm_fail_all(struct shm_conn *c, weft_status_t status)
 /* The connection is unusable: record why (once), tell the local peers
  * through our state word, fail everything queued on it. */
 static weft_status_t conn_fail(struct shm_conn *c, weft_status_t status, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static weft_status_t conn_fail(struct shm_conn *c, weft_status_t status, const char *fmt, ...)
 {
@@ -137,7 +137,8 @@ static bool tx_push(struct shm_conn *c)
 			m->xferred = m->len;
 		} else {
 			size_t n = min_size(tc->slot_bytes, m->len - m->xferred);
-			memcpy(c->tx_data + (size_t)i * tc->slot_bytes, (char *)m->buf + m->xferred, n);
+			memcpy(c->tx_data + (size_t)i * tc->slot_bytes, (char *)m->buf + m->xferred,
+			       n);
 			m->xferred += n;
 		}
 		tx_publish(c, s);
@@ -198,7 +199,8 @@ static weft_status_t rx_cma(struct shm_conn *c, struct weft_msg *m, size_t *budg
 		}
 		for (size_t got = 0; got < n;) {
 			struct iovec local = {dst + got, n - got};
-			struct iovec remote = {(void *)(uintptr_t)(raddr + m->xferred + got), n - got};
+			struct iovec remote = {(void *)(uintptr_t)(raddr + m->xferred + got),
+					       n - got};
 			ssize_t k = process_vm_readv(c->pid, &local, 1, &remote, 1, 0);
 			if (k <= 0)
 				return rx_cma_error(c, k < 0 ? errno : EIO);
@@ -240,7 +242,8 @@ static bool rx_pull(struct shm_conn *c, weft_status_t *status)
 			if (m->xferred < m->len)
 				break;
 			c->rx_cma_done++;
-			atomic_store_explicit(&c->rx->cma_done, c->rx_cma_done, memory_order_release);
+			atomic_store_explicit(&c->rx->cma_done, c->rx_cma_done,
+					      memory_order_release);
 			msg_finish(q_pop(&c->recvq), WEFT_SUCCESS);
 			continue;
 		}
@@ -272,11 +275,12 @@ static bool rx_pull(struct shm_conn *c, weft_status_t *status)
 			}
 			m->tp_priv[0] = SHM_RX_EAGER;
 		} else if (s->tag != m->tag || s->kind != SHM_KIND_EAGER) {
-			*status = conn_fail(c, WEFT_ERR_REMOTE,
-					    "shm: stream from rank %d out of step (tag %#llx kind %u "
-					    "inside message tag %#llx)",
-					    c->base.peer, (unsigned long long)s->tag, s->kind,
-					    (unsigned long long)m->tag);
+			*status =
+			    conn_fail(c, WEFT_ERR_REMOTE,
+				      "shm: stream from rank %d out of step (tag %#llx kind %u "
+				      "inside message tag %#llx)",
+				      c->base.peer, (unsigned long long)s->tag, s->kind,
+				      (unsigned long long)m->tag);
 			return true;
 		}
 		size_t n = min_size(tc->slot_bytes, m->len - m->xferred);
@@ -315,19 +319,22 @@ static weft_status_t check_peer(struct shm_conn *c)
 {
 	int state = atomic_load_explicit(&c->peer_ctl->state, memory_order_acquire);
 	if (state == SHM_STATE_ABORTED)
-		return conn_fail(c, WEFT_ERR_REMOTE, "shm: peer rank %d (pid %d) aborted its communicator",
+		return conn_fail(c, WEFT_ERR_REMOTE,
+				 "shm: peer rank %d (pid %d) aborted its communicator",
 				 c->base.peer, (int)c->pid);
 	if (state == SHM_STATE_CLOSED)
-		return conn_fail(c, WEFT_ERR_REMOTE,
-				 "shm: peer rank %d (pid %d) destroyed its communicator while this rank "
-				 "still waits for it (mismatched calls across ranks?)",
-				 c->base.peer, (int)c->pid);
+		return conn_fail(
+		    c, WEFT_ERR_REMOTE,
+		    "shm: peer rank %d (pid %d) destroyed its communicator while this rank "
+		    "still waits for it (mismatched calls across ranks?)",
+		    c->base.peer, (int)c->pid);
 	if (state != SHM_STATE_ALIVE)
-		return conn_fail(c, WEFT_ERR_REMOTE, "shm: peer rank %d (pid %d) failed (see its log)",
-				 c->base.peer, (int)c->pid);
-	if (!pid_alive(c->pid))
-		return conn_fail(c, WEFT_ERR_REMOTE, "shm: peer rank %d (pid %d) died", c->base.peer,
+		return conn_fail(c, WEFT_ERR_REMOTE,
+				 "shm: peer rank %d (pid %d) failed (see its log)", c->base.peer,
 				 (int)c->pid);
+	if (!pid_alive(c->pid))
+		return conn_fail(c, WEFT_ERR_REMOTE, "shm: peer rank %d (pid %d) died",
+				 c->base.peer, (int)c->pid);
 	return WEFT_SUCCESS;
 }
 

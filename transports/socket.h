@@ -22,16 +22,16 @@
 #ifndef WEFT_TP_SOCKET_H
 #define WEFT_TP_SOCKET_H
 
-#include <sys/socket.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "transport.h"
 
-#define WEFT_SOCK_MAX_NSOCKS 16
+#define WEFT_SOCK_MAX_NSOCKS  16
 #define WEFT_SOCK_HELLO_MAGIC 0x57454654534f4b31ull /* "WEFTSOK1" */
-#define WEFT_SOCK_FRAME_MAGIC 0x57465446u           /* "WFTF" */
+#define WEFT_SOCK_FRAME_MAGIC 0x57465446u	    /* "WFTF" */
 
 struct weft_sock_hello {
 	uint64_t magic;
@@ -61,15 +61,15 @@ enum weft_sock_phase {
 
 /* Small frames queued on one socket leave in one sendmsg, up to this many
  * after the current one and while the batch is under this many bytes. */
-#define WEFT_SOCK_TX_BATCH 15
+#define WEFT_SOCK_TX_BATCH	 15
 #define WEFT_SOCK_TX_BATCH_BYTES (64u << 10)
 
 /* Where one socket's sender stands: the message whose fragment it is
  * sending and how much of header + fragment is out. */
 struct weft_sock_tx {
 	struct weft_msg *msg; /* NULL: nothing queued for this socket */
-	uint64_t chunk;       /* fragment index in msg */
-	size_t done;          /* bytes of hdr + fragment written */
+	uint64_t chunk;	      /* fragment index in msg */
+	size_t done;	      /* bytes of hdr + fragment written */
 	struct weft_sock_frame hdr;
 	struct weft_sock_frame ahead[WEFT_SOCK_TX_BATCH]; /* headers of a batch being sent */
 };
@@ -78,7 +78,7 @@ struct weft_sock_rx {
 	struct weft_msg *msg; /* NULL: no posted receive has a fragment here */
 	uint64_t chunk;
 	size_t hdr_got;
-	size_t frag_got;  /* fragment bytes read (for reduce: delivered + in bounce) */
+	size_t frag_got;    /* fragment bytes read (for reduce: delivered + in bounce) */
 	size_t bounce_have; /* reduce: undelivered bytes at the start of bounce */
 	struct weft_sock_frame hdr;
 };
@@ -102,7 +102,7 @@ struct weft_sock_conn {
 	struct weft_conn base;
 	struct weft_sock_comm *sc;
 	bool up;
-	bool active; /* in sc->active */
+	bool active;	      /* in sc->active */
 	weft_status_t failed; /* != 0: every message fails with this */
 	struct weft_sock_queue sendq, recvq;
 	struct weft_sock sock[WEFT_SOCK_MAX_NSOCKS];
@@ -133,8 +133,8 @@ struct weft_sock_comm {
 	unsigned nsocks;
 	size_t chunk;
 	size_t bounce_bytes;
-	struct weft_sock_card *cards;  /* nranks */
-	struct weft_sock_conn **conns; /* nranks; created on first use */
+	struct weft_sock_card *cards;	/* nranks */
+	struct weft_sock_conn **conns;	/* nranks; created on first use */
 	struct weft_sock_conn **active; /* connections that are up */
 	int nactive;
 	struct weft_sock_pending *pending; /* accepted, hello unread */

@@ -35,7 +35,7 @@
  * are combined: small enough to stay in L2 between the copy out of the
  * kernel and the reduction that reads it. */
 #define SOCK_BOUNCE_MAX (256u << 10)
-#define SOCK_MIN_CHUNK 4096u
+#define SOCK_MIN_CHUNK	4096u
 
 static struct weft_sock_comm *to_sc(struct weft_tp_comm *tc)
 {
@@ -120,7 +120,8 @@ static weft_status_t open_listener(struct weft_sock_comm *sc, struct weft_sock_c
 	sc->listen_fd = fd;
 	card->nsocks = sc->nsocks;
 	card->chunk = sc->chunk;
-	weft_log(WEFT_LOG_INFO, WEFT_SUB_NET, "socket: listening on %s, %u sockets per peer, chunk %zu",
+	weft_log(WEFT_LOG_INFO, WEFT_SUB_NET,
+		 "socket: listening on %s, %u sockets per peer, chunk %zu",
 		 addr_str(&card->addr, where, sizeof(where)), sc->nsocks, sc->chunk);
 	return WEFT_SUCCESS;
 }
@@ -135,15 +136,17 @@ static weft_status_t check_cards(struct weft_sock_comm *sc)
 	for (int r = 0; r < comm->nranks; r++) {
 		const struct weft_sock_card *c = &sc->cards[r];
 		if (c->magic != SOCK_CARD_MAGIC || c->status != WEFT_SUCCESS)
-			return weft_comm_fail(comm, WEFT_ERR_REMOTE,
-					      "socket: rank %d could not open its TCP listener (%s)", r,
-					      weft_status_string((weft_status_t)c->status));
+			return weft_comm_fail(
+			    comm, WEFT_ERR_REMOTE,
+			    "socket: rank %d could not open its TCP listener (%s)", r,
+			    weft_status_string((weft_status_t)c->status));
 		if (c->nsocks != me->nsocks || c->chunk != me->chunk)
-			return weft_comm_fail(comm, WEFT_ERR_INVALID_ARG,
-					      "socket: WEFT_SOCKET_NSOCKS/WEFT_SOCKET_CHUNK differ between "
-					      "ranks: rank %d has %u/%llu, rank %d has %u/%llu",
-					      comm->rank, me->nsocks, (unsigned long long)me->chunk, r,
-					      c->nsocks, (unsigned long long)c->chunk);
+			return weft_comm_fail(
+			    comm, WEFT_ERR_INVALID_ARG,
+			    "socket: WEFT_SOCKET_NSOCKS/WEFT_SOCKET_CHUNK differ between "
+			    "ranks: rank %d has %u/%llu, rank %d has %u/%llu",
+			    comm->rank, me->nsocks, (unsigned long long)me->chunk, r, c->nsocks,
+			    (unsigned long long)c->chunk);
 	}
 	return WEFT_SUCCESS;
 }
@@ -173,7 +176,8 @@ static weft_status_t sock_comm_init(struct weft_comm *comm, struct weft_tp_comm 
 	weft_status_t local = open_listener(sc, card);
 	card->magic = SOCK_CARD_MAGIC;
 	card->status = local;
-	weft_status_t st = weft_bootstrap_allgather(comm->bs, sc->cards, sizeof(*sc->cards), &comm->err);
+	weft_status_t st =
+	    weft_bootstrap_allgather(comm->bs, sc->cards, sizeof(*sc->cards), &comm->err);
 	/* Our own failure is the root cause even if the allgather failed too
 	 * (comm->err keeps the first error). */
 	if (local != WEFT_SUCCESS)
@@ -263,11 +267,14 @@ static bool would_block(int err)
 static weft_status_t hello_failed(struct weft_sock_conn *c, unsigned i, int err, const char *what)
 {
 	struct weft_comm *comm = c->sc->base.comm;
-	weft_status_t st = err == 0
+	weft_status_t st =
+	    err == 0
 		? weft_comm_fail(comm, WEFT_ERR_REMOTE,
 				 "socket: peer rank %d closed the connection during the handshake "
-				 "(socket %u, %s)", c->base.peer, i, what)
-		: weft_comm_fail_errno(comm, err, "socket: handshake with peer rank %d (socket %u, %s)",
+				 "(socket %u, %s)",
+				 c->base.peer, i, what)
+		: weft_comm_fail_errno(comm, err,
+				       "socket: handshake with peer rank %d (socket %u, %s)",
 				       c->base.peer, i, what);
 	weft_tp_socket_conn_fail(c, err == 0 ? WEFT_ERR_REMOTE : st);
 	return st;
@@ -288,15 +295,17 @@ static weft_status_t connector_step(struct weft_sock_conn *c, unsigned i)
 	case WEFT_SOCK_IDLE:
 		s->fd = socket(addr->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (s->fd < 0)
-			return weft_comm_fail_errno(comm, errno, "socket: creating socket %u to peer rank %d",
-						    i, c->base.peer);
+			return weft_comm_fail_errno(comm, errno,
+						    "socket: creating socket %u to peer rank %d", i,
+						    c->base.peer);
 		set_nodelay(s->fd);
 		if (connect(s->fd, (const struct sockaddr *)addr, card->addr_len) != 0 &&
 		    errno != EINPROGRESS) {
 			err = errno;
 			close_fd(&s->fd);
-			return weft_comm_fail_errno(comm, err, "socket: connecting to peer rank %d at %s",
-						    c->base.peer, addr_str(addr, where, sizeof(where)));
+			return weft_comm_fail_errno(
+			    comm, err, "socket: connecting to peer rank %d at %s", c->base.peer,
+			    addr_str(addr, where, sizeof(where)));
 		}
 		s->phase = WEFT_SOCK_CONNECTING;
 		/* fall through */
@@ -309,8 +318,9 @@ static weft_status_t connector_step(struct weft_sock_conn *c, unsigned i)
 			err = errno;
 		if (err != 0) {
 			close_fd(&s->fd);
-			return weft_comm_fail_errno(comm, err, "socket: connecting to peer rank %d at %s",
-						    c->base.peer, addr_str(addr, where, sizeof(where)));
+			return weft_comm_fail_errno(
+			    comm, err, "socket: connecting to peer rank %d at %s", c->base.peer,
+			    addr_str(addr, where, sizeof(where)));
 		}
 		fill_hello(sc, &s->hello_buf, i);
 		s->hello_done = 0;
@@ -319,29 +329,30 @@ static weft_status_t connector_step(struct weft_sock_conn *c, unsigned i)
 		/* fall through */
 	case WEFT_SOCK_HELLO_OUT:
 		if (!hello_io(s, true, &err))
-			return would_block(err) ? WEFT_INPROGRESS : hello_failed(c, i, err, "sending hello");
+			return would_block(err) ? WEFT_INPROGRESS
+						: hello_failed(c, i, err, "sending hello");
 		s->hello_done = 0;
 		s->phase = WEFT_SOCK_HELLO_IN;
 		/* fall through */
 	case WEFT_SOCK_HELLO_IN: {
 		if (!hello_io(s, false, &err))
-			return would_block(err) ? WEFT_INPROGRESS : hello_failed(c, i, err, "reading reply");
+			return would_block(err) ? WEFT_INPROGRESS
+						: hello_failed(c, i, err, "reading reply");
 		const struct weft_sock_hello *h = &s->hello_buf;
 		if (h->magic != WEFT_SOCK_HELLO_MAGIC || h->secret != comm->secret ||
 		    h->rank != c->base.peer || h->index != i) {
 			weft_tp_socket_conn_fail(c, WEFT_ERR_REMOTE);
-			return weft_comm_fail(comm, WEFT_ERR_REMOTE,
-					      "socket: %s, the address of peer rank %d, answered with a "
-					      "bad handshake (socket %u)",
-					      addr_str(addr, where, sizeof(where)), c->base.peer, i);
+			return weft_comm_fail(
+			    comm, WEFT_ERR_REMOTE,
+			    "socket: %s, the address of peer rank %d, answered with a "
+			    "bad handshake (socket %u)",
+			    addr_str(addr, where, sizeof(where)), c->base.peer, i);
 		}
 		s->phase = WEFT_SOCK_UP;
 		return WEFT_SUCCESS;
 	}
-	case WEFT_SOCK_UP:
-		return WEFT_SUCCESS;
-	case WEFT_SOCK_CLOSED:
-		break;
+	case WEFT_SOCK_UP: return WEFT_SUCCESS;
+	case WEFT_SOCK_CLOSED: break;
 	}
 	return c->failed ? c->failed : WEFT_ERR_INTERNAL;
 }
@@ -352,17 +363,15 @@ static weft_status_t acceptor_step(struct weft_sock_conn *c, unsigned i)
 	struct weft_sock *s = &c->sock[i];
 	int err = 0;
 	switch (s->phase) {
-	case WEFT_SOCK_IDLE:
-		return WEFT_INPROGRESS; /* the peer's socket has not arrived */
+	case WEFT_SOCK_IDLE: return WEFT_INPROGRESS; /* the peer's socket has not arrived */
 	case WEFT_SOCK_HELLO_OUT:
 		if (!hello_io(s, true, &err))
-			return would_block(err) ? WEFT_INPROGRESS : hello_failed(c, i, err, "sending reply");
+			return would_block(err) ? WEFT_INPROGRESS
+						: hello_failed(c, i, err, "sending reply");
 		s->phase = WEFT_SOCK_UP;
 		return WEFT_SUCCESS;
-	case WEFT_SOCK_UP:
-		return WEFT_SUCCESS;
-	default:
-		return c->failed ? c->failed : WEFT_ERR_INTERNAL;
+	case WEFT_SOCK_UP: return WEFT_SUCCESS;
+	default: return c->failed ? c->failed : WEFT_ERR_INTERNAL;
 	}
 }
 
@@ -415,21 +424,24 @@ static void accept_new(struct weft_sock_comm *sc)
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
 			if (!would_block(errno))
-				weft_log(WEFT_LOG_WARN, WEFT_SUB_NET, "socket: accept: %s", strerror(errno));
+				weft_log(WEFT_LOG_WARN, WEFT_SUB_NET, "socket: accept: %s",
+					 strerror(errno));
 			return;
 		}
 		if (sc->npending == sc->max_pending) {
 			int n = sc->max_pending ? 2 * sc->max_pending : 16;
 			void *p = realloc(sc->pending, (size_t)n * sizeof(*sc->pending));
 			if (!p) {
-				weft_log(WEFT_LOG_WARN, WEFT_SUB_NET, "socket: out of memory, dropping a connection");
+				weft_log(WEFT_LOG_WARN, WEFT_SUB_NET,
+					 "socket: out of memory, dropping a connection");
 				close(fd);
 				continue;
 			}
 			sc->pending = p;
 			sc->max_pending = n;
 		}
-		sc->pending[sc->npending++] = (struct weft_sock_pending){.fd = fd, .since = weft_now()};
+		sc->pending[sc->npending++] =
+		    (struct weft_sock_pending){.fd = fd, .since = weft_now()};
 	}
 }
 
@@ -482,7 +494,8 @@ static weft_status_t sock_connect(struct weft_tp_comm *tc, int peer, struct weft
 		pending_progress(sc);
 		bool all = true;
 		for (unsigned i = 0; i < sc->nsocks; i++) {
-			weft_status_t st = comm->rank < peer ? connector_step(c, i) : acceptor_step(c, i);
+			weft_status_t st =
+			    comm->rank < peer ? connector_step(c, i) : acceptor_step(c, i);
 			if (st < 0)
 				return st;
 			all = all && st == WEFT_SUCCESS;
@@ -492,8 +505,9 @@ static weft_status_t sock_connect(struct weft_tp_comm *tc, int peer, struct weft
 		c->up = true;
 		sc->active[sc->nactive++] = c;
 		char where[80];
-		weft_log(WEFT_LOG_INFO, WEFT_SUB_NET, "socket: connected to peer rank %d at %s (%u sockets)",
-			 peer, addr_str(&sc->cards[peer].addr, where, sizeof(where)), sc->nsocks);
+		weft_log(WEFT_LOG_INFO, WEFT_SUB_NET,
+			 "socket: connected to peer rank %d at %s (%u sockets)", peer,
+			 addr_str(&sc->cards[peer].addr, where, sizeof(where)), sc->nsocks);
 	}
 	*out = &c->base;
 	return WEFT_SUCCESS;
@@ -546,24 +560,24 @@ weft_status_t weft_tp_socket_tcp_signals(struct weft_conn *conn, unsigned index,
 		return WEFT_ERR_SYSTEM;
 	/* An older kernel fills less; the fields it does not know stay zero. */
 	*out = (struct weft_tcp_signals){
-		.delivered = ti.tcpi_delivered,
-		.delivered_ce = ti.tcpi_delivered_ce,
-		.rtt_us = ti.tcpi_rtt,
-		.snd_cwnd = ti.tcpi_snd_cwnd,
-		.bytes_acked = ti.tcpi_bytes_acked,
+	    .delivered = ti.tcpi_delivered,
+	    .delivered_ce = ti.tcpi_delivered_ce,
+	    .rtt_us = ti.tcpi_rtt,
+	    .snd_cwnd = ti.tcpi_snd_cwnd,
+	    .bytes_acked = ti.tcpi_bytes_acked,
 	};
 	return WEFT_SUCCESS;
 }
 
 const struct weft_tp_ops weft_tp_socket_ops = {
-	.size = sizeof(struct weft_tp_ops),
-	.name = "socket",
-	.score = sock_score,
-	.comm_init = sock_comm_init,
-	.comm_fini = sock_comm_fini,
-	.connect = sock_connect,
-	.isend = weft_tp_socket_isend,
-	.irecv = weft_tp_socket_irecv,
-	.progress = weft_tp_socket_progress,
-	.abort = sock_abort,
+    .size = sizeof(struct weft_tp_ops),
+    .name = "socket",
+    .score = sock_score,
+    .comm_init = sock_comm_init,
+    .comm_fini = sock_comm_fini,
+    .connect = sock_connect,
+    .isend = weft_tp_socket_isend,
+    .irecv = weft_tp_socket_irecv,
+    .progress = weft_tp_socket_progress,
+    .abort = sock_abort,
 };

@@ -57,7 +57,8 @@ static size_t frag_len(const struct weft_msg *m, uint64_t chunk, size_t chunk_by
 	return left < chunk_bytes ? left : chunk_bytes;
 }
 
-static void queue_push(struct weft_sock_queue *q, struct weft_msg *m, const struct weft_sock_comm *sc)
+static void queue_push(struct weft_sock_queue *q, struct weft_msg *m,
+		       const struct weft_sock_comm *sc)
 {
 	uint64_t n = m->len == 0 ? 1 : (m->len + sc->chunk - 1) / sc->chunk;
 	m->tp_priv[PRIV_PREV] = (uintptr_t)q->tail;
@@ -98,15 +99,16 @@ static void frame_hdr(struct weft_sock_frame *h, const struct weft_msg *m, uint6
 		      size_t chunk_bytes)
 {
 	*h = (struct weft_sock_frame){
-		.magic = WEFT_SOCK_FRAME_MAGIC,
-		.frag_len = (uint32_t)frag_len(m, chunk, chunk_bytes),
-		.tag = m->tag,
-		.len = m->len,
-		.off = (uint64_t)chunk * chunk_bytes,
+	    .magic = WEFT_SOCK_FRAME_MAGIC,
+	    .frag_len = (uint32_t)frag_len(m, chunk, chunk_bytes),
+	    .tag = m->tag,
+	    .len = m->len,
+	    .off = (uint64_t)chunk * chunk_bytes,
 	};
 }
 
-static void tx_frame(struct weft_sock_tx *tx, struct weft_msg *m, uint64_t chunk, size_t chunk_bytes)
+static void tx_frame(struct weft_sock_tx *tx, struct weft_msg *m, uint64_t chunk,
+		     size_t chunk_bytes)
 {
 	tx->msg = m;
 	tx->chunk = chunk;
@@ -195,11 +197,16 @@ static weft_status_t peer_failed(struct weft_sock_conn *c, unsigned s, int err)
 	struct weft_comm *comm = c->sc->base.comm;
 	weft_status_t st;
 	if (err == 0 || err == ECONNRESET || err == EPIPE)
-		st = weft_comm_fail(comm, WEFT_ERR_REMOTE, "peer rank %d closed the connection (socket %u%s)",
-				    c->base.peer, s, err == 0 ? "" : err == EPIPE ? ", broken pipe" : ", reset");
+		st = weft_comm_fail(comm, WEFT_ERR_REMOTE,
+				    "peer rank %d closed the connection (socket %u%s)",
+				    c->base.peer, s,
+				    err == 0	   ? ""
+				    : err == EPIPE ? ", broken pipe"
+						   : ", reset");
 	else
 		st = weft_comm_fail_errno(comm, err, "socket %u to peer rank %d", s, c->base.peer);
-	weft_tp_socket_conn_fail(c, err == 0 || err == ECONNRESET || err == EPIPE ? WEFT_ERR_REMOTE : st);
+	weft_tp_socket_conn_fail(c, err == 0 || err == ECONNRESET || err == EPIPE ? WEFT_ERR_REMOTE
+										  : st);
 	return st;
 }
 
@@ -211,13 +218,15 @@ static weft_status_t post_check(struct weft_sock_conn *c, struct weft_msg *m, bo
 	m->next = NULL;
 	weft_status_t st = c->failed;
 	if (!st && !c->up)
-		st = weft_comm_fail(c->sc->base.comm, WEFT_ERR_INTERNAL,
-				    "socket: message posted to peer rank %d before it was connected", c->base.peer);
+		st = weft_comm_fail(
+		    c->sc->base.comm, WEFT_ERR_INTERNAL,
+		    "socket: message posted to peer rank %d before it was connected", c->base.peer);
 	/* A fragment is a multiple of 4 KiB, so a power-of-two unit that
 	 * divides the length never straddles two fragments. */
 	if (!st && recv && m->reduce && (m->unit == 0 || m->len % m->unit || 4096 % m->unit))
 		st = weft_comm_fail(c->sc->base.comm, WEFT_ERR_INTERNAL,
-				    "socket: reduce receive of %zu bytes with element size %zu", m->len, m->unit);
+				    "socket: reduce receive of %zu bytes with element size %zu",
+				    m->len, m->unit);
 	if (st) {
 		m->status = st;
 		m->done = true;
@@ -287,7 +296,8 @@ static size_t tx_iov(struct iovec *iov, int *n_iov, const struct weft_sock_frame
 		if (flen)
 			iov[(*n_iov)++] = (struct iovec){(void *)payload, flen};
 	} else {
-		iov[(*n_iov)++] = (struct iovec){(void *)(payload + done - HDR_BYTES), flen - (done - HDR_BYTES)};
+		iov[(*n_iov)++] =
+		    (struct iovec){(void *)(payload + done - HDR_BYTES), flen - (done - HDR_BYTES)};
 	}
 	return HDR_BYTES + flen - done;
 }
@@ -345,19 +355,22 @@ static weft_status_t header_mismatch(struct weft_sock_conn *c, unsigned s, const
 	weft_status_t st;
 	if (h->magic != WEFT_SOCK_FRAME_MAGIC)
 		st = weft_comm_fail(comm, WEFT_ERR_REMOTE,
-				    "peer rank %d sent a corrupt frame header (socket %u)", c->base.peer, s);
+				    "peer rank %d sent a corrupt frame header (socket %u)",
+				    c->base.peer, s);
 	else if (h->tag != m->tag || h->len != m->len)
-		st = weft_comm_fail(comm, WEFT_ERR_REMOTE,
-				    "peer rank %d sent a message with tag %#llx and %llu bytes where the "
-				    "receive posted here has tag %#llx and %zu bytes (socket %u)",
-				    c->base.peer, (unsigned long long)h->tag, (unsigned long long)h->len,
-				    (unsigned long long)m->tag, m->len, s);
+		st = weft_comm_fail(
+		    comm, WEFT_ERR_REMOTE,
+		    "peer rank %d sent a message with tag %#llx and %llu bytes where the "
+		    "receive posted here has tag %#llx and %zu bytes (socket %u)",
+		    c->base.peer, (unsigned long long)h->tag, (unsigned long long)h->len,
+		    (unsigned long long)m->tag, m->len, s);
 	else
-		st = weft_comm_fail(comm, WEFT_ERR_REMOTE,
-				    "peer rank %d sent fragment %llu+%u of tag %#llx where %zu+%zu was "
-				    "expected (socket %u)",
-				    c->base.peer, (unsigned long long)h->off, h->frag_len,
-				    (unsigned long long)m->tag, off, flen, s);
+		st = weft_comm_fail(
+		    comm, WEFT_ERR_REMOTE,
+		    "peer rank %d sent fragment %llu+%u of tag %#llx where %zu+%zu was "
+		    "expected (socket %u)",
+		    c->base.peer, (unsigned long long)h->off, h->frag_len,
+		    (unsigned long long)m->tag, off, flen, s);
 	weft_tp_socket_conn_fail(c, WEFT_ERR_REMOTE);
 	return st;
 }
@@ -388,13 +401,15 @@ static weft_status_t rx_progress(struct weft_sock_conn *c, unsigned s)
 		struct iovec iov[2];
 		int n_iov = 0;
 		if (rx->hdr_got < HDR_BYTES)
-			iov[n_iov++] = (struct iovec){(char *)&rx->hdr + rx->hdr_got, HDR_BYTES - rx->hdr_got};
+			iov[n_iov++] =
+			    (struct iovec){(char *)&rx->hdr + rx->hdr_got, HDR_BYTES - rx->hdr_got};
 		/* Read the fragment with its header: one call for a small message.
 		 * If the header turns out wrong, the bytes are never used. */
 		size_t left = flen - rx->frag_got;
 		if (left && m->reduce) {
 			size_t room = sc->bounce_bytes - rx->bounce_have;
-			iov[n_iov++] = (struct iovec){sk->bounce + rx->bounce_have, left < room ? left : room};
+			iov[n_iov++] =
+			    (struct iovec){sk->bounce + rx->bounce_have, left < room ? left : room};
 		} else if (left) {
 			iov[n_iov++] = (struct iovec){(char *)m->buf + off + rx->frag_got, left};
 		}
@@ -417,7 +432,8 @@ static weft_status_t rx_progress(struct weft_sock_conn *c, unsigned s)
 			got -= h;
 			if (rx->hdr_got == HDR_BYTES &&
 			    (rx->hdr.magic != WEFT_SOCK_FRAME_MAGIC || rx->hdr.tag != m->tag ||
-			     rx->hdr.len != m->len || rx->hdr.off != off || rx->hdr.frag_len != flen))
+			     rx->hdr.len != m->len || rx->hdr.off != off ||
+			     rx->hdr.frag_len != flen))
 				return header_mismatch(c, s, m, off, flen);
 		}
 		rx->frag_got += got;

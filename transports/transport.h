@@ -34,8 +34,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "weft.h"
 #include "../src/reduce.h"
+#include "weft.h"
 
 struct weft_comm;
 struct weft_tp_comm;
@@ -53,7 +53,7 @@ struct weft_msg {
 	uint64_t tag;
 	weft_reduce_fn reduce; /* receive only; NULL: plain copy */
 	const void *local;     /* receive with reduce: the local operand, len bytes */
-	size_t unit;           /* element size: pieces handed to weft_msg_deliver are multiples */
+	size_t unit;	       /* element size: pieces handed to weft_msg_deliver are multiples */
 
 	/* Set by the transport. */
 	bool done;

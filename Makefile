@@ -28,11 +28,13 @@ CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
 CFLAGS  ?= -O2 -g
 ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden -pthread \
-	-Iinclude -Isrc $(PKG_CFLAGS) $(SANITIZE) -MMD -MP
+	-Iinclude -Isrc -I. $(PKG_CFLAGS) $(SANITIZE) -MMD -MP
 LDLIBS_LIB := $(PKG_LIBS) -pthread -ldl -lm $(SANITIZE)
 
-LIB_SRCS := $(wildcard src/*.c) $(wildcard transports/*.c) $(wildcard algorithms/*.c) \
-	$(filter-out topo/weft_topo_main.c,$(wildcard topo/*.c))
+# The library: every .c under these folders (a new transport or algorithm
+# folder needs no line here).
+LIB_DIRS := src tune algorithms transports topo
+LIB_SRCS := $(sort $(shell find $(LIB_DIRS) -name '*.c'))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 
 PERF_COMMON := $(filter-out %_perf.c,$(wildcard perf/perf_*.c))
@@ -45,7 +47,7 @@ TEST_HARNESS := tests/harness.c
 TEST_SRCS := $(wildcard tests/test_*.c)
 TEST_PROGS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
-TOOLS := $(if $(wildcard topo/weft_topo_main.c),$(BUILD)/weft-topo)
+TOOLS := $(BUILD)/weft-topo
 
 .PHONY: all lib perf tests test asan-test install format clean
 all: lib perf tests $(TOOLS)
@@ -76,7 +78,7 @@ $(BUILD)/mpi_%_perf: perf/mpi_%_perf.c $(PERF_COMMON) $(PERF_HDRS)
 $(BUILD)/mpich_%_perf: perf/mpi_%_perf.c $(PERF_COMMON) $(PERF_HDRS)
 	$(MPICC_MPICH) $(ALL_CFLAGS) -Iperf -DPERF_MPI -o $@ $< $(PERF_COMMON) $(SANITIZE) -lm
 
-$(BUILD)/weft-topo: topo/weft_topo_main.c $(BUILD)/libweft.a
+$(BUILD)/weft-topo: tools/weft-topo/weft_topo_main.c $(BUILD)/libweft.a
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libweft.a $(LDLIBS_LIB)
 
 # Tests link the static library so they can reach internal functions.

@@ -5,8 +5,8 @@
 
 #include <stdbool.h>
 
-#include "../src/error.h"
-#include "../src/task.h"
+#include "util/error.h"
+#include "core/task.h"
 
 struct weft_comm;
 

@@ -2,8 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../src/comm.h"
-#include "algo.h"
+#include "core/comm.h"
+#include "algorithms/algo.h"
 
 /* The first entry of each list is the fallback when no estimate applies. */
 static const struct weft_algo *const allreduce_algos[] = {

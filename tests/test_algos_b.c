@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../algorithms/tree_pipeline.h"
+#include "algorithms/engine/tree_pipeline.h"
 #include "harness.h"
 
 #define BIG_COUNT	   ((size_t)300001)

@@ -21,9 +21,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../algorithms/algo.h"
-#include "../algorithms/hier_seq.h"
-#include "../src/comm.h"
+#include "algorithms/algo.h"
+#include "algorithms/engine/hier_seq.h"
+#include "core/comm.h"
 #include "harness.h"
 
 #define MAX_RANKS     8

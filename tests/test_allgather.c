@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../algorithms/algo.h"
+#include "algorithms/algo.h"
 #include "harness.h"
 
 enum form { FORM_OUT, FORM_IN_PLACE, FORM_OFFSET, FORM_COUNT };

@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bootstrap.h"
+#include "bootstrap/bootstrap.h"
 
 #define MAX_SLOTS	16
 #define SHORT_TIMEOUT_S 1.5

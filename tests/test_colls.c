@@ -37,7 +37,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../algorithms/algo.h"
+#include "algorithms/algo.h"
 #include "harness.h"
 
 #define G		   HARNESS_GUARD_BYTES

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bootstrap.h"
+#include "bootstrap/bootstrap.h"
 #include "harness.h"
 
 /* True if @p msg contains one of the '|'-separated words, ignoring case. */

@@ -34,7 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bootstrap.h"
+#include "bootstrap/bootstrap.h"
 #include "harness.h"
 
 static const char *const env_shm[] = {"WEFT_TIMEOUT=10", "WEFT_BOOTSTRAP_TIMEOUT=10", NULL};

@@ -21,10 +21,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../algorithms/patterns/bruck.h"
-#include "../algorithms/patterns/rd.h"
-#include "../algorithms/patterns/ring.h"
-#include "../algorithms/patterns/tree.h"
+#include "algorithms/patterns/bruck.h"
+#include "algorithms/patterns/rd.h"
+#include "algorithms/patterns/ring.h"
+#include "algorithms/patterns/tree.h"
 
 #define MAXN 64
 

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dtype.h"
-#include "reduce.h"
-#include "reduce_isa.h"
+#include "util/dtype.h"
+#include "reduce/reduce.h"
+#include "reduce/reduce_isa.h"
 #include "weft.h"
 
 static const size_t lengths[] = {0, 1, 7, 33, 1003};

@@ -15,11 +15,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "comm.h"
+#include "core/comm.h"
 #include "harness.h"
-#include "p2p.h"
-#include "reduce.h"
-#include "settings.h"
+#include "core/p2p.h"
+#include "reduce/reduce.h"
+#include "util/settings.h"
 #include "weft.h"
 
 #define TIMEOUT_S 20.0

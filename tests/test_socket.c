@@ -24,12 +24,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "../transports/socket.h"
-#include "bootstrap.h"
-#include "comm.h"
+#include "transports/socket/socket.h"
+#include "bootstrap/bootstrap.h"
+#include "core/comm.h"
 #include "harness.h"
-#include "p2p.h"
-#include "reduce.h"
+#include "core/p2p.h"
+#include "reduce/reduce.h"
 
 #define CHUNK	      (64u << 10)
 #define JOB_TIMEOUT_S 20.0

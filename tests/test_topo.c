@@ -24,9 +24,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../topo/hostlist.h"
-#include "../topo/json_read.h"
-#include "../topo/topo.h"
+#include "topo/hostlist.h"
+#include "topo/json_read.h"
+#include "topo/topo.h"
 
 /* ---- helpers ------------------------------------------------------------- */
 

@@ -44,8 +44,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../topo/topo.h"
-#include "../topo/topo_hwloc.h"
+#include "topo/topo.h"
+#include "topo/topo_hwloc.h"
 
 extern char **environ;
 

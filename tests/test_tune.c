@@ -24,9 +24,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../algorithms/algo.h"
-#include "../src/comm.h"
-#include "../src/tune.h"
+#include "algorithms/algo.h"
+#include "core/comm.h"
+#include "tune/tune.h"
 #include "harness.h"
 
 #define JOB_TIMEOUT_S 60.0

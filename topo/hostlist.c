@@ -7,7 +7,7 @@
  * Parsing walks the text twice: once to check it and count what it expands
  * to (nothing is emitted from a bad or huge expression), once to emit.
  */
-#include "hostlist.h"
+#include "topo/hostlist.h"
 
 #include <stdarg.h>
 #include <stdbool.h>

@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "../src/error.h"
+#include "util/error.h"
 
 #define WEFT_HOSTLIST_MAX_HOSTS 1000000 /* one expression, and one file */
 #define WEFT_HOSTLIST_NAME_MAX	255	/* bytes of one expanded name */

@@ -14,7 +14,7 @@
  * offer; one less dependency for a library that must link everywhere.
  */
 #define _GNU_SOURCE /* strtod_l, qsort_r */
-#include "json_read.h"
+#include "topo/json_read.h"
 
 #include <locale.h>
 #include <stdint.h>

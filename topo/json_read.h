@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "../src/error.h"
+#include "util/error.h"
 
 #define WEFT_JSON_MAX_DEPTH 64
 #define WEFT_JSON_MAX_BYTES (64u << 20)

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../src/error.h"
+#include "util/error.h"
 
 #define WEFT_TOPO_NAME_BYTES 64
 

@@ -1,14 +1,14 @@
 /* topo_dump.c — what a communicator decided, for people (text), tools
  * (JSON, which WEFT_TOPO_FILE can read back) and pictures (Graphviz DOT). */
-#include "topo_dump.h"
+#include "topo/topo_dump.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../algorithms/algo.h"
-#include "../src/comm.h"
-#include "topo_local.h"
+#include "algorithms/algo.h"
+#include "core/comm.h"
+#include "topo/topo_local.h"
 
 static const char *tp_name(const struct weft_topo_job *job, int a, int b)
 {

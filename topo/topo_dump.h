@@ -6,8 +6,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../src/comm.h"
-#include "topo.h"
+#include "core/comm.h"
+#include "topo/topo.h"
 
 enum weft_topo_format {
 	WEFT_TOPO_TEXT = 0,

@@ -16,10 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/log.h"
-#include "json_read.h"
-#include "topo.h"
-#include "topo_file_impl.h"
+#include "util/log.h"
+#include "topo/json_read.h"
+#include "topo/topo.h"
+#include "topo/topo_file_impl.h"
 
 #define TOPO_FILE_MAX_BYTES WEFT_JSON_MAX_BYTES
 

@@ -28,8 +28,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "hostlist.h"
-#include "topo_file_impl.h"
+#include "topo/hostlist.h"
+#include "topo/topo_file_impl.h"
 
 enum conf_key {
 	KEY_SWITCH_NAME,

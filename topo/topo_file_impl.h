@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-#include "../src/error.h"
+#include "util/error.h"
 
 #define WEFT_TOPO_FILE_NO_STRING ((size_t)-1)
 

@@ -19,8 +19,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "json_read.h"
-#include "topo_file_impl.h"
+#include "topo/json_read.h"
+#include "topo/topo_file_impl.h"
 
 static weft_status_t bad_value(struct weft_topo_file *f, const struct weft_json_value *v,
 			       const char *what, struct weft_err *err)

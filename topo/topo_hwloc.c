@@ -15,7 +15,7 @@
  * a caller, a bad WEFT_BIND) and a refused binding are errors.
  */
 #define _GNU_SOURCE
-#include "topo_hwloc.h"
+#include "topo/topo_hwloc.h"
 
 #include <errno.h>
 #include <hwloc.h>
@@ -26,7 +26,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "log.h"
+#include "util/log.h"
 
 /* Load this machine (@p xml_path NULL) or an XML file, with the I/O devices
  * that matter (NICs, GPUs, their PCI parents). *topo is NULL when this

@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "topo.h"
+#include "topo/topo.h"
 
 /* One network interface, as getifaddrs() describes it. */
 struct weft_topo_iface {

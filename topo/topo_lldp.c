@@ -16,14 +16,14 @@
  * in time — the card is left as it was and one INFO line says why.
  */
 #define _GNU_SOURCE
-#include "topo.h"
+#include "topo/topo.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "log.h"
-#include "settings.h"
+#include "util/log.h"
+#include "util/settings.h"
 
 #ifdef WEFT_HAVE_LLDPCTL
 #include <lldp-const.h>

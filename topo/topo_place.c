@@ -20,7 +20,7 @@
 #include <limits.h>
 #include <stdlib.h>
 
-#include "topo.h"
+#include "topo/topo.h"
 
 static int numa_key(const struct weft_topo_graph *g, int r)
 {

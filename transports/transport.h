@@ -34,7 +34,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../src/reduce.h"
+#include "reduce/reduce.h"
 #include "weft.h"
 
 struct weft_comm;

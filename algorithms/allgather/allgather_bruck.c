@@ -1,0 +1,101 @@
+/*
+ * allgather_bruck.c — Bruck AllGather, any rank count.
+ *
+ * At step s (d = 2^s, ceil(log2 n) steps) rank v holds blocks v..v+d-1
+ * (mod n); it sends the first min(d, n-d) of them to rank v-d and receives
+ * as many, the blocks v+d.., from rank v+d (patterns/bruck.h). Blocks keep
+ * their absolute index, so each lands directly at its final place in
+ * recvbuf: no rotation at the end and no scratch. A range that wraps past
+ * the last block moves as two messages, cut at the same block on both
+ * sides. Ranks are taken by number, not by ring position: with another
+ * placement the ranges of positions would be scattered in recvbuf, and
+ * the steps that carry the most data cross the whole job either way.
+ *
+ * Cost: ceil(log2 n) alpha + (n-1)/n S beta, S the gathered size: the
+ * latency of recursive doubling with the bandwidth of the ring.
+ */
+#include <string.h>
+
+#include "core/comm.h"
+#include "tune/tune.h"
+#include "algorithms/algo.h"
+#include "algorithms/engine/lockstep.h"
+#include "algorithms/patterns/bruck.h"
+
+struct allgather_bruck {
+	struct weft_lockstep ls;
+};
+
+_Static_assert(sizeof(struct allgather_bruck) <= WEFT_TASK_PRIV_BYTES, "task state too big");
+
+static struct allgather_bruck *state(struct weft_task *task)
+{
+	return (struct allgather_bruck *)(void *)task->priv;
+}
+
+static void plan(struct weft_task *task, uint32_t step, struct weft_lockstep_step *out)
+{
+	const struct weft_comm *comm = task->comm;
+	int n = comm->nranks, v = comm->rank, s = (int)step;
+	int nblocks = weft_bruck_nblocks(s, n);
+	size_t block = task->args.count * task->args.esize;
+	char *base = task->args.recvbuf;
+	int lo[2], len[2];
+
+	int k = weft_bruck_pieces(weft_bruck_send_first(v, s, n), nblocks, n, lo, len);
+	for (int i = 0; i < k; i++) {
+		out->send[i].peer = weft_bruck_send_to(v, s, n);
+		out->send[i].buf = base + (size_t)lo[i] * block;
+		out->send[i].len = (size_t)len[i] * block;
+	}
+	k = weft_bruck_pieces(weft_bruck_recv_first(v, s, n), nblocks, n, lo, len);
+	for (int i = 0; i < k; i++) {
+		out->recv[i].peer = weft_bruck_recv_from(v, s, n);
+		out->recv[i].buf = base + (size_t)lo[i] * block;
+		out->recv[i].len = (size_t)len[i] * block;
+	}
+}
+
+static const struct weft_lockstep_ops lockstep_ops = {
+    .plan = plan,
+};
+
+static weft_status_t bruck_post(struct weft_task *task)
+{
+	struct allgather_bruck *b = state(task);
+	const struct weft_coll_args *a = &task->args;
+	const struct weft_comm *comm = task->comm;
+	int n = comm->nranks;
+	if (!a->in_place)
+		memcpy((char *)a->recvbuf + (size_t)comm->rank * a->count * a->esize, a->sendbuf,
+		       a->count * a->esize);
+	weft_lockstep_init(&b->ls, &lockstep_ops, (uint32_t)weft_bruck_nsteps(n));
+	weft_status_t st = weft_lockstep_progress(&b->ls, task);
+	return st == WEFT_SUCCESS ? WEFT_INPROGRESS : st;
+}
+
+static weft_status_t bruck_progress(struct weft_task *task)
+{
+	return weft_lockstep_progress(&state(task)->ls, task);
+}
+
+static double bruck_estimate(const struct weft_comm *comm, const struct weft_coll_args *args)
+{
+	int n = comm->nranks;
+	if (n == 1)
+		return 0;
+	struct weft_cost c = weft_tune_worst(comm);
+	double block = (double)args->count * (double)args->esize;
+	return weft_bruck_nsteps(n) * c.alpha + (n - 1) * block * c.beta;
+}
+
+const struct weft_algo weft_allgather_bruck = {
+    .id = WEFT_ALGO_BRUCK,
+    .coll = WEFT_COLL_ALLGATHER,
+    .name = "bruck",
+    .description = "Bruck: ceil(log2 n) steps of doubling block ranges, any rank count, "
+		   "blocks placed directly (no final rotation)",
+    .estimate = bruck_estimate,
+    .post = bruck_post,
+    .progress = bruck_progress,
+};

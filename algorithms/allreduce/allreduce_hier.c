@@ -1,0 +1,330 @@
+/*
+ * allreduce_hier.c — hierarchical AllReduce: inside each host, then among
+ * host leaders, then inside each host again.
+ *
+ * Each host's ranks form a chain in placement order, headed by the host
+ * leader (graph.host_leader, its lowest rank). The leaders form a ring in
+ * placement order, which visits the hosts of one leaf together, so the ring
+ * crosses the spine once per leaf and most bytes stay under a leaf.
+ *
+ *  1. Reduce up the chain: the last rank sends its input, chunk by chunk, to
+ *     the one before it; each rank receives a chunk, reduces it with its own
+ *     input straight out of the transport (shm slots, or CMA for large
+ *     chunks) into recvbuf, and passes it on. Chunks are pipelined, so all
+ *     links of the chain are busy at once. The leader ends with the host's
+ *     sum.
+ *  2. AllReduce among the leaders: ring reduce-scatter + allgather (as in
+ *     allreduce_ring.c) in place on recvbuf, chunked and pipelined.
+ *  3. Broadcast down the chain, pipelined the same way.
+ * WEFT_AVG sums, and the rank that finishes a chunk's full sum divides it
+ * by nranks once (the leaders' ring, or the leader with one host).
+ *
+ * Why a reduce to the leader and not a reduce-scatter with "rail" exchanges
+ * among the owners of each slice: hosts may have unequal rank counts, and
+ * then slices owned on one host do not line up with another's; a leader
+ * scheme works for any layout with one code path. On a host with one NIC
+ * the leader's one stream per peer host is what the NIC can carry anyway,
+ * and a pipelined chain costs about one pass of the vector over shared
+ * memory in each direction, with every core reducing its share. A rail
+ * variant for hosts with equal counts and several NICs is future work.
+ *
+ * Cost (S bytes, m ranks on the largest host, H hosts, chunk C, k = S/C):
+ *   2 (m - 2 + k) (alpha_host + C beta_host) + S gamma          (chain)
+ * + 2 (H - 1) (alpha_net + S/H beta_net) + (H-1)/H S gamma       (leaders)
+ * The network carries 2 (H-1)/H S per leader instead of 2 (n-1)/n S over
+ * n-1 ring links, and the latency term grows with H, not n.
+ */
+#include <string.h>
+
+#include "core/comm.h"
+#include "reduce/reduce.h"
+#include "algorithms/algo.h"
+#include "algorithms/engine/hier_seq.h"
+#include "algorithms/patterns/ring.h"
+#include "algorithms/engine/ring_pipeline.h"
+
+enum hier_phase {
+	PHASE_UP = 0, /* reduce up the chain to the host leader */
+	PHASE_RING,   /* allreduce among host leaders */
+	PHASE_DOWN,   /* broadcast down the chain */
+	PHASE_DONE
+};
+
+/* Tags: the leaders' ring counts from 0 (below 2^31), the chains from here. */
+#define TAG_UP	 0x80000000u
+#define TAG_DOWN 0xc0000000u
+
+struct allreduce_hier {
+	struct weft_hier_seq hs;
+	struct weft_hier_layout lay;
+	enum hier_phase phase;
+	weft_reduce_fn reduce;
+	size_t chunk_elems; /* chains: chunks of the whole vector */
+	uint32_t nchunks;
+	size_t ring_chunk_elems; /* leaders' ring: chunks of one segment */
+	uint32_t ring_nchunks;
+};
+
+_Static_assert(sizeof(struct allreduce_hier) <= WEFT_TASK_PRIV_BYTES, "task state too big");
+
+static struct allreduce_hier *state(const struct weft_task *task)
+{
+	return (struct allreduce_hier *)(void *)task->priv;
+}
+
+/* Bytes [*off, *off + *len) of chunk @p chunk of the span [first, first + elems). */
+static void span(const struct weft_task *task, size_t first, size_t elems, size_t chunk_elems,
+		 uint32_t chunk, size_t *off, size_t *len)
+{
+	size_t start = (size_t)chunk * chunk_elems;
+	size_t n = start >= elems ? 0 : (elems - start < chunk_elems ? elems - start : chunk_elems);
+	*off = (first + (start < elems ? start : 0)) * task->args.esize;
+	*len = n * task->args.esize;
+}
+
+static void chain_span(const struct weft_task *task, uint32_t chunk, size_t *off, size_t *len)
+{
+	const struct allreduce_hier *h = state(task);
+	span(task, 0, task->args.count, h->chunk_elems, chunk, off, len);
+}
+
+/* ---- 1. up the chain ---- */
+
+static void up_recv(struct weft_task *task, uint32_t k, struct weft_hier_item *out)
+{
+	const struct allreduce_hier *h = state(task);
+	size_t off, len;
+	chain_span(task, k, &off, &len);
+	out->peer = h->lay.chain_next;
+	out->buf = (char *)task->args.recvbuf + off;
+	out->bytes = len;
+	out->reduce = h->reduce;
+	out->local = (const char *)task->args.sendbuf + off;
+}
+
+static void up_send(struct weft_task *task, uint32_t k, struct weft_hier_item *out)
+{
+	const struct allreduce_hier *h = state(task);
+	size_t off, len;
+	chain_span(task, k, &off, &len);
+	const char *base = h->lay.chain_next >= 0 ? (const char *)task->args.recvbuf
+						  : (const char *)task->args.sendbuf;
+	out->peer = h->lay.chain_prev;
+	out->buf = (char *)base + off;
+	out->bytes = len;
+}
+
+static bool chain_ready(const struct weft_task *task, uint32_t k, uint32_t recv_done)
+{
+	const struct allreduce_hier *h = state(task);
+	bool receives = h->phase == PHASE_UP ? h->lay.chain_next >= 0 : h->lay.chain_prev >= 0;
+	return !receives || recv_done > k;
+}
+
+/* One host: the leader holds each chunk's full sum as it arrives. */
+static void up_recv_done(struct weft_task *task, uint32_t k)
+{
+	const struct allreduce_hier *h = state(task);
+	if (task->args.op != WEFT_AVG || h->lay.chain_pos != 0 || h->lay.nleaders != 1)
+		return;
+	size_t off, len;
+	chain_span(task, k, &off, &len);
+	weft_reduce_scale((char *)task->args.recvbuf + off, len / task->args.esize,
+			  task->args.dtype, task->comm->nranks);
+}
+
+static const struct weft_hier_seq_ops up_ops = {
+    .recv_item = up_recv,
+    .send_item = up_send,
+    .send_ready = chain_ready,
+    .recv_done = up_recv_done,
+};
+
+/* ---- 2. ring among the host leaders, in place on recvbuf ---- */
+
+static void ring_span(const struct weft_task *task, int seg, uint32_t chunk, size_t *off,
+		      size_t *len)
+{
+	const struct allreduce_hier *h = state(task);
+	size_t count = task->args.count;
+	int nl = h->lay.nleaders;
+	span(task, weft_seg_offset(count, nl, seg), weft_seg_count(count, nl, seg),
+	     h->ring_chunk_elems, chunk, off, len);
+}
+
+static void ring_recv(struct weft_task *task, uint32_t k, struct weft_hier_item *out)
+{
+	const struct allreduce_hier *h = state(task);
+	uint32_t step = k / h->ring_nchunks;
+	size_t off, len;
+	ring_span(task, weft_ring_back(h->lay.leader_pos, (long)step + 1, h->lay.nleaders),
+		  k % h->ring_nchunks, &off, &len);
+	out->peer = h->lay.leader_prev;
+	out->buf = (char *)task->args.recvbuf + off;
+	out->bytes = len;
+	if (step < (uint32_t)h->lay.nleaders - 1) {
+		out->reduce = h->reduce;
+		out->local = out->buf;
+	}
+}
+
+static void ring_send(struct weft_task *task, uint32_t k, struct weft_hier_item *out)
+{
+	const struct allreduce_hier *h = state(task);
+	size_t off, len;
+	ring_span(task, weft_ring_back(h->lay.leader_pos, k / h->ring_nchunks, h->lay.nleaders),
+		  k % h->ring_nchunks, &off, &len);
+	out->peer = h->lay.leader_next;
+	out->buf = (char *)task->args.recvbuf + off;
+	out->bytes = len;
+}
+
+/* Chunk c of step s goes on once chunk c of step s-1 has arrived. */
+static bool ring_ready(const struct weft_task *task, uint32_t k, uint32_t recv_done)
+{
+	uint32_t nc = state(task)->ring_nchunks;
+	return k < nc || recv_done > k - nc;
+}
+
+static void ring_recv_done(struct weft_task *task, uint32_t k)
+{
+	const struct allreduce_hier *h = state(task);
+	uint32_t step = k / h->ring_nchunks;
+	if (task->args.op != WEFT_AVG || step != (uint32_t)h->lay.nleaders - 2)
+		return;
+	size_t off, len;
+	ring_span(task, weft_ring_back(h->lay.leader_pos, (long)step + 1, h->lay.nleaders),
+		  k % h->ring_nchunks, &off, &len);
+	weft_reduce_scale((char *)task->args.recvbuf + off, len / task->args.esize,
+			  task->args.dtype, task->comm->nranks);
+}
+
+static const struct weft_hier_seq_ops ring_ops = {
+    .recv_item = ring_recv,
+    .send_item = ring_send,
+    .send_ready = ring_ready,
+    .recv_done = ring_recv_done,
+};
+
+/* ---- 3. down the chain ---- */
+
+static void down_recv(struct weft_task *task, uint32_t k, struct weft_hier_item *out)
+{
+	size_t off, len;
+	chain_span(task, k, &off, &len);
+	out->peer = state(task)->lay.chain_prev;
+	out->buf = (char *)task->args.recvbuf + off;
+	out->bytes = len;
+}
+
+static void down_send(struct weft_task *task, uint32_t k, struct weft_hier_item *out)
+{
+	size_t off, len;
+	chain_span(task, k, &off, &len);
+	out->peer = state(task)->lay.chain_next;
+	out->buf = (char *)task->args.recvbuf + off;
+	out->bytes = len;
+}
+
+static const struct weft_hier_seq_ops down_ops = {
+    .recv_item = down_recv,
+    .send_item = down_send,
+    .send_ready = chain_ready,
+};
+
+/* ---- phases ---- */
+
+static void start_phase(struct weft_task *task, enum hier_phase phase)
+{
+	struct allreduce_hier *h = state(task);
+	const struct weft_hier_layout *l = &h->lay;
+	uint32_t nc = h->nchunks;
+	h->phase = phase;
+	switch (phase) {
+	case PHASE_UP:
+		if (l->chain_pos == 0 && l->local_n == 1 && !task->args.in_place)
+			memcpy(task->args.recvbuf, task->args.sendbuf,
+			       task->args.count * task->args.esize);
+		weft_hier_seq_init(&h->hs, &up_ops, l->chain_next >= 0 ? nc : 0,
+				   l->chain_prev >= 0 ? nc : 0, TAG_UP);
+		break;
+	case PHASE_RING: {
+		bool runs = l->chain_pos == 0 && l->nleaders > 1;
+		uint32_t n = runs ? 2 * ((uint32_t)l->nleaders - 1) * h->ring_nchunks : 0;
+		weft_hier_seq_init(&h->hs, &ring_ops, n, n, 0);
+		break;
+	}
+	case PHASE_DOWN:
+		weft_hier_seq_init(&h->hs, &down_ops, l->chain_prev >= 0 ? nc : 0,
+				   l->chain_next >= 0 ? nc : 0, TAG_DOWN);
+		break;
+	case PHASE_DONE: break;
+	}
+}
+
+static weft_status_t drive(struct weft_task *task)
+{
+	struct allreduce_hier *h = state(task);
+	while (h->phase != PHASE_DONE) {
+		weft_status_t st = weft_hier_seq_progress(&h->hs, task);
+		if (st != WEFT_SUCCESS)
+			return st;
+		start_phase(task, (enum hier_phase)(h->phase + 1));
+	}
+	return WEFT_SUCCESS;
+}
+
+static weft_status_t hier_post(struct weft_task *task)
+{
+	struct allreduce_hier *h = state(task);
+	const struct weft_coll_args *a = &task->args;
+	weft_hier_layout(task->comm, &h->lay);
+	h->reduce = weft_reduce_kernel(a->dtype, a->op);
+	h->nchunks = weft_ring_nchunks(task, a->count, &h->chunk_elems);
+	h->ring_nchunks = weft_ring_nchunks(task, weft_seg_count(a->count, h->lay.nleaders, 0),
+					    &h->ring_chunk_elems);
+	start_phase(task, PHASE_UP);
+	weft_status_t st = drive(task);
+	return st == WEFT_SUCCESS ? WEFT_INPROGRESS : st;
+}
+
+static weft_status_t hier_progress(struct weft_task *task)
+{
+	return drive(task);
+}
+
+static bool hier_supports(const struct weft_comm *comm, const struct weft_coll_args *args)
+{
+	return weft_hier_pays(comm);
+}
+
+static double hier_estimate(const struct weft_comm *comm, const struct weft_coll_args *args)
+{
+	double bytes = (double)args->count * (double)args->esize;
+	double chunk = (double)comm->chunk_bytes < bytes ? (double)comm->chunk_bytes : bytes;
+	double k = chunk > 0 ? bytes / chunk : 1;
+	int m = weft_hier_max_local(comm), nh = comm->graph.nhosts;
+	double t = 0;
+	if (m > 1) {
+		struct weft_cost c = weft_tune_intra_host(comm);
+		t += 2.0 * (m - 2 + k) * (c.alpha + chunk * c.beta) + bytes * c.gamma;
+	}
+	if (nh > 1) {
+		struct weft_cost c = weft_tune_inter_host(comm);
+		double seg = bytes / nh;
+		t += 2.0 * (nh - 1) * (c.alpha + seg * c.beta) + (nh - 1) * seg * c.gamma;
+	}
+	return t;
+}
+
+const struct weft_algo weft_allreduce_hier = {
+    .id = WEFT_ALGO_HIER,
+    .coll = WEFT_COLL_ALLREDUCE,
+    .name = "hier",
+    .description = "reduce up a chain to each host leader, ring among leaders (leaf-grouped), "
+		   "broadcast down the chain",
+    .estimate = hier_estimate,
+    .supports = hier_supports,
+    .post = hier_post,
+    .progress = hier_progress,
+};

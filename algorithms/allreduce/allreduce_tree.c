@@ -1,0 +1,111 @@
+/*
+ * allreduce_tree.c — double binary tree AllReduce (NCCL's scheme), pipelined.
+ *
+ * Two binary trees span the ranks, laid over the placement ring so that
+ * neighbours in a tree tend to share a host or a leaf (patterns/tree.h
+ * weft_dbtree: tree 0 is NCCL's in-order binary tree, tree 1 its mirror
+ * image; for odd n the last position hangs as a leaf under both roots).
+ * Every rank is an inner node in at most one tree, so the two trees load
+ * every link about equally in both directions. The first half of the vector (ceil(count/2)
+ * elements) goes up and down tree 0, the second half tree 1, both at once.
+ *
+ * Per tree, for every chunk (comm->chunk_bytes): a rank receives the chunk
+ * from each child and reduces it on arrival into recvbuf (own data, then
+ * child 0, then child 1: a fixed order, so the bits are reproducible), then
+ * sends it to its parent; the root, once it has reduced a chunk (and divided
+ * it for WEFT_AVG), sends it down; every rank receives the final chunk into
+ * recvbuf and forwards it to its children. Chunks overlap along the tree:
+ * see tree_pipeline.h for the engine and for how two trees share a link.
+ *
+ * Cost (S bytes, n ranks, d = ceil(log2 n) levels, chunk c, k = ceil(S/2c)
+ * chunks per tree): the pipeline needs 2d steps to fill and k to drain; a
+ * step moves at most 4 chunks through a rank's port (an inner node of one
+ * tree sends one chunk up and two down, and one up as a leaf of the other),
+ *     T = (2d + k - 1) (alpha + 4 c beta) + S gamma
+ * i.e. about 2 log2(n) alpha + 2 S beta for large S. Against the ring's
+ * 2(n-1) alpha it wins on latency at any n > 3; against its 2(n-1)/n S beta
+ * it loses little bandwidth.
+ */
+#include <string.h>
+
+#include "core/comm.h"
+#include "tune/tune.h"
+#include "algorithms/algo.h"
+#include "algorithms/engine/tree_pipeline.h"
+
+#define ALLREDUCE_TREE_POOL 24 /* messages in flight: >= 2 per link */
+
+struct allreduce_tree {
+	struct weft_tree_pipeline tp;
+	struct weft_msg pool[ALLREDUCE_TREE_POOL];
+};
+
+_Static_assert(sizeof(struct allreduce_tree) <= WEFT_TASK_PRIV_BYTES, "task state too big");
+_Static_assert(ALLREDUCE_TREE_POOL >= 2 * WEFT_TP_MAX_LINKS, "a window of 2 per link");
+
+static struct allreduce_tree *state(const struct weft_task *task)
+{
+	return (struct allreduce_tree *)(void *)task->priv;
+}
+
+static weft_status_t tree_post(struct weft_task *task)
+{
+	struct allreduce_tree *at = state(task);
+	const struct weft_comm *comm = task->comm;
+	const struct weft_coll_args *a = &task->args;
+	if (comm->nranks == 1) {
+		if (!a->in_place)
+			memcpy(a->recvbuf, a->sendbuf, a->count * a->esize);
+		return WEFT_SUCCESS;
+	}
+	struct weft_tp_config cfg = {
+	    .ntrees = 2,
+	    .up = true,
+	    .down = true,
+	    .chunk_elems = comm->chunk_bytes / a->esize,
+	    .pool = at->pool,
+	    .pool_cap = ALLREDUCE_TREE_POOL,
+	};
+	weft_tp_tree_place(&cfg.tree[0], comm, weft_tp_dbtree0, comm->ring[0]);
+	weft_tp_tree_place(&cfg.tree[1], comm, weft_tp_dbtree1, comm->ring[0]);
+	cfg.tree[0].elem_off = 0;
+	cfg.tree[0].elems = (a->count + 1) / 2;
+	cfg.tree[1].elem_off = cfg.tree[0].elems;
+	cfg.tree[1].elems = a->count / 2;
+	weft_tree_pipeline_init(&at->tp, task, &cfg);
+	weft_status_t st = weft_tree_pipeline_progress(&at->tp, task);
+	return st == WEFT_SUCCESS ? WEFT_INPROGRESS : st;
+}
+
+static weft_status_t tree_progress(struct weft_task *task)
+{
+	if (task->comm->nranks == 1)
+		return WEFT_SUCCESS;
+	return weft_tree_pipeline_progress(&state(task)->tp, task);
+}
+
+static double tree_estimate(const struct weft_comm *comm, const struct weft_coll_args *args)
+{
+	struct weft_cost c = weft_tune_worst(comm);
+	double bytes = (double)args->count * (double)args->esize;
+	if (comm->nranks == 1)
+		return bytes * c.gamma;
+	double chunk = (double)comm->chunk_bytes;
+	double half = bytes / 2;
+	if (chunk > half)
+		chunk = half > 0 ? half : 1;
+	double k = half > 0 ? (double)(size_t)((half + chunk - 1) / chunk) : 1;
+	double d = weft_tp_btree_depth(comm->nranks);
+	return (2 * d + k - 1) * (c.alpha + 4 * chunk * c.beta) + bytes * c.gamma;
+}
+
+const struct weft_algo weft_allreduce_tree = {
+    .id = WEFT_ALGO_TREE,
+    .coll = WEFT_COLL_ALLREDUCE,
+    .name = "tree",
+    .description =
+	"double binary tree (half the data each), reduce up and broadcast down, pipelined",
+    .estimate = tree_estimate,
+    .post = tree_post,
+    .progress = tree_progress,
+};

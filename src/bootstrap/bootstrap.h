@@ -1,0 +1,90 @@
+/*
+ * bootstrap.h — how ranks find each other before any transport exists.
+ *
+ * The unique id carries a magic, a version, the root's address and a random
+ * 64-bit secret. The root listener (a thread in the process that created the
+ * id) accepts one TCP connection per rank. Each connection must send the
+ * secret, its rank and the size first; anything else — a wrong secret,
+ * garbage, a duplicate rank, a different size — is logged and dropped, and
+ * the job still initialises. Every message is length-prefixed and checked.
+ * Collectives here are star-shaped through the root: they run a handful of
+ * times during communicator creation, never on the data path.
+ */
+#ifndef WEFT_BOOTSTRAP_H
+#define WEFT_BOOTSTRAP_H
+
+#include <netinet/in.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "util/error.h"
+#include "weft.h"
+
+#define WEFT_UID_MAGIC	 0x5745465455494431ull /* "WEFTUID1" */
+#define WEFT_UID_VERSION 1u
+
+/* The root's address: IPv4 or IPv6 only. Not sockaddr_storage, which alone
+ * is 128 bytes and would not leave room in weft_unique_id_t. */
+union weft_uid_addr {
+	struct sockaddr sa;
+	struct sockaddr_in in4;
+	struct sockaddr_in6 in6;
+};
+
+/* The layout behind weft_unique_id_t (56 bytes of its 128; the rest zero).
+ * weft_unique_id_t is only byte-aligned: memcpy it into a struct weft_uid
+ * rather than casting the pointer. */
+struct weft_uid {
+	uint64_t magic;
+	uint64_t secret;
+	uint32_t version;
+	uint32_t addr_len;
+	union weft_uid_addr addr;
+};
+
+struct weft_bootstrap;
+
+/*
+ * Start a root listener on @p addr (port 0: the kernel picks) in a detached
+ * thread that serves one job of up to WEFT_MAX_RANKS ranks, then exits and
+ * closes the listener: once every rank has closed, or @p timeout_s after a
+ * failure, or if no rank joined within @p timeout_s. The join phase may last
+ * @p timeout_s from the first valid hello, each allgather @p timeout_s from
+ * its first block; when one runs out the root tells the waiting ranks which
+ * ranks are missing. Fills @p uid.
+ */
+weft_status_t weft_bootstrap_root_start(const struct sockaddr *addr, socklen_t addr_len,
+					uint64_t secret, double timeout_s, struct weft_uid *uid,
+					struct weft_err *err);
+
+/* Check an id received from the user: magic, version, address family. */
+weft_status_t weft_bootstrap_uid_check(const struct weft_uid *uid, struct weft_err *err);
+
+/*
+ * Connect to the root and join as @p rank of @p nranks. Blocks until every
+ * rank has joined or @p timeout_s passes; the timeout error names the ranks
+ * that did not arrive (the root tells the waiting ranks which ones).
+ */
+weft_status_t weft_bootstrap_join(const struct weft_uid *uid, int rank, int nranks,
+				  double timeout_s, struct weft_bootstrap **out,
+				  struct weft_err *err);
+
+/*
+ * AllGather @p bytes from every rank: buf holds nranks * bytes, this rank's
+ * block at rank * bytes on entry; every block is filled on return. Every rank
+ * must pass the same @p bytes (checked by the root).
+ */
+weft_status_t weft_bootstrap_allgather(struct weft_bootstrap *bs, void *buf, size_t bytes,
+				       struct weft_err *err);
+
+weft_status_t weft_bootstrap_barrier(struct weft_bootstrap *bs, struct weft_err *err);
+
+/* Wait (at most @p timeout_s) until every root thread of this process has
+ * served its job and exited; returns at once if there is none. */
+void weft_bootstrap_roots_drain(double timeout_s);
+
+/* Leave: closes the connection. The root thread exits when all have left. */
+void weft_bootstrap_close(struct weft_bootstrap *bs);
+
+#endif

@@ -1,0 +1,921 @@
+/*
+ * bootstrap_root.c — the root listener thread of the bootstrap: accepts the
+ * ranks' connections, checks their hellos, serves the join and each
+ * allgather, enforces the deadlines and tells the ranks why a job failed.
+ * The protocol is described in bootstrap_wire.h.
+ */
+#define _GNU_SOURCE
+#include "bootstrap/bootstrap.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bootstrap/bootstrap_wire.h"
+#include "core/comm.h"
+#include "util/log.h"
+
+#define HELLO_TIMEOUT_S 2.0
+#define MAX_STRANGERS	64 /* connections still owing a hello, beyond nranks */
+
+/*
+ * "rank 3" or "ranks 3,5,7-9" for the ranks where @p missing is true; stops
+ * before overflowing and then says how many there are in all.
+ */
+static void ranks_format(const bool *missing, int nranks, char *buf, size_t size)
+{
+	int count = 0, shown = 0;
+	size_t used;
+
+	for (int i = 0; i < nranks; i++)
+		count += missing[i];
+	used = (size_t)snprintf(buf, size, "%s ", count == 1 ? "rank" : "ranks");
+	for (int i = 0; i < nranks && used < size; i++) {
+		int j = i;
+
+		if (!missing[i])
+			continue;
+		while (j + 1 < nranks && missing[j + 1])
+			j++;
+		if (used + 48 > size) {
+			snprintf(buf + used, size - used, "... (%d in all)", count);
+			return;
+		}
+		if (j > i)
+			used += (size_t)snprintf(buf + used, size - used, "%s%d-%d",
+						 shown ? "," : "", i, j);
+		else
+			used +=
+			    (size_t)snprintf(buf + used, size - used, "%s%d", shown ? "," : "", i);
+		shown += j - i + 1;
+		i = j;
+	}
+}
+
+struct blob {
+	size_t refs;
+	size_t len;
+	unsigned char data[];
+};
+
+struct out_msg {
+	struct out_msg *next;
+	struct frame_hdr hdr;
+	struct blob *blob; /* payload, NULL when empty */
+	size_t off;	   /* bytes of hdr + payload already sent */
+};
+
+enum conn_phase {
+	CONN_HELLO,   /* connected, owes a hello by its deadline */
+	CONN_JOINED,  /* a rank of the job */
+	CONN_CLOSING, /* refused: flush the ERROR frame, then close */
+	CONN_DEAD,    /* closed, freed at the end of the poll round */
+};
+
+struct conn {
+	int fd;
+	enum conn_phase phase;
+	int rank;
+	bool bye;   /* the rank said goodbye: its EOF is not a failure */
+	bool drain; /* read and drop everything from now on */
+	double deadline;
+	char peer[ADDR_STR_BYTES];
+	/* input: a header, then its payload into in_dst */
+	struct frame_hdr hdr;
+	size_t hdr_got;
+	unsigned char *in_dst;
+	size_t in_len, in_got;
+	struct hello hello;
+	/* output */
+	struct out_msg *out_head, *out_tail;
+};
+
+struct root {
+	int listen_fd;
+	uint64_t secret;
+	double timeout_s;
+	double start;
+	char addr[ADDR_STR_BYTES];
+
+	struct conn **conns;
+	size_t nconns, conns_cap;
+
+	int nranks; /* 0 until the first valid hello sets it */
+	int nranks_from;
+	struct conn **by_rank;
+	bool *gone; /* the rank's connection has closed */
+	bool *scratch;
+	int joined;
+	bool all_joined;
+	double join_start;
+
+	/* the allgather in progress */
+	uint32_t op_seq;
+	bool op_pending;
+	size_t op_bytes;
+	int op_first;
+	int op_count;
+	bool *op_have;
+	struct blob *op_blob;
+	double op_start;
+
+	bool failed;
+	double fail_time;
+};
+
+static struct blob *blob_new(size_t len)
+{
+	struct blob *b = malloc(sizeof(*b) + (len ? len : 1));
+
+	if (!b)
+		return NULL;
+	b->refs = 1;
+	b->len = len;
+	return b;
+}
+
+static void blob_put(struct blob *b)
+{
+	if (b && --b->refs == 0)
+		free(b);
+}
+
+static void conn_close(struct conn *c)
+{
+	struct out_msg *m = c->out_head;
+
+	while (m) {
+		struct out_msg *next = m->next;
+
+		blob_put(m->blob);
+		free(m);
+		m = next;
+	}
+	c->out_head = c->out_tail = NULL;
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	c->phase = CONN_DEAD;
+}
+
+/* Queue a frame; the connection takes a reference on @p blob. */
+static void conn_queue(struct conn *c, uint32_t type, uint32_t seq, struct blob *blob)
+{
+	struct out_msg *m;
+
+	if (c->phase == CONN_DEAD)
+		return;
+	m = calloc(1, sizeof(*m));
+	if (!m) {
+		weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT,
+			 "bootstrap root: out of memory queueing a reply to %s; dropping it",
+			 c->peer);
+		conn_close(c);
+		return;
+	}
+	m->hdr.type = type;
+	m->hdr.seq = seq;
+	m->hdr.len = blob ? blob->len : 0;
+	m->blob = blob;
+	if (blob)
+		blob->refs++;
+	if (c->out_tail)
+		c->out_tail->next = m;
+	else
+		c->out_head = m;
+	c->out_tail = m;
+}
+
+static struct blob *error_blob(weft_status_t status, const char *text)
+{
+	size_t len = strnlen(text, MAX_ERROR_BYTES - sizeof(int32_t));
+	struct blob *b = blob_new(sizeof(int32_t) + len);
+	int32_t st = status;
+
+	if (!b)
+		return NULL;
+	memcpy(b->data, &st, sizeof(st));
+	memcpy(b->data + sizeof(st), text, len);
+	return b;
+}
+
+static void conn_send_error(struct conn *c, weft_status_t status, const char *text)
+{
+	struct blob *b = error_blob(status, text);
+
+	if (!b) {
+		conn_close(c);
+		return;
+	}
+	conn_queue(c, FRAME_ERROR, 0, b);
+	blob_put(b);
+}
+
+/* Refuse a connection that sent a well-formed hello: tell it why, then close. */
+static void conn_refuse(struct root *r, struct conn *c, weft_status_t status, const char *text)
+{
+	weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT, "bootstrap root %s: refused %s: %s", r->addr,
+		 c->peer, text);
+	conn_send_error(c, status, text);
+	c->phase = CONN_CLOSING;
+	c->drain = true;
+	c->deadline = weft_bootstrap_wire_now_s() + HELLO_TIMEOUT_S;
+}
+
+static void conn_drop(struct root *r, struct conn *c, const char *why)
+{
+	weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT, "bootstrap root %s: dropped connection from %s: %s",
+		 r->addr, c->peer, why);
+	conn_close(c);
+}
+
+/* The job is over: every rank still connected is told why. */
+static void root_fail(struct root *r, weft_status_t status, const char *text)
+{
+	struct blob *b;
+
+	if (r->failed)
+		return;
+	r->failed = true;
+	r->fail_time = weft_bootstrap_wire_now_s();
+	weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT, "bootstrap root %s: job failed: %s", r->addr, text);
+	b = error_blob(status, text);
+	for (size_t i = 0; i < r->nconns; i++) {
+		struct conn *c = r->conns[i];
+
+		if (c->phase != CONN_JOINED)
+			continue;
+		c->drain = true;
+		if (b)
+			conn_queue(c, FRAME_ERROR, r->op_seq, b);
+		else
+			conn_close(c);
+	}
+	blob_put(b);
+	blob_put(r->op_blob);
+	r->op_blob = NULL;
+	r->op_pending = false;
+}
+
+static void root_on_hello(struct root *r, struct conn *c)
+{
+	const struct hello *h = &c->hello;
+	char text[400];
+
+	if (h->magic != WEFT_UID_MAGIC || h->version != WEFT_UID_VERSION) {
+		conn_drop(r, c,
+			  "hello has a bad magic or version (not a weft rank of this version)");
+		return;
+	}
+	if (h->secret != r->secret) {
+		conn_refuse(r, c, WEFT_ERR_INVALID_ARG,
+			    "bootstrap: wrong secret: the unique id does not belong to the job at "
+			    "this root (stale id?)");
+		return;
+	}
+	if (r->failed) {
+		snprintf(text, sizeof(text), "bootstrap: rank %d arrived after the job failed",
+			 h->rank);
+		conn_refuse(r, c, WEFT_ERR_TIMEOUT, text);
+		return;
+	}
+	if (h->nranks < 1 || h->nranks > WEFT_MAX_RANKS) {
+		snprintf(text, sizeof(text), "bootstrap: nranks %d is out of range 1..%d",
+			 h->nranks, WEFT_MAX_RANKS);
+		conn_refuse(r, c, WEFT_ERR_INVALID_ARG, text);
+		return;
+	}
+	if (r->nranks && h->nranks != r->nranks) {
+		snprintf(text, sizeof(text),
+			 "bootstrap: rank %d says nranks %d, but rank %d joined with nranks %d",
+			 h->rank, h->nranks, r->nranks_from, r->nranks);
+		conn_refuse(r, c, WEFT_ERR_INVALID_ARG, text);
+		return;
+	}
+	if (h->rank < 0 || h->rank >= h->nranks) {
+		snprintf(text, sizeof(text), "bootstrap: rank %d is out of range for %d ranks",
+			 h->rank, h->nranks);
+		conn_refuse(r, c, WEFT_ERR_INVALID_ARG, text);
+		return;
+	}
+	if (!r->nranks) {
+		size_t n = (size_t)h->nranks;
+
+		r->by_rank = calloc(n, sizeof(*r->by_rank));
+		r->gone = calloc(n, sizeof(*r->gone));
+		r->scratch = calloc(n, sizeof(*r->scratch));
+		r->op_have = calloc(n, sizeof(*r->op_have));
+		if (!r->by_rank || !r->gone || !r->scratch || !r->op_have) {
+			conn_refuse(r, c, WEFT_ERR_NO_MEMORY, "bootstrap: root is out of memory");
+			return;
+		}
+		r->nranks = h->nranks;
+		r->nranks_from = h->rank;
+		r->join_start = weft_bootstrap_wire_now_s();
+	}
+	if (r->by_rank[h->rank] || r->gone[h->rank]) {
+		snprintf(text, sizeof(text), "bootstrap: rank %d already joined%s%s", h->rank,
+			 r->by_rank[h->rank] ? " from " : "",
+			 r->by_rank[h->rank] ? r->by_rank[h->rank]->peer : "");
+		conn_refuse(r, c, WEFT_ERR_INVALID_ARG, text);
+		return;
+	}
+	c->phase = CONN_JOINED;
+	c->rank = h->rank;
+	r->by_rank[h->rank] = c;
+	r->joined++;
+	weft_log(WEFT_LOG_INFO, WEFT_SUB_BOOT, "bootstrap root %s: rank %d joined from %s (%d/%d)",
+		 r->addr, c->rank, c->peer, r->joined, r->nranks);
+	if (r->joined == r->nranks) {
+		r->all_joined = true;
+		for (size_t i = 0; i < r->nconns; i++)
+			if (r->conns[i]->phase == CONN_JOINED)
+				conn_queue(r->conns[i], FRAME_READY, 0, NULL);
+	}
+}
+
+/* A new allgather starts with this block: every rank must still be there. */
+static bool root_op_start(struct root *r, struct conn *c, size_t bytes)
+{
+	char text[400], who[300];
+	bool any = false;
+
+	for (int i = 0; i < r->nranks; i++) {
+		r->scratch[i] = r->gone[i];
+		any |= r->gone[i];
+	}
+	if (any) {
+		ranks_format(r->scratch, r->nranks, who, sizeof(who));
+		snprintf(text, sizeof(text),
+			 "bootstrap allgather #%u: %s closed the bootstrap before it", r->op_seq,
+			 who);
+		root_fail(r, WEFT_ERR_REMOTE, text);
+		return false;
+	}
+	r->op_blob = blob_new((size_t)r->nranks * bytes);
+	if (!r->op_blob) {
+		root_fail(r, WEFT_ERR_NO_MEMORY, "bootstrap: root is out of memory");
+		return false;
+	}
+	memset(r->op_have, 0, (size_t)r->nranks * sizeof(*r->op_have));
+	r->op_pending = true;
+	r->op_bytes = bytes;
+	r->op_first = c->rank;
+	r->op_count = 0;
+	r->op_start = weft_bootstrap_wire_now_s();
+	return true;
+}
+
+/* A joined rank's frame header is in: decide where its payload goes. */
+static void root_on_rank_header(struct root *r, struct conn *c)
+{
+	const struct frame_hdr *h = &c->hdr;
+	uint64_t max_block = MAX_TOTAL_BYTES / (uint64_t)r->nranks;
+	char text[400];
+
+	if (h->type == FRAME_BYE && h->len == 0)
+		return;
+	if (h->type != FRAME_GATHER || !r->all_joined) {
+		snprintf(text, sizeof(text),
+			 "bootstrap: rank %d sent an unexpected frame (type %u, %llu bytes)",
+			 c->rank, h->type, (unsigned long long)h->len);
+		root_fail(r, WEFT_ERR_REMOTE, text);
+		return;
+	}
+	if (h->seq != r->op_seq) {
+		snprintf(text, sizeof(text),
+			 "bootstrap: rank %d is at allgather #%u, the job at #%u (ranks must make "
+			 "the same bootstrap calls in the same order)",
+			 c->rank, h->seq, r->op_seq);
+		root_fail(r, WEFT_ERR_REMOTE, text);
+		return;
+	}
+	if (h->len > max_block) {
+		snprintf(text, sizeof(text),
+			 "bootstrap allgather #%u: rank %d sent %llu bytes, more than the limit of "
+			 "%llu per rank for %d ranks",
+			 h->seq, c->rank, (unsigned long long)h->len, (unsigned long long)max_block,
+			 r->nranks);
+		root_fail(r, WEFT_ERR_INVALID_ARG, text);
+		return;
+	}
+	if (!r->op_pending && !root_op_start(r, c, (size_t)h->len))
+		return;
+	if (h->len != r->op_bytes) {
+		snprintf(
+		    text, sizeof(text),
+		    "bootstrap allgather #%u: rank %d gives %llu bytes, rank %d gives %zu (every "
+		    "rank must pass the same size)",
+		    h->seq, c->rank, (unsigned long long)h->len, r->op_first, r->op_bytes);
+		root_fail(r, WEFT_ERR_INVALID_ARG, text);
+		return;
+	}
+	if (r->op_have[c->rank]) {
+		snprintf(text, sizeof(text),
+			 "bootstrap allgather #%u: rank %d sent its block twice", h->seq, c->rank);
+		root_fail(r, WEFT_ERR_REMOTE, text);
+		return;
+	}
+	c->in_dst = r->op_blob->data + (size_t)c->rank * r->op_bytes;
+	c->in_len = (size_t)h->len;
+}
+
+static void root_on_rank_frame(struct root *r, struct conn *c, const struct frame_hdr *h)
+{
+	char text[400];
+
+	if (h->type == FRAME_BYE) {
+		c->bye = true;
+		if (r->op_pending && !r->op_have[c->rank]) {
+			snprintf(text, sizeof(text),
+				 "bootstrap allgather #%u: rank %d closed the bootstrap instead",
+				 r->op_seq, c->rank);
+			root_fail(r, WEFT_ERR_REMOTE, text);
+		}
+		return;
+	}
+	r->op_have[c->rank] = true;
+	if (++r->op_count < r->nranks)
+		return;
+	for (size_t i = 0; i < r->nconns; i++)
+		if (r->conns[i]->phase == CONN_JOINED)
+			conn_queue(r->conns[i], FRAME_GATHER, r->op_seq, r->op_blob);
+	blob_put(r->op_blob);
+	r->op_blob = NULL;
+	r->op_pending = false;
+	r->op_seq++;
+}
+
+/* A frame header is complete: validate it and point the payload somewhere. */
+static void root_on_header(struct root *r, struct conn *c)
+{
+	c->in_dst = NULL;
+	c->in_len = 0;
+	c->in_got = 0;
+	if (c->phase == CONN_HELLO) {
+		char why[160];
+
+		if (c->hdr.type == FRAME_HELLO && c->hdr.len == sizeof(c->hello)) {
+			c->in_dst = (unsigned char *)&c->hello;
+			c->in_len = sizeof(c->hello);
+			return;
+		}
+		snprintf(why, sizeof(why), "garbage instead of a hello (frame type %u, %llu bytes)",
+			 c->hdr.type, (unsigned long long)c->hdr.len);
+		conn_drop(r, c, why);
+		return;
+	}
+	root_on_rank_header(r, c);
+}
+
+static void root_on_frame(struct root *r, struct conn *c)
+{
+	struct frame_hdr h = c->hdr;
+
+	c->hdr_got = 0;
+	c->in_dst = NULL;
+	if (c->drain || c->phase == CONN_DEAD)
+		return;
+	if (c->phase == CONN_HELLO)
+		root_on_hello(r, c);
+	else if (c->phase == CONN_JOINED)
+		root_on_rank_frame(r, c, &h);
+}
+
+static void root_conn_lost(struct root *r, struct conn *c, const char *why)
+{
+	char text[400];
+
+	if (c->phase == CONN_HELLO) {
+		snprintf(text, sizeof(text), "closed before a valid hello (%s)", why);
+		conn_drop(r, c, text);
+		return;
+	}
+	if (c->phase == CONN_JOINED) {
+		r->by_rank[c->rank] = NULL;
+		r->gone[c->rank] = true;
+		if (!c->bye && !r->failed) {
+			snprintf(
+			    text, sizeof(text),
+			    "bootstrap: rank %d left the bootstrap (its connection to the root "
+			    "%s)",
+			    c->rank, why);
+			conn_close(c);
+			root_fail(r, WEFT_ERR_REMOTE, text);
+			return;
+		}
+		weft_log(WEFT_LOG_TRACE, WEFT_SUB_BOOT, "bootstrap root %s: rank %d closed",
+			 r->addr, c->rank);
+	}
+	conn_close(c);
+}
+
+static void root_read(struct root *r, struct conn *c)
+{
+	unsigned char sink[4096];
+
+	while (c->phase != CONN_DEAD) {
+		unsigned char *dst;
+		size_t want;
+		ssize_t n;
+
+		if (c->drain) {
+			dst = sink;
+			want = sizeof(sink);
+		} else if (c->hdr_got < sizeof(c->hdr)) {
+			dst = (unsigned char *)&c->hdr + c->hdr_got;
+			want = sizeof(c->hdr) - c->hdr_got;
+		} else {
+			dst = c->in_dst + c->in_got;
+			want = c->in_len - c->in_got;
+		}
+		n = recv(c->fd, dst, want, 0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				root_conn_lost(r, c, strerror(errno));
+			return;
+		}
+		if (n == 0) {
+			root_conn_lost(r, c, "closed");
+			return;
+		}
+		if (c->drain)
+			continue;
+		if (c->hdr_got < sizeof(c->hdr)) {
+			c->hdr_got += (size_t)n;
+			if (c->hdr_got < sizeof(c->hdr))
+				continue;
+			root_on_header(r, c);
+			if (c->phase != CONN_DEAD && !c->drain && c->in_len == 0)
+				root_on_frame(r, c);
+			continue;
+		}
+		c->in_got += (size_t)n;
+		if (c->in_got == c->in_len)
+			root_on_frame(r, c);
+	}
+}
+
+static void root_write(struct root *r, struct conn *c)
+{
+	while (c->out_head) {
+		struct out_msg *m = c->out_head;
+		size_t hdr_len = sizeof(m->hdr), total = hdr_len + (size_t)m->hdr.len;
+		struct iovec iov[2];
+		struct msghdr mh = {.msg_iov = iov};
+		ssize_t n;
+
+		if (m->off < hdr_len) {
+			iov[0].iov_base = (char *)&m->hdr + m->off;
+			iov[0].iov_len = hdr_len - m->off;
+			iov[1].iov_base = m->blob ? m->blob->data : NULL;
+			iov[1].iov_len = (size_t)m->hdr.len;
+			mh.msg_iovlen = m->hdr.len ? 2 : 1;
+		} else {
+			iov[0].iov_base = m->blob->data + (m->off - hdr_len);
+			iov[0].iov_len = total - m->off;
+			mh.msg_iovlen = 1;
+		}
+		n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				root_conn_lost(r, c, strerror(errno));
+			return;
+		}
+		m->off += (size_t)n;
+		if (m->off < total)
+			return;
+		c->out_head = m->next;
+		if (!c->out_head)
+			c->out_tail = NULL;
+		blob_put(m->blob);
+		free(m);
+	}
+	if (c->phase == CONN_CLOSING)
+		conn_close(c);
+}
+
+static void root_accept(struct root *r)
+{
+	for (;;) {
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof(ss);
+		size_t limit = (size_t)(r->nranks ? r->nranks : WEFT_MAX_RANKS) + MAX_STRANGERS;
+		struct conn *c;
+		int fd = accept4(r->listen_fd, (struct sockaddr *)&ss, &len,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT,
+					 "bootstrap root %s: accept: %s", r->addr, strerror(errno));
+			return;
+		}
+		c = calloc(1, sizeof(*c));
+		if (c && r->nconns == r->conns_cap) {
+			size_t cap = r->conns_cap ? 2 * r->conns_cap : 16;
+			struct conn **grown = realloc(r->conns, cap * sizeof(*grown));
+
+			if (grown) {
+				r->conns = grown;
+				r->conns_cap = cap;
+			}
+		}
+		if (!c || r->nconns == r->conns_cap || r->nconns >= limit) {
+			char peer[ADDR_STR_BYTES];
+
+			weft_bootstrap_wire_addr_format((struct sockaddr *)&ss, peer, sizeof(peer));
+			weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT,
+				 "bootstrap root %s: dropped connection from %s: %s", r->addr, peer,
+				 c ? "too many connections" : "out of memory");
+			free(c);
+			close(fd);
+			continue;
+		}
+		c->fd = fd;
+		c->rank = -1;
+		c->phase = CONN_HELLO;
+		c->deadline = weft_bootstrap_wire_now_s() + HELLO_TIMEOUT_S;
+		weft_bootstrap_wire_addr_format((struct sockaddr *)&ss, c->peer, sizeof(c->peer));
+		r->conns[r->nconns++] = c;
+	}
+}
+
+/* Fail whatever wait has run out; returns the earliest deadline still ahead. */
+static double root_check_deadlines(struct root *r, double now)
+{
+	double next = now + 60.0;
+	char text[400], who[300];
+
+	for (size_t i = 0; i < r->nconns; i++) {
+		struct conn *c = r->conns[i];
+
+		if (c->phase != CONN_HELLO && c->phase != CONN_CLOSING)
+			continue;
+		if (now < c->deadline) {
+			next = c->deadline < next ? c->deadline : next;
+			continue;
+		}
+		if (c->phase == CONN_HELLO)
+			conn_drop(r, c, "sent no hello within 2.0 s");
+		else
+			conn_close(c);
+	}
+	if (r->failed || !r->nranks)
+		return next;
+	if (!r->all_joined) {
+		double deadline = r->join_start + r->timeout_s;
+
+		if (now < deadline)
+			return deadline < next ? deadline : next;
+		for (int i = 0; i < r->nranks; i++)
+			r->scratch[i] = !r->by_rank[i];
+		ranks_format(r->scratch, r->nranks, who, sizeof(who));
+		snprintf(text, sizeof(text), "bootstrap: %s did not join within %.1f s", who,
+			 r->timeout_s);
+		root_fail(r, WEFT_ERR_TIMEOUT, text);
+	} else if (r->op_pending) {
+		double deadline = r->op_start + r->timeout_s;
+
+		if (now < deadline)
+			return deadline < next ? deadline : next;
+		for (int i = 0; i < r->nranks; i++)
+			r->scratch[i] = !r->op_have[i];
+		ranks_format(r->scratch, r->nranks, who, sizeof(who));
+		snprintf(text, sizeof(text),
+			 "bootstrap allgather #%u: %s did not arrive within %.1f s", r->op_seq, who,
+			 r->timeout_s);
+		root_fail(r, WEFT_ERR_TIMEOUT, text);
+	}
+	return next;
+}
+
+/* True when the thread has nothing left to do. */
+static bool root_done(struct root *r, double now)
+{
+	size_t open_ranks = 0;
+	double linger = r->timeout_s > 1.0 ? r->timeout_s : 1.0;
+
+	if (!r->nranks) {
+		if (now >= r->start + r->timeout_s) {
+			weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT,
+				 "bootstrap root %s: no rank joined within %.1f s; closing",
+				 r->addr, r->timeout_s);
+			return true;
+		}
+		return false;
+	}
+	for (size_t i = 0; i < r->nconns; i++)
+		open_ranks += r->conns[i]->phase == CONN_JOINED;
+	if (open_ranks == 0 && (r->all_joined || r->failed))
+		return true;
+	/* Ranks that never close after a failure must not keep the thread alive. */
+	return r->failed && now >= r->fail_time + linger;
+}
+
+static void root_free(struct root *r)
+{
+	for (size_t i = 0; i < r->nconns; i++) {
+		conn_close(r->conns[i]);
+		free(r->conns[i]);
+	}
+	free(r->conns);
+	free(r->by_rank);
+	free(r->gone);
+	free(r->scratch);
+	free(r->op_have);
+	blob_put(r->op_blob);
+	if (r->listen_fd >= 0)
+		close(r->listen_fd);
+	free(r);
+}
+
+static void root_compact(struct root *r)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < r->nconns; i++) {
+		if (r->conns[i]->phase == CONN_DEAD)
+			free(r->conns[i]);
+		else
+			r->conns[j++] = r->conns[i];
+	}
+	r->nconns = j;
+}
+
+/* Root threads alive in this process, so that the process that hosts a
+ * root does not leave (ending the thread) before the root has served
+ * everyone: see weft_bootstrap_roots_drain(). */
+static pthread_mutex_t roots_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t roots_cond = PTHREAD_COND_INITIALIZER;
+static int roots_running;
+
+static void roots_add(int delta)
+{
+	pthread_mutex_lock(&roots_lock);
+	roots_running += delta;
+	if (roots_running == 0)
+		pthread_cond_broadcast(&roots_cond);
+	pthread_mutex_unlock(&roots_lock);
+}
+
+void weft_bootstrap_roots_drain(double timeout_s)
+{
+	struct timespec deadline;
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	double end = (double)deadline.tv_sec + (double)deadline.tv_nsec * 1e-9 + timeout_s;
+	deadline.tv_sec = (time_t)end;
+	deadline.tv_nsec = (long)((end - (double)deadline.tv_sec) * 1e9);
+	pthread_mutex_lock(&roots_lock);
+	while (roots_running > 0)
+		if (pthread_cond_timedwait(&roots_cond, &roots_lock, &deadline) == ETIMEDOUT)
+			break;
+	pthread_mutex_unlock(&roots_lock);
+}
+
+static void *root_main(void *arg)
+{
+	struct root *r = arg;
+	struct pollfd *pfds = NULL;
+	size_t pfds_cap = 0;
+
+	for (;;) {
+		double now = weft_bootstrap_wire_now_s();
+		double next = root_check_deadlines(r, now);
+		double linger = r->timeout_s > 1.0 ? r->timeout_s : 1.0;
+		size_t n;
+		int rc;
+
+		root_compact(r);
+		n = r->nconns;
+		if (root_done(r, now))
+			break;
+		if (n + 1 > pfds_cap) {
+			struct pollfd *grown = realloc(pfds, (n + 1) * sizeof(*grown));
+
+			if (!grown) {
+				weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT,
+					 "bootstrap root %s: out of memory; closing", r->addr);
+				break;
+			}
+			pfds = grown;
+			pfds_cap = n + 1;
+		}
+		pfds[0] = (struct pollfd){.fd = r->listen_fd, .events = POLLIN};
+		for (size_t i = 0; i < n; i++) {
+			struct conn *c = r->conns[i];
+
+			pfds[i + 1] = (struct pollfd){.fd = c->fd, .events = POLLIN};
+			if (c->out_head)
+				pfds[i + 1].events |= POLLOUT;
+		}
+		if (!r->nranks && r->start + r->timeout_s < next)
+			next = r->start + r->timeout_s;
+		if (r->failed && r->fail_time + linger < next)
+			next = r->fail_time + linger;
+		rc = poll(pfds, n + 1, weft_bootstrap_wire_ms_until(next, now));
+		if (rc < 0) {
+			if (errno == EINTR)
+				continue;
+			weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT, "bootstrap root %s: poll: %s",
+				 r->addr, strerror(errno));
+			break;
+		}
+		for (size_t i = 0; i < n; i++) {
+			struct conn *c = r->conns[i];
+			short rev = pfds[i + 1].revents;
+
+			if (rev & (POLLIN | POLLHUP | POLLERR))
+				root_read(r, c);
+			if (c->phase != CONN_DEAD && (rev & POLLOUT))
+				root_write(r, c);
+		}
+		if (pfds[0].revents & POLLIN)
+			root_accept(r);
+	}
+	weft_log(WEFT_LOG_INFO, WEFT_SUB_BOOT, "bootstrap root %s: done", r->addr);
+	free(pfds);
+	root_free(r);
+	roots_add(-1);
+	return NULL;
+}
+
+weft_status_t weft_bootstrap_root_start(const struct sockaddr *addr, socklen_t addr_len,
+					uint64_t secret, double timeout_s, struct weft_uid *uid,
+					struct weft_err *err)
+{
+	union weft_uid_addr bound;
+	socklen_t bound_len = sizeof(bound);
+	pthread_attr_t attr;
+	struct root *r;
+	int one = 1, rc;
+	int fd;
+
+	if (!addr || !uid || !weft_bootstrap_wire_addr_len_ok(addr->sa_family, addr_len))
+		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
+				    "bootstrap: root address must be IPv4 or IPv6");
+	if (!(timeout_s > 0))
+		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
+				    "bootstrap: root timeout must be positive, not %g", timeout_s);
+	fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return weft_err_errno(err, errno, "bootstrap: root socket");
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, addr, addr_len) < 0 || listen(fd, SOMAXCONN) < 0 ||
+	    getsockname(fd, &bound.sa, &bound_len) < 0) {
+		char where[ADDR_STR_BYTES];
+		int e = errno;
+
+		weft_bootstrap_wire_addr_format(addr, where, sizeof(where));
+		close(fd);
+		return weft_err_errno(err, e, "bootstrap: root listen on %s", where);
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		close(fd);
+		return weft_err_set(err, WEFT_ERR_NO_MEMORY, "bootstrap: root state");
+	}
+	r->listen_fd = fd;
+	r->secret = secret;
+	r->timeout_s = timeout_s;
+	r->start = weft_bootstrap_wire_now_s();
+	weft_bootstrap_wire_addr_format(&bound.sa, r->addr, sizeof(r->addr));
+
+	memset(uid, 0, sizeof(*uid));
+	uid->magic = WEFT_UID_MAGIC;
+	uid->secret = secret;
+	uid->version = WEFT_UID_VERSION;
+	uid->addr_len = bound_len;
+	memcpy(&uid->addr, &bound, bound_len);
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	{
+		pthread_t tid;
+
+		roots_add(1);
+		rc = pthread_create(&tid, &attr, root_main, r);
+	}
+	pthread_attr_destroy(&attr);
+	if (rc) {
+		roots_add(-1);
+		root_free(r);
+		return weft_err_errno(err, rc, "bootstrap: root thread");
+	}
+	weft_log(WEFT_LOG_INFO, WEFT_SUB_BOOT, "bootstrap root listening on %s (timeout %.1f s)",
+		 r->addr, timeout_s);
+	return WEFT_SUCCESS;
+}

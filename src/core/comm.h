@@ -1,0 +1,118 @@
+/* comm.h — the communicator: who the ranks are, how to reach each peer, and
+ * the operations in flight. */
+#ifndef WEFT_COMM_H
+#define WEFT_COMM_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include "topo/topo.h"
+#include "transports/transport.h"
+#include "util/error.h"
+#include "core/task.h"
+#include "tune/tune.h"
+#include "weft.h"
+
+#define WEFT_MAX_RANKS	    4096
+#define WEFT_HOST_ID_BYTES  192
+#define WEFT_HOSTNAME_BYTES 64
+#define WEFT_SCRATCH_CHUNKS 4
+#define WEFT_CHUNK_MAX	    (4u << 20)	 /* largest pipelining chunk a transport may ask for */
+#define WEFT_CHUNK_ALONE    (128u << 10) /* chunk of a job of one rank */
+
+/* What each rank tells the others about itself at init. Fixed size, plain
+ * bytes: it crosses the wire as is (all ranks run the same build). */
+struct weft_card {
+	char host_id[WEFT_HOST_ID_BYTES]; /* hostname + boot id + netns, or WEFT_HOSTID */
+	char hostname[WEFT_HOSTNAME_BYTES];
+	int32_t rank;
+	int32_t pid;
+	uint32_t local_rank; /* index among the ranks with the same host_id */
+	uint32_t local_count;
+	struct weft_topo_card topo; /* NIC, NUMA, leaf */
+};
+
+struct weft_peer {
+	struct weft_conn *conn; /* NULL for self */
+	struct weft_tp_comm *tc;
+};
+
+enum weft_tp_index { WEFT_TP_SHM = 0, WEFT_TP_SOCKET, WEFT_TP_COUNT };
+
+struct weft_algo;
+
+struct weft_comm {
+	int rank;
+	int nranks;
+	uint64_t secret;
+	double timeout_s;
+
+	struct weft_card *cards;		 /* nranks */
+	struct weft_peer *peers;		 /* nranks */
+	struct weft_tp_comm *tps[WEFT_TP_COUNT]; /* NULL if disabled */
+	struct weft_bootstrap *bs;		 /* open only during init */
+
+	struct weft_topo_graph graph;
+	bool placement_by_rank; /* WEFT_PLACEMENT=rank */
+	bool oversubscribed;	/* more ranks on this host than cores */
+	int *ring;    /* ring order: ring[pos] is a rank; neighbours share a host, then a leaf */
+	int ring_pos; /* this rank's position in it */
+	size_t chunk_bytes; /* pipelining chunk, agreed by all ranks at init */
+	/* WEFT_SCRATCH_CHUNKS chunks of staging, pre-faulted at init, for the
+	 * one collective that runs at a time (e.g. partial sums of a reduce on
+	 * ranks whose recvbuf may be NULL). */
+	void *scratch;
+	size_t scratch_bytes;
+	struct weft_tuner tuner; /* cost model and overrides */
+
+	uint64_t seq;		  /* next collective's sequence number */
+	uint32_t *p2p_sent;	  /* [peer] sends started to it */
+	uint32_t *p2p_received;	  /* [peer] receives started from it */
+	struct weft_task *active; /* posted, not yet finished, in post order */
+	struct weft_task *free_tasks;
+
+	struct weft_err err;	 /* last error, for weft_comm_last_error */
+	_Atomic int async_error; /* weft_status_t; fatal for the comm */
+	_Atomic bool abort_requested;
+	bool aborted;
+};
+
+/* Record an error on the communicator ("rank R: " is prefixed) and return
+ * @p status. Remote failures, timeouts and aborts also become the
+ * communicator's async error: the communicator is dead after them. */
+weft_status_t weft_comm_fail(struct weft_comm *comm, weft_status_t status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Same, with ": strerror(errnum)" appended and WEFT_ERR_SYSTEM. */
+weft_status_t weft_comm_fail_errno(struct weft_comm *comm, int errnum, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+struct weft_uid;
+
+/* Create a communicator (after the public entry points checked their
+ * arguments). @p known: this rank's topology card if already learned (a
+ * split keeps its parent's), else NULL to learn it. On failure the message
+ * is in weft_init_last_error(). */
+weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct weft_uid *uid,
+			       int rank, const weft_config_t *config,
+			       const struct weft_topo_card *known);
+
+/* The address this rank offers peers: WEFT_SOCKET_IFNAME's if set; else
+ * loopback when the job is on one host; else its NIC's (the nearest to its
+ * cores, from the topology card). */
+weft_status_t weft_comm_local_address(struct weft_comm *comm, struct sockaddr_storage *addr,
+				      socklen_t *len);
+
+/* True if the peer is on this rank's host. */
+bool weft_comm_same_host(const struct weft_comm *comm, int peer);
+
+/* Drive every transport and every active task once. Never blocks. */
+weft_status_t weft_comm_progress(struct weft_comm *comm);
+
+/* Seconds on a monotonic clock. */
+double weft_now(void);
+
+#endif

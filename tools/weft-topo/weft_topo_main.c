@@ -1,0 +1,255 @@
+/*
+ * weft-topo — show what Weft knows of the topology and what it decided.
+ *
+ *   weft-topo                        this host: hwloc, NICs, LLDP leaf
+ *   weft-topo -np 4                  a local job of 4 ranks
+ *   mpirun -np 8 weft-topo           the whole job (rank 0 prints)
+ *   WEFT_RANK=.. WEFT_NRANKS=.. WEFT_ROOT=.. weft-topo   one process per host
+ *   --format text|json|dot   --rankfile   --settings
+ */
+#include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/comm.h"
+#include "bootstrap/hostid.h"
+#include "util/settings.h"
+#include "topo/topo_dump.h"
+#include "topo/topo_local.h"
+
+struct options {
+	enum weft_topo_format format;
+	int np;
+	bool settings;
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: weft-topo [-np N] [--format text|json|dot] [--rankfile] [--settings]\n"
+		     "  alone: this host; with -np N, under mpirun/srun, or with WEFT_RANK,\n"
+		     "  WEFT_NRANKS and WEFT_ROOT set: the whole job (rank 0 prints).\n");
+}
+
+static int parse(int argc, char **argv, struct options *o)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--format") == 0 && i + 1 < argc) {
+			const char *f = argv[++i];
+			if (strcmp(f, "text") == 0)
+				o->format = WEFT_TOPO_TEXT;
+			else if (strcmp(f, "json") == 0)
+				o->format = WEFT_TOPO_JSON;
+			else if (strcmp(f, "dot") == 0)
+				o->format = WEFT_TOPO_DOT;
+			else {
+				fprintf(stderr,
+					"weft-topo: --format %s: expected text, json or dot\n", f);
+				return 2;
+			}
+		} else if (strcmp(a, "--rankfile") == 0) {
+			o->format = WEFT_TOPO_RANKFILE;
+		} else if (strcmp(a, "--settings") == 0) {
+			o->settings = true;
+		} else if (strcmp(a, "-np") == 0 && i + 1 < argc) {
+			char *end;
+			long np = strtol(argv[++i], &end, 10);
+			if (*end || np < 1 || np > 256) {
+				fprintf(stderr, "weft-topo: -np %s: expected 1..256\n", argv[i]);
+				return 2;
+			}
+			o->np = (int)np;
+		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			usage(stdout);
+			exit(0);
+		} else {
+			fprintf(stderr, "weft-topo: unknown or incomplete option '%s'\n", a);
+			usage(stderr);
+			return 2;
+		}
+	}
+	return 0;
+}
+
+static void print_settings(void)
+{
+	size_t n;
+	const struct weft_setting *s = weft_settings_all(&n);
+	printf("%-24s %-10s %s\n", "variable", "default", "help");
+	for (size_t i = 0; i < n; i++)
+		printf("%-24s %-10s %s\n", s[i].name, s[i].default_value ? s[i].default_value : "-",
+		       s[i].help);
+}
+
+static bool launched(void)
+{
+	static const char *const vars[] = {"WEFT_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+					   "SLURM_PROCID"};
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+		if (getenv(vars[i]))
+			return true;
+	return false;
+}
+
+static int host_mode(const struct options *o)
+{
+	struct weft_err err = {0};
+	char hostname[WEFT_HOSTNAME_BYTES] = "", host_id[WEFT_HOST_ID_BYTES];
+	gethostname(hostname, sizeof(hostname) - 1);
+	struct weft_topo_card card;
+	if (weft_host_id(host_id, sizeof(host_id), &err) != WEFT_SUCCESS ||
+	    weft_topo_local_card(&card, hostname, &err) != WEFT_SUCCESS) {
+		fprintf(stderr, "weft-topo: %s\n", err.msg);
+		return 1;
+	}
+	bool json = o->format == WEFT_TOPO_JSON;
+	if (json)
+		printf("{\"hostname\": \"%s\", \"host\": \"%s\", \"packages\": %d, \"numa_nodes\": "
+		       "%d, "
+		       "\"cores\": %d, \"nic\": \"%s\", \"nic_numa\": %d, \"numa\": %d, \"leaf\": "
+		       "\"%s\", "
+		       "\"leaf_id\": \"%s\", \"leaf_port\": \"%s\", \"leaf_source\": \"%s\", "
+		       "\"interfaces\": [",
+		       hostname, host_id, card.packages, card.numa_nodes, card.cores, card.nic,
+		       card.nic_numa, card.numa, card.leaf_name, card.leaf_id, card.leaf_port,
+		       weft_topo_leaf_source_name(card.leaf_source));
+	else
+		printf(
+		    "host %s (id %s)\n  %d package(s), %d NUMA node(s), %d core(s); this process "
+		    "on NUMA %d\n  nic: %s (NUMA %d)\n  leaf: %s (id %s, port %s, learned by %s)\n"
+		    "  interfaces:\n",
+		    hostname, host_id, card.packages, card.numa_nodes, card.cores, card.numa,
+		    card.nic[0] ? card.nic : "-", card.nic_numa,
+		    card.leaf_name[0] ? card.leaf_name : "-", card.leaf_id[0] ? card.leaf_id : "-",
+		    card.leaf_port[0] ? card.leaf_port : "-",
+		    weft_topo_leaf_source_name(card.leaf_source));
+	struct ifaddrs *ifs;
+	bool first = true;
+	if (getifaddrs(&ifs) == 0) {
+		for (struct ifaddrs *i = ifs; i; i = i->ifa_next) {
+			if (!i->ifa_addr || i->ifa_addr->sa_family != AF_PACKET)
+				continue;
+			bool up = i->ifa_flags & IFF_UP, lo = i->ifa_flags & IFF_LOOPBACK;
+			if (json)
+				printf("%s{\"name\": \"%s\", \"up\": %s, \"loopback\": %s}",
+				       first ? "" : ", ", i->ifa_name, up ? "true" : "false",
+				       lo ? "true" : "false");
+			else
+				printf("    %-16s %s%s\n", i->ifa_name, up ? "up" : "down",
+				       lo ? " loopback" : "");
+			first = false;
+		}
+		freeifaddrs(ifs);
+	}
+	if (json)
+		printf("]}\n");
+	return 0;
+}
+
+static int job_rank(weft_comm_t comm, const struct options *o)
+{
+	struct weft_topo_job job;
+	weft_status_t st = weft_topo_job_gather(comm, &job);
+	if (st == WEFT_SUCCESS && comm->rank == 0) {
+		weft_topo_dump(&job, o->format, stdout);
+		fflush(stdout);
+	}
+	if (st != WEFT_SUCCESS)
+		fprintf(stderr, "weft-topo: rank %d: %s: %s\n", comm->rank, weft_status_string(st),
+			weft_comm_last_error(comm));
+	weft_topo_job_free(&job);
+	weft_comm_destroy(comm);
+	return st == WEFT_SUCCESS ? 0 : 1;
+}
+
+/* Fork @p np ranks; rank 0 makes the id and hands it to the others through a pipe. */
+static int local_job(const struct options *o)
+{
+	int fds[2];
+	if (pipe(fds) != 0) {
+		perror("weft-topo: pipe");
+		return 1;
+	}
+	pid_t *pids = calloc((size_t)o->np, sizeof(pid_t));
+	if (!pids)
+		return 1;
+	for (int r = 0; r < o->np; r++) {
+		pids[r] = fork();
+		if (pids[r] < 0) {
+			perror("weft-topo: fork");
+			for (int k = 0; k < r; k++)
+				kill(pids[k], SIGKILL);
+			return 1;
+		}
+		if (pids[r] == 0) {
+			weft_unique_id_t id;
+			if (r == 0) {
+				if (weft_get_unique_id(&id) != WEFT_SUCCESS) {
+					fprintf(stderr, "weft-topo: %s\n", weft_init_last_error());
+					_exit(1);
+				}
+				for (int k = 1; k < o->np; k++)
+					if (write(fds[1], &id, sizeof(id)) != (ssize_t)sizeof(id))
+						_exit(1);
+			} else if (read(fds[0], &id, sizeof(id)) != (ssize_t)sizeof(id)) {
+				_exit(1);
+			}
+			close(fds[0]);
+			close(fds[1]);
+			weft_comm_t comm;
+			if (weft_comm_init_rank(&comm, o->np, id, r, NULL) != WEFT_SUCCESS) {
+				fprintf(stderr, "weft-topo: rank %d: %s\n", r,
+					weft_init_last_error());
+				_exit(1);
+			}
+			_exit(job_rank(comm, o));
+		}
+	}
+	close(fds[0]);
+	close(fds[1]);
+	int rc = 0;
+	for (int r = 0; r < o->np; r++) {
+		int status;
+		if (waitpid(pids[r], &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status)) {
+			fprintf(stderr, "weft-topo: rank %d failed\n", r);
+			rc = 1;
+		}
+	}
+	free(pids);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = {.format = WEFT_TOPO_TEXT};
+	int rc = parse(argc, argv, &o);
+	if (rc)
+		return rc;
+	if (o.settings) {
+		print_settings();
+		return 0;
+	}
+	if (o.np > 0)
+		return local_job(&o);
+	if (launched()) {
+		weft_comm_t comm;
+		if (weft_comm_init_env(&comm, NULL) != WEFT_SUCCESS) {
+			fprintf(stderr, "weft-topo: %s\n", weft_init_last_error());
+			return 1;
+		}
+		return job_rank(comm, &o);
+	}
+	if (o.format == WEFT_TOPO_DOT || o.format == WEFT_TOPO_RANKFILE) {
+		fprintf(
+		    stderr,
+		    "weft-topo: --format dot and --rankfile need a job (-np N or a launcher)\n");
+		return 2;
+	}
+	return host_mode(&o);
+}

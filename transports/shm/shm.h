@@ -1,0 +1,178 @@
+/*
+ * shm.h — internals of the shared-memory transport (shm.c: setup,
+ * shm_fifo.c: data path). Not included outside transports/shm*.c.
+ *
+ * Segment layout. Each rank that has local peers owns one POSIX shared
+ * segment holding its INBOUND FIFOs:
+ *
+ *   page 0            struct shm_ctl: magic, pid, geometry, state
+ *   fifo[s], s = the sender's local rank (the owner's own entry is unused
+ *   and never touched, so it costs no memory):
+ *     struct shm_fifo  tail | cma_done | cma_ok, each on its own cache line,
+ *                      then nslots slot headers of one cache line each
+ *     data             nslots * slot_bytes, page aligned
+ *
+ * The sender maps its FIFO in the receiver's segment (pre-populated) and
+ * the receiver's control page; nothing else of a peer is mapped.
+ *
+ * Protocol (single producer, single consumer, no locks). The sender fills
+ * slot (n % nslots) and then stores seq = n + 1 with release; the receiver
+ * polls that one header line for seq == n + 1 (acquire), so a small message
+ * costs one cache line in each direction. The receiver frees slots by
+ * storing tail = slots consumed (release); the sender reads tail (acquire)
+ * only when its cached copy says the ring is full.
+ *
+ *   eager: the first slot's header carries tag, total length and kind;
+ *          messages up to SHM_INLINE bytes ride in the header line itself,
+ *          longer ones in the slot data areas, one slot per slot_bytes.
+ *          A send is done once its last byte is in a slot.
+ *   cma:   one header: tag, length, and the sender's buffer address. The
+ *          receiver copies with process_vm_readv, straight into msg->buf,
+ *          or, for a reducing receive, through a small bounce buffer it
+ *          reduces from; then stores cma_done += 1 (release) and the sender
+ *          completes its oldest outstanding CMA send.
+ */
+#ifndef WEFT_SHM_H
+#define WEFT_SHM_H
+
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "transports/transport.h"
+
+#define SHM_MAGIC  0x5745465453484d31ull /* "WEFTSHM1" */
+#define SHM_LINE   64
+#define SHM_PAGE   4096
+#define SHM_INLINE 32
+/* No progress on a connection for this long: look at the peer's pid and state. */
+#define SHM_STALL_S 0.1
+/* Stalled polls between clock reads (keeps the clock off the hot path). */
+#define SHM_STALL_POLLS 256
+/* Bytes a single-copy receive moves per progress call. */
+#define SHM_CMA_STEP (1u << 20)
+/* Bounce buffer for reducing single-copy receives: stays in L2. */
+#define SHM_BOUNCE_BYTES (128u << 10)
+/* FIFO memory one rank may touch (its inbound plus its outbound FIFOs). */
+#define SHM_FIFO_BUDGET (48ul << 20)
+
+enum shm_state {
+	SHM_STATE_ALIVE = 0,
+	SHM_STATE_ABORTED,
+	SHM_STATE_FAILED,
+	SHM_STATE_CLOSED, /* communicator destroyed */
+};
+
+enum shm_kind {
+	SHM_KIND_EAGER = 1,
+	SHM_KIND_CMA = 2,
+};
+
+struct shm_ctl {
+	uint64_t magic;
+	uint64_t self_addr; /* where the owner mapped this segment (CMA probe) */
+	int32_t pid;
+	uint32_t nslots;
+	uint64_t slot_bytes;
+	uint32_t nfifo;
+	_Atomic int state; /* enum shm_state */
+};
+
+struct shm_slot {
+	_Atomic uint64_t seq; /* slot number + 1 once the slot is full */
+	uint64_t tag;
+	uint64_t len;  /* length of the whole message */
+	uint32_t kind; /* enum shm_kind */
+	uint32_t pad;
+	unsigned char inl[SHM_INLINE]; /* inline payload, or the CMA address */
+};
+_Static_assert(sizeof(struct shm_slot) == SHM_LINE, "slot header is one cache line");
+
+struct shm_fifo {
+	alignas(SHM_LINE) _Atomic uint64_t tail;     /* written by the receiver */
+	alignas(SHM_LINE) _Atomic uint64_t cma_done; /* written by the receiver */
+	alignas(SHM_LINE) uint32_t cma_ok;	     /* receiver can read this sender */
+	alignas(SHM_LINE) struct shm_slot slots[];
+};
+
+/* Messages linked through msg->next. */
+struct shm_queue {
+	struct weft_msg *head, *tail;
+};
+
+struct shm_tc;
+
+struct shm_conn {
+	struct weft_conn base;
+	struct shm_tc *tc;
+	int lpeer; /* the peer's local rank */
+	pid_t pid;
+	struct shm_ctl *peer_ctl; /* the peer's control page */
+	void *peer_fifo_map;	  /* our FIFO in the peer's segment */
+	size_t peer_fifo_len;
+	bool connected;
+	bool broken;
+	weft_status_t fail_status; /* why it broke */
+
+	/* Sending: our FIFO in the peer's segment. */
+	struct shm_fifo *tx;
+	unsigned char *tx_data;
+	uint64_t tx_seq;  /* slots published */
+	uint64_t tx_tail; /* cached tx->tail */
+	bool tx_cma;	  /* the peer can read our memory */
+	uint64_t cma_posted;
+	struct shm_queue sendq; /* not yet fully in slots */
+	struct shm_queue cmaq;	/* descriptors published, waiting for cma_done */
+
+	/* Receiving: the peer's FIFO in our segment. */
+	struct shm_fifo *rx;
+	unsigned char *rx_data;
+	uint64_t rx_seq;
+	uint64_t rx_cma_done;
+	struct shm_queue recvq;
+
+	/* Liveness. */
+	unsigned stall_polls;
+	double stall_since;
+};
+
+struct shm_tc {
+	struct weft_tp_comm base;
+	int nlocal;
+	int my_local;
+	int *rank_of; /* local rank -> rank */
+	struct shm_ctl *ctl;
+	void *seg;
+	size_t seg_len;
+	uint32_t nslots;
+	size_t slot_bytes;
+	size_t fifo_hdr;    /* bytes of a FIFO before its data, page aligned */
+	size_t fifo_stride; /* bytes of a FIFO */
+	bool cma;	    /* single-copy path enabled */
+	size_t cma_min;
+	unsigned char *bounce;
+	struct shm_conn *conns; /* nlocal, indexed by local rank */
+};
+
+/* Offset of @p sender's FIFO in a receiver's segment. */
+static inline size_t shm_fifo_off(const struct shm_tc *tc, int sender)
+{
+	return SHM_PAGE + (size_t)sender * tc->fifo_stride;
+}
+
+static inline struct shm_fifo *shm_fifo_at(const struct shm_tc *tc, void *seg, int sender)
+{
+	return (struct shm_fifo *)((char *)seg + shm_fifo_off(tc, sender));
+}
+
+/* shm_fifo.c */
+weft_status_t weft_tp_shm_isend(struct weft_conn *conn, struct weft_msg *msg);
+weft_status_t weft_tp_shm_irecv(struct weft_conn *conn, struct weft_msg *msg);
+weft_status_t weft_tp_shm_progress(struct weft_tp_comm *tc);
+/* Fail every message queued on @p c with @p status. */
+void weft_tp_shm_fail_all(struct shm_conn *c, weft_status_t status);
+
+#endif

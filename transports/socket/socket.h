@@ -1,0 +1,167 @@
+/*
+ * socket.h — the TCP transport's objects, shared by socket_conn.c (listener,
+ * handshake, connect, abort) and socket_data.c (framing, striping, progress).
+ *
+ * Wire format. Each peer pair is joined by nsocks TCP connections; the lower
+ * rank connects, the higher accepts. Every connection starts with a 32-byte
+ * hello (magic, communicator secret, sender rank, socket index, nsocks) from
+ * the connector and the same hello back from the acceptor once it has
+ * checked it; nothing else is read before the secret is proven.
+ *
+ * After that each direction of each socket carries frames: a 32-byte header
+ * (magic, message tag, message length, offset in the message, fragment
+ * length) and the fragment's bytes. A message of len bytes is cut into
+ * nchunks = max(1, ceil(len / chunk)) fragments; fragment i goes on socket
+ * (s0 + i) % nsocks, where s0 is where the previous message in the same
+ * direction ended. Both ends compute the same placement from the posted
+ * lengths, so no socket ever waits for another and a receiver reads straight
+ * into the posted buffer. If the two ends disagree (a tag or length
+ * mismatch), the first header of the message on socket s0 shows it: that is
+ * where the receiver reports it.
+ */
+#ifndef WEFT_TP_SOCKET_H
+#define WEFT_TP_SOCKET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "transports/transport.h"
+
+#define WEFT_SOCK_MAX_NSOCKS  16
+#define WEFT_SOCK_HELLO_MAGIC 0x57454654534f4b31ull /* "WEFTSOK1" */
+#define WEFT_SOCK_FRAME_MAGIC 0x57465446u	    /* "WFTF" */
+
+struct weft_sock_hello {
+	uint64_t magic;
+	uint64_t secret;
+	int32_t rank;
+	uint32_t index;
+	uint32_t nsocks;
+	uint32_t reserved;
+};
+
+struct weft_sock_frame {
+	uint32_t magic;
+	uint32_t frag_len;
+	uint64_t tag;
+	uint64_t len; /* whole message */
+	uint64_t off; /* of this fragment in the message */
+};
+
+enum weft_sock_phase {
+	WEFT_SOCK_IDLE = 0,   /* connector: not created yet; acceptor: not arrived */
+	WEFT_SOCK_CONNECTING, /* connector: non-blocking connect() in flight */
+	WEFT_SOCK_HELLO_OUT,  /* sending our hello (connector) or reply (acceptor) */
+	WEFT_SOCK_HELLO_IN,   /* connector: waiting for the acceptor's reply */
+	WEFT_SOCK_UP,
+	WEFT_SOCK_CLOSED,
+};
+
+/* Small frames queued on one socket leave in one sendmsg, up to this many
+ * after the current one and while the batch is under this many bytes. */
+#define WEFT_SOCK_TX_BATCH	 15
+#define WEFT_SOCK_TX_BATCH_BYTES (64u << 10)
+
+/* Where one socket's sender stands: the message whose fragment it is
+ * sending and how much of header + fragment is out. */
+struct weft_sock_tx {
+	struct weft_msg *msg; /* NULL: nothing queued for this socket */
+	uint64_t chunk;	      /* fragment index in msg */
+	size_t done;	      /* bytes of hdr + fragment written */
+	struct weft_sock_frame hdr;
+	struct weft_sock_frame ahead[WEFT_SOCK_TX_BATCH]; /* headers of a batch being sent */
+};
+
+struct weft_sock_rx {
+	struct weft_msg *msg; /* NULL: no posted receive has a fragment here */
+	uint64_t chunk;
+	size_t hdr_got;
+	size_t frag_got;    /* fragment bytes read (for reduce: delivered + in bounce) */
+	size_t bounce_have; /* reduce: undelivered bytes at the start of bounce */
+	struct weft_sock_frame hdr;
+};
+
+struct weft_sock {
+	int fd;
+	enum weft_sock_phase phase;
+	size_t hello_done; /* bytes of the hello written or read */
+	struct weft_sock_hello hello_buf;
+	struct weft_sock_tx tx;
+	struct weft_sock_rx rx;
+	char *bounce; /* reduce receives land here; bounce_bytes long */
+};
+
+struct weft_sock_queue {
+	struct weft_msg *head, *tail;
+	unsigned s0; /* socket where the next posted message starts */
+};
+
+struct weft_sock_conn {
+	struct weft_conn base;
+	struct weft_sock_comm *sc;
+	bool up;
+	bool active;	      /* in sc->active */
+	weft_status_t failed; /* != 0: every message fails with this */
+	struct weft_sock_queue sendq, recvq;
+	struct weft_sock sock[WEFT_SOCK_MAX_NSOCKS];
+};
+
+/* An accepted socket whose hello has not been read yet. */
+struct weft_sock_pending {
+	int fd;
+	size_t got;
+	double since;
+	struct weft_sock_hello hello;
+};
+
+/* What each rank publishes at comm_init (allgathered). */
+struct weft_sock_card {
+	uint64_t magic;
+	int32_t status; /* weft_status_t of this rank's listener setup */
+	uint32_t nsocks;
+	uint64_t chunk;
+	uint32_t addr_len;
+	uint32_t reserved;
+	struct sockaddr_storage addr; /* IPv4, or IPv6 if the interface has only that */
+};
+
+struct weft_sock_comm {
+	struct weft_tp_comm base;
+	int listen_fd;
+	unsigned nsocks;
+	size_t chunk;
+	size_t bounce_bytes;
+	struct weft_sock_card *cards;	/* nranks */
+	struct weft_sock_conn **conns;	/* nranks; created on first use */
+	struct weft_sock_conn **active; /* connections that are up */
+	int nactive;
+	struct weft_sock_pending *pending; /* accepted, hello unread */
+	int npending, max_pending;
+};
+
+/* socket_data.c */
+weft_status_t weft_tp_socket_isend(struct weft_conn *conn, struct weft_msg *msg);
+weft_status_t weft_tp_socket_irecv(struct weft_conn *conn, struct weft_msg *msg);
+weft_status_t weft_tp_socket_progress(struct weft_tp_comm *tc);
+/* Fail every queued message of @p c with @p status and close its sockets. */
+void weft_tp_socket_conn_fail(struct weft_sock_conn *c, weft_status_t status);
+
+/* Congestion signals of one TCP connection, for the pacer (TCP_INFO). */
+struct weft_tcp_signals {
+	uint32_t delivered;    /* segments delivered, cumulative */
+	uint32_t delivered_ce; /* of which ECN CE-marked */
+	uint32_t rtt_us;       /* smoothed RTT */
+	uint32_t snd_cwnd;     /* congestion window, segments */
+	uint64_t bytes_acked;
+};
+
+/* Read TCP_INFO of socket @p index of @p conn (a socket-transport
+ * connection). WEFT_ERR_INVALID_ARG if there is no such open socket,
+ * WEFT_ERR_SYSTEM if getsockopt fails (errno is kept); nothing is recorded
+ * on the communicator. Never blocks. */
+weft_status_t weft_tp_socket_tcp_signals(struct weft_conn *conn, unsigned index,
+					 struct weft_tcp_signals *out);
+
+#endif

@@ -1,0 +1,583 @@
+/*
+ * socket_conn.c — the TCP transport's setup and teardown: settings, the
+ * listener, the hello handshake that routes accepted sockets to their peer,
+ * non-blocking connect, abort, and the ops table. The data path (framing,
+ * striping, progress) is in socket_data.c; the wire format is described in
+ * socket.h.
+ *
+ * Who connects: for each pair the lower rank opens nsocks connections to the
+ * higher rank's listener. The higher rank accepts from its one listener
+ * whatever arrives, reads a hello from each socket and routes it by
+ * (rank, index); a socket whose hello is garbage, carries another job's
+ * secret or claims a slot that is taken is closed with a warning and the
+ * job goes on.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/tcp.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "bootstrap/bootstrap.h"
+#include "core/comm.h"
+#include "util/log.h"
+#include "bootstrap/netaddr.h"
+#include "util/settings.h"
+#include "transports/socket/socket.h"
+
+#define SOCK_CARD_MAGIC 0x57454654534f4b43ull /* "WEFTSOKC" */
+/* Reduce receives land in a bounce buffer this big (per socket) before they
+ * are combined: small enough to stay in L2 between the copy out of the
+ * kernel and the reduction that reads it. */
+#define SOCK_BOUNCE_MAX (256u << 10)
+#define SOCK_MIN_CHUNK	4096u
+
+static struct weft_sock_comm *to_sc(struct weft_tp_comm *tc)
+{
+	return weft_container_of(tc, struct weft_sock_comm, base);
+}
+
+static const char *addr_str(const struct sockaddr_storage *a, char *buf, size_t n)
+{
+	return weft_addr_str((const struct sockaddr *)a, buf, n);
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0) {
+		shutdown(*fd, SHUT_RDWR);
+		close(*fd);
+		*fd = -1;
+	}
+}
+
+static int sock_score(struct weft_tp_comm *tc, int peer)
+{
+	return peer == tc->comm->rank ? 0 : 10;
+}
+
+/* See weft_comm_local_address: WEFT_SOCKET_IFNAME, else loopback on one
+ * host, else this rank's NIC. */
+static weft_status_t pick_address(struct weft_comm *comm, struct weft_sock_card *card)
+{
+	socklen_t len = 0;
+	weft_status_t st = weft_comm_local_address(comm, &card->addr, &len);
+	card->addr_len = len;
+	return st;
+}
+
+static weft_status_t read_settings(struct weft_sock_comm *sc)
+{
+	struct weft_comm *comm = sc->base.comm;
+	long nsocks = 0, chunk = 0;
+	if (!weft_setting_long("WEFT_SOCKET_NSOCKS", &nsocks) || nsocks < 1 ||
+	    nsocks > WEFT_SOCK_MAX_NSOCKS)
+		return weft_comm_fail(comm, WEFT_ERR_INVALID_ARG,
+				      "WEFT_SOCKET_NSOCKS=%s: expected an integer from 1 to %d",
+				      weft_setting_str("WEFT_SOCKET_NSOCKS"), WEFT_SOCK_MAX_NSOCKS);
+	if (!weft_setting_long("WEFT_SOCKET_CHUNK", &chunk) || chunk < (long)SOCK_MIN_CHUNK ||
+	    chunk > (1L << 30))
+		return weft_comm_fail(comm, WEFT_ERR_INVALID_ARG,
+				      "WEFT_SOCKET_CHUNK=%s: expected a size from 4K to 1G",
+				      weft_setting_str("WEFT_SOCKET_CHUNK"));
+	sc->nsocks = (unsigned)nsocks;
+	/* A multiple of 4 KiB keeps every fragment a whole number of elements,
+	 * so a reduce receive never has an element split across two sockets. */
+	sc->chunk = (size_t)chunk & ~(size_t)(SOCK_MIN_CHUNK - 1);
+	sc->bounce_bytes = sc->chunk < SOCK_BOUNCE_MAX ? sc->chunk : SOCK_BOUNCE_MAX;
+	sc->base.chunk_bytes = sc->chunk;
+	return WEFT_SUCCESS;
+}
+
+static weft_status_t open_listener(struct weft_sock_comm *sc, struct weft_sock_card *card)
+{
+	struct weft_comm *comm = sc->base.comm;
+	weft_status_t st = read_settings(sc);
+	if (st != WEFT_SUCCESS)
+		return st;
+	st = pick_address(comm, card);
+	if (st != WEFT_SUCCESS)
+		return st;
+	int fd = socket(card->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return weft_comm_fail_errno(comm, errno, "socket: creating the listener");
+	socklen_t alen = sizeof(card->addr);
+	char where[80];
+	if (bind(fd, (struct sockaddr *)&card->addr, card->addr_len) != 0 ||
+	    listen(fd, SOMAXCONN) != 0 ||
+	    getsockname(fd, (struct sockaddr *)&card->addr, &alen) != 0) {
+		int e = errno;
+		close(fd);
+		return weft_comm_fail_errno(comm, e, "socket: listening on %s",
+					    addr_str(&card->addr, where, sizeof(where)));
+	}
+	card->addr_len = alen;
+	sc->listen_fd = fd;
+	card->nsocks = sc->nsocks;
+	card->chunk = sc->chunk;
+	weft_log(WEFT_LOG_INFO, WEFT_SUB_NET,
+		 "socket: listening on %s, %u sockets per peer, chunk %zu",
+		 addr_str(&card->addr, where, sizeof(where)), sc->nsocks, sc->chunk);
+	return WEFT_SUCCESS;
+}
+
+/* After the allgather: every rank must have a listener and the same
+ * striping parameters, or the two ends of a pair would cut messages
+ * differently. */
+static weft_status_t check_cards(struct weft_sock_comm *sc)
+{
+	struct weft_comm *comm = sc->base.comm;
+	const struct weft_sock_card *me = &sc->cards[comm->rank];
+	for (int r = 0; r < comm->nranks; r++) {
+		const struct weft_sock_card *c = &sc->cards[r];
+		if (c->magic != SOCK_CARD_MAGIC || c->status != WEFT_SUCCESS)
+			return weft_comm_fail(
+			    comm, WEFT_ERR_REMOTE,
+			    "socket: rank %d could not open its TCP listener (%s)", r,
+			    weft_status_string((weft_status_t)c->status));
+		if (c->nsocks != me->nsocks || c->chunk != me->chunk)
+			return weft_comm_fail(
+			    comm, WEFT_ERR_INVALID_ARG,
+			    "socket: WEFT_SOCKET_NSOCKS/WEFT_SOCKET_CHUNK differ between "
+			    "ranks: rank %d has %u/%llu, rank %d has %u/%llu",
+			    comm->rank, me->nsocks, (unsigned long long)me->chunk, r, c->nsocks,
+			    (unsigned long long)c->chunk);
+	}
+	return WEFT_SUCCESS;
+}
+
+static void sock_comm_fini(struct weft_tp_comm *tc);
+
+static weft_status_t sock_comm_init(struct weft_comm *comm, struct weft_tp_comm **out)
+{
+	*out = NULL;
+	struct weft_sock_comm *sc = calloc(1, sizeof(*sc));
+	if (!sc)
+		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "socket: out of memory");
+	sc->base.ops = &weft_tp_socket_ops;
+	sc->base.comm = comm;
+	sc->listen_fd = -1;
+	sc->cards = calloc((size_t)comm->nranks, sizeof(*sc->cards));
+	sc->conns = calloc((size_t)comm->nranks, sizeof(*sc->conns));
+	sc->active = calloc((size_t)comm->nranks, sizeof(*sc->active));
+	if (!sc->cards || !sc->conns || !sc->active) {
+		sock_comm_fini(&sc->base);
+		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "socket: out of memory");
+	}
+
+	/* Take part in the allgather even if the listener failed, so the other
+	 * ranks learn why instead of waiting for us until the timeout. */
+	struct weft_sock_card *card = &sc->cards[comm->rank];
+	weft_status_t local = open_listener(sc, card);
+	card->magic = SOCK_CARD_MAGIC;
+	card->status = local;
+	weft_status_t st =
+	    weft_bootstrap_allgather(comm->bs, sc->cards, sizeof(*sc->cards), &comm->err);
+	/* Our own failure is the root cause even if the allgather failed too
+	 * (comm->err keeps the first error). */
+	if (local != WEFT_SUCCESS)
+		st = local;
+	else if (st == WEFT_SUCCESS)
+		st = check_cards(sc);
+	if (st != WEFT_SUCCESS) {
+		sock_comm_fini(&sc->base);
+		return st;
+	}
+	*out = &sc->base;
+	return WEFT_SUCCESS;
+}
+
+static struct weft_sock_conn *conn_get(struct weft_sock_comm *sc, int peer)
+{
+	struct weft_sock_conn *c = sc->conns[peer];
+	if (c)
+		return c;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->base.ops = &weft_tp_socket_ops;
+	c->base.tc = &sc->base;
+	c->base.peer = peer;
+	c->sc = sc;
+	for (unsigned i = 0; i < sc->nsocks; i++) {
+		c->sock[i].fd = -1;
+		/* Pre-faulted now so the first reduce receive pays no page faults. */
+		c->sock[i].bounce = malloc(sc->bounce_bytes);
+		if (!c->sock[i].bounce) {
+			for (unsigned j = 0; j < i; j++)
+				free(c->sock[j].bounce);
+			free(c);
+			return NULL;
+		}
+		memset(c->sock[i].bounce, 0, sc->bounce_bytes);
+	}
+	sc->conns[peer] = c;
+	return c;
+}
+
+static void fill_hello(struct weft_sock_comm *sc, struct weft_sock_hello *h, unsigned index)
+{
+	memset(h, 0, sizeof(*h));
+	h->magic = WEFT_SOCK_HELLO_MAGIC;
+	h->secret = sc->base.comm->secret;
+	h->rank = sc->base.comm->rank;
+	h->index = index;
+	h->nsocks = sc->nsocks;
+}
+
+static void set_nodelay(int fd)
+{
+	int one = 1;
+	/* Best effort: without it small messages wait for Nagle, not fail. */
+	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0)
+		weft_log(WEFT_LOG_WARN, WEFT_SUB_NET, "socket: TCP_NODELAY: %s", strerror(errno));
+}
+
+/* Move the hello along; true when all of it has gone out or come in. On
+ * error *err is errno, or 0 for end of file. */
+static bool hello_io(struct weft_sock *s, bool out, int *err)
+{
+	char *p = (char *)&s->hello_buf;
+	while (s->hello_done < sizeof(s->hello_buf)) {
+		size_t left = sizeof(s->hello_buf) - s->hello_done;
+		ssize_t n = out ? send(s->fd, p + s->hello_done, left, MSG_NOSIGNAL | MSG_DONTWAIT)
+				: recv(s->fd, p + s->hello_done, left, MSG_DONTWAIT);
+		if (n > 0) {
+			s->hello_done += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		*err = n == 0 ? 0 : errno;
+		return false;
+	}
+	return true;
+}
+
+static bool would_block(int err)
+{
+	return err == EAGAIN || err == EWOULDBLOCK;
+}
+
+static weft_status_t hello_failed(struct weft_sock_conn *c, unsigned i, int err, const char *what)
+{
+	struct weft_comm *comm = c->sc->base.comm;
+	weft_status_t st =
+	    err == 0
+		? weft_comm_fail(comm, WEFT_ERR_REMOTE,
+				 "socket: peer rank %d closed the connection during the handshake "
+				 "(socket %u, %s)",
+				 c->base.peer, i, what)
+		: weft_comm_fail_errno(comm, err,
+				       "socket: handshake with peer rank %d (socket %u, %s)",
+				       c->base.peer, i, what);
+	weft_tp_socket_conn_fail(c, err == 0 ? WEFT_ERR_REMOTE : st);
+	return st;
+}
+
+/* The lower rank's side of socket i: connect, send the hello, check the reply. */
+static weft_status_t connector_step(struct weft_sock_conn *c, unsigned i)
+{
+	struct weft_sock_comm *sc = c->sc;
+	struct weft_comm *comm = sc->base.comm;
+	struct weft_sock *s = &c->sock[i];
+	const struct weft_sock_card *card = &sc->cards[c->base.peer];
+	const struct sockaddr_storage *addr = &card->addr;
+	char where[80];
+	int err = 0;
+
+	switch (s->phase) {
+	case WEFT_SOCK_IDLE:
+		s->fd = socket(addr->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (s->fd < 0)
+			return weft_comm_fail_errno(comm, errno,
+						    "socket: creating socket %u to peer rank %d", i,
+						    c->base.peer);
+		set_nodelay(s->fd);
+		if (connect(s->fd, (const struct sockaddr *)addr, card->addr_len) != 0 &&
+		    errno != EINPROGRESS) {
+			err = errno;
+			close_fd(&s->fd);
+			return weft_comm_fail_errno(
+			    comm, err, "socket: connecting to peer rank %d at %s", c->base.peer,
+			    addr_str(addr, where, sizeof(where)));
+		}
+		s->phase = WEFT_SOCK_CONNECTING;
+		/* fall through */
+	case WEFT_SOCK_CONNECTING: {
+		struct pollfd p = {.fd = s->fd, .events = POLLOUT};
+		if (poll(&p, 1, 0) <= 0)
+			return WEFT_INPROGRESS;
+		socklen_t len = sizeof(err);
+		if (getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+			err = errno;
+		if (err != 0) {
+			close_fd(&s->fd);
+			return weft_comm_fail_errno(
+			    comm, err, "socket: connecting to peer rank %d at %s", c->base.peer,
+			    addr_str(addr, where, sizeof(where)));
+		}
+		fill_hello(sc, &s->hello_buf, i);
+		s->hello_done = 0;
+		s->phase = WEFT_SOCK_HELLO_OUT;
+	}
+		/* fall through */
+	case WEFT_SOCK_HELLO_OUT:
+		if (!hello_io(s, true, &err))
+			return would_block(err) ? WEFT_INPROGRESS
+						: hello_failed(c, i, err, "sending hello");
+		s->hello_done = 0;
+		s->phase = WEFT_SOCK_HELLO_IN;
+		/* fall through */
+	case WEFT_SOCK_HELLO_IN: {
+		if (!hello_io(s, false, &err))
+			return would_block(err) ? WEFT_INPROGRESS
+						: hello_failed(c, i, err, "reading reply");
+		const struct weft_sock_hello *h = &s->hello_buf;
+		if (h->magic != WEFT_SOCK_HELLO_MAGIC || h->secret != comm->secret ||
+		    h->rank != c->base.peer || h->index != i) {
+			weft_tp_socket_conn_fail(c, WEFT_ERR_REMOTE);
+			return weft_comm_fail(
+			    comm, WEFT_ERR_REMOTE,
+			    "socket: %s, the address of peer rank %d, answered with a "
+			    "bad handshake (socket %u)",
+			    addr_str(addr, where, sizeof(where)), c->base.peer, i);
+		}
+		s->phase = WEFT_SOCK_UP;
+		return WEFT_SUCCESS;
+	}
+	case WEFT_SOCK_UP: return WEFT_SUCCESS;
+	case WEFT_SOCK_CLOSED: break;
+	}
+	return c->failed ? c->failed : WEFT_ERR_INTERNAL;
+}
+
+/* The higher rank's side: after routing, send the reply. */
+static weft_status_t acceptor_step(struct weft_sock_conn *c, unsigned i)
+{
+	struct weft_sock *s = &c->sock[i];
+	int err = 0;
+	switch (s->phase) {
+	case WEFT_SOCK_IDLE: return WEFT_INPROGRESS; /* the peer's socket has not arrived */
+	case WEFT_SOCK_HELLO_OUT:
+		if (!hello_io(s, true, &err))
+			return would_block(err) ? WEFT_INPROGRESS
+						: hello_failed(c, i, err, "sending reply");
+		s->phase = WEFT_SOCK_UP;
+		return WEFT_SUCCESS;
+	case WEFT_SOCK_UP: return WEFT_SUCCESS;
+	default: return c->failed ? c->failed : WEFT_ERR_INTERNAL;
+	}
+}
+
+static void pending_drop(struct weft_sock_comm *sc, int k, const char *why)
+{
+	struct weft_sock_pending *p = &sc->pending[k];
+	struct sockaddr_storage from = {0};
+	socklen_t len = sizeof(from);
+	char who[80] = "unknown";
+	if (getpeername(p->fd, (struct sockaddr *)&from, &len) == 0)
+		addr_str(&from, who, sizeof(who));
+	weft_log(WEFT_LOG_WARN, WEFT_SUB_NET, "socket: dropped a connection from %s: %s", who, why);
+	close_fd(&p->fd);
+	sc->pending[k] = sc->pending[--sc->npending];
+}
+
+/* Route an accepted socket whose hello is complete; false with *why set
+ * if it is not one of ours. */
+static bool pending_route(struct weft_sock_comm *sc, struct weft_sock_pending *p, const char **why)
+{
+	const struct weft_sock_hello *h = &p->hello;
+	struct weft_comm *comm = sc->base.comm;
+	if (h->magic != WEFT_SOCK_HELLO_MAGIC)
+		return *why = "not a Weft handshake", false;
+	if (h->secret != comm->secret)
+		return *why = "wrong secret (another job?)", false;
+	if (h->rank < 0 || h->rank >= comm->rank)
+		return *why = "rank out of range (only lower ranks connect)", false;
+	if (h->index >= sc->nsocks || h->nsocks != sc->nsocks)
+		return *why = "socket index or count does not match", false;
+	struct weft_sock_conn *c = conn_get(sc, h->rank);
+	if (!c)
+		return *why = "out of memory", false;
+	struct weft_sock *s = &c->sock[h->index];
+	if (s->phase != WEFT_SOCK_IDLE)
+		return *why = "duplicate socket for a rank and index", false;
+	s->fd = p->fd;
+	set_nodelay(s->fd);
+	fill_hello(sc, &s->hello_buf, h->index);
+	s->hello_done = 0;
+	s->phase = WEFT_SOCK_HELLO_OUT;
+	return true;
+}
+
+static void accept_new(struct weft_sock_comm *sc)
+{
+	for (;;) {
+		int fd = accept4(sc->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (!would_block(errno))
+				weft_log(WEFT_LOG_WARN, WEFT_SUB_NET, "socket: accept: %s",
+					 strerror(errno));
+			return;
+		}
+		if (sc->npending == sc->max_pending) {
+			int n = sc->max_pending ? 2 * sc->max_pending : 16;
+			void *p = realloc(sc->pending, (size_t)n * sizeof(*sc->pending));
+			if (!p) {
+				weft_log(WEFT_LOG_WARN, WEFT_SUB_NET,
+					 "socket: out of memory, dropping a connection");
+				close(fd);
+				continue;
+			}
+			sc->pending = p;
+			sc->max_pending = n;
+		}
+		sc->pending[sc->npending++] =
+		    (struct weft_sock_pending){.fd = fd, .since = weft_now()};
+	}
+}
+
+static void pending_progress(struct weft_sock_comm *sc)
+{
+	double now = weft_now();
+	for (int k = sc->npending - 1; k >= 0; k--) {
+		struct weft_sock_pending *p = &sc->pending[k];
+		char *buf = (char *)&p->hello;
+		ssize_t n;
+		do
+			n = recv(p->fd, buf + p->got, sizeof(p->hello) - p->got, MSG_DONTWAIT);
+		while (n < 0 && errno == EINTR);
+		if (n == 0) {
+			pending_drop(sc, k, "closed before its handshake was complete");
+			continue;
+		}
+		if (n < 0) {
+			if (!would_block(errno))
+				pending_drop(sc, k, strerror(errno));
+			else if (now - p->since > sc->base.comm->timeout_s)
+				pending_drop(sc, k, "no handshake within the timeout");
+			continue;
+		}
+		p->got += (size_t)n;
+		if (p->got < sizeof(p->hello))
+			continue;
+		const char *why = NULL;
+		if (pending_route(sc, p, &why))
+			sc->pending[k] = sc->pending[--sc->npending];
+		else
+			pending_drop(sc, k, why);
+	}
+}
+
+static weft_status_t sock_connect(struct weft_tp_comm *tc, int peer, struct weft_conn **out)
+{
+	struct weft_sock_comm *sc = to_sc(tc);
+	struct weft_comm *comm = tc->comm;
+	*out = NULL;
+	if (peer < 0 || peer >= comm->nranks || peer == comm->rank || sc->listen_fd < 0)
+		return weft_comm_fail(comm, WEFT_ERR_INTERNAL, "socket: connect to peer %d", peer);
+	struct weft_sock_conn *c = conn_get(sc, peer);
+	if (!c)
+		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "socket: out of memory");
+	if (c->failed)
+		return c->failed;
+	if (!c->up) {
+		accept_new(sc);
+		pending_progress(sc);
+		bool all = true;
+		for (unsigned i = 0; i < sc->nsocks; i++) {
+			weft_status_t st =
+			    comm->rank < peer ? connector_step(c, i) : acceptor_step(c, i);
+			if (st < 0)
+				return st;
+			all = all && st == WEFT_SUCCESS;
+		}
+		if (!all)
+			return WEFT_INPROGRESS;
+		c->up = true;
+		sc->active[sc->nactive++] = c;
+		char where[80];
+		weft_log(WEFT_LOG_INFO, WEFT_SUB_NET,
+			 "socket: connected to peer rank %d at %s (%u sockets)", peer,
+			 addr_str(&sc->cards[peer].addr, where, sizeof(where)), sc->nsocks);
+	}
+	*out = &c->base;
+	return WEFT_SUCCESS;
+}
+
+static void sock_abort(struct weft_tp_comm *tc)
+{
+	struct weft_sock_comm *sc = to_sc(tc);
+	for (int r = 0; r < tc->comm->nranks; r++)
+		if (sc->conns[r])
+			weft_tp_socket_conn_fail(sc->conns[r], WEFT_ERR_ABORTED);
+	while (sc->npending > 0)
+		close_fd(&sc->pending[--sc->npending].fd);
+	close_fd(&sc->listen_fd);
+}
+
+static void sock_comm_fini(struct weft_tp_comm *tc)
+{
+	if (!tc)
+		return;
+	struct weft_sock_comm *sc = to_sc(tc);
+	sock_abort(tc);
+	for (int r = 0; sc->conns && r < tc->comm->nranks; r++) {
+		struct weft_sock_conn *c = sc->conns[r];
+		if (!c)
+			continue;
+		for (unsigned i = 0; i < sc->nsocks; i++)
+			free(c->sock[i].bounce);
+		free(c);
+	}
+	free(sc->pending);
+	free(sc->conns);
+	free(sc->active);
+	free(sc->cards);
+	free(sc);
+}
+
+weft_status_t weft_tp_socket_tcp_signals(struct weft_conn *conn, unsigned index,
+					 struct weft_tcp_signals *out)
+{
+	/* A query for the pacer, which polls it: failures are returned, not
+	 * recorded on the communicator. */
+	struct weft_sock_conn *c = weft_container_of(conn, struct weft_sock_conn, base);
+	if (conn->ops != &weft_tp_socket_ops || index >= c->sc->nsocks || c->sock[index].fd < 0)
+		return WEFT_ERR_INVALID_ARG;
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(c->sock[index].fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
+		return WEFT_ERR_SYSTEM;
+	/* An older kernel fills less; the fields it does not know stay zero. */
+	*out = (struct weft_tcp_signals){
+	    .delivered = ti.tcpi_delivered,
+	    .delivered_ce = ti.tcpi_delivered_ce,
+	    .rtt_us = ti.tcpi_rtt,
+	    .snd_cwnd = ti.tcpi_snd_cwnd,
+	    .bytes_acked = ti.tcpi_bytes_acked,
+	};
+	return WEFT_SUCCESS;
+}
+
+const struct weft_tp_ops weft_tp_socket_ops = {
+    .size = sizeof(struct weft_tp_ops),
+    .name = "socket",
+    .score = sock_score,
+    .comm_init = sock_comm_init,
+    .comm_fini = sock_comm_fini,
+    .connect = sock_connect,
+    .isend = weft_tp_socket_isend,
+    .irecv = weft_tp_socket_irecv,
+    .progress = weft_tp_socket_progress,
+    .abort = sock_abort,
+};

@@ -1,0 +1,471 @@
+/*
+ * socket_data.c — the TCP transport's data path: queues, framing, striping
+ * and the non-blocking progress engine. See socket.h for the wire format.
+ *
+ * Each connection keeps one queue per direction, in post order. Each socket
+ * has a cursor per direction: the message (and fragment) it is moving now.
+ * A cursor walks the queue on its own, skipping messages that have no
+ * fragment on its socket, so a slow socket never holds back a fast one; a
+ * message is done when all of its fragments are, whichever socket finishes
+ * last, and leaves its queue at once (the poster may then reuse it).
+ *
+ * Per-message scratch (weft_msg.tp_priv): [0] previous message in the queue,
+ * [1] s0, the socket of fragment 0, [2] fragment count, [3] fragments not
+ * yet finished.
+ *
+ * progress() tries recv/send directly on every socket that has work and
+ * stops at EAGAIN or at a short transfer (the kernel buffer is empty or
+ * full): one system call per socket and direction when there is nothing to
+ * do, no poll().
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "core/comm.h"
+#include "util/log.h"
+#include "transports/socket/socket.h"
+
+enum { PRIV_PREV = 0, PRIV_S0, PRIV_NCHUNKS, PRIV_LEFT };
+
+#define HDR_BYTES sizeof(struct weft_sock_frame)
+
+static struct weft_sock_conn *to_conn(struct weft_conn *conn)
+{
+	return weft_container_of(conn, struct weft_sock_conn, base);
+}
+
+static uint64_t nchunks_of(const struct weft_msg *m)
+{
+	return m->tp_priv[PRIV_NCHUNKS];
+}
+
+/* Index of the first fragment of @p m that travels on socket @p s
+ * (>= nchunks if none does). */
+static uint64_t first_chunk_on(const struct weft_msg *m, unsigned s, unsigned nsocks)
+{
+	return (s + nsocks - (unsigned)m->tp_priv[PRIV_S0]) % nsocks;
+}
+
+static size_t frag_len(const struct weft_msg *m, uint64_t chunk, size_t chunk_bytes)
+{
+	size_t off = (size_t)chunk * chunk_bytes;
+	size_t left = m->len - off;
+	return left < chunk_bytes ? left : chunk_bytes;
+}
+
+static void queue_push(struct weft_sock_queue *q, struct weft_msg *m,
+		       const struct weft_sock_comm *sc)
+{
+	uint64_t n = m->len == 0 ? 1 : (m->len + sc->chunk - 1) / sc->chunk;
+	m->tp_priv[PRIV_PREV] = (uintptr_t)q->tail;
+	m->tp_priv[PRIV_S0] = q->s0;
+	m->tp_priv[PRIV_NCHUNKS] = n;
+	m->tp_priv[PRIV_LEFT] = n;
+	m->next = NULL;
+	if (q->tail)
+		q->tail->next = m;
+	else
+		q->head = m;
+	q->tail = m;
+	q->s0 = (unsigned)((q->s0 + n) % sc->nsocks);
+}
+
+static void queue_unlink(struct weft_sock_queue *q, struct weft_msg *m)
+{
+	struct weft_msg *prev = (struct weft_msg *)(uintptr_t)m->tp_priv[PRIV_PREV];
+	if (prev)
+		prev->next = m->next;
+	else
+		q->head = m->next;
+	if (m->next)
+		m->next->tp_priv[PRIV_PREV] = (uintptr_t)prev;
+	else
+		q->tail = prev;
+	m->next = NULL;
+}
+
+static void msg_finish(struct weft_sock_queue *q, struct weft_msg *m, weft_status_t status)
+{
+	queue_unlink(q, m);
+	m->status = status;
+	m->done = true;
+}
+
+static void frame_hdr(struct weft_sock_frame *h, const struct weft_msg *m, uint64_t chunk,
+		      size_t chunk_bytes)
+{
+	*h = (struct weft_sock_frame){
+	    .magic = WEFT_SOCK_FRAME_MAGIC,
+	    .frag_len = (uint32_t)frag_len(m, chunk, chunk_bytes),
+	    .tag = m->tag,
+	    .len = m->len,
+	    .off = (uint64_t)chunk * chunk_bytes,
+	};
+}
+
+static void tx_frame(struct weft_sock_tx *tx, struct weft_msg *m, uint64_t chunk,
+		     size_t chunk_bytes)
+{
+	tx->msg = m;
+	tx->chunk = chunk;
+	tx->done = 0;
+	frame_hdr(&tx->hdr, m, chunk, chunk_bytes);
+}
+
+/* The fragment after (*m, *chunk) on socket s, as the cursor will walk;
+ * false if there is none queued. */
+static bool next_on_sock(const struct weft_sock_conn *c, unsigned s, struct weft_msg **m,
+			 uint64_t *chunk)
+{
+	unsigned nsocks = c->sc->nsocks;
+	if (*chunk + nsocks < nchunks_of(*m)) {
+		*chunk += nsocks;
+		return true;
+	}
+	for (struct weft_msg *x = (*m)->next; x; x = x->next) {
+		uint64_t j = first_chunk_on(x, s, nsocks);
+		if (j < nchunks_of(x)) {
+			*m = x;
+			*chunk = j;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Point socket s's send cursor at the first fragment for it in m or later. */
+static void tx_seek(struct weft_sock_conn *c, unsigned s, struct weft_msg *m)
+{
+	struct weft_sock_comm *sc = c->sc;
+	for (; m; m = m->next) {
+		uint64_t j = first_chunk_on(m, s, sc->nsocks);
+		if (j < nchunks_of(m)) {
+			tx_frame(&c->sock[s].tx, m, j, sc->chunk);
+			return;
+		}
+	}
+	c->sock[s].tx.msg = NULL;
+}
+
+static void rx_seek(struct weft_sock_conn *c, unsigned s, struct weft_msg *m)
+{
+	struct weft_sock_comm *sc = c->sc;
+	struct weft_sock_rx *rx = &c->sock[s].rx;
+	for (; m; m = m->next) {
+		uint64_t j = first_chunk_on(m, s, sc->nsocks);
+		if (j < nchunks_of(m)) {
+			rx->msg = m;
+			rx->chunk = j;
+			rx->hdr_got = rx->frag_got = rx->bounce_have = 0;
+			return;
+		}
+	}
+	rx->msg = NULL;
+}
+
+static void close_sock(struct weft_sock *s)
+{
+	if (s->fd >= 0) {
+		shutdown(s->fd, SHUT_RDWR);
+		close(s->fd);
+		s->fd = -1;
+	}
+	s->phase = WEFT_SOCK_CLOSED;
+	s->tx.msg = NULL;
+	s->rx.msg = NULL;
+}
+
+void weft_tp_socket_conn_fail(struct weft_sock_conn *c, weft_status_t status)
+{
+	if (!c->failed)
+		c->failed = status;
+	for (unsigned i = 0; i < c->sc->nsocks; i++)
+		close_sock(&c->sock[i]);
+	while (c->sendq.head)
+		msg_finish(&c->sendq, c->sendq.head, c->failed);
+	while (c->recvq.head)
+		msg_finish(&c->recvq, c->recvq.head, c->failed);
+}
+
+/* The peer is gone or broke the protocol: record why once, fail everything. */
+static weft_status_t peer_failed(struct weft_sock_conn *c, unsigned s, int err)
+{
+	struct weft_comm *comm = c->sc->base.comm;
+	weft_status_t st;
+	if (err == 0 || err == ECONNRESET || err == EPIPE)
+		st = weft_comm_fail(comm, WEFT_ERR_REMOTE,
+				    "peer rank %d closed the connection (socket %u%s)",
+				    c->base.peer, s,
+				    err == 0	   ? ""
+				    : err == EPIPE ? ", broken pipe"
+						   : ", reset");
+	else
+		st = weft_comm_fail_errno(comm, err, "socket %u to peer rank %d", s, c->base.peer);
+	weft_tp_socket_conn_fail(c, err == 0 || err == ECONNRESET || err == EPIPE ? WEFT_ERR_REMOTE
+										  : st);
+	return st;
+}
+
+static weft_status_t post_check(struct weft_sock_conn *c, struct weft_msg *m, bool recv)
+{
+	m->done = false;
+	m->status = WEFT_INPROGRESS;
+	m->xferred = 0;
+	m->next = NULL;
+	weft_status_t st = c->failed;
+	if (!st && !c->up)
+		st = weft_comm_fail(
+		    c->sc->base.comm, WEFT_ERR_INTERNAL,
+		    "socket: message posted to peer rank %d before it was connected", c->base.peer);
+	/* A fragment is a multiple of 4 KiB, so a power-of-two unit that
+	 * divides the length never straddles two fragments. */
+	if (!st && recv && m->reduce && (m->unit == 0 || m->len % m->unit || 4096 % m->unit))
+		st = weft_comm_fail(c->sc->base.comm, WEFT_ERR_INTERNAL,
+				    "socket: reduce receive of %zu bytes with element size %zu",
+				    m->len, m->unit);
+	if (st) {
+		m->status = st;
+		m->done = true;
+	}
+	return st;
+}
+
+weft_status_t weft_tp_socket_isend(struct weft_conn *conn, struct weft_msg *m)
+{
+	struct weft_sock_conn *c = to_conn(conn);
+	weft_status_t st = post_check(c, m, false);
+	if (st)
+		return st;
+	queue_push(&c->sendq, m, c->sc);
+	for (unsigned s = 0; s < c->sc->nsocks; s++)
+		if (!c->sock[s].tx.msg)
+			tx_seek(c, s, m);
+	return WEFT_SUCCESS;
+}
+
+weft_status_t weft_tp_socket_irecv(struct weft_conn *conn, struct weft_msg *m)
+{
+	struct weft_sock_conn *c = to_conn(conn);
+	weft_status_t st = post_check(c, m, true);
+	if (st)
+		return st;
+	queue_push(&c->recvq, m, c->sc);
+	for (unsigned s = 0; s < c->sc->nsocks; s++)
+		if (!c->sock[s].rx.msg)
+			rx_seek(c, s, m);
+	return WEFT_SUCCESS;
+}
+
+/* One fragment of m is finished on socket s: account for it and move the
+ * socket's cursor on before m may leave the queue. */
+static void frag_done(struct weft_sock_conn *c, struct weft_sock_queue *q, unsigned s,
+		      struct weft_msg *m, uint64_t chunk, size_t bytes, bool tx)
+{
+	m->xferred += bytes;
+	uint64_t next = chunk + c->sc->nsocks;
+	if (next < nchunks_of(m)) {
+		if (tx) {
+			tx_frame(&c->sock[s].tx, m, next, c->sc->chunk);
+		} else {
+			struct weft_sock_rx *rx = &c->sock[s].rx;
+			rx->chunk = next;
+			rx->hdr_got = rx->frag_got = rx->bounce_have = 0;
+		}
+	} else if (tx) {
+		tx_seek(c, s, m->next);
+	} else {
+		rx_seek(c, s, m->next);
+	}
+	if (--m->tp_priv[PRIV_LEFT] == 0)
+		msg_finish(q, m, WEFT_SUCCESS);
+}
+
+/* Add frame (m, chunk) to iov from byte @p done of header + fragment on;
+ * returns the bytes added. */
+static size_t tx_iov(struct iovec *iov, int *n_iov, const struct weft_sock_frame *h,
+		     const struct weft_msg *m, size_t done)
+{
+	size_t flen = h->frag_len;
+	const char *payload = flen ? (const char *)m->buf + h->off : NULL;
+	if (done < HDR_BYTES) {
+		iov[(*n_iov)++] = (struct iovec){(char *)h + done, HDR_BYTES - done};
+		if (flen)
+			iov[(*n_iov)++] = (struct iovec){(void *)payload, flen};
+	} else {
+		iov[(*n_iov)++] =
+		    (struct iovec){(void *)(payload + done - HDR_BYTES), flen - (done - HDR_BYTES)};
+	}
+	return HDR_BYTES + flen - done;
+}
+
+static weft_status_t tx_progress(struct weft_sock_conn *c, unsigned s)
+{
+	struct weft_sock *sk = &c->sock[s];
+	struct weft_sock_tx *tx = &sk->tx;
+	while (tx->msg) {
+		/* The current frame, then, while they are small, the frames queued
+		 * behind it on this socket: one system call for a burst of small
+		 * messages. */
+		struct iovec iov[2 * (WEFT_SOCK_TX_BATCH + 1)];
+		int n_iov = 0;
+		size_t want = tx_iov(iov, &n_iov, &tx->hdr, tx->msg, tx->done);
+		struct weft_msg *m = tx->msg;
+		uint64_t chunk = tx->chunk;
+		for (int k = 0; k < WEFT_SOCK_TX_BATCH && want < WEFT_SOCK_TX_BATCH_BYTES; k++) {
+			if (!next_on_sock(c, s, &m, &chunk))
+				break;
+			frame_hdr(&tx->ahead[k], m, chunk, c->sc->chunk);
+			want += tx_iov(iov, &n_iov, &tx->ahead[k], m, 0);
+		}
+		struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n_iov};
+		ssize_t n = sendmsg(sk->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return WEFT_SUCCESS;
+			return peer_failed(c, s, errno);
+		}
+		/* Walk the cursor over what went out; it rebuilds the same headers. */
+		size_t left = (size_t)n;
+		while (left && tx->msg) {
+			size_t rest = HDR_BYTES + tx->hdr.frag_len - tx->done;
+			if (left < rest) {
+				tx->done += left;
+				break;
+			}
+			left -= rest;
+			frag_done(c, &c->sendq, s, tx->msg, tx->chunk, tx->hdr.frag_len, true);
+		}
+		if ((size_t)n < want)
+			return WEFT_SUCCESS; /* the socket buffer is full */
+	}
+	return WEFT_SUCCESS;
+}
+
+static weft_status_t header_mismatch(struct weft_sock_conn *c, unsigned s, const struct weft_msg *m,
+				     size_t off, size_t flen)
+{
+	const struct weft_sock_frame *h = &c->sock[s].rx.hdr;
+	struct weft_comm *comm = c->sc->base.comm;
+	weft_status_t st;
+	if (h->magic != WEFT_SOCK_FRAME_MAGIC)
+		st = weft_comm_fail(comm, WEFT_ERR_REMOTE,
+				    "peer rank %d sent a corrupt frame header (socket %u)",
+				    c->base.peer, s);
+	else if (h->tag != m->tag || h->len != m->len)
+		st = weft_comm_fail(
+		    comm, WEFT_ERR_REMOTE,
+		    "peer rank %d sent a message with tag %#llx and %llu bytes where the "
+		    "receive posted here has tag %#llx and %zu bytes (socket %u)",
+		    c->base.peer, (unsigned long long)h->tag, (unsigned long long)h->len,
+		    (unsigned long long)m->tag, m->len, s);
+	else
+		st = weft_comm_fail(
+		    comm, WEFT_ERR_REMOTE,
+		    "peer rank %d sent fragment %llu+%u of tag %#llx where %zu+%zu was "
+		    "expected (socket %u)",
+		    c->base.peer, (unsigned long long)h->off, h->frag_len,
+		    (unsigned long long)m->tag, off, flen, s);
+	weft_tp_socket_conn_fail(c, WEFT_ERR_REMOTE);
+	return st;
+}
+
+/* Reduce receive: combine the whole elements waiting in the bounce buffer
+ * and keep the tail of a split element at its start. */
+static void rx_deliver(struct weft_sock_rx *rx, char *bounce, size_t off)
+{
+	struct weft_msg *m = rx->msg;
+	size_t whole = rx->bounce_have - rx->bounce_have % m->unit;
+	if (!whole)
+		return;
+	weft_msg_deliver(m, off + rx->frag_got - rx->bounce_have, bounce, whole);
+	rx->bounce_have -= whole;
+	if (rx->bounce_have)
+		memmove(bounce, bounce + whole, rx->bounce_have);
+}
+
+static weft_status_t rx_progress(struct weft_sock_conn *c, unsigned s)
+{
+	struct weft_sock_comm *sc = c->sc;
+	struct weft_sock *sk = &c->sock[s];
+	struct weft_sock_rx *rx = &sk->rx;
+	while (rx->msg) {
+		struct weft_msg *m = rx->msg;
+		size_t off = (size_t)rx->chunk * sc->chunk;
+		size_t flen = frag_len(m, rx->chunk, sc->chunk);
+		struct iovec iov[2];
+		int n_iov = 0;
+		if (rx->hdr_got < HDR_BYTES)
+			iov[n_iov++] =
+			    (struct iovec){(char *)&rx->hdr + rx->hdr_got, HDR_BYTES - rx->hdr_got};
+		/* Read the fragment with its header: one call for a small message.
+		 * If the header turns out wrong, the bytes are never used. */
+		size_t left = flen - rx->frag_got;
+		if (left && m->reduce) {
+			size_t room = sc->bounce_bytes - rx->bounce_have;
+			iov[n_iov++] =
+			    (struct iovec){sk->bounce + rx->bounce_have, left < room ? left : room};
+		} else if (left) {
+			iov[n_iov++] = (struct iovec){(char *)m->buf + off + rx->frag_got, left};
+		}
+		size_t want = 0;
+		for (int i = 0; i < n_iov; i++)
+			want += iov[i].iov_len;
+		struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n_iov};
+		ssize_t n = recvmsg(sk->fd, &mh, MSG_DONTWAIT);
+		if (n <= 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+				return WEFT_SUCCESS;
+			return peer_failed(c, s, n == 0 ? 0 : errno);
+		}
+		size_t got = (size_t)n;
+		if (rx->hdr_got < HDR_BYTES) {
+			size_t h = got < HDR_BYTES - rx->hdr_got ? got : HDR_BYTES - rx->hdr_got;
+			rx->hdr_got += h;
+			got -= h;
+			if (rx->hdr_got == HDR_BYTES &&
+			    (rx->hdr.magic != WEFT_SOCK_FRAME_MAGIC || rx->hdr.tag != m->tag ||
+			     rx->hdr.len != m->len || rx->hdr.off != off ||
+			     rx->hdr.frag_len != flen))
+				return header_mismatch(c, s, m, off, flen);
+		}
+		rx->frag_got += got;
+		if (m->reduce) {
+			rx->bounce_have += got;
+			rx_deliver(rx, sk->bounce, off);
+		}
+		if (rx->hdr_got == HDR_BYTES && rx->frag_got == flen)
+			frag_done(c, &c->recvq, s, m, rx->chunk, flen, false);
+		else if ((size_t)n < want)
+			return WEFT_SUCCESS; /* drained what the kernel had */
+	}
+	return WEFT_SUCCESS;
+}
+
+weft_status_t weft_tp_socket_progress(struct weft_tp_comm *tc)
+{
+	struct weft_sock_comm *sc = weft_container_of(tc, struct weft_sock_comm, base);
+	weft_status_t ret = WEFT_SUCCESS;
+	for (int k = 0; k < sc->nactive; k++) {
+		struct weft_sock_conn *c = sc->active[k];
+		if (c->failed || (!c->sendq.head && !c->recvq.head))
+			continue;
+		for (unsigned s = 0; s < sc->nsocks && !c->failed; s++) {
+			weft_status_t st = WEFT_SUCCESS;
+			if (c->sock[s].rx.msg)
+				st = rx_progress(c, s);
+			if (st == WEFT_SUCCESS && c->sock[s].tx.msg)
+				st = tx_progress(c, s);
+			if (st != WEFT_SUCCESS && ret == WEFT_SUCCESS)
+				ret = st;
+		}
+	}
+	return ret;
+}

@@ -1,0 +1,413 @@
+/*
+ * tune.c — the cost model and per-call algorithm choice.
+ *
+ * Every link between two ranks has a class from the topology graph (same
+ * NUMA node, same host, same leaf, across the spine). Each class has an
+ * alpha (seconds per message), beta (seconds per byte moved) and gamma
+ * (seconds per byte reduced), by default from the transport that serves the
+ * class (shared memory inside a host, TCP between hosts), or measured at init
+ * with WEFT_TUNE_CALIBRATE=1. Each algorithm turns these into an estimate for a
+ * call (time = latency * steps + bytes / bandwidth, plus reduction time);
+ * the lowest estimate wins, unless WEFT_ALGO or WEFT_TUNE says otherwise.
+ */
+#include "tune/tune.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/comm.h"
+#include "util/log.h"
+#include "util/settings.h"
+
+/* Defaults measured on a 2-core VM (perf/compare, 2 ranks): shm moves
+ * ~8 GB/s with ~0.4 us per message, TCP on one host ~3 GB/s with ~10 us;
+ * a leaf's uplinks are assumed to give each flow a third of that. */
+static const struct weft_cost default_cost[WEFT_LINK_CLASS_COUNT] = {
+    [WEFT_LINK_SELF] = {0, 0, 0},
+    [WEFT_LINK_NUMA] = {0.4e-6, 1.0 / 8e9, 1.0 / 10e9},
+    [WEFT_LINK_HOST] = {0.6e-6, 1.0 / 6e9, 1.0 / 10e9},
+    [WEFT_LINK_LEAF] = {10e-6, 1.0 / 3e9, 1.0 / 10e9},
+    [WEFT_LINK_SPINE] = {15e-6, 1.0 / 1e9, 1.0 / 10e9},
+};
+
+static weft_status_t parse_size(const char *s, size_t *out)
+{
+	if (strcmp(s, "inf") == 0) {
+		*out = SIZE_MAX;
+		return WEFT_SUCCESS;
+	}
+	if (*s < '0' || *s > '9') /* strtoull would take spaces and signs */
+		return WEFT_ERR_INVALID_ARG;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno)
+		return WEFT_ERR_INVALID_ARG;
+	unsigned shift = 0;
+	switch (*end) {
+	case 'K':
+	case 'k':
+		shift = 10;
+		end++;
+		break;
+	case 'M':
+	case 'm':
+		shift = 20;
+		end++;
+		break;
+	case 'G':
+	case 'g':
+		shift = 30;
+		end++;
+		break;
+	default: break;
+	}
+	if (*end || v > (SIZE_MAX >> shift))
+		return WEFT_ERR_INVALID_ARG;
+	v <<= shift;
+	*out = (size_t)v;
+	return WEFT_SUCCESS;
+}
+
+static int coll_by_name(const char *name)
+{
+	for (int c = 0; c < WEFT_COLL_COUNT; c++)
+		if (strcmp(weft_coll_name((enum weft_coll_kind)c), name) == 0)
+			return c;
+	return -1;
+}
+
+/* One "coll:lo-hi:algo,lo-hi:algo" item. */
+static weft_status_t parse_item(const char *spec, char *item, struct weft_tuner *t,
+				struct weft_err *err)
+{
+	char *colon = strchr(item, ':');
+	if (!colon)
+		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
+				    "WEFT_TUNE=%s: '%s' is not collective:lo-hi:algo,...", spec,
+				    item);
+	*colon = '\0';
+	int c = coll_by_name(item);
+	if (c < 0)
+		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
+				    "WEFT_TUNE=%s: unknown collective '%s'", spec, item);
+	char *save = NULL;
+	for (char *r = strtok_r(colon + 1, ",", &save); r; r = strtok_r(NULL, ",", &save)) {
+		char *dash = strchr(r, '-'), *col = strchr(r, ':');
+		if (!dash || !col || dash > col)
+			return weft_err_set(err, WEFT_ERR_INVALID_ARG,
+					    "WEFT_TUNE=%s: range '%s' is not lo-hi:algo", spec, r);
+		*dash = *col = '\0';
+		struct weft_tune_range range;
+		if (parse_size(r, &range.lo) || parse_size(dash + 1, &range.hi) ||
+		    range.lo >= range.hi)
+			return weft_err_set(err, WEFT_ERR_INVALID_ARG,
+					    "WEFT_TUNE=%s: bad byte range '%s-%s'", spec, r,
+					    dash + 1);
+		range.algo = weft_algo_find((enum weft_coll_kind)c, col + 1);
+		if (!range.algo)
+			return weft_err_set(err, WEFT_ERR_INVALID_ARG,
+					    "WEFT_TUNE=%s: %s has no algorithm '%s'", spec, item,
+					    col + 1);
+		if (t->nranges[c] == WEFT_TUNE_MAX_RANGES)
+			return weft_err_set(err, WEFT_ERR_INVALID_ARG,
+					    "WEFT_TUNE=%s: more than %d ranges for %s", spec,
+					    WEFT_TUNE_MAX_RANGES, item);
+		t->ranges[c][t->nranges[c]++] = range;
+	}
+	return WEFT_SUCCESS;
+}
+
+weft_status_t weft_tune_parse_ranges(const char *spec, struct weft_tuner *t, struct weft_err *err)
+{
+	memset(t->nranges, 0, sizeof(t->nranges));
+	if (!spec)
+		return WEFT_SUCCESS;
+	char buf[1024];
+	if (strlen(spec) >= sizeof(buf))
+		return weft_err_set(err, WEFT_ERR_INVALID_ARG, "WEFT_TUNE is too long");
+	snprintf(buf, sizeof(buf), "%s", spec);
+	char *save = NULL;
+	for (char *item = strtok_r(buf, ";", &save); item; item = strtok_r(NULL, ";", &save)) {
+		weft_status_t st = parse_item(spec, item, t, err);
+		if (st != WEFT_SUCCESS)
+			return st;
+	}
+	return WEFT_SUCCESS;
+}
+
+static void derive_costs(struct weft_comm *comm);
+
+/* TCP alone (WEFT_TRANSPORTS=socket) also serves ranks of one host. */
+static void set_costs(struct weft_comm *comm)
+{
+	struct weft_tuner *t = &comm->tuner;
+	memcpy(t->cost, default_cost, sizeof(t->cost));
+	if (!comm->tps[WEFT_TP_SHM]) {
+		t->cost[WEFT_LINK_NUMA] = default_cost[WEFT_LINK_LEAF];
+		t->cost[WEFT_LINK_HOST] = default_cost[WEFT_LINK_LEAF];
+	}
+}
+
+weft_status_t weft_tune_init(struct weft_comm *comm)
+{
+	struct weft_tuner *t = &comm->tuner;
+	weft_status_t st =
+	    weft_algo_parse_forced(weft_setting_str("WEFT_ALGO"), t->forced, &comm->err);
+	if (st == WEFT_SUCCESS)
+		st = weft_tune_parse_ranges(weft_setting_str("WEFT_TUNE"), t, &comm->err);
+	if (st != WEFT_SUCCESS)
+		return st;
+	set_costs(comm);
+	st = weft_tune_calibrate(comm);
+	if (st != WEFT_SUCCESS)
+		return st;
+	derive_costs(comm);
+	if (comm->rank == 0 && weft_log_enabled(WEFT_LOG_INFO, WEFT_SUB_TUNE)) {
+		char *text = NULL;
+		size_t len = 0;
+		FILE *mem = open_memstream(&text, &len);
+		if (mem) {
+			weft_tune_print(comm, mem);
+			fclose(mem);
+			weft_log(WEFT_LOG_INFO, WEFT_SUB_TUNE, "algorithm table:\n%s", text);
+			free(text);
+		}
+	}
+	return WEFT_SUCCESS;
+}
+
+struct weft_cost weft_tune_link(const struct weft_comm *comm, int a, int b)
+{
+	return comm->tuner.cost[weft_topo_link(&comm->graph, a, b)];
+}
+
+static struct weft_cost worse(struct weft_cost x, struct weft_cost y)
+{
+	struct weft_cost w = {
+	    .alpha = fmax(x.alpha, y.alpha),
+	    .beta = fmax(x.beta, y.beta),
+	    .gamma = fmax(x.gamma, y.gamma),
+	};
+	return w;
+}
+
+/* The slowest class present among pairs accepted by @p pick. */
+static struct weft_cost worst_of(const struct weft_comm *comm,
+				 bool (*pick)(const struct weft_comm *, int, int))
+{
+	bool present[WEFT_LINK_CLASS_COUNT] = {false};
+	const struct weft_topo_graph *g = &comm->graph;
+	for (int a = 0; a < comm->nranks; a++)
+		for (int b = a + 1; b < comm->nranks; b++)
+			if (pick(comm, a, b))
+				present[weft_topo_link(g, a, b)] = true;
+	struct weft_cost w = {0, 0, comm->tuner.cost[WEFT_LINK_NUMA].gamma};
+	for (int c = 0; c < WEFT_LINK_CLASS_COUNT; c++)
+		if (present[c])
+			w = worse(w, comm->tuner.cost[c]);
+	return w;
+}
+
+static bool any_pair(const struct weft_comm *comm, int a, int b)
+{
+	return true;
+}
+
+static bool same_host(const struct weft_comm *comm, int a, int b)
+{
+	return comm->graph.host_of[a] == comm->graph.host_of[b];
+}
+
+static bool host_leaders(const struct weft_comm *comm, int a, int b)
+{
+	const struct weft_topo_graph *g = &comm->graph;
+	return g->host_leader[g->host_of[a]] == a && g->host_leader[g->host_of[b]] == b;
+}
+
+/* The ring's slowest edge. Edges that leave a leaf share its uplink: a
+ * ring in rank order over interleaved leaves sends several flows up one
+ * uplink, and each gets its share of it. */
+static struct weft_cost ring_worst(const struct weft_comm *comm)
+{
+	const struct weft_topo_graph *g = &comm->graph;
+	int n = comm->nranks;
+	struct weft_cost w = {0, 0, comm->tuner.cost[WEFT_LINK_NUMA].gamma};
+	int *leaving = calloc((size_t)g->nleaves > 0 ? (size_t)g->nleaves : 1, sizeof(int));
+	int share = 1;
+	for (int p = 0; p < n && n > 1; p++) {
+		int a = comm->ring[p], b = comm->ring[(p + 1) % n];
+		w = worse(w, weft_tune_link(comm, a, b));
+		if (leaving && g->leaf_of[a] != g->leaf_of[b] && ++leaving[g->leaf_of[a]] > share)
+			share = leaving[g->leaf_of[a]];
+	}
+	free(leaving);
+	if (w.beta == comm->tuner.cost[WEFT_LINK_SPINE].beta)
+		w.beta *= share;
+	return w;
+}
+
+/* The slowest links do not change after init: compute them once, not on
+ * every call's selection (which is on the latency path). */
+static void derive_costs(struct weft_comm *comm)
+{
+	struct weft_tuner *t = &comm->tuner;
+	t->worst = worst_of(comm, any_pair);
+	t->intra_host = worst_of(comm, same_host);
+	t->inter_host = worst_of(comm, host_leaders);
+	t->ring = ring_worst(comm);
+}
+
+struct weft_cost weft_tune_worst(const struct weft_comm *comm)
+{
+	return comm->tuner.worst;
+}
+
+struct weft_cost weft_tune_intra_host(const struct weft_comm *comm)
+{
+	return comm->tuner.intra_host;
+}
+
+struct weft_cost weft_tune_inter_host(const struct weft_comm *comm)
+{
+	return comm->tuner.inter_host;
+}
+
+struct weft_cost weft_tune_ring(const struct weft_comm *comm)
+{
+	return comm->tuner.ring;
+}
+
+static size_t call_bytes(const struct weft_coll_args *args, int nranks)
+{
+	size_t bytes = args->count * args->esize;
+	switch (args->coll) {
+	case WEFT_COLL_ALLGATHER:
+	case WEFT_COLL_REDUCE_SCATTER:
+	case WEFT_COLL_ALLTOALL: return bytes * (size_t)nranks;
+	default: return bytes;
+	}
+}
+
+/*
+ * How far an implementation is from its alpha-beta formula: the latency
+ * part (the estimate for one element) and the bandwidth part (the rest)
+ * scaled separately, as NCCL's tuner keeps per-algorithm latencies and
+ * bandwidth efficiencies. Measured with perf/sweep_algos at np=2 over
+ * shared memory on the 2-core VMs this project runs on (README, "Measured"),
+ * so applied to jobs on one host only:
+ * the tree pipelines deeper than its formula says; recursive
+ * halving-doubling moves whole halves per step (no pipelining, and the
+ * shm transport's single-copy path for large halves), so its bytes cost
+ * more than the ring's. Algorithms not listed: 1, 1.
+ */
+static const struct {
+	enum weft_coll_kind coll;
+	enum weft_algo_id id;
+	double lat, bw;
+} efficiency[] = {
+    {WEFT_COLL_ALLREDUCE, WEFT_ALGO_TREE, 1.0, 0.42},
+    {WEFT_COLL_ALLREDUCE, WEFT_ALGO_RHD, 1.0, 1.6},
+};
+
+double weft_tune_estimate(const struct weft_comm *comm, const struct weft_algo *algo,
+			  const struct weft_coll_args *args)
+{
+	double est = algo->estimate(comm, args);
+	if (comm->graph.nhosts > 1) /* measured inside one host only */
+		return est;
+	for (size_t i = 0; i < sizeof(efficiency) / sizeof(efficiency[0]); i++) {
+		if (efficiency[i].coll != args->coll || efficiency[i].id != algo->id)
+			continue;
+		struct weft_coll_args one = *args;
+		one.count = 1;
+		double lat = fmin(algo->estimate(comm, &one), est);
+		return efficiency[i].lat * lat + efficiency[i].bw * (est - lat);
+	}
+	return est;
+}
+
+const struct weft_algo *weft_tune_select(const struct weft_comm *comm,
+					 const struct weft_coll_args *args)
+{
+	const struct weft_tuner *t = &comm->tuner;
+	if (t->forced[args->coll])
+		return t->forced[args->coll];
+	size_t bytes = call_bytes(args, comm->nranks);
+	for (int i = 0; i < t->nranges[args->coll]; i++) {
+		const struct weft_tune_range *r = &t->ranges[args->coll][i];
+		if (bytes >= r->lo && bytes < r->hi)
+			return r->algo;
+	}
+	const struct weft_algo *const *algos = weft_algos_for(args->coll);
+	const struct weft_algo *best = algos[0];
+	double best_t = INFINITY;
+	for (const struct weft_algo *const *a = algos; *a; a++) {
+		if (!(*a)->estimate || ((*a)->supports && !(*a)->supports(comm, args)))
+			continue;
+		double est = weft_tune_estimate(comm, *a, args);
+		if (est < best_t) {
+			best_t = est;
+			best = *a;
+		}
+	}
+	return best;
+}
+
+const struct weft_algo *weft_tune_choose(struct weft_comm *comm, const struct weft_coll_args *args)
+{
+	struct weft_tune_memo *m = &comm->tuner.memo[args->coll];
+	if (m->algo && m->count == args->count && m->esize == args->esize && m->op == args->op &&
+	    m->root == args->root)
+		return m->algo;
+	m->algo = weft_tune_select(comm, args);
+	m->count = args->count;
+	m->esize = args->esize;
+	m->op = args->op;
+	m->root = args->root;
+	return m->algo;
+}
+
+void weft_tune_print(const struct weft_comm *comm, FILE *out)
+{
+	static const size_t sizes[] = {8, 256, 4096, 65536, 1 << 20, 16 << 20, 256 << 20};
+	for (int c = 0; c < WEFT_COLL_COUNT; c++) {
+		if (c == WEFT_COLL_SEND || c == WEFT_COLL_RECV || c == WEFT_COLL_BARRIER)
+			continue;
+		const struct weft_algo *const *algos = weft_algos_for((enum weft_coll_kind)c);
+		if (!algos[0])
+			continue;
+		fprintf(out, "  %-15s %10s  %-10s", weft_coll_name((enum weft_coll_kind)c), "bytes",
+			"choice");
+		for (const struct weft_algo *const *a = algos; *a; a++)
+			fprintf(out, " %12s", (*a)->name);
+		fprintf(out, "   (estimates, us)\n");
+		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+			struct weft_coll_args args = {
+			    .coll = (enum weft_coll_kind)c,
+			    .dtype = WEFT_FLOAT32,
+			    .op = WEFT_SUM,
+			    .esize = 4,
+			    .root = 0,
+			};
+			size_t per = (c == WEFT_COLL_ALLGATHER || c == WEFT_COLL_REDUCE_SCATTER ||
+				      c == WEFT_COLL_ALLTOALL)
+					 ? (size_t)comm->nranks
+					 : 1;
+			args.count = sizes[i] / 4 / per ? sizes[i] / 4 / per : 1;
+			fprintf(out, "  %-15s %10zu  %-10s", "", sizes[i],
+				weft_tune_select(comm, &args)->name);
+			for (const struct weft_algo *const *a = algos; *a; a++) {
+				if (!(*a)->estimate ||
+				    ((*a)->supports && !(*a)->supports(comm, &args)))
+					fprintf(out, " %12s", "-");
+				else
+					fprintf(out, " %12.1f",
+						weft_tune_estimate(comm, *a, &args) * 1e6);
+			}
+			fputc('\n', out);
+		}
+	}
+}

@@ -71,6 +71,14 @@ weft_status_t weft_comm_fail_errno(struct weft_comm *comm, int errnum, const cha
 	return WEFT_ERR_SYSTEM;
 }
 
+const char *weft_comm_peer_transport(const struct weft_comm *comm, int peer)
+{
+	if (peer == comm->rank)
+		return "self";
+	const struct weft_tp_comm *tc = comm->peers[peer].tc;
+	return tc ? tc->ops->name : "none";
+}
+
 bool weft_comm_same_host(const struct weft_comm *comm, int peer)
 {
 	return strcmp(comm->cards[peer].host_id, comm->cards[comm->rank].host_id) == 0;

@@ -106,6 +106,10 @@ weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct 
 weft_status_t weft_comm_local_address(struct weft_comm *comm, struct sockaddr_storage *addr,
 				      socklen_t *len);
 
+/* Name of the transport that serves @p peer ("self" for this rank, "none"
+ * if no transport reaches it): what weft-topo and the self-description show. */
+const char *weft_comm_peer_transport(const struct weft_comm *comm, int peer);
+
 /* True if the peer is on this rank's host. */
 bool weft_comm_same_host(const struct weft_comm *comm, int peer);
 

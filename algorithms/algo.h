@@ -5,8 +5,8 @@
 
 #include <stdbool.h>
 
-#include "util/error.h"
 #include "core/task.h"
+#include "util/error.h"
 
 struct weft_comm;
 
@@ -42,10 +42,8 @@ struct weft_algo {
 	/* False if the algorithm cannot run this call (e.g. no root support);
 	 * NULL: it always can. */
 	bool (*supports)(const struct weft_comm *comm, const struct weft_coll_args *args);
-	/* Set up task->priv and post the first messages. */
-	weft_status_t (*post)(struct weft_task *task);
-	/* WEFT_SUCCESS when this rank's part is finished, WEFT_INPROGRESS, or an error. */
-	weft_status_t (*progress)(struct weft_task *task);
+	/* How a task of this algorithm runs (post, progress, finalize). */
+	struct weft_task_ops task;
 };
 
 extern const struct weft_algo weft_allreduce_ring;
@@ -63,8 +61,6 @@ extern const struct weft_algo weft_alltoall_pairwise;
 extern const struct weft_algo weft_barrier_dissem;
 extern const struct weft_algo weft_send_direct;
 extern const struct weft_algo weft_recv_direct;
-
-const char *weft_coll_name(enum weft_coll_kind coll);
 
 /* Every algorithm of @p coll, NULL-terminated. */
 const struct weft_algo *const *weft_algos_for(enum weft_coll_kind coll);

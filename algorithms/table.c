@@ -2,8 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/comm.h"
 #include "algorithms/algo.h"
+#include "core/comm.h"
 
 /* The first entry of each list is the fallback when no estimate applies. */
 static const struct weft_algo *const allreduce_algos[] = {
@@ -33,11 +33,6 @@ static const struct {
     [WEFT_COLL_SEND] = {"send", send_algos},
     [WEFT_COLL_RECV] = {"recv", recv_algos},
 };
-
-const char *weft_coll_name(enum weft_coll_kind coll)
-{
-	return (unsigned)coll < WEFT_COLL_COUNT ? colls[coll].name : "unknown";
-}
 
 const struct weft_algo *const *weft_algos_for(enum weft_coll_kind coll)
 {

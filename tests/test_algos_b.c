@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "algorithms/engine/tree_pipeline.h"
+#include "algorithms/patterns/shape.h"
 #include "harness.h"
 
 #define BIG_COUNT	   ((size_t)300001)
@@ -498,9 +498,9 @@ END_TEST
 
 /* --- Tree shapes, no I/O --------------------------------------------------- */
 
-static void check_shape(weft_tp_shape_fn shape, const char *what, int n)
+static void check_shape(weft_shape_fn shape, const char *what, int n)
 {
-	int parent[64], child[64][WEFT_TP_MAX_CHILDREN], roots = 0;
+	int parent[64], child[64][WEFT_TREE_MAX_CHILDREN], roots = 0;
 	for (int v = 0; v < n; v++) {
 		shape(n, v, &parent[v], child[v]);
 		ck_assert_msg(parent[v] >= -1 && parent[v] < n && parent[v] != v,
@@ -510,7 +510,7 @@ static void check_shape(weft_tp_shape_fn shape, const char *what, int n)
 	ck_assert_msg(roots == 1, "%s n %d: %d roots", what, n, roots);
 	for (int v = 0; v < n; v++) {
 		int seen = 0;
-		for (int k = 0; k < WEFT_TP_MAX_CHILDREN; k++) {
+		for (int k = 0; k < WEFT_TREE_MAX_CHILDREN; k++) {
 			int ch = child[v][k];
 			if (ch < 0)
 				continue;
@@ -530,8 +530,8 @@ static void check_shape(weft_tp_shape_fn shape, const char *what, int n)
 			hops++;
 		ck_assert_msg(hops < n || n == 1, "%s n %d: %d does not reach the root", what, n,
 			      v);
-		if (shape != weft_tp_chain)
-			ck_assert_msg(hops <= weft_tp_btree_depth(n) + 1, "%s n %d: %d is %d deep",
+		if (shape != weft_shape_chain)
+			ck_assert_msg(hops <= weft_shape_depth(n) + 1, "%s n %d: %d is %d deep",
 				      what, n, v, hops);
 	}
 }
@@ -539,10 +539,10 @@ static void check_shape(weft_tp_shape_fn shape, const char *what, int n)
 START_TEST(tree_shapes)
 {
 	for (int n = 1; n <= 64; n++) {
-		check_shape(weft_tp_btree, "btree", n);
-		check_shape(weft_tp_dbtree0, "dbtree0", n);
-		check_shape(weft_tp_dbtree1, "dbtree1", n);
-		check_shape(weft_tp_chain, "chain", n);
+		check_shape(weft_shape_btree, "btree", n);
+		check_shape(weft_shape_dbtree0, "dbtree0", n);
+		check_shape(weft_shape_dbtree1, "dbtree1", n);
+		check_shape(weft_shape_chain, "chain", n);
 	}
 }
 END_TEST

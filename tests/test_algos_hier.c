@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "algorithms/algo.h"
-#include "algorithms/engine/hier_seq.h"
+#include "algorithms/patterns/hier.h"
 #include "core/comm.h"
 #include "harness.h"
 

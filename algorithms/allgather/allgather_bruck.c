@@ -16,16 +16,17 @@
  */
 #include <string.h>
 
+#include "algorithms/algo.h"
+#include "algorithms/engine/engine.h"
+#include "algorithms/patterns/bruck.h"
 #include "core/comm.h"
 #include "tune/tune.h"
-#include "algorithms/algo.h"
-#include "algorithms/engine/lockstep.h"
-#include "algorithms/patterns/bruck.h"
 
 struct allgather_bruck {
-	struct weft_lockstep ls;
+	struct weft_engine eng;
 };
 
+WEFT_ENGINE_FIRST(struct allgather_bruck);
 _Static_assert(sizeof(struct allgather_bruck) <= WEFT_TASK_PRIV_BYTES, "task state too big");
 
 static struct allgather_bruck *state(struct weft_task *task)
@@ -33,10 +34,14 @@ static struct allgather_bruck *state(struct weft_task *task)
 	return (struct allgather_bruck *)(void *)task->priv;
 }
 
-static void plan(struct weft_task *task, uint32_t step, struct weft_lockstep_step *out)
+static bool step_begin(struct weft_task *task, uint32_t step)
 {
 	const struct weft_comm *comm = task->comm;
 	int n = comm->nranks, v = comm->rank, s = (int)step;
+	if (s >= weft_bruck_nsteps(n))
+		return false;
+	struct weft_step plan, *out = &plan;
+	weft_step_clear(out);
 	int nblocks = weft_bruck_nblocks(s, n);
 	size_t block = task->args.count * task->args.esize;
 	char *base = task->args.recvbuf;
@@ -46,37 +51,31 @@ static void plan(struct weft_task *task, uint32_t step, struct weft_lockstep_ste
 	for (int i = 0; i < k; i++) {
 		out->send[i].peer = weft_bruck_send_to(v, s, n);
 		out->send[i].buf = base + (size_t)lo[i] * block;
-		out->send[i].len = (size_t)len[i] * block;
+		out->send[i].bytes = (size_t)len[i] * block;
 	}
 	k = weft_bruck_pieces(weft_bruck_recv_first(v, s, n), nblocks, n, lo, len);
 	for (int i = 0; i < k; i++) {
 		out->recv[i].peer = weft_bruck_recv_from(v, s, n);
 		out->recv[i].buf = base + (size_t)lo[i] * block;
-		out->recv[i].len = (size_t)len[i] * block;
+		out->recv[i].bytes = (size_t)len[i] * block;
 	}
+	weft_engine_add_step(&state(task)->eng, step, out);
+	return true;
 }
 
-static const struct weft_lockstep_ops lockstep_ops = {
-    .plan = plan,
-};
+static const struct weft_engine_ops schedule = {.phase_begin = step_begin};
 
 static weft_status_t bruck_post(struct weft_task *task)
 {
 	struct allgather_bruck *b = state(task);
 	const struct weft_coll_args *a = &task->args;
 	const struct weft_comm *comm = task->comm;
-	int n = comm->nranks;
 	if (!a->in_place)
 		memcpy((char *)a->recvbuf + (size_t)comm->rank * a->count * a->esize, a->sendbuf,
 		       a->count * a->esize);
-	weft_lockstep_init(&b->ls, &lockstep_ops, (uint32_t)weft_bruck_nsteps(n));
-	weft_status_t st = weft_lockstep_progress(&b->ls, task);
-	return st == WEFT_SUCCESS ? WEFT_INPROGRESS : st;
-}
-
-static weft_status_t bruck_progress(struct weft_task *task)
-{
-	return weft_lockstep_progress(&state(task)->ls, task);
+	weft_engine_init(&b->eng, &schedule);
+	weft_engine_start(&b->eng, task);
+	return WEFT_SUCCESS;
 }
 
 static double bruck_estimate(const struct weft_comm *comm, const struct weft_coll_args *args)
@@ -96,6 +95,5 @@ const struct weft_algo weft_allgather_bruck = {
     .description = "Bruck: ceil(log2 n) steps of doubling block ranges, any rank count, "
 		   "blocks placed directly (no final rotation)",
     .estimate = bruck_estimate,
-    .post = bruck_post,
-    .progress = bruck_progress,
+    .task = {.post = bruck_post, .progress = weft_engine_task_progress},
 };

@@ -5,7 +5,9 @@
  * Every block is staged directly at its place in recvbuf (rank r's block at
  * r * count), so no scratch memory is needed. Hosts, their leaders
  * (graph.host_leader), each host's chain and the leaders' ring come from
- * hier_seq.h (the ring visits the hosts of a leaf together).
+ * patterns/hier.h (the ring visits the hosts of a leaf together). Each
+ * stage is a phase of the engine's schedule with a queue of receives and
+ * one of sends.
  *
  *  1. Gather: every non-leader sends its block to its host leader, which
  *     receives them straight into place.
@@ -30,10 +32,12 @@
  */
 #include <string.h>
 
-#include "core/comm.h"
 #include "algorithms/algo.h"
-#include "algorithms/engine/hier_seq.h"
+#include "algorithms/engine/engine.h"
+#include "algorithms/patterns/hier.h"
 #include "algorithms/patterns/ring.h"
+#include "core/comm.h"
+#include "tune/tune.h"
 
 enum hier_phase {
 	PHASE_GATHER = 0, /* into the host leader */
@@ -41,6 +45,8 @@ enum hier_phase {
 	PHASE_DOWN,	  /* down each host's chain */
 	PHASE_DONE
 };
+
+enum { Q_RECV = 0, Q_SEND };
 
 #define TAG_GATHER 0x80000000u
 #define TAG_DOWN   0xc0000000u
@@ -53,7 +59,7 @@ struct block_cursor {
 };
 
 struct allgather_hier {
-	struct weft_hier_seq hs;
+	struct weft_engine eng;
 	struct weft_hier_layout lay;
 	enum hier_phase phase;
 	int own_count;				/* ranks on this host */
@@ -61,6 +67,7 @@ struct allgather_hier {
 	struct block_cursor send_cur, recv_cur; /* leaders' ring */
 };
 
+WEFT_ENGINE_FIRST(struct allgather_hier);
 _Static_assert(sizeof(struct allgather_hier) <= WEFT_TASK_PRIV_BYTES, "task state too big");
 
 static struct allgather_hier *state(const struct weft_task *task)
@@ -97,28 +104,25 @@ static int host_size(const struct weft_comm *comm, int host)
 
 /* ---- 1. gather into the leader ---- */
 
-static void gather_recv(struct weft_task *task, uint32_t k, struct weft_hier_item *out)
+static void gather_recv(struct weft_task *task, int q, uint32_t k, struct weft_xfer *out)
 {
 	struct allgather_hier *h = state(task);
 	h->gather_rank = next_on_host(task->comm, h->lay.host, h->gather_rank, task->comm->rank);
 	out->peer = h->gather_rank;
 	out->buf = block(task, h->gather_rank);
 	out->bytes = block_bytes(task);
-	out->tag_step = TAG_GATHER + (uint32_t)h->gather_rank;
+	out->step = TAG_GATHER + (uint32_t)h->gather_rank;
 }
 
-static void gather_send(struct weft_task *task, uint32_t k, struct weft_hier_item *out)
+static void gather_send(struct weft_task *task, int q, uint32_t k, struct weft_xfer *out)
 {
-	out->peer = task->comm->graph.host_leader[state(task)->lay.host];
 	out->buf = block(task, task->comm->rank);
 	out->bytes = block_bytes(task);
-	out->tag_step = TAG_GATHER + (uint32_t)task->comm->rank;
+	out->step = TAG_GATHER + (uint32_t)task->comm->rank;
 }
 
-static const struct weft_hier_seq_ops gather_ops = {
-    .recv_item = gather_recv,
-    .send_item = gather_send,
-};
+static const struct weft_queue_ops gather_recv_ops = {.item = gather_recv};
+static const struct weft_queue_ops gather_send_ops = {.item = gather_send};
 
 /* ---- 2. ring among the leaders ---- */
 
@@ -139,37 +143,31 @@ static int cursor_next(const struct weft_task *task, struct block_cursor *c, int
 	return r;
 }
 
-static void ring_recv(struct weft_task *task, uint32_t k, struct weft_hier_item *out)
+static void ring_recv(struct weft_task *task, int q, uint32_t k, struct weft_xfer *out)
 {
 	struct allgather_hier *h = state(task);
 	int r = cursor_next(task, &h->recv_cur, 1);
-	out->peer = h->lay.leader_prev;
 	out->buf = block(task, r);
 	out->bytes = block_bytes(task);
 }
 
-static void ring_send(struct weft_task *task, uint32_t k, struct weft_hier_item *out)
+static void ring_send(struct weft_task *task, int q, uint32_t k, struct weft_xfer *out)
 {
 	struct allgather_hier *h = state(task);
 	int r = cursor_next(task, &h->send_cur, 0);
-	out->peer = h->lay.leader_next;
 	out->buf = block(task, r);
 	out->bytes = block_bytes(task);
 }
 
 /* The blocks sent at step s are those received at step s-1, in the same
  * order, after this host's own: send k is receive k - own_count. */
-static bool ring_ready(const struct weft_task *task, uint32_t k, uint32_t recv_done)
+static bool ring_ready(const struct weft_task *task, int q, uint32_t k)
 {
-	uint32_t own = (uint32_t)state(task)->own_count;
-	return k < own || recv_done > k - own;
+	return weft_engine_follows(&state(task)->eng, Q_RECV, k, (uint32_t)state(task)->own_count);
 }
 
-static const struct weft_hier_seq_ops ring_ops = {
-    .recv_item = ring_recv,
-    .send_item = ring_send,
-    .send_ready = ring_ready,
-};
+static const struct weft_queue_ops ring_recv_ops = {.item = ring_recv};
+static const struct weft_queue_ops ring_send_ops = {.item = ring_send, .ready = ring_ready};
 
 /* ---- 3. down the chain: the link into rank x carries every block but x's ---- */
 
@@ -178,52 +176,52 @@ static int skip_rank(uint32_t k, int skip)
 	return (int)k < skip ? (int)k : (int)k + 1;
 }
 
-static void down_recv(struct weft_task *task, uint32_t k, struct weft_hier_item *out)
+static void down_recv(struct weft_task *task, int q, uint32_t k, struct weft_xfer *out)
 {
-	out->peer = state(task)->lay.chain_prev;
 	out->buf = block(task, skip_rank(k, task->comm->rank));
 	out->bytes = block_bytes(task);
 }
 
-static void down_send(struct weft_task *task, uint32_t k, struct weft_hier_item *out)
+static void down_send(struct weft_task *task, int q, uint32_t k, struct weft_xfer *out)
 {
 	int next = state(task)->lay.chain_next;
-	out->peer = next;
 	out->buf = block(task, skip_rank(k, next));
 	out->bytes = block_bytes(task);
 }
 
-static bool down_ready(const struct weft_task *task, uint32_t k, uint32_t recv_done)
+static bool down_ready(const struct weft_task *task, int q, uint32_t k)
 {
 	const struct allgather_hier *h = state(task);
+	uint32_t recv_done = weft_engine_done(&h->eng, Q_RECV);
 	int me = task->comm->rank, r = skip_rank(k, h->lay.chain_next);
 	if (h->lay.chain_prev < 0 || r == me)
 		return true;
 	return recv_done > (uint32_t)(r < me ? r : r - 1);
 }
 
-static const struct weft_hier_seq_ops down_ops = {
-    .recv_item = down_recv,
-    .send_item = down_send,
-    .send_ready = down_ready,
-};
+static const struct weft_queue_ops down_recv_ops = {.item = down_recv};
+static const struct weft_queue_ops down_send_ops = {.item = down_send, .ready = down_ready};
 
 /* ---- phases ---- */
 
-static void start_phase(struct weft_task *task, enum hier_phase phase)
+static bool phase_begin(struct weft_task *task, uint32_t phase)
 {
 	struct allgather_hier *h = state(task);
 	const struct weft_hier_layout *l = &h->lay;
 	const struct weft_comm *comm = task->comm;
 	uint32_t n = (uint32_t)comm->nranks;
 	bool leader = l->chain_pos == 0;
-	h->phase = phase;
-	switch (phase) {
-	case PHASE_GATHER:
+	struct weft_engine *eng = &h->eng;
+	h->phase = (enum hier_phase)phase;
+	switch (h->phase) {
+	case PHASE_GATHER: {
+		int to = comm->graph.host_leader[l->host];
 		h->gather_rank = -1;
-		weft_hier_seq_init(&h->hs, &gather_ops, leader ? (uint32_t)l->local_n - 1 : 0,
-				   leader ? 0 : 1, TAG_GATHER);
-		break;
+		weft_engine_add_queue(eng, &gather_recv_ops, -1, false,
+				      leader ? (uint32_t)l->local_n - 1 : 0, TAG_GATHER);
+		weft_engine_add_queue(eng, &gather_send_ops, to, true, leader ? 0 : 1, TAG_GATHER);
+		return true;
+	}
 	case PHASE_RING: {
 		bool runs = leader && l->nleaders > 1;
 		h->recv_cur = h->send_cur =
@@ -234,28 +232,22 @@ static void start_phase(struct weft_task *task, enum hier_phase phase)
 			nrecv = n - (uint32_t)h->own_count;
 			nsend = n - (uint32_t)host_size(comm, next_host);
 		}
-		weft_hier_seq_init(&h->hs, &ring_ops, nrecv, nsend, 0);
-		break;
+		weft_engine_add_queue(eng, &ring_recv_ops, l->leader_prev, false, nrecv, 0);
+		weft_engine_add_queue(eng, &ring_send_ops, l->leader_next, true, nsend, 0);
+		return true;
 	}
 	case PHASE_DOWN:
-		weft_hier_seq_init(&h->hs, &down_ops, l->chain_prev >= 0 ? n - 1 : 0,
-				   l->chain_next >= 0 ? n - 1 : 0, TAG_DOWN);
-		break;
+		weft_engine_add_queue(eng, &down_recv_ops, l->chain_prev, false,
+				      l->chain_prev >= 0 ? n - 1 : 0, TAG_DOWN);
+		weft_engine_add_queue(eng, &down_send_ops, l->chain_next, true,
+				      l->chain_next >= 0 ? n - 1 : 0, TAG_DOWN);
+		return true;
 	case PHASE_DONE: break;
 	}
+	return false;
 }
 
-static weft_status_t drive(struct weft_task *task)
-{
-	struct allgather_hier *h = state(task);
-	while (h->phase != PHASE_DONE) {
-		weft_status_t st = weft_hier_seq_progress(&h->hs, task);
-		if (st != WEFT_SUCCESS)
-			return st;
-		start_phase(task, (enum hier_phase)(h->phase + 1));
-	}
-	return WEFT_SUCCESS;
-}
+static const struct weft_engine_ops schedule = {.phase_begin = phase_begin};
 
 static weft_status_t hier_post(struct weft_task *task)
 {
@@ -265,14 +257,9 @@ static weft_status_t hier_post(struct weft_task *task)
 		memcpy(block(task, task->comm->rank), a->sendbuf, block_bytes(task));
 	weft_hier_layout(task->comm, &h->lay);
 	h->own_count = h->lay.local_n;
-	start_phase(task, PHASE_GATHER);
-	weft_status_t st = drive(task);
-	return st == WEFT_SUCCESS ? WEFT_INPROGRESS : st;
-}
-
-static weft_status_t hier_progress(struct weft_task *task)
-{
-	return drive(task);
+	weft_engine_init(&h->eng, &schedule);
+	weft_engine_start(&h->eng, task);
+	return WEFT_SUCCESS;
 }
 
 static bool hier_supports(const struct weft_comm *comm, const struct weft_coll_args *args)
@@ -304,6 +291,5 @@ const struct weft_algo weft_allgather_hier = {
 		   "broadcast down each host's chain",
     .estimate = hier_estimate,
     .supports = hier_supports,
-    .post = hier_post,
-    .progress = hier_progress,
+    .task = {.post = hier_post, .progress = weft_engine_task_progress},
 };

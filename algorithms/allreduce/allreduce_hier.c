@@ -36,13 +36,15 @@
  */
 #include <string.h>
 
+#include "algorithms/algo.h"
+#include "algorithms/engine/engine.h"
+#include "algorithms/patterns/hier.h"
+#include "algorithms/patterns/ring.h"
 #include "core/comm.h"
 #include "reduce/reduce.h"
-#include "algorithms/algo.h"
-#include "algorithms/engine/hier_seq.h"
-#include "algorithms/patterns/ring.h"
-#include "algorithms/engine/ring_pipeline.h"
+#include "tune/tune.h"
 
+/* The schedule's phases; each has a queue of receives and one of sends. */
 enum hier_phase {
 	PHASE_UP = 0, /* reduce up the chain to the host leader */
 	PHASE_RING,   /* allreduce among host leaders */
@@ -50,12 +52,14 @@ enum hier_phase {
 	PHASE_DONE
 };
 
+enum { Q_RECV = 0, Q_SEND };
+
 /* Tags: the leaders' ring counts from 0 (below 2^31), the chains from here. */
 #define TAG_UP	 0x80000000u
 #define TAG_DOWN 0xc0000000u
 
 struct allreduce_hier {
-	struct weft_hier_seq hs;
+	struct weft_engine eng;
 	struct weft_hier_layout lay;
 	enum hier_phase phase;
 	weft_reduce_fn reduce;
@@ -65,6 +69,7 @@ struct allreduce_hier {
 	uint32_t ring_nchunks;
 };
 
+WEFT_ENGINE_FIRST(struct allreduce_hier);
 _Static_assert(sizeof(struct allreduce_hier) <= WEFT_TASK_PRIV_BYTES, "task state too big");
 
 static struct allreduce_hier *state(const struct weft_task *task)
@@ -72,57 +77,47 @@ static struct allreduce_hier *state(const struct weft_task *task)
 	return (struct allreduce_hier *)(void *)task->priv;
 }
 
-/* Bytes [*off, *off + *len) of chunk @p chunk of the span [first, first + elems). */
-static void span(const struct weft_task *task, size_t first, size_t elems, size_t chunk_elems,
-		 uint32_t chunk, size_t *off, size_t *len)
-{
-	size_t start = (size_t)chunk * chunk_elems;
-	size_t n = start >= elems ? 0 : (elems - start < chunk_elems ? elems - start : chunk_elems);
-	*off = (first + (start < elems ? start : 0)) * task->args.esize;
-	*len = n * task->args.esize;
-}
-
 static void chain_span(const struct weft_task *task, uint32_t chunk, size_t *off, size_t *len)
 {
 	const struct allreduce_hier *h = state(task);
-	span(task, 0, task->args.count, h->chunk_elems, chunk, off, len);
+	weft_engine_chunk_span(task, 0, task->args.count, h->chunk_elems, chunk, off, len);
 }
 
 /* ---- 1. up the chain ---- */
 
-static void up_recv(struct weft_task *task, uint32_t k, struct weft_hier_item *out)
+static void up_recv(struct weft_task *task, int q, uint32_t k, struct weft_xfer *out)
 {
 	const struct allreduce_hier *h = state(task);
 	size_t off, len;
 	chain_span(task, k, &off, &len);
-	out->peer = h->lay.chain_next;
 	out->buf = (char *)task->args.recvbuf + off;
 	out->bytes = len;
 	out->reduce = h->reduce;
 	out->local = (const char *)task->args.sendbuf + off;
 }
 
-static void up_send(struct weft_task *task, uint32_t k, struct weft_hier_item *out)
+static void up_send(struct weft_task *task, int q, uint32_t k, struct weft_xfer *out)
 {
 	const struct allreduce_hier *h = state(task);
 	size_t off, len;
 	chain_span(task, k, &off, &len);
 	const char *base = h->lay.chain_next >= 0 ? (const char *)task->args.recvbuf
 						  : (const char *)task->args.sendbuf;
-	out->peer = h->lay.chain_prev;
 	out->buf = (char *)base + off;
 	out->bytes = len;
 }
 
-static bool chain_ready(const struct weft_task *task, uint32_t k, uint32_t recv_done)
+/* A chain forwards chunk k once it has it (the last rank up, the leader
+ * down, only send). */
+static bool chain_ready(const struct weft_task *task, int q, uint32_t k)
 {
 	const struct allreduce_hier *h = state(task);
 	bool receives = h->phase == PHASE_UP ? h->lay.chain_next >= 0 : h->lay.chain_prev >= 0;
-	return !receives || recv_done > k;
+	return !receives || weft_engine_done(&h->eng, Q_RECV) > k;
 }
 
 /* One host: the leader holds each chunk's full sum as it arrives. */
-static void up_recv_done(struct weft_task *task, uint32_t k)
+static void up_recv_done(struct weft_task *task, int q, uint32_t k)
 {
 	const struct allreduce_hier *h = state(task);
 	if (task->args.op != WEFT_AVG || h->lay.chain_pos != 0 || h->lay.nleaders != 1)
@@ -133,12 +128,8 @@ static void up_recv_done(struct weft_task *task, uint32_t k)
 			  task->args.dtype, task->comm->nranks);
 }
 
-static const struct weft_hier_seq_ops up_ops = {
-    .recv_item = up_recv,
-    .send_item = up_send,
-    .send_ready = chain_ready,
-    .recv_done = up_recv_done,
-};
+static const struct weft_queue_ops up_recv_ops = {.item = up_recv, .done = up_recv_done};
+static const struct weft_queue_ops up_send_ops = {.item = up_send, .ready = chain_ready};
 
 /* ---- 2. ring among the host leaders, in place on recvbuf ---- */
 
@@ -148,18 +139,18 @@ static void ring_span(const struct weft_task *task, int seg, uint32_t chunk, siz
 	const struct allreduce_hier *h = state(task);
 	size_t count = task->args.count;
 	int nl = h->lay.nleaders;
-	span(task, weft_seg_offset(count, nl, seg), weft_seg_count(count, nl, seg),
-	     h->ring_chunk_elems, chunk, off, len);
+	weft_engine_chunk_span(task, weft_seg_offset(count, nl, seg),
+			       weft_seg_count(count, nl, seg), h->ring_chunk_elems, chunk, off,
+			       len);
 }
 
-static void ring_recv(struct weft_task *task, uint32_t k, struct weft_hier_item *out)
+static void ring_recv(struct weft_task *task, int q, uint32_t k, struct weft_xfer *out)
 {
 	const struct allreduce_hier *h = state(task);
 	uint32_t step = k / h->ring_nchunks;
 	size_t off, len;
 	ring_span(task, weft_ring_back(h->lay.leader_pos, (long)step + 1, h->lay.nleaders),
 		  k % h->ring_nchunks, &off, &len);
-	out->peer = h->lay.leader_prev;
 	out->buf = (char *)task->args.recvbuf + off;
 	out->bytes = len;
 	if (step < (uint32_t)h->lay.nleaders - 1) {
@@ -168,25 +159,23 @@ static void ring_recv(struct weft_task *task, uint32_t k, struct weft_hier_item 
 	}
 }
 
-static void ring_send(struct weft_task *task, uint32_t k, struct weft_hier_item *out)
+static void ring_send(struct weft_task *task, int q, uint32_t k, struct weft_xfer *out)
 {
 	const struct allreduce_hier *h = state(task);
 	size_t off, len;
 	ring_span(task, weft_ring_back(h->lay.leader_pos, k / h->ring_nchunks, h->lay.nleaders),
 		  k % h->ring_nchunks, &off, &len);
-	out->peer = h->lay.leader_next;
 	out->buf = (char *)task->args.recvbuf + off;
 	out->bytes = len;
 }
 
 /* Chunk c of step s goes on once chunk c of step s-1 has arrived. */
-static bool ring_ready(const struct weft_task *task, uint32_t k, uint32_t recv_done)
+static bool ring_ready(const struct weft_task *task, int q, uint32_t k)
 {
-	uint32_t nc = state(task)->ring_nchunks;
-	return k < nc || recv_done > k - nc;
+	return weft_engine_follows(&state(task)->eng, Q_RECV, k, state(task)->ring_nchunks);
 }
 
-static void ring_recv_done(struct weft_task *task, uint32_t k)
+static void ring_recv_done(struct weft_task *task, int q, uint32_t k)
 {
 	const struct allreduce_hier *h = state(task);
 	uint32_t step = k / h->ring_nchunks;
@@ -199,80 +188,72 @@ static void ring_recv_done(struct weft_task *task, uint32_t k)
 			  task->args.dtype, task->comm->nranks);
 }
 
-static const struct weft_hier_seq_ops ring_ops = {
-    .recv_item = ring_recv,
-    .send_item = ring_send,
-    .send_ready = ring_ready,
-    .recv_done = ring_recv_done,
-};
+static const struct weft_queue_ops ring_recv_ops = {.item = ring_recv, .done = ring_recv_done};
+static const struct weft_queue_ops ring_send_ops = {.item = ring_send, .ready = ring_ready};
 
 /* ---- 3. down the chain ---- */
 
-static void down_recv(struct weft_task *task, uint32_t k, struct weft_hier_item *out)
+static void down_recv(struct weft_task *task, int q, uint32_t k, struct weft_xfer *out)
 {
 	size_t off, len;
 	chain_span(task, k, &off, &len);
-	out->peer = state(task)->lay.chain_prev;
 	out->buf = (char *)task->args.recvbuf + off;
 	out->bytes = len;
 }
 
-static void down_send(struct weft_task *task, uint32_t k, struct weft_hier_item *out)
+static void down_send(struct weft_task *task, int q, uint32_t k, struct weft_xfer *out)
 {
 	size_t off, len;
 	chain_span(task, k, &off, &len);
-	out->peer = state(task)->lay.chain_next;
 	out->buf = (char *)task->args.recvbuf + off;
 	out->bytes = len;
 }
 
-static const struct weft_hier_seq_ops down_ops = {
-    .recv_item = down_recv,
-    .send_item = down_send,
-    .send_ready = chain_ready,
-};
+static const struct weft_queue_ops down_recv_ops = {.item = down_recv};
+static const struct weft_queue_ops down_send_ops = {.item = down_send, .ready = chain_ready};
 
 /* ---- phases ---- */
 
-static void start_phase(struct weft_task *task, enum hier_phase phase)
+/* One queue of each direction; a side with nothing to do has no items. */
+static void add_queues(struct allreduce_hier *h, const struct weft_queue_ops *recv_ops, int from,
+		       uint32_t nrecv, const struct weft_queue_ops *send_ops, int to,
+		       uint32_t nsend, uint32_t tag_base)
+{
+	weft_engine_add_queue(&h->eng, recv_ops, from, false, from >= 0 ? nrecv : 0, tag_base);
+	weft_engine_add_queue(&h->eng, send_ops, to, true, to >= 0 ? nsend : 0, tag_base);
+}
+
+static bool phase_begin(struct weft_task *task, uint32_t phase)
 {
 	struct allreduce_hier *h = state(task);
 	const struct weft_hier_layout *l = &h->lay;
 	uint32_t nc = h->nchunks;
-	h->phase = phase;
-	switch (phase) {
+	h->phase = (enum hier_phase)phase;
+	switch (h->phase) {
 	case PHASE_UP:
 		if (l->chain_pos == 0 && l->local_n == 1 && !task->args.in_place)
 			memcpy(task->args.recvbuf, task->args.sendbuf,
 			       task->args.count * task->args.esize);
-		weft_hier_seq_init(&h->hs, &up_ops, l->chain_next >= 0 ? nc : 0,
-				   l->chain_prev >= 0 ? nc : 0, TAG_UP);
-		break;
+		add_queues(h, &up_recv_ops, l->chain_next, nc, &up_send_ops, l->chain_prev, nc,
+			   TAG_UP);
+		return true;
 	case PHASE_RING: {
 		bool runs = l->chain_pos == 0 && l->nleaders > 1;
 		uint32_t n = runs ? 2 * ((uint32_t)l->nleaders - 1) * h->ring_nchunks : 0;
-		weft_hier_seq_init(&h->hs, &ring_ops, n, n, 0);
-		break;
+		add_queues(h, &ring_recv_ops, l->leader_prev, n, &ring_send_ops, l->leader_next, n,
+			   0);
+		return true;
 	}
 	case PHASE_DOWN:
-		weft_hier_seq_init(&h->hs, &down_ops, l->chain_prev >= 0 ? nc : 0,
-				   l->chain_next >= 0 ? nc : 0, TAG_DOWN);
-		break;
+		add_queues(h, &down_recv_ops, l->chain_prev, nc, &down_send_ops, l->chain_next, nc,
+			   TAG_DOWN);
+		return true;
 	case PHASE_DONE: break;
 	}
+	return false;
 }
 
-static weft_status_t drive(struct weft_task *task)
-{
-	struct allreduce_hier *h = state(task);
-	while (h->phase != PHASE_DONE) {
-		weft_status_t st = weft_hier_seq_progress(&h->hs, task);
-		if (st != WEFT_SUCCESS)
-			return st;
-		start_phase(task, (enum hier_phase)(h->phase + 1));
-	}
-	return WEFT_SUCCESS;
-}
+static const struct weft_engine_ops schedule = {.phase_begin = phase_begin};
 
 static weft_status_t hier_post(struct weft_task *task)
 {
@@ -280,17 +261,13 @@ static weft_status_t hier_post(struct weft_task *task)
 	const struct weft_coll_args *a = &task->args;
 	weft_hier_layout(task->comm, &h->lay);
 	h->reduce = weft_reduce_kernel(a->dtype, a->op);
-	h->nchunks = weft_ring_nchunks(task, a->count, &h->chunk_elems);
-	h->ring_nchunks = weft_ring_nchunks(task, weft_seg_count(a->count, h->lay.nleaders, 0),
-					    &h->ring_chunk_elems);
-	start_phase(task, PHASE_UP);
-	weft_status_t st = drive(task);
-	return st == WEFT_SUCCESS ? WEFT_INPROGRESS : st;
-}
-
-static weft_status_t hier_progress(struct weft_task *task)
-{
-	return drive(task);
+	uint64_t most = (UINT32_MAX / 2) / (2 * (uint64_t)task->comm->nranks);
+	h->nchunks = weft_engine_chunks(task, a->count, most, &h->chunk_elems);
+	h->ring_nchunks = weft_engine_chunks(task, weft_seg_count(a->count, h->lay.nleaders, 0),
+					     most, &h->ring_chunk_elems);
+	weft_engine_init(&h->eng, &schedule);
+	weft_engine_start(&h->eng, task);
+	return WEFT_SUCCESS;
 }
 
 static bool hier_supports(const struct weft_comm *comm, const struct weft_coll_args *args)
@@ -325,6 +302,5 @@ const struct weft_algo weft_allreduce_hier = {
 		   "broadcast down the chain",
     .estimate = hier_estimate,
     .supports = hier_supports,
-    .post = hier_post,
-    .progress = hier_progress,
+    .task = {.post = hier_post, .progress = weft_engine_task_progress},
 };

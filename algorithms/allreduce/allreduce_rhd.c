@@ -30,13 +30,13 @@
  */
 #include <string.h>
 
+#include "algorithms/algo.h"
+#include "algorithms/engine/engine.h"
+#include "algorithms/patterns/rd.h"
+#include "algorithms/patterns/ring.h"
 #include "core/comm.h"
 #include "reduce/reduce.h"
 #include "tune/tune.h"
-#include "algorithms/algo.h"
-#include "algorithms/engine/lockstep.h"
-#include "algorithms/patterns/rd.h"
-#include "algorithms/patterns/ring.h"
 
 /* Doubling moves the whole vector k times, halving-doubling 2 (p-1)/p of
  * it in 2k messages: with alpha/beta around 10-40 KB on our links, doubling
@@ -44,14 +44,16 @@
 #define RHD_DOUBLING_MAX ((size_t)32 << 10)
 
 struct allreduce_rhd {
-	struct weft_lockstep ls;
+	struct weft_engine eng;
 	weft_reduce_fn reduce;
 	int p, k; /* largest power of two <= n, and its log2 */
 	int v;	  /* this rank's index (ring position) */
 	int fold; /* fold partner's index, -1 if none */
 	bool small;
+	uint32_t nsteps;
 };
 
+WEFT_ENGINE_FIRST(struct allreduce_rhd);
 _Static_assert(sizeof(struct allreduce_rhd) <= WEFT_TASK_PRIV_BYTES, "task state too big");
 
 static struct allreduce_rhd *state(struct weft_task *task)
@@ -79,7 +81,7 @@ static void whole(struct weft_xfer *x, int peer, const void *buf, size_t len)
 {
 	x->peer = peer;
 	x->buf = (void *)buf;
-	x->len = len;
+	x->bytes = len;
 }
 
 /* Doubling: partial result j lives in the communicator's scratch (j even;
@@ -89,7 +91,7 @@ static char *partial(struct weft_task *task, int j)
 	return j % 2 == 0 ? (char *)task->comm->scratch : (char *)task->args.recvbuf;
 }
 
-static void plan_small(struct weft_task *task, int s, struct weft_lockstep_step *out)
+static void plan_small(struct weft_task *task, int s, struct weft_step *out)
 {
 	struct allreduce_rhd *r = state(task);
 	int j = (r->fold >= 0 ? 1 : 0) + s; /* index of the partial this step makes */
@@ -102,7 +104,7 @@ static void plan_small(struct weft_task *task, int s, struct weft_lockstep_step 
 }
 
 /* Halving step s (reduce) or, with @p gather, the allgather step for s. */
-static void plan_large(struct weft_task *task, int s, bool gather, struct weft_lockstep_step *out)
+static void plan_large(struct weft_task *task, int s, bool gather, struct weft_step *out)
 {
 	struct allreduce_rhd *r = state(task);
 	int partner = weft_rd_partner(r->v, s);
@@ -134,15 +136,15 @@ static void plan_large(struct weft_task *task, int s, bool gather, struct weft_l
 /* Steps: 0 the fold-in, then k doubling steps (small) or k halving and k
  * gathering steps (large), then the fold-out; the same numbers on every
  * rank, empty where a rank has nothing to do. */
-static uint32_t nsteps(const struct allreduce_rhd *r)
+static uint32_t count_steps(const struct allreduce_rhd *r)
 {
 	return (uint32_t)(r->small ? r->k : 2 * r->k) + 2;
 }
 
-static void plan(struct weft_task *task, uint32_t step, struct weft_lockstep_step *out)
+static void plan(struct weft_task *task, uint32_t step, struct weft_step *out)
 {
 	struct allreduce_rhd *r = state(task);
-	uint32_t last = nsteps(r) - 1;
+	uint32_t last = r->nsteps - 1;
 	const struct weft_coll_args *a = &task->args;
 	if (r->v >= r->p) { /* extra: hand the input over, get the result back */
 		if (step == 0)
@@ -197,9 +199,21 @@ static void step_done(struct weft_task *task, uint32_t step)
 	}
 }
 
-static const struct weft_lockstep_ops lockstep_ops = {
-    .plan = plan,
-    .step_done = step_done,
+static bool step_begin(struct weft_task *task, uint32_t step)
+{
+	struct allreduce_rhd *r = state(task);
+	if (step >= r->nsteps)
+		return false;
+	struct weft_step st;
+	weft_step_clear(&st);
+	plan(task, step, &st);
+	weft_engine_add_step(&r->eng, step, &st);
+	return true;
+}
+
+static const struct weft_engine_ops schedule = {
+    .phase_begin = step_begin,
+    .phase_done = step_done,
 };
 
 /* The same answer on every rank: scratch_bytes follows the chunk size,
@@ -214,11 +228,13 @@ static weft_status_t rhd_post(struct weft_task *task)
 	struct allreduce_rhd *r = state(task);
 	const struct weft_coll_args *a = &task->args;
 	int n = task->comm->nranks;
+	weft_engine_init(&r->eng, &schedule);
+	r->nsteps = 0;
 	if (n == 1) {
 		if (!a->in_place)
 			memcpy(a->recvbuf, a->sendbuf, total_bytes(task));
-		weft_lockstep_init(&r->ls, &lockstep_ops, 0);
-		return WEFT_INPROGRESS;
+		weft_engine_start(&r->eng, task);
+		return WEFT_SUCCESS;
 	}
 	r->reduce = weft_reduce_kernel(a->dtype, a->op);
 	r->p = weft_rd_pow2(n);
@@ -226,14 +242,9 @@ static weft_status_t rhd_post(struct weft_task *task)
 	r->v = task->comm->ring_pos;
 	r->fold = weft_rd_fold_peer(r->v, n);
 	r->small = use_doubling(task->comm, total_bytes(task));
-	weft_lockstep_init(&r->ls, &lockstep_ops, nsteps(r));
-	weft_status_t st = weft_lockstep_progress(&r->ls, task);
-	return st == WEFT_SUCCESS ? WEFT_INPROGRESS : st;
-}
-
-static weft_status_t rhd_progress(struct weft_task *task)
-{
-	return weft_lockstep_progress(&state(task)->ls, task);
+	r->nsteps = count_steps(r);
+	weft_engine_start(&r->eng, task);
+	return WEFT_SUCCESS;
 }
 
 static double rhd_estimate(const struct weft_comm *comm, const struct weft_coll_args *args)
@@ -261,6 +272,5 @@ const struct weft_algo weft_allreduce_rhd = {
     .description = "recursive doubling for small messages, recursive halving then doubling "
 		   "(Rabenseifner) for large; any rank count by folding the extra ranks",
     .estimate = rhd_estimate,
-    .post = rhd_post,
-    .progress = rhd_progress,
+    .task = {.post = rhd_post, .progress = weft_engine_task_progress},
 };

@@ -8,8 +8,11 @@
  * the transport's buffer; after n-1 steps it holds the full reduction of
  * segment (p + 1) mod n. The allgather phase (steps n-1..2n-3) passes the
  * finished segments around the ring with the same send/receive formula,
- * copying instead of reducing. Every segment is cut into chunks that the
- * ring pipeline overlaps across steps.
+ * copying instead of reducing. Every segment is cut into chunks, and chunk
+ * c of step s is sent as soon as chunk c of step s-1 has arrived, so the
+ * steps overlap: on the engine, one queue of receives from the previous
+ * rank and one of sends to the next, the sends following the receives one
+ * step behind.
  *
  * Cost (alpha-beta, S bytes, n ranks): 2(n-1) alpha + 2 (n-1)/n S beta, plus
  * (n-1)/n S gamma for the reductions. Bandwidth-optimal; the latency term
@@ -17,18 +20,23 @@
  */
 #include <string.h>
 
+#include "algorithms/algo.h"
+#include "algorithms/engine/engine.h"
+#include "algorithms/patterns/ring.h"
 #include "core/comm.h"
 #include "reduce/reduce.h"
-#include "algorithms/algo.h"
-#include "algorithms/patterns/ring.h"
-#include "algorithms/engine/ring_pipeline.h"
+#include "tune/tune.h"
+
+enum { Q_RECV = 0, Q_SEND };
 
 struct allreduce_ring {
-	struct weft_ring_pipeline rp;
-	size_t chunk_elems;
+	struct weft_engine eng;
 	weft_reduce_fn reduce;
+	size_t chunk_elems;
+	uint32_t nchunks; /* per segment */
 };
 
+WEFT_ENGINE_FIRST(struct allreduce_ring);
 _Static_assert(sizeof(struct allreduce_ring) <= WEFT_TASK_PRIV_BYTES, "task state too big");
 
 static struct allreduce_ring *state(const struct weft_task *task)
@@ -40,40 +48,40 @@ static struct allreduce_ring *state(const struct weft_task *task)
 static void chunk_span(const struct weft_task *task, int seg, uint32_t chunk, size_t *off,
 		       size_t *len)
 {
-	const struct allreduce_ring *ar = state(task);
 	int n = task->comm->nranks;
-	size_t count = task->args.count, esize = task->args.esize;
-	size_t seg_elems = weft_seg_count(count, n, seg);
-	size_t first = (size_t)chunk * ar->chunk_elems;
-	size_t elems = first >= seg_elems ? 0
-					  : (seg_elems - first < ar->chunk_elems ? seg_elems - first
-										 : ar->chunk_elems);
-	*off = (weft_seg_offset(count, n, seg) + (first < seg_elems ? first : 0)) * esize;
-	*len = elems * esize;
+	size_t count = task->args.count;
+	weft_engine_chunk_span(task, weft_seg_offset(count, n, seg), weft_seg_count(count, n, seg),
+			       state(task)->chunk_elems, chunk, off, len);
 }
 
-static void send_chunk(const struct weft_task *task, uint32_t step, uint32_t chunk,
-		       struct weft_ring_chunk *out)
+static void send_item(struct weft_task *task, int q, uint32_t k, struct weft_xfer *out)
 {
-	int n = task->comm->nranks;
+	const struct weft_comm *comm = task->comm;
+	uint32_t step = k / state(task)->nchunks;
 	size_t off, len;
-	chunk_span(task, weft_ring_back(task->comm->ring_pos, step, n), chunk, &off, &len);
+	chunk_span(task, weft_ring_back(comm->ring_pos, step, comm->nranks),
+		   k % state(task)->nchunks, &off, &len);
 	const char *base =
 	    step == 0 ? (const char *)task->args.sendbuf : (const char *)task->args.recvbuf;
 	out->buf = (char *)base + off;
 	out->bytes = len;
 }
 
-static void recv_chunk(const struct weft_task *task, uint32_t step, uint32_t chunk,
-		       struct weft_ring_chunk *out)
+static bool send_ready(const struct weft_task *task, int q, uint32_t k)
 {
-	int n = task->comm->nranks;
+	return weft_engine_follows(&state(task)->eng, Q_RECV, k, state(task)->nchunks);
+}
+
+static void recv_item(struct weft_task *task, int q, uint32_t k, struct weft_xfer *out)
+{
+	const struct weft_comm *comm = task->comm;
+	uint32_t step = k / state(task)->nchunks;
 	size_t off, len;
-	chunk_span(task, weft_ring_back(task->comm->ring_pos, (long)step + 1, n), chunk, &off,
-		   &len);
+	chunk_span(task, weft_ring_back(comm->ring_pos, (long)step + 1, comm->nranks),
+		   k % state(task)->nchunks, &off, &len);
 	out->buf = (char *)task->args.recvbuf + off;
 	out->bytes = len;
-	if (step < (uint32_t)n - 1) {
+	if (step < (uint32_t)comm->nranks - 1) {
 		out->reduce = state(task)->reduce;
 		out->local = (const char *)task->args.sendbuf + off;
 	}
@@ -81,49 +89,46 @@ static void recv_chunk(const struct weft_task *task, uint32_t step, uint32_t chu
 
 /* WEFT_AVG: divide each chunk of the segment this rank finished, before it
  * is passed on in the allgather phase. */
-static void recv_done(const struct weft_task *task, uint32_t step, uint32_t chunk)
+static void recv_done(struct weft_task *task, int q, uint32_t k)
 {
-	int n = task->comm->nranks;
-	if (task->args.op != WEFT_AVG || step != (uint32_t)n - 2)
+	const struct weft_comm *comm = task->comm;
+	uint32_t step = k / state(task)->nchunks;
+	if (task->args.op != WEFT_AVG || step != (uint32_t)comm->nranks - 2)
 		return;
 	size_t off, len;
-	chunk_span(task, weft_ring_back(task->comm->ring_pos, (long)step + 1, n), chunk, &off,
-		   &len);
+	chunk_span(task, weft_ring_back(comm->ring_pos, (long)step + 1, comm->nranks),
+		   k % state(task)->nchunks, &off, &len);
 	weft_reduce_scale((char *)task->args.recvbuf + off, len / task->args.esize,
-			  task->args.dtype, n);
+			  task->args.dtype, comm->nranks);
 }
 
-static const struct weft_ring_geometry geometry = {
-    .send_chunk = send_chunk,
-    .recv_chunk = recv_chunk,
-    .recv_done = recv_done,
-};
+static const struct weft_queue_ops recv_ops = {.item = recv_item, .done = recv_done};
+static const struct weft_queue_ops send_ops = {.item = send_item, .ready = send_ready};
 
 static weft_status_t ring_post(struct weft_task *task)
 {
 	struct allreduce_ring *ar = state(task);
-	int n = task->comm->nranks;
+	const struct weft_comm *comm = task->comm;
 	const struct weft_coll_args *a = &task->args;
+	int n = comm->nranks;
+	weft_engine_init(&ar->eng, NULL);
 	if (n == 1) {
 		if (!a->in_place)
 			memcpy(a->recvbuf, a->sendbuf, a->count * a->esize);
-		ar->rp.total = 0;
-		return WEFT_INPROGRESS;
+		weft_engine_start(&ar->eng, task);
+		return WEFT_SUCCESS;
 	}
 	ar->reduce = weft_reduce_kernel(a->dtype, a->op);
-	uint32_t nchunks =
-	    weft_ring_nchunks(task, weft_seg_count(a->count, n, 0), &ar->chunk_elems);
-	weft_ring_pipeline_init(&ar->rp, task, &geometry, 2 * ((uint32_t)n - 1), nchunks);
-	weft_status_t st = weft_ring_pipeline_progress(&ar->rp, task);
-	return st == WEFT_SUCCESS ? WEFT_INPROGRESS : st;
-}
-
-static weft_status_t ring_progress(struct weft_task *task)
-{
-	struct allreduce_ring *ar = state(task);
-	if (task->comm->nranks == 1)
-		return WEFT_SUCCESS;
-	return weft_ring_pipeline_progress(&ar->rp, task);
+	/* Steps x chunks count in the 31 bits below the chain tags. */
+	ar->nchunks = weft_engine_chunks(task, weft_seg_count(a->count, n, 0),
+					 (UINT32_MAX / 2) / (2 * (uint64_t)n), &ar->chunk_elems);
+	uint32_t total = 2 * ((uint32_t)n - 1) * ar->nchunks;
+	weft_engine_add_queue(&ar->eng, &recv_ops, comm->ring[weft_ring_prev(comm->ring_pos, n)],
+			      false, total, 0);
+	weft_engine_add_queue(&ar->eng, &send_ops, comm->ring[weft_ring_next(comm->ring_pos, n)],
+			      true, total, 0);
+	weft_engine_start(&ar->eng, task);
+	return WEFT_SUCCESS;
 }
 
 /* 2(n-1) steps of S/n bytes each over the slowest ring link, half of them
@@ -144,6 +149,5 @@ const struct weft_algo weft_allreduce_ring = {
     .name = "ring",
     .description = "reduce-scatter then allgather around the placement ring, chunked and pipelined",
     .estimate = ring_estimate,
-    .post = ring_post,
-    .progress = ring_progress,
+    .task = {.post = ring_post, .progress = weft_engine_task_progress},
 };

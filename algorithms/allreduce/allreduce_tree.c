@@ -15,7 +15,7 @@
  * sends it to its parent; the root, once it has reduced a chunk (and divided
  * it for WEFT_AVG), sends it down; every rank receives the final chunk into
  * recvbuf and forwards it to its children. Chunks overlap along the tree:
- * see tree_pipeline.h for the engine and for how two trees share a link.
+ * see engine/sched_tree.h for the schedule and how two trees share a link.
  *
  * Cost (S bytes, n ranks, d = ceil(log2 n) levels, chunk c, k = ceil(S/2c)
  * chunks per tree): the pipeline needs 2d steps to fill and k to drain; a
@@ -28,60 +28,31 @@
  */
 #include <string.h>
 
+#include "algorithms/algo.h"
+#include "algorithms/engine/sched_tree.h"
 #include "core/comm.h"
 #include "tune/tune.h"
-#include "algorithms/algo.h"
-#include "algorithms/engine/tree_pipeline.h"
 
-#define ALLREDUCE_TREE_POOL 24 /* messages in flight: >= 2 per link */
-
-struct allreduce_tree {
-	struct weft_tree_pipeline tp;
-	struct weft_msg pool[ALLREDUCE_TREE_POOL];
-};
-
-_Static_assert(sizeof(struct allreduce_tree) <= WEFT_TASK_PRIV_BYTES, "task state too big");
-_Static_assert(ALLREDUCE_TREE_POOL >= 2 * WEFT_TP_MAX_LINKS, "a window of 2 per link");
-
-static struct allreduce_tree *state(const struct weft_task *task)
-{
-	return (struct allreduce_tree *)(void *)task->priv;
-}
+_Static_assert(sizeof(struct weft_tree_task) <= WEFT_TASK_PRIV_BYTES, "task state too big");
 
 static weft_status_t tree_post(struct weft_task *task)
 {
-	struct allreduce_tree *at = state(task);
 	const struct weft_comm *comm = task->comm;
 	const struct weft_coll_args *a = &task->args;
+	struct weft_tree_config cfg = {.ntrees = 2, .up = true, .down = true};
 	if (comm->nranks == 1) {
 		if (!a->in_place)
 			memcpy(a->recvbuf, a->sendbuf, a->count * a->esize);
-		return WEFT_SUCCESS;
+		cfg.ntrees = 0;
 	}
-	struct weft_tp_config cfg = {
-	    .ntrees = 2,
-	    .up = true,
-	    .down = true,
-	    .chunk_elems = comm->chunk_bytes / a->esize,
-	    .pool = at->pool,
-	    .pool_cap = ALLREDUCE_TREE_POOL,
-	};
-	weft_tp_tree_place(&cfg.tree[0], comm, weft_tp_dbtree0, comm->ring[0]);
-	weft_tp_tree_place(&cfg.tree[1], comm, weft_tp_dbtree1, comm->ring[0]);
+	weft_shape_place(&cfg.tree[0].node, comm, weft_shape_dbtree0, comm->ring[0]);
+	weft_shape_place(&cfg.tree[1].node, comm, weft_shape_dbtree1, comm->ring[0]);
 	cfg.tree[0].elem_off = 0;
 	cfg.tree[0].elems = (a->count + 1) / 2;
 	cfg.tree[1].elem_off = cfg.tree[0].elems;
 	cfg.tree[1].elems = a->count / 2;
-	weft_tree_pipeline_init(&at->tp, task, &cfg);
-	weft_status_t st = weft_tree_pipeline_progress(&at->tp, task);
-	return st == WEFT_SUCCESS ? WEFT_INPROGRESS : st;
-}
-
-static weft_status_t tree_progress(struct weft_task *task)
-{
-	if (task->comm->nranks == 1)
-		return WEFT_SUCCESS;
-	return weft_tree_pipeline_progress(&state(task)->tp, task);
+	weft_tree_sched_start(task, &cfg);
+	return WEFT_SUCCESS;
 }
 
 static double tree_estimate(const struct weft_comm *comm, const struct weft_coll_args *args)
@@ -95,7 +66,7 @@ static double tree_estimate(const struct weft_comm *comm, const struct weft_coll
 	if (chunk > half)
 		chunk = half > 0 ? half : 1;
 	double k = half > 0 ? (double)(size_t)((half + chunk - 1) / chunk) : 1;
-	double d = weft_tp_btree_depth(comm->nranks);
+	double d = weft_shape_depth(comm->nranks);
 	return (2 * d + k - 1) * (c.alpha + 4 * chunk * c.beta) + bytes * c.gamma;
 }
 
@@ -106,6 +77,5 @@ const struct weft_algo weft_allreduce_tree = {
     .description =
 	"double binary tree (half the data each), reduce up and broadcast down, pipelined",
     .estimate = tree_estimate,
-    .post = tree_post,
-    .progress = tree_progress,
+    .task = {.post = tree_post, .progress = weft_engine_task_progress},
 };

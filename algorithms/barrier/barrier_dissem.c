@@ -10,17 +10,18 @@
  *
  * Cost: ceil(log2 n) alpha.
  */
+#include "algorithms/algo.h"
+#include "algorithms/engine/engine.h"
+#include "algorithms/patterns/bruck.h" /* ceil(log2 n) rounds, as Bruck */
 #include "core/comm.h"
 #include "tune/tune.h"
-#include "algorithms/algo.h"
-#include "algorithms/engine/lockstep.h"
-#include "algorithms/patterns/bruck.h" /* ceil(log2 n) rounds, as Bruck */
 
 struct barrier_dissem {
-	struct weft_lockstep ls;
+	struct weft_engine eng;
 	char token; /* a valid address for the empty messages */
 };
 
+WEFT_ENGINE_FIRST(struct barrier_dissem);
 _Static_assert(sizeof(struct barrier_dissem) <= WEFT_TASK_PRIV_BYTES, "task state too big");
 
 static struct barrier_dissem *state(struct weft_task *task)
@@ -28,28 +29,28 @@ static struct barrier_dissem *state(struct weft_task *task)
 	return (struct barrier_dissem *)(void *)task->priv;
 }
 
-static void plan(struct weft_task *task, uint32_t step, struct weft_lockstep_step *out)
+static bool step_begin(struct weft_task *task, uint32_t step)
 {
 	int n = task->comm->nranks, r = task->comm->rank, d = 1 << step;
-	out->send[0] = (struct weft_xfer){.peer = (r + d) % n, .buf = &state(task)->token};
-	out->recv[0] = (struct weft_xfer){.peer = (r - d % n + n) % n, .buf = &state(task)->token};
+	if ((int)step >= weft_bruck_nsteps(n))
+		return false;
+	char *token = &state(task)->token;
+	struct weft_step st;
+	weft_step_clear(&st);
+	st.send[0] = (struct weft_xfer){.peer = (r + d) % n, .buf = token, .signal = true};
+	st.recv[0] = (struct weft_xfer){.peer = (r - d % n + n) % n, .buf = token, .signal = true};
+	weft_engine_add_step(&state(task)->eng, step, &st);
+	return true;
 }
 
-static const struct weft_lockstep_ops lockstep_ops = {
-    .plan = plan,
-};
+static const struct weft_engine_ops schedule = {.phase_begin = step_begin};
 
 static weft_status_t dissem_post(struct weft_task *task)
 {
 	struct barrier_dissem *b = state(task);
-	weft_lockstep_init(&b->ls, &lockstep_ops, (uint32_t)weft_bruck_nsteps(task->comm->nranks));
-	weft_status_t st = weft_lockstep_progress(&b->ls, task);
-	return st == WEFT_SUCCESS ? WEFT_INPROGRESS : st;
-}
-
-static weft_status_t dissem_progress(struct weft_task *task)
-{
-	return weft_lockstep_progress(&state(task)->ls, task);
+	weft_engine_init(&b->eng, &schedule);
+	weft_engine_start(&b->eng, task);
+	return WEFT_SUCCESS;
 }
 
 static double dissem_estimate(const struct weft_comm *comm, const struct weft_coll_args *args)
@@ -63,6 +64,5 @@ const struct weft_algo weft_barrier_dissem = {
     .name = "dissemination",
     .description = "dissemination: ceil(log2 n) rounds of one empty message each way",
     .estimate = dissem_estimate,
-    .post = dissem_post,
-    .progress = dissem_progress,
+    .task = {.post = dissem_post, .progress = weft_engine_task_progress},
 };

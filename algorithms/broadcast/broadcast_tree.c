@@ -5,7 +5,7 @@
  * Both lay their shape over the placement ring, rotated so that the root is
  * at its head: "ring" is the chain root -> next -> ... along the ring (every
  * hop stays under one host or leaf except one per leaf boundary); "tree" is
- * NCCL's binary tree over the same order (see tree_pipeline.h). The root
+ * NCCL's binary tree over the same order (see engine/sched_tree.h). The root
  * sends its buffer chunk by chunk (comm->chunk_bytes); every other rank
  * receives each chunk into recvbuf and forwards it to its children at once,
  * so the hops overlap. Out of place, the root also copies sendbuf into its
@@ -20,64 +20,35 @@
  */
 #include <string.h>
 
+#include "algorithms/algo.h"
+#include "algorithms/engine/sched_tree.h"
 #include "core/comm.h"
 #include "tune/tune.h"
-#include "algorithms/algo.h"
-#include "algorithms/engine/tree_pipeline.h"
 
-#define BROADCAST_POOL 24
+_Static_assert(sizeof(struct weft_tree_task) <= WEFT_TASK_PRIV_BYTES, "task state too big");
 
-struct broadcast_tree {
-	struct weft_tree_pipeline tp;
-	struct weft_msg pool[BROADCAST_POOL];
-};
-
-_Static_assert(sizeof(struct broadcast_tree) <= WEFT_TASK_PRIV_BYTES, "task state too big");
-
-static struct broadcast_tree *state(const struct weft_task *task)
+static weft_status_t bcast_post(struct weft_task *task, weft_shape_fn shape)
 {
-	return (struct broadcast_tree *)(void *)task->priv;
-}
-
-static weft_status_t bcast_post(struct weft_task *task, weft_tp_shape_fn shape)
-{
-	struct broadcast_tree *bt = state(task);
 	const struct weft_comm *comm = task->comm;
 	const struct weft_coll_args *a = &task->args;
 	if (comm->rank == a->root && a->sendbuf != a->recvbuf)
 		memcpy(a->recvbuf, a->sendbuf, a->count * a->esize);
-	if (comm->nranks == 1)
-		return WEFT_SUCCESS;
-	struct weft_tp_config cfg = {
-	    .ntrees = 1,
-	    .down = true,
-	    .chunk_elems = comm->chunk_bytes / a->esize,
-	    .pool = bt->pool,
-	    .pool_cap = BROADCAST_POOL,
-	};
-	weft_tp_tree_place(&cfg.tree[0], comm, shape, a->root);
+	struct weft_tree_config cfg = {.ntrees = comm->nranks > 1 ? 1 : 0, .down = true};
+	weft_shape_place(&cfg.tree[0].node, comm, shape, a->root);
 	cfg.tree[0].elem_off = 0;
 	cfg.tree[0].elems = a->count;
-	weft_tree_pipeline_init(&bt->tp, task, &cfg);
-	weft_status_t st = weft_tree_pipeline_progress(&bt->tp, task);
-	return st == WEFT_SUCCESS ? WEFT_INPROGRESS : st;
+	weft_tree_sched_start(task, &cfg);
+	return WEFT_SUCCESS;
 }
 
 static weft_status_t tree_post(struct weft_task *task)
 {
-	return bcast_post(task, weft_tp_btree);
+	return bcast_post(task, weft_shape_btree);
 }
 
 static weft_status_t chain_post(struct weft_task *task)
 {
-	return bcast_post(task, weft_tp_chain);
-}
-
-static weft_status_t bcast_progress(struct weft_task *task)
-{
-	if (task->comm->nranks == 1)
-		return WEFT_SUCCESS;
-	return weft_tree_pipeline_progress(&state(task)->tp, task);
+	return bcast_post(task, weft_shape_chain);
 }
 
 /* Steps of a pipeline of @p depth hops carrying @p bytes in chunks. */
@@ -97,7 +68,7 @@ static double tree_estimate(const struct weft_comm *comm, const struct weft_coll
 		return 0;
 	struct weft_cost c = weft_tune_worst(comm);
 	double chunk, bytes = (double)args->count * (double)args->esize;
-	double steps = pipeline_steps(comm, bytes, weft_tp_btree_depth(comm->nranks), &chunk);
+	double steps = pipeline_steps(comm, bytes, weft_shape_depth(comm->nranks), &chunk);
 	return steps * (c.alpha + 2 * chunk * c.beta);
 }
 
@@ -117,8 +88,7 @@ const struct weft_algo weft_broadcast_tree = {
     .name = "tree",
     .description = "binary tree from the root over the placement ring, chunked and pipelined",
     .estimate = tree_estimate,
-    .post = tree_post,
-    .progress = bcast_progress,
+    .task = {.post = tree_post, .progress = weft_engine_task_progress},
 };
 
 const struct weft_algo weft_broadcast_ring = {
@@ -127,6 +97,5 @@ const struct weft_algo weft_broadcast_ring = {
     .name = "ring",
     .description = "chain from the root along the placement ring, chunked and pipelined",
     .estimate = chain_estimate,
-    .post = chain_post,
-    .progress = bcast_progress,
+    .task = {.post = chain_post, .progress = weft_engine_task_progress},
 };

@@ -8,8 +8,9 @@
  * reducing it with its own input for that block as it arrives. A block
  * starts at the position after its owner and travels n-1 hops, so at the
  * last step every rank receives the complete reduction of its own block.
- * Blocks are cut into chunks that the ring pipeline (ring_pipeline.h)
- * overlaps across steps.
+ * Blocks are cut into chunks that the engine pipelines across steps (a
+ * queue of receives from the previous rank, one of sends to the next that
+ * follows it one step behind).
  *
  * Where the partial sums wait between arriving and leaving again:
  *  - in place (sendbuf == recvbuf, the input in recvbuf, the result to its
@@ -25,8 +26,8 @@
  *    slots). Only this rank's own block of the output is written.
  * The scratch is the communicator's (one collective runs at a time), so
  * the blocks are processed in rounds of at most scratch_bytes / (n-2)
- * bytes each, one pipeline per round; every rank cuts the same rounds, in
- * place or not.
+ * bytes each, one pipeline per round (a phase of the engine's schedule);
+ * every rank cuts the same rounds, in place or not.
  * WEFT_AVG divides the finished block once.
  *
  * Cost (S = n * block bytes, the input): (n-1) alpha + (n-1)/n S beta +
@@ -35,23 +36,27 @@
 #include <math.h>
 #include <string.h>
 
+#include "algorithms/algo.h"
+#include "algorithms/engine/engine.h"
+#include "algorithms/patterns/ring.h"
 #include "core/comm.h"
 #include "reduce/reduce.h"
 #include "tune/tune.h"
-#include "algorithms/algo.h"
-#include "algorithms/patterns/ring.h"
-#include "algorithms/engine/ring_pipeline.h"
+
+enum { Q_RECV = 0, Q_SEND };
 
 struct rs_ring {
-	struct weft_ring_pipeline rp;
+	struct weft_engine eng;
 	weft_reduce_fn reduce;
 	size_t chunk_elems;
+	uint32_t nchunks;   /* per block per round */
 	bool in_place;	    /* input and output at recvbuf */
 	size_t round_elems; /* elements of each block per round */
 	size_t round, nrounds;
 	char *scratch; /* out of place: n-2 slots of round_elems elements */
 };
 
+WEFT_ENGINE_FIRST(struct rs_ring);
 _Static_assert(sizeof(struct rs_ring) <= WEFT_TASK_PRIV_BYTES, "task state too big");
 
 static struct rs_ring *state(const struct weft_task *task)
@@ -94,11 +99,11 @@ static int block_of(const struct weft_task *task, long back)
 	return comm->ring[weft_ring_back(comm->ring_pos, back, comm->nranks)];
 }
 
-static void send_chunk(const struct weft_task *task, uint32_t step, uint32_t chunk,
-		       struct weft_ring_chunk *out)
+static void send_item(struct weft_task *task, int q, uint32_t k, struct weft_xfer *out)
 {
+	uint32_t step = k / state(task)->nchunks;
 	size_t first, elems;
-	chunk_span(task, chunk, &first, &elems);
+	chunk_span(task, k % state(task)->nchunks, &first, &elems);
 	int block = block_of(task, (long)step + 1);
 	if (state(task)->in_place || step == 0)
 		out->buf = input_at(task, block, first);
@@ -107,12 +112,17 @@ static void send_chunk(const struct weft_task *task, uint32_t step, uint32_t chu
 	out->bytes = elems * task->args.esize;
 }
 
-static void recv_chunk(const struct weft_task *task, uint32_t step, uint32_t chunk,
-		       struct weft_ring_chunk *out)
+static bool send_ready(const struct weft_task *task, int q, uint32_t k)
+{
+	return weft_engine_follows(&state(task)->eng, Q_RECV, k, state(task)->nchunks);
+}
+
+static void recv_item(struct weft_task *task, int q, uint32_t k, struct weft_xfer *out)
 {
 	const struct rs_ring *rs = state(task);
+	uint32_t step = k / rs->nchunks;
 	size_t first, elems;
-	chunk_span(task, chunk, &first, &elems);
+	chunk_span(task, k % rs->nchunks, &first, &elems);
 	int block = block_of(task, (long)step + 2);
 	out->local = input_at(task, block, first);
 	if (rs->in_place)
@@ -125,17 +135,27 @@ static void recv_chunk(const struct weft_task *task, uint32_t step, uint32_t chu
 	out->reduce = rs->reduce;
 }
 
-static const struct weft_ring_geometry geometry = {
-    .send_chunk = send_chunk,
-    .recv_chunk = recv_chunk,
-};
+static const struct weft_queue_ops recv_ops = {.item = recv_item};
+static const struct weft_queue_ops send_ops = {.item = send_item, .ready = send_ready};
 
-static void start_round(struct weft_task *task)
+/* Phase p of the schedule is round p: one ring pipeline over its part of
+ * every block. */
+static bool round_begin(struct weft_task *task, uint32_t phase)
 {
 	struct rs_ring *rs = state(task);
-	uint32_t nchunks = weft_ring_nchunks(task, rs->round_elems, &rs->chunk_elems);
-	uint32_t nsteps = (uint32_t)task->comm->nranks - 1;
-	weft_ring_pipeline_init(&rs->rp, task, &geometry, nsteps, nchunks);
+	const struct weft_comm *comm = task->comm;
+	int n = comm->nranks;
+	rs->round = phase;
+	if (rs->round >= rs->nrounds)
+		return false;
+	rs->nchunks = weft_engine_chunks(task, rs->round_elems, (UINT32_MAX / 2) / (uint64_t)n,
+					 &rs->chunk_elems);
+	uint32_t total = ((uint32_t)n - 1) * rs->nchunks;
+	weft_engine_add_queue(&rs->eng, &recv_ops, comm->ring[weft_ring_prev(comm->ring_pos, n)],
+			      false, total, 0);
+	weft_engine_add_queue(&rs->eng, &send_ops, comm->ring[weft_ring_next(comm->ring_pos, n)],
+			      true, total, 0);
+	return true;
 }
 
 /* Elements of each block per round: every rank must cut the same rounds
@@ -152,10 +172,10 @@ static size_t round_elems_of(const struct weft_comm *comm, size_t count, size_t 
 	return count < per_round ? count : per_round;
 }
 
-/* Round rs->round is complete. In place, the finished block moves to the
+/* Round @p phase is complete. In place, the finished block moves to the
  * start of recvbuf only after the last round: until then the start is
  * block 0's input for the rounds to come. */
-static void round_done(struct weft_task *task)
+static void round_done(struct weft_task *task, uint32_t phase)
 {
 	struct rs_ring *rs = state(task);
 	const struct weft_coll_args *a = &task->args;
@@ -175,19 +195,10 @@ static void round_done(struct weft_task *task)
 	}
 }
 
-static weft_status_t rs_progress(struct weft_task *task)
-{
-	struct rs_ring *rs = state(task);
-	while (rs->round < rs->nrounds) {
-		weft_status_t st = weft_ring_pipeline_progress(&rs->rp, task);
-		if (st != WEFT_SUCCESS)
-			return st; /* WEFT_INPROGRESS or a failure */
-		round_done(task);
-		if (++rs->round < rs->nrounds)
-			start_round(task);
-	}
-	return WEFT_SUCCESS;
-}
+static const struct weft_engine_ops schedule = {
+    .phase_begin = round_begin,
+    .phase_done = round_done,
+};
 
 static weft_status_t rs_post(struct weft_task *task)
 {
@@ -201,17 +212,17 @@ static weft_status_t rs_post(struct weft_task *task)
 	 * is its own block: the out-of-place path serves it without touching
 	 * the other blocks. */
 	rs->in_place = a->sendbuf == a->recvbuf && task->comm->rank != 0;
+	weft_engine_init(&rs->eng, &schedule);
 	if (n == 1) {
 		if (a->sendbuf != a->recvbuf)
 			memmove(a->recvbuf, a->sendbuf, a->count * a->esize);
-		return WEFT_INPROGRESS;
+	} else {
+		rs->reduce = weft_reduce_kernel(a->dtype, a->op);
+		rs->round_elems = round_elems_of(task->comm, a->count, a->esize);
+		rs->nrounds = (a->count + rs->round_elems - 1) / rs->round_elems;
 	}
-	rs->reduce = weft_reduce_kernel(a->dtype, a->op);
-	rs->round_elems = round_elems_of(task->comm, a->count, a->esize);
-	rs->nrounds = (a->count + rs->round_elems - 1) / rs->round_elems;
-	start_round(task);
-	weft_status_t st = rs_progress(task);
-	return st == WEFT_SUCCESS || st == WEFT_INPROGRESS ? WEFT_INPROGRESS : st;
+	weft_engine_start(&rs->eng, task);
+	return WEFT_SUCCESS;
 }
 
 static double rs_estimate(const struct weft_comm *comm, const struct weft_coll_args *args)
@@ -233,6 +244,5 @@ const struct weft_algo weft_reduce_scatter_ring = {
     .description = "each block gathers its partial sums around the placement ring, chunked and "
 		   "pipelined",
     .estimate = rs_estimate,
-    .post = rs_post,
-    .progress = rs_progress,
+    .task = {.post = rs_post, .progress = weft_engine_task_progress},
 };

@@ -19,58 +19,42 @@
  *
  * Cost (S bytes): T = alpha + S beta over the link between the two ranks.
  */
-#include "core/comm.h"
-#include "core/p2p.h"
-#include "tune/tune.h"
 #include "algorithms/algo.h"
+#include "algorithms/engine/engine.h"
+#include "core/comm.h"
+#include "tune/tune.h"
 
 struct sendrecv_direct {
-	struct weft_msg msg;
+	struct weft_engine eng;
 };
 
+WEFT_ENGINE_FIRST(struct sendrecv_direct);
 _Static_assert(sizeof(struct sendrecv_direct) <= WEFT_TASK_PRIV_BYTES, "task state too big");
-
-static struct sendrecv_direct *state(const struct weft_task *task)
-{
-	return (struct sendrecv_direct *)(void *)task->priv;
-}
 
 static weft_status_t direct_post(struct weft_task *task, bool send)
 {
-	struct weft_msg *m = &state(task)->msg;
+	struct weft_engine *eng = weft_engine_of(task);
 	const struct weft_coll_args *a = &task->args;
-	*m = (struct weft_msg){
-	    .buf = send ? (void *)a->sendbuf : a->recvbuf,
-	    .len = a->count * a->esize,
-	    .tag = weft_p2p_tag(task->seq, 0),
-	    .unit = a->esize,
+	struct weft_xfer x = {
+	    .peer = a->root,
+	    .buf = send ? (char *)a->sendbuf : (char *)a->recvbuf,
+	    .bytes = a->count * a->esize,
+	    .step = 0,
 	};
-	task->waiting_for = a->root;
-	return send ? weft_p2p_isend(task->comm, a->root, m)
-		    : weft_p2p_irecv(task->comm, a->root, m);
+	weft_engine_init(eng, NULL);
+	weft_engine_add_list(eng, send, &x, 1);
+	weft_engine_start(eng, task);
+	return WEFT_SUCCESS;
 }
 
 static weft_status_t send_post(struct weft_task *task)
 {
-	weft_status_t st = direct_post(task, true);
-	return st == WEFT_SUCCESS ? WEFT_INPROGRESS : st;
+	return direct_post(task, true);
 }
 
 static weft_status_t recv_post(struct weft_task *task)
 {
-	weft_status_t st = direct_post(task, false);
-	return st == WEFT_SUCCESS ? WEFT_INPROGRESS : st;
-}
-
-static weft_status_t direct_progress(struct weft_task *task)
-{
-	struct weft_msg *m = &state(task)->msg;
-	if (!m->done) {
-		task->waiting_for = task->args.root;
-		return WEFT_INPROGRESS;
-	}
-	weft_task_touch(task);
-	return m->status;
+	return direct_post(task, false);
 }
 
 /* The transport has no path to self (the core rejects peer == rank). */
@@ -94,8 +78,7 @@ const struct weft_algo weft_send_direct = {
     .description = "the whole buffer as one message to the peer",
     .estimate = direct_estimate,
     .supports = direct_supports,
-    .post = send_post,
-    .progress = direct_progress,
+    .task = {.post = send_post, .progress = weft_engine_task_progress},
 };
 
 const struct weft_algo weft_recv_direct = {
@@ -105,6 +88,5 @@ const struct weft_algo weft_recv_direct = {
     .description = "the whole buffer as one message from the peer",
     .estimate = direct_estimate,
     .supports = direct_supports,
-    .post = recv_post,
-    .progress = direct_progress,
+    .task = {.post = recv_post, .progress = weft_engine_task_progress},
 };

@@ -170,7 +170,8 @@ static weft_status_t run(struct weft_comm *comm, const struct weft_coll_args *ar
 		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "%s: no memory for a task",
 				      weft_coll_name(args->coll));
 	task->args = *args;
-	task->algo = algo;
+	task->ops = &algo->task;
+	task->algo_name = algo->name;
 	task->started = false;
 	if (group_depth > 0) {
 		task->group_wait = !request;

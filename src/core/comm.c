@@ -8,12 +8,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "algorithms/algo.h"
-#include "topo/topo_local.h"
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/hostid.h"
-#include "util/log.h"
 #include "bootstrap/netaddr.h"
+#include "topo/topo_local.h"
+#include "util/log.h"
 #include "util/settings.h"
 
 static const struct weft_tp_ops *const transports[WEFT_TP_COUNT] = {
@@ -26,6 +25,15 @@ double weft_now(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A task leaves the active list: its algorithm releases what it took. */
+static void task_retire(struct weft_task *t)
+{
+	t->next = NULL;
+	if (t->posted && t->ops->finalize)
+		t->ops->finalize(t);
+	t->posted = false;
 }
 
 static bool status_is_fatal(weft_status_t st)
@@ -341,6 +349,7 @@ static void comm_free(struct weft_comm *comm)
 	while (comm->active) { /* requests still open become invalid (weft.h) */
 		struct weft_task *t = comm->active;
 		comm->active = t->next;
+		task_retire(t);
 		free(t);
 	}
 	while (comm->free_tasks) {
@@ -486,9 +495,9 @@ static void comm_kill(struct weft_comm *comm, weft_status_t status)
 	while (comm->active) {
 		struct weft_task *t = comm->active;
 		comm->active = t->next;
-		t->next = NULL;
 		if (t->status == WEFT_INPROGRESS)
 			t->status = status;
+		task_retire(t);
 	}
 }
 
@@ -556,11 +565,11 @@ static weft_status_t step_task(struct weft_comm *comm, struct weft_task *t, doub
 	if (!t->posted) {
 		t->posted = true;
 		t->last_event = weft_now();
-		weft_status_t st = t->algo->post(t);
-		if (st != WEFT_SUCCESS && st != WEFT_INPROGRESS)
+		weft_status_t st = t->ops->post(t);
+		if (st != WEFT_SUCCESS)
 			return st;
 	}
-	weft_status_t st = t->algo->progress(t);
+	weft_status_t st = t->ops->progress(t);
 	if (st != WEFT_INPROGRESS)
 		return st;
 	if (*now == 0)
@@ -590,7 +599,7 @@ static weft_status_t progress_tasks(struct weft_comm *comm)
 			continue;
 		}
 		*link = t->next; /* finished: the request still owns it */
-		t->next = NULL;
+		task_retire(t);
 		if (st != WEFT_SUCCESS) {
 			comm_kill(comm, st);
 			return st;

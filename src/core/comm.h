@@ -9,11 +9,11 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include "core/task.h"
 #include "topo/topo.h"
 #include "transports/transport.h"
-#include "util/error.h"
-#include "core/task.h"
 #include "tune/tune.h"
+#include "util/error.h"
 #include "weft.h"
 
 #define WEFT_MAX_RANKS	    4096

@@ -3,8 +3,8 @@
 #ifndef WEFT_P2P_H
 #define WEFT_P2P_H
 
-#include "transports/transport.h"
 #include "core/comm.h"
+#include "transports/transport.h"
 
 /* Tags: the operation's sequence number above, the step inside it below. */
 static inline uint64_t weft_p2p_tag(uint64_t seq, uint32_t step)

@@ -6,8 +6,24 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "algorithms/algo.h"
 #include "core/comm.h"
+
+static const char *const coll_names[WEFT_COLL_COUNT] = {
+    [WEFT_COLL_ALLREDUCE] = "allreduce",
+    [WEFT_COLL_ALLGATHER] = "allgather",
+    [WEFT_COLL_REDUCE_SCATTER] = "reduce_scatter",
+    [WEFT_COLL_BROADCAST] = "broadcast",
+    [WEFT_COLL_REDUCE] = "reduce",
+    [WEFT_COLL_ALLTOALL] = "alltoall",
+    [WEFT_COLL_BARRIER] = "barrier",
+    [WEFT_COLL_SEND] = "send",
+    [WEFT_COLL_RECV] = "recv",
+};
+
+const char *weft_coll_name(enum weft_coll_kind coll)
+{
+	return (unsigned)coll < WEFT_COLL_COUNT ? coll_names[coll] : "unknown";
+}
 
 struct weft_task *weft_task_get(struct weft_comm *comm)
 {

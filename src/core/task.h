@@ -11,7 +11,7 @@
 #include "weft.h"
 
 struct weft_comm;
-struct weft_algo;
+struct weft_task;
 
 enum weft_coll_kind {
 	WEFT_COLL_ALLREDUCE = 0,
@@ -39,11 +39,27 @@ struct weft_coll_args {
 	int root; /* broadcast, reduce: the root; send, recv: the peer */
 };
 
-#define WEFT_TASK_PRIV_BYTES 4096
+/* Name of a collective ("allreduce"), "unknown" if out of range. */
+const char *weft_coll_name(enum weft_coll_kind coll);
+
+/* What runs a task: the algorithm the tuner chose (algorithms/algo.h
+ * embeds these in its table). */
+struct weft_task_ops {
+	/* Set up task->priv. Never moves a message: progress follows. */
+	weft_status_t (*post)(struct weft_task *task);
+	/* WEFT_SUCCESS when this rank's part is finished, WEFT_INPROGRESS, or an error. */
+	weft_status_t (*progress)(struct weft_task *task);
+	/* Once, after the last progress, whether it succeeded or not (and when
+	 * the communicator kills the task): release what post took. NULL: nothing. */
+	void (*finalize)(struct weft_task *task);
+};
+
+#define WEFT_TASK_PRIV_BYTES 8192
 
 struct weft_task {
 	struct weft_comm *comm;
-	const struct weft_algo *algo;
+	const struct weft_task_ops *ops;
+	const char *algo_name;
 	struct weft_coll_args args;
 	uint64_t seq;		/* tags: collective call number, or per-peer p2p number */
 	unsigned group;		/* weft_group_end batch it was started in; 0: none */

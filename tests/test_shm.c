@@ -16,9 +16,10 @@
 #include <unistd.h>
 
 #include "core/comm.h"
-#include "harness.h"
 #include "core/p2p.h"
+#include "harness.h"
 #include "reduce/reduce.h"
+#include "transports/shm/shm.h"
 #include "util/settings.h"
 #include "weft.h"
 
@@ -171,8 +172,9 @@ static int body_sizes(weft_comm_t comm, int rank, int nranks, void *arg)
 		if (b[len] != 0xee)
 			return harness_fail("from rank %d, %zu bytes: wrote past the end", peer,
 					    len);
-		if (ptrs[i]->xferred != len)
-			return harness_fail("xferred %zu != %zu", ptrs[i]->xferred, len);
+		if (ptrs[i]->status != WEFT_SUCCESS)
+			return harness_fail("from rank %d, %zu bytes: status %d", peer, len,
+					    ptrs[i]->status);
 	}
 	for (int i = 0; i < nmsg; i++)
 		free(ptrs[i]->buf);
@@ -463,11 +465,10 @@ static int split_hosts(int rank, int nranks, const weft_unique_id_t *id, void *a
 static int body_split(weft_comm_t comm, int rank, int nranks, void *arg)
 {
 	note_secret(comm);
-	struct weft_tp_comm *shm = comm->tps[WEFT_TP_SHM];
 	for (int p = 0; p < nranks; p++) {
 		bool want_shm = p != rank && rank < 2 && p < 2;
-		if (p != rank && (comm->peers[p].tc == shm) != want_shm)
-			return harness_fail("peer %d: over %s", p, comm->peers[p].tc->ops->name);
+		if (p != rank && (comm->peers[p].tp->ops == &weft_tp_shm_ops) != want_shm)
+			return harness_fail("peer %d: over %s", p, comm->peers[p].tp->ops->name);
 	}
 	return body_sizes(comm, rank, nranks, arg);
 }

@@ -24,12 +24,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "transports/socket/socket.h"
 #include "bootstrap/bootstrap.h"
 #include "core/comm.h"
-#include "harness.h"
 #include "core/p2p.h"
+#include "harness.h"
 #include "reduce/reduce.h"
+#include "transports/socket/socket.h"
 
 #define CHUNK	      (64u << 10)
 #define JOB_TIMEOUT_S 20.0
@@ -40,9 +40,21 @@ static const char *const sock_env[] = {
     "WEFT_SOCKET_NSOCKS=2",   "WEFT_TIMEOUT=10",       NULL,
 };
 
-static struct weft_tp_comm *sock_tc(weft_comm_t comm)
+static struct weft_tp *sock_tc(weft_comm_t comm)
 {
-	return comm->tps[WEFT_TP_SOCKET];
+	for (size_t i = 0; i < comm->ntps; i++)
+		if (comm->tps[i] && comm->tps[i]->ops == &weft_tp_socket_ops)
+			return comm->tps[i];
+	return NULL;
+}
+
+/* Bytes moved so far of the oldest message in flight to or from @p peer. */
+static size_t head_xferred(weft_comm_t comm, int peer)
+{
+	struct weft_sock_conn *c =
+	    weft_container_of(comm->peers[peer].conn, struct weft_sock_conn, base);
+	const struct weft_tp_req *r = c->sendq.q.head ? c->sendq.q.head : c->recvq.q.head;
+	return r ? r->xferred : 0;
 }
 
 static int check_socket_conns(weft_comm_t comm)
@@ -61,10 +73,10 @@ static int check_socket_conns(weft_comm_t comm)
  * out. Returns the first failed message's status, WEFT_ERR_TIMEOUT, or 0. */
 static weft_status_t drive(weft_comm_t comm, struct weft_msg *const *msgs, int n, double limit_s)
 {
-	struct weft_tp_comm *tc = sock_tc(comm);
+	struct weft_tp *tc = sock_tc(comm);
 	double end = harness_now() + limit_s;
 	for (;;) {
-		tc->ops->progress(tc);
+		tc->ops->msg.progress(tc);
 		int open = 0;
 		for (int i = 0; i < n; i++) {
 			if (!msgs[i]->done)
@@ -182,9 +194,9 @@ static int body_sizes(weft_comm_t comm, int rank, int nranks, void *arg)
 		if (p == rank)
 			continue;
 		for (size_t k = 0; k < NSIZES; k++, n += 2) {
-			if (msgs[n].xferred != sizes[k] || msgs[n + 1].xferred != sizes[k])
-				return harness_fail("size %zu: xferred %zu/%zu", sizes[k],
-						    msgs[n].xferred, msgs[n + 1].xferred);
+			if (msgs[n].status != WEFT_SUCCESS || msgs[n + 1].status != WEFT_SUCCESS)
+				return harness_fail("size %zu: status %d/%d", sizes[k],
+						    msgs[n].status, msgs[n + 1].status);
 			if (verify(rbuf + off, sizes[k], p, rank, (unsigned)k))
 				return 1;
 			off += sizes[k];
@@ -527,12 +539,12 @@ static int body_killed(weft_comm_t comm, int rank, int nranks, void *arg)
 		st = weft_p2p_irecv(comm, peer, &r);
 	if (st != WEFT_SUCCESS)
 		return harness_fail_status(comm, st, "post");
-	struct weft_tp_comm *tc = sock_tc(comm);
+	struct weft_tp *tc = sock_tc(comm);
 	if (rank == victim) {
 		double end = harness_now() + WAIT_S;
-		while (big.xferred == 0 && harness_now() < end)
-			tc->ops->progress(tc);
-		harness_progress("killing myself after %zu bytes", big.xferred);
+		while (head_xferred(comm, peer) == 0 && harness_now() < end)
+			tc->ops->msg.progress(tc);
+		harness_progress("killing myself after %zu bytes", head_xferred(comm, peer));
 		raise(SIGKILL);
 	}
 	double t0 = harness_now();
@@ -576,9 +588,9 @@ static int body_abort(weft_comm_t comm, int rank, int nranks, void *arg)
 	weft_status_t st = weft_p2p_irecv(comm, 1 - rank, &r);
 	if (st != WEFT_SUCCESS)
 		return harness_fail_status(comm, st, "post");
-	struct weft_tp_comm *tc = sock_tc(comm);
+	struct weft_tp *tc = sock_tc(comm);
 	if (rank == 0) {
-		tc->ops->abort(tc);
+		tc->ops->life.abort(tc);
 		if (!r.done || r.status != WEFT_ERR_ABORTED)
 			return harness_fail("abort left the receive %s",
 					    r.done ? "failed wrongly" : "queued");
@@ -606,21 +618,24 @@ static int body_tcp_info(weft_comm_t comm, int rank, int nranks, void *arg)
 	if (body_sizes(comm, rank, nranks, NULL))
 		return 1;
 	struct weft_conn *conn = comm->peers[1 - rank].conn;
-	for (unsigned i = 0; i < 2; i++) {
-		struct weft_tcp_signals sig;
-		weft_status_t st = weft_tp_socket_tcp_signals(conn, i, &sig);
-		if (st != WEFT_SUCCESS)
-			return harness_fail_status(comm, st, "tcp signals");
-		if (sig.delivered == 0 || sig.bytes_acked == 0 || sig.snd_cwnd == 0)
-			return harness_fail("socket %u: delivered %u, acked %llu, cwnd %u", i,
-					    sig.delivered, (unsigned long long)sig.bytes_acked,
-					    sig.snd_cwnd);
-		if (sig.delivered_ce > sig.delivered)
+	struct weft_tp_signal sig[4], again[4];
+	int n = conn->ops->signal.signals(conn, sig, 4);
+	if (n != 2)
+		return harness_fail("signals of %d sub-flows, expected the 2 sockets", n);
+	for (int i = 0; i < n; i++) {
+		if (sig[i].delivered == 0 || sig[i].bytes_acked == 0 || sig[i].rtt_us == 0)
+			return harness_fail("socket %d: delivered %u, acked %llu, rtt %u us", i,
+					    sig[i].delivered,
+					    (unsigned long long)sig[i].bytes_acked, sig[i].rtt_us);
+		if (sig[i].delivered_ce > sig[i].delivered)
 			return harness_fail("more CE marks than segments");
 	}
-	struct weft_tcp_signals sig;
-	if (weft_tp_socket_tcp_signals(conn, 2, &sig) != WEFT_ERR_INVALID_ARG)
-		return harness_fail("socket index 2 of 2 was accepted");
+	/* Deltas: nothing moved since, so (almost) nothing is new. */
+	if (conn->ops->signal.signals(conn, again, 1) != 1)
+		return harness_fail("signals ignored max");
+	if (again[0].delivered >= sig[0].delivered)
+		return harness_fail("second query gave %u segments again (not a delta)",
+				    again[0].delivered);
 	return 0;
 }
 

@@ -26,8 +26,8 @@
 
 #include "algorithms/algo.h"
 #include "core/comm.h"
-#include "tune/tune.h"
 #include "harness.h"
+#include "tune/tune.h"
 
 #define JOB_TIMEOUT_S 60.0
 
@@ -415,18 +415,10 @@ static void classes_present(const struct weft_comm *c, bool present[WEFT_LINK_CL
 			present[weft_topo_link(&c->graph, a, b)] = true;
 }
 
-/* The table weft_tune_init gives without calibration, on a copy. */
+/* The table weft_tune_init had from the transports, before calibration. */
 static int default_table(struct weft_comm *comm, struct weft_cost out[WEFT_LINK_CLASS_COUNT])
 {
-	static struct weft_comm copy;
-	copy = *comm;
-	copy.rank = 1;
-	unsetenv("WEFT_TUNE_CALIBRATE");
-	weft_status_t st = weft_tune_init(&copy);
-	setenv("WEFT_TUNE_CALIBRATE", "1", 1);
-	if (st != WEFT_SUCCESS)
-		return harness_fail("weft_tune_init without calibration: %s", copy.err.msg);
-	memcpy(out, copy.tuner.cost, sizeof(copy.tuner.cost));
+	memcpy(out, comm->tuner->from_transports, sizeof(comm->tuner->from_transports));
 	return 0;
 }
 
@@ -437,7 +429,7 @@ static int check_table(weft_comm_t comm, int rank, int nranks)
 	struct weft_cost defaults[WEFT_LINK_CLASS_COUNT];
 	if (default_table(comm, defaults))
 		return 1;
-	const struct weft_cost *cost = comm->tuner.cost;
+	const struct weft_cost *cost = comm->tuner->cost;
 	int measured = 0;
 	for (int c = WEFT_LINK_NUMA; c < WEFT_LINK_CLASS_COUNT; c++) {
 		const char *name = weft_topo_link_name((enum weft_link_class)c);
@@ -461,15 +453,15 @@ static int check_table(weft_comm_t comm, int rank, int nranks)
 		memcpy(s->cost, cost, sizeof(s->cost));
 	}
 	/* Every rank holds the same table, to the bit. */
-	size_t bytes = sizeof(comm->tuner.cost);
+	size_t bytes = sizeof(comm->tuner->cost);
 	unsigned char *all = malloc(bytes * (size_t)nranks);
 	if (!all)
 		return harness_fail("no memory");
 	harness_progress("allgather of the cost table");
-	weft_status_t st = weft_allgather(comm->tuner.cost, all, bytes, WEFT_UINT8, comm);
+	weft_status_t st = weft_allgather(comm->tuner->cost, all, bytes, WEFT_UINT8, comm);
 	int bad = -1;
 	for (int r = 0; st == WEFT_SUCCESS && r < nranks && bad < 0; r++)
-		if (memcmp(all + (size_t)r * bytes, comm->tuner.cost, bytes) != 0)
+		if (memcmp(all + (size_t)r * bytes, comm->tuner->cost, bytes) != 0)
 			bad = r;
 	free(all);
 	if (st != WEFT_SUCCESS)

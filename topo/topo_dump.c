@@ -9,13 +9,16 @@
 #include "algorithms/algo.h"
 #include "core/comm.h"
 #include "topo/topo_local.h"
+#include "transports/registry.h"
+#include "tune/tune.h"
 
 static const char *tp_name(const struct weft_topo_job *job, int a, int b)
 {
 	if (a == b)
 		return "self";
-	int idx = job->transport[(size_t)a * (size_t)job->comm->nranks + (size_t)b];
-	return idx == WEFT_TP_SHM ? "shm" : idx == WEFT_TP_SOCKET ? "socket" : "none";
+	size_t count, idx = job->transport[(size_t)a * (size_t)job->comm->nranks + (size_t)b];
+	const struct weft_tp_ops *const *all = weft_registry_all(&count);
+	return idx < count ? all[idx]->name : "none";
 }
 
 static void json_str(FILE *out, const char *s)
@@ -328,9 +331,9 @@ weft_status_t weft_topo_job_gather(struct weft_comm *comm, struct weft_topo_job 
 	free(identity);
 	uint8_t *mine = job->transport + (size_t)comm->rank * (size_t)n;
 	for (int b = 0; b < n; b++) {
-		mine[b] = WEFT_TP_COUNT;
-		for (int i = 0; i < WEFT_TP_COUNT; i++)
-			if (comm->peers[b].tc && comm->peers[b].tc == comm->tps[i])
+		mine[b] = UINT8_MAX;
+		for (size_t i = 0; i < comm->ntps; i++)
+			if (comm->peers[b].tp && comm->peers[b].tp == comm->tps[i])
 				mine[b] = (uint8_t)i;
 	}
 	return weft_allgather(WEFT_IN_PLACE, job->transport, (size_t)n, WEFT_UINT8, comm);

@@ -1,30 +1,33 @@
 /*
- * transport.h — the contract between the point-to-point layer and the
- * transports (shm, socket; later ofi, verbs).
+ * transport.h — the contract between the point-to-point layer (core/p2p.h)
+ * and the transports (shm, socket; ofi and verbs next).
  *
- * One ops table per transport, filled with designated initialisers, its
- * size first so it can grow. One weft_tp_comm per (transport, communicator),
- * one weft_conn per peer that the transport serves. Transports embed these
- * base structs first and get back to themselves with container_of.
+ * Objects. One struct weft_tp per (transport, communicator) and one struct
+ * weft_conn per peer it serves; a transport embeds them first in its own
+ * structs and gets back to itself with weft_container_of. A transport sees
+ * its communicator only through a narrow environment (struct weft_tp_env):
+ * ranks, peers' host ids and addresses, the job secret, a communicator id,
+ * an allgather that works during init, settings and logging (util/), and a
+ * fail callback that records an error on the communicator. It never sees
+ * struct weft_comm.
  *
- * Contract:
- *  - comm_init is collective: every rank calls it for every enabled
- *    transport, in the same order, even if the transport will serve no peer
- *    of this rank; it may use weft_bootstrap_allgather() to exchange
- *    addresses. Nothing else in a transport may block.
- *  - connect returns WEFT_INPROGRESS until the connection to the peer is up,
- *    and is called again; it must not block.
- *  - isend/irecv queue a message and return at once. Per connection and
- *    direction, messages are matched in the order they were posted: the
- *    n-th send to a peer meets the peer's n-th receive from us. A tag and
- *    length travel with every message; the receiver checks both and fails
- *    with WEFT_ERR_REMOTE on a mismatch (it names both values).
- *  - progress moves bytes for every connection of the transport and marks
- *    finished messages done. It never blocks.
- *  - A peer that dies or closes is detected by progress in bounded time and
- *    fails the pending messages with WEFT_ERR_REMOTE.
- *  - Errors from errno are turned into a status at this boundary and
- *    recorded once with weft_comm_fail() (strerror text included).
+ * Ops in named groups, filled with designated initialisers, the table's
+ * size first so it can grow. Every entry is set: a transport without a
+ * capability points the entry at the "not supported" stub of
+ * transports/common/tp_stubs.h (as libfabric's fi_no_*), so the hot path
+ * never tests for NULL; the registry checks this (registry.c).
+ *
+ * Messages. The poster owns a struct weft_msg and keeps it alive until it
+ * is done; the transport keeps whatever per-message state it needs in its
+ * own request objects (transports/common/tp_queue.h has a pool) and
+ * finishes a message with weft_msg_complete(). Per connection and
+ * direction, a transport whose ordered property is true matches messages
+ * in the order they were posted: the n-th send to a peer meets the peer's
+ * n-th receive from us. A transport may instead match by tag (the tags
+ * are unique within an operation) and complete out of order; it then says
+ * so in its properties. Either way a tag and length travel with every
+ * message and the receiver fails with WEFT_ERR_REMOTE, naming both values,
+ * on a mismatch.
  */
 #ifndef WEFT_TRANSPORT_H
 #define WEFT_TRANSPORT_H
@@ -37,13 +40,14 @@
 #include "reduce/reduce.h"
 #include "weft.h"
 
-struct weft_comm;
-struct weft_tp_comm;
+struct weft_tp;
 struct weft_conn;
+struct weft_mr;
+
+/* ---- Messages ---- */
 
 /*
- * One message, owned by the poster; the transport links it in its queues
- * until it is done. For a receive, the bytes go to buf (copied), or, when
+ * One message. For a receive, the bytes go to buf (copied), or, when
  * reduce is set, are combined: buf[i] = reduce(local[i], incoming[i]).
  */
 struct weft_msg {
@@ -55,13 +59,25 @@ struct weft_msg {
 	const void *local;     /* receive with reduce: the local operand, len bytes */
 	size_t unit;	       /* element size: pieces handed to weft_msg_deliver are multiples */
 
-	/* Set by the transport. */
+	/* Set by the transport, through weft_msg_complete. */
 	bool done;
 	weft_status_t status;
-	size_t xferred; /* bytes moved so far */
-	struct weft_msg *next;
-	uint64_t tp_priv[4]; /* transport's per-message scratch */
+
+	/* The point-to-point layer's: called once when the message is done
+	 * (its pacing gate counts bytes in flight), and its own queue link. */
+	void (*on_done)(struct weft_msg *msg);
+	void *p2p_link;
+	struct weft_msg *p2p_next;
 };
+
+/* The transport finishes a message (success or failure). */
+static inline void weft_msg_complete(struct weft_msg *msg, weft_status_t status)
+{
+	msg->status = status;
+	msg->done = true;
+	if (msg->on_done)
+		msg->on_done(msg);
+}
 
 /* Hand received bytes [off, off + len) of msg to their destination. len must
  * be a multiple of msg->unit. */
@@ -74,42 +90,182 @@ static inline void weft_msg_deliver(struct weft_msg *msg, size_t off, const void
 		memcpy(dst, data, len);
 }
 
+/* ---- The environment a transport is given ---- */
+
+/* What a transport may know of a peer. */
+struct weft_tp_peer {
+	const char *host_id;  /* ranks with equal host ids share memory */
+	const char *hostname; /* for messages */
+	int pid;
+	int local_rank;	 /* index among the ranks of its host */
+	const char *nic; /* the interface nearest its cores ("" unknown) */
+};
+
+struct weft_tp_env {
+	int rank, nranks;
+	int local_rank, local_size; /* among the ranks of this host */
+	uint64_t secret;	    /* proves membership on every connection */
+	uint64_t comm_id;	    /* unique per communicator: segment names, tags */
+	double timeout_s;	    /* bound on any wait */
+	/* Interface whose address this rank offers peers: NULL for loopback
+	 * (a job on one host), else WEFT_SOCKET_IFNAME's or the NIC's. */
+	const char *ifname;
+	const struct weft_tp_peer *peers; /* nranks */
+
+	/* Services of the communicator. */
+	void *ctx;
+	/* Collective, during init only: every rank contributes @p bytes at
+	 * buf + rank * bytes and gets everyone's. */
+	weft_status_t (*allgather)(void *ctx, void *buf, size_t bytes);
+	/* Record an error on the communicator (the first fatal one stays);
+	 * returns @p status. Remote failures, timeouts and aborts make the
+	 * communicator unusable. */
+	weft_status_t (*fail)(void *ctx, weft_status_t status, const char *msg);
+};
+
+/* printf-style wrappers around env->fail; the errno variant appends
+ * ": strerror(errnum)" and returns WEFT_ERR_SYSTEM (tp_util.c). */
+weft_status_t weft_tp_fail(const struct weft_tp_env *env, weft_status_t status, const char *fmt,
+			   ...) __attribute__((format(printf, 3, 4)));
+weft_status_t weft_tp_fail_errno(const struct weft_tp_env *env, int errnum, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* True if @p peer shares this rank's host. */
+static inline bool weft_tp_same_host(const struct weft_tp_env *env, int peer)
+{
+	return strcmp(env->peers[peer].host_id, env->peers[env->rank].host_id) == 0;
+}
+
+/* ---- What a transport says of itself ---- */
+
+struct weft_tp_props {
+	double latency_s;	 /* one small message, one way */
+	double bandwidth_Bps;	 /* bytes per second of one connection */
+	size_t max_msg;		 /* largest message (0: unbounded) */
+	bool ordered;		 /* matches in post order per direction */
+	bool needs_registration; /* buffers must be registered (weft_tp_mem_ops) */
+	const char *source; /* where the figures come from: "measured", "provider", "default" */
+};
+
+/* Congestion feedback of one sub-flow since the previous query. */
+struct weft_tp_signal {
+	uint32_t delivered;    /* segments (or messages) delivered */
+	uint32_t delivered_ce; /* of which ECN CE-marked */
+	uint32_t rtt_us;       /* smoothed round-trip time, 0 unknown */
+	uint64_t bytes_acked;
+};
+
+/* A registered region as a peer can name it. */
+struct weft_mr_key {
+	uint64_t addr; /* in the owner's address space */
+	uint64_t len;
+	uint64_t key; /* the transport's handle (segment id, rkey, ...) */
+	uint64_t gen; /* generation: a freed and reused region has a new one */
+};
+
+/* ---- Ops, in groups ---- */
+
+/* Life. init is collective: every rank calls it for every enabled
+ * transport, in the registry's order, even if the transport will serve no
+ * peer of this rank, and it may use env->allgather. fini frees everything
+ * (after abort or not); abort closes everything so that peers notice at
+ * once and fails queued messages with WEFT_ERR_ABORTED, leaving the
+ * objects valid for fini. Only init may block. */
+struct weft_tp_life_ops {
+	weft_status_t (*init)(const struct weft_tp_env *env, struct weft_tp **out);
+	void (*fini)(struct weft_tp *tp);
+	void (*abort)(struct weft_tp *tp);
+};
+
+/* Connections. score: 0 cannot reach @p peer, otherwise higher is
+ * preferred (called after init). connect returns WEFT_INPROGRESS until the
+ * connection is up and is called again; it never blocks. */
+struct weft_tp_conn_ops {
+	int (*score)(struct weft_tp *tp, int peer);
+	weft_status_t (*connect)(struct weft_tp *tp, int peer, struct weft_conn **out);
+};
+
+/* Messages. isend/irecv queue and return at once (WEFT_SUCCESS, or an
+ * error with the message completed with it); progress moves bytes for every
+ * connection and completes messages; it never blocks. A peer that dies or
+ * closes is detected by progress in bounded time and fails the pending
+ * messages with WEFT_ERR_REMOTE. Errors from errno are turned into a
+ * status here and recorded once with weft_tp_fail. */
+struct weft_tp_msg_ops {
+	weft_status_t (*isend)(struct weft_conn *conn, struct weft_msg *msg);
+	weft_status_t (*irecv)(struct weft_conn *conn, struct weft_msg *msg);
+	weft_status_t (*progress)(struct weft_tp *tp);
+};
+
+/* Memory. reg makes [buf, buf + len) usable by the transport (a network
+ * registration, a shared segment) and fills a key a peer can use; dereg
+ * undoes it. map makes a peer's region (by its key) readable here where
+ * the transport can (shared memory can: a reduce stage then reads peers'
+ * data in place); unmap undoes it. Absent: WEFT_ERR_NOT_SUPPORTED. */
+struct weft_tp_mem_ops {
+	weft_status_t (*reg)(struct weft_tp *tp, void *buf, size_t len, struct weft_mr **mr,
+			     struct weft_mr_key *key);
+	void (*dereg)(struct weft_tp *tp, struct weft_mr *mr);
+	weft_status_t (*map)(struct weft_conn *conn, const struct weft_mr_key *key, void **addr);
+	void (*unmap)(struct weft_conn *conn, void *addr, size_t len);
+};
+
+/* RMA. write puts msg->buf/len (registered as @p local) at @p remote_off
+ * of the peer's region @p remote, with @p imm delivered to the peer with
+ * the data (a remote completion); get reads the other way. Both complete
+ * msg through weft_msg_complete. Absent: WEFT_ERR_NOT_SUPPORTED. */
+struct weft_tp_rma_ops {
+	weft_status_t (*write)(struct weft_conn *conn, struct weft_msg *msg, struct weft_mr *local,
+			       const struct weft_mr_key *remote, uint64_t remote_off, uint64_t imm);
+	weft_status_t (*get)(struct weft_conn *conn, struct weft_msg *msg, struct weft_mr *local,
+			     const struct weft_mr_key *remote, uint64_t remote_off);
+};
+
+/* Properties: measured at init or given by the provider (after init). */
+struct weft_tp_prop_ops {
+	void (*props)(struct weft_tp *tp, int peer, struct weft_tp_props *out);
+	/* One line on how @p peer is reached ("socket(10.0.0.2, 2 streams)"). */
+	void (*describe)(struct weft_tp *tp, int peer, char *buf, size_t len);
+};
+
+/* Signals: congestion feedback per sub-flow of @p conn since the previous
+ * call, into out[0 .. max); returns how many sub-flows it filled (0: the
+ * transport sees none). Never blocks; a failure to read is "none". */
+struct weft_tp_signal_ops {
+	int (*signals)(struct weft_conn *conn, struct weft_tp_signal *out, int max);
+};
+
+struct weft_setting;
+
 struct weft_tp_ops {
 	size_t size; /* sizeof(struct weft_tp_ops) */
 	const char *name;
+	/* The transport's WEFT_* settings, declared beside it (registry.c
+	 * adds them to weft-topo --settings and to the lookup). */
+	const struct weft_setting *settings;
+	size_t nsettings;
 
-	/* 0: cannot reach the peer; otherwise higher is preferred. Called after
-	 * comm_init, with the peer's card in comm->cards. */
-	int (*score)(struct weft_tp_comm *tc, int peer);
-
-	weft_status_t (*comm_init)(struct weft_comm *comm, struct weft_tp_comm **out);
-	void (*comm_fini)(struct weft_tp_comm *tc);
-
-	weft_status_t (*connect)(struct weft_tp_comm *tc, int peer, struct weft_conn **out);
-	weft_status_t (*isend)(struct weft_conn *conn, struct weft_msg *msg);
-	weft_status_t (*irecv)(struct weft_conn *conn, struct weft_msg *msg);
-	weft_status_t (*progress)(struct weft_tp_comm *tc);
-
-	/* Close everything so that peers notice at once; messages still queued
-	 * are failed with WEFT_ERR_ABORTED. The objects stay valid for comm_fini. */
-	void (*abort)(struct weft_tp_comm *tc);
+	struct weft_tp_life_ops life;
+	struct weft_tp_conn_ops conn;
+	struct weft_tp_msg_ops msg;
+	struct weft_tp_mem_ops mem;
+	struct weft_tp_rma_ops rma;
+	struct weft_tp_prop_ops prop;
+	struct weft_tp_signal_ops signal;
 };
 
-struct weft_tp_comm {
+struct weft_tp {
 	const struct weft_tp_ops *ops;
-	struct weft_comm *comm;
+	const struct weft_tp_env *env;
 	size_t chunk_bytes; /* pipelining chunk this transport moves best */
 };
 
 struct weft_conn {
 	const struct weft_tp_ops *ops;
-	struct weft_tp_comm *tc;
+	struct weft_tp *tp;
 	int peer;
 };
 
 #define weft_container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
-
-extern const struct weft_tp_ops weft_tp_shm_ops;
-extern const struct weft_tp_ops weft_tp_socket_ops;
 
 #endif

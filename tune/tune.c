@@ -21,17 +21,6 @@
 #include "util/log.h"
 #include "util/settings.h"
 
-/* Defaults measured on a 2-core VM (perf/compare, 2 ranks): shm moves
- * ~8 GB/s with ~0.4 us per message, TCP on one host ~3 GB/s with ~10 us;
- * a leaf's uplinks are assumed to give each flow a third of that. */
-static const struct weft_cost default_cost[WEFT_LINK_CLASS_COUNT] = {
-    [WEFT_LINK_SELF] = {0, 0, 0},
-    [WEFT_LINK_NUMA] = {0.4e-6, 1.0 / 8e9, 1.0 / 10e9},
-    [WEFT_LINK_HOST] = {0.6e-6, 1.0 / 6e9, 1.0 / 10e9},
-    [WEFT_LINK_LEAF] = {10e-6, 1.0 / 3e9, 1.0 / 10e9},
-    [WEFT_LINK_SPINE] = {15e-6, 1.0 / 1e9, 1.0 / 10e9},
-};
-
 static weft_status_t parse_size(const char *s, size_t *out)
 {
 	if (strcmp(s, "inf") == 0) {
@@ -140,28 +129,26 @@ weft_status_t weft_tune_parse_ranges(const char *spec, struct weft_tuner *t, str
 
 static void derive_costs(struct weft_comm *comm);
 
-/* TCP alone (WEFT_TRANSPORTS=socket) also serves ranks of one host. */
-static void set_costs(struct weft_comm *comm)
+static void tuner_free(struct weft_tuner *t)
 {
-	struct weft_tuner *t = &comm->tuner;
-	memcpy(t->cost, default_cost, sizeof(t->cost));
-	if (!comm->tps[WEFT_TP_SHM]) {
-		t->cost[WEFT_LINK_NUMA] = default_cost[WEFT_LINK_LEAF];
-		t->cost[WEFT_LINK_HOST] = default_cost[WEFT_LINK_LEAF];
-	}
+	free(t);
 }
 
 weft_status_t weft_tune_init(struct weft_comm *comm)
 {
-	struct weft_tuner *t = &comm->tuner;
+	struct weft_tuner *t = calloc(1, sizeof(*t));
+	if (!t)
+		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "tune: no memory");
+	comm->tuner = t;
+	comm->tuner_free = tuner_free;
 	weft_status_t st =
 	    weft_algo_parse_forced(weft_setting_str("WEFT_ALGO"), t->forced, &comm->err);
 	if (st == WEFT_SUCCESS)
 		st = weft_tune_parse_ranges(weft_setting_str("WEFT_TUNE"), t, &comm->err);
-	if (st != WEFT_SUCCESS)
-		return st;
-	set_costs(comm);
-	st = weft_tune_calibrate(comm);
+	if (st == WEFT_SUCCESS)
+		st = weft_tune_costs(comm);
+	if (st == WEFT_SUCCESS)
+		st = weft_tune_calibrate(comm);
 	if (st != WEFT_SUCCESS)
 		return st;
 	derive_costs(comm);
@@ -181,7 +168,7 @@ weft_status_t weft_tune_init(struct weft_comm *comm)
 
 struct weft_cost weft_tune_link(const struct weft_comm *comm, int a, int b)
 {
-	return comm->tuner.cost[weft_topo_link(&comm->graph, a, b)];
+	return comm->tuner->cost[weft_topo_link(&comm->graph, a, b)];
 }
 
 static struct weft_cost worse(struct weft_cost x, struct weft_cost y)
@@ -204,10 +191,10 @@ static struct weft_cost worst_of(const struct weft_comm *comm,
 		for (int b = a + 1; b < comm->nranks; b++)
 			if (pick(comm, a, b))
 				present[weft_topo_link(g, a, b)] = true;
-	struct weft_cost w = {0, 0, comm->tuner.cost[WEFT_LINK_NUMA].gamma};
+	struct weft_cost w = {0, 0, comm->tuner->cost[WEFT_LINK_NUMA].gamma};
 	for (int c = 0; c < WEFT_LINK_CLASS_COUNT; c++)
 		if (present[c])
-			w = worse(w, comm->tuner.cost[c]);
+			w = worse(w, comm->tuner->cost[c]);
 	return w;
 }
 
@@ -234,7 +221,7 @@ static struct weft_cost ring_worst(const struct weft_comm *comm)
 {
 	const struct weft_topo_graph *g = &comm->graph;
 	int n = comm->nranks;
-	struct weft_cost w = {0, 0, comm->tuner.cost[WEFT_LINK_NUMA].gamma};
+	struct weft_cost w = {0, 0, comm->tuner->cost[WEFT_LINK_NUMA].gamma};
 	int *leaving = calloc((size_t)g->nleaves > 0 ? (size_t)g->nleaves : 1, sizeof(int));
 	int share = 1;
 	for (int p = 0; p < n && n > 1; p++) {
@@ -244,7 +231,7 @@ static struct weft_cost ring_worst(const struct weft_comm *comm)
 			share = leaving[g->leaf_of[a]];
 	}
 	free(leaving);
-	if (w.beta == comm->tuner.cost[WEFT_LINK_SPINE].beta)
+	if (w.beta == comm->tuner->cost[WEFT_LINK_SPINE].beta)
 		w.beta *= share;
 	return w;
 }
@@ -253,7 +240,7 @@ static struct weft_cost ring_worst(const struct weft_comm *comm)
  * every call's selection (which is on the latency path). */
 static void derive_costs(struct weft_comm *comm)
 {
-	struct weft_tuner *t = &comm->tuner;
+	struct weft_tuner *t = comm->tuner;
 	t->worst = worst_of(comm, any_pair);
 	t->intra_host = worst_of(comm, same_host);
 	t->inter_host = worst_of(comm, host_leaders);
@@ -262,22 +249,22 @@ static void derive_costs(struct weft_comm *comm)
 
 struct weft_cost weft_tune_worst(const struct weft_comm *comm)
 {
-	return comm->tuner.worst;
+	return comm->tuner->worst;
 }
 
 struct weft_cost weft_tune_intra_host(const struct weft_comm *comm)
 {
-	return comm->tuner.intra_host;
+	return comm->tuner->intra_host;
 }
 
 struct weft_cost weft_tune_inter_host(const struct weft_comm *comm)
 {
-	return comm->tuner.inter_host;
+	return comm->tuner->inter_host;
 }
 
 struct weft_cost weft_tune_ring(const struct weft_comm *comm)
 {
-	return comm->tuner.ring;
+	return comm->tuner->ring;
 }
 
 static size_t call_bytes(const struct weft_coll_args *args, int nranks)
@@ -332,7 +319,7 @@ double weft_tune_estimate(const struct weft_comm *comm, const struct weft_algo *
 const struct weft_algo *weft_tune_select(const struct weft_comm *comm,
 					 const struct weft_coll_args *args)
 {
-	const struct weft_tuner *t = &comm->tuner;
+	const struct weft_tuner *t = comm->tuner;
 	if (t->forced[args->coll])
 		return t->forced[args->coll];
 	size_t bytes = call_bytes(args, comm->nranks);
@@ -358,7 +345,7 @@ const struct weft_algo *weft_tune_select(const struct weft_comm *comm,
 
 const struct weft_algo *weft_tune_choose(struct weft_comm *comm, const struct weft_coll_args *args)
 {
-	struct weft_tune_memo *m = &comm->tuner.memo[args->coll];
+	struct weft_tune_memo *m = &comm->tuner->memo[args->coll];
 	if (m->algo && m->count == args->count && m->esize == args->esize && m->op == args->op &&
 	    m->root == args->root)
 		return m->algo;

@@ -7,9 +7,9 @@
 #include <stdio.h>
 
 #include "algorithms/algo.h"
+#include "core/task.h"
 #include "topo/topo.h"
 #include "util/error.h"
-#include "core/task.h"
 
 #define WEFT_TUNE_MAX_RANGES 8
 
@@ -28,17 +28,23 @@ struct weft_tune_memo {
 
 struct weft_tuner {
 	struct weft_cost cost[WEFT_LINK_CLASS_COUNT];
-	struct weft_cost worst, intra_host, inter_host, ring; /* derived at init */
+	struct weft_cost from_transports[WEFT_LINK_CLASS_COUNT]; /* before calibration */
+	struct weft_cost worst, intra_host, inter_host, ring;	 /* derived at init */
 	struct weft_tune_memo memo[WEFT_COLL_COUNT];
 	const struct weft_algo *forced[WEFT_COLL_COUNT];		      /* WEFT_ALGO */
 	struct weft_tune_range ranges[WEFT_COLL_COUNT][WEFT_TUNE_MAX_RANGES]; /* WEFT_TUNE */
 	int nranges[WEFT_COLL_COUNT];
 };
 
-/* Parse WEFT_ALGO and WEFT_TUNE and set the default costs per link class
- * (the communicator's graph and transports must be set up). A bad override
- * is WEFT_ERR_INVALID_ARG naming it. */
+/* Create the communicator's tuner: parse WEFT_ALGO and WEFT_TUNE and set
+ * the costs per link class (the communicator's graph and transports must
+ * be set up, the bootstrap open). A bad override is WEFT_ERR_INVALID_ARG
+ * naming it. */
 weft_status_t weft_tune_init(struct weft_comm *comm);
+
+/* alpha and beta per link class from the transports' properties, the
+ * slowest any rank sees (tune_costs.c). Collective, over the bootstrap. */
+weft_status_t weft_tune_costs(struct weft_comm *comm);
 
 /* WEFT_TUNE_CALIBRATE=1: measure alpha, beta and gamma for every link class
  * that occurs among the ranks and replace the defaults in comm->tuner.cost

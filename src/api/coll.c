@@ -6,8 +6,9 @@
 
 #include "algorithms/algo.h"
 #include "core/comm.h"
-#include "util/dtype.h"
 #include "core/task.h"
+#include "tune/tune.h"
+#include "util/dtype.h"
 
 static weft_status_t check_comm(struct weft_comm *comm, const char *call)
 {

@@ -7,8 +7,8 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "api/api.h"
 #include "bootstrap/bootstrap.h"
-#include "core/comm.h"
 #include "bootstrap/netaddr.h"
 #include "util/settings.h"
 
@@ -208,5 +208,7 @@ weft_status_t weft_comm_init_env(weft_comm_t *comm, const weft_config_t *config)
 		uid.addr_len = (uint32_t)len;
 		memcpy(&uid.addr, &addr, len);
 	}
-	return weft_comm_create(comm, nranks, &uid, rank, config, NULL);
+	struct weft_comm *c;
+	st = weft_comm_create(&c, nranks, &uid, rank, config, NULL);
+	return st == WEFT_SUCCESS ? weft_api_comm_finish(c, comm) : st;
 }

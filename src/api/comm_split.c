@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api.h"
 #include "bootstrap/bootstrap.h"
-#include "core/comm.h"
 
 struct split_entry {
 	int32_t color, key;
@@ -86,7 +86,10 @@ weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, weft_comm_t 
 	}
 	weft_config_t config = WEFT_CONFIG_INIT;
 	config.timeout_seconds = comm->timeout_s;
-	st = weft_comm_create(newcomm, size, &uid, newrank, &config, &comm->cards[comm->rank].topo);
+	struct weft_comm *child;
+	st = weft_comm_create(&child, size, &uid, newrank, &config, &comm->cards[comm->rank].topo);
+	if (st == WEFT_SUCCESS)
+		st = weft_api_comm_finish(child, newcomm);
 	if (st != WEFT_SUCCESS)
 		weft_comm_fail(comm, st, "weft_comm_split: %s", weft_init_last_error());
 out_free:

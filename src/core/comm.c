@@ -1,40 +1,22 @@
-/* comm.c — communicator creation, destruction, errors and progress. */
+/* comm.c — communicator creation and destruction, errors, and what the
+ * transports see of it (struct weft_tp_env). The public calls are in
+ * src/api/comm.c, progress in core/progress.c. */
 #include "core/comm.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/hostid.h"
 #include "bootstrap/netaddr.h"
+#include "core/p2p.h"
 #include "topo/topo_local.h"
+#include "transports/registry.h"
 #include "util/log.h"
 #include "util/settings.h"
-
-static const struct weft_tp_ops *const transports[WEFT_TP_COUNT] = {
-    [WEFT_TP_SHM] = &weft_tp_shm_ops,
-    [WEFT_TP_SOCKET] = &weft_tp_socket_ops,
-};
-
-double weft_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* A task leaves the active list: its algorithm releases what it took. */
-static void task_retire(struct weft_task *t)
-{
-	t->next = NULL;
-	if (t->posted && t->ops->finalize)
-		t->ops->finalize(t);
-	t->posted = false;
-}
 
 static bool status_is_fatal(weft_status_t st)
 {
@@ -83,40 +65,13 @@ const char *weft_comm_peer_transport(const struct weft_comm *comm, int peer)
 {
 	if (peer == comm->rank)
 		return "self";
-	const struct weft_tp_comm *tc = comm->peers[peer].tc;
-	return tc ? tc->ops->name : "none";
+	const struct weft_tp *tp = comm->peers[peer].tp;
+	return tp ? tp->ops->name : "none";
 }
 
 bool weft_comm_same_host(const struct weft_comm *comm, int peer)
 {
 	return strcmp(comm->cards[peer].host_id, comm->cards[comm->rank].host_id) == 0;
-}
-
-/* WEFT_TRANSPORTS: "socket,shm" enables those; "^shm" all but those. */
-static weft_status_t parse_transports(const char *spec, bool enabled[WEFT_TP_COUNT],
-				      struct weft_err *err)
-{
-	bool negate = spec && spec[0] == '^';
-	for (int i = 0; i < WEFT_TP_COUNT; i++)
-		enabled[i] = !spec || negate;
-	if (!spec)
-		return WEFT_SUCCESS;
-	char buf[256];
-	snprintf(buf, sizeof(buf), "%s", spec + (negate ? 1 : 0));
-	char *save = NULL;
-	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		int found = -1;
-		for (int i = 0; i < WEFT_TP_COUNT; i++)
-			if (strcmp(tok, transports[i]->name) == 0)
-				found = i;
-		if (found < 0)
-			return weft_err_set(
-			    err, WEFT_ERR_INVALID_ARG,
-			    "WEFT_TRANSPORTS=%s: unknown transport '%s' (known: shm, socket)", spec,
-			    tok);
-		enabled[found] = !negate;
-	}
-	return WEFT_SUCCESS;
 }
 
 /* The topology graph from every rank's card, and the ring order from it. */
@@ -150,20 +105,25 @@ static weft_status_t place(struct weft_comm *comm)
 	return WEFT_SUCCESS;
 }
 
+/* The interface this rank offers its peers (NULL: loopback). */
+static weft_status_t choose_ifname(struct weft_comm *comm, const char **ifname)
+{
+	*ifname = weft_setting_str("WEFT_SOCKET_IFNAME");
+	if (*ifname || comm->graph.nhosts == 1)
+		return WEFT_SUCCESS;
+	*ifname = comm->cards[comm->rank].topo.nic;
+	if (!(*ifname)[0])
+		return weft_comm_fail(comm, WEFT_ERR_INVALID_ARG,
+				      "init: the job spans %d hosts and this host has no "
+				      "network interface to reach them: set WEFT_SOCKET_IFNAME",
+				      comm->graph.nhosts);
+	return WEFT_SUCCESS;
+}
+
 weft_status_t weft_comm_local_address(struct weft_comm *comm, struct sockaddr_storage *addr,
 				      socklen_t *len)
 {
-	const char *ifname = weft_setting_str("WEFT_SOCKET_IFNAME");
-	if (!ifname && comm->graph.nhosts > 1) {
-		ifname = comm->cards[comm->rank].topo.nic;
-		if (!ifname[0])
-			return weft_comm_fail(
-			    comm, WEFT_ERR_INVALID_ARG,
-			    "init: the job spans %d hosts and this host has no "
-			    "network interface to reach them: set WEFT_SOCKET_IFNAME",
-			    comm->graph.nhosts);
-	}
-	return weft_addr_of_interface(ifname, addr, len, &comm->err);
+	return weft_addr_of_interface(comm->env.ifname, addr, len, &comm->err);
 }
 
 /* More ranks on this host than online CPUs: waits must give the core away. */
@@ -217,33 +177,71 @@ static weft_status_t exchange_cards(struct weft_comm *comm, const struct weft_to
 	return WEFT_SUCCESS;
 }
 
-static weft_status_t init_transports(struct weft_comm *comm)
+/* ---- What the transports see ---- */
+
+static weft_status_t env_allgather(void *ctx, void *buf, size_t bytes)
 {
-	bool enabled[WEFT_TP_COUNT];
-	weft_status_t st =
-	    parse_transports(weft_setting_str("WEFT_TRANSPORTS"), enabled, &comm->err);
-	if (st != WEFT_SUCCESS)
-		return st;
-	for (int i = 0; i < WEFT_TP_COUNT; i++) {
-		if (!enabled[i])
-			continue;
-		st = transports[i]->comm_init(comm, &comm->tps[i]);
-		if (st != WEFT_SUCCESS)
-			return st;
+	struct weft_comm *comm = ctx;
+	if (!comm->bs)
+		return weft_comm_fail(comm, WEFT_ERR_INTERNAL,
+				      "transport allgather after init (the bootstrap is closed)");
+	return weft_bootstrap_allgather(comm->bs, buf, bytes, &comm->err);
+}
+
+static weft_status_t env_fail(void *ctx, weft_status_t status, const char *msg)
+{
+	return weft_comm_fail(ctx, status, "%s", msg);
+}
+
+static weft_status_t build_env(struct weft_comm *comm)
+{
+	int n = comm->nranks;
+	comm->tp_peers = calloc((size_t)n, sizeof(*comm->tp_peers));
+	if (!comm->tp_peers)
+		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "init: no memory for %d ranks", n);
+	for (int r = 0; r < n; r++) {
+		const struct weft_card *c = &comm->cards[r];
+		comm->tp_peers[r] = (struct weft_tp_peer){
+		    .host_id = c->host_id,
+		    .hostname = c->hostname,
+		    .pid = c->pid,
+		    .local_rank = (int)c->local_rank,
+		    .nic = c->topo.nic,
+		};
 	}
+	const struct weft_card *me = &comm->cards[comm->rank];
+	comm->env = (struct weft_tp_env){
+	    .rank = comm->rank,
+	    .nranks = n,
+	    .local_rank = (int)me->local_rank,
+	    .local_size = (int)me->local_count,
+	    .secret = comm->secret,
+	    .comm_id = comm->secret,
+	    .timeout_s = comm->timeout_s,
+	    .peers = comm->tp_peers,
+	    .ctx = comm,
+	    .allgather = env_allgather,
+	    .fail = env_fail,
+	};
+	return choose_ifname(comm, &comm->env.ifname);
+}
+
+/* The transport with the highest score for each peer. */
+static weft_status_t choose_transports(struct weft_comm *comm)
+{
 	for (int p = 0; p < comm->nranks; p++) {
 		if (p == comm->rank)
 			continue;
 		int best = 0;
-		for (int i = 0; i < WEFT_TP_COUNT; i++) {
-			struct weft_tp_comm *tc = comm->tps[i];
-			int score = tc ? tc->ops->score(tc, p) : 0;
+		for (size_t i = 0; i < comm->ntps; i++) {
+			struct weft_tp *tp = comm->tps[i];
+			int score = tp ? tp->ops->conn.score(tp, p) : 0;
 			if (score > best) {
 				best = score;
-				comm->peers[p].tc = tc;
+				comm->peers[p].tp = tp;
 			}
 		}
-		if (!comm->peers[p].tc)
+		if (!comm->peers[p].tp)
 			return weft_comm_fail(
 			    comm, WEFT_ERR_INVALID_ARG,
 			    "init: no enabled transport reaches rank %d on host %s "
@@ -251,9 +249,28 @@ static weft_status_t init_transports(struct weft_comm *comm)
 			    p, comm->cards[p].hostname,
 			    weft_setting_str("WEFT_TRANSPORTS") ?: "all");
 		weft_log(WEFT_LOG_INFO, WEFT_SUB_INIT, "rank %d -> rank %d over %s", comm->rank, p,
-			 comm->peers[p].tc->ops->name);
+			 comm->peers[p].tp->ops->name);
 	}
 	return WEFT_SUCCESS;
+}
+
+/* Every enabled transport's init, in the registry's order (the same on
+ * every rank: init is collective). */
+static weft_status_t init_transports(struct weft_comm *comm)
+{
+	const struct weft_tp_ops *const *all = weft_registry_all(&comm->ntps);
+	bool enabled[16];
+	if (comm->ntps > sizeof(enabled) / sizeof(enabled[0]))
+		return weft_comm_fail(comm, WEFT_ERR_INTERNAL, "init: too many transports");
+	comm->tps = calloc(comm->ntps, sizeof(*comm->tps));
+	if (!comm->tps)
+		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "init: no memory");
+	weft_status_t st =
+	    weft_registry_enabled(weft_setting_str("WEFT_TRANSPORTS"), enabled, &comm->err);
+	for (size_t i = 0; st == WEFT_SUCCESS && i < comm->ntps; i++)
+		if (enabled[i])
+			st = all[i]->life.init(&comm->env, &comm->tps[i]);
+	return st == WEFT_SUCCESS ? choose_transports(comm) : st;
 }
 
 static weft_status_t connect_peers(struct weft_comm *comm)
@@ -265,7 +282,7 @@ static weft_status_t connect_peers(struct weft_comm *comm)
 			struct weft_peer *peer = &comm->peers[p];
 			if (p == comm->rank || peer->conn)
 				continue;
-			weft_status_t st = peer->tc->ops->connect(peer->tc, p, &peer->conn);
+			weft_status_t st = peer->tp->ops->conn.connect(peer->tp, p, &peer->conn);
 			if (st == WEFT_INPROGRESS) {
 				pending++;
 				if (first_pending < 0)
@@ -283,7 +300,7 @@ static weft_status_t connect_peers(struct weft_comm *comm)
 			    "first rank %d (%s, over %s)",
 			    pending, comm->timeout_s, first_pending,
 			    comm->cards[first_pending].hostname,
-			    comm->peers[first_pending].tc->ops->name);
+			    comm->peers[first_pending].tp->ops->name);
 		usleep(50);
 	}
 }
@@ -299,8 +316,8 @@ static weft_status_t agree_chunk(struct weft_comm *comm)
 	 * scratch buffer small. */
 	uint64_t mine = WEFT_CHUNK_MAX;
 	for (int p = 0; p < comm->nranks; p++)
-		if (comm->peers[p].tc && comm->peers[p].tc->chunk_bytes < mine)
-			mine = comm->peers[p].tc->chunk_bytes;
+		if (comm->peers[p].tp && comm->peers[p].tp->chunk_bytes < mine)
+			mine = comm->peers[p].tp->chunk_bytes;
 	if (comm->nranks == 1)
 		mine = WEFT_CHUNK_ALONE;
 	all[comm->rank] = mine;
@@ -335,21 +352,22 @@ static double default_timeout(const weft_config_t *config)
 	return t > 0 ? t : 300;
 }
 
-static void comm_free(struct weft_comm *comm)
+void weft_comm_free(struct weft_comm *comm)
 {
 	if (!comm)
 		return;
 	if (comm->bs)
 		weft_bootstrap_close(comm->bs);
+	weft_p2p_abort(comm, WEFT_ERR_ABORTED);
 	for (int p = 0; comm->peers && p < comm->nranks; p++)
 		comm->peers[p].conn = NULL; /* owned by their transport */
-	for (int i = 0; i < WEFT_TP_COUNT; i++)
+	for (size_t i = 0; comm->tps && i < comm->ntps; i++)
 		if (comm->tps[i])
-			comm->tps[i]->ops->comm_fini(comm->tps[i]);
+			comm->tps[i]->ops->life.fini(comm->tps[i]);
 	while (comm->active) { /* requests still open become invalid (weft.h) */
 		struct weft_task *t = comm->active;
 		comm->active = t->next;
-		task_retire(t);
+		weft_task_retire(t);
 		free(t);
 	}
 	while (comm->free_tasks) {
@@ -357,274 +375,128 @@ static void comm_free(struct weft_comm *comm)
 		comm->free_tasks = t->next;
 		free(t);
 	}
+	if (comm->tuner && comm->tuner_free)
+		comm->tuner_free(comm->tuner);
 	weft_topo_graph_free(&comm->graph);
 	free(comm->scratch);
 	free(comm->ring);
 	free(comm->p2p_sent);
 	free(comm->p2p_received);
+	free(comm->tps);
+	free(comm->tp_peers);
 	free(comm->peers);
 	free(comm->cards);
 	free(comm);
+}
+
+static weft_status_t comm_alloc(struct weft_comm **out, int nranks, const struct weft_uid *uid,
+				int rank, const weft_config_t *config)
+{
+	struct weft_comm *comm = calloc(1, sizeof(*comm));
+	*out = comm;
+	if (!comm)
+		return weft_err_set(weft_err_init_record(), WEFT_ERR_NO_MEMORY,
+				    "init: no memory for the communicator");
+	comm->rank = rank;
+	comm->nranks = nranks;
+	comm->secret = uid->secret;
+	comm->timeout_s = default_timeout(config);
+	comm->cards = calloc((size_t)nranks, sizeof(*comm->cards));
+	comm->peers = calloc((size_t)nranks, sizeof(*comm->peers));
+	comm->ring = calloc((size_t)nranks, sizeof(int));
+	comm->p2p_sent = calloc((size_t)nranks, sizeof(uint32_t));
+	comm->p2p_received = calloc((size_t)nranks, sizeof(uint32_t));
+	if (!comm->cards || !comm->peers || !comm->ring || !comm->p2p_sent || !comm->p2p_received)
+		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "init: no memory for %d ranks",
+				      nranks);
+	for (int p = 0; p < nranks; p++)
+		comm->peers[p].link.peer = p;
+	return weft_gate_init(&comm->gate, &comm->err);
+}
+
+static double boot_timeout(const struct weft_comm *comm)
+{
+	double t = comm->timeout_s;
+	weft_setting_double("WEFT_BOOTSTRAP_TIMEOUT", &t);
+	return t;
 }
 
 weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct weft_uid *uid,
 			       int rank, const weft_config_t *config,
 			       const struct weft_topo_card *known)
 {
-	struct weft_err *ierr = weft_err_init_record();
-	struct weft_comm *comm = calloc(1, sizeof(*comm));
+	weft_registry_init();
+	struct weft_comm *comm;
+	weft_status_t st = comm_alloc(&comm, nranks, uid, rank, config);
 	if (!comm)
-		return weft_err_set(ierr, WEFT_ERR_NO_MEMORY,
-				    "init: no memory for the communicator");
-	comm->rank = rank;
-	comm->nranks = nranks;
-	comm->secret = uid->secret;
-	comm->timeout_s = default_timeout(config);
-	double boot_timeout = comm->timeout_s;
-	weft_setting_double("WEFT_BOOTSTRAP_TIMEOUT", &boot_timeout);
-	comm->cards = calloc((size_t)nranks, sizeof(*comm->cards));
-	comm->peers = calloc((size_t)nranks, sizeof(*comm->peers));
-	comm->ring = calloc((size_t)nranks, sizeof(int));
-	comm->p2p_sent = calloc((size_t)nranks, sizeof(uint32_t));
-	comm->p2p_received = calloc((size_t)nranks, sizeof(uint32_t));
-	weft_status_t st;
-	if (!comm->cards || !comm->peers || !comm->ring || !comm->p2p_sent || !comm->p2p_received) {
-		st = weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "init: no memory for %d ranks",
-				    nranks);
-		goto out_free;
-	}
+		return st;
 	weft_log_set_rank(rank);
-
-	st = weft_bootstrap_join(uid, rank, nranks, boot_timeout, &comm->bs, &comm->err);
+	if (st == WEFT_SUCCESS)
+		st = weft_bootstrap_join(uid, rank, nranks, boot_timeout(comm), &comm->bs,
+					 &comm->err);
+	if (st == WEFT_SUCCESS)
+		st = exchange_cards(comm, known);
+	if (st == WEFT_SUCCESS)
+		st = place(comm);
+	if (st == WEFT_SUCCESS) {
+		comm->oversubscribed = oversubscribed(comm);
+		st = weft_topo_bind(weft_setting_str("WEFT_BIND"), me_nic(comm),
+				    (int)comm->cards[rank].local_rank, &comm->err);
+	}
+	if (st == WEFT_SUCCESS)
+		st = build_env(comm);
+	if (st == WEFT_SUCCESS)
+		st = init_transports(comm);
+	if (st == WEFT_SUCCESS)
+		st = connect_peers(comm);
+	if (st == WEFT_SUCCESS)
+		st = agree_chunk(comm);
 	if (st != WEFT_SUCCESS)
-		goto out_free;
-	st = exchange_cards(comm, known);
-	if (st != WEFT_SUCCESS)
-		goto out_free;
-	st = place(comm);
-	if (st != WEFT_SUCCESS)
-		goto out_free;
-	comm->oversubscribed = oversubscribed(comm);
-	st = weft_topo_bind(weft_setting_str("WEFT_BIND"), me_nic(comm),
-			    (int)comm->cards[rank].local_rank, &comm->err);
-	if (st != WEFT_SUCCESS)
-		goto out_free;
-	st = init_transports(comm);
-	if (st != WEFT_SUCCESS)
-		goto out_free;
-	st = connect_peers(comm);
-	if (st != WEFT_SUCCESS)
-		goto out_free;
-	st = agree_chunk(comm);
-	if (st != WEFT_SUCCESS)
-		goto out_free;
-	st = weft_tune_init(comm);
-	if (st != WEFT_SUCCESS)
-		goto out_free;
-	st = weft_bootstrap_barrier(comm->bs, &comm->err);
-	if (st != WEFT_SUCCESS)
-		goto out_free;
-	weft_bootstrap_close(comm->bs);
-	comm->bs = NULL;
-	weft_bootstrap_roots_drain(boot_timeout);
-	weft_log(WEFT_LOG_INFO, WEFT_SUB_INIT, "rank %d of %d ready on %s (chunk %zu bytes)", rank,
-		 nranks, comm->cards[rank].hostname, comm->chunk_bytes);
-	weft_err_clear(ierr);
+		return weft_comm_abandon(comm, st);
 	*out = comm;
 	return WEFT_SUCCESS;
-
-out_free:
-	weft_err_clear(ierr);
-	weft_err_set(ierr, st, "%s", comm->err.msg[0] ? comm->err.msg : "init failed");
-	comm_free(comm);
-	weft_bootstrap_roots_drain(boot_timeout); /* let a root here tell the others */
-	return st;
 }
 
-weft_status_t weft_comm_init_rank(weft_comm_t *comm, int nranks, weft_unique_id_t id, int rank,
-				  const weft_config_t *config)
+weft_status_t weft_comm_ready(struct weft_comm *comm)
 {
-	struct weft_err *ierr = weft_err_init_record();
-	weft_err_clear(ierr);
-	if (!comm)
-		return weft_err_set(ierr, WEFT_ERR_INVALID_ARG,
-				    "weft_comm_init_rank: comm is NULL");
-	*comm = NULL;
-	if (nranks < 1 || nranks > WEFT_MAX_RANKS)
-		return weft_err_set(ierr, WEFT_ERR_INVALID_ARG,
-				    "weft_comm_init_rank: nranks %d is out of range 1..%d", nranks,
-				    WEFT_MAX_RANKS);
-	if (rank < 0 || rank >= nranks)
-		return weft_err_set(ierr, WEFT_ERR_INVALID_ARG,
-				    "weft_comm_init_rank: rank %d is out of range 0..%d", rank,
-				    nranks - 1);
-	if (config && config->size != sizeof(weft_config_t))
-		return weft_err_set(ierr, WEFT_ERR_INVALID_ARG,
-				    "weft_comm_init_rank: config->size is %zu, expected %zu "
-				    "(initialise with WEFT_CONFIG_INIT)",
-				    config->size, sizeof(weft_config_t));
-	if (config && config->timeout_seconds < 0)
-		return weft_err_set(ierr, WEFT_ERR_INVALID_ARG,
-				    "weft_comm_init_rank: config->timeout_seconds is negative");
-	struct weft_uid uid;
-	memcpy(&uid, id.internal, sizeof(uid));
-	weft_status_t st = weft_bootstrap_uid_check(&uid, ierr);
+	double timeout = boot_timeout(comm);
+	weft_status_t st = weft_bootstrap_barrier(comm->bs, &comm->err);
 	if (st != WEFT_SUCCESS)
-		return st;
-	return weft_comm_create(comm, nranks, &uid, rank, config, NULL);
-}
-
-weft_status_t weft_comm_destroy(weft_comm_t comm)
-{
-	if (!comm)
-		return WEFT_ERR_INVALID_ARG;
-	weft_thread_comm_forget(comm);
-	comm_free(comm);
+		return weft_comm_abandon(comm, st);
+	weft_bootstrap_close(comm->bs);
+	comm->bs = NULL;
+	weft_bootstrap_roots_drain(timeout);
+	weft_log(WEFT_LOG_INFO, WEFT_SUB_INIT, "rank %d of %d ready on %s (chunk %zu bytes)",
+		 comm->rank, comm->nranks, comm->cards[comm->rank].hostname, comm->chunk_bytes);
+	weft_err_clear(weft_err_init_record());
 	return WEFT_SUCCESS;
 }
 
-/* Fail every active task and close the transports so peers notice. */
-static void comm_kill(struct weft_comm *comm, weft_status_t status)
+weft_status_t weft_comm_abandon(struct weft_comm *comm, weft_status_t status)
+{
+	struct weft_err *ierr = weft_err_init_record();
+	double timeout = boot_timeout(comm);
+	weft_err_clear(ierr);
+	weft_err_set(ierr, status, "%s", comm->err.msg[0] ? comm->err.msg : "init failed");
+	weft_comm_free(comm);
+	weft_bootstrap_roots_drain(timeout); /* let a root here tell the others */
+	return status;
+}
+
+void weft_comm_kill(struct weft_comm *comm, weft_status_t status)
 {
 	if (comm->aborted)
 		return;
 	comm->aborted = true;
-	for (int i = 0; i < WEFT_TP_COUNT; i++)
+	for (size_t i = 0; i < comm->ntps; i++)
 		if (comm->tps[i])
-			comm->tps[i]->ops->abort(comm->tps[i]);
+			comm->tps[i]->ops->life.abort(comm->tps[i]);
+	weft_p2p_abort(comm, status);
 	while (comm->active) {
 		struct weft_task *t = comm->active;
 		comm->active = t->next;
 		if (t->status == WEFT_INPROGRESS)
 			t->status = status;
-		task_retire(t);
+		weft_task_retire(t);
 	}
-}
-
-weft_status_t weft_comm_abort(weft_comm_t comm)
-{
-	if (!comm)
-		return WEFT_ERR_INVALID_ARG;
-	/* Another thread may be inside a call: only raise the flag here; the
-	 * owner's next progress closes the transports. With no call in flight,
-	 * do it now. */
-	atomic_store(&comm->abort_requested, true);
-	int none = WEFT_SUCCESS;
-	atomic_compare_exchange_strong(&comm->async_error, &none, (int)WEFT_ERR_ABORTED);
-	if (!comm->active)
-		comm_kill(comm, WEFT_ERR_ABORTED);
-	return WEFT_SUCCESS;
-}
-
-weft_status_t weft_comm_get_async_error(weft_comm_t comm, weft_status_t *async_error)
-{
-	if (!comm || !async_error)
-		return WEFT_ERR_INVALID_ARG;
-	*async_error = (weft_status_t)atomic_load(&comm->async_error);
-	return WEFT_SUCCESS;
-}
-
-const char *weft_comm_last_error(weft_comm_t comm)
-{
-	return comm ? comm->err.msg : "comm is NULL";
-}
-
-weft_status_t weft_comm_rank(weft_comm_t comm, int *rank)
-{
-	if (!comm || !rank)
-		return WEFT_ERR_INVALID_ARG;
-	*rank = comm->rank;
-	return WEFT_SUCCESS;
-}
-
-weft_status_t weft_comm_size(weft_comm_t comm, int *nranks)
-{
-	if (!comm || !nranks)
-		return WEFT_ERR_INVALID_ARG;
-	*nranks = comm->nranks;
-	return WEFT_SUCCESS;
-}
-
-/* May @p t run now? The oldest task always may; the ones after it only if
- * all of them, up to @p t, are sends/receives of one group. */
-static bool may_run(const struct weft_comm *comm, const struct weft_task *t)
-{
-	const struct weft_task *head = comm->active;
-	if (t == head)
-		return true;
-	if (!t->group || !weft_task_is_p2p(t))
-		return false;
-	for (const struct weft_task *q = head; q != t; q = q->next)
-		if (q->group != t->group || !weft_task_is_p2p(q))
-			return false;
-	return true;
-}
-
-static weft_status_t step_task(struct weft_comm *comm, struct weft_task *t, double *now)
-{
-	if (!t->posted) {
-		t->posted = true;
-		t->last_event = weft_now();
-		weft_status_t st = t->ops->post(t);
-		if (st != WEFT_SUCCESS)
-			return st;
-	}
-	weft_status_t st = t->ops->progress(t);
-	if (st != WEFT_INPROGRESS)
-		return st;
-	if (*now == 0)
-		*now = weft_now();
-	if (*now - t->last_event <= comm->timeout_s)
-		return st;
-	char who[48] = "";
-	if (t->waiting_for >= 0)
-		snprintf(who, sizeof(who), " waiting for rank %d", t->waiting_for);
-	return weft_comm_fail(comm, WEFT_ERR_TIMEOUT, "%s seq %llu: no progress for %.1f s%s",
-			      weft_coll_name(t->args.coll),
-			      (unsigned long long)(t->seq & 0x7fffffff), comm->timeout_s, who);
-}
-
-static weft_status_t progress_tasks(struct weft_comm *comm)
-{
-	double now = 0;
-	struct weft_task **link = &comm->active;
-	while (*link) {
-		struct weft_task *t = *link;
-		if (!may_run(comm, t))
-			break;
-		weft_status_t st = step_task(comm, t, &now);
-		t->status = st;
-		if (st == WEFT_INPROGRESS) {
-			link = &t->next;
-			continue;
-		}
-		*link = t->next; /* finished: the request still owns it */
-		task_retire(t);
-		if (st != WEFT_SUCCESS) {
-			comm_kill(comm, st);
-			return st;
-		}
-	}
-	return WEFT_SUCCESS;
-}
-
-weft_status_t weft_comm_progress(struct weft_comm *comm)
-{
-	if (atomic_load(&comm->abort_requested) && !comm->aborted) {
-		weft_comm_fail(comm, WEFT_ERR_ABORTED, "communicator aborted by weft_comm_abort");
-		comm_kill(comm, WEFT_ERR_ABORTED);
-	}
-	if (comm->aborted)
-		return (weft_status_t)atomic_load(&comm->async_error);
-	for (int i = 0; i < WEFT_TP_COUNT; i++) {
-		struct weft_tp_comm *tc = comm->tps[i];
-		if (!tc)
-			continue;
-		weft_status_t st = tc->ops->progress(tc);
-		if (st != WEFT_SUCCESS && st != WEFT_INPROGRESS) {
-			comm_kill(comm, st);
-			return st;
-		}
-	}
-	return progress_tasks(comm);
 }

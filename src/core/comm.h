@@ -1,5 +1,7 @@
 /* comm.h — the communicator: who the ranks are, how to reach each peer, and
- * the operations in flight. */
+ * the operations in flight. Private to the library; transports never see
+ * it (they get a struct weft_tp_env), and it knows nothing of the tuner's
+ * or the algorithms' insides. */
 #ifndef WEFT_COMM_H
 #define WEFT_COMM_H
 
@@ -9,10 +11,11 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include "core/gate.h"
 #include "core/task.h"
 #include "topo/topo.h"
 #include "transports/transport.h"
-#include "tune/tune.h"
+#include "util/clock.h"
 #include "util/error.h"
 #include "weft.h"
 
@@ -37,12 +40,12 @@ struct weft_card {
 
 struct weft_peer {
 	struct weft_conn *conn; /* NULL for self */
-	struct weft_tp_comm *tc;
+	struct weft_tp *tp;	/* the transport that serves it */
+	struct weft_p2p_link link;
 };
 
-enum weft_tp_index { WEFT_TP_SHM = 0, WEFT_TP_SOCKET, WEFT_TP_COUNT };
-
-struct weft_algo;
+struct weft_tuner;
+struct weft_bootstrap;
 
 struct weft_comm {
 	int rank;
@@ -50,10 +53,15 @@ struct weft_comm {
 	uint64_t secret;
 	double timeout_s;
 
-	struct weft_card *cards;		 /* nranks */
-	struct weft_peer *peers;		 /* nranks */
-	struct weft_tp_comm *tps[WEFT_TP_COUNT]; /* NULL if disabled */
-	struct weft_bootstrap *bs;		 /* open only during init */
+	struct weft_card *cards; /* nranks */
+	struct weft_peer *peers; /* nranks */
+	struct weft_tp **tps;	 /* per registry entry; NULL if disabled */
+	size_t ntps;
+	struct weft_tp_env env; /* what the transports see */
+	struct weft_tp_peer *tp_peers;
+	struct weft_bootstrap *bs; /* open only during init */
+	struct weft_gate gate;
+	struct weft_p2p_link *held_links; /* links whose gate holds sends */
 
 	struct weft_topo_graph graph;
 	bool placement_by_rank; /* WEFT_PLACEMENT=rank */
@@ -66,7 +74,9 @@ struct weft_comm {
 	 * ranks whose recvbuf may be NULL). */
 	void *scratch;
 	size_t scratch_bytes;
-	struct weft_tuner tuner; /* cost model and overrides */
+	/* The cost model and overrides (tune/), freed with the communicator. */
+	struct weft_tuner *tuner;
+	void (*tuner_free)(struct weft_tuner *tuner);
 
 	uint64_t seq;		  /* next collective's sequence number */
 	uint32_t *p2p_sent;	  /* [peer] sends started to it */
@@ -93,12 +103,30 @@ weft_status_t weft_comm_fail_errno(struct weft_comm *comm, int errnum, const cha
 struct weft_uid;
 
 /* Create a communicator (after the public entry points checked their
- * arguments). @p known: this rank's topology card if already learned (a
- * split keeps its parent's), else NULL to learn it. On failure the message
- * is in weft_init_last_error(). */
+ * arguments): bootstrap, cards, placement, transports, connections and
+ * chunk size. The bootstrap stays open for what the layers above set up
+ * (the tuner); weft_comm_ready closes it. @p known: this rank's topology
+ * card if already learned (a split keeps its parent's), else NULL to learn
+ * it. On failure the message is in weft_init_last_error(). */
 weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct weft_uid *uid,
 			       int rank, const weft_config_t *config,
 			       const struct weft_topo_card *known);
+
+/* Every rank got this far: the closing barrier, and the bootstrap closes.
+ * On failure the communicator is freed and the message is in
+ * weft_init_last_error(). */
+weft_status_t weft_comm_ready(struct weft_comm *comm);
+
+/* A communicator whose init failed after weft_comm_create: move its
+ * message to weft_init_last_error() and free it. Returns @p status. */
+weft_status_t weft_comm_abandon(struct weft_comm *comm, weft_status_t status);
+
+/* Free everything (weft_comm_destroy). */
+void weft_comm_free(struct weft_comm *comm);
+
+/* Fail every active task with @p status and close the transports so that
+ * peers notice. */
+void weft_comm_kill(struct weft_comm *comm, weft_status_t status);
 
 /* The address this rank offers peers: WEFT_SOCKET_IFNAME's if set; else
  * loopback when the job is on one host; else its NIC's (the nearest to its
@@ -113,10 +141,7 @@ const char *weft_comm_peer_transport(const struct weft_comm *comm, int peer);
 /* True if the peer is on this rank's host. */
 bool weft_comm_same_host(const struct weft_comm *comm, int peer);
 
-/* Drive every transport and every active task once. Never blocks. */
+/* Drive every transport, the gate and every active task once. Never blocks. */
 weft_status_t weft_comm_progress(struct weft_comm *comm);
-
-/* Seconds on a monotonic clock. */
-double weft_now(void);
 
 #endif

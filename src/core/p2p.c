@@ -1,33 +1,143 @@
-/* p2p.c — route a message to the transport that serves its peer. */
+/* p2p.c — route a message through its connection's gate to the transport
+ * that serves its peer. */
 #include "core/p2p.h"
 
-static weft_status_t post(struct weft_comm *comm, int peer, struct weft_msg *msg, bool send)
+static void reset(struct weft_msg *msg)
 {
 	msg->done = false;
 	msg->status = WEFT_INPROGRESS;
-	msg->xferred = 0;
-	msg->next = NULL;
+	msg->p2p_next = NULL;
 	if (msg->unit == 0)
 		msg->unit = 1;
-	if (peer < 0 || peer >= comm->nranks || peer == comm->rank)
-		return weft_comm_fail(comm, WEFT_ERR_INTERNAL, "p2p: bad peer %d", peer);
-	struct weft_conn *conn = comm->peers[peer].conn;
-	if (!conn)
-		return weft_comm_fail(comm, WEFT_ERR_INTERNAL, "p2p: no connection to rank %d",
-				      peer);
-	return send ? conn->ops->isend(conn, msg) : conn->ops->irecv(conn, msg);
+}
+
+static struct weft_peer *peer_of(struct weft_comm *comm, int peer, struct weft_msg *msg)
+{
+	if (peer < 0 || peer >= comm->nranks || peer == comm->rank) {
+		weft_comm_fail(comm, WEFT_ERR_INTERNAL, "p2p: bad peer %d", peer);
+		return NULL;
+	}
+	struct weft_peer *p = &comm->peers[peer];
+	if (!p->conn) {
+		weft_comm_fail(comm, WEFT_ERR_INTERNAL, "p2p: no connection to rank %d", peer);
+		return NULL;
+	}
+	return p;
+}
+
+/* The transport finished a send: it is no longer in flight. */
+static void send_done(struct weft_msg *msg)
+{
+	struct weft_p2p_link *link = msg->p2p_link;
+	link->inflight_bytes -= msg->len;
+	link->inflight_msgs--;
+}
+
+static weft_status_t post_send(struct weft_peer *p, struct weft_msg *msg)
+{
+	struct weft_p2p_link *link = &p->link;
+	link->inflight_bytes += msg->len;
+	link->inflight_msgs++;
+	link->sent_bytes += msg->len;
+	link->sent_msgs++;
+	return p->conn->ops->msg.isend(p->conn, msg);
+}
+
+static void hold(struct weft_comm *comm, struct weft_p2p_link *link, struct weft_msg *msg)
+{
+	if (link->held_tail)
+		link->held_tail->p2p_next = msg;
+	else
+		link->held_head = msg;
+	link->held_tail = msg;
+	if (!link->listed) {
+		link->listed = true;
+		link->next_held = comm->held_links;
+		comm->held_links = link;
+	}
 }
 
 weft_status_t weft_p2p_isend(struct weft_comm *comm, int peer, struct weft_msg *msg)
 {
+	reset(msg);
 	msg->reduce = NULL;
 	msg->local = NULL;
-	return post(comm, peer, msg, true);
+	struct weft_peer *p = peer_of(comm, peer, msg);
+	if (!p) {
+		msg->on_done = NULL;
+		weft_msg_complete(msg, WEFT_ERR_INTERNAL);
+		return WEFT_ERR_INTERNAL;
+	}
+	msg->on_done = send_done;
+	msg->p2p_link = &p->link;
+	/* Behind held sends, or held: either way in post order. */
+	if (p->link.held_head || !comm->gate.ops->admit(&comm->gate, &p->link, msg->len)) {
+		hold(comm, &p->link, msg);
+		return WEFT_SUCCESS;
+	}
+	return post_send(p, msg);
 }
 
 weft_status_t weft_p2p_irecv(struct weft_comm *comm, int peer, struct weft_msg *msg)
 {
-	return post(comm, peer, msg, false);
+	reset(msg);
+	msg->on_done = NULL;
+	msg->p2p_link = NULL;
+	struct weft_peer *p = peer_of(comm, peer, msg);
+	if (!p) {
+		weft_msg_complete(msg, WEFT_ERR_INTERNAL);
+		return WEFT_ERR_INTERNAL;
+	}
+	return p->conn->ops->msg.irecv(p->conn, msg);
+}
+
+/* Post what the link's gate admits now; true if it still holds some. */
+static bool drain(struct weft_comm *comm, struct weft_p2p_link *link, weft_status_t *st)
+{
+	struct weft_peer *p = &comm->peers[link->peer];
+	while (link->held_head && *st == WEFT_SUCCESS &&
+	       comm->gate.ops->admit(&comm->gate, link, link->held_head->len)) {
+		struct weft_msg *msg = link->held_head;
+		link->held_head = msg->p2p_next;
+		if (!link->held_head)
+			link->held_tail = NULL;
+		msg->p2p_next = NULL;
+		*st = post_send(p, msg);
+	}
+	return link->held_head != NULL;
+}
+
+weft_status_t weft_p2p_progress(struct weft_comm *comm)
+{
+	weft_status_t st = WEFT_SUCCESS;
+	struct weft_p2p_link **prev = &comm->held_links;
+	while (*prev) {
+		struct weft_p2p_link *link = *prev;
+		if (drain(comm, link, &st)) {
+			prev = &link->next_held;
+			continue;
+		}
+		*prev = link->next_held;
+		link->listed = false;
+		link->next_held = NULL;
+	}
+	return st;
+}
+
+void weft_p2p_abort(struct weft_comm *comm, weft_status_t status)
+{
+	while (comm->held_links) {
+		struct weft_p2p_link *link = comm->held_links;
+		comm->held_links = link->next_held;
+		link->listed = false;
+		while (link->held_head) {
+			struct weft_msg *msg = link->held_head;
+			link->held_head = msg->p2p_next;
+			msg->on_done = NULL; /* never in flight */
+			weft_msg_complete(msg, status);
+		}
+		link->held_tail = NULL;
+	}
 }
 
 size_t weft_p2p_chunk_bytes(const struct weft_comm *comm, int peer)

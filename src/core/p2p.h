@@ -1,5 +1,6 @@
 /* p2p.h — tagged point-to-point messages between ranks of a communicator,
- * on whichever transport serves the peer. What algorithms build on. */
+ * through the pacing gate of the connection (core/gate.h) to whichever
+ * transport serves the peer. What algorithms build on. */
 #ifndef WEFT_P2P_H
 #define WEFT_P2P_H
 
@@ -12,11 +13,18 @@ static inline uint64_t weft_p2p_tag(uint64_t seq, uint32_t step)
 	return (seq << 32) | step;
 }
 
-/* Post a send of msg->buf/len to @p peer. The message must stay alive until done. */
+/* Post a send of msg->buf/len to @p peer. The message must stay alive until
+ * done; the gate may hold it back before it reaches the transport. */
 weft_status_t weft_p2p_isend(struct weft_comm *comm, int peer, struct weft_msg *msg);
 
 /* Post a receive from @p peer into msg->buf (or reduced into it, see weft_msg). */
 weft_status_t weft_p2p_irecv(struct weft_comm *comm, int peer, struct weft_msg *msg);
+
+/* Post the sends the gate held back and now admits. Never blocks. */
+weft_status_t weft_p2p_progress(struct weft_comm *comm);
+
+/* Complete every held send with @p status (the communicator is dying). */
+void weft_p2p_abort(struct weft_comm *comm, weft_status_t status);
 
 /* Chunk size that the transport to @p peer pipelines best. */
 size_t weft_p2p_chunk_bytes(const struct weft_comm *comm, int peer);

@@ -1,10 +1,7 @@
-/* task.c — the task pool, starting tasks, and waiting for them. */
+/* task.c — the task pool, starting and retiring tasks. */
 #include "core/task.h"
 
-#include <pthread.h>
-#include <sched.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "core/comm.h"
 
@@ -46,6 +43,14 @@ void weft_task_put(struct weft_task *task)
 	comm->free_tasks = task;
 }
 
+void weft_task_retire(struct weft_task *task)
+{
+	task->next = NULL;
+	if (task->posted && task->ops->finalize)
+		task->ops->finalize(task);
+	task->posted = false;
+}
+
 void weft_task_touch(struct weft_task *task)
 {
 	task->last_event = weft_now();
@@ -77,102 +82,4 @@ void weft_task_start(struct weft_task *task, unsigned group)
 	while (*link)
 		link = &(*link)->next;
 	*link = task;
-}
-
-/* Spin while the peers are likely running. With more local ranks than
- * cores (oversubscribed), a rank we wait for is probably descheduled:
- * once nothing has moved for a while, nap so that it gets the core
- * (sched_yield alone does not hand the core over under CFS). Otherwise
- * only yield now and then, to be polite to other work on the machine. */
-#define WEFT_SPIN_SECONDS 50e-6
-#define WEFT_NAP_NS	  2000
-
-void weft_wait_backoff(const struct weft_comm *comm, unsigned *spins, double last_event)
-{
-	if ((++*spins & 255) != 0)
-		return;
-	if (!comm->oversubscribed) {
-		if ((*spins & 0xffff) == 0)
-			sched_yield();
-		return;
-	}
-	if (weft_now() - last_event > WEFT_SPIN_SECONDS) {
-		struct timespec nap = {0, WEFT_NAP_NS};
-		nanosleep(&nap, NULL);
-	}
-}
-
-/* Communicators with non-blocking operations started from some thread,
- * with that thread. A wait drives the others of its own thread too, as an
- * MPI wait does, so that ranks may wait for operations on different
- * communicators in different orders. The table is shared and locked so that
- * a communicator destroyed from another thread is never driven after it is
- * gone: destroy takes the same lock. */
-#define WEFT_WAIT_COMMS 64
-static pthread_mutex_t wait_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-	struct weft_comm *comm;
-	pthread_t thread;
-} wait_comms[WEFT_WAIT_COMMS];
-
-void weft_thread_comm_add(struct weft_comm *comm)
-{
-	pthread_t self = pthread_self();
-	pthread_mutex_lock(&wait_lock);
-	int free_slot = -1;
-	bool known = false;
-	for (int i = 0; i < WEFT_WAIT_COMMS && !known; i++) {
-		if (wait_comms[i].comm == comm && pthread_equal(wait_comms[i].thread, self))
-			known = true;
-		else if (!wait_comms[i].comm && free_slot < 0)
-			free_slot = i;
-	}
-	if (!known && free_slot >= 0) { /* beyond the table, waits drive only their own */
-		wait_comms[free_slot].comm = comm;
-		wait_comms[free_slot].thread = self;
-	}
-	pthread_mutex_unlock(&wait_lock);
-}
-
-void weft_thread_comm_forget(struct weft_comm *comm)
-{
-	pthread_mutex_lock(&wait_lock);
-	for (int i = 0; i < WEFT_WAIT_COMMS; i++)
-		if (wait_comms[i].comm == comm)
-			wait_comms[i].comm = NULL;
-	pthread_mutex_unlock(&wait_lock);
-}
-
-static void progress_others(const struct weft_comm *self)
-{
-	pthread_t me = pthread_self();
-	pthread_mutex_lock(&wait_lock);
-	for (int i = 0; i < WEFT_WAIT_COMMS; i++) {
-		struct weft_comm *c = wait_comms[i].comm;
-		if (!c || c == self || !pthread_equal(wait_comms[i].thread, me))
-			continue;
-		if (c->active)
-			weft_comm_progress(c); /* its errors land in its own tasks */
-		else
-			wait_comms[i].comm = NULL;
-	}
-	pthread_mutex_unlock(&wait_lock);
-}
-
-weft_status_t weft_task_wait(struct weft_task *task)
-{
-	struct weft_comm *comm = task->comm;
-	unsigned spins = 0;
-	while (task->status == WEFT_INPROGRESS) {
-		double seen = task->last_event;
-		progress_others(comm);
-		weft_status_t st = weft_comm_progress(comm);
-		if (st != WEFT_SUCCESS && task->status == WEFT_INPROGRESS)
-			task->status = st;
-		if (task->last_event != seen)
-			spins = 0;
-		else
-			weft_wait_backoff(comm, &spins, task->last_event);
-	}
-	return task->status;
 }

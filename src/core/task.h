@@ -91,7 +91,8 @@ static inline bool weft_task_is_p2p(const struct weft_task *task)
 	return task->args.coll == WEFT_COLL_SEND || task->args.coll == WEFT_COLL_RECV;
 }
 
-/* Progress the communicator until @p task finishes or times out; returns its status. */
+/* Progress the communicator until @p task finishes or times out; returns
+ * its status (core/progress.c, with the two below). */
 weft_status_t weft_task_wait(struct weft_task *task);
 
 /* Remember that this thread started non-blocking work on @p comm, so its
@@ -103,6 +104,10 @@ void weft_thread_comm_forget(struct weft_comm *comm);
 /* Call in a polling loop that saw no event since @p last_event: spins at
  * first, then naps so that descheduled peers can run. */
 void weft_wait_backoff(const struct weft_comm *comm, unsigned *spins, double last_event);
+
+/* The task leaves its communicator's active list, finished or killed: its
+ * algorithm's finalize releases what post took (once). */
+void weft_task_retire(struct weft_task *task);
 
 /* Note that a message of this task has completed (resets its timeout). */
 void weft_task_touch(struct weft_task *task);

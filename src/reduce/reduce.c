@@ -53,9 +53,9 @@
 #include <cpuid.h>
 #include <immintrin.h>
 
-#include "util/dtype.h"
 #include "reduce/reduce.h"
 #include "reduce/reduce_isa.h"
+#include "util/dtype.h"
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 #define AVX2_TARGET   __attribute__((target("avx2,f16c")))

@@ -2,6 +2,9 @@
 #include "util/settings.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,12 +27,9 @@ static const struct weft_setting settings[] = {
     {"WEFT_SOCKET_IFNAME", NULL,
      "interface for TCP, e.g. lo or eth0 (default: loopback on one host, else the NIC nearest "
      "the rank's cores)"},
-    {"WEFT_SOCKET_NSOCKS", "2", "TCP sockets per peer, striped"},
-    {"WEFT_SOCKET_CHUNK", "512K", "bytes per pipelined chunk on TCP"},
-    {"WEFT_SHM_SLOTS", "8", "slots in each shared-memory FIFO"},
-    {"WEFT_SHM_SLOT_BYTES", "128K", "bytes per shared-memory FIFO slot (the pipelining chunk)"},
-    {"WEFT_SHM_CMA", "1", "use single-copy process_vm_readv for large shared-memory messages"},
-    {"WEFT_SHM_CMA_MIN", "256K", "smallest message that takes the single-copy path"},
+    {"WEFT_GATE", "open",
+     "pacing gate on every connection's sends: 'open', or 'one' (one message in flight, "
+     "for tests)"},
     {"WEFT_TOPO_FILE", NULL,
      "topology file: Slurm topology.conf or the JSON weft-topo writes (leaf of each host)"},
     {"WEFT_LLDP_SOCKET", NULL, "lldpd control socket to query (default: lldpd's own)"},
@@ -44,18 +44,61 @@ static const struct weft_setting settings[] = {
      "algorithm per size range, e.g. 'allreduce:0-64K:rhd,64K-inf:ring;allgather:0-inf:ring'"},
 };
 
+#define NCORE (sizeof(settings) / sizeof(settings[0]))
+
+/* The core table followed by the tables other modules declared
+ * (weft_settings_add: the transports' own). Written only under the lock,
+ * before the settings are first read (the transport registry declares
+ * its tables when the library loads). */
+#define WEFT_SETTINGS_MAX 128
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t core_once = PTHREAD_ONCE_INIT;
+static struct weft_setting all[WEFT_SETTINGS_MAX];
+static _Atomic size_t nall; /* entries below it are complete */
+
+static void add_locked(const struct weft_setting *table, size_t n)
+{
+	size_t have = atomic_load(&nall);
+	for (size_t i = 0; i < n && have < WEFT_SETTINGS_MAX; i++) {
+		bool known = false;
+		for (size_t j = 0; j < have && !known; j++)
+			known = strcmp(all[j].name, table[i].name) == 0;
+		if (!known)
+			all[have++] = table[i];
+	}
+	atomic_store(&nall, have);
+}
+
+static void add_core(void)
+{
+	pthread_mutex_lock(&lock);
+	add_locked(settings, NCORE);
+	pthread_mutex_unlock(&lock);
+}
+
+void weft_settings_add(const struct weft_setting *table, size_t n)
+{
+	pthread_once(&core_once, add_core);
+	pthread_mutex_lock(&lock);
+	add_locked(table, n);
+	pthread_mutex_unlock(&lock);
+}
+
 const struct weft_setting *weft_settings_all(size_t *count)
 {
-	*count = sizeof(settings) / sizeof(settings[0]);
-	return settings;
+	pthread_once(&core_once, add_core);
+	*count = atomic_load(&nall);
+	return all;
 }
 
 static const struct weft_setting *find(const char *name)
 {
-	for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++)
-		if (strcmp(settings[i].name, name) == 0)
-			return &settings[i];
-	fprintf(stderr, "weft: internal error: setting %s is not declared in settings.c\n", name);
+	size_t n;
+	const struct weft_setting *table = weft_settings_all(&n);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(table[i].name, name) == 0)
+			return &table[i];
+	fprintf(stderr, "weft: internal error: setting %s is not declared\n", name);
 	abort();
 }
 

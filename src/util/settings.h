@@ -1,5 +1,6 @@
-/* settings.h — every WEFT_* environment variable, declared once in
- * settings.c with its default and a line of help (weft-topo --settings). */
+/* settings.h — every WEFT_* environment variable, declared once with its
+ * default and a line of help (weft-topo --settings): the core's in
+ * settings.c, a transport's beside it (transports/registry.c adds them). */
 #ifndef WEFT_SETTINGS_H
 #define WEFT_SETTINGS_H
 
@@ -21,6 +22,11 @@ const char *weft_setting_str(const char *name);
 bool weft_setting_long(const char *name, long *out);
 bool weft_setting_double(const char *name, double *out);
 
+/* Every declared setting, *count of them. */
 const struct weft_setting *weft_settings_all(size_t *count);
+
+/* Declare more settings (a module's own table, kept by reference-free
+ * copy); names already declared are skipped. Thread-safe. */
+void weft_settings_add(const struct weft_setting *table, size_t n);
 
 #endif

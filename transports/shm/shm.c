@@ -2,7 +2,7 @@
  * shm.c — shared-memory transport: segments, connections, abort. The data
  * path is in shm_fifo.c; the layout and protocol are described in shm.h.
  *
- * comm_init is collective and runs the same bootstrap steps on every rank,
+ * init is collective and runs the same allgather steps on every rank,
  * local peers or not:
  *   1. create, size, map and pre-fault our segment (first touches cost
  *      ~12 us per page here: never on the hot path)
@@ -26,8 +26,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "bootstrap/bootstrap.h"
-#include "core/comm.h"
+#include "transports/common/tp_stubs.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/settings.h"
 
@@ -41,18 +41,9 @@ static void seg_name(char *buf, size_t len, uint64_t secret, int rank)
 	snprintf(buf, len, "/weft-%016llx-%d", (unsigned long long)secret, rank);
 }
 
-static int shm_score(struct weft_tp_comm *base, int peer)
-{
-	struct shm_tc *tc = weft_container_of(base, struct shm_tc, base);
-	struct weft_comm *comm = base->comm;
-	if (peer == comm->rank || !tc->seg || !weft_comm_same_host(comm, peer))
-		return 0;
-	return 100;
-}
-
 /* Slots and slot size from the settings, shrunk so that one rank's FIFOs
  * (inbound and outbound, 2 * (nlocal - 1) of them) fit SHM_FIFO_BUDGET. */
-static void choose_geometry(struct shm_tc *tc)
+static void choose_geometry(struct shm_tp *tp)
 {
 	long slots = 8, bytes = 128 << 10;
 	weft_setting_long("WEFT_SHM_SLOTS", &slots);
@@ -64,7 +55,7 @@ static void choose_geometry(struct shm_tc *tc)
 	if (bytes < SHM_PAGE)
 		bytes = SHM_PAGE;
 	bytes = (long)round_up((size_t)bytes, SHM_PAGE);
-	size_t nfifo = tc->nlocal > 1 ? 2 * (size_t)(tc->nlocal - 1) : 0;
+	size_t nfifo = tp->nlocal > 1 ? 2 * (size_t)(tp->nlocal - 1) : 0;
 	long want_slots = slots, want_bytes = bytes;
 	while (nfifo * (size_t)slots * (size_t)bytes > SHM_FIFO_BUDGET && slots > 2)
 		slots--;
@@ -74,68 +65,67 @@ static void choose_geometry(struct shm_tc *tc)
 		weft_log(WEFT_LOG_INFO, WEFT_SUB_SHM,
 			 "%d local ranks: FIFOs shrunk from %ld x %ld to %ld x %ld bytes to stay "
 			 "within %lu MiB",
-			 tc->nlocal, want_slots, want_bytes, slots, bytes, SHM_FIFO_BUDGET >> 20);
-	tc->nslots = (uint32_t)slots;
-	tc->slot_bytes = (size_t)bytes;
-	tc->fifo_hdr =
-	    round_up(sizeof(struct shm_fifo) + (size_t)slots * sizeof(struct shm_slot), SHM_PAGE);
-	tc->fifo_stride = tc->fifo_hdr + (size_t)slots * (size_t)bytes;
+			 tp->nlocal, want_slots, want_bytes, slots, bytes, SHM_FIFO_BUDGET >> 20);
+	tp->nslots = (uint32_t)slots;
+	tp->slot_bytes = (size_t)bytes;
+	tp->fifo_hdr = round_up(
+	    sizeof(struct shm_fifo) + (size_t)slots * sizeof(struct weft_slot_hdr), SHM_PAGE);
+	tp->fifo_stride = tp->fifo_hdr + (size_t)slots * (size_t)bytes;
 
 	long cma = 1, cma_min = 256 << 10;
 	weft_setting_long("WEFT_SHM_CMA", &cma);
 	weft_setting_long("WEFT_SHM_CMA_MIN", &cma_min);
-	tc->cma = cma != 0;
-	tc->cma_min = cma_min > 0 ? (size_t)cma_min : 1;
+	tp->cma = cma != 0;
+	tp->cma_min = cma_min > 0 ? (size_t)cma_min : 1;
 }
 
 /* Step 1: our segment, pre-faulted. */
-static weft_status_t create_segment(struct shm_tc *tc)
+static weft_status_t create_segment(struct shm_tp *tp)
 {
-	struct weft_comm *comm = tc->base.comm;
+	const struct weft_tp_env *env = tp->base.env;
 	char name[64];
-	seg_name(name, sizeof(name), comm->secret, comm->rank);
-	tc->seg_len = SHM_PAGE + (size_t)tc->nlocal * tc->fifo_stride;
+	seg_name(name, sizeof(name), env->comm_id, env->rank);
+	tp->seg_len = SHM_PAGE + (size_t)tp->nlocal * tp->fifo_stride;
 	int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
 	if (fd < 0)
-		return weft_comm_fail_errno(comm, errno, "shm: shm_open(%s)", name);
+		return weft_tp_fail_errno(env, errno, "shm: shm_open(%s)", name);
 	weft_status_t st = WEFT_SUCCESS;
-	if (ftruncate(fd, (off_t)tc->seg_len) != 0) {
-		st =
-		    weft_comm_fail_errno(comm, errno, "shm: ftruncate(%s, %zu)", name, tc->seg_len);
+	if (ftruncate(fd, (off_t)tp->seg_len) != 0) {
+		st = weft_tp_fail_errno(env, errno, "shm: ftruncate(%s, %zu)", name, tp->seg_len);
 		goto out_unlink;
 	}
-	void *seg = mmap(NULL, tc->seg_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	void *seg = mmap(NULL, tp->seg_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (seg == MAP_FAILED) {
-		st = weft_comm_fail_errno(comm, errno, "shm: mmap(%s, %zu)", name, tc->seg_len);
+		st = weft_tp_fail_errno(env, errno, "shm: mmap(%s, %zu)", name, tp->seg_len);
 		goto out_unlink;
 	}
 	/* Reserve, then pre-fault, the control page and the FIFOs peers will
 	 * write; our own entry stays a hole. Reserving first turns a full
 	 * /dev/shm into an error here instead of a SIGBUS later. */
 	int err = posix_fallocate(fd, 0, SHM_PAGE);
-	for (int s = 0; s < tc->nlocal && !err; s++)
-		if (s != tc->my_local)
+	for (int s = 0; s < tp->nlocal && !err; s++)
+		if (s != tp->my_local)
 			err =
-			    posix_fallocate(fd, (off_t)shm_fifo_off(tc, s), (off_t)tc->fifo_stride);
+			    posix_fallocate(fd, (off_t)shm_fifo_off(tp, s), (off_t)tp->fifo_stride);
 	if (err) {
-		st = weft_comm_fail_errno(comm, err, "shm: reserving %zu bytes in /dev/shm",
-					  tc->seg_len);
-		munmap(seg, tc->seg_len);
+		st = weft_tp_fail_errno(env, err, "shm: reserving %zu bytes in /dev/shm",
+					tp->seg_len);
+		munmap(seg, tp->seg_len);
 		goto out_unlink;
 	}
 	memset(seg, 0, SHM_PAGE);
-	for (int s = 0; s < tc->nlocal; s++)
-		if (s != tc->my_local)
-			memset(shm_fifo_at(tc, seg, s), 0, tc->fifo_stride);
-	tc->seg = seg;
-	tc->ctl = seg;
-	tc->ctl->magic = SHM_MAGIC;
-	tc->ctl->self_addr = (uint64_t)(uintptr_t)seg;
-	tc->ctl->pid = (int32_t)getpid();
-	tc->ctl->nslots = tc->nslots;
-	tc->ctl->slot_bytes = tc->slot_bytes;
-	tc->ctl->nfifo = (uint32_t)tc->nlocal;
-	atomic_store_explicit(&tc->ctl->state, SHM_STATE_ALIVE, memory_order_release);
+	for (int s = 0; s < tp->nlocal; s++)
+		if (s != tp->my_local)
+			memset(shm_fifo_at(tp, seg, s), 0, tp->fifo_stride);
+	tp->seg = seg;
+	tp->ctl = seg;
+	tp->ctl->magic = SHM_MAGIC;
+	tp->ctl->self_addr = (uint64_t)(uintptr_t)seg;
+	tp->ctl->pid = (int32_t)getpid();
+	tp->ctl->nslots = tp->nslots;
+	tp->ctl->slot_bytes = tp->slot_bytes;
+	tp->ctl->nfifo = (uint32_t)tp->nlocal;
+	atomic_store_explicit(&tp->ctl->state, SHM_STATE_ALIVE, memory_order_release);
 	close(fd);
 	return WEFT_SUCCESS;
 
@@ -158,237 +148,313 @@ static bool cma_probe(struct shm_conn *c)
 	weft_log(WEFT_LOG_INFO, WEFT_SUB_SHM,
 		 "single-copy (process_vm_readv) from rank %d (pid %d) unavailable: %s; "
 		 "large messages from it take the eager path",
-		 c->tc->rank_of[c->lpeer], (int)c->pid, n < 0 ? strerror(errno) : "short read");
+		 c->tp->rank_of[c->lpeer], (int)c->pid, n < 0 ? strerror(errno) : "short read");
 	return false;
 }
 
 /* Step 3 for one peer: its control page and our FIFO in its segment. */
-static weft_status_t map_peer(struct shm_tc *tc, struct shm_conn *c)
+static weft_status_t map_peer(struct shm_tp *tp, struct shm_conn *c)
 {
-	struct weft_comm *comm = tc->base.comm;
-	int peer = tc->rank_of[c->lpeer];
+	const struct weft_tp_env *env = tp->base.env;
+	int peer = tp->rank_of[c->lpeer];
 	char name[64];
-	seg_name(name, sizeof(name), comm->secret, peer);
+	seg_name(name, sizeof(name), env->comm_id, peer);
 	int fd = shm_open(name, O_RDWR, 0);
 	if (fd < 0)
-		return weft_comm_fail_errno(comm, errno, "shm: shm_open(%s) of rank %d", name,
-					    peer);
+		return weft_tp_fail_errno(env, errno, "shm: shm_open(%s) of rank %d", name, peer);
 	weft_status_t st = WEFT_SUCCESS;
 	c->peer_ctl = mmap(NULL, SHM_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (c->peer_ctl == MAP_FAILED) {
 		c->peer_ctl = NULL;
-		st = weft_comm_fail_errno(comm, errno, "shm: mmap of rank %d's control page", peer);
+		st = weft_tp_fail_errno(env, errno, "shm: mmap of rank %d's control page", peer);
 		goto out_close;
 	}
-	if (c->peer_ctl->magic != SHM_MAGIC || c->peer_ctl->nslots != tc->nslots ||
-	    c->peer_ctl->slot_bytes != tc->slot_bytes ||
-	    c->peer_ctl->nfifo != (uint32_t)tc->nlocal) {
-		st = weft_comm_fail(
-		    comm, WEFT_ERR_INVALID_ARG,
+	if (c->peer_ctl->magic != SHM_MAGIC || c->peer_ctl->nslots != tp->nslots ||
+	    c->peer_ctl->slot_bytes != tp->slot_bytes ||
+	    c->peer_ctl->nfifo != (uint32_t)tp->nlocal) {
+		st = weft_tp_fail(
+		    env, WEFT_ERR_INVALID_ARG,
 		    "shm: rank %d uses %u slots x %llu bytes for %u local ranks, this "
 		    "rank %u x %zu for %d (set WEFT_SHM_SLOTS and WEFT_SHM_SLOT_BYTES "
 		    "alike on every rank)",
 		    peer, c->peer_ctl->nslots, (unsigned long long)c->peer_ctl->slot_bytes,
-		    c->peer_ctl->nfifo, tc->nslots, tc->slot_bytes, tc->nlocal);
+		    c->peer_ctl->nfifo, tp->nslots, tp->slot_bytes, tp->nlocal);
 		goto out_close;
 	}
 	c->pid = c->peer_ctl->pid;
-	c->peer_fifo_len = tc->fifo_stride;
-	off_t off = (off_t)shm_fifo_off(tc, tc->my_local);
+	c->peer_fifo_len = tp->fifo_stride;
+	off_t off = (off_t)shm_fifo_off(tp, tp->my_local);
 	c->peer_fifo_map = mmap(NULL, c->peer_fifo_len, PROT_READ | PROT_WRITE,
 				MAP_SHARED | MAP_POPULATE, fd, off);
 	if (c->peer_fifo_map == MAP_FAILED) {
 		c->peer_fifo_map = NULL;
-		st = weft_comm_fail_errno(comm, errno, "shm: mmap of the FIFO to rank %d", peer);
+		st = weft_tp_fail_errno(env, errno, "shm: mmap of the FIFO to rank %d", peer);
 		goto out_close;
 	}
 	c->tx = c->peer_fifo_map;
-	c->tx_data = (unsigned char *)c->peer_fifo_map + tc->fifo_hdr;
-	c->rx = shm_fifo_at(tc, tc->seg, c->lpeer);
-	c->rx_data = (unsigned char *)c->rx + tc->fifo_hdr;
-	c->rx->cma_ok = tc->cma && cma_probe(c);
+	c->tx_data = (unsigned char *)c->peer_fifo_map + tp->fifo_hdr;
+	c->rx = shm_fifo_at(tp, tp->seg, c->lpeer);
+	c->rx_data = (unsigned char *)c->rx + tp->fifo_hdr;
+	c->rx->cma_ok = tp->cma && cma_probe(c);
 
 out_close:
 	close(fd);
 	return st;
 }
 
-static weft_status_t allgather_status(struct weft_comm *comm, int32_t *all, weft_status_t mine)
+static weft_status_t allgather_status(const struct weft_tp_env *env, int32_t *all,
+				      weft_status_t mine)
 {
-	all[comm->rank] = (int32_t)mine;
-	return weft_bootstrap_allgather(comm->bs, all, sizeof(int32_t), &comm->err);
+	all[env->rank] = (int32_t)mine;
+	return env->allgather(env->ctx, all, sizeof(int32_t));
 }
 
 /* The first local peer whose step failed, or -1. */
-static int first_failed_peer(struct shm_tc *tc, const int32_t *all)
+static int first_failed_peer(struct shm_tp *tp, const int32_t *all)
 {
-	for (int l = 0; l < tc->nlocal; l++)
-		if (l != tc->my_local && all[tc->rank_of[l]] != WEFT_SUCCESS)
-			return tc->rank_of[l];
+	for (int l = 0; l < tp->nlocal; l++)
+		if (l != tp->my_local && all[tp->rank_of[l]] != WEFT_SUCCESS)
+			return tp->rank_of[l];
 	return -1;
 }
 
-static void shm_comm_fini(struct weft_tp_comm *base);
+/* The bandwidth of the copies the slots make, on this machine, now: the
+ * properties' figure (a second of memcpy of pre-faulted buffers costs
+ * about a millisecond here). */
+static double measure_copy(void)
+{
+	const size_t bytes = 1u << 20;
+	char *a = malloc(2 * bytes);
+	if (!a)
+		return 0;
+	memset(a, 1, 2 * bytes);
+	double t0 = weft_now();
+	for (int i = 0; i < 4; i++)
+		memcpy(a + (i % 2 ? 0 : bytes), a + (i % 2 ? bytes : 0), bytes);
+	double t = weft_now() - t0;
+	free(a);
+	return t > 0 ? 4.0 * (double)bytes / t : 0;
+}
 
-static weft_status_t shm_comm_init(struct weft_comm *comm, struct weft_tp_comm **out)
+static void shm_fini(struct weft_tp *base);
+
+/* Step 1: the tables, the geometry, our segment and the bounce buffer. */
+static weft_status_t setup_local(const struct weft_tp_env *env, struct shm_tp *tp)
+{
+	tp->base.ops = &weft_tp_shm_ops;
+	tp->base.env = env;
+	tp->nlocal = env->local_size;
+	tp->my_local = env->local_rank;
+	tp->rank_of = calloc((size_t)tp->nlocal, sizeof(int));
+	tp->conns = calloc((size_t)tp->nlocal, sizeof(struct shm_conn));
+	if (!tp->rank_of || !tp->conns || weft_tp_pool_init(&tp->reqs, sizeof(struct shm_req)))
+		return weft_tp_fail(env, WEFT_ERR_NO_MEMORY, "shm: no memory");
+	for (int r = 0; r < env->nranks; r++)
+		if (r == env->rank || weft_tp_same_host(env, r))
+			tp->rank_of[env->peers[r].local_rank] = r;
+	choose_geometry(tp);
+	tp->base.chunk_bytes = tp->slot_bytes;
+	if (tp->nlocal == 1)
+		return WEFT_SUCCESS;
+	tp->copy_Bps = measure_copy();
+	weft_status_t st = create_segment(tp);
+	if (st != WEFT_SUCCESS || !tp->cma)
+		return st;
+	tp->bounce.cap = SHM_BOUNCE_BYTES;
+	tp->bounce.buf = mmap(NULL, SHM_BOUNCE_BYTES, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (tp->bounce.buf == MAP_FAILED) {
+		tp->bounce.buf = NULL;
+		return weft_tp_fail_errno(env, errno, "shm: bounce buffer");
+	}
+	return WEFT_SUCCESS;
+}
+
+/* Step 3: every local peer's control page and our FIFO in its segment. */
+static weft_status_t map_peers(struct shm_tp *tp)
+{
+	weft_status_t st = WEFT_SUCCESS;
+	for (int l = 0; st == WEFT_SUCCESS && tp->nlocal > 1 && l < tp->nlocal; l++) {
+		if (l == tp->my_local)
+			continue;
+		struct shm_conn *c = &tp->conns[l];
+		c->base.ops = &weft_tp_shm_ops;
+		c->base.tp = &tp->base;
+		c->base.peer = tp->rank_of[l];
+		c->tp = tp;
+		c->lpeer = l;
+		c->txr.nslots = c->rxr.nslots = tp->nslots;
+		c->rxr.credit_batch = 1; /* a store per slot costs nothing here */
+		st = map_peer(tp, c);
+	}
+	return st;
+}
+
+/* Steps 2 and 4: did every local peer get as far? */
+static weft_status_t check_peers(const struct weft_tp_env *env, struct shm_tp *tp, int32_t *all,
+				 weft_status_t st, const char *what)
+{
+	weft_status_t bst = allgather_status(env, all, st);
+	if (bst != WEFT_SUCCESS)
+		return bst;
+	int bad = st == WEFT_SUCCESS && tp->nlocal > 1 ? first_failed_peer(tp, all) : -1;
+	if (bad >= 0)
+		return weft_tp_fail(env, WEFT_ERR_REMOTE, "shm: local rank %d could not %s", bad,
+				    what);
+	return st;
+}
+
+static weft_status_t shm_init(const struct weft_tp_env *env, struct weft_tp **out)
 {
 	*out = NULL;
-	struct shm_tc *tc = calloc(1, sizeof(*tc));
-	int32_t *all = calloc((size_t)comm->nranks, sizeof(int32_t));
-	struct weft_card *me = &comm->cards[comm->rank];
-	weft_status_t st = WEFT_SUCCESS, bst;
-	if (tc) {
-		tc->base.ops = &weft_tp_shm_ops;
-		tc->base.comm = comm;
-		tc->nlocal = (int)me->local_count;
-		tc->my_local = (int)me->local_rank;
-		tc->rank_of = calloc((size_t)tc->nlocal, sizeof(int));
-		tc->conns = calloc((size_t)tc->nlocal, sizeof(struct shm_conn));
-	}
-	if (!tc || !all || !tc->rank_of || !tc->conns) {
-		/* Still join the collectives below, so the others fail cleanly. */
-		st = weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "shm: no memory");
-	} else {
-		for (int r = 0; r < comm->nranks; r++)
-			if (r == comm->rank || weft_comm_same_host(comm, r))
-				tc->rank_of[comm->cards[r].local_rank] = r;
-		choose_geometry(tc);
-		tc->base.chunk_bytes = tc->slot_bytes;
-		if (tc->nlocal > 1) {
-			st = create_segment(tc);
-			if (st == WEFT_SUCCESS && tc->cma) {
-				tc->bounce =
-				    mmap(NULL, SHM_BOUNCE_BYTES, PROT_READ | PROT_WRITE,
-					 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-				if (tc->bounce == MAP_FAILED) {
-					tc->bounce = NULL;
-					st =
-					    weft_comm_fail_errno(comm, errno, "shm: bounce buffer");
-				}
-			}
-		}
-	}
-
-	/* Step 2. */
-	int32_t dummy[1];
-	int32_t *gbuf = all ? all : dummy; /* without memory the allgather fails anyway */
-	bst = all ? allgather_status(comm, gbuf, st) : WEFT_ERR_NO_MEMORY;
-	if (bst != WEFT_SUCCESS)
+	struct shm_tp *tp = calloc(1, sizeof(*tp));
+	int32_t *all = calloc((size_t)env->nranks, sizeof(int32_t));
+	int32_t none[1];
+	weft_status_t st;
+	if (!tp || !all) /* still join the collectives below, so the others fail cleanly */
+		st = weft_tp_fail(env, WEFT_ERR_NO_MEMORY, "shm: no memory");
+	else
+		st = setup_local(env, tp);
+	if (!all) { /* the allgather cannot work without a buffer: fail it here */
+		env->allgather(env->ctx, none, 0);
 		goto out_fail;
-	if (st == WEFT_SUCCESS && tc->nlocal > 1) {
-		int bad = first_failed_peer(tc, all);
-		if (bad >= 0)
-			st = weft_comm_fail(comm, WEFT_ERR_REMOTE,
-					    "shm: local rank %d could not create its segment", bad);
 	}
-	/* Step 3. */
-	for (int l = 0; st == WEFT_SUCCESS && tc->nlocal > 1 && l < tc->nlocal; l++) {
-		if (l == tc->my_local)
-			continue;
-		struct shm_conn *c = &tc->conns[l];
-		c->base.ops = &weft_tp_shm_ops;
-		c->base.tc = &tc->base;
-		c->base.peer = tc->rank_of[l];
-		c->tc = tc;
-		c->lpeer = l;
-		st = map_peer(tc, c);
-	}
-	/* Step 4. */
-	bst = allgather_status(comm, all, st);
-	if (tc && tc->seg) {
+	st = check_peers(env, tp, all, st, "create its segment");
+	if (st == WEFT_SUCCESS)
+		st = map_peers(tp);
+	weft_status_t mapped = check_peers(env, tp, all, st, "map the shared segments");
+	if (tp && tp->seg) { /* from here on a crash leaves nothing in /dev/shm */
 		char name[64];
-		seg_name(name, sizeof(name), comm->secret, comm->rank);
+		seg_name(name, sizeof(name), env->comm_id, env->rank);
 		shm_unlink(name);
 	}
-	if (bst != WEFT_SUCCESS)
+	if ((st = mapped) != WEFT_SUCCESS)
 		goto out_fail;
-	if (st == WEFT_SUCCESS && tc->nlocal > 1) {
-		int bad = first_failed_peer(tc, all);
-		if (bad >= 0)
-			st = weft_comm_fail(comm, WEFT_ERR_REMOTE,
-					    "shm: local rank %d could not map the shared segments",
-					    bad);
-	}
-	if (st != WEFT_SUCCESS)
-		goto out_fail;
-	for (int l = 0; l < tc->nlocal; l++) {
-		struct shm_conn *c = &tc->conns[l];
-		if (l != tc->my_local)
-			c->tx_cma = tc->cma && c->tx->cma_ok;
-	}
+	for (int l = 0; l < tp->nlocal; l++)
+		if (l != tp->my_local)
+			tp->conns[l].tx_cma = tp->cma && tp->conns[l].tx->cma_ok;
 	free(all);
 	weft_log(WEFT_LOG_INFO, WEFT_SUB_SHM,
-		 "%d local ranks, FIFOs of %u x %zu bytes, single-copy %s from %zu bytes",
-		 tc->nlocal, tc->nslots, tc->slot_bytes, tc->cma ? "on" : "off", tc->cma_min);
-	*out = &tc->base;
+		 "%d local ranks, FIFOs of %u x %zu bytes, single-copy %s from %zu bytes, copies "
+		 "at %.1f GB/s",
+		 tp->nlocal, tp->nslots, tp->slot_bytes, tp->cma ? "on" : "off", tp->cma_min,
+		 tp->copy_Bps / 1e9);
+	*out = &tp->base;
 	return WEFT_SUCCESS;
 
 out_fail:
 	free(all);
-	if (tc)
-		shm_comm_fini(&tc->base);
-	return st != WEFT_SUCCESS ? st : bst;
+	if (tp)
+		shm_fini(&tp->base);
+	return st != WEFT_SUCCESS ? st : WEFT_ERR_NO_MEMORY;
 }
 
-static void shm_comm_fini(struct weft_tp_comm *base)
+static void shm_fini(struct weft_tp *base)
 {
-	struct shm_tc *tc = weft_container_of(base, struct shm_tc, base);
-	if (tc->ctl) { /* a peer still waiting on us hears of it at its next stall check */
+	struct shm_tp *tp = weft_container_of(base, struct shm_tp, base);
+	if (tp->ctl) { /* a peer still waiting on us hears of it at its next stall check */
 		int alive = SHM_STATE_ALIVE;
-		atomic_compare_exchange_strong(&tc->ctl->state, &alive, SHM_STATE_CLOSED);
+		atomic_compare_exchange_strong(&tp->ctl->state, &alive, SHM_STATE_CLOSED);
 	}
-	for (int l = 0; tc->conns && l < tc->nlocal; l++) {
-		struct shm_conn *c = &tc->conns[l];
+	for (int l = 0; tp->conns && l < tp->nlocal; l++) {
+		struct shm_conn *c = &tp->conns[l];
 		if (c->peer_fifo_map)
 			munmap(c->peer_fifo_map, c->peer_fifo_len);
 		if (c->peer_ctl)
 			munmap(c->peer_ctl, SHM_PAGE);
 	}
-	if (tc->seg)
-		munmap(tc->seg, tc->seg_len);
-	if (tc->bounce)
-		munmap(tc->bounce, SHM_BOUNCE_BYTES);
-	free(tc->conns);
-	free(tc->rank_of);
-	free(tc);
+	if (tp->seg)
+		munmap(tp->seg, tp->seg_len);
+	if (tp->bounce.buf)
+		munmap(tp->bounce.buf, SHM_BOUNCE_BYTES);
+	weft_tp_pool_fini(&tp->reqs);
+	free(tp->conns);
+	free(tp->rank_of);
+	free(tp);
 }
 
-static weft_status_t shm_connect(struct weft_tp_comm *base, int peer, struct weft_conn **out)
+static int shm_score(struct weft_tp *base, int peer)
 {
-	struct shm_tc *tc = weft_container_of(base, struct shm_tc, base);
-	struct weft_comm *comm = base->comm;
-	if (peer < 0 || peer >= comm->nranks || peer == comm->rank || !tc->seg ||
-	    !weft_comm_same_host(comm, peer))
-		return weft_comm_fail(comm, WEFT_ERR_INTERNAL, "shm: cannot connect to rank %d",
-				      peer);
-	struct shm_conn *c = &tc->conns[comm->cards[peer].local_rank];
-	c->connected = true; /* everything was mapped in comm_init */
+	struct shm_tp *tp = weft_container_of(base, struct shm_tp, base);
+	const struct weft_tp_env *env = base->env;
+	if (peer == env->rank || !tp->seg || !weft_tp_same_host(env, peer))
+		return 0;
+	return 100;
+}
+
+static weft_status_t shm_connect(struct weft_tp *base, int peer, struct weft_conn **out)
+{
+	struct shm_tp *tp = weft_container_of(base, struct shm_tp, base);
+	const struct weft_tp_env *env = base->env;
+	if (peer < 0 || peer >= env->nranks || peer == env->rank || !tp->seg ||
+	    !weft_tp_same_host(env, peer))
+		return weft_tp_fail(env, WEFT_ERR_INTERNAL, "shm: cannot connect to rank %d", peer);
+	struct shm_conn *c = &tp->conns[env->peers[peer].local_rank];
+	c->connected = true; /* everything was mapped in init */
 	*out = &c->base;
 	return WEFT_SUCCESS;
 }
 
-static void shm_abort(struct weft_tp_comm *base)
+static void shm_abort(struct weft_tp *base)
 {
-	struct shm_tc *tc = weft_container_of(base, struct shm_tc, base);
-	if (tc->ctl)
-		atomic_store_explicit(&tc->ctl->state, SHM_STATE_ABORTED, memory_order_release);
-	for (int l = 0; l < tc->nlocal; l++) {
-		if (l == tc->my_local)
+	struct shm_tp *tp = weft_container_of(base, struct shm_tp, base);
+	if (tp->ctl)
+		atomic_store_explicit(&tp->ctl->state, SHM_STATE_ABORTED, memory_order_release);
+	for (int l = 0; l < tp->nlocal; l++) {
+		if (l == tp->my_local)
 			continue;
-		tc->conns[l].broken = true;
-		weft_tp_shm_fail_all(&tc->conns[l], WEFT_ERR_ABORTED);
+		tp->conns[l].broken = true;
+		weft_tp_shm_fail_all(&tp->conns[l], WEFT_ERR_ABORTED);
 	}
 }
+
+/* Latency: a cache line handed from one core to another and back is
+ * about this on the machines measured (README, "Measured"); shared memory
+ * gives no cheaper way to know it before the first message. Bandwidth:
+ * the copy measured at init. */
+#define SHM_LATENCY_S 0.4e-6
+
+static void shm_props(struct weft_tp *base, int peer, struct weft_tp_props *out)
+{
+	struct shm_tp *tp = weft_container_of(base, struct shm_tp, base);
+	*out = (struct weft_tp_props){
+	    .latency_s = SHM_LATENCY_S,
+	    .bandwidth_Bps = tp->copy_Bps,
+	    .ordered = true,
+	    .source = tp->copy_Bps > 0 ? "measured" : "default",
+	};
+}
+
+static void shm_describe(struct weft_tp *base, int peer, char *buf, size_t len)
+{
+	struct shm_tp *tp = weft_container_of(base, struct shm_tp, base);
+	const struct shm_conn *c = &tp->conns[base->env->peers[peer].local_rank];
+	snprintf(buf, len, "shm(%u x %zu B slots%s)", tp->nslots, tp->slot_bytes,
+		 c->tx_cma ? ", single-copy" : "");
+}
+
+static const struct weft_setting shm_settings[] = {
+    {"WEFT_SHM_SLOTS", "8", "slots in each shared-memory FIFO"},
+    {"WEFT_SHM_SLOT_BYTES", "128K", "bytes per shared-memory FIFO slot (the pipelining chunk)"},
+    {"WEFT_SHM_CMA", "1", "use single-copy process_vm_readv for large shared-memory messages"},
+    {"WEFT_SHM_CMA_MIN", "256K", "smallest message that takes the single-copy path"},
+};
 
 const struct weft_tp_ops weft_tp_shm_ops = {
     .size = sizeof(struct weft_tp_ops),
     .name = "shm",
-    .score = shm_score,
-    .comm_init = shm_comm_init,
-    .comm_fini = shm_comm_fini,
-    .connect = shm_connect,
-    .isend = weft_tp_shm_isend,
-    .irecv = weft_tp_shm_irecv,
-    .progress = weft_tp_shm_progress,
-    .abort = shm_abort,
+    .settings = shm_settings,
+    .nsettings = sizeof(shm_settings) / sizeof(shm_settings[0]),
+    .life = {.init = shm_init, .fini = shm_fini, .abort = shm_abort},
+    .conn = {.score = shm_score, .connect = shm_connect},
+    .msg = {.isend = weft_tp_shm_isend,
+	    .irecv = weft_tp_shm_irecv,
+	    .progress = weft_tp_shm_progress},
+    .mem = {.reg = weft_tp_no_reg,
+	    .dereg = weft_tp_no_dereg,
+	    .map = weft_tp_no_map,
+	    .unmap = weft_tp_no_unmap},
+    .rma = {.write = weft_tp_no_write, .get = weft_tp_no_get},
+    .prop = {.props = shm_props, .describe = shm_describe},
+    .signal = {.signals = weft_tp_no_signals},
 };

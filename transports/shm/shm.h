@@ -15,12 +15,14 @@
  * The sender maps its FIFO in the receiver's segment (pre-populated) and
  * the receiver's control page; nothing else of a peer is mapped.
  *
- * Protocol (single producer, single consumer, no locks). The sender fills
- * slot (n % nslots) and then stores seq = n + 1 with release; the receiver
- * polls that one header line for seq == n + 1 (acquire), so a small message
- * costs one cache line in each direction. The receiver frees slots by
- * storing tail = slots consumed (release); the sender reads tail (acquire)
- * only when its cached copy says the ring is full.
+ * Protocol (single producer, single consumer, no locks): the landing-slot
+ * credit ring of transports/common/slot_ring.h over shared memory. The
+ * sender fills slot (n % nslots) and then stores seq = n + 1 with release;
+ * the receiver polls that one header line for seq == n + 1 (acquire), so a
+ * small message costs one cache line in each direction. The receiver frees
+ * slots by storing tail = slots consumed (release) after each one; the
+ * sender reads tail (acquire) only when its cached copy says the ring is
+ * full.
  *
  *   eager: the first slot's header carries tag, total length and kind;
  *          messages up to SHM_INLINE bytes ride in the header line itself,
@@ -42,12 +44,15 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "transports/common/slot_ring.h"
+#include "transports/common/tp_bounce.h"
+#include "transports/common/tp_queue.h"
 #include "transports/transport.h"
 
 #define SHM_MAGIC  0x5745465453484d31ull /* "WEFTSHM1" */
 #define SHM_LINE   64
 #define SHM_PAGE   4096
-#define SHM_INLINE 32
+#define SHM_INLINE WEFT_SLOT_INLINE
 /* No progress on a connection for this long: look at the peer's pid and state. */
 #define SHM_STALL_S 0.1
 /* Stalled polls between clock reads (keeps the clock off the hot path). */
@@ -66,11 +71,6 @@ enum shm_state {
 	SHM_STATE_CLOSED, /* communicator destroyed */
 };
 
-enum shm_kind {
-	SHM_KIND_EAGER = 1,
-	SHM_KIND_CMA = 2,
-};
-
 struct shm_ctl {
 	uint64_t magic;
 	uint64_t self_addr; /* where the owner mapped this segment (CMA probe) */
@@ -81,33 +81,27 @@ struct shm_ctl {
 	_Atomic int state; /* enum shm_state */
 };
 
-struct shm_slot {
-	_Atomic uint64_t seq; /* slot number + 1 once the slot is full */
-	uint64_t tag;
-	uint64_t len;  /* length of the whole message */
-	uint32_t kind; /* enum shm_kind */
-	uint32_t pad;
-	unsigned char inl[SHM_INLINE]; /* inline payload, or the CMA address */
-};
-_Static_assert(sizeof(struct shm_slot) == SHM_LINE, "slot header is one cache line");
-
+/* A single-copy message's slot is a rendezvous descriptor (WEFT_SLOT_RNDV)
+ * whose inline bytes hold the sender's buffer address. */
 struct shm_fifo {
 	alignas(SHM_LINE) _Atomic uint64_t tail;     /* written by the receiver */
 	alignas(SHM_LINE) _Atomic uint64_t cma_done; /* written by the receiver */
 	alignas(SHM_LINE) uint32_t cma_ok;	     /* receiver can read this sender */
-	alignas(SHM_LINE) struct shm_slot slots[];
+	alignas(SHM_LINE) struct weft_slot_hdr slots[];
 };
 
-/* Messages linked through msg->next. */
-struct shm_queue {
-	struct weft_msg *head, *tail;
+/* A message in flight on a connection. */
+struct shm_req {
+	struct weft_tp_req base;
+	uint32_t phase; /* receive: enum shm_rx_phase (shm_fifo.c) */
+	uint64_t cma;	/* receive: the sender's address; send: its single-copy number */
 };
 
-struct shm_tc;
+struct shm_tp;
 
 struct shm_conn {
 	struct weft_conn base;
-	struct shm_tc *tc;
+	struct shm_tp *tp;
 	int lpeer; /* the peer's local rank */
 	pid_t pid;
 	struct shm_ctl *peer_ctl; /* the peer's control page */
@@ -120,27 +114,27 @@ struct shm_conn {
 	/* Sending: our FIFO in the peer's segment. */
 	struct shm_fifo *tx;
 	unsigned char *tx_data;
-	uint64_t tx_seq;  /* slots published */
-	uint64_t tx_tail; /* cached tx->tail */
-	bool tx_cma;	  /* the peer can read our memory */
+	struct weft_ring_tx txr;
+	bool tx_cma; /* the peer can read our memory */
 	uint64_t cma_posted;
-	struct shm_queue sendq; /* not yet fully in slots */
-	struct shm_queue cmaq;	/* descriptors published, waiting for cma_done */
+	struct weft_tp_reqq sendq; /* not yet fully in slots */
+	struct weft_tp_reqq cmaq;  /* descriptors published, waiting for cma_done */
 
 	/* Receiving: the peer's FIFO in our segment. */
 	struct shm_fifo *rx;
 	unsigned char *rx_data;
-	uint64_t rx_seq;
+	struct weft_ring_rx rxr;
 	uint64_t rx_cma_done;
-	struct shm_queue recvq;
+	struct weft_tp_reqq recvq;
 
 	/* Liveness. */
 	unsigned stall_polls;
 	double stall_since;
 };
 
-struct shm_tc {
-	struct weft_tp_comm base;
+struct shm_tp {
+	struct weft_tp base;
+	struct weft_tp_pool reqs;
 	int nlocal;
 	int my_local;
 	int *rank_of; /* local rank -> rank */
@@ -153,25 +147,28 @@ struct shm_tc {
 	size_t fifo_stride; /* bytes of a FIFO */
 	bool cma;	    /* single-copy path enabled */
 	size_t cma_min;
-	unsigned char *bounce;
-	struct shm_conn *conns; /* nlocal, indexed by local rank */
+	struct weft_bounce bounce; /* reducing single-copy receives */
+	double copy_Bps;	   /* measured at init: the properties' bandwidth */
+	struct shm_conn *conns;	   /* nlocal, indexed by local rank */
 };
 
 /* Offset of @p sender's FIFO in a receiver's segment. */
-static inline size_t shm_fifo_off(const struct shm_tc *tc, int sender)
+static inline size_t shm_fifo_off(const struct shm_tp *tp, int sender)
 {
-	return SHM_PAGE + (size_t)sender * tc->fifo_stride;
+	return SHM_PAGE + (size_t)sender * tp->fifo_stride;
 }
 
-static inline struct shm_fifo *shm_fifo_at(const struct shm_tc *tc, void *seg, int sender)
+static inline struct shm_fifo *shm_fifo_at(const struct shm_tp *tp, void *seg, int sender)
 {
-	return (struct shm_fifo *)((char *)seg + shm_fifo_off(tc, sender));
+	return (struct shm_fifo *)((char *)seg + shm_fifo_off(tp, sender));
 }
+
+extern const struct weft_tp_ops weft_tp_shm_ops;
 
 /* shm_fifo.c */
 weft_status_t weft_tp_shm_isend(struct weft_conn *conn, struct weft_msg *msg);
 weft_status_t weft_tp_shm_irecv(struct weft_conn *conn, struct weft_msg *msg);
-weft_status_t weft_tp_shm_progress(struct weft_tp_comm *tc);
+weft_status_t weft_tp_shm_progress(struct weft_tp *tp);
 /* Fail every message queued on @p c with @p status. */
 void weft_tp_shm_fail_all(struct shm_conn *c, weft_status_t status);
 

@@ -15,9 +15,10 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "core/comm.h"
+#include "util/clock.h"
+#include "util/error.h"
 
-/* Receive phases, in msg->tp_priv[0]; tp_priv[1] holds the CMA address. */
+/* Receive phases (struct shm_req.phase). */
 enum shm_rx_phase {
 	SHM_RX_NEW = 0, /* header not seen yet */
 	SHM_RX_EAGER,	/* matched; more data slots follow */
@@ -29,45 +30,39 @@ static inline size_t min_size(size_t a, size_t b)
 	return a < b ? a : b;
 }
 
-static inline void q_push(struct shm_queue *q, struct weft_msg *m)
+static inline struct shm_req *req_of(struct weft_tp_req *r)
 {
-	m->next = NULL;
-	if (q->tail)
-		q->tail->next = m;
-	else
-		q->head = m;
-	q->tail = m;
+	return weft_container_of(r, struct shm_req, base);
 }
 
-static inline struct weft_msg *q_pop(struct shm_queue *q)
+static inline struct shm_req *q_head(const struct weft_tp_reqq *q)
 {
-	struct weft_msg *m = q->head;
-	q->head = m->next;
-	if (!q->head)
-		q->tail = NULL;
-	m->next = NULL;
-	return m;
+	return q->head ? req_of(q->head) : NULL;
 }
 
-static inline void msg_finish(struct weft_msg *m, weft_status_t status)
+/* The request leaves @p q and goes back to the pool; its message is done. */
+static void req_finish(struct shm_conn *c, struct weft_tp_reqq *q, struct shm_req *r,
+		       weft_status_t status)
 {
-	m->status = status;
-	m->done = true;
+	weft_reqq_unlink(q, &r->base);
+	struct weft_msg *m = r->base.msg;
+	weft_tp_pool_put(&c->tp->reqs, r);
+	weft_msg_complete(m, status);
 }
 
-static void fail_queue(struct shm_queue *q, weft_status_t status)
+static void fail_queue(struct shm_conn *c, struct weft_tp_reqq *q, weft_status_t status)
 {
 	while (q->head)
-		msg_finish(q_pop(q), status);
+		req_finish(c, q, q_head(q), status);
 }
 
 void weft_tp_shm_fail_all(struct shm_conn *c, weft_status_t status)
 {
 	if (c->fail_status == WEFT_SUCCESS)
 		c->fail_status = status;
-	fail_queue(&c->sendq, status);
-	fail_queue(&c->cmaq, status);
-	fail_queue(&c->recvq, status);
+	fail_queue(c, &c->sendq, status);
+	fail_queue(c, &c->cmaq, status);
+	fail_queue(c, &c->recvq, status);
 }
 
 /* The connection is unusable: record why (once), tell the local peers
@@ -83,67 +78,55 @@ static weft_status_t conn_fail(struct shm_conn *c, weft_status_t status, const c
 		va_start(ap, fmt);
 		vsnprintf(msg, sizeof(msg), fmt, ap);
 		va_end(ap);
-		weft_comm_fail(c->tc->base.comm, status, "%s", msg);
+		weft_tp_fail(c->tp->base.env, status, "%s", msg);
 	}
 	c->broken = true;
 	int alive = SHM_STATE_ALIVE;
-	atomic_compare_exchange_strong(&c->tc->ctl->state, &alive, SHM_STATE_FAILED);
+	atomic_compare_exchange_strong(&c->tp->ctl->state, &alive, SHM_STATE_FAILED);
 	weft_tp_shm_fail_all(c, status);
 	return status;
 }
 
 /* --- Sending --- */
 
-static inline bool tx_slot_free(struct shm_conn *c)
-{
-	if (c->tx_seq - c->tx_tail < c->tc->nslots)
-		return true;
-	c->tx_tail = atomic_load_explicit(&c->tx->tail, memory_order_acquire);
-	return c->tx_seq - c->tx_tail < c->tc->nslots;
-}
-
-static inline void tx_publish(struct shm_conn *c, struct shm_slot *s)
-{
-	c->tx_seq++;
-	atomic_store_explicit(&s->seq, c->tx_seq, memory_order_release);
-}
-
 /* Move queued sends into free slots. True if anything moved. */
 static bool tx_push(struct shm_conn *c)
 {
-	struct shm_tc *tc = c->tc;
-	struct weft_msg *m;
+	struct shm_tp *tp = c->tp;
+	struct shm_req *r;
 	bool moved = false;
-	while ((m = c->sendq.head) && tx_slot_free(c)) {
-		uint32_t i = (uint32_t)(c->tx_seq % tc->nslots);
-		struct shm_slot *s = &c->tx->slots[i];
+	while ((r = q_head(&c->sendq)) && weft_ring_tx_has_slot(&c->txr, &c->tx->tail)) {
+		struct weft_msg *m = r->base.msg;
+		uint32_t i = weft_ring_tx_index(&c->txr);
+		struct weft_slot_hdr *s = &c->tx->slots[i];
 		moved = true;
 		s->tag = m->tag;
 		s->len = m->len;
-		if (c->tx_cma && m->len >= tc->cma_min) {
-			/* A CMA message never stays in sendq after its header. */
+		if (c->tx_cma && m->len >= tp->cma_min) {
+			/* A single-copy message never stays in sendq after its header. */
 			uint64_t addr = (uint64_t)(uintptr_t)m->buf;
-			s->kind = SHM_KIND_CMA;
+			s->kind = WEFT_SLOT_RNDV;
 			memcpy(s->inl, &addr, sizeof(addr));
-			tx_publish(c, s);
-			m->tp_priv[1] = c->cma_posted++;
-			q_push(&c->cmaq, q_pop(&c->sendq));
+			weft_ring_tx_publish(&c->txr, s);
+			r->cma = c->cma_posted++;
+			weft_reqq_unlink(&c->sendq, &r->base);
+			weft_reqq_push(&c->cmaq, &r->base);
 			continue;
 		}
-		s->kind = SHM_KIND_EAGER;
+		s->kind = WEFT_SLOT_EAGER;
 		if (m->len <= SHM_INLINE) {
 			if (m->len)
 				memcpy(s->inl, m->buf, m->len);
-			m->xferred = m->len;
+			r->base.xferred = m->len;
 		} else {
-			size_t n = min_size(tc->slot_bytes, m->len - m->xferred);
-			memcpy(c->tx_data + (size_t)i * tc->slot_bytes, (char *)m->buf + m->xferred,
-			       n);
-			m->xferred += n;
+			size_t n = min_size(tp->slot_bytes, m->len - r->base.xferred);
+			memcpy(c->tx_data + (size_t)i * tp->slot_bytes,
+			       (char *)m->buf + r->base.xferred, n);
+			r->base.xferred += n;
 		}
-		tx_publish(c, s);
-		if (m->xferred == m->len)
-			msg_finish(q_pop(&c->sendq), WEFT_SUCCESS);
+		weft_ring_tx_publish(&c->txr, s);
+		if (r->base.xferred == m->len)
+			req_finish(c, &c->sendq, r, WEFT_SUCCESS);
 	}
 	return moved;
 }
@@ -155,8 +138,9 @@ static bool tx_reap(struct shm_conn *c)
 		return false;
 	uint64_t done = atomic_load_explicit(&c->tx->cma_done, memory_order_acquire);
 	bool moved = false;
-	while (c->cmaq.head && c->cmaq.head->tp_priv[1] < done) {
-		msg_finish(q_pop(&c->cmaq), WEFT_SUCCESS);
+	struct shm_req *r;
+	while ((r = q_head(&c->cmaq)) && r->cma < done) {
+		req_finish(c, &c->cmaq, r, WEFT_SUCCESS);
 		moved = true;
 	}
 	return moved;
@@ -166,8 +150,8 @@ static bool tx_reap(struct shm_conn *c)
 
 static inline void rx_release(struct shm_conn *c)
 {
-	c->rx_seq++;
-	atomic_store_explicit(&c->rx->tail, c->rx_seq, memory_order_release);
+	if (weft_ring_rx_release(&c->rxr))
+		atomic_store_explicit(&c->rx->tail, c->rxr.head, memory_order_release);
 }
 
 static weft_status_t rx_cma_error(struct shm_conn *c, int err)
@@ -180,41 +164,51 @@ static weft_status_t rx_cma_error(struct shm_conn *c, int err)
 			 peer, (int)c->pid, strerror(err));
 }
 
-/* Read up to *budget bytes of a single-copy message: straight into the
- * destination, or through the bounce buffer for a reducing receive. */
-static weft_status_t rx_cma(struct shm_conn *c, struct weft_msg *m, size_t *budget)
+/* Read [off, off + n) of the sender's buffer into @p dst. */
+static weft_status_t cma_read(struct shm_conn *c, uint64_t raddr, size_t off, char *dst, size_t n)
 {
-	struct shm_tc *tc = c->tc;
-	uint64_t raddr = m->tp_priv[1];
-	while (*budget && m->xferred < m->len) {
-		size_t n = min_size(m->len - m->xferred, *budget);
-		char *dst = (char *)m->buf + m->xferred;
-		if (m->reduce) {
-			n = min_size(n, SHM_BOUNCE_BYTES);
-			if (n < m->len - m->xferred)
-				n -= n % m->unit;
-			if (n == 0)
-				break;
-			dst = (char *)tc->bounce;
-		}
-		for (size_t got = 0; got < n;) {
-			struct iovec local = {dst + got, n - got};
-			struct iovec remote = {(void *)(uintptr_t)(raddr + m->xferred + got),
-					       n - got};
-			ssize_t k = process_vm_readv(c->pid, &local, 1, &remote, 1, 0);
-			if (k <= 0)
-				return rx_cma_error(c, k < 0 ? errno : EIO);
-			got += (size_t)k;
-		}
-		if (m->reduce)
-			weft_msg_deliver(m, m->xferred, dst, n);
-		m->xferred += n;
-		*budget -= min_size(n, *budget);
+	for (size_t got = 0; got < n;) {
+		struct iovec local = {dst + got, n - got};
+		struct iovec remote = {(void *)(uintptr_t)(raddr + off + got), n - got};
+		ssize_t k = process_vm_readv(c->pid, &local, 1, &remote, 1, 0);
+		if (k <= 0)
+			return rx_cma_error(c, k < 0 ? errno : EIO);
+		got += (size_t)k;
 	}
 	return WEFT_SUCCESS;
 }
 
-static weft_status_t rx_mismatch(struct shm_conn *c, struct weft_msg *m, const struct shm_slot *s)
+/* Read up to *budget bytes of a single-copy message: straight into the
+ * destination, or through the bounce buffer for a reducing receive. */
+static weft_status_t rx_cma(struct shm_conn *c, struct shm_req *r, size_t *budget)
+{
+	struct weft_bounce *b = &c->tp->bounce;
+	struct weft_msg *m = r->base.msg;
+	while (*budget && r->base.xferred < m->len) {
+		size_t n = min_size(m->len - r->base.xferred, *budget);
+		weft_status_t st;
+		if (!m->reduce) {
+			st = cma_read(c, r->cma, r->base.xferred, (char *)m->buf + r->base.xferred,
+				      n);
+			if (st != WEFT_SUCCESS)
+				return st;
+			r->base.xferred += n;
+		} else {
+			/* xferred counts bytes read; the bounce holds the undelivered ones. */
+			n = min_size(n, weft_bounce_room(b));
+			st = cma_read(c, r->cma, r->base.xferred, weft_bounce_tail(b), n);
+			if (st != WEFT_SUCCESS)
+				return st;
+			weft_bounce_deliver(b, n, m, r->base.xferred - b->have);
+			r->base.xferred += n;
+		}
+		*budget -= n;
+	}
+	return WEFT_SUCCESS;
+}
+
+static weft_status_t rx_mismatch(struct shm_conn *c, struct weft_msg *m,
+				 const struct weft_slot_hdr *s)
 {
 	return conn_fail(c, WEFT_ERR_REMOTE,
 			 "shm: rank %d sent tag %#llx with %llu bytes, but the receive posted here "
@@ -223,58 +217,81 @@ static weft_status_t rx_mismatch(struct shm_conn *c, struct weft_msg *m, const s
 			 (unsigned long long)m->tag, m->len);
 }
 
+/* The header of a new message arrived in slot @p i for receive @p r: check
+ * it, then take it (a single-copy descriptor, an inline message) or note
+ * that its data follows. True when the slot is consumed and done with. */
+static bool rx_first(struct shm_conn *c, struct shm_req *r, const struct weft_slot_hdr *s,
+		     weft_status_t *status)
+{
+	struct weft_msg *m = r->base.msg;
+	if (s->tag != m->tag || s->len != m->len) {
+		*status = rx_mismatch(c, m, s);
+		return true;
+	}
+	if (s->kind == WEFT_SLOT_RNDV) {
+		memcpy(&r->cma, s->inl, sizeof(uint64_t));
+		r->phase = SHM_RX_CMA;
+		rx_release(c);
+		return true;
+	}
+	if (m->len <= SHM_INLINE) {
+		if (m->len)
+			weft_msg_deliver(m, 0, s->inl, m->len);
+		rx_release(c);
+		req_finish(c, &c->recvq, r, WEFT_SUCCESS);
+		return true;
+	}
+	r->phase = SHM_RX_EAGER;
+	return false;
+}
+
+/* A single-copy receive at the head of the queue: read what the budget
+ * allows; true if it finished. */
+static bool rx_cma_step(struct shm_conn *c, struct shm_req *r, size_t *budget, bool *moved,
+			weft_status_t *status)
+{
+	size_t before = r->base.xferred;
+	*status = rx_cma(c, r, budget);
+	if (*status != WEFT_SUCCESS)
+		return false;
+	*moved |= r->base.xferred != before || r->base.msg->len == 0;
+	if (r->base.xferred < r->base.msg->len)
+		return false;
+	c->rx_cma_done++;
+	atomic_store_explicit(&c->rx->cma_done, c->rx_cma_done, memory_order_release);
+	req_finish(c, &c->recvq, r, WEFT_SUCCESS);
+	return true;
+}
+
 /* Match arrived slots against posted receives, in order. Bounded work: at
  * most one ring of slots and SHM_CMA_STEP single-copy bytes per call. */
 static bool rx_pull(struct shm_conn *c, weft_status_t *status)
 {
-	struct shm_tc *tc = c->tc;
+	struct shm_tp *tp = c->tp;
 	size_t budget = SHM_CMA_STEP;
-	uint32_t slots_left = tc->nslots;
-	struct weft_msg *m;
+	uint32_t slots_left = tp->nslots;
+	struct shm_req *r;
 	bool moved = false;
-	while ((m = c->recvq.head)) {
-		if (m->tp_priv[0] == SHM_RX_CMA) {
-			size_t before = m->xferred;
-			*status = rx_cma(c, m, &budget);
-			if (*status != WEFT_SUCCESS)
-				return true;
-			moved |= m->xferred != before || m->len == 0;
-			if (m->xferred < m->len)
-				break;
-			c->rx_cma_done++;
-			atomic_store_explicit(&c->rx->cma_done, c->rx_cma_done,
-					      memory_order_release);
-			msg_finish(q_pop(&c->recvq), WEFT_SUCCESS);
+	while ((r = q_head(&c->recvq))) {
+		if (r->phase == SHM_RX_CMA) {
+			if (!rx_cma_step(c, r, &budget, &moved, status))
+				return moved || *status != WEFT_SUCCESS;
 			continue;
 		}
-		uint32_t i = (uint32_t)(c->rx_seq % tc->nslots);
-		struct shm_slot *s = &c->rx->slots[i];
-		if (!slots_left ||
-		    atomic_load_explicit(&s->seq, memory_order_acquire) != c->rx_seq + 1)
+		uint32_t i = weft_ring_rx_index(&c->rxr);
+		struct weft_slot_hdr *s = &c->rx->slots[i];
+		if (!slots_left || !weft_ring_rx_arrived(&c->rxr, s))
 			break;
 		slots_left--;
 		moved = true;
-		if (m->tp_priv[0] == SHM_RX_NEW) {
-			if (s->tag != m->tag || s->len != m->len) {
-				*status = rx_mismatch(c, m, s);
-				return true;
-			}
-			if (s->kind == SHM_KIND_CMA) {
-				memcpy(&m->tp_priv[1], s->inl, sizeof(uint64_t));
-				m->tp_priv[0] = SHM_RX_CMA;
-				rx_release(c);
+		struct weft_msg *m = r->base.msg;
+		if (r->phase == SHM_RX_NEW) {
+			if (rx_first(c, r, s, status)) {
+				if (*status != WEFT_SUCCESS)
+					return true;
 				continue;
 			}
-			if (m->len <= SHM_INLINE) {
-				if (m->len)
-					weft_msg_deliver(m, 0, s->inl, m->len);
-				m->xferred = m->len;
-				rx_release(c);
-				msg_finish(q_pop(&c->recvq), WEFT_SUCCESS);
-				continue;
-			}
-			m->tp_priv[0] = SHM_RX_EAGER;
-		} else if (s->tag != m->tag || s->kind != SHM_KIND_EAGER) {
+		} else if (s->tag != m->tag || s->kind != WEFT_SLOT_EAGER) {
 			*status =
 			    conn_fail(c, WEFT_ERR_REMOTE,
 				      "shm: stream from rank %d out of step (tag %#llx kind %u "
@@ -283,12 +300,12 @@ static bool rx_pull(struct shm_conn *c, weft_status_t *status)
 				      (unsigned long long)m->tag);
 			return true;
 		}
-		size_t n = min_size(tc->slot_bytes, m->len - m->xferred);
-		weft_msg_deliver(m, m->xferred, c->rx_data + (size_t)i * tc->slot_bytes, n);
-		m->xferred += n;
+		size_t n = min_size(tp->slot_bytes, m->len - r->base.xferred);
+		weft_msg_deliver(m, r->base.xferred, c->rx_data + (size_t)i * tp->slot_bytes, n);
+		r->base.xferred += n;
 		rx_release(c);
-		if (m->xferred == m->len)
-			msg_finish(q_pop(&c->recvq), WEFT_SUCCESS);
+		if (r->base.xferred == m->len)
+			req_finish(c, &c->recvq, r, WEFT_SUCCESS);
 	}
 	return moved;
 }
@@ -382,12 +399,12 @@ static weft_status_t conn_progress(struct shm_conn *c)
 	return conn_busy(c) ? conn_stalled(c) : WEFT_SUCCESS;
 }
 
-weft_status_t weft_tp_shm_progress(struct weft_tp_comm *base)
+weft_status_t weft_tp_shm_progress(struct weft_tp *base)
 {
-	struct shm_tc *tc = weft_container_of(base, struct shm_tc, base);
+	struct shm_tp *tp = weft_container_of(base, struct shm_tp, base);
 	weft_status_t ret = WEFT_SUCCESS;
-	for (int l = 0; l < tc->nlocal; l++) {
-		struct shm_conn *c = &tc->conns[l];
+	for (int l = 0; l < tp->nlocal; l++) {
+		struct shm_conn *c = &tp->conns[l];
 		if (!c->connected || c->broken || !conn_busy(c))
 			continue;
 		weft_status_t st = conn_progress(c);
@@ -399,24 +416,36 @@ weft_status_t weft_tp_shm_progress(struct weft_tp_comm *base)
 
 /* --- Posting --- */
 
-static weft_status_t post_broken(struct shm_conn *c, struct weft_msg *m)
+/* A request for @p m, or NULL with @p m completed with the reason. */
+static struct shm_req *post_req(struct shm_conn *c, struct weft_msg *m, weft_status_t *st)
 {
-	weft_status_t st = c->fail_status != WEFT_SUCCESS ? c->fail_status : WEFT_ERR_REMOTE;
-	msg_finish(m, st);
-	return st;
+	m->done = false;
+	m->status = WEFT_INPROGRESS;
+	if (m->unit == 0)
+		m->unit = 1;
+	*st = c->broken ? (c->fail_status != WEFT_SUCCESS ? c->fail_status : WEFT_ERR_REMOTE)
+			: WEFT_SUCCESS;
+	struct shm_req *r = *st ? NULL : weft_tp_pool_get(&c->tp->reqs);
+	if (!r && !*st)
+		*st = weft_tp_fail(c->tp->base.env, WEFT_ERR_NO_MEMORY,
+				   "shm: no memory for a request");
+	if (!r) {
+		weft_msg_complete(m, *st);
+		return NULL;
+	}
+	r->base.msg = m;
+	return r;
 }
 
 weft_status_t weft_tp_shm_isend(struct weft_conn *base, struct weft_msg *m)
 {
 	struct shm_conn *c = weft_container_of(base, struct shm_conn, base);
-	m->done = false;
-	m->status = WEFT_INPROGRESS;
-	m->xferred = 0;
-	m->tp_priv[0] = m->tp_priv[1] = 0;
-	if (c->broken)
-		return post_broken(c, m);
+	weft_status_t st;
+	struct shm_req *r = post_req(c, m, &st);
+	if (!r)
+		return st;
 	bool idle = !c->sendq.head;
-	q_push(&c->sendq, m);
+	weft_reqq_push(&c->sendq, &r->base);
 	if (idle) /* latency: put it in a slot now rather than at the next progress */
 		tx_push(c);
 	return WEFT_SUCCESS;
@@ -425,18 +454,14 @@ weft_status_t weft_tp_shm_isend(struct weft_conn *base, struct weft_msg *m)
 weft_status_t weft_tp_shm_irecv(struct weft_conn *base, struct weft_msg *m)
 {
 	struct shm_conn *c = weft_container_of(base, struct shm_conn, base);
-	m->done = false;
-	m->status = WEFT_INPROGRESS;
-	m->xferred = 0;
-	m->tp_priv[0] = m->tp_priv[1] = 0;
-	if (m->unit == 0)
-		m->unit = 1;
-	if (c->broken)
-		return post_broken(c, m);
+	weft_status_t st;
+	struct shm_req *r = post_req(c, m, &st);
+	if (!r)
+		return st;
 	bool idle = !c->recvq.head;
-	q_push(&c->recvq, m);
+	weft_reqq_push(&c->recvq, &r->base);
 	if (idle) {
-		weft_status_t st = WEFT_SUCCESS;
+		st = WEFT_SUCCESS;
 		rx_pull(c, &st);
 		return st;
 	}

@@ -27,6 +27,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "transports/common/tp_bounce.h"
+#include "transports/common/tp_queue.h"
 #include "transports/transport.h"
 
 #define WEFT_SOCK_MAX_NSOCKS  16
@@ -64,22 +66,30 @@ enum weft_sock_phase {
 #define WEFT_SOCK_TX_BATCH	 15
 #define WEFT_SOCK_TX_BATCH_BYTES (64u << 10)
 
+/* A message in flight on a connection: where its fragments start and how
+ * many are not finished yet (socket_data.c). */
+struct weft_sock_req {
+	struct weft_tp_req base;
+	unsigned s0;	  /* the socket of fragment 0 */
+	uint64_t nchunks; /* fragments */
+	uint64_t left;	  /* fragments not yet finished */
+};
+
 /* Where one socket's sender stands: the message whose fragment it is
  * sending and how much of header + fragment is out. */
 struct weft_sock_tx {
-	struct weft_msg *msg; /* NULL: nothing queued for this socket */
-	uint64_t chunk;	      /* fragment index in msg */
-	size_t done;	      /* bytes of hdr + fragment written */
+	struct weft_sock_req *req; /* NULL: nothing queued for this socket */
+	uint64_t chunk;		   /* fragment index in msg */
+	size_t done;		   /* bytes of hdr + fragment written */
 	struct weft_sock_frame hdr;
 	struct weft_sock_frame ahead[WEFT_SOCK_TX_BATCH]; /* headers of a batch being sent */
 };
 
 struct weft_sock_rx {
-	struct weft_msg *msg; /* NULL: no posted receive has a fragment here */
+	struct weft_sock_req *req; /* NULL: no posted receive has a fragment here */
 	uint64_t chunk;
 	size_t hdr_got;
-	size_t frag_got;    /* fragment bytes read (for reduce: delivered + in bounce) */
-	size_t bounce_have; /* reduce: undelivered bytes at the start of bounce */
+	size_t frag_got; /* fragment bytes read (for reduce: delivered + in bounce) */
 	struct weft_sock_frame hdr;
 };
 
@@ -90,11 +100,15 @@ struct weft_sock {
 	struct weft_sock_hello hello_buf;
 	struct weft_sock_tx tx;
 	struct weft_sock_rx rx;
-	char *bounce; /* reduce receives land here; bounce_bytes long */
+	struct weft_bounce bounce; /* reduce receives land here */
+	struct tcp_counters {	   /* TCP_INFO at the previous signals query */
+		uint32_t delivered, delivered_ce;
+		uint64_t bytes_acked;
+	} seen;
 };
 
 struct weft_sock_queue {
-	struct weft_msg *head, *tail;
+	struct weft_tp_reqq q;
 	unsigned s0; /* socket where the next posted message starts */
 };
 
@@ -103,6 +117,7 @@ struct weft_sock_conn {
 	struct weft_sock_comm *sc;
 	bool up;
 	bool active;	      /* in sc->active */
+	uint32_t rtt_us;      /* the kernel's RTT once connected (properties) */
 	weft_status_t failed; /* != 0: every message fails with this */
 	struct weft_sock_queue sendq, recvq;
 	struct weft_sock sock[WEFT_SOCK_MAX_NSOCKS];
@@ -128,7 +143,8 @@ struct weft_sock_card {
 };
 
 struct weft_sock_comm {
-	struct weft_tp_comm base;
+	struct weft_tp base;
+	struct weft_tp_pool reqs;
 	int listen_fd;
 	unsigned nsocks;
 	size_t chunk;
@@ -141,27 +157,16 @@ struct weft_sock_comm {
 	int npending, max_pending;
 };
 
+extern const struct weft_tp_ops weft_tp_socket_ops;
+
 /* socket_data.c */
 weft_status_t weft_tp_socket_isend(struct weft_conn *conn, struct weft_msg *msg);
 weft_status_t weft_tp_socket_irecv(struct weft_conn *conn, struct weft_msg *msg);
-weft_status_t weft_tp_socket_progress(struct weft_tp_comm *tc);
+weft_status_t weft_tp_socket_progress(struct weft_tp *tp);
 /* Fail every queued message of @p c with @p status and close its sockets. */
 void weft_tp_socket_conn_fail(struct weft_sock_conn *c, weft_status_t status);
 
-/* Congestion signals of one TCP connection, for the pacer (TCP_INFO). */
-struct weft_tcp_signals {
-	uint32_t delivered;    /* segments delivered, cumulative */
-	uint32_t delivered_ce; /* of which ECN CE-marked */
-	uint32_t rtt_us;       /* smoothed RTT */
-	uint32_t snd_cwnd;     /* congestion window, segments */
-	uint64_t bytes_acked;
-};
-
-/* Read TCP_INFO of socket @p index of @p conn (a socket-transport
- * connection). WEFT_ERR_INVALID_ARG if there is no such open socket,
- * WEFT_ERR_SYSTEM if getsockopt fails (errno is kept); nothing is recorded
- * on the communicator. Never blocks. */
-weft_status_t weft_tp_socket_tcp_signals(struct weft_conn *conn, unsigned index,
-					 struct weft_tcp_signals *out);
+/* socket_conn.c: congestion signals from TCP_INFO (the signal op). */
+int weft_tp_socket_signals(struct weft_conn *conn, struct weft_tp_signal *out, int max);
 
 #endif

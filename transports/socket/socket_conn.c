@@ -23,12 +23,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "bootstrap/bootstrap.h"
-#include "core/comm.h"
-#include "util/log.h"
 #include "bootstrap/netaddr.h"
-#include "util/settings.h"
+#include "transports/common/tp_stubs.h"
 #include "transports/socket/socket.h"
+#include "util/clock.h"
+#include "util/log.h"
+#include "util/settings.h"
 
 #define SOCK_CARD_MAGIC 0x57454654534f4b43ull /* "WEFTSOKC" */
 /* Reduce receives land in a bounce buffer this big (per socket) before they
@@ -37,9 +37,9 @@
 #define SOCK_BOUNCE_MAX (256u << 10)
 #define SOCK_MIN_CHUNK	4096u
 
-static struct weft_sock_comm *to_sc(struct weft_tp_comm *tc)
+static struct weft_sock_comm *to_sc(struct weft_tp *tp)
 {
-	return weft_container_of(tc, struct weft_sock_comm, base);
+	return weft_container_of(tp, struct weft_sock_comm, base);
 }
 
 static const char *addr_str(const struct sockaddr_storage *a, char *buf, size_t n)
@@ -56,35 +56,36 @@ static void close_fd(int *fd)
 	}
 }
 
-static int sock_score(struct weft_tp_comm *tc, int peer)
+static int sock_score(struct weft_tp *tp, int peer)
 {
-	return peer == tc->comm->rank ? 0 : 10;
+	return peer == tp->env->rank ? 0 : 10;
 }
 
-/* See weft_comm_local_address: WEFT_SOCKET_IFNAME, else loopback on one
- * host, else this rank's NIC. */
-static weft_status_t pick_address(struct weft_comm *comm, struct weft_sock_card *card)
+/* The interface the communicator chose (env->ifname: WEFT_SOCKET_IFNAME,
+ * else loopback on one host, else this rank's NIC). */
+static weft_status_t pick_address(const struct weft_tp_env *env, struct weft_sock_card *card)
 {
 	socklen_t len = 0;
-	weft_status_t st = weft_comm_local_address(comm, &card->addr, &len);
+	struct weft_err err = {0};
+	weft_status_t st = weft_addr_of_interface(env->ifname, &card->addr, &len, &err);
 	card->addr_len = len;
-	return st;
+	return st == WEFT_SUCCESS ? st : weft_tp_fail(env, st, "socket: %s", err.msg);
 }
 
 static weft_status_t read_settings(struct weft_sock_comm *sc)
 {
-	struct weft_comm *comm = sc->base.comm;
+	const struct weft_tp_env *env = sc->base.env;
 	long nsocks = 0, chunk = 0;
 	if (!weft_setting_long("WEFT_SOCKET_NSOCKS", &nsocks) || nsocks < 1 ||
 	    nsocks > WEFT_SOCK_MAX_NSOCKS)
-		return weft_comm_fail(comm, WEFT_ERR_INVALID_ARG,
-				      "WEFT_SOCKET_NSOCKS=%s: expected an integer from 1 to %d",
-				      weft_setting_str("WEFT_SOCKET_NSOCKS"), WEFT_SOCK_MAX_NSOCKS);
+		return weft_tp_fail(env, WEFT_ERR_INVALID_ARG,
+				    "WEFT_SOCKET_NSOCKS=%s: expected an integer from 1 to %d",
+				    weft_setting_str("WEFT_SOCKET_NSOCKS"), WEFT_SOCK_MAX_NSOCKS);
 	if (!weft_setting_long("WEFT_SOCKET_CHUNK", &chunk) || chunk < (long)SOCK_MIN_CHUNK ||
 	    chunk > (1L << 30))
-		return weft_comm_fail(comm, WEFT_ERR_INVALID_ARG,
-				      "WEFT_SOCKET_CHUNK=%s: expected a size from 4K to 1G",
-				      weft_setting_str("WEFT_SOCKET_CHUNK"));
+		return weft_tp_fail(env, WEFT_ERR_INVALID_ARG,
+				    "WEFT_SOCKET_CHUNK=%s: expected a size from 4K to 1G",
+				    weft_setting_str("WEFT_SOCKET_CHUNK"));
 	sc->nsocks = (unsigned)nsocks;
 	/* A multiple of 4 KiB keeps every fragment a whole number of elements,
 	 * so a reduce receive never has an element split across two sockets. */
@@ -96,16 +97,16 @@ static weft_status_t read_settings(struct weft_sock_comm *sc)
 
 static weft_status_t open_listener(struct weft_sock_comm *sc, struct weft_sock_card *card)
 {
-	struct weft_comm *comm = sc->base.comm;
+	const struct weft_tp_env *env = sc->base.env;
 	weft_status_t st = read_settings(sc);
 	if (st != WEFT_SUCCESS)
 		return st;
-	st = pick_address(comm, card);
+	st = pick_address(env, card);
 	if (st != WEFT_SUCCESS)
 		return st;
 	int fd = socket(card->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return weft_comm_fail_errno(comm, errno, "socket: creating the listener");
+		return weft_tp_fail_errno(env, errno, "socket: creating the listener");
 	socklen_t alen = sizeof(card->addr);
 	char where[80];
 	if (bind(fd, (struct sockaddr *)&card->addr, card->addr_len) != 0 ||
@@ -113,8 +114,8 @@ static weft_status_t open_listener(struct weft_sock_comm *sc, struct weft_sock_c
 	    getsockname(fd, (struct sockaddr *)&card->addr, &alen) != 0) {
 		int e = errno;
 		close(fd);
-		return weft_comm_fail_errno(comm, e, "socket: listening on %s",
-					    addr_str(&card->addr, where, sizeof(where)));
+		return weft_tp_fail_errno(env, e, "socket: listening on %s",
+					  addr_str(&card->addr, where, sizeof(where)));
 	}
 	card->addr_len = alen;
 	sc->listen_fd = fd;
@@ -131,61 +132,60 @@ static weft_status_t open_listener(struct weft_sock_comm *sc, struct weft_sock_c
  * differently. */
 static weft_status_t check_cards(struct weft_sock_comm *sc)
 {
-	struct weft_comm *comm = sc->base.comm;
-	const struct weft_sock_card *me = &sc->cards[comm->rank];
-	for (int r = 0; r < comm->nranks; r++) {
+	const struct weft_tp_env *env = sc->base.env;
+	const struct weft_sock_card *me = &sc->cards[env->rank];
+	for (int r = 0; r < env->nranks; r++) {
 		const struct weft_sock_card *c = &sc->cards[r];
 		if (c->magic != SOCK_CARD_MAGIC || c->status != WEFT_SUCCESS)
-			return weft_comm_fail(
-			    comm, WEFT_ERR_REMOTE,
-			    "socket: rank %d could not open its TCP listener (%s)", r,
-			    weft_status_string((weft_status_t)c->status));
+			return weft_tp_fail(env, WEFT_ERR_REMOTE,
+					    "socket: rank %d could not open its TCP listener (%s)",
+					    r, weft_status_string((weft_status_t)c->status));
 		if (c->nsocks != me->nsocks || c->chunk != me->chunk)
-			return weft_comm_fail(
-			    comm, WEFT_ERR_INVALID_ARG,
+			return weft_tp_fail(
+			    env, WEFT_ERR_INVALID_ARG,
 			    "socket: WEFT_SOCKET_NSOCKS/WEFT_SOCKET_CHUNK differ between "
 			    "ranks: rank %d has %u/%llu, rank %d has %u/%llu",
-			    comm->rank, me->nsocks, (unsigned long long)me->chunk, r, c->nsocks,
+			    env->rank, me->nsocks, (unsigned long long)me->chunk, r, c->nsocks,
 			    (unsigned long long)c->chunk);
 	}
 	return WEFT_SUCCESS;
 }
 
-static void sock_comm_fini(struct weft_tp_comm *tc);
+static void sock_fini(struct weft_tp *tp);
 
-static weft_status_t sock_comm_init(struct weft_comm *comm, struct weft_tp_comm **out)
+static weft_status_t sock_init(const struct weft_tp_env *env, struct weft_tp **out)
 {
 	*out = NULL;
 	struct weft_sock_comm *sc = calloc(1, sizeof(*sc));
 	if (!sc)
-		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "socket: out of memory");
+		return weft_tp_fail(env, WEFT_ERR_NO_MEMORY, "socket: out of memory");
 	sc->base.ops = &weft_tp_socket_ops;
-	sc->base.comm = comm;
+	sc->base.env = env;
 	sc->listen_fd = -1;
-	sc->cards = calloc((size_t)comm->nranks, sizeof(*sc->cards));
-	sc->conns = calloc((size_t)comm->nranks, sizeof(*sc->conns));
-	sc->active = calloc((size_t)comm->nranks, sizeof(*sc->active));
-	if (!sc->cards || !sc->conns || !sc->active) {
-		sock_comm_fini(&sc->base);
-		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "socket: out of memory");
+	sc->cards = calloc((size_t)env->nranks, sizeof(*sc->cards));
+	sc->conns = calloc((size_t)env->nranks, sizeof(*sc->conns));
+	sc->active = calloc((size_t)env->nranks, sizeof(*sc->active));
+	if (!sc->cards || !sc->conns || !sc->active ||
+	    weft_tp_pool_init(&sc->reqs, sizeof(struct weft_sock_req)) != WEFT_SUCCESS) {
+		sock_fini(&sc->base);
+		return weft_tp_fail(env, WEFT_ERR_NO_MEMORY, "socket: out of memory");
 	}
 
 	/* Take part in the allgather even if the listener failed, so the other
 	 * ranks learn why instead of waiting for us until the timeout. */
-	struct weft_sock_card *card = &sc->cards[comm->rank];
+	struct weft_sock_card *card = &sc->cards[env->rank];
 	weft_status_t local = open_listener(sc, card);
 	card->magic = SOCK_CARD_MAGIC;
 	card->status = local;
-	weft_status_t st =
-	    weft_bootstrap_allgather(comm->bs, sc->cards, sizeof(*sc->cards), &comm->err);
+	weft_status_t st = env->allgather(env->ctx, sc->cards, sizeof(*sc->cards));
 	/* Our own failure is the root cause even if the allgather failed too
-	 * (comm->err keeps the first error). */
+	 * (the communicator keeps the first error). */
 	if (local != WEFT_SUCCESS)
 		st = local;
 	else if (st == WEFT_SUCCESS)
 		st = check_cards(sc);
 	if (st != WEFT_SUCCESS) {
-		sock_comm_fini(&sc->base);
+		sock_fini(&sc->base);
 		return st;
 	}
 	*out = &sc->base;
@@ -201,20 +201,21 @@ static struct weft_sock_conn *conn_get(struct weft_sock_comm *sc, int peer)
 	if (!c)
 		return NULL;
 	c->base.ops = &weft_tp_socket_ops;
-	c->base.tc = &sc->base;
+	c->base.tp = &sc->base;
 	c->base.peer = peer;
 	c->sc = sc;
 	for (unsigned i = 0; i < sc->nsocks; i++) {
 		c->sock[i].fd = -1;
 		/* Pre-faulted now so the first reduce receive pays no page faults. */
-		c->sock[i].bounce = malloc(sc->bounce_bytes);
-		if (!c->sock[i].bounce) {
+		c->sock[i].bounce.buf = malloc(sc->bounce_bytes);
+		c->sock[i].bounce.cap = sc->bounce_bytes;
+		if (!c->sock[i].bounce.buf) {
 			for (unsigned j = 0; j < i; j++)
-				free(c->sock[j].bounce);
+				free(c->sock[j].bounce.buf);
 			free(c);
 			return NULL;
 		}
-		memset(c->sock[i].bounce, 0, sc->bounce_bytes);
+		memset(c->sock[i].bounce.buf, 0, sc->bounce_bytes);
 	}
 	sc->conns[peer] = c;
 	return c;
@@ -224,10 +225,19 @@ static void fill_hello(struct weft_sock_comm *sc, struct weft_sock_hello *h, uns
 {
 	memset(h, 0, sizeof(*h));
 	h->magic = WEFT_SOCK_HELLO_MAGIC;
-	h->secret = sc->base.comm->secret;
-	h->rank = sc->base.comm->rank;
+	h->secret = sc->base.env->secret;
+	h->rank = sc->base.env->rank;
 	h->index = index;
 	h->nsocks = sc->nsocks;
+}
+
+/* The kernel's smoothed RTT of a connected socket, in us (0 unknown). */
+static uint32_t tcp_rtt_us(int fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+	memset(&ti, 0, sizeof(ti));
+	return fd >= 0 && getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 ? ti.tcpi_rtt : 0;
 }
 
 static void set_nodelay(int fd)
@@ -266,16 +276,16 @@ static bool would_block(int err)
 
 static weft_status_t hello_failed(struct weft_sock_conn *c, unsigned i, int err, const char *what)
 {
-	struct weft_comm *comm = c->sc->base.comm;
+	const struct weft_tp_env *env = c->sc->base.env;
 	weft_status_t st =
 	    err == 0
-		? weft_comm_fail(comm, WEFT_ERR_REMOTE,
-				 "socket: peer rank %d closed the connection during the handshake "
-				 "(socket %u, %s)",
-				 c->base.peer, i, what)
-		: weft_comm_fail_errno(comm, err,
-				       "socket: handshake with peer rank %d (socket %u, %s)",
-				       c->base.peer, i, what);
+		? weft_tp_fail(env, WEFT_ERR_REMOTE,
+			       "socket: peer rank %d closed the connection during the handshake "
+			       "(socket %u, %s)",
+			       c->base.peer, i, what)
+		: weft_tp_fail_errno(env, err,
+				     "socket: handshake with peer rank %d (socket %u, %s)",
+				     c->base.peer, i, what);
 	weft_tp_socket_conn_fail(c, err == 0 ? WEFT_ERR_REMOTE : st);
 	return st;
 }
@@ -284,7 +294,7 @@ static weft_status_t hello_failed(struct weft_sock_conn *c, unsigned i, int err,
 static weft_status_t connector_step(struct weft_sock_conn *c, unsigned i)
 {
 	struct weft_sock_comm *sc = c->sc;
-	struct weft_comm *comm = sc->base.comm;
+	const struct weft_tp_env *env = sc->base.env;
 	struct weft_sock *s = &c->sock[i];
 	const struct weft_sock_card *card = &sc->cards[c->base.peer];
 	const struct sockaddr_storage *addr = &card->addr;
@@ -295,16 +305,16 @@ static weft_status_t connector_step(struct weft_sock_conn *c, unsigned i)
 	case WEFT_SOCK_IDLE:
 		s->fd = socket(addr->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (s->fd < 0)
-			return weft_comm_fail_errno(comm, errno,
-						    "socket: creating socket %u to peer rank %d", i,
-						    c->base.peer);
+			return weft_tp_fail_errno(env, errno,
+						  "socket: creating socket %u to peer rank %d", i,
+						  c->base.peer);
 		set_nodelay(s->fd);
 		if (connect(s->fd, (const struct sockaddr *)addr, card->addr_len) != 0 &&
 		    errno != EINPROGRESS) {
 			err = errno;
 			close_fd(&s->fd);
-			return weft_comm_fail_errno(
-			    comm, err, "socket: connecting to peer rank %d at %s", c->base.peer,
+			return weft_tp_fail_errno(
+			    env, err, "socket: connecting to peer rank %d at %s", c->base.peer,
 			    addr_str(addr, where, sizeof(where)));
 		}
 		s->phase = WEFT_SOCK_CONNECTING;
@@ -318,8 +328,8 @@ static weft_status_t connector_step(struct weft_sock_conn *c, unsigned i)
 			err = errno;
 		if (err != 0) {
 			close_fd(&s->fd);
-			return weft_comm_fail_errno(
-			    comm, err, "socket: connecting to peer rank %d at %s", c->base.peer,
+			return weft_tp_fail_errno(
+			    env, err, "socket: connecting to peer rank %d at %s", c->base.peer,
 			    addr_str(addr, where, sizeof(where)));
 		}
 		fill_hello(sc, &s->hello_buf, i);
@@ -339,11 +349,11 @@ static weft_status_t connector_step(struct weft_sock_conn *c, unsigned i)
 			return would_block(err) ? WEFT_INPROGRESS
 						: hello_failed(c, i, err, "reading reply");
 		const struct weft_sock_hello *h = &s->hello_buf;
-		if (h->magic != WEFT_SOCK_HELLO_MAGIC || h->secret != comm->secret ||
+		if (h->magic != WEFT_SOCK_HELLO_MAGIC || h->secret != env->secret ||
 		    h->rank != c->base.peer || h->index != i) {
 			weft_tp_socket_conn_fail(c, WEFT_ERR_REMOTE);
-			return weft_comm_fail(
-			    comm, WEFT_ERR_REMOTE,
+			return weft_tp_fail(
+			    env, WEFT_ERR_REMOTE,
 			    "socket: %s, the address of peer rank %d, answered with a "
 			    "bad handshake (socket %u)",
 			    addr_str(addr, where, sizeof(where)), c->base.peer, i);
@@ -393,12 +403,12 @@ static void pending_drop(struct weft_sock_comm *sc, int k, const char *why)
 static bool pending_route(struct weft_sock_comm *sc, struct weft_sock_pending *p, const char **why)
 {
 	const struct weft_sock_hello *h = &p->hello;
-	struct weft_comm *comm = sc->base.comm;
+	const struct weft_tp_env *env = sc->base.env;
 	if (h->magic != WEFT_SOCK_HELLO_MAGIC)
 		return *why = "not a Weft handshake", false;
-	if (h->secret != comm->secret)
+	if (h->secret != env->secret)
 		return *why = "wrong secret (another job?)", false;
-	if (h->rank < 0 || h->rank >= comm->rank)
+	if (h->rank < 0 || h->rank >= env->rank)
 		return *why = "rank out of range (only lower ranks connect)", false;
 	if (h->index >= sc->nsocks || h->nsocks != sc->nsocks)
 		return *why = "socket index or count does not match", false;
@@ -462,7 +472,7 @@ static void pending_progress(struct weft_sock_comm *sc)
 		if (n < 0) {
 			if (!would_block(errno))
 				pending_drop(sc, k, strerror(errno));
-			else if (now - p->since > sc->base.comm->timeout_s)
+			else if (now - p->since > sc->base.env->timeout_s)
 				pending_drop(sc, k, "no handshake within the timeout");
 			continue;
 		}
@@ -477,16 +487,16 @@ static void pending_progress(struct weft_sock_comm *sc)
 	}
 }
 
-static weft_status_t sock_connect(struct weft_tp_comm *tc, int peer, struct weft_conn **out)
+static weft_status_t sock_connect(struct weft_tp *tp, int peer, struct weft_conn **out)
 {
-	struct weft_sock_comm *sc = to_sc(tc);
-	struct weft_comm *comm = tc->comm;
+	struct weft_sock_comm *sc = to_sc(tp);
+	const struct weft_tp_env *env = tp->env;
 	*out = NULL;
-	if (peer < 0 || peer >= comm->nranks || peer == comm->rank || sc->listen_fd < 0)
-		return weft_comm_fail(comm, WEFT_ERR_INTERNAL, "socket: connect to peer %d", peer);
+	if (peer < 0 || peer >= env->nranks || peer == env->rank || sc->listen_fd < 0)
+		return weft_tp_fail(env, WEFT_ERR_INTERNAL, "socket: connect to peer %d", peer);
 	struct weft_sock_conn *c = conn_get(sc, peer);
 	if (!c)
-		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "socket: out of memory");
+		return weft_tp_fail(env, WEFT_ERR_NO_MEMORY, "socket: out of memory");
 	if (c->failed)
 		return c->failed;
 	if (!c->up) {
@@ -495,7 +505,7 @@ static weft_status_t sock_connect(struct weft_tp_comm *tc, int peer, struct weft
 		bool all = true;
 		for (unsigned i = 0; i < sc->nsocks; i++) {
 			weft_status_t st =
-			    comm->rank < peer ? connector_step(c, i) : acceptor_step(c, i);
+			    env->rank < peer ? connector_step(c, i) : acceptor_step(c, i);
 			if (st < 0)
 				return st;
 			all = all && st == WEFT_SUCCESS;
@@ -503,6 +513,7 @@ static weft_status_t sock_connect(struct weft_tp_comm *tc, int peer, struct weft
 		if (!all)
 			return WEFT_INPROGRESS;
 		c->up = true;
+		c->rtt_us = tcp_rtt_us(c->sock[0].fd);
 		sc->active[sc->nactive++] = c;
 		char where[80];
 		weft_log(WEFT_LOG_INFO, WEFT_SUB_NET,
@@ -513,10 +524,10 @@ static weft_status_t sock_connect(struct weft_tp_comm *tc, int peer, struct weft
 	return WEFT_SUCCESS;
 }
 
-static void sock_abort(struct weft_tp_comm *tc)
+static void sock_abort(struct weft_tp *tp)
 {
-	struct weft_sock_comm *sc = to_sc(tc);
-	for (int r = 0; r < tc->comm->nranks; r++)
+	struct weft_sock_comm *sc = to_sc(tp);
+	for (int r = 0; r < tp->env->nranks; r++)
 		if (sc->conns[r])
 			weft_tp_socket_conn_fail(sc->conns[r], WEFT_ERR_ABORTED);
 	while (sc->npending > 0)
@@ -524,20 +535,21 @@ static void sock_abort(struct weft_tp_comm *tc)
 	close_fd(&sc->listen_fd);
 }
 
-static void sock_comm_fini(struct weft_tp_comm *tc)
+static void sock_fini(struct weft_tp *tp)
 {
-	if (!tc)
+	if (!tp)
 		return;
-	struct weft_sock_comm *sc = to_sc(tc);
-	sock_abort(tc);
-	for (int r = 0; sc->conns && r < tc->comm->nranks; r++) {
+	struct weft_sock_comm *sc = to_sc(tp);
+	sock_abort(tp);
+	for (int r = 0; sc->conns && r < tp->env->nranks; r++) {
 		struct weft_sock_conn *c = sc->conns[r];
 		if (!c)
 			continue;
 		for (unsigned i = 0; i < sc->nsocks; i++)
-			free(c->sock[i].bounce);
+			free(c->sock[i].bounce.buf);
 		free(c);
 	}
+	weft_tp_pool_fini(&sc->reqs);
 	free(sc->pending);
 	free(sc->conns);
 	free(sc->active);
@@ -545,39 +557,102 @@ static void sock_comm_fini(struct weft_tp_comm *tc)
 	free(sc);
 }
 
-weft_status_t weft_tp_socket_tcp_signals(struct weft_conn *conn, unsigned index,
-					 struct weft_tcp_signals *out)
+/* Per-socket deltas of TCP_INFO since the previous call: the congestion
+ * feedback the pacer reads (CE marks need ECN negotiated on the socket). */
+int weft_tp_socket_signals(struct weft_conn *conn, struct weft_tp_signal *out, int max)
 {
-	/* A query for the pacer, which polls it: failures are returned, not
-	 * recorded on the communicator. */
 	struct weft_sock_conn *c = weft_container_of(conn, struct weft_sock_conn, base);
-	if (conn->ops != &weft_tp_socket_ops || index >= c->sc->nsocks || c->sock[index].fd < 0)
-		return WEFT_ERR_INVALID_ARG;
-	struct tcp_info ti;
-	socklen_t len = sizeof(ti);
-	memset(&ti, 0, sizeof(ti));
-	if (getsockopt(c->sock[index].fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
-		return WEFT_ERR_SYSTEM;
-	/* An older kernel fills less; the fields it does not know stay zero. */
-	*out = (struct weft_tcp_signals){
-	    .delivered = ti.tcpi_delivered,
-	    .delivered_ce = ti.tcpi_delivered_ce,
-	    .rtt_us = ti.tcpi_rtt,
-	    .snd_cwnd = ti.tcpi_snd_cwnd,
-	    .bytes_acked = ti.tcpi_bytes_acked,
-	};
-	return WEFT_SUCCESS;
+	int n = 0;
+	for (unsigned i = 0; i < c->sc->nsocks && n < max; i++) {
+		struct weft_sock *s = &c->sock[i];
+		struct tcp_info ti;
+		socklen_t len = sizeof(ti);
+		memset(&ti, 0, sizeof(ti));
+		if (s->fd < 0 || getsockopt(s->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
+			break;
+		/* An older kernel fills less; the fields it does not know stay zero. */
+		out[n++] = (struct weft_tp_signal){
+		    .delivered = ti.tcpi_delivered - s->seen.delivered,
+		    .delivered_ce = ti.tcpi_delivered_ce - s->seen.delivered_ce,
+		    .rtt_us = ti.tcpi_rtt,
+		    .bytes_acked = ti.tcpi_bytes_acked - s->seen.bytes_acked,
+		};
+		s->seen.delivered = ti.tcpi_delivered;
+		s->seen.delivered_ce = ti.tcpi_delivered_ce;
+		s->seen.bytes_acked = ti.tcpi_bytes_acked;
+	}
+	return n;
 }
+
+/* The link speed the kernel reports for @p ifname (bytes/s), 0 unknown
+ * (loopback and some virtual interfaces report none). */
+static double link_speed(const char *ifname)
+{
+	if (!ifname)
+		return 0;
+	char path[128];
+	snprintf(path, sizeof(path), "/sys/class/net/%s/speed", ifname);
+	FILE *f = fopen(path, "r");
+	long mbps = 0;
+	if (f) {
+		if (fscanf(f, "%ld", &mbps) != 1)
+			mbps = 0;
+		fclose(f);
+	}
+	return mbps > 0 ? (double)mbps * 1e6 / 8 : 0;
+}
+
+/* Defaults where nothing better is known: TCP over loopback on the
+ * machines measured (README, "Measured"). */
+#define SOCK_DEFAULT_LATENCY_S 10e-6
+#define SOCK_DEFAULT_BPS       3e9
+
+static void sock_props(struct weft_tp *tp, int peer, struct weft_tp_props *out)
+{
+	struct weft_sock_comm *sc = to_sc(tp);
+	const struct weft_sock_conn *c = sc->conns[peer];
+	double speed = link_speed(tp->env->ifname);
+	bool rtt = c && c->rtt_us > 0;
+	*out = (struct weft_tp_props){
+	    /* The kernel's RTT of the handshake, one way; a loopback RTT is a
+	     * few us, below what a message through the stack costs. */
+	    .latency_s = rtt && c->rtt_us / 2 * 1e-6 > SOCK_DEFAULT_LATENCY_S
+			     ? c->rtt_us / 2 * 1e-6
+			     : SOCK_DEFAULT_LATENCY_S,
+	    .bandwidth_Bps = speed > 0 ? speed : SOCK_DEFAULT_BPS,
+	    .ordered = true,
+	    .source = rtt || speed > 0 ? "measured" : "default",
+	};
+}
+
+static void sock_describe(struct weft_tp *tp, int peer, char *buf, size_t len)
+{
+	struct weft_sock_comm *sc = to_sc(tp);
+	char where[80];
+	snprintf(buf, len, "socket(%s, %u streams)",
+		 addr_str(&sc->cards[peer].addr, where, sizeof(where)), sc->nsocks);
+}
+
+static const struct weft_setting sock_settings[] = {
+    {"WEFT_SOCKET_NSOCKS", "2", "TCP sockets per peer, striped"},
+    {"WEFT_SOCKET_CHUNK", "512K", "bytes per pipelined chunk on TCP"},
+};
 
 const struct weft_tp_ops weft_tp_socket_ops = {
     .size = sizeof(struct weft_tp_ops),
     .name = "socket",
-    .score = sock_score,
-    .comm_init = sock_comm_init,
-    .comm_fini = sock_comm_fini,
-    .connect = sock_connect,
-    .isend = weft_tp_socket_isend,
-    .irecv = weft_tp_socket_irecv,
-    .progress = weft_tp_socket_progress,
-    .abort = sock_abort,
+    .settings = sock_settings,
+    .nsettings = sizeof(sock_settings) / sizeof(sock_settings[0]),
+    .life = {.init = sock_init, .fini = sock_fini, .abort = sock_abort},
+    .conn = {.score = sock_score, .connect = sock_connect},
+    .msg = {.isend = weft_tp_socket_isend,
+	    .irecv = weft_tp_socket_irecv,
+	    .progress = weft_tp_socket_progress},
+    .mem = {.reg = weft_tp_no_reg,
+	    .dereg = weft_tp_no_dereg,
+	    .map = weft_tp_no_map,
+	    .unmap = weft_tp_no_unmap},
+    .rma = {.write = weft_tp_no_write, .get = weft_tp_no_get},
+    .prop = {.props = sock_props, .describe = sock_describe},
+    .signal = {.signals = weft_tp_socket_signals},
 };

@@ -9,9 +9,8 @@
  * message is done when all of its fragments are, whichever socket finishes
  * last, and leaves its queue at once (the poster may then reuse it).
  *
- * Per-message scratch (weft_msg.tp_priv): [0] previous message in the queue,
- * [1] s0, the socket of fragment 0, [2] fragment count, [3] fragments not
- * yet finished.
+ * Per-message state is a request (struct weft_sock_req) from the
+ * transport's pool: where its fragments start, how many are left.
  *
  * progress() tries recv/send directly on every socket that has work and
  * stops at EAGAIN or at a short transfer (the kernel buffer is empty or
@@ -25,11 +24,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "core/comm.h"
-#include "util/log.h"
 #include "transports/socket/socket.h"
-
-enum { PRIV_PREV = 0, PRIV_S0, PRIV_NCHUNKS, PRIV_LEFT };
+#include "util/log.h"
 
 #define HDR_BYTES sizeof(struct weft_sock_frame)
 
@@ -38,16 +34,21 @@ static struct weft_sock_conn *to_conn(struct weft_conn *conn)
 	return weft_container_of(conn, struct weft_sock_conn, base);
 }
 
-static uint64_t nchunks_of(const struct weft_msg *m)
+static struct weft_sock_req *req_of(struct weft_tp_req *r)
 {
-	return m->tp_priv[PRIV_NCHUNKS];
+	return r ? weft_container_of(r, struct weft_sock_req, base) : NULL;
 }
 
-/* Index of the first fragment of @p m that travels on socket @p s
- * (>= nchunks if none does). */
-static uint64_t first_chunk_on(const struct weft_msg *m, unsigned s, unsigned nsocks)
+static struct weft_sock_req *next_req(const struct weft_sock_req *r)
 {
-	return (s + nsocks - (unsigned)m->tp_priv[PRIV_S0]) % nsocks;
+	return req_of(r->base.next);
+}
+
+/* Index of the first fragment of @p r that travels on socket @p s
+ * (>= nchunks if none does). */
+static uint64_t first_chunk_on(const struct weft_sock_req *r, unsigned s, unsigned nsocks)
+{
+	return (s + nsocks - r->s0) % nsocks;
 }
 
 static size_t frag_len(const struct weft_msg *m, uint64_t chunk, size_t chunk_bytes)
@@ -57,47 +58,31 @@ static size_t frag_len(const struct weft_msg *m, uint64_t chunk, size_t chunk_by
 	return left < chunk_bytes ? left : chunk_bytes;
 }
 
-static void queue_push(struct weft_sock_queue *q, struct weft_msg *m,
+static void queue_push(struct weft_sock_queue *q, struct weft_sock_req *r,
 		       const struct weft_sock_comm *sc)
 {
-	uint64_t n = m->len == 0 ? 1 : (m->len + sc->chunk - 1) / sc->chunk;
-	m->tp_priv[PRIV_PREV] = (uintptr_t)q->tail;
-	m->tp_priv[PRIV_S0] = q->s0;
-	m->tp_priv[PRIV_NCHUNKS] = n;
-	m->tp_priv[PRIV_LEFT] = n;
-	m->next = NULL;
-	if (q->tail)
-		q->tail->next = m;
-	else
-		q->head = m;
-	q->tail = m;
+	size_t len = r->base.msg->len;
+	uint64_t n = len == 0 ? 1 : (len + sc->chunk - 1) / sc->chunk;
+	r->s0 = q->s0;
+	r->nchunks = r->left = n;
+	weft_reqq_push(&q->q, &r->base);
 	q->s0 = (unsigned)((q->s0 + n) % sc->nsocks);
 }
 
-static void queue_unlink(struct weft_sock_queue *q, struct weft_msg *m)
+/* @p r leaves its queue and goes back to the pool; its message is done. */
+static void req_finish(struct weft_sock_conn *c, struct weft_sock_queue *q, struct weft_sock_req *r,
+		       weft_status_t status)
 {
-	struct weft_msg *prev = (struct weft_msg *)(uintptr_t)m->tp_priv[PRIV_PREV];
-	if (prev)
-		prev->next = m->next;
-	else
-		q->head = m->next;
-	if (m->next)
-		m->next->tp_priv[PRIV_PREV] = (uintptr_t)prev;
-	else
-		q->tail = prev;
-	m->next = NULL;
+	weft_reqq_unlink(&q->q, &r->base);
+	struct weft_msg *m = r->base.msg;
+	weft_tp_pool_put(&c->sc->reqs, r);
+	weft_msg_complete(m, status);
 }
 
-static void msg_finish(struct weft_sock_queue *q, struct weft_msg *m, weft_status_t status)
-{
-	queue_unlink(q, m);
-	m->status = status;
-	m->done = true;
-}
-
-static void frame_hdr(struct weft_sock_frame *h, const struct weft_msg *m, uint64_t chunk,
+static void frame_hdr(struct weft_sock_frame *h, const struct weft_sock_req *r, uint64_t chunk,
 		      size_t chunk_bytes)
 {
+	const struct weft_msg *m = r->base.msg;
 	*h = (struct weft_sock_frame){
 	    .magic = WEFT_SOCK_FRAME_MAGIC,
 	    .frag_len = (uint32_t)frag_len(m, chunk, chunk_bytes),
@@ -107,29 +92,29 @@ static void frame_hdr(struct weft_sock_frame *h, const struct weft_msg *m, uint6
 	};
 }
 
-static void tx_frame(struct weft_sock_tx *tx, struct weft_msg *m, uint64_t chunk,
+static void tx_frame(struct weft_sock_tx *tx, struct weft_sock_req *r, uint64_t chunk,
 		     size_t chunk_bytes)
 {
-	tx->msg = m;
+	tx->req = r;
 	tx->chunk = chunk;
 	tx->done = 0;
-	frame_hdr(&tx->hdr, m, chunk, chunk_bytes);
+	frame_hdr(&tx->hdr, r, chunk, chunk_bytes);
 }
 
-/* The fragment after (*m, *chunk) on socket s, as the cursor will walk;
+/* The fragment after (*r, *chunk) on socket s, as the cursor will walk;
  * false if there is none queued. */
-static bool next_on_sock(const struct weft_sock_conn *c, unsigned s, struct weft_msg **m,
+static bool next_on_sock(const struct weft_sock_conn *c, unsigned s, struct weft_sock_req **r,
 			 uint64_t *chunk)
 {
 	unsigned nsocks = c->sc->nsocks;
-	if (*chunk + nsocks < nchunks_of(*m)) {
+	if (*chunk + nsocks < (*r)->nchunks) {
 		*chunk += nsocks;
 		return true;
 	}
-	for (struct weft_msg *x = (*m)->next; x; x = x->next) {
+	for (struct weft_sock_req *x = next_req(*r); x; x = next_req(x)) {
 		uint64_t j = first_chunk_on(x, s, nsocks);
-		if (j < nchunks_of(x)) {
-			*m = x;
+		if (j < x->nchunks) {
+			*r = x;
 			*chunk = j;
 			return true;
 		}
@@ -137,34 +122,35 @@ static bool next_on_sock(const struct weft_sock_conn *c, unsigned s, struct weft
 	return false;
 }
 
-/* Point socket s's send cursor at the first fragment for it in m or later. */
-static void tx_seek(struct weft_sock_conn *c, unsigned s, struct weft_msg *m)
+/* Point socket s's send cursor at the first fragment for it in r or later. */
+static void tx_seek(struct weft_sock_conn *c, unsigned s, struct weft_sock_req *r)
 {
 	struct weft_sock_comm *sc = c->sc;
-	for (; m; m = m->next) {
-		uint64_t j = first_chunk_on(m, s, sc->nsocks);
-		if (j < nchunks_of(m)) {
-			tx_frame(&c->sock[s].tx, m, j, sc->chunk);
+	for (; r; r = next_req(r)) {
+		uint64_t j = first_chunk_on(r, s, sc->nsocks);
+		if (j < r->nchunks) {
+			tx_frame(&c->sock[s].tx, r, j, sc->chunk);
 			return;
 		}
 	}
-	c->sock[s].tx.msg = NULL;
+	c->sock[s].tx.req = NULL;
 }
 
-static void rx_seek(struct weft_sock_conn *c, unsigned s, struct weft_msg *m)
+static void rx_seek(struct weft_sock_conn *c, unsigned s, struct weft_sock_req *r)
 {
 	struct weft_sock_comm *sc = c->sc;
 	struct weft_sock_rx *rx = &c->sock[s].rx;
-	for (; m; m = m->next) {
-		uint64_t j = first_chunk_on(m, s, sc->nsocks);
-		if (j < nchunks_of(m)) {
-			rx->msg = m;
+	for (; r; r = next_req(r)) {
+		uint64_t j = first_chunk_on(r, s, sc->nsocks);
+		if (j < r->nchunks) {
+			rx->req = r;
 			rx->chunk = j;
-			rx->hdr_got = rx->frag_got = rx->bounce_have = 0;
+			rx->hdr_got = rx->frag_got = 0;
+			c->sock[s].bounce.have = 0;
 			return;
 		}
 	}
-	rx->msg = NULL;
+	rx->req = NULL;
 }
 
 static void close_sock(struct weft_sock *s)
@@ -175,8 +161,8 @@ static void close_sock(struct weft_sock *s)
 		s->fd = -1;
 	}
 	s->phase = WEFT_SOCK_CLOSED;
-	s->tx.msg = NULL;
-	s->rx.msg = NULL;
+	s->tx.req = NULL;
+	s->rx.req = NULL;
 }
 
 void weft_tp_socket_conn_fail(struct weft_sock_conn *c, weft_status_t status)
@@ -185,110 +171,119 @@ void weft_tp_socket_conn_fail(struct weft_sock_conn *c, weft_status_t status)
 		c->failed = status;
 	for (unsigned i = 0; i < c->sc->nsocks; i++)
 		close_sock(&c->sock[i]);
-	while (c->sendq.head)
-		msg_finish(&c->sendq, c->sendq.head, c->failed);
-	while (c->recvq.head)
-		msg_finish(&c->recvq, c->recvq.head, c->failed);
+	while (c->sendq.q.head)
+		req_finish(c, &c->sendq, req_of(c->sendq.q.head), c->failed);
+	while (c->recvq.q.head)
+		req_finish(c, &c->recvq, req_of(c->recvq.q.head), c->failed);
 }
 
 /* The peer is gone or broke the protocol: record why once, fail everything. */
 static weft_status_t peer_failed(struct weft_sock_conn *c, unsigned s, int err)
 {
-	struct weft_comm *comm = c->sc->base.comm;
+	const struct weft_tp_env *env = c->sc->base.env;
 	weft_status_t st;
 	if (err == 0 || err == ECONNRESET || err == EPIPE)
-		st = weft_comm_fail(comm, WEFT_ERR_REMOTE,
-				    "peer rank %d closed the connection (socket %u%s)",
-				    c->base.peer, s,
-				    err == 0	   ? ""
-				    : err == EPIPE ? ", broken pipe"
-						   : ", reset");
+		st = weft_tp_fail(env, WEFT_ERR_REMOTE,
+				  "peer rank %d closed the connection (socket %u%s)", c->base.peer,
+				  s,
+				  err == 0	 ? ""
+				  : err == EPIPE ? ", broken pipe"
+						 : ", reset");
 	else
-		st = weft_comm_fail_errno(comm, err, "socket %u to peer rank %d", s, c->base.peer);
+		st = weft_tp_fail_errno(env, err, "socket %u to peer rank %d", s, c->base.peer);
 	weft_tp_socket_conn_fail(c, err == 0 || err == ECONNRESET || err == EPIPE ? WEFT_ERR_REMOTE
 										  : st);
 	return st;
 }
 
-static weft_status_t post_check(struct weft_sock_conn *c, struct weft_msg *m, bool recv)
+/* A request for @p m, or NULL with @p m completed with the reason. */
+static struct weft_sock_req *post_req(struct weft_sock_conn *c, struct weft_msg *m, bool recv,
+				      weft_status_t *st)
 {
+	const struct weft_tp_env *env = c->sc->base.env;
 	m->done = false;
 	m->status = WEFT_INPROGRESS;
-	m->xferred = 0;
-	m->next = NULL;
-	weft_status_t st = c->failed;
-	if (!st && !c->up)
-		st = weft_comm_fail(
-		    c->sc->base.comm, WEFT_ERR_INTERNAL,
-		    "socket: message posted to peer rank %d before it was connected", c->base.peer);
+	*st = c->failed;
+	if (!*st && !c->up)
+		*st = weft_tp_fail(env, WEFT_ERR_INTERNAL,
+				   "socket: message posted to peer rank %d before it was connected",
+				   c->base.peer);
 	/* A fragment is a multiple of 4 KiB, so a power-of-two unit that
 	 * divides the length never straddles two fragments. */
-	if (!st && recv && m->reduce && (m->unit == 0 || m->len % m->unit || 4096 % m->unit))
-		st = weft_comm_fail(c->sc->base.comm, WEFT_ERR_INTERNAL,
-				    "socket: reduce receive of %zu bytes with element size %zu",
-				    m->len, m->unit);
-	if (st) {
-		m->status = st;
-		m->done = true;
+	if (!*st && recv && m->reduce && (m->unit == 0 || m->len % m->unit || 4096 % m->unit))
+		*st = weft_tp_fail(env, WEFT_ERR_INTERNAL,
+				   "socket: reduce receive of %zu bytes with element size %zu",
+				   m->len, m->unit);
+	struct weft_sock_req *r = *st ? NULL : weft_tp_pool_get(&c->sc->reqs);
+	if (!r && !*st)
+		*st = weft_tp_fail(env, WEFT_ERR_NO_MEMORY, "socket: no memory for a request");
+	if (!r) {
+		weft_msg_complete(m, *st);
+		return NULL;
 	}
-	return st;
+	r->base.msg = m;
+	return r;
 }
 
 weft_status_t weft_tp_socket_isend(struct weft_conn *conn, struct weft_msg *m)
 {
 	struct weft_sock_conn *c = to_conn(conn);
-	weft_status_t st = post_check(c, m, false);
-	if (st)
+	weft_status_t st;
+	struct weft_sock_req *r = post_req(c, m, false, &st);
+	if (!r)
 		return st;
-	queue_push(&c->sendq, m, c->sc);
+	queue_push(&c->sendq, r, c->sc);
 	for (unsigned s = 0; s < c->sc->nsocks; s++)
-		if (!c->sock[s].tx.msg)
-			tx_seek(c, s, m);
+		if (!c->sock[s].tx.req)
+			tx_seek(c, s, r);
 	return WEFT_SUCCESS;
 }
 
 weft_status_t weft_tp_socket_irecv(struct weft_conn *conn, struct weft_msg *m)
 {
 	struct weft_sock_conn *c = to_conn(conn);
-	weft_status_t st = post_check(c, m, true);
-	if (st)
+	weft_status_t st;
+	struct weft_sock_req *r = post_req(c, m, true, &st);
+	if (!r)
 		return st;
-	queue_push(&c->recvq, m, c->sc);
+	queue_push(&c->recvq, r, c->sc);
 	for (unsigned s = 0; s < c->sc->nsocks; s++)
-		if (!c->sock[s].rx.msg)
-			rx_seek(c, s, m);
+		if (!c->sock[s].rx.req)
+			rx_seek(c, s, r);
 	return WEFT_SUCCESS;
 }
 
-/* One fragment of m is finished on socket s: account for it and move the
- * socket's cursor on before m may leave the queue. */
+/* One fragment of r is finished on socket s: account for it and move the
+ * socket's cursor on before r may leave the queue. */
 static void frag_done(struct weft_sock_conn *c, struct weft_sock_queue *q, unsigned s,
-		      struct weft_msg *m, uint64_t chunk, size_t bytes, bool tx)
+		      struct weft_sock_req *r, uint64_t chunk, size_t bytes, bool tx)
 {
-	m->xferred += bytes;
+	r->base.xferred += bytes;
 	uint64_t next = chunk + c->sc->nsocks;
-	if (next < nchunks_of(m)) {
+	if (next < r->nchunks) {
 		if (tx) {
-			tx_frame(&c->sock[s].tx, m, next, c->sc->chunk);
+			tx_frame(&c->sock[s].tx, r, next, c->sc->chunk);
 		} else {
 			struct weft_sock_rx *rx = &c->sock[s].rx;
 			rx->chunk = next;
-			rx->hdr_got = rx->frag_got = rx->bounce_have = 0;
+			rx->hdr_got = rx->frag_got = 0;
+			c->sock[s].bounce.have = 0;
 		}
 	} else if (tx) {
-		tx_seek(c, s, m->next);
+		tx_seek(c, s, next_req(r));
 	} else {
-		rx_seek(c, s, m->next);
+		rx_seek(c, s, next_req(r));
 	}
-	if (--m->tp_priv[PRIV_LEFT] == 0)
-		msg_finish(q, m, WEFT_SUCCESS);
+	if (--r->left == 0)
+		req_finish(c, q, r, WEFT_SUCCESS);
 }
 
 /* Add frame (m, chunk) to iov from byte @p done of header + fragment on;
  * returns the bytes added. */
 static size_t tx_iov(struct iovec *iov, int *n_iov, const struct weft_sock_frame *h,
-		     const struct weft_msg *m, size_t done)
+		     const struct weft_sock_req *r, size_t done)
 {
+	const struct weft_msg *m = r->base.msg;
 	size_t flen = h->frag_len;
 	const char *payload = flen ? (const char *)m->buf + h->off : NULL;
 	if (done < HDR_BYTES) {
@@ -306,20 +301,20 @@ static weft_status_t tx_progress(struct weft_sock_conn *c, unsigned s)
 {
 	struct weft_sock *sk = &c->sock[s];
 	struct weft_sock_tx *tx = &sk->tx;
-	while (tx->msg) {
+	while (tx->req) {
 		/* The current frame, then, while they are small, the frames queued
 		 * behind it on this socket: one system call for a burst of small
 		 * messages. */
 		struct iovec iov[2 * (WEFT_SOCK_TX_BATCH + 1)];
 		int n_iov = 0;
-		size_t want = tx_iov(iov, &n_iov, &tx->hdr, tx->msg, tx->done);
-		struct weft_msg *m = tx->msg;
+		size_t want = tx_iov(iov, &n_iov, &tx->hdr, tx->req, tx->done);
+		struct weft_sock_req *r = tx->req;
 		uint64_t chunk = tx->chunk;
 		for (int k = 0; k < WEFT_SOCK_TX_BATCH && want < WEFT_SOCK_TX_BATCH_BYTES; k++) {
-			if (!next_on_sock(c, s, &m, &chunk))
+			if (!next_on_sock(c, s, &r, &chunk))
 				break;
-			frame_hdr(&tx->ahead[k], m, chunk, c->sc->chunk);
-			want += tx_iov(iov, &n_iov, &tx->ahead[k], m, 0);
+			frame_hdr(&tx->ahead[k], r, chunk, c->sc->chunk);
+			want += tx_iov(iov, &n_iov, &tx->ahead[k], r, 0);
 		}
 		struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n_iov};
 		ssize_t n = sendmsg(sk->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -332,14 +327,14 @@ static weft_status_t tx_progress(struct weft_sock_conn *c, unsigned s)
 		}
 		/* Walk the cursor over what went out; it rebuilds the same headers. */
 		size_t left = (size_t)n;
-		while (left && tx->msg) {
+		while (left && tx->req) {
 			size_t rest = HDR_BYTES + tx->hdr.frag_len - tx->done;
 			if (left < rest) {
 				tx->done += left;
 				break;
 			}
 			left -= rest;
-			frag_done(c, &c->sendq, s, tx->msg, tx->chunk, tx->hdr.frag_len, true);
+			frag_done(c, &c->sendq, s, tx->req, tx->chunk, tx->hdr.frag_len, true);
 		}
 		if ((size_t)n < want)
 			return WEFT_SUCCESS; /* the socket buffer is full */
@@ -351,22 +346,22 @@ static weft_status_t header_mismatch(struct weft_sock_conn *c, unsigned s, const
 				     size_t off, size_t flen)
 {
 	const struct weft_sock_frame *h = &c->sock[s].rx.hdr;
-	struct weft_comm *comm = c->sc->base.comm;
+	const struct weft_tp_env *env = c->sc->base.env;
 	weft_status_t st;
 	if (h->magic != WEFT_SOCK_FRAME_MAGIC)
-		st = weft_comm_fail(comm, WEFT_ERR_REMOTE,
-				    "peer rank %d sent a corrupt frame header (socket %u)",
-				    c->base.peer, s);
+		st = weft_tp_fail(env, WEFT_ERR_REMOTE,
+				  "peer rank %d sent a corrupt frame header (socket %u)",
+				  c->base.peer, s);
 	else if (h->tag != m->tag || h->len != m->len)
-		st = weft_comm_fail(
-		    comm, WEFT_ERR_REMOTE,
+		st = weft_tp_fail(
+		    env, WEFT_ERR_REMOTE,
 		    "peer rank %d sent a message with tag %#llx and %llu bytes where the "
 		    "receive posted here has tag %#llx and %zu bytes (socket %u)",
 		    c->base.peer, (unsigned long long)h->tag, (unsigned long long)h->len,
 		    (unsigned long long)m->tag, m->len, s);
 	else
-		st = weft_comm_fail(
-		    comm, WEFT_ERR_REMOTE,
+		st = weft_tp_fail(
+		    env, WEFT_ERR_REMOTE,
 		    "peer rank %d sent fragment %llu+%u of tag %#llx where %zu+%zu was "
 		    "expected (socket %u)",
 		    c->base.peer, (unsigned long long)h->off, h->frag_len,
@@ -375,27 +370,14 @@ static weft_status_t header_mismatch(struct weft_sock_conn *c, unsigned s, const
 	return st;
 }
 
-/* Reduce receive: combine the whole elements waiting in the bounce buffer
- * and keep the tail of a split element at its start. */
-static void rx_deliver(struct weft_sock_rx *rx, char *bounce, size_t off)
-{
-	struct weft_msg *m = rx->msg;
-	size_t whole = rx->bounce_have - rx->bounce_have % m->unit;
-	if (!whole)
-		return;
-	weft_msg_deliver(m, off + rx->frag_got - rx->bounce_have, bounce, whole);
-	rx->bounce_have -= whole;
-	if (rx->bounce_have)
-		memmove(bounce, bounce + whole, rx->bounce_have);
-}
-
 static weft_status_t rx_progress(struct weft_sock_conn *c, unsigned s)
 {
 	struct weft_sock_comm *sc = c->sc;
 	struct weft_sock *sk = &c->sock[s];
 	struct weft_sock_rx *rx = &sk->rx;
-	while (rx->msg) {
-		struct weft_msg *m = rx->msg;
+	struct weft_bounce *b = &sk->bounce;
+	while (rx->req) {
+		struct weft_msg *m = rx->req->base.msg;
 		size_t off = (size_t)rx->chunk * sc->chunk;
 		size_t flen = frag_len(m, rx->chunk, sc->chunk);
 		struct iovec iov[2];
@@ -407,9 +389,9 @@ static weft_status_t rx_progress(struct weft_sock_conn *c, unsigned s)
 		 * If the header turns out wrong, the bytes are never used. */
 		size_t left = flen - rx->frag_got;
 		if (left && m->reduce) {
-			size_t room = sc->bounce_bytes - rx->bounce_have;
+			size_t room = weft_bounce_room(b);
 			iov[n_iov++] =
-			    (struct iovec){sk->bounce + rx->bounce_have, left < room ? left : room};
+			    (struct iovec){weft_bounce_tail(b), left < room ? left : room};
 		} else if (left) {
 			iov[n_iov++] = (struct iovec){(char *)m->buf + off + rx->frag_got, left};
 		}
@@ -436,32 +418,31 @@ static weft_status_t rx_progress(struct weft_sock_conn *c, unsigned s)
 			     rx->hdr.frag_len != flen))
 				return header_mismatch(c, s, m, off, flen);
 		}
+		/* Reduce: the bounce's first byte is byte off + frag_got - have. */
+		if (m->reduce)
+			weft_bounce_deliver(b, got, m, off + rx->frag_got - b->have);
 		rx->frag_got += got;
-		if (m->reduce) {
-			rx->bounce_have += got;
-			rx_deliver(rx, sk->bounce, off);
-		}
 		if (rx->hdr_got == HDR_BYTES && rx->frag_got == flen)
-			frag_done(c, &c->recvq, s, m, rx->chunk, flen, false);
+			frag_done(c, &c->recvq, s, rx->req, rx->chunk, flen, false);
 		else if ((size_t)n < want)
 			return WEFT_SUCCESS; /* drained what the kernel had */
 	}
 	return WEFT_SUCCESS;
 }
 
-weft_status_t weft_tp_socket_progress(struct weft_tp_comm *tc)
+weft_status_t weft_tp_socket_progress(struct weft_tp *tp)
 {
-	struct weft_sock_comm *sc = weft_container_of(tc, struct weft_sock_comm, base);
+	struct weft_sock_comm *sc = weft_container_of(tp, struct weft_sock_comm, base);
 	weft_status_t ret = WEFT_SUCCESS;
 	for (int k = 0; k < sc->nactive; k++) {
 		struct weft_sock_conn *c = sc->active[k];
-		if (c->failed || (!c->sendq.head && !c->recvq.head))
+		if (c->failed || (!c->sendq.q.head && !c->recvq.q.head))
 			continue;
 		for (unsigned s = 0; s < sc->nsocks && !c->failed; s++) {
 			weft_status_t st = WEFT_SUCCESS;
-			if (c->sock[s].rx.msg)
+			if (c->sock[s].rx.req)
 				st = rx_progress(c, s);
-			if (st == WEFT_SUCCESS && c->sock[s].tx.msg)
+			if (st == WEFT_SUCCESS && c->sock[s].tx.req)
 				st = tx_progress(c, s);
 			if (st != WEFT_SUCCESS && ret == WEFT_SUCCESS)
 				ret = st;

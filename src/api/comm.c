@@ -1,0 +1,107 @@
+/* comm.c — the public communicator calls: init, destroy, abort, errors,
+ * rank and size. */
+#include <string.h>
+
+#include "api/api.h"
+#include "bootstrap/bootstrap.h"
+#include "tune/tune.h"
+
+weft_status_t weft_api_comm_finish(struct weft_comm *comm, weft_comm_t *out)
+{
+	weft_status_t st = weft_tune_init(comm);
+	if (st != WEFT_SUCCESS)
+		return weft_comm_abandon(comm, st);
+	st = weft_comm_ready(comm);
+	if (st != WEFT_SUCCESS)
+		return st;
+	*out = comm;
+	return WEFT_SUCCESS;
+}
+
+weft_status_t weft_comm_init_rank(weft_comm_t *comm, int nranks, weft_unique_id_t id, int rank,
+				  const weft_config_t *config)
+{
+	struct weft_err *ierr = weft_err_init_record();
+	weft_err_clear(ierr);
+	if (!comm)
+		return weft_err_set(ierr, WEFT_ERR_INVALID_ARG,
+				    "weft_comm_init_rank: comm is NULL");
+	*comm = NULL;
+	if (nranks < 1 || nranks > WEFT_MAX_RANKS)
+		return weft_err_set(ierr, WEFT_ERR_INVALID_ARG,
+				    "weft_comm_init_rank: nranks %d is out of range 1..%d", nranks,
+				    WEFT_MAX_RANKS);
+	if (rank < 0 || rank >= nranks)
+		return weft_err_set(ierr, WEFT_ERR_INVALID_ARG,
+				    "weft_comm_init_rank: rank %d is out of range 0..%d", rank,
+				    nranks - 1);
+	if (config && config->size != sizeof(weft_config_t))
+		return weft_err_set(ierr, WEFT_ERR_INVALID_ARG,
+				    "weft_comm_init_rank: config->size is %zu, expected %zu "
+				    "(initialise with WEFT_CONFIG_INIT)",
+				    config->size, sizeof(weft_config_t));
+	if (config && config->timeout_seconds < 0)
+		return weft_err_set(ierr, WEFT_ERR_INVALID_ARG,
+				    "weft_comm_init_rank: config->timeout_seconds is negative");
+	struct weft_uid uid;
+	memcpy(&uid, id.internal, sizeof(uid));
+	weft_status_t st = weft_bootstrap_uid_check(&uid, ierr);
+	if (st != WEFT_SUCCESS)
+		return st;
+	struct weft_comm *c;
+	st = weft_comm_create(&c, nranks, &uid, rank, config, NULL);
+	return st == WEFT_SUCCESS ? weft_api_comm_finish(c, comm) : st;
+}
+
+weft_status_t weft_comm_destroy(weft_comm_t comm)
+{
+	if (!comm)
+		return WEFT_ERR_INVALID_ARG;
+	weft_thread_comm_forget(comm);
+	weft_comm_free(comm);
+	return WEFT_SUCCESS;
+}
+
+weft_status_t weft_comm_abort(weft_comm_t comm)
+{
+	if (!comm)
+		return WEFT_ERR_INVALID_ARG;
+	/* Another thread may be inside a call: only raise the flag here; the
+	 * owner's next progress closes the transports. With no call in flight,
+	 * do it now. */
+	atomic_store(&comm->abort_requested, true);
+	int none = WEFT_SUCCESS;
+	atomic_compare_exchange_strong(&comm->async_error, &none, (int)WEFT_ERR_ABORTED);
+	if (!comm->active)
+		weft_comm_kill(comm, WEFT_ERR_ABORTED);
+	return WEFT_SUCCESS;
+}
+
+weft_status_t weft_comm_get_async_error(weft_comm_t comm, weft_status_t *async_error)
+{
+	if (!comm || !async_error)
+		return WEFT_ERR_INVALID_ARG;
+	*async_error = (weft_status_t)atomic_load(&comm->async_error);
+	return WEFT_SUCCESS;
+}
+
+const char *weft_comm_last_error(weft_comm_t comm)
+{
+	return comm ? comm->err.msg : "comm is NULL";
+}
+
+weft_status_t weft_comm_rank(weft_comm_t comm, int *rank)
+{
+	if (!comm || !rank)
+		return WEFT_ERR_INVALID_ARG;
+	*rank = comm->rank;
+	return WEFT_SUCCESS;
+}
+
+weft_status_t weft_comm_size(weft_comm_t comm, int *nranks)
+{
+	if (!comm || !nranks)
+		return WEFT_ERR_INVALID_ARG;
+	*nranks = comm->nranks;
+	return WEFT_SUCCESS;
+}

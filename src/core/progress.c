@@ -1,0 +1,201 @@
+/*
+ * progress.c — the one place where operations move: the communicator's
+ * progress (transports, the gate's held sends, then the active tasks in
+ * call order, with their timeouts), and the wait loop every blocking call
+ * and weft_wait run (backoff, and the other communicators of the thread).
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "core/comm.h"
+#include "core/p2p.h"
+#include "core/task.h"
+
+/* May @p t run now? The oldest task always may; the ones after it only if
+ * all of them, up to @p t, are sends/receives of one group. */
+static bool may_run(const struct weft_comm *comm, const struct weft_task *t)
+{
+	const struct weft_task *head = comm->active;
+	if (t == head)
+		return true;
+	if (!t->group || !weft_task_is_p2p(t))
+		return false;
+	for (const struct weft_task *q = head; q != t; q = q->next)
+		if (q->group != t->group || !weft_task_is_p2p(q))
+			return false;
+	return true;
+}
+
+static weft_status_t step_task(struct weft_comm *comm, struct weft_task *t, double *now)
+{
+	if (!t->posted) {
+		t->posted = true;
+		t->last_event = weft_now();
+		weft_status_t st = t->ops->post(t);
+		if (st != WEFT_SUCCESS)
+			return st;
+	}
+	weft_status_t st = t->ops->progress(t);
+	if (st != WEFT_INPROGRESS)
+		return st;
+	if (*now == 0)
+		*now = weft_now();
+	if (*now - t->last_event <= comm->timeout_s)
+		return st;
+	char who[48] = "";
+	if (t->waiting_for >= 0)
+		snprintf(who, sizeof(who), " waiting for rank %d", t->waiting_for);
+	return weft_comm_fail(comm, WEFT_ERR_TIMEOUT, "%s seq %llu: no progress for %.1f s%s",
+			      weft_coll_name(t->args.coll),
+			      (unsigned long long)(t->seq & 0x7fffffff), comm->timeout_s, who);
+}
+
+static weft_status_t progress_tasks(struct weft_comm *comm)
+{
+	double now = 0;
+	struct weft_task **link = &comm->active;
+	while (*link) {
+		struct weft_task *t = *link;
+		if (!may_run(comm, t))
+			break;
+		weft_status_t st = step_task(comm, t, &now);
+		t->status = st;
+		if (st == WEFT_INPROGRESS) {
+			link = &t->next;
+			continue;
+		}
+		*link = t->next; /* finished: the request still owns it */
+		weft_task_retire(t);
+		if (st != WEFT_SUCCESS) {
+			weft_comm_kill(comm, st);
+			return st;
+		}
+	}
+	return WEFT_SUCCESS;
+}
+
+weft_status_t weft_comm_progress(struct weft_comm *comm)
+{
+	if (atomic_load(&comm->abort_requested) && !comm->aborted) {
+		weft_comm_fail(comm, WEFT_ERR_ABORTED, "communicator aborted by weft_comm_abort");
+		weft_comm_kill(comm, WEFT_ERR_ABORTED);
+	}
+	if (comm->aborted)
+		return (weft_status_t)atomic_load(&comm->async_error);
+	for (size_t i = 0; i < comm->ntps; i++) {
+		struct weft_tp *tp = comm->tps[i];
+		if (!tp)
+			continue;
+		weft_status_t st = tp->ops->msg.progress(tp);
+		if (st != WEFT_SUCCESS && st != WEFT_INPROGRESS) {
+			weft_comm_kill(comm, st);
+			return st;
+		}
+	}
+	weft_status_t st = weft_p2p_progress(comm);
+	if (st != WEFT_SUCCESS) {
+		weft_comm_kill(comm, st);
+		return st;
+	}
+	return progress_tasks(comm);
+}
+
+/* Spin while the peers are likely running. With more local ranks than
+ * cores (oversubscribed), a rank we wait for is probably descheduled:
+ * once nothing has moved for a while, nap so that it gets the core
+ * (sched_yield alone does not hand the core over under CFS). Otherwise
+ * only yield now and then, to be polite to other work on the machine. */
+#define WEFT_SPIN_SECONDS 50e-6
+#define WEFT_NAP_NS	  2000
+
+void weft_wait_backoff(const struct weft_comm *comm, unsigned *spins, double last_event)
+{
+	if ((++*spins & 255) != 0)
+		return;
+	if (!comm->oversubscribed) {
+		if ((*spins & 0xffff) == 0)
+			sched_yield();
+		return;
+	}
+	if (weft_now() - last_event > WEFT_SPIN_SECONDS) {
+		struct timespec nap = {0, WEFT_NAP_NS};
+		nanosleep(&nap, NULL);
+	}
+}
+
+/* Communicators with non-blocking operations started from some thread,
+ * with that thread. A wait drives the others of its own thread too, as an
+ * MPI wait does, so that ranks may wait for operations on different
+ * communicators in different orders. The table is shared and locked so that
+ * a communicator destroyed from another thread is never driven after it is
+ * gone: destroy takes the same lock. */
+#define WEFT_WAIT_COMMS 64
+static pthread_mutex_t wait_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	struct weft_comm *comm;
+	pthread_t thread;
+} wait_comms[WEFT_WAIT_COMMS];
+
+void weft_thread_comm_add(struct weft_comm *comm)
+{
+	pthread_t self = pthread_self();
+	pthread_mutex_lock(&wait_lock);
+	int free_slot = -1;
+	bool known = false;
+	for (int i = 0; i < WEFT_WAIT_COMMS && !known; i++) {
+		if (wait_comms[i].comm == comm && pthread_equal(wait_comms[i].thread, self))
+			known = true;
+		else if (!wait_comms[i].comm && free_slot < 0)
+			free_slot = i;
+	}
+	if (!known && free_slot >= 0) { /* beyond the table, waits drive only their own */
+		wait_comms[free_slot].comm = comm;
+		wait_comms[free_slot].thread = self;
+	}
+	pthread_mutex_unlock(&wait_lock);
+}
+
+void weft_thread_comm_forget(struct weft_comm *comm)
+{
+	pthread_mutex_lock(&wait_lock);
+	for (int i = 0; i < WEFT_WAIT_COMMS; i++)
+		if (wait_comms[i].comm == comm)
+			wait_comms[i].comm = NULL;
+	pthread_mutex_unlock(&wait_lock);
+}
+
+static void progress_others(const struct weft_comm *self)
+{
+	pthread_t me = pthread_self();
+	pthread_mutex_lock(&wait_lock);
+	for (int i = 0; i < WEFT_WAIT_COMMS; i++) {
+		struct weft_comm *c = wait_comms[i].comm;
+		if (!c || c == self || !pthread_equal(wait_comms[i].thread, me))
+			continue;
+		if (c->active)
+			weft_comm_progress(c); /* its errors land in its own tasks */
+		else
+			wait_comms[i].comm = NULL;
+	}
+	pthread_mutex_unlock(&wait_lock);
+}
+
+weft_status_t weft_task_wait(struct weft_task *task)
+{
+	struct weft_comm *comm = task->comm;
+	unsigned spins = 0;
+	while (task->status == WEFT_INPROGRESS) {
+		double seen = task->last_event;
+		progress_others(comm);
+		weft_status_t st = weft_comm_progress(comm);
+		if (st != WEFT_SUCCESS && task->status == WEFT_INPROGRESS)
+			task->status = st;
+		if (task->last_event != seen)
+			spins = 0;
+		else
+			weft_wait_backoff(comm, &spins, task->last_event);
+	}
+	return task->status;
+}

@@ -1,0 +1,20 @@
+/* tp_stubs.h — "not supported" entries for the ops a transport lacks (as
+ * libfabric's fi_no_*): every entry of a table is set, so nothing on the hot
+ * path tests for NULL. */
+#ifndef WEFT_TP_STUBS_H
+#define WEFT_TP_STUBS_H
+
+#include "transports/transport.h"
+
+weft_status_t weft_tp_no_reg(struct weft_tp *tp, void *buf, size_t len, struct weft_mr **mr,
+			     struct weft_mr_key *key);
+void weft_tp_no_dereg(struct weft_tp *tp, struct weft_mr *mr);
+weft_status_t weft_tp_no_map(struct weft_conn *conn, const struct weft_mr_key *key, void **addr);
+void weft_tp_no_unmap(struct weft_conn *conn, void *addr, size_t len);
+weft_status_t weft_tp_no_write(struct weft_conn *conn, struct weft_msg *msg, struct weft_mr *local,
+			       const struct weft_mr_key *remote, uint64_t remote_off, uint64_t imm);
+weft_status_t weft_tp_no_get(struct weft_conn *conn, struct weft_msg *msg, struct weft_mr *local,
+			     const struct weft_mr_key *remote, uint64_t remote_off);
+int weft_tp_no_signals(struct weft_conn *conn, struct weft_tp_signal *out, int max);
+
+#endif

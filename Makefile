@@ -87,6 +87,11 @@ $(BUILD)/tests/%: tests/%.c $(TEST_HARNESS) tests/harness.h $(BUILD)/libweft.a
 	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -Itests -o $@ $< $(TEST_HARNESS) $(BUILD)/libweft.a \
 		$(CHECK_LIBS) $(LDLIBS_LIB)
 
+# The collective matrices run a second time under the test gate that admits
+# one message per connection (core/gate.h): a send that bypasses the gate
+# or a schedule that needs two in flight shows there.
+GATE_SUITES := test_colls test_allreduce test_allgather test_algos_a test_algos_b test_algos_hier
+
 # Every suite runs; the target fails if any failed. Each prints Check's
 # "N%: Checks: X, Failures: Y, Errors: Z" line.
 # The fabric test needs root, ip, tc and lldpd; it exits 77 (skipped) otherwise.
@@ -94,6 +99,10 @@ $(BUILD)/tests/%: tests/%.c $(TEST_HARNESS) tests/harness.h $(BUILD)/libweft.a
 test: tests $(PERF_PROGS) $(TOOLS)
 	@pass=0; fail=0; skip=0; for t in $(TEST_PROGS); do \
 		echo "== $$t"; if WEFT_BUILD=$(BUILD) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
+	done; \
+	for t in $(GATE_SUITES); do \
+		echo "== WEFT_GATE=one $(BUILD)/tests/$$t"; \
+		if WEFT_GATE=one WEFT_BUILD=$(BUILD) $(BUILD)/tests/$$t; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 	done; \
 	echo "== tests/fabric/test_fabric_topo.sh"; \
 	WEFT_BUILD=$(BUILD) tests/fabric/test_fabric_topo.sh; rc=$$?; \

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 
 #include "core/task.h"
+#include "topo/topo.h"
 #include "util/error.h"
 
 struct weft_comm;
@@ -31,6 +32,17 @@ struct weft_cost {
 	double gamma; /* seconds per byte reduced */
 };
 
+/* What the tuner knows of the job's links, for the estimates (tune/ fills
+ * it at init): each link class, and the slowest links the algorithms'
+ * formulas use. */
+struct weft_links {
+	struct weft_cost cls[WEFT_LINK_CLASS_COUNT];
+	struct weft_cost worst;	     /* any pair */
+	struct weft_cost ring;	     /* the ring's slowest edge, flows sharing an uplink counted */
+	struct weft_cost intra_host; /* among the ranks of one host */
+	struct weft_cost inter_host; /* among host leaders */
+};
+
 struct weft_algo {
 	enum weft_algo_id id;
 	enum weft_coll_kind coll;
@@ -38,7 +50,8 @@ struct weft_algo {
 	const char *description;
 	/* Estimated seconds for this call (the tuner picks the lowest); NULL:
 	 * never chosen automatically, only when forced. */
-	double (*estimate)(const struct weft_comm *comm, const struct weft_coll_args *args);
+	double (*estimate)(const struct weft_comm *comm, const struct weft_links *links,
+			   const struct weft_coll_args *args);
 	/* False if the algorithm cannot run this call (e.g. no root support);
 	 * NULL: it always can. */
 	bool (*supports)(const struct weft_comm *comm, const struct weft_coll_args *args);

@@ -25,6 +25,7 @@
 #include "algorithms/patterns/hier.h"
 #include "core/comm.h"
 #include "harness.h"
+#include "tune/tune.h"
 
 #define MAX_RANKS     8
 #define BIG_COUNT     65537u
@@ -213,7 +214,7 @@ static int check_model(weft_comm_t comm, const struct layout *l)
 		if (a->supports(comm, &args) != gain)
 			return harness_fail("%s:hier supports() is %d, expected %d",
 					    weft_coll_name(colls[c]), !gain, gain);
-		double t = a->estimate(comm, &args);
+		double t = a->estimate(comm, &comm->tuner->links, &args);
 		if (!(t >= 0 && t < 1e3))
 			return harness_fail("%s:hier estimate %g", weft_coll_name(colls[c]), t);
 	}

@@ -77,6 +77,7 @@ static weft_status_t drive(weft_comm_t comm, struct weft_msg *const *msgs, int n
 	double end = harness_now() + limit_s;
 	for (;;) {
 		tc->ops->msg.progress(tc);
+		weft_p2p_progress(comm); /* sends the pacing gate held back */
 		int open = 0;
 		for (int i = 0; i < n; i++) {
 			if (!msgs[i]->done)
@@ -542,8 +543,10 @@ static int body_killed(weft_comm_t comm, int rank, int nranks, void *arg)
 	struct weft_tp *tc = sock_tc(comm);
 	if (rank == victim) {
 		double end = harness_now() + WAIT_S;
-		while (head_xferred(comm, peer) == 0 && harness_now() < end)
+		while (head_xferred(comm, peer) == 0 && harness_now() < end) {
 			tc->ops->msg.progress(tc);
+			weft_p2p_progress(comm);
+		}
 		harness_progress("killing myself after %zu bytes", head_xferred(comm, peer));
 		raise(SIGKILL);
 	}

@@ -254,7 +254,7 @@ static const struct weft_algo *cheapest(const struct weft_comm *comm,
 	for (const struct weft_algo *const *a = algos; *a; a++) {
 		if (!(*a)->estimate || ((*a)->supports && !(*a)->supports(comm, args)))
 			continue;
-		double t = (*a)->estimate(comm, args);
+		double t = (*a)->estimate(comm, &comm->tuner->links, args);
 		ck_assert_msg(isfinite(t) && t >= 0, "%s estimate %g", (*a)->name, t);
 		if (t < best_t) {
 			best_t = t;
@@ -429,7 +429,7 @@ static int check_table(weft_comm_t comm, int rank, int nranks)
 	struct weft_cost defaults[WEFT_LINK_CLASS_COUNT];
 	if (default_table(comm, defaults))
 		return 1;
-	const struct weft_cost *cost = comm->tuner->cost;
+	const struct weft_cost *cost = comm->tuner->links.cls;
 	int measured = 0;
 	for (int c = WEFT_LINK_NUMA; c < WEFT_LINK_CLASS_COUNT; c++) {
 		const char *name = weft_topo_link_name((enum weft_link_class)c);
@@ -453,15 +453,15 @@ static int check_table(weft_comm_t comm, int rank, int nranks)
 		memcpy(s->cost, cost, sizeof(s->cost));
 	}
 	/* Every rank holds the same table, to the bit. */
-	size_t bytes = sizeof(comm->tuner->cost);
+	size_t bytes = sizeof(comm->tuner->links.cls);
 	unsigned char *all = malloc(bytes * (size_t)nranks);
 	if (!all)
 		return harness_fail("no memory");
 	harness_progress("allgather of the cost table");
-	weft_status_t st = weft_allgather(comm->tuner->cost, all, bytes, WEFT_UINT8, comm);
+	weft_status_t st = weft_allgather(comm->tuner->links.cls, all, bytes, WEFT_UINT8, comm);
 	int bad = -1;
 	for (int r = 0; st == WEFT_SUCCESS && r < nranks && bad < 0; r++)
-		if (memcmp(all + (size_t)r * bytes, comm->tuner->cost, bytes) != 0)
+		if (memcmp(all + (size_t)r * bytes, comm->tuner->links.cls, bytes) != 0)
 			bad = r;
 	free(all);
 	if (st != WEFT_SUCCESS)

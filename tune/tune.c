@@ -166,9 +166,9 @@ weft_status_t weft_tune_init(struct weft_comm *comm)
 	return WEFT_SUCCESS;
 }
 
-struct weft_cost weft_tune_link(const struct weft_comm *comm, int a, int b)
+static struct weft_cost link_cost(const struct weft_comm *comm, int a, int b)
 {
-	return comm->tuner->cost[weft_topo_link(&comm->graph, a, b)];
+	return comm->tuner->links.cls[weft_topo_link(&comm->graph, a, b)];
 }
 
 static struct weft_cost worse(struct weft_cost x, struct weft_cost y)
@@ -191,10 +191,10 @@ static struct weft_cost worst_of(const struct weft_comm *comm,
 		for (int b = a + 1; b < comm->nranks; b++)
 			if (pick(comm, a, b))
 				present[weft_topo_link(g, a, b)] = true;
-	struct weft_cost w = {0, 0, comm->tuner->cost[WEFT_LINK_NUMA].gamma};
+	struct weft_cost w = {0, 0, comm->tuner->links.cls[WEFT_LINK_NUMA].gamma};
 	for (int c = 0; c < WEFT_LINK_CLASS_COUNT; c++)
 		if (present[c])
-			w = worse(w, comm->tuner->cost[c]);
+			w = worse(w, comm->tuner->links.cls[c]);
 	return w;
 }
 
@@ -221,17 +221,17 @@ static struct weft_cost ring_worst(const struct weft_comm *comm)
 {
 	const struct weft_topo_graph *g = &comm->graph;
 	int n = comm->nranks;
-	struct weft_cost w = {0, 0, comm->tuner->cost[WEFT_LINK_NUMA].gamma};
+	struct weft_cost w = {0, 0, comm->tuner->links.cls[WEFT_LINK_NUMA].gamma};
 	int *leaving = calloc((size_t)g->nleaves > 0 ? (size_t)g->nleaves : 1, sizeof(int));
 	int share = 1;
 	for (int p = 0; p < n && n > 1; p++) {
 		int a = comm->ring[p], b = comm->ring[(p + 1) % n];
-		w = worse(w, weft_tune_link(comm, a, b));
+		w = worse(w, link_cost(comm, a, b));
 		if (leaving && g->leaf_of[a] != g->leaf_of[b] && ++leaving[g->leaf_of[a]] > share)
 			share = leaving[g->leaf_of[a]];
 	}
 	free(leaving);
-	if (w.beta == comm->tuner->cost[WEFT_LINK_SPINE].beta)
+	if (w.beta == comm->tuner->links.cls[WEFT_LINK_SPINE].beta)
 		w.beta *= share;
 	return w;
 }
@@ -241,30 +241,10 @@ static struct weft_cost ring_worst(const struct weft_comm *comm)
 static void derive_costs(struct weft_comm *comm)
 {
 	struct weft_tuner *t = comm->tuner;
-	t->worst = worst_of(comm, any_pair);
-	t->intra_host = worst_of(comm, same_host);
-	t->inter_host = worst_of(comm, host_leaders);
-	t->ring = ring_worst(comm);
-}
-
-struct weft_cost weft_tune_worst(const struct weft_comm *comm)
-{
-	return comm->tuner->worst;
-}
-
-struct weft_cost weft_tune_intra_host(const struct weft_comm *comm)
-{
-	return comm->tuner->intra_host;
-}
-
-struct weft_cost weft_tune_inter_host(const struct weft_comm *comm)
-{
-	return comm->tuner->inter_host;
-}
-
-struct weft_cost weft_tune_ring(const struct weft_comm *comm)
-{
-	return comm->tuner->ring;
+	t->links.worst = worst_of(comm, any_pair);
+	t->links.intra_host = worst_of(comm, same_host);
+	t->links.inter_host = worst_of(comm, host_leaders);
+	t->links.ring = ring_worst(comm);
 }
 
 static size_t call_bytes(const struct weft_coll_args *args, int nranks)
@@ -302,7 +282,7 @@ static const struct {
 double weft_tune_estimate(const struct weft_comm *comm, const struct weft_algo *algo,
 			  const struct weft_coll_args *args)
 {
-	double est = algo->estimate(comm, args);
+	double est = algo->estimate(comm, &comm->tuner->links, args);
 	if (comm->graph.nhosts > 1) /* measured inside one host only */
 		return est;
 	for (size_t i = 0; i < sizeof(efficiency) / sizeof(efficiency[0]); i++) {
@@ -310,7 +290,7 @@ double weft_tune_estimate(const struct weft_comm *comm, const struct weft_algo *
 			continue;
 		struct weft_coll_args one = *args;
 		one.count = 1;
-		double lat = fmin(algo->estimate(comm, &one), est);
+		double lat = fmin(algo->estimate(comm, &comm->tuner->links, &one), est);
 		return efficiency[i].lat * lat + efficiency[i].bw * (est - lat);
 	}
 	return est;

@@ -27,9 +27,8 @@ struct weft_tune_memo {
 };
 
 struct weft_tuner {
-	struct weft_cost cost[WEFT_LINK_CLASS_COUNT];
+	struct weft_links links; /* per link class, and the derived slowest links */
 	struct weft_cost from_transports[WEFT_LINK_CLASS_COUNT]; /* before calibration */
-	struct weft_cost worst, intra_host, inter_host, ring;	 /* derived at init */
 	struct weft_tune_memo memo[WEFT_COLL_COUNT];
 	const struct weft_algo *forced[WEFT_COLL_COUNT];		      /* WEFT_ALGO */
 	struct weft_tune_range ranges[WEFT_COLL_COUNT][WEFT_TUNE_MAX_RANGES]; /* WEFT_TUNE */
@@ -57,15 +56,6 @@ weft_status_t weft_tune_calibrate(struct weft_comm *comm);
 
 /* Parse "allreduce:0-64K:rhd,64K-inf:ring;allgather:..." (exported for tests). */
 weft_status_t weft_tune_parse_ranges(const char *spec, struct weft_tuner *t, struct weft_err *err);
-
-/* Cost of the link between two ranks, and of the slowest link in the job
- * and in the ring. */
-struct weft_cost weft_tune_link(const struct weft_comm *comm, int a, int b);
-struct weft_cost weft_tune_worst(const struct weft_comm *comm);
-struct weft_cost weft_tune_ring(const struct weft_comm *comm);
-/* Slowest link among ranks of one host / among host leaders. */
-struct weft_cost weft_tune_intra_host(const struct weft_comm *comm);
-struct weft_cost weft_tune_inter_host(const struct weft_comm *comm);
 
 /* An algorithm's estimate for a call, in seconds, corrected by what was
  * measured of its implementation. */

@@ -310,7 +310,7 @@ static void log_table(const struct weft_comm *comm, const struct cal_pair pair[]
 	weft_log(WEFT_LOG_INFO, WEFT_SUB_TUNE,
 		 "calibrated cost per link class in %.0f ms:", seconds * 1e3);
 	for (int c = WEFT_LINK_NUMA; c < WEFT_LINK_CLASS_COUNT; c++) {
-		const struct weft_cost *k = &comm->tuner->cost[c];
+		const struct weft_cost *k = &comm->tuner->links.cls[c];
 		char from[64];
 		if (pair[c].a >= 0)
 			snprintf(from, sizeof(from), "ranks %d-%d", pair[c].a, pair[c].b);
@@ -356,7 +356,7 @@ weft_status_t weft_tune_calibrate(struct weft_comm *comm)
 		pp.out = bufs;
 		pp.in = bufs + LARGE_BYTES;
 	}
-	struct weft_cost *cost = comm->tuner->cost;
+	struct weft_cost *cost = comm->tuner->links.cls;
 	double gamma = 0;
 	for (int c = WEFT_LINK_NUMA; c < WEFT_LINK_CLASS_COUNT; c++) {
 		if (pair[c].a < 0)

@@ -82,9 +82,9 @@ weft_status_t weft_tune_costs(struct weft_comm *comm)
 			k.alpha *= SPINE_ALPHA;
 			k.beta *= SPINE_BETA;
 		}
-		t->cost[c] = k.beta < 0 || c == WEFT_LINK_SELF ? fallback[c] : k;
+		t->links.cls[c] = k.beta < 0 || c == WEFT_LINK_SELF ? fallback[c] : k;
 	}
 	free(all);
-	memcpy(t->from_transports, t->cost, sizeof(t->cost));
+	memcpy(t->from_transports, t->links.cls, sizeof(t->links.cls));
 	return st;
 }

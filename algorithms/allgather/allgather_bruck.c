@@ -20,7 +20,6 @@
 #include "algorithms/engine/engine.h"
 #include "algorithms/patterns/bruck.h"
 #include "core/comm.h"
-#include "tune/tune.h"
 
 struct allgather_bruck {
 	struct weft_engine eng;
@@ -78,12 +77,13 @@ static weft_status_t bruck_post(struct weft_task *task)
 	return WEFT_SUCCESS;
 }
 
-static double bruck_estimate(const struct weft_comm *comm, const struct weft_coll_args *args)
+static double bruck_estimate(const struct weft_comm *comm, const struct weft_links *links,
+			const struct weft_coll_args *args)
 {
 	int n = comm->nranks;
 	if (n == 1)
 		return 0;
-	struct weft_cost c = weft_tune_worst(comm);
+	struct weft_cost c = links->worst;
 	double block = (double)args->count * (double)args->esize;
 	return weft_bruck_nsteps(n) * c.alpha + (n - 1) * block * c.beta;
 }

@@ -37,7 +37,6 @@
 #include "algorithms/patterns/hier.h"
 #include "algorithms/patterns/ring.h"
 #include "core/comm.h"
-#include "tune/tune.h"
 
 enum hier_phase {
 	PHASE_GATHER = 0, /* into the host leader */
@@ -267,17 +266,18 @@ static bool hier_supports(const struct weft_comm *comm, const struct weft_coll_a
 	return weft_hier_pays(comm);
 }
 
-static double hier_estimate(const struct weft_comm *comm, const struct weft_coll_args *args)
+static double hier_estimate(const struct weft_comm *comm, const struct weft_links *links,
+			const struct weft_coll_args *args)
 {
 	double b = (double)args->count * (double)args->esize;
 	int n = comm->nranks, m = weft_hier_max_local(comm), nh = comm->graph.nhosts;
 	double t = 0;
 	if (m > 1) {
-		struct weft_cost c = weft_tune_intra_host(comm);
+		struct weft_cost c = links->intra_host;
 		t += (double)(m - 1 + n + m - 3) * (c.alpha + b * c.beta);
 	}
 	if (nh > 1) {
-		struct weft_cost c = weft_tune_inter_host(comm);
+		struct weft_cost c = links->inter_host;
 		t += (nh - 1) * (c.alpha + m * b * c.beta);
 	}
 	return t;

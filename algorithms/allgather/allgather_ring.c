@@ -17,7 +17,6 @@
 #include "algorithms/engine/engine.h"
 #include "algorithms/patterns/ring.h"
 #include "core/comm.h"
-#include "tune/tune.h"
 
 enum { Q_RECV = 0, Q_SEND };
 
@@ -104,10 +103,11 @@ static weft_status_t ring_post(struct weft_task *task)
 }
 
 /* n-1 steps of one block each over the slowest ring link. */
-static double ring_estimate(const struct weft_comm *comm, const struct weft_coll_args *args)
+static double ring_estimate(const struct weft_comm *comm, const struct weft_links *links,
+			const struct weft_coll_args *args)
 {
 	int n = comm->nranks;
-	struct weft_cost c = weft_tune_ring(comm);
+	struct weft_cost c = links->ring;
 	return (n - 1) * (c.alpha + (double)args->count * (double)args->esize * c.beta);
 }
 

@@ -42,7 +42,6 @@
 #include "algorithms/patterns/ring.h"
 #include "core/comm.h"
 #include "reduce/reduce.h"
-#include "tune/tune.h"
 
 /* The schedule's phases; each has a queue of receives and one of sends. */
 enum hier_phase {
@@ -275,7 +274,8 @@ static bool hier_supports(const struct weft_comm *comm, const struct weft_coll_a
 	return weft_hier_pays(comm);
 }
 
-static double hier_estimate(const struct weft_comm *comm, const struct weft_coll_args *args)
+static double hier_estimate(const struct weft_comm *comm, const struct weft_links *links,
+			const struct weft_coll_args *args)
 {
 	double bytes = (double)args->count * (double)args->esize;
 	double chunk = (double)comm->chunk_bytes < bytes ? (double)comm->chunk_bytes : bytes;
@@ -283,11 +283,11 @@ static double hier_estimate(const struct weft_comm *comm, const struct weft_coll
 	int m = weft_hier_max_local(comm), nh = comm->graph.nhosts;
 	double t = 0;
 	if (m > 1) {
-		struct weft_cost c = weft_tune_intra_host(comm);
+		struct weft_cost c = links->intra_host;
 		t += 2.0 * (m - 2 + k) * (c.alpha + chunk * c.beta) + bytes * c.gamma;
 	}
 	if (nh > 1) {
-		struct weft_cost c = weft_tune_inter_host(comm);
+		struct weft_cost c = links->inter_host;
 		double seg = bytes / nh;
 		t += 2.0 * (nh - 1) * (c.alpha + seg * c.beta) + (nh - 1) * seg * c.gamma;
 	}

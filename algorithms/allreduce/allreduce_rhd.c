@@ -36,7 +36,6 @@
 #include "algorithms/patterns/ring.h"
 #include "core/comm.h"
 #include "reduce/reduce.h"
-#include "tune/tune.h"
 
 /* Doubling moves the whole vector k times, halving-doubling 2 (p-1)/p of
  * it in 2k messages: with alpha/beta around 10-40 KB on our links, doubling
@@ -247,12 +246,13 @@ static weft_status_t rhd_post(struct weft_task *task)
 	return WEFT_SUCCESS;
 }
 
-static double rhd_estimate(const struct weft_comm *comm, const struct weft_coll_args *args)
+static double rhd_estimate(const struct weft_comm *comm, const struct weft_links *links,
+			const struct weft_coll_args *args)
 {
 	int n = comm->nranks;
 	if (n == 1)
 		return 0;
-	struct weft_cost c = weft_tune_worst(comm);
+	struct weft_cost c = links->worst;
 	double S = (double)args->count * (double)args->esize;
 	double k = weft_rd_nsteps(n), p = weft_rd_pow2(n);
 	double t;

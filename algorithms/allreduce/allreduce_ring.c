@@ -25,7 +25,6 @@
 #include "algorithms/patterns/ring.h"
 #include "core/comm.h"
 #include "reduce/reduce.h"
-#include "tune/tune.h"
 
 enum { Q_RECV = 0, Q_SEND };
 
@@ -133,12 +132,13 @@ static weft_status_t ring_post(struct weft_task *task)
 
 /* 2(n-1) steps of S/n bytes each over the slowest ring link, half of them
  * reducing; the pipeline hides all but one chunk of the latency per step. */
-static double ring_estimate(const struct weft_comm *comm, const struct weft_coll_args *args)
+static double ring_estimate(const struct weft_comm *comm, const struct weft_links *links,
+			const struct weft_coll_args *args)
 {
 	int n = comm->nranks;
 	if (n == 1)
 		return 0;
-	struct weft_cost c = weft_tune_ring(comm);
+	struct weft_cost c = links->ring;
 	double seg = (double)args->count * (double)args->esize / n;
 	return 2.0 * (n - 1) * (c.alpha + seg * c.beta) + (n - 1) * seg * c.gamma;
 }

@@ -31,7 +31,6 @@
 #include "algorithms/algo.h"
 #include "algorithms/engine/sched_tree.h"
 #include "core/comm.h"
-#include "tune/tune.h"
 
 _Static_assert(sizeof(struct weft_tree_task) <= WEFT_TASK_PRIV_BYTES, "task state too big");
 
@@ -55,9 +54,10 @@ static weft_status_t tree_post(struct weft_task *task)
 	return WEFT_SUCCESS;
 }
 
-static double tree_estimate(const struct weft_comm *comm, const struct weft_coll_args *args)
+static double tree_estimate(const struct weft_comm *comm, const struct weft_links *links,
+			const struct weft_coll_args *args)
 {
-	struct weft_cost c = weft_tune_worst(comm);
+	struct weft_cost c = links->worst;
 	double bytes = (double)args->count * (double)args->esize;
 	if (comm->nranks == 1)
 		return bytes * c.gamma;

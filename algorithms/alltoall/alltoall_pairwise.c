@@ -21,7 +21,6 @@
 #include "algorithms/algo.h"
 #include "algorithms/engine/engine.h"
 #include "core/comm.h"
-#include "tune/tune.h"
 
 struct alltoall_pairwise {
 	struct weft_engine eng;
@@ -83,9 +82,10 @@ static weft_status_t pairwise_post(struct weft_task *task)
 	return WEFT_SUCCESS;
 }
 
-static double pairwise_estimate(const struct weft_comm *comm, const struct weft_coll_args *args)
+static double pairwise_estimate(const struct weft_comm *comm, const struct weft_links *links,
+			const struct weft_coll_args *args)
 {
-	struct weft_cost c = weft_tune_worst(comm);
+	struct weft_cost c = links->worst;
 	double block = (double)args->count * (double)args->esize;
 	return (comm->nranks - 1) * (c.alpha + block * c.beta);
 }

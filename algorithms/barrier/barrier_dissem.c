@@ -14,7 +14,6 @@
 #include "algorithms/engine/engine.h"
 #include "algorithms/patterns/bruck.h" /* ceil(log2 n) rounds, as Bruck */
 #include "core/comm.h"
-#include "tune/tune.h"
 
 struct barrier_dissem {
 	struct weft_engine eng;
@@ -53,9 +52,10 @@ static weft_status_t dissem_post(struct weft_task *task)
 	return WEFT_SUCCESS;
 }
 
-static double dissem_estimate(const struct weft_comm *comm, const struct weft_coll_args *args)
+static double dissem_estimate(const struct weft_comm *comm, const struct weft_links *links,
+			const struct weft_coll_args *args)
 {
-	return weft_bruck_nsteps(comm->nranks) * weft_tune_worst(comm).alpha;
+	return weft_bruck_nsteps(comm->nranks) * links->worst.alpha;
 }
 
 const struct weft_algo weft_barrier_dissem = {

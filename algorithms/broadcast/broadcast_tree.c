@@ -23,7 +23,6 @@
 #include "algorithms/algo.h"
 #include "algorithms/engine/sched_tree.h"
 #include "core/comm.h"
-#include "tune/tune.h"
 
 _Static_assert(sizeof(struct weft_tree_task) <= WEFT_TASK_PRIV_BYTES, "task state too big");
 
@@ -62,21 +61,23 @@ static double pipeline_steps(const struct weft_comm *comm, double bytes, double 
 	return depth - 1 + (k > 0 ? k : 1);
 }
 
-static double tree_estimate(const struct weft_comm *comm, const struct weft_coll_args *args)
+static double tree_estimate(const struct weft_comm *comm, const struct weft_links *links,
+			const struct weft_coll_args *args)
 {
 	if (comm->nranks == 1)
 		return 0;
-	struct weft_cost c = weft_tune_worst(comm);
+	struct weft_cost c = links->worst;
 	double chunk, bytes = (double)args->count * (double)args->esize;
 	double steps = pipeline_steps(comm, bytes, weft_shape_depth(comm->nranks), &chunk);
 	return steps * (c.alpha + 2 * chunk * c.beta);
 }
 
-static double chain_estimate(const struct weft_comm *comm, const struct weft_coll_args *args)
+static double chain_estimate(const struct weft_comm *comm, const struct weft_links *links,
+			const struct weft_coll_args *args)
 {
 	if (comm->nranks == 1)
 		return 0;
-	struct weft_cost c = weft_tune_ring(comm);
+	struct weft_cost c = links->ring;
 	double chunk, bytes = (double)args->count * (double)args->esize;
 	double steps = pipeline_steps(comm, bytes, comm->nranks - 1, &chunk);
 	return steps * (c.alpha + chunk * c.beta);

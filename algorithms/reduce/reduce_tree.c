@@ -25,7 +25,6 @@
 #include "algorithms/algo.h"
 #include "algorithms/engine/sched_tree.h"
 #include "core/comm.h"
-#include "tune/tune.h"
 
 #define REDUCE_SLOTS 2
 
@@ -59,9 +58,10 @@ static weft_status_t reduce_post(struct weft_task *task)
 	return WEFT_SUCCESS;
 }
 
-static double reduce_estimate(const struct weft_comm *comm, const struct weft_coll_args *args)
+static double reduce_estimate(const struct weft_comm *comm, const struct weft_links *links,
+			const struct weft_coll_args *args)
 {
-	struct weft_cost c = weft_tune_worst(comm);
+	struct weft_cost c = links->worst;
 	double bytes = (double)args->count * (double)args->esize;
 	if (comm->nranks == 1)
 		return bytes * c.gamma;

@@ -41,7 +41,6 @@
 #include "algorithms/patterns/ring.h"
 #include "core/comm.h"
 #include "reduce/reduce.h"
-#include "tune/tune.h"
 
 enum { Q_RECV = 0, Q_SEND };
 
@@ -225,12 +224,13 @@ static weft_status_t rs_post(struct weft_task *task)
 	return WEFT_SUCCESS;
 }
 
-static double rs_estimate(const struct weft_comm *comm, const struct weft_coll_args *args)
+static double rs_estimate(const struct weft_comm *comm, const struct weft_links *links,
+			const struct weft_coll_args *args)
 {
 	int n = comm->nranks;
 	if (n == 1)
 		return 0;
-	struct weft_cost c = weft_tune_ring(comm);
+	struct weft_cost c = links->ring;
 	double block = (double)args->count * (double)args->esize;
 	size_t per_round = round_elems_of(comm, args->count, args->esize);
 	double rounds = per_round ? ceil((double)args->count / (double)per_round) : 1;

@@ -22,7 +22,6 @@
 #include "algorithms/algo.h"
 #include "algorithms/engine/engine.h"
 #include "core/comm.h"
-#include "tune/tune.h"
 
 struct sendrecv_direct {
 	struct weft_engine eng;
@@ -63,11 +62,12 @@ static bool direct_supports(const struct weft_comm *comm, const struct weft_coll
 	return args->root != comm->rank;
 }
 
-static double direct_estimate(const struct weft_comm *comm, const struct weft_coll_args *args)
+static double direct_estimate(const struct weft_comm *comm, const struct weft_links *links,
+			const struct weft_coll_args *args)
 {
 	if (args->root == comm->rank)
 		return 0;
-	struct weft_cost c = weft_tune_link(comm, comm->rank, args->root);
+	struct weft_cost c = links->cls[weft_topo_link(&comm->graph, comm->rank, args->root)];
 	return c.alpha + (double)args->count * (double)args->esize * c.beta;
 }
 

@@ -21,6 +21,9 @@
 #include "util/error.h"
 #include "weft.h"
 
+/* The most ranks a job may have. */
+#define WEFT_MAX_RANKS 4096
+
 #define WEFT_UID_MAGIC	 0x5745465455494431ull /* "WEFTUID1" */
 #define WEFT_UID_VERSION 1u
 

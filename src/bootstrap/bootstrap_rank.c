@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "bootstrap/bootstrap_wire.h"
-#include "core/comm.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #define JOIN_GRACE_S 1.0 /* rank waits this long past its timeout for the root */

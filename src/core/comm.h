@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include "bootstrap/bootstrap.h"
 #include "core/gate.h"
 #include "core/task.h"
 #include "topo/topo.h"
@@ -19,7 +20,6 @@
 #include "util/error.h"
 #include "weft.h"
 
-#define WEFT_MAX_RANKS	    4096
 #define WEFT_HOST_ID_BYTES  192
 #define WEFT_HOSTNAME_BYTES 64
 #define WEFT_SCRATCH_CHUNKS 4

@@ -1,0 +1,105 @@
+/* bootstrap_root.h — the root listener's objects, shared by
+ * bootstrap_root.c (the protocol: hellos, the join, allgathers, deadlines,
+ * the thread) and bootstrap_root_io.c (connections, output queues, accept). */
+#ifndef WEFT_BOOTSTRAP_ROOT_H
+#define WEFT_BOOTSTRAP_ROOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bootstrap/bootstrap_wire.h"
+
+#define HELLO_TIMEOUT_S 2.0
+#define MAX_STRANGERS	64 /* connections still owing a hello, beyond nranks */
+
+struct blob {
+	size_t refs;
+	size_t len;
+	unsigned char data[];
+};
+
+struct out_msg {
+	struct out_msg *next;
+	struct frame_hdr hdr;
+	struct blob *blob; /* payload, NULL when empty */
+	size_t off;	   /* bytes of hdr + payload already sent */
+};
+
+enum conn_phase {
+	CONN_HELLO,   /* connected, owes a hello by its deadline */
+	CONN_JOINED,  /* a rank of the job */
+	CONN_CLOSING, /* refused: flush the ERROR frame, then close */
+	CONN_DEAD,    /* closed, freed at the end of the poll round */
+};
+
+struct conn {
+	int fd;
+	enum conn_phase phase;
+	int rank;
+	bool bye;   /* the rank said goodbye: its EOF is not a failure */
+	bool drain; /* read and drop everything from now on */
+	double deadline;
+	char peer[ADDR_STR_BYTES];
+	/* input: a header, then its payload into in_dst */
+	struct frame_hdr hdr;
+	size_t hdr_got;
+	unsigned char *in_dst;
+	size_t in_len, in_got;
+	struct hello hello;
+	/* output */
+	struct out_msg *out_head, *out_tail;
+};
+
+struct root {
+	int listen_fd;
+	uint64_t secret;
+	double timeout_s;
+	double start;
+	char addr[ADDR_STR_BYTES];
+
+	struct conn **conns;
+	size_t nconns, conns_cap;
+
+	int nranks; /* 0 until the first valid hello sets it */
+	int nranks_from;
+	struct conn **by_rank;
+	bool *gone; /* the rank's connection has closed */
+	bool *scratch;
+	int joined;
+	bool all_joined;
+	double join_start;
+
+	/* the allgather in progress */
+	uint32_t op_seq;
+	bool op_pending;
+	size_t op_bytes;
+	int op_first;
+	int op_count;
+	bool *op_have;
+	struct blob *op_blob;
+	double op_start;
+
+	bool failed;
+	double fail_time;
+};
+
+/* bootstrap_root.c: a joined rank's connection closed or broke. */
+void root_conn_lost(struct root *r, struct conn *c, const char *why);
+
+/* bootstrap_root_io.c */
+void ranks_format(const bool *missing, int nranks, char *buf, size_t size);
+struct blob *blob_new(size_t len);
+void blob_put(struct blob *b);
+void conn_close(struct conn *c);
+void conn_queue(struct conn *c, uint32_t type, uint32_t seq, struct blob *blob);
+struct blob *error_blob(weft_status_t status, const char *text);
+void conn_send_error(struct conn *c, weft_status_t status, const char *text);
+void conn_refuse(struct root *r, struct conn *c, weft_status_t status, const char *text);
+void conn_drop(struct root *r, struct conn *c, const char *why);
+void root_write(struct root *r, struct conn *c);
+void root_accept(struct root *r);
+void root_free(struct root *r);
+void root_compact(struct root *r);
+
+#endif

@@ -1,0 +1,277 @@
+/* bootstrap_root_io.c — the root listener's connections: frames queued
+ * for sending, what is written when the socket takes it, accepting new
+ * connections within bounds, closing and freeing. The protocol that uses
+ * them is in bootstrap_root.c. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "bootstrap/bootstrap.h"
+#include "bootstrap/bootstrap_root.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+/*
+ * "rank 3" or "ranks 3,5,7-9" for the ranks where @p missing is true; stops
+ * before overflowing and then says how many there are in all.
+ */
+void ranks_format(const bool *missing, int nranks, char *buf, size_t size)
+{
+	int count = 0, shown = 0;
+	size_t used;
+
+	for (int i = 0; i < nranks; i++)
+		count += missing[i];
+	used = (size_t)snprintf(buf, size, "%s ", count == 1 ? "rank" : "ranks");
+	for (int i = 0; i < nranks && used < size; i++) {
+		int j = i;
+
+		if (!missing[i])
+			continue;
+		while (j + 1 < nranks && missing[j + 1])
+			j++;
+		if (used + 48 > size) {
+			snprintf(buf + used, size - used, "... (%d in all)", count);
+			return;
+		}
+		if (j > i)
+			used += (size_t)snprintf(buf + used, size - used, "%s%d-%d",
+						 shown ? "," : "", i, j);
+		else
+			used +=
+			    (size_t)snprintf(buf + used, size - used, "%s%d", shown ? "," : "", i);
+		shown += j - i + 1;
+		i = j;
+	}
+}
+
+struct blob *blob_new(size_t len)
+{
+	struct blob *b = malloc(sizeof(*b) + (len ? len : 1));
+
+	if (!b)
+		return NULL;
+	b->refs = 1;
+	b->len = len;
+	return b;
+}
+
+void blob_put(struct blob *b)
+{
+	if (b && --b->refs == 0)
+		free(b);
+}
+
+void conn_close(struct conn *c)
+{
+	struct out_msg *m = c->out_head;
+
+	while (m) {
+		struct out_msg *next = m->next;
+
+		blob_put(m->blob);
+		free(m);
+		m = next;
+	}
+	c->out_head = c->out_tail = NULL;
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	c->phase = CONN_DEAD;
+}
+
+/* Queue a frame; the connection takes a reference on @p blob. */
+void conn_queue(struct conn *c, uint32_t type, uint32_t seq, struct blob *blob)
+{
+	struct out_msg *m;
+
+	if (c->phase == CONN_DEAD)
+		return;
+	m = calloc(1, sizeof(*m));
+	if (!m) {
+		weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT,
+			 "bootstrap root: out of memory queueing a reply to %s; dropping it",
+			 c->peer);
+		conn_close(c);
+		return;
+	}
+	m->hdr.type = type;
+	m->hdr.seq = seq;
+	m->hdr.len = blob ? blob->len : 0;
+	m->blob = blob;
+	if (blob)
+		blob->refs++;
+	if (c->out_tail)
+		c->out_tail->next = m;
+	else
+		c->out_head = m;
+	c->out_tail = m;
+}
+
+struct blob *error_blob(weft_status_t status, const char *text)
+{
+	size_t len = strnlen(text, MAX_ERROR_BYTES - sizeof(int32_t));
+	struct blob *b = blob_new(sizeof(int32_t) + len);
+	int32_t st = status;
+
+	if (!b)
+		return NULL;
+	memcpy(b->data, &st, sizeof(st));
+	memcpy(b->data + sizeof(st), text, len);
+	return b;
+}
+
+void conn_send_error(struct conn *c, weft_status_t status, const char *text)
+{
+	struct blob *b = error_blob(status, text);
+
+	if (!b) {
+		conn_close(c);
+		return;
+	}
+	conn_queue(c, FRAME_ERROR, 0, b);
+	blob_put(b);
+}
+
+/* Refuse a connection that sent a well-formed hello: tell it why, then close. */
+void conn_refuse(struct root *r, struct conn *c, weft_status_t status, const char *text)
+{
+	weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT, "bootstrap root %s: refused %s: %s", r->addr,
+		 c->peer, text);
+	conn_send_error(c, status, text);
+	c->phase = CONN_CLOSING;
+	c->drain = true;
+	c->deadline = weft_bootstrap_wire_now_s() + HELLO_TIMEOUT_S;
+}
+
+void conn_drop(struct root *r, struct conn *c, const char *why)
+{
+	weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT, "bootstrap root %s: dropped connection from %s: %s",
+		 r->addr, c->peer, why);
+	conn_close(c);
+}
+
+void root_write(struct root *r, struct conn *c)
+{
+	while (c->out_head) {
+		struct out_msg *m = c->out_head;
+		size_t hdr_len = sizeof(m->hdr), total = hdr_len + (size_t)m->hdr.len;
+		struct iovec iov[2];
+		struct msghdr mh = {.msg_iov = iov};
+		ssize_t n;
+
+		if (m->off < hdr_len) {
+			iov[0].iov_base = (char *)&m->hdr + m->off;
+			iov[0].iov_len = hdr_len - m->off;
+			iov[1].iov_base = m->blob ? m->blob->data : NULL;
+			iov[1].iov_len = (size_t)m->hdr.len;
+			mh.msg_iovlen = m->hdr.len ? 2 : 1;
+		} else {
+			iov[0].iov_base = m->blob->data + (m->off - hdr_len);
+			iov[0].iov_len = total - m->off;
+			mh.msg_iovlen = 1;
+		}
+		n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				root_conn_lost(r, c, strerror(errno));
+			return;
+		}
+		m->off += (size_t)n;
+		if (m->off < total)
+			return;
+		c->out_head = m->next;
+		if (!c->out_head)
+			c->out_tail = NULL;
+		blob_put(m->blob);
+		free(m);
+	}
+	if (c->phase == CONN_CLOSING)
+		conn_close(c);
+}
+
+void root_accept(struct root *r)
+{
+	for (;;) {
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof(ss);
+		size_t limit = (size_t)(r->nranks ? r->nranks : WEFT_MAX_RANKS) + MAX_STRANGERS;
+		struct conn *c;
+		int fd = accept4(r->listen_fd, (struct sockaddr *)&ss, &len,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT,
+					 "bootstrap root %s: accept: %s", r->addr, strerror(errno));
+			return;
+		}
+		c = calloc(1, sizeof(*c));
+		if (c && r->nconns == r->conns_cap) {
+			size_t cap = r->conns_cap ? 2 * r->conns_cap : 16;
+			struct conn **grown = realloc(r->conns, cap * sizeof(*grown));
+
+			if (grown) {
+				r->conns = grown;
+				r->conns_cap = cap;
+			}
+		}
+		if (!c || r->nconns == r->conns_cap || r->nconns >= limit) {
+			char peer[ADDR_STR_BYTES];
+
+			weft_bootstrap_wire_addr_format((struct sockaddr *)&ss, peer, sizeof(peer));
+			weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT,
+				 "bootstrap root %s: dropped connection from %s: %s", r->addr, peer,
+				 c ? "too many connections" : "out of memory");
+			free(c);
+			close(fd);
+			continue;
+		}
+		c->fd = fd;
+		c->rank = -1;
+		c->phase = CONN_HELLO;
+		c->deadline = weft_bootstrap_wire_now_s() + HELLO_TIMEOUT_S;
+		weft_bootstrap_wire_addr_format((struct sockaddr *)&ss, c->peer, sizeof(c->peer));
+		r->conns[r->nconns++] = c;
+	}
+}
+
+void root_free(struct root *r)
+{
+	for (size_t i = 0; i < r->nconns; i++) {
+		conn_close(r->conns[i]);
+		free(r->conns[i]);
+	}
+	free(r->conns);
+	free(r->by_rank);
+	free(r->gone);
+	free(r->scratch);
+	free(r->op_have);
+	blob_put(r->op_blob);
+	if (r->listen_fd >= 0)
+		close(r->listen_fd);
+	free(r);
+}
+
+void root_compact(struct root *r)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < r->nconns; i++) {
+		if (r->conns[i]->phase == CONN_DEAD)
+			free(r->conns[i]);
+		else
+			r->conns[j++] = r->conns[i];
+	}
+	r->nconns = j;
+}

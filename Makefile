@@ -87,10 +87,13 @@ $(BUILD)/tests/%: tests/%.c $(TEST_HARNESS) tests/harness.h $(BUILD)/libweft.a
 	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -Itests -o $@ $< $(TEST_HARNESS) $(BUILD)/libweft.a \
 		$(CHECK_LIBS) $(LDLIBS_LIB)
 
-# The collective matrices run a second time under the test gate that admits
-# one message per connection (core/gate.h): a send that bypasses the gate
-# or a schedule that needs two in flight shows there.
-GATE_SUITES := test_colls test_allreduce test_allgather test_algos_a test_algos_b test_algos_hier
+# Suites that run again under a setting (SETTING=VALUE:suite): the test
+# gate that admits one message per connection (core/gate.h), where a send
+# that bypasses the gate or a schedule that needs two in flight shows; and
+# the progress thread, which must not change a result.
+RERUNS := $(foreach t,test_colls test_allreduce test_allgather test_algos_a test_algos_b \
+	test_algos_hier,WEFT_GATE=one:$(t)) \
+	$(foreach t,test_nonblocking test_colls test_split_group,WEFT_PROGRESS_THREAD=1:$(t))
 
 # Every suite runs; the target fails if any failed. Each prints Check's
 # "N%: Checks: X, Failures: Y, Errors: Z" line.
@@ -100,9 +103,9 @@ test: tests $(PERF_PROGS) $(TOOLS)
 	@pass=0; fail=0; skip=0; for t in $(TEST_PROGS); do \
 		echo "== $$t"; if WEFT_BUILD=$(BUILD) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 	done; \
-	for t in $(GATE_SUITES); do \
-		echo "== WEFT_GATE=one $(BUILD)/tests/$$t"; \
-		if WEFT_GATE=one WEFT_BUILD=$(BUILD) $(BUILD)/tests/$$t; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
+	for r in $(RERUNS); do \
+		set=$${r%%:*}; t=$(BUILD)/tests/$${r#*:}; echo "== $$set $$t"; \
+		if env $$set WEFT_BUILD=$(BUILD) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 	done; \
 	echo "== tests/fabric/test_fabric_topo.sh"; \
 	WEFT_BUILD=$(BUILD) tests/fabric/test_fabric_topo.sh; rc=$$?; \

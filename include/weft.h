@@ -12,6 +12,9 @@
  *  - Thread safety: different communicators may be used from different
  *    threads at the same time. One communicator must be used by one thread at
  *    a time (like an NCCL communicator): calls on it are not serialised.
+ *    With WEFT_PROGRESS_THREAD=1 each communicator also has a progress
+ *    thread of its own that advances non-blocking operations while the
+ *    caller computes; Weft serialises it against the caller's calls.
  *    weft_comm_get_async_error() and weft_comm_abort() are the exceptions and
  *    may be called from any thread.
  *  - Collectives must be called on every rank of a communicator in the same
@@ -360,6 +363,24 @@ WEFT_API weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, wef
  * Blocking: no.
  */
 WEFT_API weft_status_t weft_test(weft_request_t *request);
+
+/**
+ * Call @p fn(@p arg, status) once, when the operation of @p request
+ * finishes, successfully or not. It runs in whichever thread finishes the
+ * operation — with WEFT_PROGRESS_THREAD=1 usually the communicator's
+ * progress thread, else the thread that calls weft_test/weft_wait or
+ * another Weft call on the communicator — while Weft holds the
+ * communicator's internal lock: @p fn must be short and must not call Weft
+ * on that communicator. If the operation has already finished, @p fn runs
+ * now, in the calling thread. The request stays valid, and must still be
+ * completed with weft_test() or weft_wait(), which free it. At most one
+ * callback per request (a second call replaces the first).
+ * @return WEFT_SUCCESS; WEFT_ERR_INVALID_ARG if request or fn is NULL.
+ * Blocking: no. Thread safety: as the communicator's other calls.
+ */
+WEFT_API weft_status_t weft_request_on_complete(weft_request_t request,
+						void (*fn)(void *arg, weft_status_t status),
+						void *arg);
 
 /** Block until the request finishes; frees it and sets *request to NULL.
  * While waiting it also drives the other communicators on which this thread

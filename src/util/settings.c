@@ -27,6 +27,8 @@ static const struct weft_setting settings[] = {
     {"WEFT_SOCKET_IFNAME", NULL,
      "interface for TCP, e.g. lo or eth0 (default: loopback on one host, else the NIC nearest "
      "the rank's cores)"},
+    {"WEFT_PROGRESS_THREAD", "0",
+     "1: a thread per communicator drives non-blocking operations while the caller computes"},
     {"WEFT_GATE", "open",
      "pacing gate on every connection's sends: 'open', or 'one' (one message in flight, "
      "for tests)"},

@@ -13,11 +13,16 @@
 #include <arpa/inet.h>
 #include <check.h>
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "launch/launch.h"
+#include "tools/launch/local_launch.h"
 #include "weft.h"
 
 static const char *const launcher_vars[] = {
@@ -597,6 +602,111 @@ START_TEST(query_public)
 }
 END_TEST
 
+/* ---- weft_comm_init_env under other launchers, end to end ---- */
+
+struct e2e {
+	const char *name;
+	char job[32]; /* a job id unique to this run */
+	int port;     /* a free port, for torchrun's MASTER_PORT + 1 */
+};
+
+static void setf(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void setf(const char *name, const char *fmt, ...)
+{
+	char v[128];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(v, sizeof(v), fmt, ap);
+	va_end(ap);
+	setenv(name, v, 1);
+}
+
+/* What the launcher would have set in rank @p r of @p n. */
+static void launcher_env(const struct e2e *e, int r, int n)
+{
+	if (strcmp(e->name, "Open MPI") == 0) {
+		setf("OMPI_COMM_WORLD_RANK", "%d", r);
+		setf("OMPI_COMM_WORLD_SIZE", "%d", n);
+		setf("OMPI_COMM_WORLD_LOCAL_RANK", "%d", r);
+		setf("OMPI_COMM_WORLD_LOCAL_SIZE", "%d", n);
+		setf("OMPI_MCA_orte_precondition_transports", "%s", e->job);
+		setf("PMIX_RANK", "%d", r);
+		setf("PMIX_NAMESPACE", "%s", e->job);
+	} else if (strncmp(e->name, "Slurm", 5) == 0) {
+		bool nodes = strcmp(e->name, "Slurm, a node per rank") == 0;
+		setf("SLURM_PROCID", "%d", r);
+		setf("SLURM_NTASKS", "%d", n);
+		setf("SLURM_LOCALID", "%d", nodes ? 0 : r);
+		setf("SLURM_NODEID", "%d", nodes ? r : 0);
+		setf("SLURM_TASKS_PER_NODE", nodes ? "1(x%d)" : "%d", n);
+		setf("SLURM_NNODES", "%d", nodes ? n : 1);
+		setf("SLURM_JOB_ID", "%s", e->job);
+		setf("SLURM_STEP_ID", "0");
+		/* Each "node" is this host, under a name that resolves here. */
+		setf("SLURM_STEP_NODELIST", nodes ? "localhost,vm%d" : "localhost", n);
+	} else {
+		setf("TORCHELASTIC_RUN_ID", "none");
+		setf("RANK", "%d", r);
+		setf("WORLD_SIZE", "%d", n);
+		setf("LOCAL_RANK", "%d", r);
+		setf("LOCAL_WORLD_SIZE", "%d", n);
+		setf("GROUP_RANK", "0");
+		setf("GROUP_WORLD_SIZE", "1");
+		setf("MASTER_ADDR", "127.0.0.1");
+		setf("MASTER_PORT", "%d", e->port - 1);
+	}
+}
+
+static int e2e_rank(int rank, int nranks, const weft_unique_id_t *id, void *arg)
+{
+	const struct e2e *e = arg;
+	launcher_env(e, rank, nranks);
+	weft_launch_info_t info = WEFT_LAUNCH_INFO_INIT;
+	if (weft_launch_query(&info) != WEFT_SUCCESS || strncmp(info.launcher, e->name, 5) != 0 ||
+	    info.rank != rank || info.nranks != nranks) {
+		fprintf(stderr, "%s rank %d: weft_launch_query: %s, %s %d of %d\n", e->name, rank,
+			weft_init_last_error(), info.launcher, info.rank, info.nranks);
+		return 2;
+	}
+	weft_comm_t comm;
+	if (weft_comm_init_env(&comm, NULL) != WEFT_SUCCESS) {
+		fprintf(stderr, "%s rank %d: %s\n", e->name, rank, weft_init_last_error());
+		return 3;
+	}
+	int32_t v = rank + 1;
+	weft_status_t st = weft_allreduce(WEFT_IN_PLACE, &v, 1, WEFT_INT32, WEFT_SUM, comm);
+	weft_comm_destroy(comm);
+	return st == WEFT_SUCCESS && v == nranks * (nranks + 1) / 2 ? 0 : 4;
+}
+
+static int free_port(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(sa);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+	close(fd);
+	return ntohs(sa.sin_port);
+}
+
+static const char *const e2e_names[] = {"Open MPI", "Slurm", "Slurm, a node per rank", "torchrun"};
+
+START_TEST(init_env_under_launchers)
+{
+	struct e2e e = {.name = e2e_names[_i], .port = free_port()};
+	snprintf(e.job, sizeof(e.job), "%d.%ld", (int)getpid(), (long)time(NULL));
+	set_env((const char *const[]){NULL});
+	setenv("WEFT_BOOTSTRAP_TIMEOUT", "10", 1);
+	struct weft_local_job job = {
+	    .nranks = 3, .id = WEFT_LOCAL_ID_NONE, .name = e.name, .grace_s = 5, .timeout_s = 20};
+	ck_assert_msg(weft_local_run(&job, e2e_rank, &e) == 0,
+		      "weft_comm_init_env under %s (no WEFT_ROOT) failed", e.name);
+}
+END_TEST
+
 static Suite *launch_suite(void)
 {
 	Suite *s = suite_create("launch");
@@ -606,6 +716,11 @@ static Suite *launch_suite(void)
 	tcase_add_test(tc, root_derived);
 	tcase_add_test(tc, root_missing);
 	tcase_add_test(tc, query_public);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("init_env");
+	tcase_set_timeout(tc, 30);
+	tcase_add_loop_test(tc, init_env_under_launchers, 0,
+			    (int)(sizeof(e2e_names) / sizeof(e2e_names[0])));
 	suite_add_tcase(s, tc);
 	return s;
 }

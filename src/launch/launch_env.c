@@ -237,9 +237,8 @@ weft_status_t weft_launch_detect(struct weft_launch *l, struct weft_err *err)
 		return weft_err_set(
 		    err, WEFT_ERR_NOT_SUPPORTED,
 		    "PMIX_RANK/PMIX_NAMESPACE are set, but Weft cannot take ranks from PMIx yet "
-		    "and no MPI or Slurm variables are set beside them: launch with Open MPI's "
-		    "mpirun, MPICH's mpirun or srun without --mpi=pmix, or set WEFT_RANK, "
-		    "WEFT_NRANKS and WEFT_ROOT");
+		    "and no MPI or Slurm variables are set beside them: launch with mpirun "
+		    "(Open MPI or MPICH) or srun, or set WEFT_RANK, WEFT_NRANKS and WEFT_ROOT");
 	return WEFT_SUCCESS;
 }
 

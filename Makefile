@@ -37,7 +37,15 @@ LIB_DIRS := src tune algorithms transports topo
 LIB_SRCS := $(sort $(shell find $(LIB_DIRS) -name '*.c'))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 
-PERF_COMMON := $(filter-out %_perf.c,$(wildcard perf/perf_*.c))
+# The local launcher (-np) of the perf programs, weft-topo and the tests:
+# a static library on top of the public API.
+LAUNCH_SRCS := $(wildcard tools/launch/*.c)
+LAUNCH_OBJS := $(LAUNCH_SRCS:%.c=$(BUILD)/obj/%.o)
+LAUNCH_LIB  := $(BUILD)/libweft_launch.a
+
+# The perf programs compile the size parser themselves: it is internal to
+# libweft, and the MPI baselines do not link libweft at all.
+PERF_COMMON := $(filter-out %_perf.c,$(wildcard perf/perf_*.c)) src/util/parse.c
 PERF_HDRS   := $(wildcard perf/*.h)
 PERF_PROGS  := $(patsubst perf/%.c,$(BUILD)/%,$(filter-out perf/mpi_%,$(wildcard perf/*_perf.c)))
 MPI_PERF    := $(if $(MPICC),$(patsubst perf/%.c,$(BUILD)/%,$(wildcard perf/mpi_*_perf.c)))
@@ -51,7 +59,7 @@ TOOLS := $(BUILD)/weft-topo
 
 .PHONY: all lib perf tests test asan-test install format clean
 all: lib perf tests $(TOOLS)
-lib: $(BUILD)/libweft.so $(BUILD)/libweft.a
+lib: $(BUILD)/libweft.so $(BUILD)/libweft.a $(LAUNCH_LIB)
 perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF)
 tests: $(TEST_PROGS)
 
@@ -68,9 +76,14 @@ $(BUILD)/libweft.a: $(LIB_OBJS)
 	rm -f $@
 	ar rcs $@ $^
 
+$(LAUNCH_LIB): $(LAUNCH_OBJS)
+	rm -f $@
+	ar rcs $@ $^
+
 # Perf programs link the shared library, found next to them.
-$(BUILD)/%_perf: perf/%_perf.c $(PERF_COMMON) $(PERF_HDRS) $(BUILD)/libweft.so
-	$(CC) $(ALL_CFLAGS) -Iperf -o $@ $< $(PERF_COMMON) -L$(BUILD) -lweft -Wl,-rpath,'$$ORIGIN' $(SANITIZE) -lm
+$(BUILD)/%_perf: perf/%_perf.c $(PERF_COMMON) $(PERF_HDRS) $(BUILD)/libweft.so $(LAUNCH_LIB)
+	$(CC) $(ALL_CFLAGS) -Iperf -o $@ $< $(PERF_COMMON) $(LAUNCH_LIB) -L$(BUILD) -lweft \
+		-Wl,-rpath,'$$ORIGIN' $(SANITIZE) -lm
 
 $(BUILD)/mpi_%_perf: perf/mpi_%_perf.c $(PERF_COMMON) $(PERF_HDRS)
 	$(MPICC) $(ALL_CFLAGS) -Iperf -DPERF_MPI -o $@ $< $(PERF_COMMON) $(SANITIZE) -lm
@@ -78,14 +91,14 @@ $(BUILD)/mpi_%_perf: perf/mpi_%_perf.c $(PERF_COMMON) $(PERF_HDRS)
 $(BUILD)/mpich_%_perf: perf/mpi_%_perf.c $(PERF_COMMON) $(PERF_HDRS)
 	$(MPICC_MPICH) $(ALL_CFLAGS) -Iperf -DPERF_MPI -o $@ $< $(PERF_COMMON) $(SANITIZE) -lm
 
-$(BUILD)/weft-topo: tools/weft-topo/weft_topo_main.c $(BUILD)/libweft.a
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libweft.a $(LDLIBS_LIB)
+$(BUILD)/weft-topo: tools/weft-topo/weft_topo_main.c $(BUILD)/libweft.a $(LAUNCH_LIB)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LAUNCH_LIB) $(BUILD)/libweft.a $(LDLIBS_LIB)
 
 # Tests link the static library so they can reach internal functions.
-$(BUILD)/tests/%: tests/%.c $(TEST_HARNESS) tests/harness.h $(BUILD)/libweft.a
+$(BUILD)/tests/%: tests/%.c $(TEST_HARNESS) tests/harness.h $(BUILD)/libweft.a $(LAUNCH_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -Itests -o $@ $< $(TEST_HARNESS) $(BUILD)/libweft.a \
-		$(CHECK_LIBS) $(LDLIBS_LIB)
+	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -Itests -o $@ $< $(TEST_HARNESS) $(LAUNCH_LIB) \
+		$(BUILD)/libweft.a $(CHECK_LIBS) $(LDLIBS_LIB)
 
 # Suites that run again under a setting (SETTING=VALUE:suite): the test
 # gate that admits one message per connection (core/gate.h), where a send
@@ -134,4 +147,4 @@ format:
 clean:
 	rm -rf build build-asan
 
--include $(LIB_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(LAUNCH_OBJS:.o=.d)

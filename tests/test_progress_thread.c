@@ -73,13 +73,18 @@ static int body_overlap(weft_comm_t comm, int rank, int nranks, void *arg)
 		st = weft_request_on_complete(req, on_done, &cb);
 	if (st != WEFT_SUCCESS)
 		return harness_fail_status(comm, st, "iallreduce");
+	/* With the thread, the caller never progresses a non-blocking call, so
+	 * a callback that ran already ran because the thread had finished. */
+	bool early = atomic_load(&cb.calls) > 0;
+	if (!threaded && early)
+		return harness_fail("the allreduce finished inside its own post");
 	harness_progress("sleeping while the allreduce runs");
 	bool called = sleep_until_called(&cb, threaded ? 30.0 : 0.5);
 	if (threaded && !called)
 		return harness_fail("the progress thread did not finish the allreduce in 30 s");
 	if (!threaded && called)
 		return harness_fail("the allreduce finished with no one to drive it");
-	if (threaded && pthread_equal(cb.thread, pthread_self()))
+	if (threaded && !early && pthread_equal(cb.thread, pthread_self()))
 		return harness_fail("the callback ran on the caller's thread");
 	while ((st = weft_test(&req)) == WEFT_INPROGRESS)
 		;

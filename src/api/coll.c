@@ -110,8 +110,10 @@ static weft_status_t run(struct weft_comm *comm, const struct weft_coll_args *ar
 	weft_comm_lock(comm);
 	weft_task_start(task, 0);
 	if (request) {
+		/* Non-blocking: it moves in the progress thread, or inside the
+		 * caller's next Weft calls; posting never runs it (an iallreduce
+		 * that finished inside its own post would not overlap anything). */
 		*request = task;
-		weft_comm_progress(comm); /* get it going; errors land in the task */
 		weft_progress_thread_kick(comm);
 		weft_comm_unlock(comm);
 		weft_thread_comm_add(comm);

@@ -19,7 +19,8 @@ SOMAJOR := 0
 HAVE_LLDPCTL := $(shell pkg-config --exists lldpctl && echo 1)
 # Detected for the verbs transport to come.
 HAVE_VERBS   := $(shell pkg-config --exists libibverbs && echo 1)
-PKGS      := hwloc libfabric $(if $(HAVE_LLDPCTL),lldpctl)
+# jansson reads topology files and writes the communicator's self-description.
+PKGS      := hwloc libfabric jansson $(if $(HAVE_LLDPCTL),lldpctl)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(if $(HAVE_LLDPCTL),-DWEFT_HAVE_LLDPCTL)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)

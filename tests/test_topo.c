@@ -1,6 +1,6 @@
 /*
  * test_topo.c — the topology graph, placement, hostlists, topology files and
- * the JSON reader, on synthetic inputs and the fixtures under
+ * Weft's JSON topology files, on synthetic inputs and the fixtures under
  * tests/fixtures/topo/, never on the machine the test runs on.
  *
  * Placement sweeps every shape of 1-8 leaves x 1-8 hosts per leaf x 1-8
@@ -25,7 +25,6 @@
 #include <unistd.h>
 
 #include "topo/hostlist.h"
-#include "topo/json_read.h"
 #include "topo/topo.h"
 
 /* ---- helpers ------------------------------------------------------------- */
@@ -787,31 +786,36 @@ END_TEST
 
 static const struct {
 	const char *file;
-	int line; /* 0: the message names the file only */
+	/* Where the message says the fault is, after the path: ":LINE: " (conf),
+	 * ":LINE:COLUMN: " (JSON syntax, from jansson), ": ranks[I]" (JSON
+	 * content); NULL: the message names the file only. */
+	const char *at;
 	const char *says;
 } bad_files[] = {
-    {"bad_backwards.conf", 2, "backwards"},
-    {"bad_unterminated.conf", 3, "without ']'"},
-    {"bad_huge.conf", 2, "more than 1000000"},
-    {"bad_unknown_key.conf", 4, "Nodez"},
-    {"bad_two_leaves.conf", 3, "node4"},
-    {"bad_empty.conf", 0, "empty"},
-    {"bad_comments_only.conf", 0, "no SwitchName"},
-    {"bad_no_value.conf", 1, "no value"},
-    {"bad_unknown_child.conf", 3, "leaf3"},
-    {"bad_dup_switch.conf", 3, "defined again"},
-    {"bad_no_equals.conf", 1, "KEY=VALUE"},
-    {"bad_bracket.conf", 2, "']' without '['"},
-    {"bad_no_name.conf", 1, "no SwitchName"},
-    {"bad_empty_name.conf", 1, "empty name"},
-    {"bad_syntax.json", 4, "expected ',' or ']'"},
-    {"bad_trailing_comma.json", 5, "trailing comma"},
-    {"bad_schema.json", 3, "must be an array"},
-    {"bad_two_leaves.json", 4, "host h1 is under leaf leaf2"},
-    {"bad_string.json", 3, "expected ',' or '}'"},
-    {"bad_dup_key.json", 4, "duplicate key \"hostname\""},
-    {"bad_leaf_type.json", 4, "\"leaf\" must be a string, not number"},
-    {"no_such_file.conf", 0, "No such file"},
+    {"bad_backwards.conf", ":2: ", "backwards"},
+    {"bad_unterminated.conf", ":3: ", "without ']'"},
+    {"bad_huge.conf", ":2: ", "more than 1000000"},
+    {"bad_unknown_key.conf", ":4: ", "Nodez"},
+    {"bad_two_leaves.conf", ":3: ", "node4"},
+    {"bad_empty.conf", NULL, "empty"},
+    {"bad_comments_only.conf", NULL, "no SwitchName"},
+    {"bad_no_value.conf", ":1: ", "no value"},
+    {"bad_unknown_child.conf", ":3: ", "leaf3"},
+    {"bad_dup_switch.conf", ":3: ", "defined again"},
+    {"bad_no_equals.conf", ":1: ", "KEY=VALUE"},
+    {"bad_bracket.conf", ":2: ", "']' without '['"},
+    {"bad_no_name.conf", ":1: ", "no SwitchName"},
+    {"bad_empty_name.conf", ":1: ", "empty name"},
+    {"bad_syntax.json", ":4:5: ", "']' expected near '{'"},
+    {"bad_trailing_comma.json", ":5:3: ", "unexpected token near ']'"},
+    {"bad_schema.json", ": ", "\"ranks\" must be an array, not object"},
+    {"bad_two_leaves.json", ": ranks[2]: ",
+     "host h1 is under leaf leaf2 here but under leaf "
+     "leaf1 at ranks[0]"},
+    {"bad_string.json", ":3:36: ", "'}' expected near 'leaf'"},
+    {"bad_dup_key.json", ":4:13: ", "duplicate object key near '\"hostname\"'"},
+    {"bad_leaf_type.json", ": ranks[1]: ", "\"leaf\" must be a string, not number"},
+    {"no_such_file.conf", NULL, "No such file"},
 };
 
 START_TEST(test_bad_files)
@@ -825,10 +829,7 @@ START_TEST(test_bad_files)
 	ck_assert_msg(st != WEFT_SUCCESS, "%s loaded", path);
 	ck_assert_int_eq(st, strstr(path, "no_such") ? WEFT_ERR_SYSTEM : WEFT_ERR_INVALID_ARG);
 	ck_assert_ptr_null(f);
-	if (bad_files[_i].line)
-		snprintf(where, sizeof(where), "%s:%d: ", path, bad_files[_i].line);
-	else
-		snprintf(where, sizeof(where), "%s", path);
+	snprintf(where, sizeof(where), "%s%s", path, bad_files[_i].at ? bad_files[_i].at : "");
 	ck_assert_msg(strstr(err.msg, where), "\"%s\" does not name \"%s\"", err.msg, where);
 	ck_assert_msg(strstr(err.msg, bad_files[_i].says), "\"%s\" does not say \"%s\"", err.msg,
 		      bad_files[_i].says);
@@ -889,99 +890,121 @@ START_TEST(test_json_round_trip)
 }
 END_TEST
 
-/* ---- the JSON reader ----------------------------------------------------- */
+/* ---- JSON files: what jansson catches, and how names are kept ---------- */
 
-static struct weft_json *parse(const char *text, struct weft_err *err)
+/* Write @p text to a fresh file; its path is in @p path (PATH_MAX bytes). */
+static void write_temp(char *path, const char *text)
 {
-	struct weft_json *doc = NULL;
-	weft_err_clear(err);
-	weft_json_parse(text, strlen(text), "t.json", &doc, err);
-	return doc;
+	snprintf(path, PATH_MAX, "/tmp/weft_topo_XXXXXX");
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	FILE *fp = fdopen(fd, "w");
+	ck_assert_ptr_nonnull(fp);
+	fputs(text, fp);
+	ck_assert_int_eq(fclose(fp), 0);
 }
 
-START_TEST(test_json_values)
+/* Names with escapes and UTF-8 come through as the bytes they stand for;
+ * members the reader does not know may hold anything. */
+START_TEST(test_json_names)
 {
-	struct weft_err err;
-	struct weft_json *doc =
-	    parse("{\"a\": [1, -2.5e3, 0, true, false, null, \"x\\u00e9\\ud83d\\ude00\"],\n"
-		  " \"b\": {}, \"c\": [], \"\": \"empty key\"}",
-		  &err);
-	ck_assert_msg(doc, "%s", err.msg);
-	const struct weft_json_value *root = weft_json_root(doc), *a, *v;
-	ck_assert_int_eq(weft_json_type(root), WEFT_JSON_OBJECT);
-	ck_assert_uint_eq(weft_json_count(root), 4);
-	a = weft_json_get(root, "a");
-	ck_assert_int_eq(weft_json_type(a), WEFT_JSON_ARRAY);
-	ck_assert_uint_eq(weft_json_count(a), 7);
-	v = weft_json_first(a);
-	ck_assert(weft_json_number(v) == 1);
-	v = weft_json_next(v);
-	ck_assert(weft_json_number(v) == -2500);
-	v = weft_json_next(weft_json_next(v));
-	ck_assert_int_eq(weft_json_type(v), WEFT_JSON_TRUE);
-	v = weft_json_next(v);
-	ck_assert_int_eq(weft_json_type(v), WEFT_JSON_FALSE);
-	v = weft_json_next(v);
-	ck_assert_int_eq(weft_json_type(v), WEFT_JSON_NULL);
-	v = weft_json_next(v);
-	ck_assert_str_eq(weft_json_string(v), "x\xc3\xa9\xf0\x9f\x98\x80");
-	ck_assert_ptr_null(weft_json_next(v));
-	ck_assert_int_eq(weft_json_line(weft_json_get(root, "b")), 2);
-	ck_assert_uint_eq(weft_json_count(weft_json_get(root, "b")), 0);
-	ck_assert_ptr_null(weft_json_first(weft_json_get(root, "c")));
-	ck_assert_str_eq(weft_json_string(weft_json_get(root, "")), "empty key");
-	ck_assert_str_eq(weft_json_key(weft_json_first(root)), "a");
-	ck_assert_ptr_null(weft_json_get(a, "a"));
-	weft_json_free(doc);
+	char path[PATH_MAX];
+	struct weft_topo_file *f;
+	struct weft_err err = {0};
 
-	doc = parse(" \"just a string\" ", &err);
-	ck_assert_ptr_nonnull(doc);
-	ck_assert_str_eq(weft_json_string(weft_json_root(doc)), "just a string");
-	weft_json_free(doc);
+	write_temp(path,
+		   "{\"ranks\": [\n"
+		   " {\"hostname\": \"caf\\u00e9\", \"leaf\": \"l\\u00e9af \\ud83d\\ude00\","
+		   "  \"spine\": \"s\\/1\", \"extra\": {\"deep\": [[[null]]]}, \"n\": 1.5e3},\n"
+		   " {\"hostname\": \"tab\\there\", \"leaf\": \"x\\\"y\\\\z\"}\n"
+		   "], \"more\": [true, false, null, -0.0, \"\\b\\f\\n\\r\\t\"]}\n");
+	ck_assert_msg(weft_topo_file_load(path, &f, &err) == WEFT_SUCCESS, "%s", err.msg);
+	expect_host(f, "caf\xc3\xa9",
+		    "l\xc3\xa9"
+		    "af \xf0\x9f\x98\x80",
+		    "s/1");
+	expect_host(f, "tab\there", "x\"y\\z", "");
+	weft_topo_file_free(f);
+	unlink(path);
 }
 END_TEST
 
-START_TEST(test_json_errors)
+/* Namespaces of one machine as hosts: one hostname, several host ids under
+ * different leaves. The hostname then names no host; each host id names its
+ * own. A hostname with one host id names it, and so does the id. */
+START_TEST(test_json_shared_hostname)
+{
+	char path[PATH_MAX];
+	struct weft_topo_file *f;
+	struct weft_err err = {0};
+
+	write_temp(path, "{\"ranks\": [\n"
+			 " {\"hostname\": \"vm\", \"host\": \"ns1\", \"leaf\": \"leaf1\"},\n"
+			 " {\"hostname\": \"vm\", \"host\": \"ns2\", \"leaf\": \"leaf2\"},\n"
+			 " {\"hostname\": \"vm\", \"host\": \"ns1\", \"leaf\": \"leaf1\"},\n"
+			 " {\"hostname\": \"solo\", \"host\": \"solo/boot/net:1\", \"leaf\": "
+			 "\"leaf3\", \"spine\": \"sp\"}\n"
+			 "]}\n");
+	ck_assert_msg(weft_topo_file_load(path, &f, &err) == WEFT_SUCCESS, "%s", err.msg);
+	expect_host(f, "vm", NULL, NULL);
+	expect_host(f, "ns1", "leaf1", "");
+	expect_host(f, "ns2", "leaf2", "");
+	expect_host(f, "solo", "leaf3", "sp");
+	expect_host(f, "solo/boot/net:1", "leaf3", "sp");
+	weft_topo_file_free(f);
+	unlink(path);
+
+	/* One host id under two leaves is still a contradiction. */
+	write_temp(path,
+		   "{\"ranks\": [{\"hostname\": \"vm\", \"host\": \"ns1\", \"leaf\": \"a\"},\n"
+		   " {\"hostname\": \"vm2\", \"host\": \"ns1\", \"leaf\": \"b\"}]}\n");
+	f = (void *)1;
+	ck_assert_int_eq(weft_topo_file_load(path, &f, &err), WEFT_ERR_INVALID_ARG);
+	ck_assert_ptr_null(f);
+	ck_assert_msg(strstr(err.msg, "host ns1 is under leaf"), "%s", err.msg);
+	unlink(path);
+}
+END_TEST
+
+/* Bad JSON: the message names the file, jansson's line and column and what
+ * it found. Nothing here reaches the reader's own checks. */
+START_TEST(test_json_syntax)
 {
 	static const struct {
 		const char *text;
-		int line;
+		int line, column;
 		const char *says;
 	} cases[] = {
-	    {"", 1, "unexpected end"},
-	    {"{", 1, "unterminated object"},
-	    {"[1,\n2,\n]", 3, "trailing comma"},
-	    {"{\"a\":1,}", 1, "trailing comma"},
-	    {"{\"a\" 1}", 1, "expected ':'"},
-	    {"{a: 1}", 1, "string key"},
-	    {"[01]", 1, "expected ',' or ']'"},
-	    {"[1.]", 1, "no digits after '.'"},
-	    {"[1e]", 1, "exponent"},
-	    {"[-]", 1, "bad number"},
-	    {"[+1]", 1, "unexpected character"},
-	    {"[tru]", 1, "unexpected word"},
-	    {"\"a\nb\"", 1, "newline"},
-	    {"\"a\tb\"", 1, "control character"},
-	    {"\"\\x\"", 1, "bad escape"},
-	    {"\"\\u12g4\"", 1, "four hex digits"},
-	    {"\"\\u0000\"", 1, "\\u0000"},
-	    {"\"\\ud800\"", 1, "low one"},
-	    {"\"\\udc00\"", 1, "without a high"},
-	    {"\"\xc3\x28\"", 1, "UTF-8"},
-	    {"\"\xed\xa0\x80\"", 1, "UTF-8"},
-	    {"\"\xc0\xaf\"", 1, "UTF-8"},
-	    {"{} {}", 1, "trailing characters"},
-	    {"\n\n{\"k\": 1, \"k\": 2}", 3, "duplicate key"},
-	    {"// comment\n{}", 1, "unexpected character"},
+	    {"{", 1, 1, "expected near end of file"},
+	    {"{\"ranks\": [1,\n2,\n]}", 3, 1, "unexpected token near ']'"},
+	    {"{\"a\":1,}", 1, 8, "string or '}' expected near '}'"},
+	    {"{\"a\" 1}", 1, 6, "':' expected near '1'"},
+	    {"{a: 1}", 1, 2, "string or '}' expected near 'a'"},
+	    {"{\"a\": [01]}", 1, 8, "invalid token"},
+	    {"{\"a\": [1.]}", 1, 9, "invalid token near '1.'"},
+	    {"{\"a\": [tru]}", 1, 10, "invalid token near 'tru'"},
+	    {"{\"a\": \"a\nb\"}", 1, 8, "unexpected newline"},
+	    {"{\"a\": \"a\tb\"}", 1, 8, "control character 0x9"},
+	    {"{\"a\": \"\\x\"}", 1, 9, "invalid escape"},
+	    {"{\"a\": \"\\u0000\"}", 1, 14, "\\u0000 is not allowed"},
+	    {"{\"a\": \"\\ud800\"}", 1, 14, "invalid Unicode"},
+	    {"{\"a\": \"\xc3\x28\"}", 1, 7, "unable to decode byte 0xc3"},
+	    {"{\"a\": \"\xc0\xaf\"}", 1, 7, "unable to decode byte 0xc0"},
+	    {"{} {}", 1, 4, "end of file expected near '{'"},
+	    {"\n\n{\"k\": 1, \"k\": 2}", 3, 12, "duplicate object key near '\"k\"'"},
+	    {"{\"a\": 1}\n// comment", 2, 1, "end of file expected near '/'"},
 	};
-	struct weft_err err;
-	char where[32];
+	char path[PATH_MAX], where[PATH_MAX + 32];
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct weft_json *doc = parse(cases[i].text, &err);
-		ck_assert_msg(!doc, "case %zu parsed", i);
-		ck_assert_int_eq(err.status, WEFT_ERR_INVALID_ARG);
-		snprintf(where, sizeof(where), "t.json:%d: ", cases[i].line);
+		struct weft_topo_file *f = (void *)1;
+		struct weft_err err = {0};
+		write_temp(path, cases[i].text);
+		weft_status_t st = weft_topo_file_load(path, &f, &err);
+		unlink(path);
+		ck_assert_msg(st == WEFT_ERR_INVALID_ARG, "case %zu: status %d", i, st);
+		ck_assert_ptr_null(f);
+		snprintf(where, sizeof(where), "%s:%d:%d: ", path, cases[i].line, cases[i].column);
 		ck_assert_msg(strstr(err.msg, where) && strstr(err.msg, cases[i].says),
 			      "case %zu: \"%s\", expected \"%s\" and \"%s\"", i, err.msg, where,
 			      cases[i].says);
@@ -989,24 +1012,66 @@ START_TEST(test_json_errors)
 }
 END_TEST
 
+/* Deep nesting is bounded (jansson stops at 2048 levels) and named. */
 START_TEST(test_json_depth)
 {
-	char text[2 * (WEFT_JSON_MAX_DEPTH + 2) + 1];
-	struct weft_err err;
-	struct weft_json *doc;
+	static char text[2 * 3000 + 64];
+	char path[PATH_MAX];
+	struct weft_topo_file *f;
+	struct weft_err err = {0};
 
-	for (int depth = WEFT_JSON_MAX_DEPTH; depth <= WEFT_JSON_MAX_DEPTH + 1; depth++) {
-		memset(text, '[', (size_t)depth);
-		memset(text + depth, ']', (size_t)depth);
-		text[2 * depth] = '\0';
-		doc = parse(text, &err);
-		if (depth <= WEFT_JSON_MAX_DEPTH) {
-			ck_assert_msg(doc, "depth %d: %s", depth, err.msg);
-			weft_json_free(doc);
+	for (int depth = 100; depth <= 3000; depth += 2900) {
+		int n = snprintf(text, sizeof(text), "{\"x\": ");
+		memset(text + n, '[', (size_t)depth);
+		memset(text + n + depth, ']', (size_t)depth);
+		snprintf(text + n + 2 * depth, sizeof(text) - (size_t)(n + 2 * depth),
+			 ", \"ranks\": [{\"hostname\": \"h\", \"leaf\": \"l\"}]}");
+		write_temp(path, text);
+		weft_status_t st = weft_topo_file_load(path, &f, &err);
+		unlink(path);
+		if (depth == 100) {
+			ck_assert_msg(st == WEFT_SUCCESS, "depth %d: %s", depth, err.msg);
+			expect_host(f, "h", "l", "");
+			weft_topo_file_free(f);
 		} else {
-			ck_assert_ptr_null(doc);
-			ck_assert_ptr_nonnull(strstr(err.msg, "nested too deeply"));
+			ck_assert_int_eq(st, WEFT_ERR_INVALID_ARG);
+			ck_assert_msg(strstr(err.msg, "maximum parsing depth"), "%s", err.msg);
 		}
+	}
+}
+END_TEST
+
+/* Content the reader cannot use, named by member. */
+START_TEST(test_json_content)
+{
+	static const struct {
+		const char *text;
+		const char *says;
+	} cases[] = {
+	    {"{\"ring\": {}}", ": no \"ranks\" array"},
+	    {"{\"ranks\": [7]}", ": ranks[0] must be an object, not number"},
+	    {"{\"ranks\": [{\"hostname\": \"h\", \"leaf\": \"l\"}, {\"leaf\": \"l\"}]}",
+	     ": ranks[1] has neither \"hostname\" nor \"host\""},
+	    {"{\"ranks\": [{\"hostname\": [], \"leaf\": \"l\"}]}",
+	     ": ranks[0]: \"hostname\" must be a string, not array"},
+	    {"{\"ranks\": [{\"hostname\": \"h\", \"leaf\": \"l\", \"spine\": true}]}",
+	     ": ranks[0]: \"spine\" must be a string, not boolean"},
+	    {"{\"ranks\": [{\"hostname\": \"h\", \"leaf\": \"l\", \"leaf_source\": \"none\"}]}",
+	     ": the file names no hosts (no rank in it has a leaf learned"},
+	};
+	char path[PATH_MAX], want[PATH_MAX + 128];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct weft_topo_file *f = (void *)1;
+		struct weft_err err = {0};
+		write_temp(path, cases[i].text);
+		weft_status_t st = weft_topo_file_load(path, &f, &err);
+		unlink(path);
+		ck_assert_msg(st == WEFT_ERR_INVALID_ARG, "case %zu: status %d", i, st);
+		ck_assert_ptr_null(f);
+		snprintf(want, sizeof(want), "%s%s", path, cases[i].says);
+		ck_assert_msg(strstr(err.msg, want), "case %zu: \"%s\", expected \"%s\"", i,
+			      err.msg, want);
 	}
 }
 END_TEST
@@ -1043,9 +1108,11 @@ static Suite *topo_suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("json");
-	tcase_add_test(tc, test_json_values);
-	tcase_add_test(tc, test_json_errors);
+	tcase_add_test(tc, test_json_names);
+	tcase_add_test(tc, test_json_shared_hostname);
+	tcase_add_test(tc, test_json_syntax);
 	tcase_add_test(tc, test_json_depth);
+	tcase_add_test(tc, test_json_content);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -47,6 +47,8 @@ MPICH_PERF  := $(if $(MPICC_MPICH),$(patsubst perf/mpi_%.c,$(BUILD)/mpich_%,$(wi
 TEST_HARNESS := tests/harness.c
 TEST_SRCS := $(wildcard tests/test_*.c)
 TEST_PROGS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
+# Shell tests of the programs (exit 77: skipped, with the reason printed).
+TEST_SCRIPTS := $(wildcard tests/test_*.sh) tests/fabric/test_fabric_topo.sh
 
 TOOLS := $(BUILD)/weft-topo
 
@@ -79,8 +81,15 @@ $(BUILD)/mpi_%_perf: perf/mpi_%_perf.c $(PERF_COMMON) $(PERF_HDRS)
 $(BUILD)/mpich_%_perf: perf/mpi_%_perf.c $(PERF_COMMON) $(PERF_HDRS)
 	$(MPICC_MPICH) $(ALL_CFLAGS) -Iperf -DPERF_MPI -o $@ $< $(PERF_COMMON) $(SANITIZE) -lm
 
-$(BUILD)/weft-topo: tools/weft-topo/weft_topo_main.c $(BUILD)/libweft.a
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libweft.a $(LDLIBS_LIB)
+# weft-topo sits on the public API: it sees include/ and jansson only, and
+# links the shared library.
+TOPO_TOOL_SRCS := $(wildcard tools/weft-topo/*.c)
+TOPO_TOOL_HDRS := $(wildcard tools/weft-topo/*.h)
+TOOL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -pthread -Iinclude -I. \
+	$(shell pkg-config --cflags jansson 2>/dev/null) $(SANITIZE)
+$(BUILD)/weft-topo: $(TOPO_TOOL_SRCS) $(TOPO_TOOL_HDRS) $(BUILD)/libweft.so
+	$(CC) $(TOOL_CFLAGS) -o $@ $(TOPO_TOOL_SRCS) -L$(BUILD) -lweft -Wl,-rpath,'$$ORIGIN' \
+		$(shell pkg-config --libs jansson 2>/dev/null) $(SANITIZE)
 
 # Tests link the static library so they can reach internal functions.
 $(BUILD)/tests/%: tests/%.c $(TEST_HARNESS) tests/harness.h $(BUILD)/libweft.a
@@ -108,9 +117,10 @@ test: tests $(PERF_PROGS) $(TOOLS)
 		set=$${r%%:*}; t=$(BUILD)/tests/$${r#*:}; echo "== $$set $$t"; \
 		if env $$set WEFT_BUILD=$(BUILD) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 	done; \
-	echo "== tests/fabric/test_fabric_topo.sh"; \
-	WEFT_BUILD=$(BUILD) tests/fabric/test_fabric_topo.sh; rc=$$?; \
-	if [ $$rc -eq 77 ]; then skip=1; elif [ $$rc -ne 0 ]; then fail=$$((fail+1)); else pass=$$((pass+1)); fi; \
+	for t in $(TEST_SCRIPTS); do \
+		echo "== $$t"; WEFT_BUILD=$(BUILD) $$t; rc=$$?; \
+		if [ $$rc -eq 77 ]; then skip=$$((skip+1)); elif [ $$rc -ne 0 ]; then fail=$$((fail+1)); else pass=$$((pass+1)); fi; \
+	done; \
 	echo "$$pass passed, $$fail failed, $$skip skipped"; \
 	[ $$fail -eq 0 ]
 

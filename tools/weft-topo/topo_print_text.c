@@ -53,39 +53,43 @@ static void text_leaves(const json_t *doc, FILE *out)
 	}
 }
 
-/* One line of the "spines:" section: the leaves under spine @p s (-1: of
- * unknown spine), skipped if there are none. */
-static void text_spine_line(const json_t *leaves, long long s, const char *name, FILE *out)
+static void text_leaf_item(const json_t *leaves, json_int_t l, FILE *out)
 {
-	bool any = false;
-	size_t i;
-	const json_t *l;
-	json_array_foreach(leaves, i, l)
-	{
-		if (weft_tool_int(l, "spine_index") != s)
-			continue;
-		if (!any)
-			fprintf(out, "  %-16s leaves:", name);
-		fprintf(out, " %zu(%s)", i, weft_tool_str(l, "name"));
-		any = true;
-	}
-	if (any)
-		fputc('\n', out);
+	fprintf(out, " %lld(%s)", (long long)l,
+		weft_tool_str(json_array_get(leaves, (size_t)l), "name"));
 }
 
+/* Each spine's own list of leaves, then the leaves of unknown spine: every
+ * leaf is visited once per line it is on, however many spines there are. */
 static void text_spines(const json_t *doc, FILE *out)
 {
-	const json_t *spines = json_object_get(doc, "spines"), *s;
+	const json_t *spines = json_object_get(doc, "spines"), *s, *l;
 	const json_t *leaves = json_object_get(doc, "leaves");
-	size_t i;
+	size_t i, k;
+	bool unknown = false;
 	if (json_array_size(spines) == 0) {
 		fprintf(out, "\nspines: none known\n");
 		return;
 	}
 	fprintf(out, "\nspines:\n");
 	json_array_foreach(spines, i, s)
-	    text_spine_line(leaves, (long long)i, weft_tool_str(s, "name"), out);
-	text_spine_line(leaves, -1, "(unknown)", out);
+	{
+		fprintf(out, "  %-16s leaves:", weft_tool_str(s, "name"));
+		json_array_foreach(json_object_get(s, "leaves"), k, l)
+		    text_leaf_item(leaves, json_integer_value(l), out);
+		fputc('\n', out);
+	}
+	json_array_foreach(leaves, i, l)
+	{
+		if (weft_tool_int(l, "spine_index") >= 0)
+			continue;
+		if (!unknown)
+			fprintf(out, "  %-16s leaves:", "(unknown)");
+		text_leaf_item(leaves, (json_int_t)i, out);
+		unknown = true;
+	}
+	if (unknown)
+		fputc('\n', out);
 }
 
 static void text_ring(const json_t *doc, FILE *out)

@@ -68,7 +68,9 @@ TOOLS := $(BUILD)/weft-topo
 .PHONY: all lib perf tests test asan-test install format clean
 all: lib perf tests $(TOOLS)
 lib: $(BUILD)/libweft.so $(BUILD)/libweft.a $(LAUNCH_LIB)
-perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF)
+# Limits the figures are compared with (BENCH.md): libc only, no Weft.
+PERF_LIMITS := $(BUILD)/copy_limit $(BUILD)/tcp_limit
+perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF) $(PERF_LIMITS)
 tests: $(TEST_PROGS)
 
 $(BUILD)/obj/%.o: %.c
@@ -92,6 +94,10 @@ $(LAUNCH_LIB): $(LAUNCH_OBJS)
 $(BUILD)/%_perf: perf/%_perf.c $(PERF_COMMON) $(PERF_HDRS) $(BUILD)/libweft.so $(LAUNCH_LIB)
 	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -Iperf -o $@ $< $(PERF_COMMON) $(LAUNCH_LIB) -L$(BUILD) -lweft \
 		-Wl,-rpath,'$$ORIGIN' $(SANITIZE) -lm
+
+$(BUILD)/%_limit: perf/%_limit.c
+	@mkdir -p $(dir $@)
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $< $(SANITIZE)
 
 $(BUILD)/mpi_%_perf: perf/mpi_%_perf.c $(PERF_COMMON) $(PERF_HDRS)
 	$(call say,MPICC,$@)$(MPICC) $(ALL_CFLAGS) -Iperf -DPERF_MPI -o $@ $< $(PERF_COMMON) $(SANITIZE) -lm

@@ -88,12 +88,20 @@ $(BUILD)/tests/%: tests/%.c $(TEST_HARNESS) tests/harness.h $(BUILD)/libweft.a
 		$(CHECK_LIBS) $(LDLIBS_LIB)
 
 # Every suite runs; the target fails if any failed. Each prints Check's
-# "N%: Checks: X, Failures: Y, Errors: Z" line.
+# "N%: Checks: X, Failures: Y, Errors: Z" line. The kernel suite runs a
+# second time with WEFT_ISA=generic, so that the generic kernels are tested
+# as the library dispatches them even on an AVX2 machine (some multi-rank
+# jobs set it too).
 # The fabric test needs root, ip, tc and lldpd; it exits 77 (skipped) otherwise.
 # The last line counts the test programs: "N passed, N failed, N skipped".
+ISA_GENERIC_TESTS := $(BUILD)/tests/test_reduce
 test: tests $(PERF_PROGS) $(TOOLS)
 	@pass=0; fail=0; skip=0; for t in $(TEST_PROGS); do \
 		echo "== $$t"; if WEFT_BUILD=$(BUILD) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
+	done; \
+	for t in $(ISA_GENERIC_TESTS); do \
+		echo "== WEFT_ISA=generic $$t"; \
+		if WEFT_ISA=generic WEFT_BUILD=$(BUILD) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 	done; \
 	echo "== tests/fabric/test_fabric_topo.sh"; \
 	WEFT_BUILD=$(BUILD) tests/fabric/test_fabric_topo.sh; rc=$$?; \

@@ -9,11 +9,12 @@
 #include <unistd.h>
 
 #include "algorithms/algo.h"
-#include "topo/topo_local.h"
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/hostid.h"
-#include "util/log.h"
 #include "bootstrap/netaddr.h"
+#include "reduce/reduce.h"
+#include "topo/topo_local.h"
+#include "util/log.h"
 #include "util/settings.h"
 
 static const struct weft_tp_ops *const transports[WEFT_TP_COUNT] = {
@@ -318,6 +319,15 @@ static weft_status_t agree_chunk(struct weft_comm *comm)
 	return WEFT_SUCCESS;
 }
 
+/* WEFT_ISA is read where kernels are chosen, which cannot fail; a bad value
+ * is an error here, once every rank has joined (so the others hear of it). */
+static weft_status_t check_isa(struct weft_comm *comm)
+{
+	char why[160];
+	weft_status_t st = weft_reduce_isa_check(why, sizeof(why));
+	return st == WEFT_SUCCESS ? st : weft_comm_fail(comm, st, "init: %s", why);
+}
+
 static double default_timeout(const weft_config_t *config)
 {
 	double t = 300;
@@ -407,6 +417,9 @@ weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct 
 	if (st != WEFT_SUCCESS)
 		goto out_free;
 	st = agree_chunk(comm);
+	if (st != WEFT_SUCCESS)
+		goto out_free;
+	st = check_isa(comm);
 	if (st != WEFT_SUCCESS)
 		goto out_free;
 	st = weft_tune_init(comm);

@@ -18,7 +18,9 @@
  *    direction, messages are matched in the order they were posted: the
  *    n-th send to a peer meets the peer's n-th receive from us. A tag and
  *    length travel with every message; the receiver checks both and fails
- *    with WEFT_ERR_REMOTE on a mismatch (it names both values).
+ *    with WEFT_ERR_REMOTE on a mismatch (it names both values, and what
+ *    weft_p2p_explain() makes of the tags: tags carry the signature of the
+ *    call, core/tag.h).
  *  - progress moves bytes for every connection of the transport and marks
  *    finished messages done. It never blocks.
  *  - A peer that dies or closes is detected by progress in bounded time and

@@ -12,6 +12,7 @@
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/hostid.h"
 #include "bootstrap/netaddr.h"
+#include "core/tag.h"
 #include "reduce/reduce.h"
 #include "topo/topo_local.h"
 #include "util/log.h"
@@ -585,7 +586,8 @@ static weft_status_t step_task(struct weft_comm *comm, struct weft_task *t, doub
 		snprintf(who, sizeof(who), " waiting for rank %d", t->waiting_for);
 	return weft_comm_fail(comm, WEFT_ERR_TIMEOUT, "%s seq %llu: no progress for %.1f s%s",
 			      weft_coll_name(t->args.coll),
-			      (unsigned long long)(t->seq & 0x7fffffff), comm->timeout_s, who);
+			      (unsigned long long)weft_tag_number((uint32_t)t->seq),
+			      comm->timeout_s, who);
 }
 
 static weft_status_t progress_tasks(struct weft_comm *comm)

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/comm.h"
+#include "core/p2p.h"
 
 /* Receive phases, in msg->tp_priv[0]; tp_priv[1] holds the CMA address. */
 enum shm_rx_phase {
@@ -216,11 +217,14 @@ static weft_status_t rx_cma(struct shm_conn *c, struct weft_msg *m, size_t *budg
 
 static weft_status_t rx_mismatch(struct shm_conn *c, struct weft_msg *m, const struct shm_slot *s)
 {
+	char why[256];
+	weft_p2p_explain(c->tc->base.comm, s->tag, m->tag, c->base.peer, why, sizeof(why));
 	return conn_fail(c, WEFT_ERR_REMOTE,
 			 "shm: rank %d sent tag %#llx with %llu bytes, but the receive posted here "
-			 "expects tag %#llx with %zu bytes (mismatched calls across ranks?)",
+			 "expects tag %#llx with %zu bytes: %s",
 			 c->base.peer, (unsigned long long)s->tag, (unsigned long long)s->len,
-			 (unsigned long long)m->tag, m->len);
+			 (unsigned long long)m->tag, m->len,
+			 why[0] ? why : "mismatched calls across ranks?");
 }
 
 /* Match arrived slots against posted receives, in order. Bounded work: at

@@ -6,14 +6,14 @@
 
 #include "algorithms/algo.h"
 #include "core/comm.h"
-#include "util/dtype.h"
 #include "core/task.h"
+#include "util/dtype.h"
 
 static weft_status_t check_comm(struct weft_comm *comm, const char *call)
 {
 	if (!comm)
-		return weft_err_set(weft_err_init_record(), WEFT_ERR_INVALID_ARG,
-				    "%s: comm is NULL", call);
+		return weft_err_set(weft_err_init_fresh(), WEFT_ERR_INVALID_ARG, "%s: comm is NULL",
+				    call);
 	weft_status_t async = (weft_status_t)atomic_load(&comm->async_error);
 	if (async != WEFT_SUCCESS)
 		return weft_comm_fail(comm, async, "%s: the communicator failed earlier: %s", call,
@@ -104,7 +104,7 @@ static bool waiting(const struct weft_task *list)
 weft_status_t weft_group_end(void)
 {
 	if (group_depth == 0)
-		return weft_err_set(weft_err_init_record(), WEFT_ERR_INVALID_ARG,
+		return weft_err_set(weft_err_init_fresh(), WEFT_ERR_INVALID_ARG,
 				    "weft_group_end without weft_group_start");
 	if (--group_depth > 0)
 		return WEFT_SUCCESS;
@@ -224,7 +224,7 @@ static weft_status_t need_request(struct weft_comm *comm, weft_request_t *reques
 	}
 	if (comm)
 		return weft_comm_fail(comm, WEFT_ERR_INVALID_ARG, "%s: request is NULL", call);
-	return weft_err_set(weft_err_init_record(), WEFT_ERR_INVALID_ARG, "%s: request is NULL",
+	return weft_err_set(weft_err_init_fresh(), WEFT_ERR_INVALID_ARG, "%s: request is NULL",
 			    call);
 }
 

@@ -687,18 +687,16 @@ static int mismatch_body(weft_comm_t comm, int rank, int nranks, void *arg)
 	free(send);
 	free(recv);
 	const char *msg = weft_comm_last_error(comm);
-	fprintf(stderr, "rank %d: %s: %s after %.2f s in %s: %s\n", rank, m->name,
-		weft_status_string(st), took, in, msg);
 	if (st == WEFT_SUCCESS)
 		return harness_fail("%s: the mismatch went unnoticed on this rank", m->name);
 	if (st != WEFT_ERR_REMOTE && st != WEFT_ERR_INVALID_ARG)
 		return harness_fail_status(comm, st,
-					   "%s: expected remote failure or invalid "
-					   "argument, not this",
-					   m->name);
+					   "%s: in %s, expected remote failure or "
+					   "invalid argument, not this",
+					   m->name, in);
 	if (took > MISMATCH_BOUND_S)
-		return harness_fail("%s: failed after %.1f s, more than %.0f s", m->name, took,
-				    MISMATCH_BOUND_S);
+		return harness_fail("%s: failed after %.1f s in %s, more than %.0f s: %s", m->name,
+				    took, in, MISMATCH_BOUND_S, msg);
 	bool named = true;
 	for (int k = 0; k < 3 && m->expect[k]; k++)
 		named = named && msg && strstr(msg, m->expect[k]);

@@ -19,7 +19,9 @@
  * weft_reduce_kernel() picks one table, once, with __builtin_cpu_supports.
  * No -m flag is needed on the command line, so the library runs on any
  * x86-64 and is fast where AVX2 is present. (Every AVX2 CPU has F16C; a CPU
- * without it gets the generic table.)
+ * without it gets the generic table.) WEFT_ISA=generic makes an AVX2 machine
+ * use the generic table too, so that tests (and users chasing a kernel bug)
+ * can run both paths through the whole library.
  *
  * The last partial vector is copied into a zero-padded vector, combined by
  * the same code and copied back, so tail and body agree bit for bit by
@@ -48,6 +50,7 @@
  */
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cpuid.h>
@@ -56,6 +59,8 @@
 #include "reduce/reduce.h"
 #include "reduce/reduce_isa.h"
 #include "util/dtype.h"
+#include "util/log.h"
+#include "util/settings.h"
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 #define AVX2_TARGET   __attribute__((target("avx2,f16c")))
@@ -850,8 +855,42 @@ static const weft_reduce_fn avx2_kernels[WEFT_DATATYPE_COUNT][WEFT_OP_COUNT] = {
 /* ---- dispatch ------------------------------------------------------------ */
 
 static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
-static bool cpu_has_avx2; /* AVX2 and F16C, both used by the avx2 kernels */
-static bool force_generic;
+static bool cpu_has_avx2;  /* AVX2 and F16C, both used by the avx2 kernels */
+static bool isa_generic;   /* WEFT_ISA=generic, or avx2 asked of a CPU without it */
+static bool force_generic; /* the test hook */
+
+enum isa_request { ISA_DEFAULT, ISA_GENERIC, ISA_AVX2, ISA_UNKNOWN };
+
+static enum isa_request isa_request(const char *v)
+{
+	if (!v || !*v)
+		return ISA_DEFAULT;
+	if (strcmp(v, "generic") == 0)
+		return ISA_GENERIC;
+	if (strcmp(v, "avx2") == 0)
+		return ISA_AVX2;
+	return ISA_UNKNOWN;
+}
+
+/* What is wrong with WEFT_ISA on this CPU, if anything (see reduce.h). */
+static weft_status_t isa_problem(char *why, size_t why_bytes)
+{
+	const char *v = weft_setting_str("WEFT_ISA");
+	if (why_bytes)
+		why[0] = '\0';
+	switch (isa_request(v)) {
+	case ISA_UNKNOWN:
+		snprintf(why, why_bytes, "WEFT_ISA=%s: expected generic or avx2", v);
+		return WEFT_ERR_INVALID_ARG;
+	case ISA_AVX2:
+		if (cpu_has_avx2)
+			return WEFT_SUCCESS;
+		snprintf(why, why_bytes,
+			 "WEFT_ISA=avx2: this CPU lacks AVX2 or F16C (use generic)");
+		return WEFT_ERR_NOT_SUPPORTED;
+	default: return WEFT_SUCCESS;
+	}
+}
 
 static void detect_cpu(void)
 {
@@ -864,12 +903,27 @@ static void detect_cpu(void)
 	f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
 	__builtin_cpu_init();
 	cpu_has_avx2 = __builtin_cpu_supports("avx2") && f16c;
+
+	/* A kernel lookup cannot fail, so a bad WEFT_ISA only warns here and
+	 * keeps the CPU's best; communicator creation rejects it with an
+	 * error (weft_reduce_isa_check), so a job never runs with it. */
+	char why[160];
+	if (isa_problem(why, sizeof(why)) != WEFT_SUCCESS)
+		weft_log(WEFT_LOG_WARN, WEFT_SUB_ALL, "%s; the kernels use %s", why,
+			 cpu_has_avx2 ? "avx2" : "generic");
+	isa_generic = isa_request(weft_setting_str("WEFT_ISA")) == ISA_GENERIC;
+}
+
+weft_status_t weft_reduce_isa_check(char *why, size_t why_bytes)
+{
+	pthread_once(&detect_once, detect_cpu);
+	return isa_problem(why, why_bytes);
 }
 
 static bool use_avx2(void)
 {
 	pthread_once(&detect_once, detect_cpu);
-	return cpu_has_avx2 && !force_generic;
+	return cpu_has_avx2 && !isa_generic && !force_generic;
 }
 
 void weft_reduce_force_generic(bool on)

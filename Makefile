@@ -156,10 +156,14 @@ test: lint tests $(PERF_PROGS) $(TOOLS)
 	[ $$fail -eq 0 ]
 
 # The house rules that a compiler does not check: file and function sizes,
-# and includes that only point down the layers (STYLE.md, DESIGN.md).
+# includes that only point down the layers (STYLE.md, DESIGN.md), and
+# clang-format's layout (.clang-format).
+FORMAT_FILES = $(or $(shell git ls-files '*.c' '*.h' 2>/dev/null),\
+	$(shell find include src algorithms transports tune topo tools perf tests -name '*.[ch]'))
 lint:
 	$(call say,LINT,sizes)scripts/check-sizes
 	$(call say,LINT,layers)scripts/check-layers
+	$(call say,LINT,format)clang-format --dry-run -Werror $(FORMAT_FILES)
 
 asan-test:
 	$(MAKE) BUILD=build-asan SANITIZE="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \

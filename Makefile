@@ -24,6 +24,12 @@ SOMAJOR := 0
 HAVE_LLDPCTL := $(shell pkg-config --exists lldpctl && echo 1)
 # Detected for the verbs transport to come.
 HAVE_VERBS   := $(shell pkg-config --exists libibverbs && echo 1)
+# PMIx (src/launch/launch_pmix.c): only its headers at build time, and only
+# for that file; libpmix itself is dlopen'd at run time, so libweft loads
+# where it is missing.
+HAVE_PMIX    := $(shell pkg-config --exists pmix && echo 1)
+PMIX_CFLAGS  := $(if $(HAVE_PMIX),$(shell pkg-config --cflags pmix) -DWEFT_HAVE_PMIX \
+	-DWEFT_PMIX_LIBDIR='"$(shell pkg-config --variable=libdir pmix)"')
 # jansson reads topology files and writes the communicator's self-description.
 PKGS      := hwloc libfabric jansson $(if $(HAVE_LLDPCTL),lldpctl)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(if $(HAVE_LLDPCTL),-DWEFT_HAVE_LLDPCTL)
@@ -74,6 +80,8 @@ tests: $(TEST_PROGS)
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(call say,CC,$<)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/src/launch/launch_pmix.o: ALL_CFLAGS += $(PMIX_CFLAGS)
 
 $(BUILD)/libweft.so: $(LIB_OBJS) src/weft.map
 	$(call say,CC,$@)$(CC) -shared -Wl,-soname,libweft.so.$(SOMAJOR) -Wl,--version-script=src/weft.map \

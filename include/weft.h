@@ -438,7 +438,8 @@ WEFT_API weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, wef
  *  - "ranks": per rank: "rank", "host" (host id), "host_index", "hostname",
  *    "local_rank", "numa", "nic", "nic_numa", "leaf" (display name),
  *    "leaf_index", "leaf_id", "leaf_port", "spine", "leaf_source" (how the
- *    leaf was learned: "lldp", "file" or "none");
+ *    leaf was learned: "lldp", "file", "slurm" or "none"; one source for
+ *    the whole job where every rank knows it, see README "Topology");
  *  - "hosts": "index", "hostname", "host", "leader", "leaf", "ranks" (in the
  *    order the hierarchical algorithms chain them, from the leader);
  *  - "leaves": "index", "name", "source", "spine", "spine_index" (-1:
@@ -462,7 +463,7 @@ WEFT_API weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, wef
  *
  * Nothing in it grows faster than the number of ranks: per-pair facts are
  * summarised per link class. The document can be read back as
- * WEFT_TOPO_FILE (the leaves learned by LLDP or a topology file).
+ * WEFT_TOPO_FILE (the leaves learned by LLDP, a topology file or Slurm).
  *
  * @param comm       the communicator.
  * @param[out] json  a NUL-terminated string, owned by the caller, to be

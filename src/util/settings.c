@@ -46,6 +46,8 @@ static const struct weft_setting settings[] = {
      "topology file: Slurm topology.conf or the JSON weft-topo writes (leaf of each host)"},
     {"WEFT_LLDP_SOCKET", NULL, "lldpd control socket to query (default: lldpd's own)"},
     {"WEFT_LLDP", "1", "ask the local lldpd for the leaf switch above each NIC"},
+    {"WEFT_TOPO_SLURM", "1",
+     "take the leaf and spine from Slurm's SLURM_TOPOLOGY_ADDR (topology/tree) where set"},
     {"WEFT_PLACEMENT", "topo",
      "ring order: 'topo' (host, then leaf, before crossing the spine) or 'rank' (rank order)"},
     {"WEFT_BIND", "none", "bind each rank near its NIC: none, numa or core"},

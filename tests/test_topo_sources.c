@@ -4,7 +4,8 @@
  *   - the parser on the addresses Slurm writes (two and three switch levels,
  *     one level, a node with dots in its name, topology/none) and on ones it
  *     must refuse, and WEFT_TOPO_SLURM=0;
- *   - a card's own choice when several sources know its leaf;
+ *   - a card's own choice when several sources know its leaf, and the spine
+ *     an LLDP leaf takes from a source that names the same switch;
  *   - the job's agreement on one source (weft_topo_cards_agree): lldpd on
  *     some hosts only, Slurm everywhere, must give one leaf per switch;
  *   - end to end, a 4-rank job of 4 "hosts" (WEFT_HOSTID, TCP over lo) whose
@@ -104,6 +105,14 @@ START_TEST(card_choice)
 	ck_assert_int_eq(c.leaf_source, WEFT_LEAF_LLDP);
 	ck_assert_str_eq(c.leaf_name, "leaf1");
 	ck_assert_str_eq(c.leaf_port, "swp1");
+	ck_assert_str_eq(c.spine, ""); /* no other source names leaf1 */
+	/* Slurm names LLDP's leaf: its spine goes with it; the file's first. */
+	card(&c, "leaf1", NULL, "leaf1");
+	ck_assert_int_eq(c.leaf_source, WEFT_LEAF_LLDP);
+	ck_assert_str_eq(c.leaf_id, "mac-leaf1");
+	ck_assert_str_eq(c.spine, "spine");
+	card(&c, "leaf1", "leaf1", "leaf1");
+	ck_assert_str_eq(c.spine, "fs");
 	card(&c, NULL, "f1", "s1");
 	ck_assert_int_eq(c.leaf_source, WEFT_LEAF_FILE);
 	ck_assert_str_eq(c.leaf_id, "f1");

@@ -17,7 +17,8 @@ weft_status_t weft_topo_local_card(struct weft_topo_card *card, const char *host
 void weft_topo_card_terminate(struct weft_topo_card *card);
 
 /* Make the best source the card knows its leaf (order: topo.h), with an
- * INFO line naming the others when more than one knows a leaf. */
+ * INFO line naming the others when more than one knows a leaf. An LLDP leaf
+ * takes its spine from a file or Slurm that names the same leaf. */
 void weft_topo_card_choose(struct weft_topo_card *card);
 
 /* "lldp", "file", "slurm" or "none". */

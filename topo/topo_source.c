@@ -57,6 +57,23 @@ static void use_source(struct weft_topo_card *c, int source)
 	c->leaf_source = source;
 }
 
+/* LLDP names the leaf but knows nothing above it: take the spine from a
+ * configured source that names the same switch (by name, so only where the
+ * cluster's names are the switches' own). */
+static void spine_for_lldp(struct weft_topo_card *c)
+{
+	for (int s = WEFT_LEAF_FILE; s < SOURCES && !c->spine[0]; s++) {
+		const char *spine;
+		const char *leaf = alt_leaf(c, s, &spine);
+		if (!spine[0] || strncmp(leaf, c->leaf_name, WEFT_TOPO_NAME_BYTES) != 0)
+			continue;
+		snprintf(c->spine, sizeof(c->spine), "%.*s", WEFT_TOPO_NAME_BYTES - 1, spine);
+		weft_log(WEFT_LOG_INFO, WEFT_SUB_TOPO,
+			 "spine '%s' from %s, which names LLDP's leaf '%s' too", c->spine,
+			 weft_topo_leaf_source_name(s), c->leaf_name);
+	}
+}
+
 void weft_topo_card_choose(struct weft_topo_card *c)
 {
 	int best = c->leaf_source == WEFT_LEAF_LLDP ? WEFT_LEAF_LLDP : WEFT_LEAF_NONE;
@@ -75,6 +92,8 @@ void weft_topo_card_choose(struct weft_topo_card *c)
 		snprintf(also + n, sizeof(also) - n, ", %s '%s'", weft_topo_leaf_source_name(s),
 			 leaf);
 	}
+	if (best == WEFT_LEAF_LLDP)
+		spine_for_lldp(c);
 	if (also[0])
 		weft_log(WEFT_LOG_INFO, WEFT_SUB_TOPO,
 			 "leaf sources: %s '%s'%s: %s wins (order: lldp, file, slurm: what is "

@@ -67,7 +67,7 @@ TEST_HARNESS := tests/harness.c
 TEST_SRCS := $(wildcard tests/test_*.c)
 TEST_PROGS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 # Shell tests of the programs (exit 77: skipped, with the reason printed).
-TEST_SCRIPTS := $(wildcard tests/test_*.sh) tests/fabric/test_fabric_topo.sh
+TEST_SCRIPTS := $(wildcard tests/test_*.sh) tests/fabric/test_fabric_topo.sh tests/fabric/test_slurm.sh
 
 TOOLS := $(BUILD)/weft-topo
 
@@ -133,7 +133,8 @@ RERUNS := $(foreach t,test_colls test_allreduce test_allgather test_algos_a test
 
 # Every suite runs; the target fails if any failed. Each prints Check's
 # "N%: Checks: X, Failures: Y, Errors: Z" line.
-# The fabric test needs root, ip, tc and lldpd; it exits 77 (skipped) otherwise.
+# The fabric tests need root, ip, tc and lldpd (the Slurm one also slurm-wlm
+# and munge); they exit 77 (skipped) otherwise.
 # The last line counts the test programs: "N passed, N failed, N skipped".
 test: tests $(PERF_PROGS) $(TOOLS)
 	@pass=0; fail=0; skip=0; for t in $(TEST_PROGS); do \

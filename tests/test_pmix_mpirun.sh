@@ -21,12 +21,17 @@ BUILD=${WEFT_BUILD:-build}
 case $BUILD in /*) ;; *) BUILD=$REPO/$BUILD ;; esac
 PERF=$BUILD/allreduce_perf
 TOPO=$BUILD/weft-topo
-[ -x "$PERF" ] && [ -x "$TOPO" ] || { echo "FAIL: $PERF or $TOPO not built"; exit 1; }
+if [ ! -x "$PERF" ] || [ ! -x "$TOPO" ]; then
+	echo "FAIL: $PERF or $TOPO not built"
+	exit 1
+fi
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 MPIRUN=$(command -v mpirun.openmpi || command -v mpirun || true)
-[ -n "$MPIRUN" ] && [[ $("$MPIRUN" --version 2>/dev/null) =~ (Open MPI|OpenRTE) ]] ||
-	{ echo "SKIP: Open MPI's mpirun not found"; exit 77; }
+if [ -z "$MPIRUN" ] || [[ ! $("$MPIRUN" --version 2>/dev/null) =~ (Open MPI|OpenRTE) ]]; then
+	echo "SKIP: Open MPI's mpirun not found"
+	exit 77
+fi
 pkg-config --exists pmix 2>/dev/null || { echo "SKIP: built without PMIx's headers (libpmix-dev)"; exit 77; }
 [[ $(ldconfig -p 2>/dev/null) == *libpmix.so.2* ]] || { echo "SKIP: libpmix.so.2 not installed"; exit 77; }
 

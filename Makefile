@@ -131,6 +131,10 @@ RERUNS := $(foreach t,test_colls test_allreduce test_allgather test_algos_a test
 	test_algos_hier,WEFT_GATE=one:$(t)) \
 	$(foreach t,test_nonblocking test_colls test_split_group,WEFT_PROGRESS_THREAD=1:$(t))
 
+# Inside a Slurm step the tests would learn leaves from the step's own
+# topology: they build their own (test_topo_sources, tests/fabric/).
+unexport SLURM_TOPOLOGY_ADDR SLURM_TOPOLOGY_ADDR_PATTERN
+
 # Every suite runs; the target fails if any failed. Each prints Check's
 # "N%: Checks: X, Failures: Y, Errors: Z" line.
 # The fabric tests need root, ip, tc and lldpd (the Slurm one also slurm-wlm

@@ -16,7 +16,9 @@
 #     finds no usable cgroup tree), with a private tmpfs on /tmp (PMIx keeps
 #     per-step directories in /tmp, and nodes must not share them), a private
 #     /etc/hosts naming every node (as on a real cluster, where node names
-#     resolve) and the node's name as its hostname;
+#     resolve) and the node's name as its hostname, started in DIR (a
+#     working directory under the hidden /tmp makes every slurmstepd
+#     complain that it cannot return to it);
 #   - the fabric's lldpd sockets (in its /tmp directory) appear to each node's
 #     tasks under DIR/fabric, so that jobs can also ask LLDP;
 #   - spool, pid and log files per node with %n; ProctrackType=
@@ -203,7 +205,7 @@ start_slurmd() {
 	unshare -m -u --propagation private sh -c '
 		mount --bind "$4" "$1/fabric" &&
 		mount -t tmpfs -o size=256m,mode=1777 weft-slurm-tmp /tmp &&
-		mount --bind "$1/hosts" /etc/hosts && hostname "$2" &&
+		mount --bind "$1/hosts" /etc/hosts && hostname "$2" && cd "$1" &&
 		exec nsenter --net="/run/netns/$3" slurmd -D -N "$2" -f "$1/slurm.conf"' \
 		sh "$DIR" "$name" "$ns" "$(awk '$1 == "dir" {print $2}' "$FABRIC")" \
 		</dev/null >"$DIR/slurmd.$name.out" 2>&1 &

@@ -60,7 +60,10 @@ fail() {
 	FAILS=$((FAILS + 1))
 }
 ok() { echo "ok: $*"; }
-show() { sed 's/^/    | /' "$1" | tail -n "${2:-25}"; }
+show() {
+	sed 's/^/    | /' "$1" | tail -n "${2:-25}"
+	[ ! -s "$1.err" ] || sed 's/^/    ! /' "$1.err" | tail -n "${2:-25}"
+}
 
 if ! cp "$BUILD/allreduce_perf" "$BUILD/weft-topo" "$BIN/" ||
 	! cp "$BUILD/libweft.so" "$BIN/libweft.so.0"; then
@@ -84,11 +87,14 @@ unset WEFT_ROOT WEFT_SECRET WEFT_RANK WEFT_NRANKS WEFT_SOCKET_IFNAME WEFT_TOPO_F
 unset WEFT_LLDP_SOCKET WEFT_DEBUG WEFT_DEBUG_SUBSYS
 export WEFT_TIMEOUT=60
 
-# step LABEL SRUN_ARGS... : srun on the cluster, output in OUT/LABEL.
+# step LABEL SRUN_ARGS... : srun on the cluster, the tasks' stdout in
+# OUT/LABEL and their stderr (logs, errors) in OUT/LABEL.err: srun mixes the
+# tasks' lines, which must not land inside rank 0's JSON.
 step() {
 	local label=$1 t=$SECONDS rc
 	shift
-	timeout -k 5 "$JOB_TIMEOUT" "$SLURM_SH" run -- srun --chdir="$DIR" "$@" >"$OUT/$label" 2>&1
+	timeout -k 5 "$JOB_TIMEOUT" "$SLURM_SH" run -- srun --chdir="$DIR" "$@" \
+		>"$OUT/$label" 2>"$OUT/$label.err"
 	rc=$?
 	echo "# $label: $((SECONDS - t))s (exit $rc)"
 	return $rc
@@ -105,7 +111,7 @@ check_perf() {
 		awk '$1 ~ /^[0-9]+$/ && NF >= 13 && ($9 != 0 || $13 != 0) {bad = 1} END {exit bad}' ||
 		{ echo "a #wrong column is not 0"; return 1; }
 	[ -n "$want" ] || return 0
-	got=$(grep -cF "$want" "$f")
+	got=$(cat "$f" "$f.err" 2>/dev/null | grep -cF "$want")
 	[ "$got" -eq "$n" ] || { echo "$got of $n ranks logged '$want'"; return 1; }
 }
 
@@ -188,7 +194,7 @@ if WEFT_TEST_NO_LLDP=h4 step mixed-topo --mpi=pmix "${INTERLEAVED[@]}" \
 	--export=ALL,WEFT_DEBUG=INFO,WEFT_DEBUG_SUBSYS=TOPO "$BIN/lldp-on" "$BIN/weft-topo" \
 	--format json && msg=$(check_topo "$OUT/mixed-topo" slurm 2>&1); then
 	if grep -q "leaf sources differ across the 4 ranks (lldp on 3, slurm on 1): every rank uses slurm" \
-		"$OUT/mixed-topo"; then
+		"$OUT/mixed-topo.err"; then
 		ok "lldpd on 3 of 4 nodes: the job agrees on Slurm, and says why"
 	else
 		fail "lldpd on 3 of 4 nodes: no INFO line saying which source won and why"
@@ -211,7 +217,7 @@ if step env-arbitrary "${INTERLEAVED[@]}" "$BIN/allreduce_perf" "${PERF_ARGS[@]}
 	fail "plain srun -m arbitrary succeeded: it cannot know rank 0's node"
 else
 	n=$(grep -c "weft_comm_init_env failed: .*SLURM_DISTRIBUTION=arbitrary.*srun --mpi=pmix.*WEFT_ROOT=host:port" \
-		"$OUT/env-arbitrary")
+		"$OUT/env-arbitrary.err")
 	if [ "$n" -eq 4 ]; then
 		ok "plain srun -m arbitrary: every rank fails saying to use srun --mpi=pmix or WEFT_ROOT"
 	else

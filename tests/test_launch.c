@@ -574,7 +574,8 @@ START_TEST(root_missing)
 				      "SLURM_STEP_ID=0", NULL},
 		a, sizeof(a), &st, &err);
 	ck_assert_int_eq(st, WEFT_ERR_INVALID_ARG);
-	ck_assert_msg(strstr(err.msg, "Slurm job is not on one host") &&
+	ck_assert_msg(strstr(err.msg, "Slurm job is not on one host: SLURM_STEP_NODELIST is not "
+				      "set, so rank 0's node is unknown") &&
 			  strstr(err.msg, "WEFT_ROOT=host:port") &&
 			  strstr(err.msg, "srun --mpi=pmix"),
 		      "%s", err.msg);

@@ -134,7 +134,12 @@ static weft_status_t first_node(struct weft_launch *l, struct weft_err *err)
 {
 	const char *list = getenv("SLURM_STEP_NODELIST");
 	char why[160];
-	if (!list || !root_on_first_node(l))
+	if (!list) {
+		l->root_hint =
+		    "SLURM_STEP_NODELIST is not set, so rank 0's node is unknown: " SLURM_HINT;
+		return WEFT_SUCCESS;
+	}
+	if (!root_on_first_node(l))
 		return WEFT_SUCCESS;
 	weft_status_t st = weft_hostlist_expand(list, WEFT_HOSTLIST_MAX_HOSTS, keep_first,
 						l->root_host, why, sizeof(why));

@@ -18,10 +18,17 @@
 #       Slurm's variables; -m arbitrary fails on every rank with the message
 #       that says to use srun --mpi=pmix or WEFT_ROOT; -N 1 -n 2 weft-topo
 #       (issue 14's "srun -n 2 on one node") is one 2-rank job;
+#   (d2) Slurm's compressed tasks-per-node list, live: -N 3 -n 5 gives
+#       SLURM_STEP_TASKS_PER_NODE=2(x2),1, and weft-topo --launcher on every
+#       task, with plain srun and with --mpi=pmix, reports the local rank and
+#       size that the tasks' host names show;
 #   (e) sbatch --wait docs/slurm/torchrun.sbatch (the README's PyTorch job:
 #       torchrun under srun --mpi=pmix, when torch is installed): the workers
 #       inherit their agent's PMIx variables, and torchrun's win;
-#   (f) sbatch --wait docs/slurm/allreduce.sbatch (the README's perf run).
+#   (f) sbatch --wait docs/slurm/allreduce.sbatch (the README's perf run);
+#   (g) sbatch --wait docs/slurm/mpirun.sbatch: Open MPI's mpirun inside the
+#       allocation, its daemons started through Slurm, is one exact 4-rank
+#       job over PMIx across the 4 nodes.
 # The programs are copied into the cluster's bin/ (the nodes have a private
 # /tmp). Exit: 0 pass, 1 fail, 77 skipped (not root, Slurm, munge or the
 # fabric's tools missing, or the cluster does not start here). Everything is
@@ -238,6 +245,43 @@ else
 	show "$OUT/env-one-node"
 fi
 
+# (d2) -N 3 -n 5: "2(x2),1"; every task's local rank and size must be what
+# the host names of the tasks show (block: ranks in order on each host).
+check_local() {
+	python3 - "$1" <<-'EOF'
+		import sys
+		rows = [l.split() for l in open(sys.argv[1]) if l.startswith("launcher ")]
+		rows = [dict(zip(r[0::2], r[1::2])) for r in rows]
+		errs = [] if len(rows) == 5 else ["%d lines, expected 5" % len(rows)]
+		by_host = {}
+		for r in sorted(rows, key=lambda r: int(r["rank"])):
+		    by_host.setdefault(r["host"], []).append(r)
+		for host, rs in by_host.items():
+		    for i, r in enumerate(rs):
+		        want = (str(i), str(len(rs)), "5")
+		        if (r["local_rank"], r["local_size"], r["nranks"]) != want:
+		            errs.append("rank %s on %s: local %s of %s, nranks %s; expected local %s of %s" %
+		                        (r["rank"], host, r["local_rank"], r["local_size"], r["nranks"], want[0], want[1]))
+		if sorted(len(rs) for rs in by_host.values()) != [1, 2, 2]:
+		    errs.append("tasks per host %s, expected 2, 2, 1" % {h: len(rs) for h, rs in by_host.items()})
+		sys.exit("\n".join(errs) or None)
+	EOF
+}
+if step tpn-env -N 3 -n 5 printenv SLURM_STEP_TASKS_PER_NODE &&
+	[ "$(sort -u "$OUT/tpn-env")" = "2(x2),1" ]; then
+	for mpi in none pmix; do
+		if step "tpn-$mpi" --mpi="$mpi" -N 3 -n 5 "$BIN/weft-topo" --launcher &&
+			msg=$(check_local "$OUT/tpn-$mpi" 2>&1); then
+			ok "srun --mpi=$mpi -N 3 -n 5 (tasks per node 2(x2),1): every task's local rank and size"
+		else
+			fail "srun --mpi=$mpi -N 3 -n 5 weft-topo --launcher: ${msg:-the step failed}"
+			show "$OUT/tpn-$mpi"
+		fi
+	done
+else
+	fail "srun -N 3 -n 5 does not give SLURM_STEP_TASKS_PER_NODE=2(x2),1: $(sort -u "$OUT/tpn-env")"
+fi
+
 # batch LABEL SCRIPT ARGS...: sbatch --wait, output in OUT/LABEL.
 batch() {
 	local label=$1 script=$2 t=$SECONDS rc
@@ -274,6 +318,24 @@ else
 	fail "sbatch docs/slurm/allreduce.sbatch: ${msg:-the job failed}"
 	show "$OUT/allreduce.sbatch" 5
 	show "$OUT/allreduce"
+fi
+
+# (g) Open MPI's mpirun inside the allocation: PMIx across the nodes
+if OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 WEFT_DEBUG=INFO \
+	WEFT_DEBUG_SUBSYS=INIT WEFT_BIN=$BIN batch mpirun "$REPO/docs/slurm/mpirun.sbatch" \
+	-b 1K -e 64K -f 4 -n 3 -w 1 &&
+	msg=$(check_perf "$OUT/mpirun" 4 PMIx "launcher interface PMIx: rank"); then
+	if [ "$(grep -oE 'INFO INIT rank [0-9] of 4 ready on h[1-4]' "$OUT/mpirun" | sort -u |
+		awk '{print $NF}' | sort -u | wc -l)" -eq 4 ]; then
+		ok "sbatch docs/slurm/mpirun.sbatch: mpirun across 4 nodes, one exact 4-rank job over PMIx"
+	else
+		fail "sbatch docs/slurm/mpirun.sbatch: the ranks are not on 4 nodes"
+		show "$OUT/mpirun"
+	fi
+else
+	fail "sbatch docs/slurm/mpirun.sbatch: ${msg:-the job failed}"
+	show "$OUT/mpirun.sbatch" 5
+	show "$OUT/mpirun"
 fi
 
 echo "# test time: $((SECONDS - T0))s (fabric and cluster up/down not included)"

@@ -10,6 +10,10 @@ pkgs=(
 	liblldpctl-dev lldpd libibverbs-dev rdma-core
 	iproute2 nftables time graphviz hwloc clang-format
 	libpmix-dev slurm-wlm munge util-linux
+	# python3: the shell tests' JSON checks; python3-torch: torchrun for
+	# tests/fabric/test_slurm.sh's PyTorch job (docs/slurm/torchrun.sbatch)
+	# and the Gloo peer of BENCH.md.
+	python3 python3-torch
 )
 
 missing=()

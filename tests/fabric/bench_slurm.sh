@@ -10,6 +10,8 @@
 # (tests/fabric/slurm.sh), and runs, REPEAT times each (default 5):
 #   srun --mpi=pmix -N 4 -n 4 init_time      PMIx across 4 hosts
 #   srun -N 4 -n 4 init_time                 Slurm's variables, root on h1
+#   salloc -N 4 -n 4 mpirun init_time        PMIx across 4 hosts (Open MPI's
+#                                            daemons started through Slurm)
 #   mpirun -np 4 init_time                   PMIx on this host (Open MPI)
 #   mpirun -np 4 -x WEFT_PMIX=0 init_time    Open MPI's variables
 # then srun --mpi=pmix -m arbitrary -w h1,h3,h2,h4 weft-topo (text and
@@ -71,6 +73,7 @@ rc=0
 for ((i = 0; i < REPEAT; i++)); do
 	timed srun-pmix "$SLURM_SH" run -- srun --chdir="$DIR" --mpi=pmix -N 4 -n 4 "$BIN/init_time" || rc=1
 	timed srun-env "$SLURM_SH" run -- srun --chdir="$DIR" -N 4 -n 4 "$BIN/init_time" || rc=1
+	timed mpirun-slurm "$SLURM_SH" run -- salloc -Q -N 4 -n 4 mpirun "$BIN/init_time" || rc=1
 	timed mpirun-pmix mpirun --oversubscribe -np 4 "$BIN/init_time" || rc=1
 	timed mpirun-env mpirun --oversubscribe -np 4 -x WEFT_PMIX=0 "$BIN/init_time" || rc=1
 done

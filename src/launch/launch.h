@@ -16,7 +16,9 @@
  *                answers, WEFT_PMIX=0) the MPI or Slurm variables set beside
  *                them are read, and with none the launch fails saying why
  *   4. Open MPI  OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK,LOCAL_SIZE}
- *   5. Hydra     PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS
+ *   5. Hydra     PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS; not
+ *                where they equal SLURM_PROCID and SLURM_NTASKS in a step
+ *                (srun --mpi=pmi2 sets them): Slurm's variables say more
  *   6. Slurm     SLURM_PROCID (not SLURM_NTASKS alone: salloc's shell has
  *                it), SLURM_NTASKS, SLURM_LOCALID, the (STEP_)TASKS_PER_NODE
  *                and (STEP_)NUM_NODES/NNODES counts, SLURM_STEP_NODELIST for

@@ -32,9 +32,13 @@ struct launcher {
 	weft_status_t (*read)(struct weft_launch *l, char *why, size_t len);
 	/* Launcher-specific reading once rank and size are known. */
 	weft_status_t (*more)(struct weft_launch *l, struct weft_err *err);
+	/* True where these variables were set by a launcher further down the
+	 * table, which knows more: that one is read instead. */
+	bool (*defer)(void);
 };
 
 static weft_status_t torchrun_more(struct weft_launch *l, struct weft_err *err);
+static bool hydra_is_slurm_pmi2(void);
 
 static const struct launcher launchers[] = {
     {
@@ -79,6 +83,7 @@ static const struct launcher launchers[] = {
 	.size = "PMI_SIZE",
 	.local_rank = "MPI_LOCALRANKID",
 	.local_size = "MPI_LOCALNRANKS",
+	.defer = hydra_is_slurm_pmi2,
     },
     {
 	.name = "Slurm",
@@ -121,7 +126,25 @@ static bool group_set(const char *const group[2])
 
 static bool detected(const struct launcher *e)
 {
-	return group_set(e->detect[0]) || group_set(e->detect[1]);
+	return (group_set(e->detect[0]) || group_set(e->detect[1])) && !(e->defer && e->defer());
+}
+
+static bool same_var(const char *a, const char *b)
+{
+	const char *x = getenv(a), *y = getenv(b);
+	return x && y && strcmp(x, y) == 0;
+}
+
+/* srun --mpi=pmi2 sets PMI_RANK and PMI_SIZE beside SLURM_PROCID and
+ * SLURM_NTASKS, with the same values, and no local rank or size: Slurm's
+ * variables say more (local sizes, the node list for the root, a job id the
+ * nodes share). Hydra's ranks under Slurm inherit their proxy's SLURM_PROCID
+ * (one proxy a node), which differs from PMI_RANK unless every node has one
+ * rank, and then Slurm's variables describe the same job. */
+static bool hydra_is_slurm_pmi2(void)
+{
+	return getenv("SLURM_STEP_ID") && same_var("PMI_RANK", "SLURM_PROCID") &&
+	       same_var("PMI_SIZE", "SLURM_NTASKS");
 }
 
 static uint64_t fnv1a(uint64_t h, const char *s)

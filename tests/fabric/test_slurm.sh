@@ -20,8 +20,9 @@
 #       (issue 14's "srun -n 2 on one node") is one 2-rank job;
 #   (d2) Slurm's compressed tasks-per-node list, live: -N 3 -n 5 gives
 #       SLURM_STEP_TASKS_PER_NODE=2(x2),1, and weft-topo --launcher on every
-#       task, with plain srun and with --mpi=pmix, reports the local rank and
-#       size that the tasks' host names show;
+#       task, with plain srun, --mpi=pmix and --mpi=pmi2 (whose PMI_RANK is
+#       Slurm's, not Hydra's), reports the local rank and size that the
+#       tasks' host names show;
 #   (e) sbatch --wait docs/slurm/torchrun.sbatch (the README's PyTorch job:
 #       torchrun under srun --mpi=pmix, when torch is installed): the workers
 #       inherit their agent's PMIx variables, and torchrun's win;
@@ -245,14 +246,17 @@ else
 	show "$OUT/env-one-node"
 fi
 
-# (d2) -N 3 -n 5: "2(x2),1"; every task's local rank and size must be what
-# the host names of the tasks show (block: ranks in order on each host).
+# (d2) -N 3 -n 5: "2(x2),1"; check_local FILE LAUNCHER: every task read
+# LAUNCHER, and its local rank and size are what the host names of the
+# tasks show (block: ranks in order on each host).
 check_local() {
-	python3 - "$1" <<-'EOF'
+	python3 - "$1" "$2" <<-'EOF'
 		import sys
 		rows = [l.split() for l in open(sys.argv[1]) if l.startswith("launcher ")]
 		rows = [dict(zip(r[0::2], r[1::2])) for r in rows]
 		errs = [] if len(rows) == 5 else ["%d lines, expected 5" % len(rows)]
+		errs += ["rank %s read launcher %s, expected %s" % (r["rank"], r["launcher"], sys.argv[2])
+		         for r in rows if r["launcher"] != sys.argv[2]]
 		by_host = {}
 		for r in sorted(rows, key=lambda r: int(r["rank"])):
 		    by_host.setdefault(r["host"], []).append(r)
@@ -269,9 +273,9 @@ check_local() {
 }
 if step tpn-env -N 3 -n 5 printenv SLURM_STEP_TASKS_PER_NODE &&
 	[ "$(sort -u "$OUT/tpn-env")" = "2(x2),1" ]; then
-	for mpi in none pmix; do
+	for mpi in none pmix pmi2; do
 		if step "tpn-$mpi" --mpi="$mpi" -N 3 -n 5 "$BIN/weft-topo" --launcher &&
-			msg=$(check_local "$OUT/tpn-$mpi" 2>&1); then
+			msg=$(check_local "$OUT/tpn-$mpi" "$([ $mpi = pmix ] && echo PMIx || echo Slurm)" 2>&1); then
 			ok "srun --mpi=$mpi -N 3 -n 5 (tasks per node 2(x2),1): every task's local rank and size"
 		else
 			fail "srun --mpi=$mpi -N 3 -n 5 weft-topo --launcher: ${msg:-the step failed}"

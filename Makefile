@@ -24,6 +24,12 @@ SOMAJOR := 0
 HAVE_LLDPCTL := $(shell pkg-config --exists lldpctl && echo 1)
 # Detected for the verbs transport to come.
 HAVE_VERBS   := $(shell pkg-config --exists libibverbs && echo 1)
+# PMIx (src/launch/launch_pmix.c): only its headers at build time, and only
+# for that file; libpmix itself is dlopen'd at run time, so libweft loads
+# where it is missing.
+HAVE_PMIX    := $(shell pkg-config --exists pmix && echo 1)
+PMIX_CFLAGS  := $(if $(HAVE_PMIX),$(shell pkg-config --cflags pmix) -DWEFT_HAVE_PMIX \
+	-DWEFT_PMIX_LIBDIR='"$(shell pkg-config --variable=libdir pmix)"')
 # jansson reads topology files and writes the communicator's self-description.
 PKGS      := hwloc libfabric jansson $(if $(HAVE_LLDPCTL),lldpctl)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(if $(HAVE_LLDPCTL),-DWEFT_HAVE_LLDPCTL)
@@ -61,7 +67,7 @@ TEST_HARNESS := tests/harness.c
 TEST_SRCS := $(wildcard tests/test_*.c)
 TEST_PROGS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 # Shell tests of the programs (exit 77: skipped, with the reason printed).
-TEST_SCRIPTS := $(wildcard tests/test_*.sh) tests/fabric/test_fabric_topo.sh
+TEST_SCRIPTS := $(wildcard tests/test_*.sh) tests/fabric/test_fabric_topo.sh tests/fabric/test_slurm.sh
 
 TOOLS := $(BUILD)/weft-topo
 
@@ -76,6 +82,8 @@ tests: $(TEST_PROGS)
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(call say,CC,$<)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/src/launch/launch_pmix.o: ALL_CFLAGS += $(PMIX_CFLAGS)
 
 $(BUILD)/libweft.so: $(LIB_OBJS) src/weft.map
 	$(call say,CC,$@)$(CC) -shared -Wl,-soname,libweft.so.$(SOMAJOR) -Wl,--version-script=src/weft.map \
@@ -132,12 +140,17 @@ RERUNS := $(foreach t,test_colls test_allreduce test_allgather test_algos_a test
 	$(foreach t,test_nonblocking test_colls test_split_group,WEFT_PROGRESS_THREAD=1:$(t)) \
 	WEFT_ISA=generic:test_reduce
 
+# Inside a Slurm step the tests would learn leaves from the step's own
+# topology: they build their own (test_topo_sources, tests/fabric/).
+unexport SLURM_TOPOLOGY_ADDR SLURM_TOPOLOGY_ADDR_PATTERN
+
 # Every suite runs; the target fails if any failed. Each prints Check's
 # "N%: Checks: X, Failures: Y, Errors: Z" line. The kernel suite runs a
 # second time with WEFT_ISA=generic, so that the generic kernels are tested
 # as the library dispatches them even on an AVX2 machine (some multi-rank
 # jobs set it too).
-# The fabric test needs root, ip, tc and lldpd; it exits 77 (skipped) otherwise.
+# The fabric tests need root, ip, tc and lldpd (the Slurm one also slurm-wlm
+# and munge); they exit 77 (skipped) otherwise.
 # The last line counts the test programs: "N passed, N failed, N skipped".
 test: lint tests $(PERF_PROGS) $(TOOLS)
 	@pass=0; fail=0; skip=0; failed=; for t in $(TEST_PROGS); do \

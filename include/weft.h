@@ -183,22 +183,34 @@ WEFT_API weft_status_t weft_comm_init_rank(weft_comm_t *comm, int nranks, weft_u
 /**
  * Create a communicator from the launcher's environment, so that training
  * code needs no MPI. Rank and size come from the launcher that
- * weft_launch_query() finds (WEFT_RANK/WEFT_NRANKS, torchrun, Open MPI,
- * MPICH/Hydra or Slurm, in that order). The root address, where rank 0
- * listens, is WEFT_ROOT=host:port if set; else torchrun's MASTER_ADDR with
- * port MASTER_PORT + 1 (torchrun's own store has MASTER_PORT); else, for a
- * Slurm step across nodes, the first node of SLURM_STEP_NODELIST (rank 0's
- * node under the default block distribution) with a port derived from the
- * job and step ids; else, when the launcher says every rank is on this
- * host, 127.0.0.1 with a port derived from the launcher's job id. The
- * secret is WEFT_SECRET (16 hex digits) if set; otherwise it is derived
- * from the launcher's job id, which keeps jobs apart but does not keep out
- * a hostile local user: set WEFT_SECRET on shared machines.
+ * weft_launch_query() finds (WEFT_RANK/WEFT_NRANKS, torchrun, PMIx, Open
+ * MPI, MPICH/Hydra or Slurm, in that order).
+ *
+ * Under PMIx (srun --mpi=pmix, Open MPI's mpirun) rank 0 starts the
+ * bootstrap root with a fresh random secret and hands its id to the other
+ * ranks through PMIx (PMIx_Put, PMIx_Commit, PMIx_Fence, PMIx_Get): nothing
+ * to set. Rank 0 listens on WEFT_ROOT if set; else on loopback when every
+ * rank is on its host; else on WEFT_SOCKET_IFNAME or the NIC nearest its
+ * cores, on a free port.
+ *
+ * Otherwise the root address, where rank 0 listens, is WEFT_ROOT=host:port
+ * if set; else torchrun's MASTER_ADDR with port MASTER_PORT + 1 (torchrun's
+ * own store has MASTER_PORT); else, for a Slurm step across nodes, the first
+ * node of SLURM_STEP_NODELIST (rank 0's node, except under -m arbitrary,
+ * which is then an error) with a port derived from the job and step ids;
+ * else, when the launcher says every rank is on this host, 127.0.0.1 with a
+ * port derived from the launcher's job id. The secret is WEFT_SECRET (16
+ * hex digits) if set; otherwise it is derived from the launcher's job id,
+ * which keeps jobs apart but does not keep out a hostile local user: set
+ * WEFT_SECRET on shared machines, or launch with PMIx.
  *
  * @return as weft_comm_init_rank(), plus WEFT_ERR_INVALID_ARG naming the
- *         variable that is missing or malformed, and the errors of
- *         weft_launch_query(); with no launcher at all, WEFT_ERR_INVALID_ARG.
- * Blocking: yes.
+ *         variable that is missing or malformed (for a Slurm step whose root
+ *         is unknown: saying to use srun --mpi=pmix or WEFT_ROOT), the
+ *         errors of weft_launch_query(), and under PMIx WEFT_ERR_SYSTEM or
+ *         WEFT_ERR_TIMEOUT from the exchange with the PMIx server; with no
+ *         launcher at all, WEFT_ERR_INVALID_ARG.
+ * Blocking: yes. Collective over the launcher's ranks.
  */
 WEFT_API weft_status_t weft_comm_init_env(weft_comm_t *comm, const weft_config_t *config);
 
@@ -211,7 +223,7 @@ typedef struct weft_launch_info {
 	int nranks;	/**< number of ranks the launcher started */
 	int local_rank; /**< rank among the ranks on this host; -1 if the launcher does not say */
 	int local_size; /**< ranks on this host; -1 if the launcher does not say */
-	/** "weft", "torchrun", "Open MPI", "MPICH/Hydra", "Slurm", or "none" */
+	/** "weft", "torchrun", "PMIx", "Open MPI", "MPICH/Hydra", "Slurm", or "none" */
 	char launcher[WEFT_LAUNCHER_NAME_BYTES];
 } weft_launch_info_t;
 
@@ -228,8 +240,10 @@ typedef struct weft_launch_info {
  *  - "weft": WEFT_RANK, WEFT_NRANKS (optional WEFT_LOCAL_RANK, WEFT_LOCAL_SIZE);
  *  - "torchrun": RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, when
  *    TORCHELASTIC_RUN_ID (or GROUP_RANK with LOCAL_WORLD_SIZE) is set;
- *  - PMIx (PMIX_RANK or PMIX_NAMESPACE): not read yet; the Open MPI, Hydra
- *    or Slurm variables set beside them are used instead;
+ *  - "PMIx", when PMIX_RANK or PMIX_NAMESPACE is set: rank, job size, local
+ *    rank and size from the PMIx server (libpmix is loaded at run time;
+ *    WEFT_PMIX=0 skips it). Where libpmix is missing or no server answers,
+ *    the Open MPI, Hydra or Slurm variables set beside them are read;
  *  - "Open MPI": OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE;
  *  - "MPICH/Hydra": PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS;
  *  - "Slurm": SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, and this node's
@@ -243,9 +257,10 @@ typedef struct weft_launch_info {
  *         launcher's variables are there but unusable (one of rank and
  *         size missing, not an integer, rank >= size, a Slurm batch script
  *         rather than a task): weft_init_last_error() names the variable.
- *         WEFT_ERR_NOT_SUPPORTED when only PMIx variables are set: the
- *         message says what to set instead.
- * Blocking: no (reads the environment only; no network or name lookup).
+ *         WEFT_ERR_NOT_SUPPORTED when only PMIx variables are set and PMIx
+ *         cannot be used: the message says why and what to set instead.
+ * Blocking: no network or name lookup; under PMIx the first call starts
+ * the PMIx client (finalised at exit) and asks the local server.
  * Thread safety: safe, unless another thread changes the environment.
  */
 WEFT_API weft_status_t weft_launch_query(weft_launch_info_t *info);
@@ -438,7 +453,8 @@ WEFT_API weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, wef
  *  - "ranks": per rank: "rank", "host" (host id), "host_index", "hostname",
  *    "local_rank", "numa", "nic", "nic_numa", "leaf" (display name),
  *    "leaf_index", "leaf_id", "leaf_port", "spine", "leaf_source" (how the
- *    leaf was learned: "lldp", "file" or "none");
+ *    leaf was learned: "lldp", "file", "slurm" or "none"; one source for
+ *    the whole job where every rank knows it, see README "Topology");
  *  - "hosts": "index", "hostname", "host", "leader", "leaf", "ranks" (in the
  *    order the hierarchical algorithms chain them, from the leader);
  *  - "leaves": "index", "name", "source", "spine", "spine_index" (-1:
@@ -462,7 +478,7 @@ WEFT_API weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, wef
  *
  * Nothing in it grows faster than the number of ranks: per-pair facts are
  * summarised per link class. The document can be read back as
- * WEFT_TOPO_FILE (the leaves learned by LLDP or a topology file).
+ * WEFT_TOPO_FILE (the leaves learned by LLDP, a topology file or Slurm).
  *
  * @param comm       the communicator.
  * @param[out] json  a NUL-terminated string, owned by the caller, to be

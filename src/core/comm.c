@@ -78,13 +78,20 @@ static weft_status_t place(struct weft_comm *comm)
 				      "WEFT_PLACEMENT=%s: expected topo or rank", mode);
 	comm->placement_by_rank = strcmp(mode, "rank") == 0;
 	struct weft_topo_rank *in = calloc((unsigned)n, sizeof(*in));
-	if (!in)
+	struct weft_topo_card **cards = calloc((unsigned)n, sizeof(*cards));
+	if (!in || !cards) {
+		free(in);
+		free(cards);
 		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "init: no memory for the topology");
+	}
 	for (int r = 0; r < n; r++) {
 		in[r].host_id = comm->cards[r].host_id;
 		in[r].hostname = comm->cards[r].hostname;
-		in[r].card = &comm->cards[r].topo;
+		in[r].card = cards[r] = &comm->cards[r].topo;
 	}
+	/* One leaf source for the whole job (topo.h says why and which). */
+	weft_topo_cards_agree(cards, n);
+	free(cards);
 	weft_status_t st = weft_topo_graph_build(&comm->graph, n, in, &comm->err);
 	free(in);
 	if (st != WEFT_SUCCESS)

@@ -5,7 +5,9 @@
  *   weft-topo -np 4                  a local job of 4 ranks
  *   mpirun -np 8 weft-topo           the whole job (rank 0 prints)
  *   WEFT_RANK=.. WEFT_NRANKS=.. WEFT_ROOT=.. weft-topo   one process per host
- *   --format text|json|dot   --rankfile   --settings
+ *   srun -N 2 -n 4 weft-topo --launcher   each process: what Weft reads
+ *                                    from its launcher (no communicator)
+ *   --format text|json|dot   --rankfile   --settings   --launcher
  */
 #include <errno.h>
 #include <getopt.h>
@@ -28,16 +30,21 @@ struct options {
 	enum weft_topo_format format;
 	int np;
 	bool settings;
+	bool launcher;
 };
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: weft-topo [-np N] [--format text|json|dot] [--rankfile] [--settings]\n"
-		     "  alone: this host; with -np N, under mpirun/srun, or with WEFT_RANK,\n"
-		     "  WEFT_NRANKS and WEFT_ROOT set: the whole job (rank 0 prints).\n");
+	fprintf(out,
+		"usage: weft-topo [-np N] [--format text|json|dot] [--rankfile] [--settings]\n"
+		"                 [--launcher]\n"
+		"  alone: this host; with -np N, under mpirun/srun, or with WEFT_RANK,\n"
+		"  WEFT_NRANKS and WEFT_ROOT set: the whole job (rank 0 prints).\n"
+		"  --launcher: every process prints one line, what Weft reads from its\n"
+		"  launcher (which one, rank, size, local rank and size), and no job starts.\n");
 }
 
-enum { OPT_NP = 256, OPT_FORMAT, OPT_RANKFILE, OPT_SETTINGS };
+enum { OPT_NP = 256, OPT_FORMAT, OPT_RANKFILE, OPT_SETTINGS, OPT_LAUNCHER };
 
 /* getopt_long_only: "-np 4" as well as "--np 4", "-format json". */
 static const struct option long_opts[] = {
@@ -45,6 +52,7 @@ static const struct option long_opts[] = {
     {"format", required_argument, NULL, OPT_FORMAT},
     {"rankfile", no_argument, NULL, OPT_RANKFILE},
     {"settings", no_argument, NULL, OPT_SETTINGS},
+    {"launcher", no_argument, NULL, OPT_LAUNCHER},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -76,6 +84,7 @@ static int parse(int argc, char **argv, struct options *o)
 		case OPT_FORMAT: rc = parse_format(optarg, o); break;
 		case OPT_RANKFILE: o->format = WEFT_TOPO_RANKFILE; break;
 		case OPT_SETTINGS: o->settings = true; break;
+		case OPT_LAUNCHER: o->launcher = true; break;
 		case OPT_NP:
 			if (weft_parse_size(optarg, 256, WEFT_PARSE_NO_SUFFIX, &np, NULL) ||
 			    np < 1) {
@@ -125,6 +134,22 @@ static bool launched(int *nranks)
 	}
 	*nranks = info.nranks;
 	return strcmp(info.launcher, "none") != 0;
+}
+
+/* --launcher: one line per process, so that `srun weft-topo --launcher`
+ * shows what every task was told, even where no job could start. */
+static int print_launcher(void)
+{
+	weft_launch_info_t info = WEFT_LAUNCH_INFO_INIT;
+	char host[256] = "?";
+	gethostname(host, sizeof(host) - 1);
+	if (weft_launch_query(&info) != WEFT_SUCCESS) {
+		fprintf(stderr, "weft-topo: %s: %s\n", host, weft_init_last_error());
+		return 1;
+	}
+	printf("launcher %s host %s rank %d nranks %d local_rank %d local_size %d\n", info.launcher,
+	       host, info.rank, info.nranks, info.local_rank, info.local_size);
+	return 0;
 }
 
 static int host_mode(const struct options *o)
@@ -189,6 +214,8 @@ int main(int argc, char **argv)
 		return rc;
 	if (o.settings)
 		return print_settings(&o);
+	if (o.launcher)
+		return print_launcher();
 	if (o.np > 0)
 		return local_job(&o);
 	int nranks;

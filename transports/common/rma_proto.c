@@ -270,13 +270,14 @@ void weft_rma_fini(struct weft_rma *rp)
 {
 	for (int i = 0; rp->active && i < rp->nactive; i++) {
 		struct weft_rma_conn *c = rp->active[i];
-		weft_rma_conn_fail(c, WEFT_ERR_ABORTED);
 		free(c->s_arrived);
 		free(c->d_arrived);
 		free(c->dtab);
 		c->s_arrived = c->d_arrived = NULL;
 		c->dtab = NULL;
 	}
+	/* The requests go with their pool; the registrations they held with
+	 * the cache. */
 	weft_mr_cache_fini(&rp->cache);
 	if (rp->region) {
 		rp->prims->mr.dereg(rp, &rp->region_reg);
@@ -307,6 +308,7 @@ weft_status_t weft_rma_post(struct weft_rma_conn *c, uint32_t imm, const void *s
 	weft_status_t st = rp->prims->write_imm(c, op, src, len, src_desc, raddr, rkey, imm);
 	if (st == WEFT_SUCCESS) {
 		c->moved = true;
+		rp->inflight++;
 		return st;
 	}
 	weft_tp_pool_put(&rp->ops, op);
@@ -319,6 +321,7 @@ static void on_local(struct weft_rma *rp, struct weft_rma_cqe *e)
 {
 	struct weft_rma_op *op = e->op;
 	struct weft_rma_conn *c = op->conn;
+	rp->inflight--;
 	if (op->kind == WEFT_RMA_IMM_PROBE)
 		c->probing = false;
 	if (!c->broken && e->status != WEFT_SUCCESS)
@@ -365,10 +368,16 @@ static void check_peer(struct weft_rma_conn *c)
 			      c->peer, env->peers[c->peer].pid);
 		return;
 	}
+	char why[160];
+	if (rp->prims->peer_gone && rp->prims->peer_gone(c, why, sizeof(why))) {
+		weft_rma_fail(c, WEFT_ERR_REMOTE, "%s: peer rank %d is gone: %s", rp->name, c->peer,
+			      why);
+		return;
+	}
 	if (c->probing)
 		return;
-	/* A provider that keeps connections fails a write to a peer that is
-	 * gone; the probe lands in the peer's control line, which nobody reads. */
+	/* A provider that notices fails a write to a peer that is gone; the
+	 * probe lands in the peer's control line, which nobody reads. */
 	weft_status_t st = weft_rma_post(c, weft_rma_imm(WEFT_RMA_IMM_PROBE, 0), c->st_ctrl, 8,
 					 rp->region_reg.desc, c->r_ctrl, c->card.key, NULL, 0);
 	c->probing = st == WEFT_SUCCESS;

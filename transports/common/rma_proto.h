@@ -45,8 +45,9 @@
  *    each other do no harm.
  *  - liveness: a connection with messages queued that moves nothing for
  *    stall_s is checked (tp_watchdog.h): the peer's pid when it shares
- *    this host, and a probe write (PROBE) to its control line, which a
- *    connection-oriented provider fails when the peer is gone.
+ *    this host, the transport's own check (tp_liveness.h: the kernel's
+ *    word on the peer's liveness port), and a probe write (PROBE) to its
+ *    control line, which a provider that notices fails.
  *
  * Immediates are 32 bits (what verbs carries): 4 bits of kind, 28 of value.
  * Completions of remote writes are what make data visible; no memory is
@@ -135,6 +136,9 @@ struct weft_rma_prims {
 	/* Read up to @p max completions; returns how many, or a negative
 	 * status when the queue itself failed. Never blocks. */
 	int (*poll)(struct weft_rma *rp, struct weft_rma_cqe *out, int max);
+	/* Is the peer of a stalled @p c known to be gone (tp_liveness.h)?
+	 * true with @p why set; NULL: the transport has no such check. */
+	bool (*peer_gone)(struct weft_rma_conn *c, char *why, size_t len);
 	/* Registrations (mr_cache.h). The region and the cache use them. */
 	struct weft_mr_cache_ops mr;
 	/* Local writes need their source registered (libfabric FI_MR_LOCAL,
@@ -247,6 +251,7 @@ struct weft_rma {
 	struct weft_rma_conn **conns; /* nranks; NULL until connected */
 	struct weft_rma_conn **active;
 	int nactive;
+	unsigned inflight;   /* writes posted, not completed */
 	weft_status_t error; /* a failure since the last progress returned */
 };
 
@@ -280,9 +285,18 @@ void weft_rma_conn_fail(struct weft_rma_conn *c, weft_status_t status);
 /* Fail every connection's messages with WEFT_ERR_ABORTED. */
 void weft_rma_abort(struct weft_rma *rp);
 
-/* Free everything; the transport has already closed the queue that
- * carried the ops (no completion may arrive after this). */
+/* Free everything, messages still queued untouched (their posters may be
+ * gone); the transport has already closed the queue that carried the ops
+ * (no completion may arrive after this). */
 void weft_rma_fini(struct weft_rma *rp);
+
+/* Writes posted and not completed: a transport closing in order drives
+ * progress until there are none (an eager send is done before its write
+ * has left, and a process that exits at once would lose it). */
+static inline bool weft_rma_writes_pending(const struct weft_rma *rp)
+{
+	return rp->inflight > 0;
+}
 
 /* Is @p c busy (messages queued)? */
 static inline bool weft_rma_conn_busy(const struct weft_rma_conn *c)

@@ -21,7 +21,9 @@ HAVE_LLDPCTL := $(shell pkg-config --exists lldpctl && echo 1)
 HAVE_VERBS   := $(shell pkg-config --exists libibverbs && echo 1)
 PKGS      := hwloc libfabric $(if $(HAVE_LLDPCTL),lldpctl)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(if $(HAVE_LLDPCTL),-DWEFT_HAVE_LLDPCTL)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# libfabric's headers only: the ofi transport loads the library with dlopen
+# (transports/ofi/ofi_lib.c says why).
+PKG_LIBS   := $(shell pkg-config --libs $(filter-out libfabric,$(PKGS)) 2>/dev/null)
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
 

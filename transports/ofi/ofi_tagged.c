@@ -312,24 +312,30 @@ weft_status_t weft_ofi_tagged_irecv(struct weft_conn *conn, struct weft_msg *m)
 	return r ? submit(r) : st;
 }
 
-/* Post what waits, in order, until the provider pushes back. */
+/* Post what waits, in order, until the provider pushes back. A receive
+ * that waits for a bounce buffer of its connection keeps its place but
+ * holds nobody else up: the buffer it waits for is freed by a message that
+ * may need one of the posts behind it. */
 static void drain_pending(struct ofi_tp *tp)
 {
-	while (tp->pendq.head) {
-		struct ofi_req *r = req_of(tp->pendq.head);
-		weft_reqq_unlink(&tp->pendq, &r->base);
-		weft_status_t st;
-		if (!try_post(r, &st)) {
-			/* back at the head: it keeps its turn */
-			r->base.next = tp->pendq.head;
-			r->base.prev = NULL;
-			if (tp->pendq.head)
-				tp->pendq.head->prev = &r->base;
-			else
-				tp->pendq.tail = &r->base;
-			tp->pendq.head = &r->base;
+	struct weft_tp_req *q = tp->pendq.head;
+	while (q) {
+		struct weft_tp_req *next = q->next;
+		struct ofi_req *r = req_of(q);
+		int ret = post(r);
+		if (ret == -FI_EAGAIN)
 			return;
+		if (ret != 1) {
+			weft_reqq_unlink(&tp->pendq, q);
+			if (ret) {
+				post_failed(r, ret);
+				next = tp->pendq.head; /* the failure took its conn's out */
+			} else {
+				r->posted = true;
+				weft_reqq_push(&r->conn->reqs, &r->base);
+			}
 		}
+		q = next;
 	}
 }
 

@@ -651,6 +651,44 @@ START_TEST(dead_peer)
 }
 END_TEST
 
+/* A peer that finished and left: the credit this side owes it fails to
+ * go, which is no error of any operation; a message posted to it later
+ * fails, and says why. */
+START_TEST(gone_quietly)
+{
+	struct setup s = setups[0];
+	default_geom(&s.geom);
+	fabric_up(&s);
+	char a[16] = "x", b[16];
+	struct weft_msg tx[2], rx[2];
+	struct weft_msg *all[4];
+	for (int i = 0; i < 2; i++) {
+		tx[i] = (struct weft_msg){.buf = a, .len = sizeof(a), .tag = (uint64_t)i};
+		rx[i] = (struct weft_msg){.buf = b, .len = sizeof(b), .tag = (uint64_t)i};
+		weft_rma_isend(conn(1, 0), &tx[i]);
+		all[2 * i] = &tx[i];
+		all[2 * i + 1] = &rx[i];
+	}
+	/* Both slots land at rank 0 before rank 1 goes. */
+	while (F.nfly)
+		deliver_one();
+	F.ep[1].dead = true;
+	for (int i = 0; i < 2; i++)
+		weft_rma_irecv(conn(0, 1), &rx[i]);
+	ck_assert_int_eq(run(all, 4, 1000), WEFT_SUCCESS);
+	while (F.nfly)
+		deliver_one(); /* the credit return fails */
+	weft_rma_progress(&F.ep[0].rp);
+	ck_assert_msg(!F.ep[0].error[0], "an error was recorded: %s", F.ep[0].error);
+	ck_assert(conn(0, 1)->broken);
+	struct weft_msg late = {.buf = a, .len = 1, .tag = 9};
+	ck_assert_int_eq(weft_rma_isend(conn(0, 1), &late), WEFT_ERR_REMOTE);
+	ck_assert_msg(strstr(F.ep[0].error, "gone") && strstr(F.ep[0].error, "Connection refused"),
+		      "%s", F.ep[0].error);
+	fabric_down();
+}
+END_TEST
+
 START_TEST(abort_all)
 {
 	struct setup s = setups[0];
@@ -738,6 +776,7 @@ static Suite *rma_suite(void)
 	tcase_add_loop_test(tc, queued, 0, NSETUPS);
 	tcase_add_loop_test(tc, mismatch, 0, 4);
 	tcase_add_loop_test(tc, dead_peer, 0, 3);
+	tcase_add_test(tc, gone_quietly);
 	tcase_add_test(tc, abort_all);
 	tcase_add_test(tc, geometry);
 	tcase_add_test(tc, mr_cache);

@@ -208,6 +208,11 @@ struct weft_rma_req *weft_rma_new_req(struct weft_rma_conn *c, struct weft_msg *
 	if (m->unit == 0)
 		m->unit = 1;
 	*st = c->broken ? c->fail_status : WEFT_SUCCESS;
+	if (c->gone) {
+		c->gone = false;
+		weft_tp_fail(c->rp->env, *st, "%s: peer rank %d is gone (%s)", c->rp->name, c->peer,
+			     c->gone_why);
+	}
 	if (!*st && !c->connected)
 		*st = weft_tp_fail(c->rp->env, WEFT_ERR_INTERNAL,
 				   "%s: message posted to rank %d before it was connected",
@@ -292,6 +297,23 @@ void weft_rma_fini(struct weft_rma *rp)
 
 /* ---- Writes and their completions ---- */
 
+/* A write failed: an error of the operations queued on @p c, or, with
+ * none queued, a quiet end of the connection. */
+static void write_failed(struct weft_rma_conn *c, weft_status_t status, const char *why)
+{
+	if (c->broken)
+		return;
+	if (weft_rma_conn_busy(c)) {
+		weft_rma_fail(c, status, "%s: write to rank %d failed: %s", c->rp->name, c->peer,
+			      why[0] ? why : weft_status_string(status));
+		return;
+	}
+	snprintf(c->gone_why, sizeof(c->gone_why), "a write to it failed: %s",
+		 why[0] ? why : weft_status_string(status));
+	c->gone = true;
+	weft_rma_conn_fail(c, status);
+}
+
 weft_status_t weft_rma_post(struct weft_rma_conn *c, uint32_t imm, const void *src, size_t len,
 			    void *src_desc, uint64_t raddr, uint64_t rkey, struct weft_rma_req *req,
 			    uint64_t desc)
@@ -305,6 +327,7 @@ weft_status_t weft_rma_post(struct weft_rma_conn *c, uint32_t imm, const void *s
 	op->req = req;
 	op->desc = desc;
 	op->len = len;
+	rp->why[0] = '\0';
 	weft_status_t st = rp->prims->write_imm(c, op, src, len, src_desc, raddr, rkey, imm);
 	if (st == WEFT_SUCCESS) {
 		c->moved = true;
@@ -314,7 +337,8 @@ weft_status_t weft_rma_post(struct weft_rma_conn *c, uint32_t imm, const void *s
 	weft_tp_pool_put(&rp->ops, op);
 	if (st == WEFT_INPROGRESS)
 		return st;
-	return weft_rma_fail(c, st, "%s: posting a write to rank %d failed", rp->name, c->peer);
+	write_failed(c, st, rp->why);
+	return c->fail_status;
 }
 
 static void on_local(struct weft_rma *rp, struct weft_rma_cqe *e)
@@ -324,9 +348,8 @@ static void on_local(struct weft_rma *rp, struct weft_rma_cqe *e)
 	rp->inflight--;
 	if (op->kind == WEFT_RMA_IMM_PROBE)
 		c->probing = false;
-	if (!c->broken && e->status != WEFT_SUCCESS)
-		weft_rma_fail(c, e->status, "%s: write to rank %d failed: %s", rp->name, c->peer,
-			      e->why[0] ? e->why : weft_status_string(e->status));
+	if (e->status != WEFT_SUCCESS)
+		write_failed(c, e->status, e->why);
 	else if (!c->broken && op->kind == WEFT_RMA_IMM_DATA)
 		weft_rma_tx_on_written(c, op);
 	c->moved = true;

@@ -124,7 +124,8 @@ struct weft_rma_prims {
 	 * src_desc) to the peer's @p raddr under @p rkey, with @p imm
 	 * delivered to the peer. WEFT_SUCCESS; WEFT_INPROGRESS when the
 	 * transport's queue is full (the protocol tries again from progress);
-	 * an error otherwise (recorded by the protocol). Never blocks. */
+	 * an error otherwise, described in c->rp->why (the protocol decides
+	 * whether it is one: see weft_rma_conn). Never blocks. */
 	weft_status_t (*write_imm)(struct weft_rma_conn *c, struct weft_rma_op *op, const void *src,
 				   size_t len, void *src_desc, uint64_t raddr, uint64_t rkey,
 				   uint32_t imm);
@@ -195,11 +196,19 @@ struct weft_rma_dtab {
 	int piece; /* bounce piece, -1: straight into the destination */
 };
 
+/*
+ * A write that fails on a connection with no message queued (a credit
+ * returned to a peer that has finished and gone) is no error of any
+ * operation: the connection breaks quietly (gone), and only a message
+ * posted to it later fails, with the reason kept here.
+ */
 struct weft_rma_conn {
 	struct weft_rma *rp;
 	int peer;
 	bool connected, broken;
+	bool gone; /* broken quietly; gone_why not reported yet */
 	weft_status_t fail_status;
+	char gone_why[160];
 	struct weft_rma_card card; /* the peer's */
 
 	/* Our block in the peer's region (remote addresses) and the peer's
@@ -253,6 +262,7 @@ struct weft_rma {
 	int nactive;
 	unsigned inflight;   /* writes posted, not completed */
 	weft_status_t error; /* a failure since the last progress returned */
+	char why[160];	     /* the transport's words for a failed post */
 };
 
 /* ---- Calls ---- */

@@ -56,8 +56,9 @@ static weft_status_t prim_write(struct weft_rma_conn *rc, struct weft_rma_op *op
 		return WEFT_SUCCESS;
 	if (ret == -FI_EAGAIN)
 		return WEFT_INPROGRESS;
-	return weft_tp_fail(tp->base.env, WEFT_ERR_REMOTE, "ofi: fi_writedata to rank %d: %s",
-			    c->base.peer, weft_ofi_strerror(tp, (int)ret));
+	snprintf(tp->rma.why, sizeof(tp->rma.why), "fi_writedata: %s",
+		 weft_ofi_strerror(tp, (int)ret));
+	return WEFT_ERR_REMOTE;
 }
 
 /* In FI_RX_CQ_DATA mode every remote CQ data consumes a posted receive. */

@@ -50,11 +50,13 @@ TEST_SRCS := $(wildcard tests/test_*.c)
 TEST_PROGS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
 TOOLS := $(BUILD)/weft-topo
+# What a libfabric provider streams on its own (the ofi transport's yardstick).
+OFI_STREAM := $(BUILD)/ofi_stream
 
 .PHONY: all lib perf tests test asan-test install format clean
 all: lib perf tests $(TOOLS)
 lib: $(BUILD)/libweft.so $(BUILD)/libweft.a
-perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF)
+perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF) $(OFI_STREAM)
 tests: $(TEST_PROGS)
 
 $(BUILD)/obj/%.o: %.c
@@ -73,6 +75,10 @@ $(BUILD)/libweft.a: $(LIB_OBJS)
 # Perf programs link the shared library, found next to them.
 $(BUILD)/%_perf: perf/%_perf.c $(PERF_COMMON) $(PERF_HDRS) $(BUILD)/libweft.so
 	$(CC) $(ALL_CFLAGS) -Iperf -o $@ $< $(PERF_COMMON) -L$(BUILD) -lweft -Wl,-rpath,'$$ORIGIN' $(SANITIZE) -lm
+
+$(OFI_STREAM): perf/ofi_stream.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(shell pkg-config --libs libfabric) $(SANITIZE)
 
 $(BUILD)/mpi_%_perf: perf/mpi_%_perf.c $(PERF_COMMON) $(PERF_HDRS)
 	$(MPICC) $(ALL_CFLAGS) -Iperf -DPERF_MPI -o $@ $< $(PERF_COMMON) $(SANITIZE) -lm

@@ -87,7 +87,8 @@ weft_status_t weft_rma_init(struct weft_rma *rp, const struct weft_rma_prims *pr
 	rp->region_bytes = (size_t)env->nranks * rp->block_bytes;
 	rp->conns = calloc((size_t)env->nranks, sizeof(*rp->conns));
 	rp->active = calloc((size_t)env->nranks, sizeof(*rp->active));
-	if (!rp->conns || !rp->active ||
+	rp->work = calloc((size_t)env->nranks, sizeof(*rp->work));
+	if (!rp->conns || !rp->active || !rp->work ||
 	    weft_tp_pool_init(&rp->reqs, sizeof(struct weft_rma_req)) != WEFT_SUCCESS ||
 	    weft_tp_pool_init(&rp->ops, sizeof(struct weft_rma_op)) != WEFT_SUCCESS)
 		return weft_tp_fail(env, WEFT_ERR_NO_MEMORY, "%s: no memory", name);
@@ -292,6 +293,7 @@ void weft_rma_fini(struct weft_rma *rp)
 	weft_tp_pool_fini(&rp->ops);
 	free(rp->conns);
 	free(rp->active);
+	free(rp->work);
 	memset(rp, 0, sizeof(*rp));
 }
 
@@ -346,6 +348,7 @@ static void on_local(struct weft_rma *rp, struct weft_rma_cqe *e)
 	struct weft_rma_op *op = e->op;
 	struct weft_rma_conn *c = op->conn;
 	rp->inflight--;
+	weft_rma_mark(c);
 	if (op->kind == WEFT_RMA_IMM_PROBE)
 		c->probing = false;
 	if (e->status != WEFT_SUCCESS)
@@ -365,6 +368,7 @@ static void on_remote(struct weft_rma_cqe *e)
 	if (c->broken)
 		return;
 	c->moved = true;
+	weft_rma_mark(c);
 	uint32_t value = e->imm & WEFT_RMA_IMM_MASK;
 	switch (e->imm >> WEFT_RMA_IMM_BITS) {
 	case WEFT_RMA_IMM_SLOT: weft_rma_rx_on_slot(c, value); break;
@@ -438,12 +442,18 @@ weft_status_t weft_rma_progress(struct weft_rma *rp)
 		if (n < RMA_POLL_BATCH)
 			break;
 	}
-	for (int i = 0; i < rp->nactive; i++) {
-		struct weft_rma_conn *c = rp->active[i];
+	int keep = 0;
+	for (int i = 0; i < rp->nwork; i++) {
+		struct weft_rma_conn *c = rp->work[i];
 		if (!c->broken)
 			conn_progress(c);
 		c->moved = false;
+		c->on_work = !c->broken && (weft_rma_conn_busy(c) || c->owe_slot_credit ||
+					    c->owe_desc_credit || c->probing);
+		if (c->on_work)
+			rp->work[keep++] = c;
 	}
+	rp->nwork = keep;
 	/* A failure is returned once, by the call in which it happened. */
 	weft_status_t st = rp->error;
 	rp->error = WEFT_SUCCESS;

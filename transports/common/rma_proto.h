@@ -244,6 +244,7 @@ struct weft_rma_conn {
 	bool owe_slot_credit, owe_desc_credit;
 	bool probing;
 	bool moved;
+	bool on_work; /* in rp->work */
 	struct weft_watchdog wd;
 };
 
@@ -257,9 +258,14 @@ struct weft_rma {
 	struct weft_mr_reg region_reg;
 	struct weft_mr_cache cache;
 	struct weft_tp_pool reqs, ops;
-	struct weft_rma_conn **conns; /* nranks; NULL until connected */
-	struct weft_rma_conn **active;
+	struct weft_rma_conn **conns;  /* nranks; NULL until connected */
+	struct weft_rma_conn **active; /* every connection */
 	int nactive;
+	/* Connections with something to do (messages queued, credits owed,
+	 * completions just taken): what progress visits, so that its cost
+	 * follows the work, not the number of peers. */
+	struct weft_rma_conn **work;
+	int nwork;
 	unsigned inflight;   /* writes posted, not completed */
 	weft_status_t error; /* a failure since the last progress returned */
 	char why[160];	     /* the transport's words for a failed post */

@@ -89,6 +89,15 @@ static inline struct weft_rma_req *weft_rma_next_rndv(struct weft_rma_req *r, bo
 }
 
 /* rma_proto.c */
+/* @p c has something to do: progress visits it until it has not. */
+static inline void weft_rma_mark(struct weft_rma_conn *c)
+{
+	if (!c->on_work) {
+		c->on_work = true;
+		c->rp->work[c->rp->nwork++] = c;
+	}
+}
+
 weft_status_t weft_rma_fail(struct weft_rma_conn *c, weft_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Post a write with immediate: WEFT_SUCCESS, WEFT_INPROGRESS (queue full:

@@ -33,6 +33,7 @@ weft_status_t weft_rma_irecv(struct weft_rma_conn *c, struct weft_msg *m)
 	r->index = c->rx_posted++;
 	r->rndv = m->len > weft_rma_eager_max(g);
 	weft_reqq_push(&c->recvq, &r->base);
+	weft_rma_mark(c);
 	if (!c->rx_slot)
 		c->rx_slot = r;
 	if (r->rndv && !c->rx_desc)

@@ -18,6 +18,7 @@ weft_status_t weft_rma_isend(struct weft_rma_conn *c, struct weft_msg *m)
 	r->index = c->tx_posted++;
 	r->rndv = m->len > weft_rma_eager_max(&c->rp->geom);
 	weft_reqq_push(&c->sendq, &r->base);
+	weft_rma_mark(c);
 	if (!c->tx_slot)
 		c->tx_slot = r;
 	if (r->rndv && !c->tx_desc)

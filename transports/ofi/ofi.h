@@ -114,6 +114,8 @@ struct ofi_conn {
 	size_t bounce_len;
 	bool probing;
 	struct ofi_req probe;
+	unsigned nmsgs; /* messages posted and not done */
+	bool on_work;	/* in tp->work */
 	bool moved;
 	struct weft_watchdog wd;
 	/* rma */
@@ -148,6 +150,8 @@ struct ofi_tp {
 	struct weft_tp_pool reqs;
 	struct weft_mr_cache cache;
 	struct weft_tp_reqq pendq; /* found the provider's queue full */
+	struct ofi_conn **work;	   /* connections with messages in flight */
+	int nwork;
 	unsigned tag_seq_bits;
 	uint64_t comm_bits;
 	struct ofi_req probe_rx; /* swallows peers' probes */

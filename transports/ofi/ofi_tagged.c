@@ -90,7 +90,8 @@ weft_status_t weft_ofi_tagged_init(struct ofi_tp *tp)
 	 * another one sharing an address never matches. */
 	tp->comm_bits = ((tp->base.env->comm_id * 0x9e3779b97f4a7c15ull) >> 57)
 			<< (32 + tp->tag_seq_bits);
-	if (weft_tp_pool_init(&tp->reqs, sizeof(struct ofi_req)) != WEFT_SUCCESS)
+	tp->work = calloc((size_t)tp->base.env->nranks, sizeof(*tp->work));
+	if (!tp->work || weft_tp_pool_init(&tp->reqs, sizeof(struct ofi_req)) != WEFT_SUCCESS)
 		return weft_tp_fail(tp->base.env, WEFT_ERR_NO_MEMORY, "ofi: no memory");
 	weft_mr_cache_init(&tp->cache, &cache_ops, tp);
 	if (need_desc(tp)) {
@@ -118,6 +119,7 @@ void weft_ofi_tagged_fini(struct ofi_tp *tp)
 	}
 	weft_mr_cache_fini(&tp->cache);
 	weft_ofi_mr_dereg(tp, &tp->probe_mr);
+	free(tp->work);
 	weft_tp_pool_fini(&tp->reqs);
 }
 
@@ -156,6 +158,8 @@ static void finish(struct ofi_req *r, weft_status_t status, bool provider_done)
 		if (r->bounce == r->conn->bounce[b])
 			r->conn->bounce_busy[b] = false;
 	r->bounce = NULL;
+	if (m)
+		r->conn->nmsgs--;
 	if (provider_done) {
 		if (r->posted)
 			weft_reqq_unlink(&r->conn->reqs, &r->base);
@@ -280,6 +284,11 @@ static struct ofi_req *new_req(struct ofi_conn *c, struct weft_msg *m, enum ofi_
 	r->base.msg = m;
 	r->op = op;
 	r->conn = c;
+	c->nmsgs++;
+	if (!c->on_work) { /* the watchdog watches it from now on */
+		c->on_work = true;
+		c->tp->work[c->tp->nwork++] = c;
+	}
 	return r;
 }
 
@@ -480,19 +489,19 @@ weft_status_t weft_ofi_tagged_progress(struct ofi_tp *tp)
 	weft_status_t st = read_cq(tp);
 	if (st != WEFT_SUCCESS)
 		return st;
-	for (int p = 0; p < tp->base.env->nranks; p++) {
-		struct ofi_conn *c = &tp->conns[p];
-		if (!c->tp || c->broken)
-			continue;
-		bool busy = false;
-		for (struct weft_tp_req *q = c->reqs.head; q && !busy; q = q->next)
-			busy = req_of(q)->base.msg != NULL;
-		if (c->moved || !busy)
+	int keep = 0;
+	for (int i = 0; i < tp->nwork; i++) {
+		struct ofi_conn *c = tp->work[i];
+		if (c->moved || !c->nmsgs)
 			weft_watchdog_moved(&c->wd);
-		else if (weft_watchdog_due(&c->wd, tp->stall_s))
+		else if (!c->broken && weft_watchdog_due(&c->wd, tp->stall_s))
 			check_peer(c);
 		c->moved = false;
+		c->on_work = !c->broken && (c->nmsgs || c->probing);
+		if (c->on_work)
+			tp->work[keep++] = c;
 	}
+	tp->nwork = keep;
 	st = tp->error;
 	tp->error = WEFT_SUCCESS;
 	return st;

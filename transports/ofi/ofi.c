@@ -196,7 +196,29 @@ static weft_status_t join_peers(struct ofi_tp *tp, bool asked)
 static void ofi_fini(struct weft_tp *base);
 static weft_status_t ofi_progress(struct weft_tp *base);
 
-/* After the allgather: an error, idle, or joined. */
+/* The cards travel only if some rank can use them: first one status word
+ * per rank (all that a job without RDMA exchanges), then, when a rank is
+ * usable, the cards themselves. */
+static weft_status_t exchange(struct ofi_tp *tp, weft_status_t mine)
+{
+	const struct weft_tp_env *env = tp->base.env;
+	int32_t *all = calloc((size_t)env->nranks, sizeof(*all)), none[1];
+	if (!all) {
+		env->allgather(env->ctx, none, 0); /* fails the collective for the others */
+		return weft_tp_fail(env, WEFT_ERR_NO_MEMORY, "ofi: no memory");
+	}
+	all[env->rank] = mine;
+	weft_status_t st = env->allgather(env->ctx, all, sizeof(*all));
+	bool any = false;
+	for (int r = 0; r < env->nranks; r++)
+		any |= all[r] == WEFT_SUCCESS;
+	free(all);
+	if (st != WEFT_SUCCESS || !any)
+		return st;
+	return env->allgather(env->ctx, tp->cards, sizeof(*tp->cards));
+}
+
+/* After the exchange: an error, idle, or joined. */
 static weft_status_t settle(struct ofi_tp *tp, weft_status_t st, weft_status_t gst, bool asked)
 {
 	if (gst != WEFT_SUCCESS)
@@ -244,7 +266,7 @@ static weft_status_t ofi_init(const struct weft_tp_env *env, struct weft_tp **ou
 	card->proto = tp->proto;
 	/* Every rank takes part, so that the others learn why instead of
 	 * waiting for us until the timeout. */
-	st = settle(tp, st, env->allgather(env->ctx, cards, sizeof(*card)), asked);
+	st = settle(tp, st, exchange(tp, st), asked);
 	if (st != WEFT_SUCCESS) {
 		ofi_fini(&tp->base);
 		return st;

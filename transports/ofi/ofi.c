@@ -465,6 +465,11 @@ static const struct weft_setting ofi_settings[] = {
     {"WEFT_OFI_LIB", "libfabric.so.1", "the libfabric library to load"},
 };
 
+/* Signals: libfabric's endpoint API gives no congestion feedback (no ECN or
+ * CNP counts, no RTT) from any provider, so the entry is the stub; the RDMA
+ * device's hw_counters are the verbs transport's to read. mem and rma: the
+ * contract's registration and one-sided ops have no caller yet; the rma
+ * path registers through its own cache (ofi_mr.c). */
 const struct weft_tp_ops weft_tp_ofi_ops = {
     .size = sizeof(struct weft_tp_ops),
     .name = "ofi",

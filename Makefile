@@ -12,6 +12,11 @@ MPICC   ?= $(shell command -v mpicc 2>/dev/null)
 MPICC_MPICH ?= $(shell command -v mpicc.mpich 2>/dev/null)
 SANITIZE ?=
 
+# Quiet by default ("CC file"); V=1 shows the whole commands.
+V ?= 0
+
+say = $(if $(filter 1,$(V)),,@echo "  $(1)	$(2)";)
+
 VERSION := 0.1.0
 SOMAJOR := 0
 
@@ -19,7 +24,8 @@ SOMAJOR := 0
 HAVE_LLDPCTL := $(shell pkg-config --exists lldpctl && echo 1)
 # Detected for the verbs transport to come.
 HAVE_VERBS   := $(shell pkg-config --exists libibverbs && echo 1)
-PKGS      := hwloc libfabric $(if $(HAVE_LLDPCTL),lldpctl)
+# jansson reads topology files and writes the communicator's self-description.
+PKGS      := hwloc libfabric jansson $(if $(HAVE_LLDPCTL),lldpctl)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(if $(HAVE_LLDPCTL),-DWEFT_HAVE_LLDPCTL)
 # libfabric's headers only: the ofi transport loads the library with dlopen
 # (transports/ofi/ofi_lib.c says why).
@@ -39,7 +45,15 @@ LIB_DIRS := src tune algorithms transports topo
 LIB_SRCS := $(sort $(shell find $(LIB_DIRS) -name '*.c'))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 
-PERF_COMMON := $(filter-out %_perf.c,$(wildcard perf/perf_*.c))
+# The local launcher (-np) of the perf programs, weft-topo and the tests:
+# a static library on top of the public API.
+LAUNCH_SRCS := $(wildcard tools/launch/*.c)
+LAUNCH_OBJS := $(LAUNCH_SRCS:%.c=$(BUILD)/obj/%.o)
+LAUNCH_LIB  := $(BUILD)/libweft_launch.a
+
+# The perf programs compile the size parser themselves: it is internal to
+# libweft, and the MPI baselines do not link libweft at all.
+PERF_COMMON := $(filter-out %_perf.c,$(wildcard perf/perf_*.c)) src/util/parse.c
 PERF_HDRS   := $(wildcard perf/*.h)
 PERF_PROGS  := $(patsubst perf/%.c,$(BUILD)/%,$(filter-out perf/mpi_%,$(wildcard perf/*_perf.c)))
 MPI_PERF    := $(if $(MPICC),$(patsubst perf/%.c,$(BUILD)/%,$(wildcard perf/mpi_*_perf.c)))
@@ -48,6 +62,8 @@ MPICH_PERF  := $(if $(MPICC_MPICH),$(patsubst perf/mpi_%.c,$(BUILD)/mpich_%,$(wi
 TEST_HARNESS := tests/harness.c
 TEST_SRCS := $(wildcard tests/test_*.c)
 TEST_PROGS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
+# Shell tests of the programs (exit 77: skipped, with the reason printed).
+TEST_SCRIPTS := $(wildcard tests/test_*.sh) tests/fabric/test_fabric_topo.sh
 
 TOOLS := $(BUILD)/weft-topo
 # What a libfabric provider streams on its own (the ofi transport's yardstick).
@@ -55,66 +71,94 @@ OFI_STREAM := $(BUILD)/ofi_stream
 
 .PHONY: all lib perf tests test asan-test install format clean
 all: lib perf tests $(TOOLS)
-lib: $(BUILD)/libweft.so $(BUILD)/libweft.a
-perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF) $(OFI_STREAM)
+lib: $(BUILD)/libweft.so $(BUILD)/libweft.a $(LAUNCH_LIB)
+# Limits the figures are compared with (BENCH.md): libc only, no Weft.
+PERF_LIMITS := $(BUILD)/copy_limit $(BUILD)/tcp_limit
+perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF) $(PERF_LIMITS) $(OFI_STREAM)
 tests: $(TEST_PROGS)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
+	$(call say,CC,$<)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(BUILD)/libweft.so: $(LIB_OBJS) src/weft.map
-	$(CC) -shared -Wl,-soname,libweft.so.$(SOMAJOR) -Wl,--version-script=src/weft.map \
+	$(call say,CC,$@)$(CC) -shared -Wl,-soname,libweft.so.$(SOMAJOR) -Wl,--version-script=src/weft.map \
 		-Wl,--no-undefined -o $@ $(LIB_OBJS) $(LDLIBS_LIB)
 	ln -sf libweft.so $(BUILD)/libweft.so.$(SOMAJOR)
 
 $(BUILD)/libweft.a: $(LIB_OBJS)
 	rm -f $@
-	ar rcs $@ $^
+	$(call say,AR,$@)ar rcs $@ $^
+
+$(LAUNCH_LIB): $(LAUNCH_OBJS)
+	rm -f $@
+	$(call say,AR,$@)ar rcs $@ $^
 
 # Perf programs link the shared library, found next to them.
-$(BUILD)/%_perf: perf/%_perf.c $(PERF_COMMON) $(PERF_HDRS) $(BUILD)/libweft.so
-	$(CC) $(ALL_CFLAGS) -Iperf -o $@ $< $(PERF_COMMON) -L$(BUILD) -lweft -Wl,-rpath,'$$ORIGIN' $(SANITIZE) -lm
+$(BUILD)/%_perf: perf/%_perf.c $(PERF_COMMON) $(PERF_HDRS) $(BUILD)/libweft.so $(LAUNCH_LIB)
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -Iperf -o $@ $< $(PERF_COMMON) $(LAUNCH_LIB) -L$(BUILD) -lweft \
+		-Wl,-rpath,'$$ORIGIN' $(SANITIZE) -lm
+
+$(BUILD)/%_limit: perf/%_limit.c
+	@mkdir -p $(dir $@)
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $< $(SANITIZE)
 
 $(OFI_STREAM): perf/ofi_stream.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(shell pkg-config --libs libfabric) $(SANITIZE)
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $< $(shell pkg-config --libs libfabric) $(SANITIZE)
 
 $(BUILD)/mpi_%_perf: perf/mpi_%_perf.c $(PERF_COMMON) $(PERF_HDRS)
-	$(MPICC) $(ALL_CFLAGS) -Iperf -DPERF_MPI -o $@ $< $(PERF_COMMON) $(SANITIZE) -lm
+	$(call say,MPICC,$@)$(MPICC) $(ALL_CFLAGS) -Iperf -DPERF_MPI -o $@ $< $(PERF_COMMON) $(SANITIZE) -lm
 
 $(BUILD)/mpich_%_perf: perf/mpi_%_perf.c $(PERF_COMMON) $(PERF_HDRS)
-	$(MPICC_MPICH) $(ALL_CFLAGS) -Iperf -DPERF_MPI -o $@ $< $(PERF_COMMON) $(SANITIZE) -lm
+	$(call say,MPICC,$@)$(MPICC_MPICH) $(ALL_CFLAGS) -Iperf -DPERF_MPI -o $@ $< $(PERF_COMMON) $(SANITIZE) -lm
 
-$(BUILD)/weft-topo: tools/weft-topo/weft_topo_main.c $(BUILD)/libweft.a
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libweft.a $(LDLIBS_LIB)
+# weft-topo sits on the public API: it sees include/ and jansson only, and
+# links the shared library (and the local launcher for -np).
+TOPO_TOOL_SRCS := $(wildcard tools/weft-topo/*.c) src/util/parse.c
+TOPO_TOOL_HDRS := $(wildcard tools/weft-topo/*.h)
+TOOL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -pthread -Iinclude -Isrc -I. \
+	$(shell pkg-config --cflags jansson 2>/dev/null) $(SANITIZE)
+$(BUILD)/weft-topo: $(TOPO_TOOL_SRCS) $(TOPO_TOOL_HDRS) $(BUILD)/libweft.so $(LAUNCH_LIB)
+	$(call say,CC,$@)$(CC) $(TOOL_CFLAGS) -o $@ $(TOPO_TOOL_SRCS) $(LAUNCH_LIB) -L$(BUILD) -lweft -Wl,-rpath,'$$ORIGIN' \
+		$(shell pkg-config --libs jansson 2>/dev/null) $(SANITIZE)
 
 # Tests link the static library so they can reach internal functions.
-$(BUILD)/tests/%: tests/%.c $(TEST_HARNESS) tests/harness.h $(BUILD)/libweft.a
+$(BUILD)/tests/%: tests/%.c $(TEST_HARNESS) tests/harness.h $(BUILD)/libweft.a $(LAUNCH_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -Itests -o $@ $< $(TEST_HARNESS) $(BUILD)/libweft.a \
-		$(CHECK_LIBS) $(LDLIBS_LIB)
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -Itests -o $@ $< $(TEST_HARNESS) $(LAUNCH_LIB) \
+		$(BUILD)/libweft.a $(CHECK_LIBS) $(LDLIBS_LIB)
 
-# The collective matrices run a second time under the test gate that admits
-# one message per connection (core/gate.h): a send that bypasses the gate
-# or a schedule that needs two in flight shows there.
-GATE_SUITES := test_colls test_allreduce test_allgather test_algos_a test_algos_b test_algos_hier
+# Suites that run again under a setting (SETTING=VALUE:suite): the test
+# gate that admits one message per connection (core/gate.h), where a send
+# that bypasses the gate or a schedule that needs two in flight shows; the
+# progress thread, which must not change a result; and the generic kernels
+# (WEFT_ISA=generic), tested as the library dispatches them even on an AVX2
+# machine (some multi-rank jobs set it too).
+RERUNS := $(foreach t,test_colls test_allreduce test_allgather test_algos_a test_algos_b \
+	test_algos_hier,WEFT_GATE=one:$(t)) \
+	$(foreach t,test_nonblocking test_colls test_split_group,WEFT_PROGRESS_THREAD=1:$(t)) \
+	WEFT_ISA=generic:test_reduce
 
 # Every suite runs; the target fails if any failed. Each prints Check's
-# "N%: Checks: X, Failures: Y, Errors: Z" line.
+# "N%: Checks: X, Failures: Y, Errors: Z" line. The kernel suite runs a
+# second time with WEFT_ISA=generic, so that the generic kernels are tested
+# as the library dispatches them even on an AVX2 machine (some multi-rank
+# jobs set it too).
 # The fabric test needs root, ip, tc and lldpd; it exits 77 (skipped) otherwise.
 # The last line counts the test programs: "N passed, N failed, N skipped".
 test: tests $(PERF_PROGS) $(TOOLS)
 	@pass=0; fail=0; skip=0; for t in $(TEST_PROGS); do \
 		echo "== $$t"; if WEFT_BUILD=$(BUILD) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 	done; \
-	for t in $(GATE_SUITES); do \
-		echo "== WEFT_GATE=one $(BUILD)/tests/$$t"; \
-		if WEFT_GATE=one WEFT_BUILD=$(BUILD) $(BUILD)/tests/$$t; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
+	for r in $(RERUNS); do \
+		set=$${r%%:*}; t=$(BUILD)/tests/$${r#*:}; echo "== $$set $$t"; \
+		if env $$set WEFT_BUILD=$(BUILD) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 	done; \
-	echo "== tests/fabric/test_fabric_topo.sh"; \
-	WEFT_BUILD=$(BUILD) tests/fabric/test_fabric_topo.sh; rc=$$?; \
-	if [ $$rc -eq 77 ]; then skip=1; elif [ $$rc -ne 0 ]; then fail=$$((fail+1)); else pass=$$((pass+1)); fi; \
+	for t in $(TEST_SCRIPTS); do \
+		echo "== $$t"; WEFT_BUILD=$(BUILD) $$t; rc=$$?; \
+		if [ $$rc -eq 77 ]; then skip=$$((skip+1)); elif [ $$rc -ne 0 ]; then fail=$$((fail+1)); else pass=$$((pass+1)); fi; \
+	done; \
 	echo "$$pass passed, $$fail failed, $$skip skipped"; \
 	[ $$fail -eq 0 ]
 
@@ -139,4 +183,4 @@ format:
 clean:
 	rm -rf build build-asan
 
--include $(LIB_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(LAUNCH_OBJS:.o=.d)

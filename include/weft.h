@@ -12,11 +12,25 @@
  *  - Thread safety: different communicators may be used from different
  *    threads at the same time. One communicator must be used by one thread at
  *    a time (like an NCCL communicator): calls on it are not serialised.
+ *    With WEFT_PROGRESS_THREAD=1 each communicator also has a progress
+ *    thread of its own that advances non-blocking operations while the
+ *    caller computes; Weft serialises it against the caller's calls.
  *    weft_comm_get_async_error() and weft_comm_abort() are the exceptions and
  *    may be called from any thread.
  *  - Collectives must be called on every rank of a communicator in the same
- *    order with matching counts, datatypes and ops (as in MPI and NCCL).
- *    Mismatched sizes are detected and reported where the bytes arrive.
+ *    order with matching counts, datatypes, ops and roots (as in MPI and
+ *    NCCL). Weft checks it: every message carries the signature of the call
+ *    it belongs to (its number on the communicator modulo 4096, the
+ *    collective, the datatype, the op, and a 9-bit hash of count and root),
+ *    and the rank that receives the first mismatched message fails with
+ *    WEFT_ERR_REMOTE and a message naming what differs ("mismatched
+ *    weft_allreduce: datatype: rank 1 passed float, this rank int32"). It
+ *    then closes its connections, so the other ranks fail with
+ *    WEFT_ERR_REMOTE too, in bounded time; a rank that received nothing in
+ *    the mismatched call (a broadcast root, say) may return success and fail
+ *    at its next call. A count or root mismatch escapes the hash with
+ *    probability 1/512, and is then still caught where message lengths
+ *    differ. Sends and receives match by length only (see weft_send).
  *  - Buffers are host memory. A buffer passed to a non-blocking call must not
  *    be touched until weft_test() or weft_wait() reports its completion.
  */
@@ -54,7 +68,11 @@ typedef enum weft_status {
 	WEFT_ERR_ABORTED = -8,	/**< the communicator was aborted */
 } weft_status_t;
 
-/** Element types. fp16 and bf16 are reduced with fp32 accumulation. */
+/** Element types. fp16 and bf16 are combined in fp32, two values at a time,
+ * and rounded back to the type (to nearest even) after each combination:
+ * an algorithm that combines in steps rounds once per step, so the result of
+ * a reduction over many ranks can depend on the algorithm and the ring
+ * order by those roundings (fp32 and fp64 likewise round every addition). */
 typedef enum weft_datatype {
 	WEFT_INT8 = 0,
 	WEFT_UINT8,
@@ -164,24 +182,78 @@ WEFT_API weft_status_t weft_comm_init_rank(weft_comm_t *comm, int nranks, weft_u
 
 /**
  * Create a communicator from the launcher's environment, so that training
- * code needs no MPI. Rank and size come from, in this order:
- * WEFT_RANK/WEFT_NRANKS, Open MPI (OMPI_COMM_WORLD_RANK/SIZE), MPICH/Hydra
- * (PMI_RANK/PMI_SIZE), Slurm (SLURM_PROCID/SLURM_NTASKS). The root address is
- * WEFT_ROOT=host:port; rank 0 listens there. Without WEFT_ROOT, and only when
- * the launcher says every rank is on this host, the root is 127.0.0.1 on a
- * port derived from the launcher's job id. The secret is WEFT_SECRET (16 hex
- * digits) if set; otherwise it is derived from the launcher's job id, which
- * keeps jobs apart but does not keep out a hostile local user: set
- * WEFT_SECRET on shared machines.
+ * code needs no MPI. Rank and size come from the launcher that
+ * weft_launch_query() finds (WEFT_RANK/WEFT_NRANKS, torchrun, Open MPI,
+ * MPICH/Hydra or Slurm, in that order). The root address, where rank 0
+ * listens, is WEFT_ROOT=host:port if set; else torchrun's MASTER_ADDR with
+ * port MASTER_PORT + 1 (torchrun's own store has MASTER_PORT); else, for a
+ * Slurm step across nodes, the first node of SLURM_STEP_NODELIST (rank 0's
+ * node under the default block distribution) with a port derived from the
+ * job and step ids; else, when the launcher says every rank is on this
+ * host, 127.0.0.1 with a port derived from the launcher's job id. The
+ * secret is WEFT_SECRET (16 hex digits) if set; otherwise it is derived
+ * from the launcher's job id, which keeps jobs apart but does not keep out
+ * a hostile local user: set WEFT_SECRET on shared machines.
  *
  * @return as weft_comm_init_rank(), plus WEFT_ERR_INVALID_ARG naming the
- *         variable that is missing or malformed.
+ *         variable that is missing or malformed, and the errors of
+ *         weft_launch_query(); with no launcher at all, WEFT_ERR_INVALID_ARG.
  * Blocking: yes.
  */
 WEFT_API weft_status_t weft_comm_init_env(weft_comm_t *comm, const weft_config_t *config);
 
-/** Message of the last failed weft_comm_init_* call on this thread (a
- * communicator does not exist yet to hold it). Empty string if none. */
+#define WEFT_LAUNCHER_NAME_BYTES 32
+
+/** What the launcher's environment says about this process. */
+typedef struct weft_launch_info {
+	size_t size;	/**< sizeof(weft_launch_info_t); set by WEFT_LAUNCH_INFO_INIT */
+	int rank;	/**< this process's rank, 0 <= rank < nranks */
+	int nranks;	/**< number of ranks the launcher started */
+	int local_rank; /**< rank among the ranks on this host; -1 if the launcher does not say */
+	int local_size; /**< ranks on this host; -1 if the launcher does not say */
+	/** "weft", "torchrun", "Open MPI", "MPICH/Hydra", "Slurm", or "none" */
+	char launcher[WEFT_LAUNCHER_NAME_BYTES];
+} weft_launch_info_t;
+
+#define WEFT_LAUNCH_INFO_INIT                                                                      \
+	{                                                                                          \
+		sizeof(weft_launch_info_t), 0, 0, 0, 0, ""                                         \
+	}
+
+/**
+ * Find the launcher that started this process and what it says: the one
+ * table of launcher variables that weft_comm_init_env() reads, for
+ * programs that need rank and size before (or without) a communicator.
+ * First match wins:
+ *  - "weft": WEFT_RANK, WEFT_NRANKS (optional WEFT_LOCAL_RANK, WEFT_LOCAL_SIZE);
+ *  - "torchrun": RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, when
+ *    TORCHELASTIC_RUN_ID (or GROUP_RANK with LOCAL_WORLD_SIZE) is set;
+ *  - PMIx (PMIX_RANK or PMIX_NAMESPACE): not read yet; the Open MPI, Hydra
+ *    or Slurm variables set beside them are used instead;
+ *  - "Open MPI": OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE;
+ *  - "MPICH/Hydra": PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS;
+ *  - "Slurm": SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, and this node's
+ *    entry of SLURM_STEP_TASKS_PER_NODE (or SLURM_TASKS_PER_NODE).
+ *
+ * @param[in,out] info  info->size must be set (WEFT_LAUNCH_INFO_INIT); on
+ *                      success the other fields are filled. Unchanged on failure.
+ * @return WEFT_SUCCESS, also when no launcher's variables are set: then
+ *         launcher is "none", rank 0, nranks 1, local_rank 0, local_size 1.
+ *         WEFT_ERR_INVALID_ARG when info is NULL or too small, or when a
+ *         launcher's variables are there but unusable (one of rank and
+ *         size missing, not an integer, rank >= size, a Slurm batch script
+ *         rather than a task): weft_init_last_error() names the variable.
+ *         WEFT_ERR_NOT_SUPPORTED when only PMIx variables are set: the
+ *         message says what to set instead.
+ * Blocking: no (reads the environment only; no network or name lookup).
+ * Thread safety: safe, unless another thread changes the environment.
+ */
+WEFT_API weft_status_t weft_launch_query(weft_launch_info_t *info);
+
+/** Message of the last failed weft_comm_init_* or weft_launch_query call on
+ * this thread (a communicator does not exist yet to hold it), or of
+ * weft_host_describe() and the other calls that name it. Empty string if
+ * none. */
 WEFT_API const char *weft_init_last_error(void);
 
 /**
@@ -231,7 +303,10 @@ WEFT_API weft_status_t weft_allreduce(const void *sendbuf, void *recvbuf, size_t
 				      weft_datatype_t dtype, weft_op_t op, weft_comm_t comm);
 
 /** Non-blocking AllReduce: as weft_allreduce(), returning at once with a
- * request to complete with weft_test() or weft_wait(). */
+ * request to complete with weft_test() or weft_wait(). Every non-blocking
+ * call moves in the communicator's progress thread (WEFT_PROGRESS_THREAD=1)
+ * or, without one, inside the caller's later Weft calls (weft_test,
+ * weft_wait, or any call on the communicator); the call itself only queues it. */
 WEFT_API weft_status_t weft_iallreduce(const void *sendbuf, void *recvbuf, size_t count,
 				       weft_datatype_t dtype, weft_op_t op, weft_comm_t comm,
 				       weft_request_t *request);
@@ -352,6 +427,88 @@ WEFT_API weft_status_t weft_group_end(void);
 WEFT_API weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, weft_comm_t *newcomm);
 
 /**
+ * Describe the communicator: what it learned of the job's topology and what
+ * it decided, as one JSON object (UTF-8; every name is a JSON string, so
+ * host, NIC and switch names are escaped). This is what `weft-topo` prints
+ * and formats. Members (layout version 1: "version" changes only when a
+ * member changes meaning or goes away; new members may appear):
+ *
+ *  - "version", "library" (weft_version()), "nranks", "nhosts", "nleaves",
+ *    "nspines";
+ *  - "ranks": per rank: "rank", "host" (host id), "host_index", "hostname",
+ *    "local_rank", "numa", "nic", "nic_numa", "leaf" (display name),
+ *    "leaf_index", "leaf_id", "leaf_port", "spine", "leaf_source" (how the
+ *    leaf was learned: "lldp", "file" or "none");
+ *  - "hosts": "index", "hostname", "host", "leader", "leaf", "ranks" (in the
+ *    order the hierarchical algorithms chain them, from the leader);
+ *  - "leaves": "index", "name", "source", "spine", "spine_index" (-1:
+ *    unknown), "leader", "hosts", "ranks"; "spines": "index", "name",
+ *    "leaves";
+ *  - "ring": "placement" ("topo" or "rank"), "order" (ring position to
+ *    rank), "leaf_crossings", "spine_crossings", and "rank_order" with the
+ *    same crossings for plain rank order;
+ *  - "trees": "double_binary" (the tree AllReduce's two trees) and "binary"
+ *    (tree Broadcast and Reduce, shown for root 0), each with "root",
+ *    "depth", "leaf_crossings", "spine_crossings"; "host_leaders",
+ *    "leaf_leaders", and "leader_ring" ("order", "leaf_crossings");
+ *  - "transports": per link class present ("self", "numa", "host", "leaf",
+ *    "spine"): "link", "pairs" (ordered pairs of ranks) and "by_transport"
+ *    (transport name to pairs), from each rank's own choice;
+ *  - "tuner": "collectives", each with "name", "algorithms" and "sizes":
+ *    per message size (8 B to 256 MiB) "bytes", "count", "choice" and
+ *    "estimates_us" (algorithm name to microseconds, null where the tuner
+ *    would never choose it);
+ *  - "pacer": "mode" ("off": there is no pacer yet) and "state".
+ *
+ * Nothing in it grows faster than the number of ranks: per-pair facts are
+ * summarised per link class. The document can be read back as
+ * WEFT_TOPO_FILE (the leaves learned by LLDP or a topology file).
+ *
+ * @param comm       the communicator.
+ * @param[out] json  a NUL-terminated string, owned by the caller, to be
+ *                   released with weft_describe_free(); NULL on failure.
+ * @return WEFT_SUCCESS; WEFT_ERR_INVALID_ARG (comm or json NULL);
+ *         WEFT_ERR_NO_MEMORY; the errors of weft_allgather().
+ * Blocking: collective. Every rank of @p comm must call it, in the same
+ * order as its other collectives: it gathers each rank's transport choices
+ * (a few hundred bytes per rank). Every rank gets the same document.
+ * Thread safety: as any call on @p comm.
+ */
+WEFT_API weft_status_t weft_comm_describe(weft_comm_t comm, char **json);
+
+/**
+ * Describe this host as Weft sees it, without a communicator: "hostname",
+ * "host" (host id), "packages", "numa_nodes", "cores", "numa" (of this
+ * process), "nic" (the one a rank here would use) and "nic_numa", "leaf",
+ * "leaf_id", "leaf_port", "spine", "leaf_source" (as in
+ * weft_comm_describe()), and "interfaces" ("name", "up", "loopback").
+ * It reads the environment as a communicator would (WEFT_SOCKET_IFNAME,
+ * WEFT_TOPO_FILE, WEFT_LLDP, ...).
+ *
+ * @param[out] json  as for weft_comm_describe().
+ * @return WEFT_SUCCESS; WEFT_ERR_INVALID_ARG (json NULL, a bad topology
+ *         file); WEFT_ERR_SYSTEM; WEFT_ERR_NO_MEMORY. The message is in
+ *         weft_init_last_error().
+ * Blocking: not collective; it may wait briefly for the local lldpd.
+ * Thread safety: safe.
+ */
+WEFT_API weft_status_t weft_host_describe(char **json);
+
+/**
+ * Every WEFT_* environment variable Weft reads, as {"settings": [{"name",
+ * "default" (null: unset by default), "help"}, ...]}.
+ *
+ * @param[out] json  as for weft_comm_describe().
+ * @return WEFT_SUCCESS; WEFT_ERR_INVALID_ARG (json NULL); WEFT_ERR_NO_MEMORY.
+ * Blocking: no. Thread safety: safe.
+ */
+WEFT_API weft_status_t weft_settings_describe(char **json);
+
+/** Release a string from weft_comm_describe(), weft_host_describe() or
+ * weft_settings_describe(); NULL is harmless. Thread safety: safe. */
+WEFT_API void weft_describe_free(char *json);
+
+/**
  * Drive a request forward without blocking.
  * @param[in,out] request  set to NULL when the operation has finished (the
  *                         request is then freed), successfully or not.
@@ -360,6 +517,24 @@ WEFT_API weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, wef
  * Blocking: no.
  */
 WEFT_API weft_status_t weft_test(weft_request_t *request);
+
+/**
+ * Call @p fn(@p arg, status) once, when the operation of @p request
+ * finishes, successfully or not. It runs in whichever thread finishes the
+ * operation — with WEFT_PROGRESS_THREAD=1 usually the communicator's
+ * progress thread, else the thread that calls weft_test/weft_wait or
+ * another Weft call on the communicator — while Weft holds the
+ * communicator's internal lock: @p fn must be short and must not call Weft
+ * on that communicator. If the operation has already finished, @p fn runs
+ * now, in the calling thread. The request stays valid, and must still be
+ * completed with weft_test() or weft_wait(), which free it. At most one
+ * callback per request (a second call replaces the first).
+ * @return WEFT_SUCCESS; WEFT_ERR_INVALID_ARG if request or fn is NULL.
+ * Blocking: no. Thread safety: as the communicator's other calls.
+ */
+WEFT_API weft_status_t weft_request_on_complete(weft_request_t request,
+						void (*fn)(void *arg, weft_status_t status),
+						void *arg);
 
 /** Block until the request finishes; frees it and sets *request to NULL.
  * While waiting it also drives the other communicators on which this thread

@@ -25,6 +25,7 @@
 #define WEFT_SCRATCH_CHUNKS 4
 #define WEFT_CHUNK_MAX	    (4u << 20)	 /* largest pipelining chunk a transport may ask for */
 #define WEFT_CHUNK_ALONE    (128u << 10) /* chunk of a job of one rank */
+#define WEFT_RECENT_CALLS   16
 
 /* What each rank tells the others about itself at init. Fixed size, plain
  * bytes: it crosses the wire as is (all ranks run the same build). */
@@ -46,6 +47,7 @@ struct weft_peer {
 
 struct weft_tuner;
 struct weft_bootstrap;
+struct weft_progress_thread;
 
 struct weft_comm {
 	int rank;
@@ -78,11 +80,18 @@ struct weft_comm {
 	struct weft_tuner *tuner;
 	void (*tuner_free)(struct weft_tuner *tuner);
 
-	uint64_t seq;		  /* next collective's sequence number */
+	uint64_t seq; /* next collective's sequence number */
+	/* Operation words (core/tag.h) of the last WEFT_RECENT_CALLS collectives
+	 * started, at their call number modulo that, bit 32 set once filled:
+	 * a late message of an earlier call is compared with what this rank
+	 * passed to that call (weft_p2p_explain). */
+	uint64_t recent_calls[WEFT_RECENT_CALLS];
 	uint32_t *p2p_sent;	  /* [peer] sends started to it */
 	uint32_t *p2p_received;	  /* [peer] receives started from it */
 	struct weft_task *active; /* posted, not yet finished, in post order */
 	struct weft_task *free_tasks;
+
+	struct weft_progress_thread *pt; /* WEFT_PROGRESS_THREAD=1, else NULL */
 
 	struct weft_err err;	 /* last error, for weft_comm_last_error */
 	_Atomic int async_error; /* weft_status_t; fatal for the comm */
@@ -141,7 +150,20 @@ const char *weft_comm_peer_transport(const struct weft_comm *comm, int peer);
 /* True if the peer is on this rank's host. */
 bool weft_comm_same_host(const struct weft_comm *comm, int peer);
 
-/* Drive every transport, the gate and every active task once. Never blocks. */
+/* Drive every transport, the gate and every active task once. Never blocks.
+ * With a progress thread, the caller holds the communicator's lock. */
 weft_status_t weft_comm_progress(struct weft_comm *comm);
+
+/* progress_thread.c: WEFT_PROGRESS_THREAD. start reads the setting and, if
+ * it is 1, starts the thread (after init); stop joins it (before free).
+ * lock/unlock guard the communicator's operations against the thread (no-ops
+ * without one); kick, with the lock held, wakes the thread for work just
+ * posted; waiter counts the callers that drive progress themselves. */
+weft_status_t weft_progress_thread_start(struct weft_comm *comm);
+void weft_progress_thread_stop(struct weft_comm *comm);
+void weft_comm_lock(struct weft_comm *comm);
+void weft_comm_unlock(struct weft_comm *comm);
+void weft_progress_thread_kick(struct weft_comm *comm);
+void weft_progress_thread_waiter(struct weft_comm *comm, int delta);
 
 #endif

@@ -11,6 +11,7 @@
 
 #include "core/comm.h"
 #include "core/p2p.h"
+#include "core/tag.h"
 #include "core/task.h"
 
 /* May @p t run now? The oldest task always may; the ones after it only if
@@ -49,7 +50,8 @@ static weft_status_t step_task(struct weft_comm *comm, struct weft_task *t, doub
 		snprintf(who, sizeof(who), " waiting for rank %d", t->waiting_for);
 	return weft_comm_fail(comm, WEFT_ERR_TIMEOUT, "%s seq %llu: no progress for %.1f s%s",
 			      weft_coll_name(t->args.coll),
-			      (unsigned long long)(t->seq & 0x7fffffff), comm->timeout_s, who);
+			      (unsigned long long)weft_tag_number((uint32_t)t->seq),
+			      comm->timeout_s, who);
 }
 
 static weft_status_t progress_tasks(struct weft_comm *comm)
@@ -68,6 +70,7 @@ static weft_status_t progress_tasks(struct weft_comm *comm)
 		}
 		*link = t->next; /* finished: the request still owns it */
 		weft_task_retire(t);
+		weft_task_notify(t);
 		if (st != WEFT_SUCCESS) {
 			weft_comm_kill(comm, st);
 			return st;
@@ -174,28 +177,40 @@ static void progress_others(const struct weft_comm *self)
 		struct weft_comm *c = wait_comms[i].comm;
 		if (!c || c == self || !pthread_equal(wait_comms[i].thread, me))
 			continue;
-		if (c->active)
+		weft_comm_lock(c);
+		bool active = c->active != NULL;
+		if (active)
 			weft_comm_progress(c); /* its errors land in its own tasks */
-		else
+		weft_comm_unlock(c);
+		if (!active)
 			wait_comms[i].comm = NULL;
 	}
 	pthread_mutex_unlock(&wait_lock);
 }
 
+/* A blocking call drives progress itself, even with a progress thread
+ * (which stands aside meanwhile): no hand-over between threads per message. */
 weft_status_t weft_task_wait(struct weft_task *task)
 {
 	struct weft_comm *comm = task->comm;
 	unsigned spins = 0;
+	weft_progress_thread_waiter(comm, 1);
+	weft_comm_lock(comm);
 	while (task->status == WEFT_INPROGRESS) {
 		double seen = task->last_event;
+		weft_comm_unlock(comm);
 		progress_others(comm);
+		weft_comm_lock(comm);
 		weft_status_t st = weft_comm_progress(comm);
 		if (st != WEFT_SUCCESS && task->status == WEFT_INPROGRESS)
 			task->status = st;
 		if (task->last_event != seen)
 			spins = 0;
-		else
+		else if (task->status == WEFT_INPROGRESS)
 			weft_wait_backoff(comm, &spins, task->last_event);
 	}
-	return task->status;
+	weft_status_t st = task->status;
+	weft_comm_unlock(comm);
+	weft_progress_thread_waiter(comm, -1);
+	return st;
 }

@@ -408,9 +408,12 @@ struct kill_args {
 };
 
 /* The victim posts one direction of a large exchange with every survivor
- * and dies in the middle; the other direction can never complete, so
- * every survivor must fail, and with WEFT_ERR_REMOTE (whatever its other
- * messages say once the communicator is down). */
+ * and dies in the middle. Every survivor also waits for a message the
+ * victim never sends (a provider may complete a send once the bytes are
+ * the receiver's, matched or not: sockets does, so the other direction
+ * alone can finish), so every survivor must fail, and with
+ * WEFT_ERR_REMOTE (whatever its other messages say once the communicator
+ * is down). */
 static int body_kill(weft_comm_t comm, int rank, int nranks, void *arg)
 {
 	const struct kill_args *ka = arg;
@@ -430,6 +433,12 @@ static int body_kill(weft_comm_t comm, int rank, int nranks, void *arg)
 				continue;
 			m[n] = (struct weft_msg){.buf = calloc(1, len), .len = len, .tag = 7};
 			k ? weft_p2p_irecv(comm, r, &m[n]) : weft_p2p_isend(comm, r, &m[n]);
+			p[n] = &m[n];
+			n++;
+		}
+		if (rank != ka->victim) {
+			m[n] = (struct weft_msg){.buf = calloc(1, 64), .len = 64, .tag = 8};
+			weft_p2p_irecv(comm, r, &m[n]);
 			p[n] = &m[n];
 			n++;
 		}
@@ -462,11 +471,13 @@ static int split_hosts(int rank, int nranks, const weft_unique_id_t *id, void *a
 	return setenv("WEFT_HOSTID", host, 1) != 0;
 }
 
-/* _i: variant (tcp tagged, tcp rma) x victim role x one host or several. */
+/* _i: variant (tcp and sockets, tagged and rma) x one host or several x
+ * victim role. */
 START_TEST(peer_killed)
 {
-	int v = _i % 2, hosts = (_i / 2) % 2;
-	struct kill_args ka = {.victim = 1 + (_i / 4) % 2, .sender = (_i / 4) % 2 == 0};
+	int v = _i % NVARIANTS, hosts = (_i / NVARIANTS) % 2;
+	struct kill_args ka = {.victim = 1 + (_i / (2 * NVARIANTS)) % 2,
+			       .sender = (_i / (2 * NVARIANTS)) % 2 == 0};
 	struct env_set e;
 	struct harness_job job = {.nranks = 3,
 				  .env = make_env(&e, &variants[v], NULL),
@@ -781,7 +792,7 @@ static Suite *ofi_suite(void)
 
 	tc = tcase_create("failures");
 	tcase_set_timeout(tc, 2 * JOB_TIMEOUT_S);
-	tcase_add_loop_test(tc, peer_killed, 0, 8);
+	tcase_add_loop_test(tc, peer_killed, 0, 4 * NVARIANTS);
 	tcase_add_loop_test(tc, abort_peer, 0, 2);
 	tcase_add_loop_test(tc, idle_unless_asked, 0, 2);
 	tcase_add_loop_test(tc, init_error, 0, NINIT_ERRORS);

@@ -478,11 +478,8 @@ const struct weft_tp_ops weft_tp_ofi_ops = {
     .life = {.init = ofi_init, .fini = ofi_fini, .abort = ofi_abort},
     .conn = {.score = ofi_score, .connect = ofi_connect},
     .msg = {.isend = ofi_isend, .irecv = ofi_irecv, .progress = ofi_progress},
-    .mem = {.reg = weft_tp_no_reg,
-	    .dereg = weft_tp_no_dereg,
-	    .map = weft_tp_no_map,
-	    .unmap = weft_tp_no_unmap},
-    .rma = {.write = weft_tp_no_write, .get = weft_tp_no_get},
+    .mem = WEFT_TP_NO_MEM_OPS,
+    .rma = WEFT_TP_NO_RMA_OPS,
     .prop = {.props = ofi_props, .describe = ofi_describe},
     .signal = {.signals = weft_tp_no_signals},
 };

@@ -33,7 +33,9 @@ PMIX_CFLAGS  := $(if $(HAVE_PMIX),$(shell pkg-config --cflags pmix) -DWEFT_HAVE_
 # jansson reads topology files and writes the communicator's self-description.
 PKGS      := hwloc libfabric jansson $(if $(HAVE_LLDPCTL),lldpctl)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(if $(HAVE_LLDPCTL),-DWEFT_HAVE_LLDPCTL)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# libfabric's headers only: the ofi transport loads the library with dlopen
+# (transports/ofi/ofi_lib.c says why).
+PKG_LIBS   := $(shell pkg-config --libs $(filter-out libfabric,$(PKGS)) 2>/dev/null)
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
 
@@ -70,13 +72,15 @@ TEST_PROGS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 TEST_SCRIPTS := $(wildcard tests/test_*.sh) tests/fabric/test_fabric_topo.sh tests/fabric/test_slurm.sh
 
 TOOLS := $(BUILD)/weft-topo
+# What a libfabric provider streams on its own (the ofi transport's yardstick).
+OFI_STREAM := $(BUILD)/ofi_stream
 
 .PHONY: all lib perf tests test lint asan-test install format clean
 all: lib perf tests $(TOOLS)
 lib: $(BUILD)/libweft.so $(BUILD)/libweft.a $(LAUNCH_LIB)
 # Limits the figures are compared with (BENCH.md): libc only, no Weft.
 PERF_LIMITS := $(BUILD)/copy_limit $(BUILD)/tcp_limit
-perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF) $(PERF_LIMITS)
+perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF) $(PERF_LIMITS) $(OFI_STREAM)
 tests: $(TEST_PROGS)
 
 $(BUILD)/obj/%.o: %.c
@@ -106,6 +110,10 @@ $(BUILD)/%_perf: perf/%_perf.c $(PERF_COMMON) $(PERF_HDRS) $(BUILD)/libweft.so $
 $(BUILD)/%_limit: perf/%_limit.c $(BUILD)/obj/src/util/parse.o
 	@mkdir -p $(dir $@)
 	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $^ $(SANITIZE)
+
+$(OFI_STREAM): perf/ofi_stream.c
+	@mkdir -p $(dir $@)
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $< $(shell pkg-config --libs libfabric) $(SANITIZE)
 
 $(BUILD)/mpi_%_perf: perf/mpi_%_perf.c $(PERF_COMMON) $(PERF_HDRS)
 	$(call say,MPICC,$@)$(MPICC) $(ALL_CFLAGS) -Iperf -DPERF_MPI -o $@ $< $(PERF_COMMON) $(SANITIZE) -lm

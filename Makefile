@@ -49,11 +49,16 @@ TEST_PROGS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
 TOOLS := $(BUILD)/weft-topo
 
+# The test double for libibverbs (tests/fake_ibverbs/), which the verbs
+# tests load through WEFT_IBVERBS_LIB; FAKE_EXPORT marks what it exports.
+FAKE_IBV_SRCS := $(wildcard tests/fake_ibverbs/*.c)
+FAKE_IBV      := $(BUILD)/tests/libfake_ibverbs.so
+
 .PHONY: all lib perf tests test asan-test install format clean
 all: lib perf tests $(TOOLS)
 lib: $(BUILD)/libweft.so $(BUILD)/libweft.a
 perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF)
-tests: $(TEST_PROGS)
+tests: $(TEST_PROGS) $(FAKE_IBV)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -86,6 +91,13 @@ $(BUILD)/tests/%: tests/%.c $(TEST_HARNESS) tests/harness.h $(BUILD)/libweft.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -Itests -o $@ $< $(TEST_HARNESS) $(BUILD)/libweft.a \
 		$(CHECK_LIBS) $(LDLIBS_LIB)
+
+$(FAKE_IBV): $(FAKE_IBV_SRCS) $(wildcard tests/fake_ibverbs/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -MMD -MP,$(ALL_CFLAGS)) -shared \
+		-Wl,-soname,libfake_ibverbs.so -o $@ $(FAKE_IBV_SRCS) -pthread $(SANITIZE)
+
+$(filter $(BUILD)/tests/test_verbs%,$(TEST_PROGS)): $(FAKE_IBV)
 
 # The collective matrices run a second time under the test gate that admits
 # one message per connection (core/gate.h): a send that bypasses the gate

@@ -6,8 +6,8 @@
  * tests/fixtures/sysfs (RoCE v2 over v1, the IPv4-mapped address of the
  * interface in use, VLAN interfaces, empty entries, WEFT_IB_GID_INDEX);
  * then the dlopen table: a library that is absent, one that lacks the
- * entry points, and the real libibverbs (present here, with no device);
- * and that libweft.so neither needs nor references
+ * entry points, the real libibverbs (present here, with no device), and
+ * the test double; and that libweft.so neither needs nor references
  * libibverbs.
  *
  * The fixture has mlx5_0 (RoCE, fakeeth0 and its VLAN fakeeth0.100),
@@ -314,6 +314,21 @@ START_TEST(lib_real)
 }
 END_TEST
 
+START_TEST(lib_fake)
+{
+	verbs_find_paths();
+	const struct weft_ibv *t = weft_verbs_lib_load(verbs_fake_path, why, sizeof(why));
+	ck_assert_msg(t, "%s", why);
+	ck_assert(t->fake);
+	setenv("FAKE_IBVERBS_SYSFS", verbs_sysfs_path, 1);
+	int n = 0;
+	struct ibv_device **list = t->get_device_list(&n);
+	ck_assert_ptr_nonnull(list);
+	ck_assert_int_eq(n, 5);
+	t->free_device_list(list);
+}
+END_TEST
+
 /* libweft.so must not need libibverbs, nor reference any ibv_ symbol
  * (the fast path goes through verbs.h's inline wrappers; the rest
  * through the table). */
@@ -353,6 +368,7 @@ static Suite *verbs_select_suite(void)
 	TCase *tl = tcase_create("lib");
 	tcase_add_test(tl, lib_absent);
 	tcase_add_test(tl, lib_real);
+	tcase_add_test(tl, lib_fake);
 	tcase_add_test(tl, lib_not_linked);
 	suite_add_tcase(s, tl);
 	return s;

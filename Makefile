@@ -102,7 +102,7 @@ $(filter $(BUILD)/tests/test_verbs%,$(TEST_PROGS)): $(FAKE_IBV)
 # The collective matrices run a second time under the test gate that admits
 # one message per connection (core/gate.h): a send that bypasses the gate
 # or a schedule that needs two in flight shows there.
-GATE_SUITES := test_colls test_allreduce test_allgather test_algos_a test_algos_b test_algos_hier
+GATE_SUITES := test_colls test_allreduce test_allgather test_algos_a test_algos_b test_algos_hier test_verbs_colls
 
 # Every suite runs; the target fails if any failed. Each prints Check's
 # "N%: Checks: X, Failures: Y, Errors: Z" line.

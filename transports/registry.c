@@ -7,12 +7,14 @@
 
 #include "transports/shm/shm.h"
 #include "transports/socket/socket.h"
+#include "transports/verbs/verbs_ops.h"
 #include "util/settings.h"
 
 /* The order is the order of init, and of preference among equal scores. */
 static const struct weft_tp_ops *const transports[] = {
     &weft_tp_shm_ops,
     &weft_tp_socket_ops,
+    &weft_tp_verbs_ops,
 };
 
 #define NTRANSPORTS (sizeof(transports) / sizeof(transports[0]))

@@ -37,7 +37,15 @@ LIB_DIRS := src tune algorithms transports topo
 LIB_SRCS := $(sort $(shell find $(LIB_DIRS) -name '*.c'))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 
-PERF_COMMON := $(filter-out %_perf.c,$(wildcard perf/perf_*.c))
+# The local launcher (-np) of the perf programs, weft-topo and the tests:
+# a static library on top of the public API.
+LAUNCH_SRCS := $(wildcard tools/launch/*.c)
+LAUNCH_OBJS := $(LAUNCH_SRCS:%.c=$(BUILD)/obj/%.o)
+LAUNCH_LIB  := $(BUILD)/libweft_launch.a
+
+# The perf programs compile the size parser themselves: it is internal to
+# libweft, and the MPI baselines do not link libweft at all.
+PERF_COMMON := $(filter-out %_perf.c,$(wildcard perf/perf_*.c)) src/util/parse.c
 PERF_HDRS   := $(wildcard perf/*.h)
 PERF_PROGS  := $(patsubst perf/%.c,$(BUILD)/%,$(filter-out perf/mpi_%,$(wildcard perf/*_perf.c)))
 MPI_PERF    := $(if $(MPICC),$(patsubst perf/%.c,$(BUILD)/%,$(wildcard perf/mpi_*_perf.c)))
@@ -56,7 +64,7 @@ FAKE_IBV      := $(BUILD)/tests/libfake_ibverbs.so
 
 .PHONY: all lib perf tests test asan-test install format clean
 all: lib perf tests $(TOOLS)
-lib: $(BUILD)/libweft.so $(BUILD)/libweft.a
+lib: $(BUILD)/libweft.so $(BUILD)/libweft.a $(LAUNCH_LIB)
 perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF)
 tests: $(TEST_PROGS) $(FAKE_IBV)
 
@@ -73,9 +81,14 @@ $(BUILD)/libweft.a: $(LIB_OBJS)
 	rm -f $@
 	ar rcs $@ $^
 
+$(LAUNCH_LIB): $(LAUNCH_OBJS)
+	rm -f $@
+	ar rcs $@ $^
+
 # Perf programs link the shared library, found next to them.
-$(BUILD)/%_perf: perf/%_perf.c $(PERF_COMMON) $(PERF_HDRS) $(BUILD)/libweft.so
-	$(CC) $(ALL_CFLAGS) -Iperf -o $@ $< $(PERF_COMMON) -L$(BUILD) -lweft -Wl,-rpath,'$$ORIGIN' $(SANITIZE) -lm
+$(BUILD)/%_perf: perf/%_perf.c $(PERF_COMMON) $(PERF_HDRS) $(BUILD)/libweft.so $(LAUNCH_LIB)
+	$(CC) $(ALL_CFLAGS) -Iperf -o $@ $< $(PERF_COMMON) $(LAUNCH_LIB) -L$(BUILD) -lweft \
+		-Wl,-rpath,'$$ORIGIN' $(SANITIZE) -lm
 
 $(BUILD)/mpi_%_perf: perf/mpi_%_perf.c $(PERF_COMMON) $(PERF_HDRS)
 	$(MPICC) $(ALL_CFLAGS) -Iperf -DPERF_MPI -o $@ $< $(PERF_COMMON) $(SANITIZE) -lm
@@ -83,14 +96,14 @@ $(BUILD)/mpi_%_perf: perf/mpi_%_perf.c $(PERF_COMMON) $(PERF_HDRS)
 $(BUILD)/mpich_%_perf: perf/mpi_%_perf.c $(PERF_COMMON) $(PERF_HDRS)
 	$(MPICC_MPICH) $(ALL_CFLAGS) -Iperf -DPERF_MPI -o $@ $< $(PERF_COMMON) $(SANITIZE) -lm
 
-$(BUILD)/weft-topo: tools/weft-topo/weft_topo_main.c $(BUILD)/libweft.a
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libweft.a $(LDLIBS_LIB)
+$(BUILD)/weft-topo: tools/weft-topo/weft_topo_main.c $(BUILD)/libweft.a $(LAUNCH_LIB)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LAUNCH_LIB) $(BUILD)/libweft.a $(LDLIBS_LIB)
 
 # Tests link the static library so they can reach internal functions.
-$(BUILD)/tests/%: tests/%.c $(TEST_HARNESS) tests/harness.h $(BUILD)/libweft.a
+$(BUILD)/tests/%: tests/%.c $(TEST_HARNESS) tests/harness.h $(BUILD)/libweft.a $(LAUNCH_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -Itests -o $@ $< $(TEST_HARNESS) $(BUILD)/libweft.a \
-		$(CHECK_LIBS) $(LDLIBS_LIB)
+	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -Itests -o $@ $< $(TEST_HARNESS) $(LAUNCH_LIB) \
+		$(BUILD)/libweft.a $(CHECK_LIBS) $(LDLIBS_LIB)
 
 $(FAKE_IBV): $(FAKE_IBV_SRCS) $(wildcard tests/fake_ibverbs/*.h)
 	@mkdir -p $(dir $@)
@@ -99,10 +112,14 @@ $(FAKE_IBV): $(FAKE_IBV_SRCS) $(wildcard tests/fake_ibverbs/*.h)
 
 $(filter $(BUILD)/tests/test_verbs%,$(TEST_PROGS)): $(FAKE_IBV)
 
-# The collective matrices run a second time under the test gate that admits
-# one message per connection (core/gate.h): a send that bypasses the gate
-# or a schedule that needs two in flight shows there.
-GATE_SUITES := test_colls test_allreduce test_allgather test_algos_a test_algos_b test_algos_hier test_verbs_colls
+# Suites that run again under a setting (SETTING=VALUE:suite): the test
+# gate that admits one message per connection (core/gate.h), where a send
+# that bypasses the gate or a schedule that needs two in flight shows; and
+# the progress thread, which must not change a result.
+RERUNS := $(foreach t,test_colls test_allreduce test_allgather test_algos_a test_algos_b \
+	test_algos_hier test_verbs_colls,WEFT_GATE=one:$(t)) \
+	$(foreach t,test_nonblocking test_colls test_split_group test_verbs_colls, \
+	WEFT_PROGRESS_THREAD=1:$(t))
 
 # Every suite runs; the target fails if any failed. Each prints Check's
 # "N%: Checks: X, Failures: Y, Errors: Z" line.
@@ -112,9 +129,9 @@ test: tests $(PERF_PROGS) $(TOOLS)
 	@pass=0; fail=0; skip=0; for t in $(TEST_PROGS); do \
 		echo "== $$t"; if WEFT_BUILD=$(BUILD) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 	done; \
-	for t in $(GATE_SUITES); do \
-		echo "== WEFT_GATE=one $(BUILD)/tests/$$t"; \
-		if WEFT_GATE=one WEFT_BUILD=$(BUILD) $(BUILD)/tests/$$t; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
+	for r in $(RERUNS); do \
+		set=$${r%%:*}; t=$(BUILD)/tests/$${r#*:}; echo "== $$set $$t"; \
+		if env $$set WEFT_BUILD=$(BUILD) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 	done; \
 	echo "== tests/fabric/test_fabric_topo.sh"; \
 	WEFT_BUILD=$(BUILD) tests/fabric/test_fabric_topo.sh; rc=$$?; \
@@ -143,4 +160,4 @@ format:
 clean:
 	rm -rf build build-asan
 
--include $(LIB_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(LAUNCH_OBJS:.o=.d)

@@ -4,6 +4,7 @@
 
 #include "algorithms/algo.h"
 #include "core/comm.h"
+#include "util/parse.h"
 
 /* The first entry of each list is the fallback when no estimate applies. */
 static const struct weft_algo *const allreduce_algos[] = {
@@ -53,33 +54,30 @@ weft_status_t weft_algo_parse_forced(const char *spec,
 {
 	for (int c = 0; c < WEFT_COLL_COUNT; c++)
 		forced[c] = NULL;
-	if (!spec)
-		return WEFT_SUCCESS;
-	char buf[512];
-	if (strlen(spec) >= sizeof(buf))
-		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
-				    "WEFT_ALGO is longer than %zu characters", sizeof(buf) - 1);
-	snprintf(buf, sizeof(buf), "%s", spec);
-	char *save = NULL;
-	for (char *item = strtok_r(buf, ";", &save); item; item = strtok_r(NULL, ";", &save)) {
-		char *colon = strchr(item, ':');
-		if (!colon)
-			return weft_err_set(err, WEFT_ERR_INVALID_ARG,
-					    "WEFT_ALGO=%s: '%s' is not collective:algorithm", spec,
-					    item);
+	struct weft_list l;
+	weft_list_init(&l, "WEFT_ALGO", spec, ';');
+	while (weft_list_next(&l)) {
+		char *item = l.item, *colon = strchr(item, ':');
+		if (!colon) {
+			weft_list_fail(&l, "'%s' is not collective:algorithm", item);
+			break;
+		}
 		*colon = '\0';
 		int coll = -1;
 		for (int c = 0; c < WEFT_COLL_COUNT; c++)
 			if (strcmp(colls[c].name, item) == 0)
 				coll = c;
-		if (coll < 0)
-			return weft_err_set(err, WEFT_ERR_INVALID_ARG,
-					    "WEFT_ALGO=%s: unknown collective '%s'", spec, item);
+		if (coll < 0) {
+			weft_list_fail(&l, "unknown collective '%s'", item);
+			break;
+		}
 		forced[coll] = weft_algo_find((enum weft_coll_kind)coll, colon + 1);
-		if (!forced[coll])
-			return weft_err_set(err, WEFT_ERR_INVALID_ARG,
-					    "WEFT_ALGO=%s: %s has no algorithm '%s'", spec, item,
-					    colon + 1);
+		if (!forced[coll]) {
+			weft_list_fail(&l, "%s has no algorithm '%s'", item, colon + 1);
+			break;
+		}
 	}
+	if (l.status != WEFT_SUCCESS)
+		return weft_err_set(err, l.status, "%s", l.msg);
 	return WEFT_SUCCESS;
 }

@@ -12,6 +12,9 @@
  *  - Thread safety: different communicators may be used from different
  *    threads at the same time. One communicator must be used by one thread at
  *    a time (like an NCCL communicator): calls on it are not serialised.
+ *    With WEFT_PROGRESS_THREAD=1 each communicator also has a progress
+ *    thread of its own that advances non-blocking operations while the
+ *    caller computes; Weft serialises it against the caller's calls.
  *    weft_comm_get_async_error() and weft_comm_abort() are the exceptions and
  *    may be called from any thread.
  *  - Collectives must be called on every rank of a communicator in the same
@@ -164,24 +167,77 @@ WEFT_API weft_status_t weft_comm_init_rank(weft_comm_t *comm, int nranks, weft_u
 
 /**
  * Create a communicator from the launcher's environment, so that training
- * code needs no MPI. Rank and size come from, in this order:
- * WEFT_RANK/WEFT_NRANKS, Open MPI (OMPI_COMM_WORLD_RANK/SIZE), MPICH/Hydra
- * (PMI_RANK/PMI_SIZE), Slurm (SLURM_PROCID/SLURM_NTASKS). The root address is
- * WEFT_ROOT=host:port; rank 0 listens there. Without WEFT_ROOT, and only when
- * the launcher says every rank is on this host, the root is 127.0.0.1 on a
- * port derived from the launcher's job id. The secret is WEFT_SECRET (16 hex
- * digits) if set; otherwise it is derived from the launcher's job id, which
- * keeps jobs apart but does not keep out a hostile local user: set
- * WEFT_SECRET on shared machines.
+ * code needs no MPI. Rank and size come from the launcher that
+ * weft_launch_query() finds (WEFT_RANK/WEFT_NRANKS, torchrun, Open MPI,
+ * MPICH/Hydra or Slurm, in that order). The root address, where rank 0
+ * listens, is WEFT_ROOT=host:port if set; else torchrun's MASTER_ADDR with
+ * port MASTER_PORT + 1 (torchrun's own store has MASTER_PORT); else, for a
+ * Slurm step across nodes, the first node of SLURM_STEP_NODELIST (rank 0's
+ * node under the default block distribution) with a port derived from the
+ * job and step ids; else, when the launcher says every rank is on this
+ * host, 127.0.0.1 with a port derived from the launcher's job id. The
+ * secret is WEFT_SECRET (16 hex digits) if set; otherwise it is derived
+ * from the launcher's job id, which keeps jobs apart but does not keep out
+ * a hostile local user: set WEFT_SECRET on shared machines.
  *
  * @return as weft_comm_init_rank(), plus WEFT_ERR_INVALID_ARG naming the
- *         variable that is missing or malformed.
+ *         variable that is missing or malformed, and the errors of
+ *         weft_launch_query(); with no launcher at all, WEFT_ERR_INVALID_ARG.
  * Blocking: yes.
  */
 WEFT_API weft_status_t weft_comm_init_env(weft_comm_t *comm, const weft_config_t *config);
 
-/** Message of the last failed weft_comm_init_* call on this thread (a
- * communicator does not exist yet to hold it). Empty string if none. */
+#define WEFT_LAUNCHER_NAME_BYTES 32
+
+/** What the launcher's environment says about this process. */
+typedef struct weft_launch_info {
+	size_t size;	/**< sizeof(weft_launch_info_t); set by WEFT_LAUNCH_INFO_INIT */
+	int rank;	/**< this process's rank, 0 <= rank < nranks */
+	int nranks;	/**< number of ranks the launcher started */
+	int local_rank; /**< rank among the ranks on this host; -1 if the launcher does not say */
+	int local_size; /**< ranks on this host; -1 if the launcher does not say */
+	/** "weft", "torchrun", "Open MPI", "MPICH/Hydra", "Slurm", or "none" */
+	char launcher[WEFT_LAUNCHER_NAME_BYTES];
+} weft_launch_info_t;
+
+#define WEFT_LAUNCH_INFO_INIT                                                                      \
+	{                                                                                          \
+		sizeof(weft_launch_info_t), 0, 0, 0, 0, ""                                         \
+	}
+
+/**
+ * Find the launcher that started this process and what it says: the one
+ * table of launcher variables that weft_comm_init_env() reads, for
+ * programs that need rank and size before (or without) a communicator.
+ * First match wins:
+ *  - "weft": WEFT_RANK, WEFT_NRANKS (optional WEFT_LOCAL_RANK, WEFT_LOCAL_SIZE);
+ *  - "torchrun": RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, when
+ *    TORCHELASTIC_RUN_ID (or GROUP_RANK with LOCAL_WORLD_SIZE) is set;
+ *  - PMIx (PMIX_RANK or PMIX_NAMESPACE): not read yet; the Open MPI, Hydra
+ *    or Slurm variables set beside them are used instead;
+ *  - "Open MPI": OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE;
+ *  - "MPICH/Hydra": PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS;
+ *  - "Slurm": SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, and this node's
+ *    entry of SLURM_STEP_TASKS_PER_NODE (or SLURM_TASKS_PER_NODE).
+ *
+ * @param[in,out] info  info->size must be set (WEFT_LAUNCH_INFO_INIT); on
+ *                      success the other fields are filled. Unchanged on failure.
+ * @return WEFT_SUCCESS, also when no launcher's variables are set: then
+ *         launcher is "none", rank 0, nranks 1, local_rank 0, local_size 1.
+ *         WEFT_ERR_INVALID_ARG when info is NULL or too small, or when a
+ *         launcher's variables are there but unusable (one of rank and
+ *         size missing, not an integer, rank >= size, a Slurm batch script
+ *         rather than a task): weft_init_last_error() names the variable.
+ *         WEFT_ERR_NOT_SUPPORTED when only PMIx variables are set: the
+ *         message says what to set instead.
+ * Blocking: no (reads the environment only; no network or name lookup).
+ * Thread safety: safe, unless another thread changes the environment.
+ */
+WEFT_API weft_status_t weft_launch_query(weft_launch_info_t *info);
+
+/** Message of the last failed weft_comm_init_* or weft_launch_query call on
+ * this thread (a communicator does not exist yet to hold it). Empty string
+ * if none. */
 WEFT_API const char *weft_init_last_error(void);
 
 /**
@@ -231,7 +287,10 @@ WEFT_API weft_status_t weft_allreduce(const void *sendbuf, void *recvbuf, size_t
 				      weft_datatype_t dtype, weft_op_t op, weft_comm_t comm);
 
 /** Non-blocking AllReduce: as weft_allreduce(), returning at once with a
- * request to complete with weft_test() or weft_wait(). */
+ * request to complete with weft_test() or weft_wait(). Every non-blocking
+ * call moves in the communicator's progress thread (WEFT_PROGRESS_THREAD=1)
+ * or, without one, inside the caller's later Weft calls (weft_test,
+ * weft_wait, or any call on the communicator); the call itself only queues it. */
 WEFT_API weft_status_t weft_iallreduce(const void *sendbuf, void *recvbuf, size_t count,
 				       weft_datatype_t dtype, weft_op_t op, weft_comm_t comm,
 				       weft_request_t *request);
@@ -360,6 +419,24 @@ WEFT_API weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, wef
  * Blocking: no.
  */
 WEFT_API weft_status_t weft_test(weft_request_t *request);
+
+/**
+ * Call @p fn(@p arg, status) once, when the operation of @p request
+ * finishes, successfully or not. It runs in whichever thread finishes the
+ * operation — with WEFT_PROGRESS_THREAD=1 usually the communicator's
+ * progress thread, else the thread that calls weft_test/weft_wait or
+ * another Weft call on the communicator — while Weft holds the
+ * communicator's internal lock: @p fn must be short and must not call Weft
+ * on that communicator. If the operation has already finished, @p fn runs
+ * now, in the calling thread. The request stays valid, and must still be
+ * completed with weft_test() or weft_wait(), which free it. At most one
+ * callback per request (a second call replaces the first).
+ * @return WEFT_SUCCESS; WEFT_ERR_INVALID_ARG if request or fn is NULL.
+ * Blocking: no. Thread safety: as the communicator's other calls.
+ */
+WEFT_API weft_status_t weft_request_on_complete(weft_request_t request,
+						void (*fn)(void *arg, weft_status_t status),
+						void *arg);
 
 /** Block until the request finishes; frees it and sets *request to NULL.
  * While waiting it also drives the other communicators on which this thread

@@ -4,24 +4,20 @@
  */
 #include "perf_int.h"
 
-#include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* The rank the launcher gave this process, or -1 (before any init). */
-int perf_launcher_rank(void)
-{
-	static const char *const vars[] = {"WEFT_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"};
+#include "util/parse.h"
 
-	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-		const char *v = getenv(vars[i]);
-		if (v && *v)
-			return atoi(v);
-	}
-	return -1;
+/* This process's rank: from the communicator once there is one, before
+ * that from the launcher (-1: unknown). */
+static int my_rank(void)
+{
+	return perf_g_rank >= 0 ? perf_g_rank : perf_rt_launcher_rank();
 }
 
 /* Option errors: said once (by the launcher's rank 0), exit status 2. */
@@ -29,14 +25,14 @@ void perf_usage_error(const char *fmt, ...)
 {
 	va_list ap;
 
-	if (perf_launcher_rank() <= 0) {
+	if (my_rank() <= 0) {
 		fprintf(stderr, "%s: ", perf_g_prog);
 		va_start(ap, fmt);
 		vfprintf(stderr, fmt, ap);
 		va_end(ap);
 		fprintf(stderr, " (see -h)\n");
 	}
-	exit(2);
+	perf_rt_exit(2);
 }
 
 static void usage(void) __attribute__((noreturn));
@@ -44,8 +40,8 @@ static void usage(void)
 {
 	const struct perf_coll_info *ci = perf_coll_info(perf_g_test->coll);
 
-	if (perf_launcher_rank() > 0)
-		exit(0);
+	if (my_rank() > 0)
+		perf_rt_exit(0);
 	printf("Usage: %s [options]   (%s %s; flags as in nccl-tests)\n"
 	       "  -b, --minbytes SIZE     smallest size, K/M/G suffixes (default 32M)\n"
 	       "  -e, --maxbytes SIZE     largest size (default 32M)\n"
@@ -71,70 +67,44 @@ static void usage(void)
 	       "  -np N                   fork N local ranks (ids passed over a pipe)\n"
 	       "  --bind core|none|auto   -np ranks' CPU binding; auto (default) binds each rank\n"
 	       "                          to one CPU when np <= 2, like Open MPI's default\n"
-	       "Without -np, ranks come from mpirun, mpirun.mpich or WEFT_RANK/WEFT_NRANKS/\n"
-	       "WEFT_ROOT (weft_comm_init_env); with none of these, a single rank runs.\n",
+	       "Without -np, ranks come from the launcher: mpirun, mpirun.mpich, srun, torchrun\n"
+	       "or WEFT_RANK/WEFT_NRANKS/WEFT_ROOT (weft_comm_init_env); with none of these, a\n"
+	       "single rank runs. A launcher's variables that cannot be used are an error.\n",
 	       algo);
 #else
 	printf("Run under mpirun.\n");
 #endif
+	printf("Options also take one dash (-minbytes 8) and unique prefixes (--min 8).\n");
 	printf("Sizes are bytes of the larger buffer (for allgather, reduce_scatter and\n"
 	       "alltoall: count per rank x nranks x type size), rounded down to whole elements\n"
 	       "per rank; the count column is size / type size. Times are the mean per call\n"
 	       "over -n calls, the maximum over ranks.%s\n",
 	       ci->in_place ? "" : " This collective has no in-place form: those columns are N/A.");
-	exit(0);
+	perf_rt_exit(0);
 }
 
 static size_t parse_size(const char *flag, const char *s)
 {
-	char *end;
-	unsigned long long v;
-	unsigned long long mult = 1;
+	enum weft_parse_fault fault;
+	uint64_t v;
 
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (end == s || errno || *s == '-')
-		perf_usage_error(
-		    "%s: bad size '%s' (want a number with an optional K, M or G suffix)", flag, s);
-	switch (*end) {
-	case 'k':
-	case 'K':
-		mult = 1ULL << 10;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		mult = 1ULL << 20;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		mult = 1ULL << 30;
-		end++;
-		break;
-	default: break;
-	}
-	if (*end == 'B' || *end == 'b')
-		end++;
-	if (*end)
-		perf_usage_error(
-		    "%s: bad size '%s' (want a number with an optional K, M or G suffix)", flag, s);
-	if (v > SIZE_MAX / mult)
+	if (weft_parse_size(s, SIZE_MAX, WEFT_PARSE_B_SUFFIX, &v, &fault) == WEFT_SUCCESS)
+		return (size_t)v;
+	if (fault == WEFT_PARSE_TOO_LARGE)
 		perf_usage_error("%s: size '%s' is too large", flag, s);
-	return (size_t)(v * mult);
+	perf_usage_error("%s: bad size '%s' (want a number with an optional K, M or G suffix)",
+			 flag, s);
 }
 
 static long parse_int(const char *flag, const char *s, long lo, long hi)
 {
-	char *end;
-	long v;
+	uint64_t v;
 
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (end == s || *end || errno || v < lo || v > hi)
+	if (weft_parse_size(s, (uint64_t)hi, WEFT_PARSE_NO_SUFFIX, &v, NULL) != WEFT_SUCCESS ||
+	    (long)v < lo)
 		perf_usage_error("%s: bad value '%s' (want an integer from %ld to %ld)", flag, s,
 				 lo, hi);
-	return v;
+	return (long)v;
 }
 
 static int parse_dtype(const char *flag, const char *s)
@@ -169,55 +139,43 @@ static void check_algo(const char *flag, const char *s)
 }
 #endif
 
-struct opt_spec {
-	const char *shrt, *lng;
-	int key;
-	bool has_value;
+/* Long names; the short ones are in optstring below. getopt_long_only
+ * takes "-np 4" and "-minbytes 8" as well as "--np 4": a single-letter
+ * option such as "-n 5" stays the short one. */
+enum { OPT_NP = 256, OPT_BIND };
+
+static const struct option long_opts[] = {
+    {"np", required_argument, NULL, OPT_NP},
+    {"bind", required_argument, NULL, OPT_BIND},
+    {"minbytes", required_argument, NULL, 'b'},
+    {"maxbytes", required_argument, NULL, 'e'},
+    {"stepfactor", required_argument, NULL, 'f'},
+    {"stepbytes", required_argument, NULL, 'i'},
+    {"iters", required_argument, NULL, 'n'},
+    {"warmup_iters", required_argument, NULL, 'w'},
+    {"check", required_argument, NULL, 'c'},
+    {"datatype", required_argument, NULL, 'd'},
+    {"op", required_argument, NULL, 'o'},
+    {"root", required_argument, NULL, 'r'},
+    {"algo", required_argument, NULL, 'a'},
+    {"mem_alloc", no_argument, NULL, 'R'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
 };
 
-static const struct opt_spec opt_specs[] = {
-    {"-np", "--np", 'N', true}, /* before -n: "-np" is not "-n p" */
-    {"--bind", "--bind", 'B', true},	 {"-b", "--minbytes", 'b', true},
-    {"-e", "--maxbytes", 'e', true},	 {"-f", "--stepfactor", 'f', true},
-    {"-i", "--stepbytes", 'i', true},	 {"-n", "--iters", 'n', true},
-    {"-w", "--warmup_iters", 'w', true}, {"-c", "--check", 'c', true},
-    {"-d", "--datatype", 'd', true},	 {"-o", "--op", 'o', true},
-    {"-r", "--root", 'r', true},	 {"-a", "--algo", 'a', true},
-    {"-R", "--mem_alloc", 'R', false},	 {"-h", "--help", 'h', false},
-};
+/* ':' first: a missing value comes back as ':', not as '?'. */
+static const char short_opts[] = ":b:e:f:i:n:w:c:d:o:r:a:Rh";
 
-/* Match argv[*k] against the table; sets *value for options that take one
- * ("-b 8", "-b8", "--minbytes 8", "--minbytes=8"). */
-static const struct opt_spec *match_opt(int argc, char **argv, int *k, const char **value)
+/* The option as the user typed it, without an attached value: "-b",
+ * "--minbytes", "-np". */
+static const char *flag_text(char *buf, size_t len, const char *arg, int c, int longindex)
 {
-	const char *arg = argv[*k];
-
-	for (size_t i = 0; i < sizeof(opt_specs) / sizeof(opt_specs[0]); i++) {
-		const struct opt_spec *s = &opt_specs[i];
-		size_t sl = strlen(s->shrt), ll = strlen(s->lng);
-		const char *attached = NULL;
-
-		if (strcmp(arg, s->shrt) == 0 || strcmp(arg, s->lng) == 0)
-			attached = "";
-		else if (s->has_value && strncmp(arg, s->lng, ll) == 0 && arg[ll] == '=')
-			attached = arg + ll + 1;
-		else if (s->has_value && strncmp(arg, s->shrt, sl) == 0 && arg[sl] != '-')
-			attached = arg + sl;
-		if (!attached)
-			continue;
-		*value = NULL;
-		if (!s->has_value)
-			return s;
-		if (*attached) {
-			*value = attached;
-		} else {
-			if (*k + 1 >= argc)
-				perf_usage_error("%s: needs a value", arg);
-			*value = argv[++*k];
-		}
-		return s;
+	if (longindex < 0 && c > 0 && c < 256) {
+		snprintf(buf, len, "-%c", c);
+		return buf;
 	}
-	perf_usage_error("unknown option '%s'", arg);
+	snprintf(buf, len, "%.*s", (int)strcspn(arg, "="), arg);
+	return buf;
 }
 
 /* Options that only the Weft programs have. */
@@ -235,7 +193,7 @@ static void weft_only(struct perf_opts *o, int key, const char *flag, const char
 		fprintf(stderr, "%s: -R: weft_mem_alloc is not available in this build\n",
 			perf_g_prog);
 		exit(2);
-	case 'B':
+	case OPT_BIND:
 		if (strcmp(v, "core") == 0)
 			o->bind = PERF_BIND_CORE;
 		else if (strcmp(v, "none") == 0)
@@ -245,16 +203,44 @@ static void weft_only(struct perf_opts *o, int key, const char *flag, const char
 		else
 			perf_usage_error("%s: bad value '%s' (core, none or auto)", flag, v);
 		break;
-	case 'N': o->np = (int)parse_int(flag, v, 1, 4096); break;
+	case OPT_NP: o->np = (int)parse_int(flag, v, 1, 4096); break;
 	default: break;
 	}
 #endif
 }
 
-void perf_parse_args(int argc, char **argv, struct perf_opts *o)
+/* One option and its value. */
+static void take_opt(struct perf_opts *o, int c, const char *flag, const char *v)
 {
 	const struct perf_coll_info *ci = perf_coll_info(perf_g_test->coll);
 
+	switch (c) {
+	case 'b': o->minbytes = parse_size(flag, v); break;
+	case 'e': o->maxbytes = parse_size(flag, v); break;
+	case 'f': o->stepfactor = (size_t)parse_int(flag, v, 1, 1 << 20); break;
+	case 'i':
+		o->stepbytes = parse_size(flag, v);
+		if (!o->stepbytes)
+			perf_usage_error("%s: must be at least 1", flag);
+		o->stepfactor = 1;
+		break;
+	case 'n': o->iters = (int)parse_int(flag, v, 1, 1 << 30); break;
+	case 'w': o->warmup = (int)parse_int(flag, v, 0, 1 << 30); break;
+	case 'c': o->check = parse_int(flag, v, 0, 1) != 0; break;
+	case 'd': o->dtype = parse_dtype(flag, v); break;
+	case 'o': o->op = parse_op(flag, v); break;
+	case 'r':
+		if (!ci->has_root)
+			perf_usage_error("%s: %s has no root", flag, ci->name);
+		o->root = (int)parse_int(flag, v, 0, 1 << 30);
+		break;
+	case 'h': usage();
+	default: weft_only(o, c, flag, v); break;
+	}
+}
+
+void perf_parse_args(int argc, char **argv, struct perf_opts *o)
+{
 	*o = (struct perf_opts){
 	    .minbytes = 32 << 20,
 	    .maxbytes = 32 << 20,
@@ -267,34 +253,24 @@ void perf_parse_args(int argc, char **argv, struct perf_opts *o)
 	    .op = PERF_SUM,
 	    .root = 0,
 	};
-	for (int k = 1; k < argc; k++) {
-		const char *flag = argv[k], *v;
-		const struct opt_spec *s = match_opt(argc, argv, &k, &v);
+	opterr = 0; /* the messages below say it once, on rank 0 */
+	optind = 1;
+	for (;;) {
+		int at = optind, longindex = -1;
+		int c = getopt_long_only(argc, argv, short_opts, long_opts, &longindex);
+		const char *arg = at < argc ? argv[at] : "";
+		char flag[64];
 
-		switch (s->key) {
-		case 'b': o->minbytes = parse_size(flag, v); break;
-		case 'e': o->maxbytes = parse_size(flag, v); break;
-		case 'f': o->stepfactor = (size_t)parse_int(flag, v, 1, 1 << 20); break;
-		case 'i':
-			o->stepbytes = parse_size(flag, v);
-			if (!o->stepbytes)
-				perf_usage_error("%s: must be at least 1", flag);
-			o->stepfactor = 1;
+		if (c == -1)
 			break;
-		case 'n': o->iters = (int)parse_int(flag, v, 1, 1 << 30); break;
-		case 'w': o->warmup = (int)parse_int(flag, v, 0, 1 << 30); break;
-		case 'c': o->check = parse_int(flag, v, 0, 1) != 0; break;
-		case 'd': o->dtype = parse_dtype(flag, v); break;
-		case 'o': o->op = parse_op(flag, v); break;
-		case 'r':
-			if (!ci->has_root)
-				perf_usage_error("%s: %s has no root", flag, ci->name);
-			o->root = (int)parse_int(flag, v, 0, 1 << 30);
-			break;
-		case 'h': usage();
-		default: weft_only(o, s->key, flag, v); break;
-		}
+		if (c == '?')
+			perf_usage_error("unknown option '%s'", arg);
+		if (c == ':')
+			perf_usage_error("%s: needs a value", arg);
+		take_opt(o, c, flag_text(flag, sizeof(flag), arg, c, longindex), optarg);
 	}
+	if (optind < argc)
+		perf_usage_error("unexpected argument '%s'", argv[optind]);
 	if (o->maxbytes < o->minbytes)
 		perf_usage_error("-e: maxbytes (%zu) is smaller than minbytes (%zu)", o->maxbytes,
 				 o->minbytes);

@@ -14,14 +14,16 @@
  * algbw x the collective's factor.
  *
  * The driver is split by concern: perf_common.c (the sweep and the report),
- * perf_args.c (options), perf_check.c (datatypes, patterns, guards),
- * perf_rt_weft.c / perf_launch.c (Weft runtime and the -np launcher) and
- * perf_rt_mpi.c (MPI runtime). perf_int.h is what they share.
+ * perf_args.c (options, through getopt_long_only), perf_check.c (datatypes,
+ * patterns, guards), perf_rt_weft.c (Weft runtime: the launcher comes from
+ * weft_launch_query(), -np from the shared local launcher in tools/launch/)
+ * and perf_rt_mpi.c (MPI runtime). perf_int.h is what they share.
  *
  * The same files build two ways. Without PERF_MPI the runtime underneath
  * (start-up, barrier, reductions of timings and error counts) is Weft, with
- * a local launcher (-np N), a launcher environment (mpirun, WEFT_RANK), or a
- * single rank. With -DPERF_MPI it is MPI and nothing here refers to Weft,
+ * a local launcher (-np N), a launcher environment (mpirun, srun, torchrun,
+ * WEFT_RANK), or a single rank; a launcher's variables that cannot be used
+ * are an error, never a single rank. With -DPERF_MPI it is MPI and nothing here refers to Weft,
  * so the MPI baselines link without libweft.
  */
 #ifndef PERF_COMMON_H

@@ -64,7 +64,6 @@ size_t perf_recv_blocks(void);
 /* perf_args.c */
 void perf_parse_args(int argc, char **argv, struct perf_opts *o);
 size_t perf_next_size(const struct perf_opts *o, size_t size);
-int perf_launcher_rank(void);
 void perf_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
 /* perf_check.c: datatypes */
@@ -96,6 +95,11 @@ void perf_buf_alloc(struct perf_buf *b, size_t bytes);
 void perf_buf_free(struct perf_buf *b);
 
 /* The runtime: perf_rt_weft.c or perf_rt_mpi.c. */
+/* The rank the launcher gave this process, before perf_rt_init (-1 if that
+ * cannot be told): so that option errors are said once. */
+int perf_rt_launcher_rank(void);
+/* Leave with @p code (the MPI build finalizes MPI if it started it). */
+void perf_rt_exit(int code) __attribute__((noreturn));
 void perf_rt_init(const struct perf_opts *o);
 void perf_rt_barrier(void);
 double perf_rt_max_double(double v);
@@ -105,11 +109,5 @@ double perf_rt_wtime(void);
 void perf_rt_describe(char *buf, size_t len);
 void perf_rt_finalize(void);
 void perf_rt_abort(void) __attribute__((noreturn));
-
-#ifndef PERF_MPI
-/* perf_launch.c: -np N forks N ranks; returns in each child with its rank
- * and the unique id, while the parent waits for them and exits. */
-int perf_launch_local(int np, bool bind, weft_unique_id_t *id);
-#endif
 
 #endif /* PERF_INT_H */

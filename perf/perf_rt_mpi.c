@@ -66,9 +66,40 @@ int perf_mpi_count(size_t count, const char *what)
 	return (int)count;
 }
 
+/* MPI's own launch tells the rank: MPI_Init early, for an option error,
+ * is cheaper than a second table of launcher variables. */
+static void mpi_up(void)
+{
+	int up = 0;
+
+	MPI_Initialized(&up);
+	if (!up)
+		perf_mpi_check(MPI_Init(NULL, NULL), "MPI_Init");
+}
+
+int perf_rt_launcher_rank(void)
+{
+	int rank = -1;
+
+	mpi_up();
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	return rank;
+}
+
+void perf_rt_exit(int code)
+{
+	int up = 0, down = 0;
+
+	MPI_Initialized(&up);
+	MPI_Finalized(&down);
+	if (up && !down)
+		MPI_Finalize();
+	exit(code);
+}
+
 void perf_rt_init(const struct perf_opts *o)
 {
-	perf_mpi_check(MPI_Init(NULL, NULL), "MPI_Init");
+	mpi_up();
 	/* errors come back to us, so they are reported with the call's name */
 	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 	MPI_Comm_rank(MPI_COMM_WORLD, &perf_g_rank);

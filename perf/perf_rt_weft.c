@@ -1,12 +1,16 @@
 /*
  * perf_rt_weft.c — the runtime under the sweep in the Weft programs:
- * start-up (local launcher -np, a launcher's environment, or one rank),
+ * start-up (the shared local launcher for -np, a launcher found by
+ * weft_launch_query, or one rank),
  * barrier and reductions of timings and counts over Weft itself, shut-down.
  * Empty in the MPI build.
  */
+#define _GNU_SOURCE
 #include "perf_int.h"
 
 #ifndef PERF_MPI
+#include <errno.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,8 +18,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tools/launch/local_launch.h"
+
+#define CHILD_GRACE_SECONDS 5.0 /* how long -np survivors get after a rank fails */
+
 static weft_comm_t g_comm;
 static const char *g_launch = "single rank";
+static char g_launch_buf[64];
 
 weft_comm_t perf_weft_comm(void)
 {
@@ -58,26 +67,54 @@ static void init_failed(weft_status_t st, const char *what)
 	exit(1);
 }
 
-/* The variable that says a launcher started us, or NULL. */
-static const char *launcher_var(void)
+/* Pin this rank to the (rank mod n)-th CPU it is allowed on. Open MPI's
+ * default for np <= 2 is the same, so perf/compare compares like with like. */
+static void bind_rank(int rank)
 {
-	static const char *const vars[] = {"WEFT_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"};
+	cpu_set_t allowed, mine;
+	int k, want;
 
-	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
-		if (getenv(vars[i]))
-			return vars[i];
-	return NULL;
+	if (sched_getaffinity(0, sizeof(allowed), &allowed))
+		return;
+	want = rank % CPU_COUNT(&allowed);
+	for (k = 0; k < CPU_SETSIZE; k++)
+		if (CPU_ISSET(k, &allowed) && want-- == 0)
+			break;
+	CPU_ZERO(&mine);
+	CPU_SET(k, &mine);
+	if (sched_setaffinity(0, sizeof(mine), &mine))
+		fprintf(stderr, "%s: rank %d: cannot bind to cpu %d: %s\n", perf_g_prog, rank, k,
+			strerror(errno));
 }
 
+/* -np N: the shared local launcher forks N ranks; the launcher process
+ * waits for them here and exits with their verdict. */
 static void init_local(const struct perf_opts *o)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	bool bind =
 	    o->bind == PERF_BIND_CORE || (o->bind == PERF_BIND_AUTO && o->np <= 2 && o->np <= cpus);
+	struct weft_local_job job = {
+	    .nranks = o->np, .name = perf_g_prog, .grace_s = CHILD_GRACE_SECONDS};
 	weft_unique_id_t id;
 	weft_status_t st;
+	char why[256];
+	int rank;
 
-	perf_g_rank = perf_launch_local(o->np, bind, &id);
+	if (weft_local_start(&job, &rank, why, sizeof(why)) != WEFT_SUCCESS) {
+		fprintf(stderr, "%s: cannot start the local ranks: %s\n", perf_g_prog, why);
+		exit(1);
+	}
+	if (rank < 0)
+		exit(weft_local_wait(&job) ? 1 : 0);
+	perf_g_rank = rank;
+	if (bind)
+		bind_rank(rank);
+	if (weft_local_get_id(&job, rank, &id, why, sizeof(why)) != WEFT_SUCCESS) {
+		fprintf(stderr, "%s: rank %d: %s\n", perf_g_prog, rank, why);
+		exit(1);
+	}
+	weft_local_free(&job);
 	perf_g_nranks = o->np;
 	g_launch = "local launcher -np";
 	st = weft_comm_init_rank(&g_comm, perf_g_nranks, id, perf_g_rank, NULL);
@@ -100,24 +137,53 @@ static void init_single(void)
 		init_failed(st, "weft_comm_init_rank");
 }
 
+/* The launcher's word, or an exit: variables that are there but unusable
+ * must never turn into N separate one-rank jobs. */
+static void query_launcher(weft_launch_info_t *info)
+{
+	weft_status_t st = weft_launch_query(info);
+
+	if (st == WEFT_SUCCESS)
+		return;
+	fflush(stdout);
+	fprintf(stderr, "%s: cannot tell this process's rank: %s: %s\n", perf_g_prog,
+		weft_status_string(st), weft_init_last_error());
+	exit(1);
+}
+
+int perf_rt_launcher_rank(void)
+{
+	weft_launch_info_t info = WEFT_LAUNCH_INFO_INIT;
+
+	return weft_launch_query(&info) == WEFT_SUCCESS ? info.rank : -1;
+}
+
+void perf_rt_exit(int code)
+{
+	exit(code);
+}
+
 void perf_rt_init(const struct perf_opts *o)
 {
-	const char *var = launcher_var();
+	weft_launch_info_t info = WEFT_LAUNCH_INFO_INIT;
 	weft_status_t st;
 	char algo[256];
 
+	query_launcher(&info);
 	if (o->algo) {
 		perf_algo_setting(algo, sizeof(algo), o->algo);
 		setenv("WEFT_ALGO", algo, 1);
 	}
 	if (o->np > 0) {
-		if (var)
-			perf_usage_error("-np: a launcher already started this process (%s is set)",
-					 var);
+		/* Under a one-rank launch (srun -n 1) -np still makes its own job. */
+		if (info.nranks > 1)
+			perf_usage_error("-np: %s already started this process as rank %d of %d",
+					 info.launcher, info.rank, info.nranks);
 		init_local(o);
-	} else if (var) {
-		perf_g_rank = perf_launcher_rank();
-		g_launch = "launcher environment";
+	} else if (strcmp(info.launcher, "none") != 0) {
+		snprintf(g_launch_buf, sizeof(g_launch_buf), "launcher: %s", info.launcher);
+		g_launch = g_launch_buf;
+		perf_g_rank = info.rank;
 		st = weft_comm_init_env(&g_comm, NULL);
 		if (st != WEFT_SUCCESS)
 			init_failed(st, "weft_comm_init_env");

@@ -2,28 +2,27 @@
  * harness.c — fork N rank processes, give them a communicator, run the
  * test body, and collect how each ended (see harness.h).
  *
- * The parent and the ranks share one anonymous MAP_SHARED page set per job:
- * a note slot per rank (first failure, last progress) and a small area the
- * test may use (a victim writes the time it died, for instance). The parent
- * polls waitpid() with WNOHANG rather than blocking in it, so that it can
- * enforce the deadline and kill exactly the processes it forked.
+ * Forking, the unique id, dying with the parent, the deadline and reaping
+ * only the forked PIDs are the shared local launcher's (tools/launch/),
+ * with no grace period. On top of it the harness keeps what tests need: the
+ * parent and the ranks share one anonymous MAP_SHARED page set per job, a
+ * note slot per rank (first failure, last progress) and a small area the
+ * test may use (a victim writes the time it died, for instance); hooks
+ * before and after init; absent ranks; a summary for ck_assert_msg.
  */
 #include "harness.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "tools/launch/local_launch.h"
 
 struct note_slot {
 	char failure[HARNESS_NOTE_BYTES];
@@ -119,70 +118,14 @@ static int apply_env(const char *const *env)
 	return 0;
 }
 
-static bool read_full(int fd, void *buf, size_t len)
+/* The unique id from the shared launcher's pipe (rank 0 makes it). */
+static int get_id(struct weft_local_job *lj, int rank, weft_unique_id_t *id)
 {
-	unsigned char *p = buf;
-	while (len > 0) {
-		ssize_t n = read(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return false;
-		p += n;
-		len -= (size_t)n;
-	}
-	return true;
-}
-
-static bool write_full(int fd, const void *buf, size_t len)
-{
-	const unsigned char *p = buf;
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return false;
-		p += n;
-		len -= (size_t)n;
-	}
-	return true;
-}
-
-/* Rank 0 creates the id and writes one copy per other rank; the others read one. */
-static int share_id(const struct harness_job *job, int rank, int fds[2], weft_unique_id_t *id)
-{
-	memset(id, 0, sizeof(*id));
-	if (rank == 0) {
-		close(fds[0]);
-		weft_status_t st = weft_get_unique_id(id);
-		if (st != WEFT_SUCCESS) {
-			harness_fail("weft_get_unique_id: %s (%d): \"%s\"", weft_status_string(st),
-				     (int)st, weft_init_last_error());
-			close(fds[1]);
-			return HARNESS_EXIT_NO_ID;
-		}
-		/* One copy per started rank; a rank that died before reading must
-		 * not kill rank 0 with SIGPIPE, so ignore it while writing. */
-		signal(SIGPIPE, SIG_IGN);
-		bool ok = true;
-		for (int r = 1; r < job->nranks && ok; r++)
-			if (!(job->absent_ranks & (1u << r)))
-				ok = write_full(fds[1], id, sizeof(*id));
-		if (!ok)
-			harness_fail("harness: writing the id: %s", strerror(errno));
-		signal(SIGPIPE, SIG_DFL);
-		close(fds[1]);
-		return ok ? 0 : HARNESS_EXIT_SETUP;
-	}
-	close(fds[1]);
-	bool ok = read_full(fds[0], id, sizeof(*id));
-	close(fds[0]);
-	if (!ok) {
-		harness_fail("harness: no unique id from rank 0");
-		return HARNESS_EXIT_NO_ID;
-	}
-	return 0;
+	char why[HARNESS_NOTE_BYTES / 2];
+	if (weft_local_get_id(lj, rank, id, why, sizeof(why)) == WEFT_SUCCESS)
+		return 0;
+	harness_fail("harness: %s", why);
+	return HARNESS_EXIT_NO_ID;
 }
 
 static int init_comm(const struct harness_job *job, int rank, const weft_unique_id_t *id,
@@ -220,34 +163,20 @@ static int clamp_code(int code)
 	return code;
 }
 
-static void rank_main(const struct harness_job *job, int rank, int fds[2], pid_t parent,
-		      const char *const *init_env)
+/* A rank process, as the shared launcher started it (it dies with the
+ * parent; its environment has WEFT_RANK, ..., WEFT_ROOT in HARNESS_INIT_ENV). */
+static void rank_main(const struct harness_job *job, struct weft_local_job *lj, int rank)
 {
-	/* Die with the parent, so that a killed test leaves no orphans. */
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != parent)
-		_exit(HARNESS_EXIT_SETUP);
 	/* A rank killed by SIGPIPE is a library bug; keep the default so it shows. */
 	signal(SIGPIPE, SIG_DFL);
 	g_rank = rank;
 
 	int code = apply_env(job->env) ? HARNESS_EXIT_SETUP : 0;
-	if (code == 0 && init_env) {
-		char rank_str[16];
-		snprintf(rank_str, sizeof(rank_str), "%d", rank);
-		code = apply_env(init_env) ? HARNESS_EXIT_SETUP : 0;
-		if (code == 0)
-			setenv("WEFT_RANK", rank_str, 1);
-	}
-
 	weft_unique_id_t id;
 	memset(&id, 0, sizeof(id));
-	if (job->init == HARNESS_INIT_RANK) {
-		if (code == 0)
-			code = share_id(job, rank, fds, &id);
-		else if (rank == 0)
-			close(fds[1]); /* let the others see EOF */
-	}
+	if (code == 0)
+		code = get_id(lj, rank, &id);
+	weft_local_free(lj); /* rank 0 failed early: the others see EOF */
 	if (code == 0 && job->before_init)
 		code = job->before_init(rank, job->nranks, &id, job->arg);
 
@@ -270,23 +199,6 @@ static void rank_main(const struct harness_job *job, int rank, int fds[2], pid_t
 }
 
 /* --- parent --- */
-
-/* A port on 127.0.0.1 that was free a moment ago, for WEFT_ROOT. */
-static int pick_free_port(void)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	if (fd < 0)
-		return -1;
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	socklen_t len = sizeof(sa);
-	int port = -1;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
-		port = ntohs(sa.sin_port);
-	close(fd);
-	return port;
-}
 
 static void append(char *buf, size_t cap, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -339,55 +251,33 @@ static void summarise(struct harness_result *res, double timeout_s)
 			 res->nranks, res->seconds);
 }
 
-static void record_exit(struct harness_rank_result *rr, int status, double t)
+/* How each rank ended, as the shared launcher saw it. */
+static void copy_ends(struct harness_result *res, const struct weft_local_job *lj)
 {
-	rr->seconds = t;
-	if (WIFSIGNALED(status)) {
-		rr->end = HARNESS_SIGNALED;
-		rr->code = WTERMSIG(status);
-	} else {
-		rr->end = HARNESS_EXITED;
-		rr->code = WEXITSTATUS(status);
+	static const enum harness_end ends[] = {
+	    [WEFT_LOCAL_NOT_STARTED] = HARNESS_NOT_STARTED,
+	    [WEFT_LOCAL_RUNNING] = HARNESS_HUNG,
+	    [WEFT_LOCAL_EXITED] = HARNESS_EXITED,
+	    [WEFT_LOCAL_SIGNALED] = HARNESS_SIGNALED,
+	    [WEFT_LOCAL_HUNG] = HARNESS_HUNG,
+	};
+	for (int r = 0; r < lj->nranks && lj->ranks; r++) {
+		const struct weft_local_rank *k = &lj->ranks[r];
+		res->rank[r].pid = k->pid;
+		res->rank[r].end = ends[k->end];
+		res->rank[r].code = k->code;
+		res->rank[r].seconds = k->seconds;
 	}
 }
 
-static void wait_all(struct harness_result *res, double timeout_s, double t0)
+static void copy_notes(struct harness_result *res, const struct shared_page *shared)
 {
-	int live = 0;
-	for (int r = 0; r < res->nranks; r++)
-		live += res->rank[r].pid > 0;
-	double deadline = t0 + timeout_s;
-	while (live > 0) {
-		for (int r = 0; r < res->nranks; r++) {
-			struct harness_rank_result *rr = &res->rank[r];
-			if (rr->pid <= 0 || rr->end != HARNESS_NOT_STARTED)
-				continue;
-			int status;
-			pid_t p = waitpid(rr->pid, &status, WNOHANG);
-			if (p == rr->pid) {
-				record_exit(rr, status, harness_now() - t0);
-				live--;
-			}
-		}
-		if (live == 0)
-			break;
-		if (harness_now() > deadline) {
-			for (int r = 0; r < res->nranks; r++) {
-				struct harness_rank_result *rr = &res->rank[r];
-				if (rr->pid <= 0 || rr->end != HARNESS_NOT_STARTED)
-					continue;
-				kill(rr->pid, SIGKILL);
-				int status;
-				while (waitpid(rr->pid, &status, 0) < 0 && errno == EINTR)
-					;
-				rr->end = HARNESS_HUNG;
-				rr->code = SIGKILL;
-				rr->seconds = harness_now() - t0;
-			}
-			break;
-		}
-		struct timespec nap = {0, 5 * 1000 * 1000};
-		nanosleep(&nap, NULL);
+	memcpy(res->shared, shared->user, HARNESS_SHARED_BYTES);
+	for (int r = 0; r < res->nranks; r++) {
+		memcpy(res->rank[r].failure, shared->slot[r].failure, HARNESS_NOTE_BYTES);
+		memcpy(res->rank[r].progress, shared->slot[r].progress, HARNESS_NOTE_BYTES);
+		res->rank[r].failure[HARNESS_NOTE_BYTES - 1] = '\0';
+		res->rank[r].progress[HARNESS_NOTE_BYTES - 1] = '\0';
 	}
 }
 
@@ -401,73 +291,37 @@ void harness_run_job(const struct harness_job *job, struct harness_result *res)
 			 job->absent_ranks);
 		return;
 	}
-
 	struct shared_page *shared =
 	    mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (shared == MAP_FAILED) {
 		snprintf(res->summary, sizeof(res->summary), "harness: mmap: %s", strerror(errno));
 		return;
 	}
-	int fds[2] = {-1, -1};
-	if (job->init == HARNESS_INIT_RANK && pipe(fds) != 0) {
-		snprintf(res->summary, sizeof(res->summary), "harness: pipe: %s", strerror(errno));
-		munmap(shared, sizeof(*shared));
-		return;
-	}
-
-	/* weft_comm_init_env: a root port and a secret, the same for every rank. */
-	char root[64], secret[64], nranks_str[32];
-	const char *init_env[4] = {NULL};
-	if (job->init == HARNESS_INIT_ENV) {
-		snprintf(root, sizeof(root), "WEFT_ROOT=127.0.0.1:%d", pick_free_port());
-		snprintf(secret, sizeof(secret), "WEFT_SECRET=%016llx",
-			 (unsigned long long)(harness_now() * 1e9) ^
-			     ((unsigned long long)getpid() << 32));
-		snprintf(nranks_str, sizeof(nranks_str), "WEFT_NRANKS=%d", job->nranks);
-		init_env[0] = root;
-		init_env[1] = secret;
-		init_env[2] = nranks_str;
-	}
-
+	/* No grace period: a test decides how long survivors of a failure
+	 * may take (its own timeouts); only the deadline ends them. */
+	struct weft_local_job lj = {
+	    .nranks = job->nranks,
+	    .id = job->init == HARNESS_INIT_ENV ? WEFT_LOCAL_ID_ENV : WEFT_LOCAL_ID_PIPE,
+	    .grace_s = -1,
+	    .timeout_s = job->timeout_s,
+	    .skip = job->absent_ranks,
+	};
 	struct shared_page *saved = g_shared;
+	char why[256];
+	int rank;
 	g_shared = shared;
-	pid_t parent = getpid();
-	int fork_errno = 0;
-	double t0 = harness_now();
-	fflush(NULL);
-	for (int r = 0; r < job->nranks; r++) {
-		if (job->absent_ranks & (1u << r))
-			continue;
-		pid_t pid = fork();
-		if (pid == 0)
-			rank_main(job, r, fds, parent,
-				  job->init == HARNESS_INIT_ENV ? init_env : NULL);
-		if (pid < 0) {
-			fork_errno = errno;
-			break;
-		}
-		res->rank[r].pid = pid;
+	if (weft_local_start(&lj, &rank, why, sizeof(why)) != WEFT_SUCCESS) {
+		snprintf(res->summary, sizeof(res->summary), "harness: %s", why);
+	} else {
+		if (rank >= 0)
+			rank_main(job, &lj, rank);
+		weft_local_wait(&lj);
+		res->seconds = harness_now() - lj.t0;
+		copy_ends(res, &lj);
+		copy_notes(res, shared);
+		summarise(res, job->timeout_s);
 	}
-	if (fds[0] >= 0) {
-		close(fds[0]);
-		close(fds[1]);
-	}
-	wait_all(res, job->timeout_s, t0);
-	res->seconds = harness_now() - t0;
-
-	memcpy(res->shared, shared->user, HARNESS_SHARED_BYTES);
-	for (int r = 0; r < job->nranks; r++) {
-		memcpy(res->rank[r].failure, shared->slot[r].failure, HARNESS_NOTE_BYTES);
-		memcpy(res->rank[r].progress, shared->slot[r].progress, HARNESS_NOTE_BYTES);
-		res->rank[r].failure[HARNESS_NOTE_BYTES - 1] = '\0';
-		res->rank[r].progress[HARNESS_NOTE_BYTES - 1] = '\0';
-	}
-	summarise(res, job->timeout_s);
-	if (fork_errno) {
-		res->ok = false;
-		append(res->summary, sizeof(res->summary), "harness: fork: %s\n",
-		       strerror(fork_errno));
-	}
+	weft_local_free(&lj);
 	g_shared = saved;
 	munmap(shared, sizeof(*shared));
 }

@@ -3,7 +3,9 @@
  * communicator, and report how every rank ended.
  *
  * The ranks are forked processes, not threads: shared memory and CMA need
- * separate address spaces. Rank 0 creates the unique id and hands it to the
+ * separate address spaces. The shared local launcher (tools/launch/) forks
+ * them, hands out the id and waits; the harness adds notes, hooks, absent
+ * ranks and the summary. Rank 0 creates the unique id and hands it to the
  * others through a pipe that the parent created; every rank then calls
  * weft_comm_init_rank() and the body, and exits with the body's result. The
  * parent waits with a deadline; ranks still alive at the deadline are killed

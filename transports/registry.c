@@ -8,6 +8,7 @@
 #include "transports/shm/shm.h"
 #include "transports/socket/socket.h"
 #include "transports/verbs/verbs_ops.h"
+#include "util/parse.h"
 #include "util/settings.h"
 
 /* The order is the order of init, and of preference among equal scores. */
@@ -47,28 +48,23 @@ weft_status_t weft_registry_enabled(const char *spec, bool *enabled, struct weft
 	bool negate = spec && spec[0] == '^';
 	for (size_t i = 0; i < NTRANSPORTS; i++)
 		enabled[i] = !spec || negate;
-	if (!spec)
-		return WEFT_SUCCESS;
-	char buf[256];
-	if (strlen(spec) >= sizeof(buf))
-		return weft_err_set(err, WEFT_ERR_INVALID_ARG, "WEFT_TRANSPORTS is too long");
-	snprintf(buf, sizeof(buf), "%s", spec + (negate ? 1 : 0));
-	char *save = NULL;
-	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+	struct weft_list l;
+	weft_list_init(&l, "WEFT_TRANSPORTS", spec ? spec + negate : NULL, ',');
+	while (weft_list_next(&l)) {
 		size_t found = NTRANSPORTS;
 		for (size_t i = 0; i < NTRANSPORTS; i++)
-			if (strcmp(tok, transports[i]->name) == 0)
+			if (strcmp(l.item, transports[i]->name) == 0)
 				found = i;
 		if (found == NTRANSPORTS) {
 			char known[128];
 			known_names(known, sizeof(known));
-			return weft_err_set(
-			    err, WEFT_ERR_INVALID_ARG,
-			    "WEFT_TRANSPORTS=%s: unknown transport '%s' (known: %s)", spec, tok,
-			    known);
+			weft_list_fail(&l, "unknown transport '%s' (known: %s)", l.item, known);
+			break;
 		}
 		enabled[found] = !negate;
 	}
+	if (l.status != WEFT_SUCCESS)
+		return weft_err_set(err, l.status, "%s", l.msg);
 	return WEFT_SUCCESS;
 }
 

@@ -19,45 +19,16 @@
 
 #include "core/comm.h"
 #include "util/log.h"
+#include "util/parse.h"
 #include "util/settings.h"
 
 static weft_status_t parse_size(const char *s, size_t *out)
 {
-	if (strcmp(s, "inf") == 0) {
-		*out = SIZE_MAX;
-		return WEFT_SUCCESS;
-	}
-	if (*s < '0' || *s > '9') /* strtoull would take spaces and signs */
-		return WEFT_ERR_INVALID_ARG;
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno)
-		return WEFT_ERR_INVALID_ARG;
-	unsigned shift = 0;
-	switch (*end) {
-	case 'K':
-	case 'k':
-		shift = 10;
-		end++;
-		break;
-	case 'M':
-	case 'm':
-		shift = 20;
-		end++;
-		break;
-	case 'G':
-	case 'g':
-		shift = 30;
-		end++;
-		break;
-	default: break;
-	}
-	if (*end || v > (SIZE_MAX >> shift))
-		return WEFT_ERR_INVALID_ARG;
-	v <<= shift;
-	*out = (size_t)v;
-	return WEFT_SUCCESS;
+	uint64_t v;
+	weft_status_t st = weft_parse_size(s, SIZE_MAX, WEFT_PARSE_INF, &v, NULL);
+	if (st == WEFT_SUCCESS)
+		*out = (size_t)v;
+	return st;
 }
 
 static int coll_by_name(const char *name)
@@ -68,62 +39,54 @@ static int coll_by_name(const char *name)
 	return -1;
 }
 
-/* One "coll:lo-hi:algo,lo-hi:algo" item. */
-static weft_status_t parse_item(const char *spec, char *item, struct weft_tuner *t,
-				struct weft_err *err)
+/* One "lo-hi:algo" range of collective @p c. */
+static weft_status_t parse_range(struct weft_list *l, int c, struct weft_tuner *t)
 {
-	char *colon = strchr(item, ':');
-	if (!colon)
-		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
-				    "WEFT_TUNE=%s: '%s' is not collective:lo-hi:algo,...", spec,
-				    item);
-	*colon = '\0';
-	int c = coll_by_name(item);
-	if (c < 0)
-		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
-				    "WEFT_TUNE=%s: unknown collective '%s'", spec, item);
-	char *save = NULL;
-	for (char *r = strtok_r(colon + 1, ",", &save); r; r = strtok_r(NULL, ",", &save)) {
-		char *dash = strchr(r, '-'), *col = strchr(r, ':');
-		if (!dash || !col || dash > col)
-			return weft_err_set(err, WEFT_ERR_INVALID_ARG,
-					    "WEFT_TUNE=%s: range '%s' is not lo-hi:algo", spec, r);
-		*dash = *col = '\0';
-		struct weft_tune_range range;
-		if (parse_size(r, &range.lo) || parse_size(dash + 1, &range.hi) ||
-		    range.lo >= range.hi)
-			return weft_err_set(err, WEFT_ERR_INVALID_ARG,
-					    "WEFT_TUNE=%s: bad byte range '%s-%s'", spec, r,
-					    dash + 1);
-		range.algo = weft_algo_find((enum weft_coll_kind)c, col + 1);
-		if (!range.algo)
-			return weft_err_set(err, WEFT_ERR_INVALID_ARG,
-					    "WEFT_TUNE=%s: %s has no algorithm '%s'", spec, item,
-					    col + 1);
-		if (t->nranges[c] == WEFT_TUNE_MAX_RANGES)
-			return weft_err_set(err, WEFT_ERR_INVALID_ARG,
-					    "WEFT_TUNE=%s: more than %d ranges for %s", spec,
-					    WEFT_TUNE_MAX_RANGES, item);
-		t->ranges[c][t->nranges[c]++] = range;
-	}
+	char *r = l->item, *dash = strchr(r, '-'), *col = strchr(r, ':');
+	const char *coll = weft_coll_name((enum weft_coll_kind)c);
+	if (!dash || !col || dash > col)
+		return weft_list_fail(l, "range '%s' is not lo-hi:algo", r);
+	*dash = *col = '\0';
+	struct weft_tune_range range;
+	if (parse_size(r, &range.lo) || parse_size(dash + 1, &range.hi) || range.lo >= range.hi)
+		return weft_list_fail(l, "bad byte range '%s-%s'", r, dash + 1);
+	range.algo = weft_algo_find((enum weft_coll_kind)c, col + 1);
+	if (!range.algo)
+		return weft_list_fail(l, "%s has no algorithm '%s'", coll, col + 1);
+	if (t->nranges[c] == WEFT_TUNE_MAX_RANGES)
+		return weft_list_fail(l, "more than %d ranges for %s", WEFT_TUNE_MAX_RANGES, coll);
+	t->ranges[c][t->nranges[c]++] = range;
 	return WEFT_SUCCESS;
+}
+
+/* One "coll:lo-hi:algo,lo-hi:algo" item. */
+static weft_status_t parse_item(struct weft_list *l, struct weft_tuner *t)
+{
+	char *colon = strchr(l->item, ':');
+	if (!colon)
+		return weft_list_fail(l, "'%s' is not collective:lo-hi:algo,...", l->item);
+	*colon = '\0';
+	int c = coll_by_name(l->item);
+	if (c < 0)
+		return weft_list_fail(l, "unknown collective '%s'", l->item);
+	struct weft_list ranges;
+	weft_list_init_inner(&ranges, l, colon + 1, ',');
+	while (weft_list_next(&ranges))
+		if (parse_range(&ranges, c, t) != WEFT_SUCCESS)
+			break;
+	return l->status;
 }
 
 weft_status_t weft_tune_parse_ranges(const char *spec, struct weft_tuner *t, struct weft_err *err)
 {
 	memset(t->nranges, 0, sizeof(t->nranges));
-	if (!spec)
-		return WEFT_SUCCESS;
-	char buf[1024];
-	if (strlen(spec) >= sizeof(buf))
-		return weft_err_set(err, WEFT_ERR_INVALID_ARG, "WEFT_TUNE is too long");
-	snprintf(buf, sizeof(buf), "%s", spec);
-	char *save = NULL;
-	for (char *item = strtok_r(buf, ";", &save); item; item = strtok_r(NULL, ";", &save)) {
-		weft_status_t st = parse_item(spec, item, t, err);
-		if (st != WEFT_SUCCESS)
-			return st;
-	}
+	struct weft_list l;
+	weft_list_init(&l, "WEFT_TUNE", spec, ';');
+	while (weft_list_next(&l))
+		if (parse_item(&l, t) != WEFT_SUCCESS)
+			break;
+	if (l.status != WEFT_SUCCESS)
+		return weft_err_set(err, l.status, "%s", l.msg);
 	return WEFT_SUCCESS;
 }
 

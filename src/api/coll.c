@@ -1,10 +1,11 @@
 /* coll.c — the public collective and point-to-point calls: check the
- * arguments, resolve in place, pick the algorithm, run or queue the task;
- * weft_test/weft_wait; groups. */
+ * arguments, resolve in place, pick the algorithm, run or queue the task.
+ * Groups are in group.c, requests in request.c. */
 #include <stdint.h>
 #include <string.h>
 
 #include "algorithms/algo.h"
+#include "api/api.h"
 #include "core/comm.h"
 #include "core/task.h"
 #include "tune/tune.h"
@@ -83,77 +84,6 @@ static weft_status_t check_symmetric(struct weft_comm *comm, const char *call, c
 	return st;
 }
 
-/* ---- groups: per thread, nestable. */
-static __thread int group_depth;
-static __thread struct weft_task *group_head, *group_tail;
-static _Atomic unsigned group_counter;
-
-weft_status_t weft_group_start(void)
-{
-	group_depth++;
-	return WEFT_SUCCESS;
-}
-
-static bool waiting(const struct weft_task *list)
-{
-	for (const struct weft_task *t = list; t; t = t->group_next)
-		if (t->group_wait && t->status == WEFT_INPROGRESS)
-			return true;
-	return false;
-}
-
-weft_status_t weft_group_end(void)
-{
-	if (group_depth == 0)
-		return weft_err_set(weft_err_init_record(), WEFT_ERR_INVALID_ARG,
-				    "weft_group_end without weft_group_start");
-	if (--group_depth > 0)
-		return WEFT_SUCCESS;
-	unsigned id;
-	do
-		id = atomic_fetch_add(&group_counter, 1) + 1;
-	while (id == 0);
-	struct weft_task *list = group_head;
-	group_head = group_tail = NULL;
-	for (struct weft_task *t = list; t; t = t->group_next)
-		weft_task_start(t, id);
-
-	/* Progress every communicator of the group until the blocking members
-	 * are done: they may depend on each other across communicators. */
-	unsigned spins = 0;
-	double last = weft_now();
-	const struct weft_comm *any = list ? list->comm : NULL;
-	while (waiting(list)) {
-		bool moved = false;
-		for (struct weft_task *t = list; t; t = t->group_next) {
-			if (!t->group_wait || t->status != WEFT_INPROGRESS)
-				continue;
-			double seen = t->last_event;
-			weft_status_t st = weft_comm_progress(t->comm);
-			if (st != WEFT_SUCCESS && t->status == WEFT_INPROGRESS)
-				t->status = st;
-			if (t->last_event != seen || t->status != WEFT_INPROGRESS) {
-				moved = true;
-				last = t->last_event;
-			}
-		}
-		if (moved)
-			spins = 0;
-		else
-			weft_wait_backoff(any, &spins, last);
-	}
-	weft_status_t first = WEFT_SUCCESS;
-	for (struct weft_task *t = list, *next; t; t = next) {
-		next = t->group_next;
-		if (!t->group_wait)
-			continue;
-		if (first == WEFT_SUCCESS && t->status != WEFT_SUCCESS)
-			first = t->status;
-		weft_task_put(t);
-	}
-	return first;
-}
-
 /* ---- running one call. */
 static weft_status_t run(struct weft_comm *comm, const struct weft_coll_args *args,
 			 weft_request_t *request)
@@ -174,28 +104,22 @@ static weft_status_t run(struct weft_comm *comm, const struct weft_coll_args *ar
 	task->ops = &algo->task;
 	task->algo_name = algo->name;
 	task->started = false;
-	if (group_depth > 0) {
-		task->group_wait = !request;
-		task->group_next = NULL;
-		if (group_tail)
-			group_tail->group_next = task;
-		else
-			group_head = task;
-		group_tail = task;
-		if (request) {
-			*request = task;
-			weft_thread_comm_add(comm);
-		}
+	if (weft_api_group_record(task, request))
 		return WEFT_SUCCESS;
-	}
 	task->group_wait = false;
+	weft_comm_lock(comm);
 	weft_task_start(task, 0);
 	if (request) {
+		/* Non-blocking: it moves in the progress thread, or inside the
+		 * caller's next Weft calls; posting never runs it (an iallreduce
+		 * that finished inside its own post would not overlap anything). */
 		*request = task;
+		weft_progress_thread_kick(comm);
+		weft_comm_unlock(comm);
 		weft_thread_comm_add(comm);
-		weft_comm_progress(comm); /* get it going; errors land in the task */
 		return WEFT_SUCCESS;
 	}
+	weft_comm_unlock(comm);
 	weft_status_t st = weft_task_wait(task);
 	weft_task_put(task);
 	return st;
@@ -524,42 +448,4 @@ weft_status_t weft_irecv(void *buf, size_t count, weft_datatype_t dtype, int pee
 {
 	weft_status_t st = need_request(comm, request, "weft_irecv");
 	return st ? st : p2p(WEFT_COLL_RECV, buf, count, dtype, peer, comm, request, "weft_irecv");
-}
-
-/* ---- Requests */
-weft_status_t weft_test(weft_request_t *request)
-{
-	if (!request)
-		return WEFT_ERR_INVALID_ARG;
-	struct weft_task *task = *request;
-	if (!task) /* a zero-count call, or already completed */
-		return WEFT_SUCCESS;
-	if (task->status == WEFT_INPROGRESS) {
-		weft_status_t st = weft_comm_progress(task->comm);
-		if (st != WEFT_SUCCESS && task->status == WEFT_INPROGRESS && task->posted)
-			task->status = st;
-	}
-	if (task->status == WEFT_INPROGRESS)
-		return WEFT_INPROGRESS;
-	weft_status_t st = task->status;
-	weft_task_put(task);
-	*request = NULL;
-	return st;
-}
-
-weft_status_t weft_wait(weft_request_t *request)
-{
-	if (!request)
-		return WEFT_ERR_INVALID_ARG;
-	struct weft_task *task = *request;
-	if (!task)
-		return WEFT_SUCCESS;
-	if (!task->started)
-		return weft_comm_fail(
-		    task->comm, WEFT_ERR_INVALID_ARG,
-		    "weft_wait: the request's group has not ended (weft_group_end)");
-	weft_status_t st = weft_task_wait(task);
-	weft_task_put(task);
-	*request = NULL;
-	return st;
 }

@@ -72,8 +72,13 @@ weft_status_t weft_comm_abort(weft_comm_t comm)
 	atomic_store(&comm->abort_requested, true);
 	int none = WEFT_SUCCESS;
 	atomic_compare_exchange_strong(&comm->async_error, &none, (int)WEFT_ERR_ABORTED);
-	if (!comm->active)
+	if (comm->pt) { /* the progress thread closes the transports at once */
+		weft_comm_lock(comm);
+		weft_progress_thread_kick(comm);
+		weft_comm_unlock(comm);
+	} else if (!comm->active) {
 		weft_comm_kill(comm, WEFT_ERR_ABORTED);
+	}
 	return WEFT_SUCCESS;
 }
 

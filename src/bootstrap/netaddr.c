@@ -12,6 +12,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+weft_status_t weft_addr_resolve(const char *host, int port, struct sockaddr_storage *out,
+				socklen_t *out_len, const char **why)
+{
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+	struct addrinfo *res = NULL;
+	int rc = getaddrinfo(host, NULL, &hints, &res);
+	if (rc != 0 || !res) {
+		*why = rc ? gai_strerror(rc) : "no address";
+		return WEFT_ERR_INVALID_ARG;
+	}
+	memset(out, 0, sizeof(*out));
+	memcpy(out, res->ai_addr, res->ai_addrlen);
+	*out_len = res->ai_addrlen;
+	freeaddrinfo(res);
+	if (out->ss_family == AF_INET)
+		((struct sockaddr_in *)out)->sin_port = htons((uint16_t)port);
+	else
+		((struct sockaddr_in6 *)out)->sin6_port = htons((uint16_t)port);
+	return WEFT_SUCCESS;
+}
+
 weft_status_t weft_addr_parse(const char *text, const char *what, struct sockaddr_storage *out,
 			      socklen_t *out_len, struct weft_err *err)
 {
@@ -43,20 +64,10 @@ weft_status_t weft_addr_parse(const char *text, const char *what, struct sockadd
 	if (errno || end == port || *end || p < 0 || p > 65535)
 		return weft_err_set(err, WEFT_ERR_INVALID_ARG, "%s=%s: port '%s' is not 0..65535",
 				    what, text, port);
-	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
-	struct addrinfo *res = NULL;
-	int rc = getaddrinfo(host, NULL, &hints, &res);
-	if (rc != 0 || !res)
+	const char *why;
+	if (weft_addr_resolve(host, (int)p, out, out_len, &why) != WEFT_SUCCESS)
 		return weft_err_set(err, WEFT_ERR_INVALID_ARG, "%s=%s: cannot resolve '%s': %s",
-				    what, text, host, gai_strerror(rc));
-	memset(out, 0, sizeof(*out));
-	memcpy(out, res->ai_addr, res->ai_addrlen);
-	*out_len = res->ai_addrlen;
-	freeaddrinfo(res);
-	if (out->ss_family == AF_INET)
-		((struct sockaddr_in *)out)->sin_port = htons((uint16_t)p);
-	else
-		((struct sockaddr_in6 *)out)->sin6_port = htons((uint16_t)p);
+				    what, text, host, why);
 	return WEFT_SUCCESS;
 }
 

@@ -11,6 +11,11 @@
 weft_status_t weft_addr_parse(const char *text, const char *what, struct sockaddr_storage *out,
 			      socklen_t *out_len, struct weft_err *err);
 
+/* Resolve @p host (numeric or a name) and set @p port. On failure, *why is
+ * the resolver's reason and nothing is logged: callers add their own context. */
+weft_status_t weft_addr_resolve(const char *host, int port, struct sockaddr_storage *out,
+				socklen_t *out_len, const char **why);
+
 /* The first IPv4 (else IPv6) address of interface @p ifname, port 0.
  * NULL ifname: 127.0.0.1. */
 weft_status_t weft_addr_of_interface(const char *ifname, struct sockaddr_storage *out,

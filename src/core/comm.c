@@ -356,6 +356,7 @@ void weft_comm_free(struct weft_comm *comm)
 {
 	if (!comm)
 		return;
+	weft_progress_thread_stop(comm);
 	if (comm->bs)
 		weft_bootstrap_close(comm->bs);
 	weft_p2p_abort(comm, WEFT_ERR_ABORTED);
@@ -466,6 +467,9 @@ weft_status_t weft_comm_ready(struct weft_comm *comm)
 	weft_bootstrap_close(comm->bs);
 	comm->bs = NULL;
 	weft_bootstrap_roots_drain(timeout);
+	st = weft_progress_thread_start(comm);
+	if (st != WEFT_SUCCESS)
+		return weft_comm_abandon(comm, st);
 	weft_log(WEFT_LOG_INFO, WEFT_SUB_INIT, "rank %d of %d ready on %s (chunk %zu bytes)",
 		 comm->rank, comm->nranks, comm->cards[comm->rank].hostname, comm->chunk_bytes);
 	weft_err_clear(weft_err_init_record());
@@ -498,5 +502,6 @@ void weft_comm_kill(struct weft_comm *comm, weft_status_t status)
 		if (t->status == WEFT_INPROGRESS)
 			t->status = status;
 		weft_task_retire(t);
+		weft_task_notify(t);
 	}
 }

@@ -46,6 +46,7 @@ struct weft_peer {
 
 struct weft_tuner;
 struct weft_bootstrap;
+struct weft_progress_thread;
 
 struct weft_comm {
 	int rank;
@@ -83,6 +84,8 @@ struct weft_comm {
 	uint32_t *p2p_received;	  /* [peer] receives started from it */
 	struct weft_task *active; /* posted, not yet finished, in post order */
 	struct weft_task *free_tasks;
+
+	struct weft_progress_thread *pt; /* WEFT_PROGRESS_THREAD=1, else NULL */
 
 	struct weft_err err;	 /* last error, for weft_comm_last_error */
 	_Atomic int async_error; /* weft_status_t; fatal for the comm */
@@ -141,7 +144,20 @@ const char *weft_comm_peer_transport(const struct weft_comm *comm, int peer);
 /* True if the peer is on this rank's host. */
 bool weft_comm_same_host(const struct weft_comm *comm, int peer);
 
-/* Drive every transport, the gate and every active task once. Never blocks. */
+/* Drive every transport, the gate and every active task once. Never blocks.
+ * With a progress thread, the caller holds the communicator's lock. */
 weft_status_t weft_comm_progress(struct weft_comm *comm);
+
+/* progress_thread.c: WEFT_PROGRESS_THREAD. start reads the setting and, if
+ * it is 1, starts the thread (after init); stop joins it (before free).
+ * lock/unlock guard the communicator's operations against the thread (no-ops
+ * without one); kick, with the lock held, wakes the thread for work just
+ * posted; waiter counts the callers that drive progress themselves. */
+weft_status_t weft_progress_thread_start(struct weft_comm *comm);
+void weft_progress_thread_stop(struct weft_comm *comm);
+void weft_comm_lock(struct weft_comm *comm);
+void weft_comm_unlock(struct weft_comm *comm);
+void weft_progress_thread_kick(struct weft_comm *comm);
+void weft_progress_thread_waiter(struct weft_comm *comm, int delta);
 
 #endif

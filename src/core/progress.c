@@ -68,6 +68,7 @@ static weft_status_t progress_tasks(struct weft_comm *comm)
 		}
 		*link = t->next; /* finished: the request still owns it */
 		weft_task_retire(t);
+		weft_task_notify(t);
 		if (st != WEFT_SUCCESS) {
 			weft_comm_kill(comm, st);
 			return st;
@@ -174,28 +175,40 @@ static void progress_others(const struct weft_comm *self)
 		struct weft_comm *c = wait_comms[i].comm;
 		if (!c || c == self || !pthread_equal(wait_comms[i].thread, me))
 			continue;
-		if (c->active)
+		weft_comm_lock(c);
+		bool active = c->active != NULL;
+		if (active)
 			weft_comm_progress(c); /* its errors land in its own tasks */
-		else
+		weft_comm_unlock(c);
+		if (!active)
 			wait_comms[i].comm = NULL;
 	}
 	pthread_mutex_unlock(&wait_lock);
 }
 
+/* A blocking call drives progress itself, even with a progress thread
+ * (which stands aside meanwhile): no hand-over between threads per message. */
 weft_status_t weft_task_wait(struct weft_task *task)
 {
 	struct weft_comm *comm = task->comm;
 	unsigned spins = 0;
+	weft_progress_thread_waiter(comm, 1);
+	weft_comm_lock(comm);
 	while (task->status == WEFT_INPROGRESS) {
 		double seen = task->last_event;
+		weft_comm_unlock(comm);
 		progress_others(comm);
+		weft_comm_lock(comm);
 		weft_status_t st = weft_comm_progress(comm);
 		if (st != WEFT_SUCCESS && task->status == WEFT_INPROGRESS)
 			task->status = st;
 		if (task->last_event != seen)
 			spins = 0;
-		else
+		else if (task->status == WEFT_INPROGRESS)
 			weft_wait_backoff(comm, &spins, task->last_event);
 	}
-	return task->status;
+	weft_status_t st = task->status;
+	weft_comm_unlock(comm);
+	weft_progress_thread_waiter(comm, -1);
+	return st;
 }

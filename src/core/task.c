@@ -31,6 +31,7 @@ struct weft_task *weft_task_get(struct weft_comm *comm)
 		return NULL;
 	t->comm = comm;
 	t->next = NULL;
+	t->on_complete = NULL;
 	t->status = WEFT_INPROGRESS;
 	t->waiting_for = -1;
 	return t;
@@ -49,6 +50,14 @@ void weft_task_retire(struct weft_task *task)
 	if (task->posted && task->ops->finalize)
 		task->ops->finalize(task);
 	task->posted = false;
+}
+
+void weft_task_notify(struct weft_task *task)
+{
+	void (*fn)(void *, weft_status_t) = task->on_complete;
+	task->on_complete = NULL;
+	if (fn)
+		fn(task->on_complete_arg, task->status);
 }
 
 void weft_task_touch(struct weft_task *task)

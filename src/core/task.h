@@ -61,15 +61,18 @@ struct weft_task {
 	const struct weft_task_ops *ops;
 	const char *algo_name;
 	struct weft_coll_args args;
-	uint64_t seq;		/* tags: collective call number, or per-peer p2p number */
-	unsigned group;		/* weft_group_end batch it was started in; 0: none */
-	bool started;		/* queued on its communicator (weft_task_start) */
-	bool posted;		/* its algorithm has been posted */
-	bool group_wait;	/* recorded in a group by a blocking call: weft_group_end waits */
-	weft_status_t status;	/* WEFT_INPROGRESS while active */
-	double last_event;	/* when a message of this task last completed */
-	int waiting_for;	/* peer the task waits on, for the timeout message; -1 none */
-	struct weft_task *next; /* in the communicator's active list */
+	uint64_t seq;	      /* tags: collective call number, or per-peer p2p number */
+	unsigned group;	      /* weft_group_end batch it was started in; 0: none */
+	bool started;	      /* queued on its communicator (weft_task_start) */
+	bool posted;	      /* its algorithm has been posted */
+	bool group_wait;      /* recorded in a group by a blocking call: weft_group_end waits */
+	weft_status_t status; /* WEFT_INPROGRESS while active */
+	double last_event;    /* when a message of this task last completed */
+	int waiting_for;      /* peer the task waits on, for the timeout message; -1 none */
+	/* Called once when the operation finishes (weft_task_notify); NULL: none. */
+	void (*on_complete)(void *arg, weft_status_t status);
+	void *on_complete_arg;
+	struct weft_task *next;	      /* in the communicator's active list */
 	struct weft_task *group_next; /* in the calling thread's open group */
 	alignas(64) unsigned char priv[WEFT_TASK_PRIV_BYTES]; /* the algorithm's state */
 };
@@ -108,6 +111,9 @@ void weft_wait_backoff(const struct weft_comm *comm, unsigned *spins, double las
 /* The task leaves its communicator's active list, finished or killed: its
  * algorithm's finalize releases what post took (once). */
 void weft_task_retire(struct weft_task *task);
+
+/* The task has finished: run its completion callback, if any (once). */
+void weft_task_notify(struct weft_task *task);
 
 /* Note that a message of this task has completed (resets its timeout). */
 void weft_task_touch(struct weft_task *task);

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/parse.h"
 #include "util/settings.h"
 
 static enum weft_log_level level = WEFT_LOG_WARN;
@@ -27,24 +28,27 @@ static const struct {
     {"NET", WEFT_SUB_NET},   {"PACE", WEFT_SUB_PACE}, {"ALL", WEFT_SUB_ALL},
 };
 
+/* Unknown names are warned about and skipped: a typo in a debugging aid
+ * should not stop the job. weft_log cannot report here (it is starting). */
 static void parse_subsys(const char *s)
 {
-	char buf[256];
-	snprintf(buf, sizeof(buf), "%s", s);
+	struct weft_list l;
+	weft_list_init(&l, "WEFT_DEBUG_SUBSYS", s, ',');
 	mask = 0;
-	char *save = NULL;
-	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+	while (weft_list_next(&l)) {
 		bool known = false;
 		for (size_t i = 0; i < sizeof(subsys_names) / sizeof(subsys_names[0]); i++) {
-			if (strcasecmp(tok, subsys_names[i].name) == 0) {
+			if (strcasecmp(l.item, subsys_names[i].name) == 0) {
 				mask |= subsys_names[i].bit;
 				known = true;
 			}
 		}
 		if (!known)
 			fprintf(stderr, "weft: WEFT_DEBUG_SUBSYS: unknown subsystem '%s' ignored\n",
-				tok);
+				l.item);
 	}
+	if (l.status != WEFT_SUCCESS)
+		fprintf(stderr, "weft: %s\n", l.msg);
 }
 
 static void open_file(const char *pattern)

@@ -2,12 +2,16 @@
 #include "util/settings.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "util/parse.h"
 
 static const struct weft_setting settings[] = {
     {"WEFT_DEBUG", "WARN", "log level: NONE, WARN, INFO or TRACE"},
@@ -21,12 +25,17 @@ static const struct weft_setting settings[] = {
     {"WEFT_SECRET", NULL, "16 hex digits shared by all ranks of a weft_comm_init_env job"},
     {"WEFT_RANK", NULL, "this process's rank, for weft_comm_init_env"},
     {"WEFT_NRANKS", NULL, "number of ranks, for weft_comm_init_env"},
+    {"WEFT_LOCAL_RANK", NULL, "rank among this host's ranks (optional, with WEFT_RANK)"},
+    {"WEFT_LOCAL_SIZE", NULL,
+     "ranks on this host (optional; equal to WEFT_NRANKS: no WEFT_ROOT needed)"},
     {"WEFT_HOSTID", NULL, "override the host identity (ranks with equal ids share memory)"},
     {"WEFT_TRANSPORTS", NULL,
      "transports to use, e.g. 'socket' or '^shm' (default: all; same value on every rank)"},
     {"WEFT_SOCKET_IFNAME", NULL,
      "interface for TCP, e.g. lo or eth0 (default: loopback on one host, else the NIC nearest "
      "the rank's cores)"},
+    {"WEFT_PROGRESS_THREAD", "0",
+     "1: a thread per communicator drives non-blocking operations while the caller computes"},
     {"WEFT_GATE", "open",
      "pacing gate on every connection's sends: 'open', or 'one' (one message in flight, "
      "for tests)"},
@@ -111,38 +120,10 @@ const char *weft_setting_str(const char *name)
 
 bool weft_setting_long(const char *name, long *out)
 {
-	const char *v = weft_setting_str(name);
-	if (!v)
+	uint64_t v;
+	if (weft_parse_size(weft_setting_str(name), LONG_MAX, 0, &v, NULL) != WEFT_SUCCESS)
 		return false;
-	char *end;
-	errno = 0;
-	long x = strtol(v, &end, 0);
-	if (errno || end == v)
-		return false;
-	long mult = 1;
-	switch (*end) {
-	case 'k':
-	case 'K':
-		mult = 1L << 10;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		mult = 1L << 20;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		mult = 1L << 30;
-		end++;
-		break;
-	default: break;
-	}
-	if (*end != '\0')
-		return false;
-	if (x > 0 && x > __LONG_MAX__ / mult)
-		return false;
-	*out = x * mult;
+	*out = (long)v;
 	return true;
 }
 

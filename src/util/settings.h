@@ -17,8 +17,9 @@ struct weft_setting {
  * (which may be NULL). Asking for an undeclared name aborts: it is a bug. */
 const char *weft_setting_str(const char *name);
 
-/* Parse a declared integer setting; sizes accept K/M/G suffixes (powers of
- * two). Returns false (and leaves *out unchanged) if the value is malformed. */
+/* Parse a declared integer setting with weft_parse_size() (decimal, K/M/G
+ * suffixes as powers of two, no sign). Returns false (and leaves *out
+ * unchanged) if the value is unset, malformed or above LONG_MAX. */
 bool weft_setting_long(const char *name, long *out);
 bool weft_setting_double(const char *name, double *out);
 

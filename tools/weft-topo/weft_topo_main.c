@@ -8,6 +8,7 @@
  *   --format text|json|dot   --rankfile   --settings
  */
 #include <errno.h>
+#include <getopt.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <signal.h>
@@ -17,11 +18,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/comm.h"
 #include "bootstrap/hostid.h"
-#include "util/settings.h"
+#include "core/comm.h"
+#include "tools/launch/local_launch.h"
 #include "topo/topo_dump.h"
 #include "topo/topo_local.h"
+#include "util/parse.h"
+#include "util/settings.h"
 
 struct options {
 	enum weft_topo_format format;
@@ -36,45 +39,66 @@ static void usage(FILE *out)
 		     "  WEFT_NRANKS and WEFT_ROOT set: the whole job (rank 0 prints).\n");
 }
 
+enum { OPT_NP = 256, OPT_FORMAT, OPT_RANKFILE, OPT_SETTINGS };
+
+/* getopt_long_only: "-np 4" as well as "--np 4", "-format json". */
+static const struct option long_opts[] = {
+    {"np", required_argument, NULL, OPT_NP},
+    {"format", required_argument, NULL, OPT_FORMAT},
+    {"rankfile", no_argument, NULL, OPT_RANKFILE},
+    {"settings", no_argument, NULL, OPT_SETTINGS},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static int parse_format(const char *f, struct options *o)
+{
+	if (strcmp(f, "text") == 0)
+		o->format = WEFT_TOPO_TEXT;
+	else if (strcmp(f, "json") == 0)
+		o->format = WEFT_TOPO_JSON;
+	else if (strcmp(f, "dot") == 0)
+		o->format = WEFT_TOPO_DOT;
+	else {
+		fprintf(stderr, "weft-topo: --format %s: expected text, json or dot\n", f);
+		return 2;
+	}
+	return 0;
+}
+
 static int parse(int argc, char **argv, struct options *o)
 {
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (strcmp(a, "--format") == 0 && i + 1 < argc) {
-			const char *f = argv[++i];
-			if (strcmp(f, "text") == 0)
-				o->format = WEFT_TOPO_TEXT;
-			else if (strcmp(f, "json") == 0)
-				o->format = WEFT_TOPO_JSON;
-			else if (strcmp(f, "dot") == 0)
-				o->format = WEFT_TOPO_DOT;
-			else {
-				fprintf(stderr,
-					"weft-topo: --format %s: expected text, json or dot\n", f);
-				return 2;
-			}
-		} else if (strcmp(a, "--rankfile") == 0) {
-			o->format = WEFT_TOPO_RANKFILE;
-		} else if (strcmp(a, "--settings") == 0) {
-			o->settings = true;
-		} else if (strcmp(a, "-np") == 0 && i + 1 < argc) {
-			char *end;
-			long np = strtol(argv[++i], &end, 10);
-			if (*end || np < 1 || np > 256) {
-				fprintf(stderr, "weft-topo: -np %s: expected 1..256\n", argv[i]);
+	uint64_t np;
+	int c, rc = 0;
+	opterr = 0;
+	optind = 1;
+	while (rc == 0 && (c = getopt_long_only(argc, argv, ":h", long_opts, NULL)) != -1) {
+		const char *a = argv[optind - 1];
+		switch (c) {
+		case OPT_FORMAT: rc = parse_format(optarg, o); break;
+		case OPT_RANKFILE: o->format = WEFT_TOPO_RANKFILE; break;
+		case OPT_SETTINGS: o->settings = true; break;
+		case OPT_NP:
+			if (weft_parse_size(optarg, 256, WEFT_PARSE_NO_SUFFIX, &np, NULL) ||
+			    np < 1) {
+				fprintf(stderr, "weft-topo: -np %s: expected 1..256\n", optarg);
 				return 2;
 			}
 			o->np = (int)np;
-		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			usage(stdout);
-			exit(0);
-		} else {
+			break;
+		case 'h': usage(stdout); exit(0);
+		default:
 			fprintf(stderr, "weft-topo: unknown or incomplete option '%s'\n", a);
 			usage(stderr);
 			return 2;
 		}
 	}
-	return 0;
+	if (rc == 0 && optind < argc) {
+		fprintf(stderr, "weft-topo: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	return rc;
 }
 
 static void print_settings(void)
@@ -87,14 +111,20 @@ static void print_settings(void)
 		       s[i].help);
 }
 
-static bool launched(void)
+/* Whether a launcher started this process, and how many ranks it
+ * started. Variables that are there but unusable end the program: a job
+ * must not turn into one-rank views of itself. */
+static bool launched(int *nranks)
 {
-	static const char *const vars[] = {"WEFT_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
-					   "SLURM_PROCID"};
-	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
-		if (getenv(vars[i]))
-			return true;
-	return false;
+	weft_launch_info_t info = WEFT_LAUNCH_INFO_INIT;
+	weft_status_t st = weft_launch_query(&info);
+	if (st != WEFT_SUCCESS) {
+		fprintf(stderr, "weft-topo: cannot tell this process's rank: %s\n",
+			weft_init_last_error());
+		exit(1);
+	}
+	*nranks = info.nranks;
+	return strcmp(info.launcher, "none") != 0;
 }
 
 static int host_mode(const struct options *o)
@@ -168,61 +198,26 @@ static int job_rank(weft_comm_t comm, const struct options *o)
 	return st == WEFT_SUCCESS ? 0 : 1;
 }
 
-/* Fork @p np ranks; rank 0 makes the id and hands it to the others through a pipe. */
+static int local_rank(int rank, int nranks, const weft_unique_id_t *id, void *arg)
+{
+	weft_comm_t comm;
+	if (weft_comm_init_rank(&comm, nranks, *id, rank, NULL) != WEFT_SUCCESS) {
+		fprintf(stderr, "weft-topo: rank %d: %s\n", rank, weft_init_last_error());
+		return 1;
+	}
+	return job_rank(comm, arg);
+}
+
+/* -np: the shared local launcher forks the ranks; rank 0 makes the id. */
 static int local_job(const struct options *o)
 {
-	int fds[2];
-	if (pipe(fds) != 0) {
-		perror("weft-topo: pipe");
-		return 1;
+	int nranks;
+	if (launched(&nranks) && nranks > 1) {
+		fprintf(stderr, "weft-topo: -np: a launcher already started %d ranks\n", nranks);
+		return 2;
 	}
-	pid_t *pids = calloc((size_t)o->np, sizeof(pid_t));
-	if (!pids)
-		return 1;
-	for (int r = 0; r < o->np; r++) {
-		pids[r] = fork();
-		if (pids[r] < 0) {
-			perror("weft-topo: fork");
-			for (int k = 0; k < r; k++)
-				kill(pids[k], SIGKILL);
-			return 1;
-		}
-		if (pids[r] == 0) {
-			weft_unique_id_t id;
-			if (r == 0) {
-				if (weft_get_unique_id(&id) != WEFT_SUCCESS) {
-					fprintf(stderr, "weft-topo: %s\n", weft_init_last_error());
-					_exit(1);
-				}
-				for (int k = 1; k < o->np; k++)
-					if (write(fds[1], &id, sizeof(id)) != (ssize_t)sizeof(id))
-						_exit(1);
-			} else if (read(fds[0], &id, sizeof(id)) != (ssize_t)sizeof(id)) {
-				_exit(1);
-			}
-			close(fds[0]);
-			close(fds[1]);
-			weft_comm_t comm;
-			if (weft_comm_init_rank(&comm, o->np, id, r, NULL) != WEFT_SUCCESS) {
-				fprintf(stderr, "weft-topo: rank %d: %s\n", r,
-					weft_init_last_error());
-				_exit(1);
-			}
-			_exit(job_rank(comm, o));
-		}
-	}
-	close(fds[0]);
-	close(fds[1]);
-	int rc = 0;
-	for (int r = 0; r < o->np; r++) {
-		int status;
-		if (waitpid(pids[r], &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status)) {
-			fprintf(stderr, "weft-topo: rank %d failed\n", r);
-			rc = 1;
-		}
-	}
-	free(pids);
-	return rc;
+	struct weft_local_job job = {.nranks = o->np, .name = "weft-topo", .grace_s = 5};
+	return weft_local_run(&job, local_rank, (void *)o);
 }
 
 int main(int argc, char **argv)
@@ -237,7 +232,8 @@ int main(int argc, char **argv)
 	}
 	if (o.np > 0)
 		return local_job(&o);
-	if (launched()) {
+	int nranks;
+	if (launched(&nranks)) {
 		weft_comm_t comm;
 		if (weft_comm_init_env(&comm, NULL) != WEFT_SUCCESS) {
 			fprintf(stderr, "weft-topo: %s\n", weft_init_last_error());

@@ -68,6 +68,12 @@ START_TEST(hca_parse_lists)
 	ck_assert(!weft_verbs_hca_match(&f, "mlx5_1", 2));
 	ck_assert(weft_verbs_hca_match(&f, "mlx5_10", 2));
 
+	/* Empty items are skipped, as in every Weft list. */
+	ck_assert_int_eq(weft_verbs_hca_parse(",mlx5_0,,mlx5_1:2,", &f, why, sizeof(why)),
+			 WEFT_SUCCESS);
+	ck_assert_int_eq(f.n, 2);
+	ck_assert_int_eq(f.e[1].port, 2);
+
 	ck_assert_int_eq(weft_verbs_hca_parse("mlx5", &f, why, sizeof(why)), WEFT_SUCCESS);
 	ck_assert(weft_verbs_hca_match(&f, "mlx5_3", 1));
 	ck_assert(!weft_verbs_hca_match(&f, "mlx4_0", 1));
@@ -76,16 +82,16 @@ END_TEST
 
 START_TEST(hca_parse_errors)
 {
-	static const char *const bad[] = {",",	       "mlx5_0,",    ",mlx5_0", "mlx5_0,,mlx5_1",
-					  "mlx5_0:",   "mlx5_0:x",   ":1",	"mlx5_0:0",
-					  "mlx5_0:1x", "mlx5_0:256", "^",	"^="};
+	static const char *const bad[] = {
+	    ",",	"^",	     "^=",	   "mlx5_0:",	     "mlx5_0:x", ":1",
+	    "mlx5_0:0", "mlx5_0:1x", "mlx5_0:256", "mlx5_0,^mlx5_1", "a,=b"};
 	struct weft_verbs_hca_filter f;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		why[0] = '\0';
 		ck_assert_msg(weft_verbs_hca_parse(bad[i], &f, why, sizeof(why)) ==
 				  WEFT_ERR_INVALID_ARG,
 			      "'%s' was accepted", bad[i]);
-		ck_assert_msg(strstr(why, "WEFT_IB_HCA"), "'%s': %s", bad[i], why);
+		ck_assert_msg(strstr(why, "WEFT_IB_HCA="), "'%s': %s", bad[i], why);
 	}
 	char many[1024] = "";
 	for (int i = 0; i <= WEFT_VERBS_HCA_MAX; i++)

@@ -31,6 +31,7 @@
 #include "transports/verbs/verbs.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/parse.h"
 #include "util/settings.h"
 
 #define VERBS_CARD_MAGIC 0x5745465456425331ull /* "WEFTVBS1" */
@@ -43,14 +44,11 @@
 
 static bool spec_lists(const char *spec, const char *name)
 {
-	size_t n = strlen(name);
-	for (const char *p = spec; p && *p;) {
-		const char *end = strchr(p, ',');
-		size_t len = end ? (size_t)(end - p) : strlen(p);
-		if (len == n && strncmp(p, name, n) == 0)
+	struct weft_list l;
+	weft_list_init(&l, "WEFT_TRANSPORTS", spec, ',');
+	while (weft_list_next(&l))
+		if (strcmp(l.item, name) == 0)
 			return true;
-		p = end ? end + 1 : NULL;
-	}
 	return false;
 }
 

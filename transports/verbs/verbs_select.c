@@ -7,77 +7,70 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/parse.h"
+
 #define GID_SCAN_MAX 256 /* entries of a port's GID table looked at */
 
 /* ---- WEFT_IB_HCA ---- */
 
-static weft_status_t parse_entry(const char *tok, struct weft_verbs_hca_entry *e, char *why,
-				 size_t len)
+/* One "name[:port]"; NULL, or what is wrong with it. */
+static const char *parse_entry(const char *tok, struct weft_verbs_hca_entry *e)
 {
 	const char *colon = strchr(tok, ':');
 	size_t nlen = colon ? (size_t)(colon - tok) : strlen(tok);
-	if (nlen == 0) {
-		snprintf(why, len, "WEFT_IB_HCA: an entry has no device name");
-		return WEFT_ERR_INVALID_ARG;
-	}
-	if (nlen >= sizeof(e->name)) {
-		snprintf(why, len, "WEFT_IB_HCA: device name '%.*s' is too long", (int)nlen, tok);
-		return WEFT_ERR_INVALID_ARG;
-	}
+	if (nlen == 0)
+		return "an entry has no device name";
+	if (nlen >= sizeof(e->name))
+		return "a device name is too long";
 	memcpy(e->name, tok, nlen);
 	e->name[nlen] = '\0';
 	e->port = 0;
 	if (colon) {
 		char *end;
 		long p = strtol(colon + 1, &end, 10);
-		if (colon[1] == '\0' || *end != '\0' || p < 1 || p > 255) {
-			snprintf(why, len, "WEFT_IB_HCA: '%s': the port must be a number from 1",
-				 tok);
-			return WEFT_ERR_INVALID_ARG;
-		}
+		if (colon[1] == '\0' || *end != '\0' || p < 1 || p > 255)
+			return "the port must be a number from 1 to 255";
 		e->port = (int)p;
 	}
-	return WEFT_SUCCESS;
+	return NULL;
 }
 
+/* Empty items are skipped, as in every Weft list; '^' and '=' lead the
+ * first item. */
 weft_status_t weft_verbs_hca_parse(const char *spec, struct weft_verbs_hca_filter *f, char *why,
 				   size_t len)
 {
 	*f = (struct weft_verbs_hca_filter){0};
 	if (!spec || !*spec)
 		return WEFT_SUCCESS;
-	if (*spec == '^') {
-		f->exclude = true;
-		spec++;
-	}
-	if (*spec == '=') {
-		f->exact = true;
-		spec++;
-	}
-	const char *p = spec;
-	for (;;) {
-		const char *comma = strchr(p, ',');
-		size_t n = comma ? (size_t)(comma - p) : strlen(p);
-		char tok[2 * WEFT_VERBS_NAME_BYTES];
-		if (n == 0 || n >= sizeof(tok)) {
-			snprintf(why, len, "WEFT_IB_HCA: %s entry in '%s'",
-				 n ? "an overlong" : "an empty", spec);
-			return WEFT_ERR_INVALID_ARG;
+	struct weft_list l;
+	weft_list_init(&l, "WEFT_IB_HCA", spec, ',');
+	while (weft_list_next(&l)) {
+		char *tok = l.item;
+		if (l.index == 0 && *tok == '^') {
+			f->exclude = true;
+			tok++;
 		}
-		if (f->n == WEFT_VERBS_HCA_MAX) {
-			snprintf(why, len, "WEFT_IB_HCA: more than %d entries", WEFT_VERBS_HCA_MAX);
-			return WEFT_ERR_INVALID_ARG;
+		if (l.index == 0 && *tok == '=') {
+			f->exact = true;
+			tok++;
 		}
-		memcpy(tok, p, n);
-		tok[n] = '\0';
-		weft_status_t st = parse_entry(tok, &f->e[f->n], why, len);
-		if (st != WEFT_SUCCESS)
-			return st;
+		const char *bad = f->n == WEFT_VERBS_HCA_MAX ? "too many entries"
+				  : *tok == '^' || *tok == '='
+				      ? "'^' and '=' go before the first name only"
+				      : parse_entry(tok, &f->e[f->n]);
+		if (bad) {
+			weft_list_fail(&l, "'%s': %s", l.item, bad);
+			break;
+		}
 		f->n++;
-		if (!comma)
-			return WEFT_SUCCESS;
-		p = comma + 1;
 	}
+	if (l.status == WEFT_SUCCESS && f->n == 0)
+		weft_list_fail(&l, "names no device");
+	if (l.status == WEFT_SUCCESS)
+		return WEFT_SUCCESS;
+	snprintf(why, len, "%s", l.msg);
+	return l.status;
 }
 
 bool weft_verbs_hca_match(const struct weft_verbs_hca_filter *f, const char *dev, int port)

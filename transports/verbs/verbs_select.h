@@ -8,7 +8,8 @@
  * names, each with an optional ":port" ("mlx5_0:1,mlx5_1"); the ports
  * listed are the ones to use. A leading '^' turns the list into ports to
  * avoid ("^mlx5_2"). Names match as prefixes ("mlx5" is every mlx5_N)
- * unless '=' follows the optional '^' ("=mlx5_1", "^=mlx5_1").
+ * unless '=' follows the optional '^' ("=mlx5_1", "^=mlx5_1"). Empty
+ * items are skipped (util/parse.h), but a list must name a device.
  *
  * Port: among the ACTIVE ports WEFT_IB_HCA admits (an InfiniBand port also
  * needs a LID), the one whose network interface is the NIC nearest this
@@ -52,8 +53,8 @@ struct weft_verbs_hca_filter {
 };
 
 /* Parse @p spec (NULL or "": no filter). WEFT_ERR_INVALID_ARG with the
- * reason in @p why for an empty entry, a bad port, a long name or too
- * many entries. */
+ * reason in @p why ("WEFT_IB_HCA=...: ...") for an entry without a name,
+ * a bad port, a long name, too many entries, or no entry at all. */
 weft_status_t weft_verbs_hca_parse(const char *spec, struct weft_verbs_hca_filter *f, char *why,
 				   size_t len);
 

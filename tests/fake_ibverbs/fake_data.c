@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "fake_ibverbs.h"
@@ -144,7 +145,7 @@ static struct fake_rmr *remote_mr(struct fake_qp *qp, uint32_t rkey)
 	if (fd < 0)
 		return NULL;
 	void *map = MAP_FAILED;
-	if (fstat(fd, &st) == 0 && st.st_size > FAKE_PAGE)
+	if (fstat(fd, &st) == 0 && st.st_size >= FAKE_PAGE)
 		map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (map == MAP_FAILED)
@@ -171,7 +172,8 @@ static int local_source(const struct fake_qp *qp, const struct fake_swr *w)
 	return IBV_WC_SUCCESS;
 }
 
-static unsigned char *remote_dest(struct fake_qp *qp, const struct fake_swr *w)
+/* The peer's MR for @p w, checked (key, PD, rights, range), or NULL. */
+static const struct fake_mr_file *remote_mr_for(struct fake_qp *qp, const struct fake_swr *w)
 {
 	const struct fake_qp_file *p = qp->peer;
 	struct fake_rmr *r = remote_mr(qp, w->rkey);
@@ -182,7 +184,7 @@ static unsigned char *remote_dest(struct fake_qp *qp, const struct fake_swr *w)
 	    !(h->access & IBV_ACCESS_REMOTE_WRITE) || !(p->access & IBV_ACCESS_REMOTE_WRITE) ||
 	    w->raddr < h->addr || w->raddr + w->len > h->addr + h->len)
 		return NULL;
-	return (unsigned char *)h + FAKE_PAGE + (w->raddr - h->base);
+	return h;
 }
 
 static void copy_out(unsigned char *dst, const struct fake_swr *w)
@@ -195,6 +197,29 @@ static void copy_out(unsigned char *dst, const struct fake_swr *w)
 		memcpy(dst, (const void *)(uintptr_t)w->sge[i].addr, w->sge[i].length);
 		dst += w->sge[i].length;
 	}
+}
+
+/* Into the owner's own memory: IBV_WC_SUCCESS, FAKE_WAIT (it died), or an
+ * access error. */
+static int cma_write(const struct fake_mr_file *h, const struct fake_swr *w)
+{
+	struct iovec local[FAKE_MAX_SGE];
+	int n = 0;
+	if (w->flags & IBV_SEND_INLINE)
+		local[n++] = (struct iovec){(void *)w->inl, w->len};
+	else
+		for (; n < w->nsge; n++)
+			local[n] =
+			    (struct iovec){(void *)(uintptr_t)w->sge[n].addr, w->sge[n].length};
+	struct iovec remote = {(void *)(uintptr_t)w->raddr, w->len};
+	ssize_t k = process_vm_writev(h->pid, local, (unsigned long)n, &remote, 1, 0);
+	if (k == (ssize_t)w->len)
+		return IBV_WC_SUCCESS;
+	if (k < 0 && errno == ESRCH)
+		return FAKE_WAIT;
+	fprintf(stderr, "fake ibverbs (pid %d): process_vm_writev to pid %d: %s\n", (int)getpid(),
+		(int)h->pid, k < 0 ? strerror(errno) : "short write");
+	return IBV_WC_REM_ACCESS_ERR;
 }
 
 /* IBV_WC_SUCCESS, another status, or FAKE_WAIT. */
@@ -218,10 +243,16 @@ static int execute(struct fake_qp *qp, const struct fake_swr *w, double now)
 	if (imm && head - atomic_load_explicit(&p->in_tail, memory_order_acquire) >= FAKE_INBOUND)
 		return FAKE_WAIT; /* the receiver is behind: receiver-not-ready */
 	if (w->len) {		  /* zero-length writes check no key, as on hardware */
-		unsigned char *dst = remote_dest(qp, w);
-		if (!dst)
+		const struct fake_mr_file *h = remote_mr_for(qp, w);
+		if (!h)
 			return IBV_WC_REM_ACCESS_ERR;
-		copy_out(dst, w);
+		if (h->cma) {
+			st = cma_write(h, w);
+			if (st != IBV_WC_SUCCESS)
+				return st;
+		} else {
+			copy_out((unsigned char *)h + FAKE_PAGE + (w->raddr - h->base), w);
+		}
 	}
 	if (imm) {
 		p->in[head % FAKE_INBOUND] = (struct fake_inbound){.imm = w->imm, .len = w->len};

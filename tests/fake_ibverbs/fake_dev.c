@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +32,14 @@ static struct fake_mr *mrs;
 static uint32_t next_pd_id = 1, next_key = 0x100;
 
 FAKE_EXPORT const int weft_fake_ibverbs = 1;
+
+/* Under Yama's ptrace_scope 1, sibling processes may not process_vm_writev
+ * each other unless the target allows it: this test double does, for the
+ * registrations that share pages (see fake_ibverbs.h). */
+__attribute__((constructor)) static void allow_peer_writes(void)
+{
+	prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+}
 
 double fake_now(void)
 {
@@ -371,22 +380,26 @@ static bool pages_taken(uint64_t base, uint64_t span)
 	return false;
 }
 
-/* Copy the pages into a new file and map it back over them. */
+/* Copy the pages into a new file and map it back over them; or, for a
+ * registration that shares pages with another (@p m->cma), only the
+ * header page: peers then write with process_vm_writev. */
 static int move_pages(struct fake_mr *m)
 {
 	int fd = shm_open(m->path + strlen("/dev/shm"), O_RDWR | O_CREAT | O_EXCL, 0600);
 	if (fd < 0)
 		return errno;
 	int err = 0;
-	if (ftruncate(fd, (off_t)(FAKE_PAGE + m->span)) != 0 ||
-	    pwrite(fd, (void *)(uintptr_t)m->base, m->span, FAKE_PAGE) != (ssize_t)m->span)
+	size_t body = m->cma ? 0 : m->span;
+	if (ftruncate(fd, (off_t)(FAKE_PAGE + body)) != 0 ||
+	    (body && pwrite(fd, (void *)(uintptr_t)m->base, body, FAKE_PAGE) != (ssize_t)body))
 		err = errno ? errno : EIO;
 	void *hdr =
 	    err ? MAP_FAILED : mmap(NULL, FAKE_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (!err && hdr == MAP_FAILED)
 		err = errno;
-	if (!err && mmap((void *)(uintptr_t)m->base, m->span, PROT_READ | PROT_WRITE,
-			 MAP_SHARED | MAP_FIXED, fd, FAKE_PAGE) == MAP_FAILED)
+	if (!err && body &&
+	    mmap((void *)(uintptr_t)m->base, body, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+		 fd, FAKE_PAGE) == MAP_FAILED)
 		err = errno;
 	close(fd);
 	if (err) {
@@ -417,16 +430,15 @@ FAKE_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *ibv_pd, void *addr, size_t 
 	m->base = (uint64_t)(uintptr_t)addr & ~(uint64_t)(FAKE_PAGE - 1);
 	m->span = ((uint64_t)(uintptr_t)addr + len + FAKE_PAGE - 1 - m->base) &
 		  ~(uint64_t)(FAKE_PAGE - 1);
-	int err = 0;
-	if (pages_taken(m->base, m->span)) {
-		fake_debug("reg_mr(%p, %zu): shares a page with a live registration", addr, len);
-		err = EINVAL;
-	} else {
-		m->ibv.lkey = m->ibv.rkey = next_key++;
-		snprintf(m->path, sizeof(m->path), "/dev/shm/" FAKE_SHM_PREFIX "mr-%d-%u",
-			 (int)getpid(), m->ibv.rkey);
-		err = move_pages(m);
-	}
+	m->cma = pages_taken(m->base, m->span);
+	if (m->cma)
+		fake_debug("reg_mr(%p, %zu): shares a page with another registration: peers "
+			   "write with process_vm_writev",
+			   addr, len);
+	m->ibv.lkey = m->ibv.rkey = next_key++;
+	snprintf(m->path, sizeof(m->path), "/dev/shm/" FAKE_SHM_PREFIX "mr-%d-%u", (int)getpid(),
+		 m->ibv.rkey);
+	int err = move_pages(m);
 	if (err) {
 		pthread_mutex_unlock(&fake_lock);
 		free(m);
@@ -439,7 +451,9 @@ FAKE_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *ibv_pd, void *addr, size_t 
 					.access = (uint32_t)access,
 					.addr = (uint64_t)(uintptr_t)addr,
 					.len = len,
-					.base = m->base};
+					.base = m->base,
+					.pid = (int32_t)getpid(),
+					.cma = m->cma};
 	atomic_store(&m->hdr->valid, 1);
 	m->ibv.context = ibv_pd->context;
 	m->ibv.pd = ibv_pd;

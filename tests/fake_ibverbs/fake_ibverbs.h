@@ -16,8 +16,12 @@
  *              /dev/shm file (weftfake-mr-<pid>-<rkey>: a header page, then
  *              the pages), mapped back at the same address with MAP_FIXED
  *              after copying their contents in; a peer maps the file to
- *              "RDMA write" into it. Two live registrations may not share
- *              a page (Weft registers page-aligned regions of its own).
+ *              "RDMA write" into it with memcpy. A registration that shares
+ *              a page with a live one (user buffers from malloc) gets a
+ *              header page only, and peers write into the owner's memory
+ *              with process_vm_writev (the fake lets any process do so:
+ *              PR_SET_PTRACER_ANY). Moved pages are MAP_SHARED: a child
+ *              forked after registration shares them instead of copying.
  *   QPs        RC only. Each QP has a /dev/shm file (weftfake-qp-<qpn>)
  *              with its state, the addresses it was given at RTR/RTS, and
  *              an inbound ring: a write with immediate copies the data into
@@ -112,6 +116,8 @@ struct fake_mr_file {
 	uint32_t access;
 	uint64_t addr, len; /* as registered */
 	uint64_t base;	    /* addr rounded down to a page: file offset FAKE_PAGE */
+	int32_t pid;	    /* the owner */
+	uint32_t cma;	    /* no pages in the file: write with process_vm_writev */
 };
 
 /* ---- one process's objects ---- */
@@ -147,6 +153,7 @@ struct fake_mr {
 	struct ibv_mr ibv;
 	struct fake_pd *pd;
 	int access;
+	bool cma;	     /* shares pages with another registration */
 	uint64_t base, span; /* the pages moved onto the file */
 	struct fake_mr_file *hdr;
 	char path[96];

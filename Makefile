@@ -12,6 +12,11 @@ MPICC   ?= $(shell command -v mpicc 2>/dev/null)
 MPICC_MPICH ?= $(shell command -v mpicc.mpich 2>/dev/null)
 SANITIZE ?=
 
+# Quiet by default ("CC file"); V=1 shows the whole commands.
+V ?= 0
+
+say = $(if $(filter 1,$(V)),,@echo "  $(1)	$(2)";)
+
 VERSION := 0.1.0
 SOMAJOR := 0
 
@@ -19,7 +24,8 @@ SOMAJOR := 0
 HAVE_LLDPCTL := $(shell pkg-config --exists lldpctl && echo 1)
 # Detected for the verbs transport to come.
 HAVE_VERBS   := $(shell pkg-config --exists libibverbs && echo 1)
-PKGS      := hwloc libfabric $(if $(HAVE_LLDPCTL),lldpctl)
+# jansson reads topology files and writes the communicator's self-description.
+PKGS      := hwloc libfabric jansson $(if $(HAVE_LLDPCTL),lldpctl)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(if $(HAVE_LLDPCTL),-DWEFT_HAVE_LLDPCTL)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
@@ -54,6 +60,8 @@ MPICH_PERF  := $(if $(MPICC_MPICH),$(patsubst perf/mpi_%.c,$(BUILD)/mpich_%,$(wi
 TEST_HARNESS := tests/harness.c
 TEST_SRCS := $(wildcard tests/test_*.c)
 TEST_PROGS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
+# Shell tests of the programs (exit 77: skipped, with the reason printed).
+TEST_SCRIPTS := $(wildcard tests/test_*.sh) tests/fabric/test_fabric_topo.sh
 
 TOOLS := $(BUILD)/weft-topo
 
@@ -65,44 +73,57 @@ FAKE_IBV      := $(BUILD)/tests/libfake_ibverbs.so
 .PHONY: all lib perf tests test asan-test install format clean
 all: lib perf tests $(TOOLS)
 lib: $(BUILD)/libweft.so $(BUILD)/libweft.a $(LAUNCH_LIB)
-perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF)
+# Limits the figures are compared with (BENCH.md): libc only, no Weft.
+PERF_LIMITS := $(BUILD)/copy_limit $(BUILD)/tcp_limit
+perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF) $(PERF_LIMITS)
 tests: $(TEST_PROGS) $(FAKE_IBV)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
+	$(call say,CC,$<)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(BUILD)/libweft.so: $(LIB_OBJS) src/weft.map
-	$(CC) -shared -Wl,-soname,libweft.so.$(SOMAJOR) -Wl,--version-script=src/weft.map \
+	$(call say,CC,$@)$(CC) -shared -Wl,-soname,libweft.so.$(SOMAJOR) -Wl,--version-script=src/weft.map \
 		-Wl,--no-undefined -o $@ $(LIB_OBJS) $(LDLIBS_LIB)
 	ln -sf libweft.so $(BUILD)/libweft.so.$(SOMAJOR)
 
 $(BUILD)/libweft.a: $(LIB_OBJS)
 	rm -f $@
-	ar rcs $@ $^
+	$(call say,AR,$@)ar rcs $@ $^
 
 $(LAUNCH_LIB): $(LAUNCH_OBJS)
 	rm -f $@
-	ar rcs $@ $^
+	$(call say,AR,$@)ar rcs $@ $^
 
 # Perf programs link the shared library, found next to them.
 $(BUILD)/%_perf: perf/%_perf.c $(PERF_COMMON) $(PERF_HDRS) $(BUILD)/libweft.so $(LAUNCH_LIB)
-	$(CC) $(ALL_CFLAGS) -Iperf -o $@ $< $(PERF_COMMON) $(LAUNCH_LIB) -L$(BUILD) -lweft \
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -Iperf -o $@ $< $(PERF_COMMON) $(LAUNCH_LIB) -L$(BUILD) -lweft \
 		-Wl,-rpath,'$$ORIGIN' $(SANITIZE) -lm
 
+$(BUILD)/%_limit: perf/%_limit.c
+	@mkdir -p $(dir $@)
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $< $(SANITIZE)
+
 $(BUILD)/mpi_%_perf: perf/mpi_%_perf.c $(PERF_COMMON) $(PERF_HDRS)
-	$(MPICC) $(ALL_CFLAGS) -Iperf -DPERF_MPI -o $@ $< $(PERF_COMMON) $(SANITIZE) -lm
+	$(call say,MPICC,$@)$(MPICC) $(ALL_CFLAGS) -Iperf -DPERF_MPI -o $@ $< $(PERF_COMMON) $(SANITIZE) -lm
 
 $(BUILD)/mpich_%_perf: perf/mpi_%_perf.c $(PERF_COMMON) $(PERF_HDRS)
-	$(MPICC_MPICH) $(ALL_CFLAGS) -Iperf -DPERF_MPI -o $@ $< $(PERF_COMMON) $(SANITIZE) -lm
+	$(call say,MPICC,$@)$(MPICC_MPICH) $(ALL_CFLAGS) -Iperf -DPERF_MPI -o $@ $< $(PERF_COMMON) $(SANITIZE) -lm
 
-$(BUILD)/weft-topo: tools/weft-topo/weft_topo_main.c $(BUILD)/libweft.a $(LAUNCH_LIB)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(LAUNCH_LIB) $(BUILD)/libweft.a $(LDLIBS_LIB)
+# weft-topo sits on the public API: it sees include/ and jansson only, and
+# links the shared library (and the local launcher for -np).
+TOPO_TOOL_SRCS := $(wildcard tools/weft-topo/*.c) src/util/parse.c
+TOPO_TOOL_HDRS := $(wildcard tools/weft-topo/*.h)
+TOOL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -pthread -Iinclude -Isrc -I. \
+	$(shell pkg-config --cflags jansson 2>/dev/null) $(SANITIZE)
+$(BUILD)/weft-topo: $(TOPO_TOOL_SRCS) $(TOPO_TOOL_HDRS) $(BUILD)/libweft.so $(LAUNCH_LIB)
+	$(call say,CC,$@)$(CC) $(TOOL_CFLAGS) -o $@ $(TOPO_TOOL_SRCS) $(LAUNCH_LIB) -L$(BUILD) -lweft -Wl,-rpath,'$$ORIGIN' \
+		$(shell pkg-config --libs jansson 2>/dev/null) $(SANITIZE)
 
 # Tests link the static library so they can reach internal functions.
 $(BUILD)/tests/%: tests/%.c $(TEST_HARNESS) tests/harness.h $(BUILD)/libweft.a $(LAUNCH_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -Itests -o $@ $< $(TEST_HARNESS) $(LAUNCH_LIB) \
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -Itests -o $@ $< $(TEST_HARNESS) $(LAUNCH_LIB) \
 		$(BUILD)/libweft.a $(CHECK_LIBS) $(LDLIBS_LIB)
 
 $(FAKE_IBV): $(FAKE_IBV_SRCS) $(wildcard tests/fake_ibverbs/*.h)
@@ -133,9 +154,10 @@ test: tests $(PERF_PROGS) $(TOOLS)
 		set=$${r%%:*}; t=$(BUILD)/tests/$${r#*:}; echo "== $$set $$t"; \
 		if env $$set WEFT_BUILD=$(BUILD) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 	done; \
-	echo "== tests/fabric/test_fabric_topo.sh"; \
-	WEFT_BUILD=$(BUILD) tests/fabric/test_fabric_topo.sh; rc=$$?; \
-	if [ $$rc -eq 77 ]; then skip=1; elif [ $$rc -ne 0 ]; then fail=$$((fail+1)); else pass=$$((pass+1)); fi; \
+	for t in $(TEST_SCRIPTS); do \
+		echo "== $$t"; WEFT_BUILD=$(BUILD) $$t; rc=$$?; \
+		if [ $$rc -eq 77 ]; then skip=$$((skip+1)); elif [ $$rc -ne 0 ]; then fail=$$((fail+1)); else pass=$$((pass+1)); fi; \
+	done; \
 	echo "$$pass passed, $$fail failed, $$skip skipped"; \
 	[ $$fail -eq 0 ]
 

@@ -236,8 +236,9 @@ typedef struct weft_launch_info {
 WEFT_API weft_status_t weft_launch_query(weft_launch_info_t *info);
 
 /** Message of the last failed weft_comm_init_* or weft_launch_query call on
- * this thread (a communicator does not exist yet to hold it). Empty string
- * if none. */
+ * this thread (a communicator does not exist yet to hold it), or of
+ * weft_host_describe() and the other calls that name it. Empty string if
+ * none. */
 WEFT_API const char *weft_init_last_error(void);
 
 /**
@@ -409,6 +410,88 @@ WEFT_API weft_status_t weft_group_end(void);
  * new communicator keeps the topology that @p comm learned.
  */
 WEFT_API weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, weft_comm_t *newcomm);
+
+/**
+ * Describe the communicator: what it learned of the job's topology and what
+ * it decided, as one JSON object (UTF-8; every name is a JSON string, so
+ * host, NIC and switch names are escaped). This is what `weft-topo` prints
+ * and formats. Members (layout version 1: "version" changes only when a
+ * member changes meaning or goes away; new members may appear):
+ *
+ *  - "version", "library" (weft_version()), "nranks", "nhosts", "nleaves",
+ *    "nspines";
+ *  - "ranks": per rank: "rank", "host" (host id), "host_index", "hostname",
+ *    "local_rank", "numa", "nic", "nic_numa", "leaf" (display name),
+ *    "leaf_index", "leaf_id", "leaf_port", "spine", "leaf_source" (how the
+ *    leaf was learned: "lldp", "file" or "none");
+ *  - "hosts": "index", "hostname", "host", "leader", "leaf", "ranks" (in the
+ *    order the hierarchical algorithms chain them, from the leader);
+ *  - "leaves": "index", "name", "source", "spine", "spine_index" (-1:
+ *    unknown), "leader", "hosts", "ranks"; "spines": "index", "name",
+ *    "leaves";
+ *  - "ring": "placement" ("topo" or "rank"), "order" (ring position to
+ *    rank), "leaf_crossings", "spine_crossings", and "rank_order" with the
+ *    same crossings for plain rank order;
+ *  - "trees": "double_binary" (the tree AllReduce's two trees) and "binary"
+ *    (tree Broadcast and Reduce, shown for root 0), each with "root",
+ *    "depth", "leaf_crossings", "spine_crossings"; "host_leaders",
+ *    "leaf_leaders", and "leader_ring" ("order", "leaf_crossings");
+ *  - "transports": per link class present ("self", "numa", "host", "leaf",
+ *    "spine"): "link", "pairs" (ordered pairs of ranks) and "by_transport"
+ *    (transport name to pairs), from each rank's own choice;
+ *  - "tuner": "collectives", each with "name", "algorithms" and "sizes":
+ *    per message size (8 B to 256 MiB) "bytes", "count", "choice" and
+ *    "estimates_us" (algorithm name to microseconds, null where the tuner
+ *    would never choose it);
+ *  - "pacer": "mode" ("off": there is no pacer yet) and "state".
+ *
+ * Nothing in it grows faster than the number of ranks: per-pair facts are
+ * summarised per link class. The document can be read back as
+ * WEFT_TOPO_FILE (the leaves learned by LLDP or a topology file).
+ *
+ * @param comm       the communicator.
+ * @param[out] json  a NUL-terminated string, owned by the caller, to be
+ *                   released with weft_describe_free(); NULL on failure.
+ * @return WEFT_SUCCESS; WEFT_ERR_INVALID_ARG (comm or json NULL);
+ *         WEFT_ERR_NO_MEMORY; the errors of weft_allgather().
+ * Blocking: collective. Every rank of @p comm must call it, in the same
+ * order as its other collectives: it gathers each rank's transport choices
+ * (a few hundred bytes per rank). Every rank gets the same document.
+ * Thread safety: as any call on @p comm.
+ */
+WEFT_API weft_status_t weft_comm_describe(weft_comm_t comm, char **json);
+
+/**
+ * Describe this host as Weft sees it, without a communicator: "hostname",
+ * "host" (host id), "packages", "numa_nodes", "cores", "numa" (of this
+ * process), "nic" (the one a rank here would use) and "nic_numa", "leaf",
+ * "leaf_id", "leaf_port", "spine", "leaf_source" (as in
+ * weft_comm_describe()), and "interfaces" ("name", "up", "loopback").
+ * It reads the environment as a communicator would (WEFT_SOCKET_IFNAME,
+ * WEFT_TOPO_FILE, WEFT_LLDP, ...).
+ *
+ * @param[out] json  as for weft_comm_describe().
+ * @return WEFT_SUCCESS; WEFT_ERR_INVALID_ARG (json NULL, a bad topology
+ *         file); WEFT_ERR_SYSTEM; WEFT_ERR_NO_MEMORY. The message is in
+ *         weft_init_last_error().
+ * Blocking: not collective; it may wait briefly for the local lldpd.
+ * Thread safety: safe.
+ */
+WEFT_API weft_status_t weft_host_describe(char **json);
+
+/**
+ * Every WEFT_* environment variable Weft reads, as {"settings": [{"name",
+ * "default" (null: unset by default), "help"}, ...]}.
+ *
+ * @param[out] json  as for weft_comm_describe().
+ * @return WEFT_SUCCESS; WEFT_ERR_INVALID_ARG (json NULL); WEFT_ERR_NO_MEMORY.
+ * Blocking: no. Thread safety: safe.
+ */
+WEFT_API weft_status_t weft_settings_describe(char **json);
+
+/** Release a string from weft_comm_describe(), weft_host_describe() or
+ * weft_settings_describe(); NULL is harmless. Thread safety: safe. */
+WEFT_API void weft_describe_free(char *json);
 
 /**
  * Drive a request forward without blocking.

@@ -1,7 +1,7 @@
 /*
  * test_topo.c — the topology graph, placement, hostlists, topology files and
- * the JSON reader, on synthetic inputs and the fixtures under
- * tests/fixtures/topo/, never on the machine the test runs on.
+ * Weft's JSON topology files (more of those in test_topo_json.c), on synthetic inputs and the
+ * fixtures under tests/fixtures/topo/, never on the machine the test runs on.
  *
  * Placement sweeps every shape of 1-8 leaves x 1-8 hosts per leaf x 1-8
  * ranks per host, each with a few fixed-seed shuffles of the rank numbers,
@@ -25,7 +25,6 @@
 #include <unistd.h>
 
 #include "topo/hostlist.h"
-#include "topo/json_read.h"
 #include "topo/topo.h"
 
 /* ---- helpers ------------------------------------------------------------- */
@@ -787,31 +786,36 @@ END_TEST
 
 static const struct {
 	const char *file;
-	int line; /* 0: the message names the file only */
+	/* Where the message says the fault is, after the path: ":LINE: " (conf),
+	 * ":LINE:COLUMN: " (JSON syntax, from jansson), ": ranks[I]" (JSON
+	 * content); NULL: the message names the file only. */
+	const char *at;
 	const char *says;
 } bad_files[] = {
-    {"bad_backwards.conf", 2, "backwards"},
-    {"bad_unterminated.conf", 3, "without ']'"},
-    {"bad_huge.conf", 2, "more than 1000000"},
-    {"bad_unknown_key.conf", 4, "Nodez"},
-    {"bad_two_leaves.conf", 3, "node4"},
-    {"bad_empty.conf", 0, "empty"},
-    {"bad_comments_only.conf", 0, "no SwitchName"},
-    {"bad_no_value.conf", 1, "no value"},
-    {"bad_unknown_child.conf", 3, "leaf3"},
-    {"bad_dup_switch.conf", 3, "defined again"},
-    {"bad_no_equals.conf", 1, "KEY=VALUE"},
-    {"bad_bracket.conf", 2, "']' without '['"},
-    {"bad_no_name.conf", 1, "no SwitchName"},
-    {"bad_empty_name.conf", 1, "empty name"},
-    {"bad_syntax.json", 4, "expected ',' or ']'"},
-    {"bad_trailing_comma.json", 5, "trailing comma"},
-    {"bad_schema.json", 3, "must be an array"},
-    {"bad_two_leaves.json", 4, "host h1 is under leaf leaf2"},
-    {"bad_string.json", 3, "expected ',' or '}'"},
-    {"bad_dup_key.json", 4, "duplicate key \"hostname\""},
-    {"bad_leaf_type.json", 4, "\"leaf\" must be a string, not number"},
-    {"no_such_file.conf", 0, "No such file"},
+    {"bad_backwards.conf", ":2: ", "backwards"},
+    {"bad_unterminated.conf", ":3: ", "without ']'"},
+    {"bad_huge.conf", ":2: ", "more than 1000000"},
+    {"bad_unknown_key.conf", ":4: ", "Nodez"},
+    {"bad_two_leaves.conf", ":3: ", "node4"},
+    {"bad_empty.conf", NULL, "empty"},
+    {"bad_comments_only.conf", NULL, "no SwitchName"},
+    {"bad_no_value.conf", ":1: ", "no value"},
+    {"bad_unknown_child.conf", ":3: ", "leaf3"},
+    {"bad_dup_switch.conf", ":3: ", "defined again"},
+    {"bad_no_equals.conf", ":1: ", "KEY=VALUE"},
+    {"bad_bracket.conf", ":2: ", "']' without '['"},
+    {"bad_no_name.conf", ":1: ", "no SwitchName"},
+    {"bad_empty_name.conf", ":1: ", "empty name"},
+    {"bad_syntax.json", ":4:5: ", "']' expected near '{'"},
+    {"bad_trailing_comma.json", ":5:3: ", "unexpected token near ']'"},
+    {"bad_schema.json", ": ", "\"ranks\" must be an array, not object"},
+    {"bad_two_leaves.json", ": ranks[2]: ",
+     "host h1 is under leaf leaf2 here but under leaf "
+     "leaf1 at ranks[0]"},
+    {"bad_string.json", ":3:36: ", "'}' expected near 'leaf'"},
+    {"bad_dup_key.json", ":4:13: ", "duplicate object key near '\"hostname\"'"},
+    {"bad_leaf_type.json", ": ranks[1]: ", "\"leaf\" must be a string, not number"},
+    {"no_such_file.conf", NULL, "No such file"},
 };
 
 START_TEST(test_bad_files)
@@ -825,10 +829,7 @@ START_TEST(test_bad_files)
 	ck_assert_msg(st != WEFT_SUCCESS, "%s loaded", path);
 	ck_assert_int_eq(st, strstr(path, "no_such") ? WEFT_ERR_SYSTEM : WEFT_ERR_INVALID_ARG);
 	ck_assert_ptr_null(f);
-	if (bad_files[_i].line)
-		snprintf(where, sizeof(where), "%s:%d: ", path, bad_files[_i].line);
-	else
-		snprintf(where, sizeof(where), "%s", path);
+	snprintf(where, sizeof(where), "%s%s", path, bad_files[_i].at ? bad_files[_i].at : "");
 	ck_assert_msg(strstr(err.msg, where), "\"%s\" does not name \"%s\"", err.msg, where);
 	ck_assert_msg(strstr(err.msg, bad_files[_i].says), "\"%s\" does not say \"%s\"", err.msg,
 		      bad_files[_i].says);
@@ -889,128 +890,6 @@ START_TEST(test_json_round_trip)
 }
 END_TEST
 
-/* ---- the JSON reader ----------------------------------------------------- */
-
-static struct weft_json *parse(const char *text, struct weft_err *err)
-{
-	struct weft_json *doc = NULL;
-	weft_err_clear(err);
-	weft_json_parse(text, strlen(text), "t.json", &doc, err);
-	return doc;
-}
-
-START_TEST(test_json_values)
-{
-	struct weft_err err;
-	struct weft_json *doc =
-	    parse("{\"a\": [1, -2.5e3, 0, true, false, null, \"x\\u00e9\\ud83d\\ude00\"],\n"
-		  " \"b\": {}, \"c\": [], \"\": \"empty key\"}",
-		  &err);
-	ck_assert_msg(doc, "%s", err.msg);
-	const struct weft_json_value *root = weft_json_root(doc), *a, *v;
-	ck_assert_int_eq(weft_json_type(root), WEFT_JSON_OBJECT);
-	ck_assert_uint_eq(weft_json_count(root), 4);
-	a = weft_json_get(root, "a");
-	ck_assert_int_eq(weft_json_type(a), WEFT_JSON_ARRAY);
-	ck_assert_uint_eq(weft_json_count(a), 7);
-	v = weft_json_first(a);
-	ck_assert(weft_json_number(v) == 1);
-	v = weft_json_next(v);
-	ck_assert(weft_json_number(v) == -2500);
-	v = weft_json_next(weft_json_next(v));
-	ck_assert_int_eq(weft_json_type(v), WEFT_JSON_TRUE);
-	v = weft_json_next(v);
-	ck_assert_int_eq(weft_json_type(v), WEFT_JSON_FALSE);
-	v = weft_json_next(v);
-	ck_assert_int_eq(weft_json_type(v), WEFT_JSON_NULL);
-	v = weft_json_next(v);
-	ck_assert_str_eq(weft_json_string(v), "x\xc3\xa9\xf0\x9f\x98\x80");
-	ck_assert_ptr_null(weft_json_next(v));
-	ck_assert_int_eq(weft_json_line(weft_json_get(root, "b")), 2);
-	ck_assert_uint_eq(weft_json_count(weft_json_get(root, "b")), 0);
-	ck_assert_ptr_null(weft_json_first(weft_json_get(root, "c")));
-	ck_assert_str_eq(weft_json_string(weft_json_get(root, "")), "empty key");
-	ck_assert_str_eq(weft_json_key(weft_json_first(root)), "a");
-	ck_assert_ptr_null(weft_json_get(a, "a"));
-	weft_json_free(doc);
-
-	doc = parse(" \"just a string\" ", &err);
-	ck_assert_ptr_nonnull(doc);
-	ck_assert_str_eq(weft_json_string(weft_json_root(doc)), "just a string");
-	weft_json_free(doc);
-}
-END_TEST
-
-START_TEST(test_json_errors)
-{
-	static const struct {
-		const char *text;
-		int line;
-		const char *says;
-	} cases[] = {
-	    {"", 1, "unexpected end"},
-	    {"{", 1, "unterminated object"},
-	    {"[1,\n2,\n]", 3, "trailing comma"},
-	    {"{\"a\":1,}", 1, "trailing comma"},
-	    {"{\"a\" 1}", 1, "expected ':'"},
-	    {"{a: 1}", 1, "string key"},
-	    {"[01]", 1, "expected ',' or ']'"},
-	    {"[1.]", 1, "no digits after '.'"},
-	    {"[1e]", 1, "exponent"},
-	    {"[-]", 1, "bad number"},
-	    {"[+1]", 1, "unexpected character"},
-	    {"[tru]", 1, "unexpected word"},
-	    {"\"a\nb\"", 1, "newline"},
-	    {"\"a\tb\"", 1, "control character"},
-	    {"\"\\x\"", 1, "bad escape"},
-	    {"\"\\u12g4\"", 1, "four hex digits"},
-	    {"\"\\u0000\"", 1, "\\u0000"},
-	    {"\"\\ud800\"", 1, "low one"},
-	    {"\"\\udc00\"", 1, "without a high"},
-	    {"\"\xc3\x28\"", 1, "UTF-8"},
-	    {"\"\xed\xa0\x80\"", 1, "UTF-8"},
-	    {"\"\xc0\xaf\"", 1, "UTF-8"},
-	    {"{} {}", 1, "trailing characters"},
-	    {"\n\n{\"k\": 1, \"k\": 2}", 3, "duplicate key"},
-	    {"// comment\n{}", 1, "unexpected character"},
-	};
-	struct weft_err err;
-	char where[32];
-
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct weft_json *doc = parse(cases[i].text, &err);
-		ck_assert_msg(!doc, "case %zu parsed", i);
-		ck_assert_int_eq(err.status, WEFT_ERR_INVALID_ARG);
-		snprintf(where, sizeof(where), "t.json:%d: ", cases[i].line);
-		ck_assert_msg(strstr(err.msg, where) && strstr(err.msg, cases[i].says),
-			      "case %zu: \"%s\", expected \"%s\" and \"%s\"", i, err.msg, where,
-			      cases[i].says);
-	}
-}
-END_TEST
-
-START_TEST(test_json_depth)
-{
-	char text[2 * (WEFT_JSON_MAX_DEPTH + 2) + 1];
-	struct weft_err err;
-	struct weft_json *doc;
-
-	for (int depth = WEFT_JSON_MAX_DEPTH; depth <= WEFT_JSON_MAX_DEPTH + 1; depth++) {
-		memset(text, '[', (size_t)depth);
-		memset(text + depth, ']', (size_t)depth);
-		text[2 * depth] = '\0';
-		doc = parse(text, &err);
-		if (depth <= WEFT_JSON_MAX_DEPTH) {
-			ck_assert_msg(doc, "depth %d: %s", depth, err.msg);
-			weft_json_free(doc);
-		} else {
-			ck_assert_ptr_null(doc);
-			ck_assert_ptr_nonnull(strstr(err.msg, "nested too deeply"));
-		}
-	}
-}
-END_TEST
-
 /* ---- suite --------------------------------------------------------------- */
 
 static Suite *topo_suite(void)
@@ -1042,11 +921,6 @@ static Suite *topo_suite(void)
 	tcase_add_test(tc, test_json_round_trip);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("json");
-	tcase_add_test(tc, test_json_values);
-	tcase_add_test(tc, test_json_errors);
-	tcase_add_test(tc, test_json_depth);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

@@ -229,6 +229,11 @@ static weft_status_t fake_init(struct fake *f, const char *algo, const char *tun
 
 static void fake_free(struct fake *f)
 {
+	/* weft_tune_init hands over its tuner even when it fails. */
+	if (f->comm.tuner_free)
+		f->comm.tuner_free(f->comm.tuner);
+	f->comm.tuner = NULL;
+	f->comm.tuner_free = NULL;
 	weft_topo_graph_free(&f->comm.graph);
 }
 

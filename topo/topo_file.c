@@ -16,12 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/log.h"
-#include "topo/json_read.h"
 #include "topo/topo.h"
 #include "topo/topo_file_impl.h"
+#include "util/log.h"
 
-#define TOPO_FILE_MAX_BYTES WEFT_JSON_MAX_BYTES
+/* A JSON dump takes about 400 bytes per rank, so this holds some 600,000
+ * ranks, yet a wrong path (a disk image) fails before it fills memory. */
+#define TOPO_FILE_MAX_BYTES (256u << 20)
 
 /* ---- building ------------------------------------------------------------- */
 
@@ -73,12 +74,34 @@ static int host_cmp(const void *pa, const void *pb, void *pool)
 	return (a->line > b->line) - (a->line < b->line);
 }
 
+static weft_status_t two_leaves(const struct weft_topo_file *f,
+				const struct weft_topo_file_host *first,
+				const struct weft_topo_file_host *again, struct weft_err *err)
+{
+	const char *name = weft_topo_file_str(f, again->name);
+	const char *a = weft_topo_file_str(f, first->leaf), *b = weft_topo_file_str(f, again->leaf);
+	if (f->by_index)
+		return weft_err_set(
+		    err, WEFT_ERR_INVALID_ARG,
+		    "%s: ranks[%d]: host %s is under leaf %s here but under leaf %s "
+		    "at ranks[%d]",
+		    f->path, again->line, name, b, a, first->line);
+	return weft_err_set(err, WEFT_ERR_INVALID_ARG,
+			    "%s:%d: host %s is under leaf %s here but under leaf %s at line %d",
+			    f->path, again->line, name, b, a, first->line);
+}
+
 /* Sort by name; a host named twice under the same leaf is kept once, under
  * two leaves is an error. */
 static weft_status_t sort_hosts(struct weft_topo_file *f, struct weft_err *err)
 {
 	size_t kept = 0;
 
+	if (f->nhosts == 0 && f->by_index)
+		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
+				    "%s: the file names no hosts (no rank in it has a leaf learned "
+				    "from LLDP or a topology file)",
+				    f->path);
 	if (f->nhosts == 0)
 		return weft_err_set(err, WEFT_ERR_INVALID_ARG, "%s: the file names no hosts",
 				    f->path);
@@ -91,11 +114,7 @@ static weft_status_t sort_hosts(struct weft_topo_file *f, struct weft_err *err)
 			const char *a = weft_topo_file_str(f, prev->leaf);
 			const char *b = weft_topo_file_str(f, h->leaf);
 			if (strcmp(a, b) != 0)
-				return weft_err_set(
-				    err, WEFT_ERR_INVALID_ARG,
-				    "%s:%d: host %s is under leaf %s here but under "
-				    "leaf %s at line %d",
-				    f->path, h->line, name, b, a, prev->line);
+				return two_leaves(f, prev, h, err);
 			continue;
 		}
 		f->hosts[kept++] = *h;

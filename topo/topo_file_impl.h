@@ -10,6 +10,7 @@
 #ifndef WEFT_TOPO_FILE_IMPL_H
 #define WEFT_TOPO_FILE_IMPL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "util/error.h"
@@ -20,7 +21,8 @@ struct weft_topo_file_host {
 	size_t name; /* pool offsets */
 	size_t leaf;
 	size_t spine; /* WEFT_TOPO_FILE_NO_STRING: none */
-	int line;     /* where the file names the host under its leaf */
+	int line;     /* where the file names the host under its leaf: its line, or
+		       * with by_index its element of "ranks" */
 };
 
 struct weft_topo_file {
@@ -29,6 +31,7 @@ struct weft_topo_file {
 	size_t pool_len, pool_cap;
 	struct weft_topo_file_host *hosts; /* sorted by name after loading */
 	size_t nhosts, hosts_cap;
+	bool by_index; /* host records say where by element index (JSON), not line */
 };
 
 /* Copy @p len bytes of @p s (plus a NUL) into the pool; *off is where. */
@@ -45,7 +48,9 @@ static inline const char *weft_topo_file_str(const struct weft_topo_file *f, siz
 }
 
 /* The readers: parse @p len bytes of @p text (the contents of f->path) into
- * host records. Errors: WEFT_ERR_INVALID_ARG "PATH:LINE: what is wrong". */
+ * host records. Errors: WEFT_ERR_INVALID_ARG "PATH:LINE: what is wrong"
+ * (conf), "PATH:LINE:COLUMN: what is wrong" (JSON syntax) or
+ * "PATH: ranks[I]: what is wrong" (JSON content). */
 weft_status_t weft_topo_file_parse_conf(struct weft_topo_file *f, const char *text, size_t len,
 					struct weft_err *err);
 weft_status_t weft_topo_file_parse_json(struct weft_topo_file *f, const char *text, size_t len,

@@ -12,19 +12,17 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "bootstrap/hostid.h"
-#include "core/comm.h"
 #include "tools/launch/local_launch.h"
-#include "topo/topo_dump.h"
-#include "topo/topo_local.h"
+#include "tools/weft-topo/topo_print.h"
 #include "util/parse.h"
-#include "util/settings.h"
+#include "weft.h"
 
 struct options {
 	enum weft_topo_format format;
@@ -101,14 +99,16 @@ static int parse(int argc, char **argv, struct options *o)
 	return rc;
 }
 
-static void print_settings(void)
+static int print_settings(const struct options *o)
 {
-	size_t n;
-	const struct weft_setting *s = weft_settings_all(&n);
-	printf("%-24s %-10s %s\n", "variable", "default", "help");
-	for (size_t i = 0; i < n; i++)
-		printf("%-24s %-10s %s\n", s[i].name, s[i].default_value ? s[i].default_value : "-",
-		       s[i].help);
+	char *json;
+	if (weft_settings_describe(&json) != WEFT_SUCCESS) {
+		fprintf(stderr, "weft-topo: %s\n", weft_init_last_error());
+		return 1;
+	}
+	int rc = weft_tool_print_settings(json, o->format, stdout);
+	weft_describe_free(json);
+	return rc;
 }
 
 /* Whether a launcher started this process, and how many ranks it
@@ -129,73 +129,34 @@ static bool launched(int *nranks)
 
 static int host_mode(const struct options *o)
 {
-	struct weft_err err = {0};
-	char hostname[WEFT_HOSTNAME_BYTES] = "", host_id[WEFT_HOST_ID_BYTES];
-	gethostname(hostname, sizeof(hostname) - 1);
-	struct weft_topo_card card;
-	if (weft_host_id(host_id, sizeof(host_id), &err) != WEFT_SUCCESS ||
-	    weft_topo_local_card(&card, hostname, &err) != WEFT_SUCCESS) {
-		fprintf(stderr, "weft-topo: %s\n", err.msg);
+	char *json;
+	if (weft_host_describe(&json) != WEFT_SUCCESS) {
+		fprintf(stderr, "weft-topo: %s\n", weft_init_last_error());
 		return 1;
 	}
-	bool json = o->format == WEFT_TOPO_JSON;
-	if (json)
-		printf("{\"hostname\": \"%s\", \"host\": \"%s\", \"packages\": %d, \"numa_nodes\": "
-		       "%d, "
-		       "\"cores\": %d, \"nic\": \"%s\", \"nic_numa\": %d, \"numa\": %d, \"leaf\": "
-		       "\"%s\", "
-		       "\"leaf_id\": \"%s\", \"leaf_port\": \"%s\", \"leaf_source\": \"%s\", "
-		       "\"interfaces\": [",
-		       hostname, host_id, card.packages, card.numa_nodes, card.cores, card.nic,
-		       card.nic_numa, card.numa, card.leaf_name, card.leaf_id, card.leaf_port,
-		       weft_topo_leaf_source_name(card.leaf_source));
-	else
-		printf(
-		    "host %s (id %s)\n  %d package(s), %d NUMA node(s), %d core(s); this process "
-		    "on NUMA %d\n  nic: %s (NUMA %d)\n  leaf: %s (id %s, port %s, learned by %s)\n"
-		    "  interfaces:\n",
-		    hostname, host_id, card.packages, card.numa_nodes, card.cores, card.numa,
-		    card.nic[0] ? card.nic : "-", card.nic_numa,
-		    card.leaf_name[0] ? card.leaf_name : "-", card.leaf_id[0] ? card.leaf_id : "-",
-		    card.leaf_port[0] ? card.leaf_port : "-",
-		    weft_topo_leaf_source_name(card.leaf_source));
-	struct ifaddrs *ifs;
-	bool first = true;
-	if (getifaddrs(&ifs) == 0) {
-		for (struct ifaddrs *i = ifs; i; i = i->ifa_next) {
-			if (!i->ifa_addr || i->ifa_addr->sa_family != AF_PACKET)
-				continue;
-			bool up = i->ifa_flags & IFF_UP, lo = i->ifa_flags & IFF_LOOPBACK;
-			if (json)
-				printf("%s{\"name\": \"%s\", \"up\": %s, \"loopback\": %s}",
-				       first ? "" : ", ", i->ifa_name, up ? "true" : "false",
-				       lo ? "true" : "false");
-			else
-				printf("    %-16s %s%s\n", i->ifa_name, up ? "up" : "down",
-				       lo ? " loopback" : "");
-			first = false;
-		}
-		freeifaddrs(ifs);
-	}
-	if (json)
-		printf("]}\n");
-	return 0;
+	int rc = weft_tool_print_host(json, o->format, stdout);
+	weft_describe_free(json);
+	return rc;
 }
 
+/* Every rank describes (a collective); rank 0 prints. */
 static int job_rank(weft_comm_t comm, const struct options *o)
 {
-	struct weft_topo_job job;
-	weft_status_t st = weft_topo_job_gather(comm, &job);
-	if (st == WEFT_SUCCESS && comm->rank == 0) {
-		weft_topo_dump(&job, o->format, stdout);
+	char *json = NULL;
+	int rank = -1, rc = 0;
+	weft_comm_rank(comm, &rank);
+	weft_status_t st = weft_comm_describe(comm, &json);
+	if (st != WEFT_SUCCESS) {
+		fprintf(stderr, "weft-topo: rank %d: %s: %s\n", rank, weft_status_string(st),
+			weft_comm_last_error(comm));
+		rc = 1;
+	} else if (rank == 0) {
+		rc = weft_tool_print_job(json, o->format, stdout);
 		fflush(stdout);
 	}
-	if (st != WEFT_SUCCESS)
-		fprintf(stderr, "weft-topo: rank %d: %s: %s\n", comm->rank, weft_status_string(st),
-			weft_comm_last_error(comm));
-	weft_topo_job_free(&job);
+	weft_describe_free(json);
 	weft_comm_destroy(comm);
-	return st == WEFT_SUCCESS ? 0 : 1;
+	return rc;
 }
 
 static int local_rank(int rank, int nranks, const weft_unique_id_t *id, void *arg)
@@ -226,10 +187,8 @@ int main(int argc, char **argv)
 	int rc = parse(argc, argv, &o);
 	if (rc)
 		return rc;
-	if (o.settings) {
-		print_settings();
-		return 0;
-	}
+	if (o.settings)
+		return print_settings(&o);
 	if (o.np > 0)
 		return local_job(&o);
 	int nranks;

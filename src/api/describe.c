@@ -1,0 +1,120 @@
+/*
+ * describe.c — weft_comm_describe: the communicator describes what it
+ * learned of the job and what it decided, as JSON built with jansson (so
+ * every name is escaped by construction). The pieces are in describe_*.c;
+ * describe.h says how they fail.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/describe.h"
+#include "core/comm.h"
+
+/* Version of the document's layout: raised when a member changes meaning
+ * or goes away (new members do not raise it). */
+#define DESCRIBE_VERSION 1
+
+json_t *weft_describe_text(const char *s)
+{
+	json_t *v = json_string(s);
+	if (v || !s)
+		return v;
+	/* Not UTF-8: keep ASCII, replace the rest. */
+	char *copy = strdup(s);
+	if (!copy)
+		return NULL;
+	for (char *p = copy; *p; p++)
+		if ((unsigned char)*p >= 0x80)
+			*p = '?';
+	v = json_string(copy);
+	free(copy);
+	return v;
+}
+
+json_t *weft_describe_ints(const int *v, int n)
+{
+	json_t *a = json_array();
+	int bad = 0;
+	for (int i = 0; i < n && !bad; i++)
+		bad |= json_array_append_new(a, json_integer(v[i]));
+	if (bad) {
+		json_decref(a);
+		return NULL;
+	}
+	return a;
+}
+
+weft_status_t weft_describe_dump(json_t *root, char **out)
+{
+	/* Compact: the document is for programs, and weft-topo lays it out. */
+	size_t flags = JSON_COMPACT | JSON_REAL_PRECISION(9);
+	size_t len = root ? json_dumpb(root, NULL, 0, flags) : 0;
+	char *buf = len ? malloc(len + 1) : NULL;
+	if (buf && json_dumpb(root, buf, len, flags) == len) {
+		buf[len] = '\0';
+	} else {
+		free(buf);
+		buf = NULL;
+	}
+	json_decref(root);
+	*out = buf;
+	return buf ? WEFT_SUCCESS : WEFT_ERR_NO_MEMORY;
+}
+
+/* Everything but the transports, in the order a reader meets it. */
+static weft_status_t describe_local(const struct weft_comm *comm, json_t *transports, json_t **out)
+{
+	json_t *root =
+	    json_pack("{s:i, s:s}", "version", DESCRIBE_VERSION, "library", weft_version());
+	weft_status_t st = root ? WEFT_SUCCESS : WEFT_ERR_NO_MEMORY;
+	if (st == WEFT_SUCCESS)
+		st = weft_describe_topo(comm, root);
+	if (st == WEFT_SUCCESS)
+		st = weft_describe_ring(comm, root);
+	if (st == WEFT_SUCCESS)
+		st = weft_describe_trees(comm, root);
+	if (st == WEFT_SUCCESS && json_object_set(root, "transports", transports))
+		st = WEFT_ERR_NO_MEMORY;
+	if (st == WEFT_SUCCESS)
+		st = weft_describe_tuner(comm, root);
+	/* No pacer yet; "state" is where its per-connection state will go. */
+	if (st == WEFT_SUCCESS &&
+	    json_object_set_new(root, "pacer", json_pack("{s:s, s:n}", "mode", "off", "state")))
+		st = WEFT_ERR_NO_MEMORY;
+	if (st != WEFT_SUCCESS) {
+		json_decref(root);
+		root = NULL;
+	}
+	*out = root;
+	return st;
+}
+
+weft_status_t weft_comm_describe(weft_comm_t comm, char **json)
+{
+	if (json)
+		*json = NULL;
+	if (!comm)
+		return weft_err_set(weft_err_init_record(), WEFT_ERR_INVALID_ARG,
+				    "weft_comm_describe: comm is NULL");
+	if (!json)
+		return weft_comm_fail(comm, WEFT_ERR_INVALID_ARG,
+				      "weft_comm_describe: json is NULL");
+	/* The collective part first, before anything that could fail locally,
+	 * so that no rank leaves the others waiting in the allgather. */
+	json_t *transports, *root;
+	weft_status_t st = weft_describe_transports(comm, &transports);
+	if (st != WEFT_SUCCESS)
+		return st;
+	st = describe_local(comm, transports, &root);
+	json_decref(transports);
+	if (st == WEFT_SUCCESS)
+		st = weft_describe_dump(root, json);
+	if (st != WEFT_SUCCESS)
+		return weft_comm_fail(comm, st, "weft_comm_describe: no memory");
+	return WEFT_SUCCESS;
+}
+
+void weft_describe_free(char *json)
+{
+	free(json);
+}

@@ -1,0 +1,98 @@
+/*
+ * topo_print.c — weft-topo's writers: parse the library's JSON, then hand
+ * it to the writer for the format asked. Host mode and --settings are
+ * short enough to live here.
+ */
+#include <string.h>
+
+#include "tools/weft-topo/topo_print.h"
+
+json_t *weft_tool_parse(const char *json, const char *what)
+{
+	json_error_t jerr;
+	json_t *v = json_loads(json, JSON_REJECT_DUPLICATES, &jerr);
+	if (!v)
+		fprintf(stderr, "weft-topo: %s is not JSON (%d:%d: %s)\n", what, jerr.line,
+			jerr.column, jerr.text);
+	return v;
+}
+
+int weft_tool_print_job(const char *json, enum weft_topo_format format, FILE *out)
+{
+	json_t *doc = weft_tool_parse(json, "the communicator's description");
+	int rc = 1;
+	if (!doc)
+		return 1;
+	switch (format) {
+	case WEFT_TOPO_TEXT: rc = weft_tool_print_job_text(doc, out); break;
+	case WEFT_TOPO_JSON:
+		weft_tool_write_json(doc, out);
+		rc = 0;
+		break;
+	case WEFT_TOPO_DOT: rc = weft_tool_print_job_dot(doc, out); break;
+	case WEFT_TOPO_RANKFILE: rc = weft_tool_print_job_rankfile(doc, out); break;
+	}
+	json_decref(doc);
+	return rc;
+}
+
+static void host_text(const json_t *h, FILE *out)
+{
+	size_t i;
+	const json_t *f;
+	fprintf(
+	    out,
+	    "host %s (id %s)\n  %lld package(s), %lld NUMA node(s), %lld core(s); this "
+	    "process on NUMA %lld\n  nic: %s (NUMA %lld)\n  leaf: %s (id %s, port %s, "
+	    "learned by %s)\n",
+	    weft_tool_str(h, "hostname"), weft_tool_str(h, "host"), weft_tool_int(h, "packages"),
+	    weft_tool_int(h, "numa_nodes"), weft_tool_int(h, "cores"), weft_tool_int(h, "numa"),
+	    weft_tool_dash(weft_tool_str(h, "nic")), weft_tool_int(h, "nic_numa"),
+	    weft_tool_dash(weft_tool_str(h, "leaf")), weft_tool_dash(weft_tool_str(h, "leaf_id")),
+	    weft_tool_dash(weft_tool_str(h, "leaf_port")), weft_tool_str(h, "leaf_source"));
+	if (weft_tool_str(h, "spine")[0])
+		fprintf(out, "  spine: %s\n", weft_tool_str(h, "spine"));
+	fprintf(out, "  interfaces:\n");
+	json_array_foreach(json_object_get(h, "interfaces"), i, f)
+	{
+		fprintf(out, "    %-16s %s%s\n", weft_tool_str(f, "name"),
+			json_is_true(json_object_get(f, "up")) ? "up" : "down",
+			json_is_true(json_object_get(f, "loopback")) ? " loopback" : "");
+	}
+}
+
+int weft_tool_print_host(const char *json, enum weft_topo_format format, FILE *out)
+{
+	json_t *doc = weft_tool_parse(json, "the host's description");
+	if (!doc)
+		return 1;
+	if (format == WEFT_TOPO_JSON)
+		weft_tool_write_json(doc, out);
+	else
+		host_text(doc, out);
+	json_decref(doc);
+	return 0;
+}
+
+int weft_tool_print_settings(const char *json, enum weft_topo_format format, FILE *out)
+{
+	json_t *doc = weft_tool_parse(json, "the settings table");
+	size_t i;
+	const json_t *s;
+	if (!doc)
+		return 1;
+	if (format == WEFT_TOPO_JSON) {
+		weft_tool_write_json(doc, out);
+		json_decref(doc);
+		return 0;
+	}
+	fprintf(out, "%-24s %-10s %s\n", "variable", "default", "help");
+	json_array_foreach(json_object_get(doc, "settings"), i, s)
+	{
+		const char *def = json_string_value(json_object_get(s, "default"));
+		fprintf(out, "%-24s %-10s %s\n", weft_tool_str(s, "name"), def ? def : "-",
+			weft_tool_str(s, "help"));
+	}
+	json_decref(doc);
+	return 0;
+}

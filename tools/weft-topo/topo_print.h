@@ -1,0 +1,64 @@
+/*
+ * topo_print.h — weft-topo's writers. Each takes a JSON document from the
+ * library's public API (weft_comm_describe, weft_host_describe,
+ * weft_settings_describe), parses it with jansson and writes it for people
+ * (text), tools (JSON, laid out to be read), pictures (Graphviz DOT) or
+ * mpirun (an Open MPI rankfile). A writer that cannot parse its input says
+ * so on stderr and returns non-zero.
+ */
+#ifndef WEFT_TOPO_PRINT_H
+#define WEFT_TOPO_PRINT_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+enum weft_topo_format {
+	WEFT_TOPO_TEXT = 0,
+	WEFT_TOPO_JSON,
+	WEFT_TOPO_DOT,
+	WEFT_TOPO_RANKFILE,
+};
+
+/* A job's description (weft_comm_describe) in @p format. */
+int weft_tool_print_job(const char *json, enum weft_topo_format format, FILE *out);
+
+/* This host (weft_host_describe): text, or JSON for WEFT_TOPO_JSON. */
+int weft_tool_print_host(const char *json, enum weft_topo_format format, FILE *out);
+
+/* The settings table (weft_settings_describe): text, or JSON. */
+int weft_tool_print_settings(const char *json, enum weft_topo_format format, FILE *out);
+
+/* ---- shared by the writers ---- */
+
+/* The job writers, on the parsed document (topo_print_text.c,
+ * topo_print_dot.c). */
+int weft_tool_print_job_text(const json_t *doc, FILE *out);
+int weft_tool_print_job_dot(const json_t *doc, FILE *out);
+int weft_tool_print_job_rankfile(const json_t *doc, FILE *out);
+
+/* Parse @p json; NULL (after a message naming @p what) if it is not JSON. */
+json_t *weft_tool_parse(const char *json, const char *what);
+
+/* @p v laid out for reading: short values and arrays of numbers on one
+ * line, other objects and arrays one member per line. */
+void weft_tool_write_json(const json_t *v, FILE *out);
+
+/* Members of @p obj with a default when absent or of another type. */
+static inline long long weft_tool_int(const json_t *obj, const char *key)
+{
+	return (long long)json_integer_value(json_object_get(obj, key));
+}
+
+static inline const char *weft_tool_str(const json_t *obj, const char *key)
+{
+	const char *s = json_string_value(json_object_get(obj, key));
+	return s ? s : "";
+}
+
+/* "-" for an empty string, as the text tables show unknowns. */
+static inline const char *weft_tool_dash(const char *s)
+{
+	return s[0] ? s : "-";
+}
+
+#endif

@@ -1,0 +1,213 @@
+/*
+ * topo_print_text.c — a job's description for people: ranks, leaves,
+ * spines, the ring, trees, transports per link class and the tuner's table,
+ * in the layout weft-topo had when it printed the communicator's internals
+ * itself, except that transports are counted per link class where there was
+ * a rank-by-rank matrix: every section is a list per rank, host or leaf at
+ * most, so nothing grows as ranks squared.
+ */
+#include <stdbool.h>
+#include <string.h>
+
+#include "tools/weft-topo/topo_print.h"
+
+static const char *plural(long long n, const char *one, const char *many)
+{
+	return n == 1 ? one : many;
+}
+
+static void text_ranks(const json_t *doc, FILE *out)
+{
+	size_t i;
+	const json_t *r;
+	fprintf(out, "%-5s %-6s %-16s %-5s %-12s %-5s %-16s %-6s %s\n", "rank", "host", "hostname",
+		"numa", "nic", "nicnm", "leaf", "via", "leaf port");
+	json_array_foreach(json_object_get(doc, "ranks"), i, r)
+	{
+		fprintf(out, "%-5lld %-6lld %-16s %-5lld %-12s %-5lld %-16s %-6s %s\n",
+			weft_tool_int(r, "rank"), weft_tool_int(r, "host_index"),
+			weft_tool_str(r, "hostname"), weft_tool_int(r, "numa"),
+			weft_tool_dash(weft_tool_str(r, "nic")), weft_tool_int(r, "nic_numa"),
+			weft_tool_str(r, "leaf"), weft_tool_str(r, "leaf_source"),
+			weft_tool_dash(weft_tool_str(r, "leaf_port")));
+	}
+}
+
+static void text_leaves(const json_t *doc, FILE *out)
+{
+	const json_t *hosts = json_object_get(doc, "hosts"), *l, *h;
+	size_t i, k;
+	fprintf(out, "\nleaves:\n");
+	json_array_foreach(json_object_get(doc, "leaves"), i, l)
+	{
+		fprintf(out, "  %-16s learned by %-4s leader rank %lld, hosts:",
+			weft_tool_str(l, "name"), weft_tool_str(l, "source"),
+			weft_tool_int(l, "leader"));
+		json_array_foreach(json_object_get(l, "hosts"), k, h)
+		{
+			json_int_t hi = json_integer_value(h);
+			fprintf(out, " %lld(%s)", (long long)hi,
+				weft_tool_str(json_array_get(hosts, (size_t)hi), "hostname"));
+		}
+		fputc('\n', out);
+	}
+}
+
+static void text_leaf_item(const json_t *leaves, json_int_t l, FILE *out)
+{
+	fprintf(out, " %lld(%s)", (long long)l,
+		weft_tool_str(json_array_get(leaves, (size_t)l), "name"));
+}
+
+/* Each spine's own list of leaves, then the leaves of unknown spine: every
+ * leaf is visited once per line it is on, however many spines there are. */
+static void text_spines(const json_t *doc, FILE *out)
+{
+	const json_t *spines = json_object_get(doc, "spines"), *s, *l;
+	const json_t *leaves = json_object_get(doc, "leaves");
+	size_t i, k;
+	bool unknown = false;
+	if (json_array_size(spines) == 0) {
+		fprintf(out, "\nspines: none known\n");
+		return;
+	}
+	fprintf(out, "\nspines:\n");
+	json_array_foreach(spines, i, s)
+	{
+		fprintf(out, "  %-16s leaves:", weft_tool_str(s, "name"));
+		json_array_foreach(json_object_get(s, "leaves"), k, l)
+		    text_leaf_item(leaves, json_integer_value(l), out);
+		fputc('\n', out);
+	}
+	json_array_foreach(leaves, i, l)
+	{
+		if (weft_tool_int(l, "spine_index") >= 0)
+			continue;
+		if (!unknown)
+			fprintf(out, "  %-16s leaves:", "(unknown)");
+		text_leaf_item(leaves, (json_int_t)i, out);
+		unknown = true;
+	}
+	if (unknown)
+		fputc('\n', out);
+}
+
+static void text_ring(const json_t *doc, FILE *out)
+{
+	const json_t *ring = json_object_get(doc, "ring"), *order = json_object_get(ring, "order");
+	const json_t *plain = json_object_get(ring, "rank_order"), *r;
+	size_t n = json_array_size(order), p;
+	fprintf(out, "\nring (placement %s): ", weft_tool_str(ring, "placement"));
+	json_array_foreach(order, p, r)
+	    fprintf(out, "%lld%s", (long long)json_integer_value(r), p + 1 < n ? " -> " : "");
+	fprintf(out, "\n  leaf crossings: %lld (plain rank order: %lld)\n",
+		weft_tool_int(ring, "leaf_crossings"), weft_tool_int(plain, "leaf_crossings"));
+	fprintf(out, "  spine crossings: %lld (plain rank order: %lld)\n",
+		weft_tool_int(ring, "spine_crossings"), weft_tool_int(plain, "spine_crossings"));
+}
+
+static void text_ints(const char *label, const json_t *list, const char *sep, FILE *out)
+{
+	size_t i;
+	const json_t *v;
+	fprintf(out, "  %s:", label);
+	json_array_foreach(list, i, v)
+	    fprintf(out, "%s%lld", i ? sep : " ", (long long)json_integer_value(v));
+}
+
+static void text_tree(const char *label, const json_t *t, FILE *out)
+{
+	fprintf(out, "  %s: root %lld, depth %lld, leaf crossings %lld, spine crossings %lld\n",
+		label, weft_tool_int(t, "root"), weft_tool_int(t, "depth"),
+		weft_tool_int(t, "leaf_crossings"), weft_tool_int(t, "spine_crossings"));
+}
+
+static void text_trees(const json_t *doc, FILE *out)
+{
+	const json_t *trees = json_object_get(doc, "trees");
+	const json_t *db = json_object_get(trees, "double_binary");
+	const json_t *lr = json_object_get(trees, "leader_ring");
+	fprintf(out, "\ntrees and leaders:\n");
+	text_ints("host leaders", json_object_get(trees, "host_leaders"), " ", out);
+	fputc('\n', out);
+	text_ints("leaf leaders", json_object_get(trees, "leaf_leaders"), " ", out);
+	fputc('\n', out);
+	text_ints("host leaders' ring", json_object_get(lr, "order"), " -> ", out);
+	fprintf(out, " (leaf crossings: %lld)\n", weft_tool_int(lr, "leaf_crossings"));
+	text_tree("double binary tree 0 (allreduce)", json_array_get(db, 0), out);
+	text_tree("double binary tree 1 (allreduce)", json_array_get(db, 1), out);
+	text_tree("binary tree (broadcast, reduce)", json_object_get(trees, "binary"), out);
+}
+
+static void text_transports(const json_t *doc, FILE *out)
+{
+	size_t i;
+	const json_t *c, *count;
+	const char *name;
+	fprintf(out, "\ntransports (pairs of ranks per link class, from each rank's choice):\n");
+	json_array_foreach(json_object_get(doc, "transports"), i, c)
+	{
+		fprintf(out, "  %-6s %8lld pair%s:", weft_tool_str(c, "link"),
+			weft_tool_int(c, "pairs"), plural(weft_tool_int(c, "pairs"), "", "s"));
+		json_object_foreach(json_object_get(c, "by_transport"), name, count)
+		    fprintf(out, " %s %lld", name, (long long)json_integer_value(count));
+		fputc('\n', out);
+	}
+}
+
+/* The rows of weft_tune_print(), from the document. */
+static void text_collective(const json_t *c, FILE *out)
+{
+	const json_t *algos = json_object_get(c, "algorithms"), *a, *row;
+	size_t i, k;
+	fprintf(out, "  %-15s %10s  %-10s", weft_tool_str(c, "name"), "bytes", "choice");
+	json_array_foreach(algos, k, a) fprintf(out, " %12s", json_string_value(a));
+	fprintf(out, "   (estimates, us)\n");
+	json_array_foreach(json_object_get(c, "sizes"), i, row)
+	{
+		const json_t *est = json_object_get(row, "estimates_us");
+		fprintf(out, "  %-15s %10lld  %-10s", "", weft_tool_int(row, "bytes"),
+			weft_tool_str(row, "choice"));
+		json_array_foreach(algos, k, a)
+		{
+			const json_t *e = json_object_get(est, json_string_value(a));
+			if (json_is_number(e))
+				fprintf(out, " %12.1f", json_number_value(e));
+			else
+				fprintf(out, " %12s", "-");
+		}
+		fputc('\n', out);
+	}
+}
+
+static void text_tail(const json_t *doc, FILE *out)
+{
+	const json_t *c, *pacer = json_object_get(doc, "pacer");
+	const json_t *state = json_object_get(pacer, "state");
+	size_t i;
+	fprintf(out, "\nalgorithms (tuner's choice per message size):\n");
+	json_array_foreach(json_object_get(json_object_get(doc, "tuner"), "collectives"), i, c)
+	    text_collective(c, out);
+	fprintf(out, "\npacer: %s", weft_tool_str(pacer, "mode"));
+	if (state && !json_is_null(state)) {
+		fputc(' ', out);
+		json_dumpf(state, out, JSON_REAL_PRECISION(9) | JSON_ENCODE_ANY);
+	}
+	fputc('\n', out);
+}
+
+int weft_tool_print_job_text(const json_t *doc, FILE *out)
+{
+	long long n = weft_tool_int(doc, "nranks"), nh = weft_tool_int(doc, "nhosts");
+	long long nl = weft_tool_int(doc, "nleaves");
+	fprintf(out, "weft-topo: %lld rank%s on %lld host%s under %lld lea%s\n\n", n,
+		plural(n, "", "s"), nh, plural(nh, "", "s"), nl, plural(nl, "f", "ves"));
+	text_ranks(doc, out);
+	text_leaves(doc, out);
+	text_spines(doc, out);
+	text_ring(doc, out);
+	text_trees(doc, out);
+	text_transports(doc, out);
+	text_tail(doc, out);
+	return 0;
+}

@@ -19,8 +19,9 @@
  *    deregistered MR (IBV_WC_REM_ACCESS_ERR), then everything else flushed;
  *    a wrong GID or PSN, and a peer process that died, end in
  *    IBV_WC_RETRY_EXC_ERR after the QP's retry time;
- *  - registrations that share pages (user buffers from malloc), written
- *    into through process_vm_writev;
+ *  - registrations that are not a mapping of their own (user buffers
+ *    from malloc's heap, sharing pages), written into through
+ *    process_vm_writev; which registrations move their pages;
  *  - teardown order (EBUSY) and no file left in /dev/shm.
  *
  * Two QPs of one process talk to each other (one on mlx5_0, one on
@@ -605,8 +606,9 @@ START_TEST(dead_peer)
 }
 END_TEST
 
-/* User buffers from malloc: registrations that share pages, written into
- * through process_vm_writev, with and without immediate. */
+/* User buffers from malloc: registrations that share pages (with each
+ * other and with the allocator's data), written into through
+ * process_vm_writev, with and without immediate. */
 START_TEST(shared_pages)
 {
 	load();
@@ -661,6 +663,75 @@ START_TEST(shared_pages)
 }
 END_TEST
 
+/* Does the mapping holding @p addr come from one of the double's MR files
+ * (pages moved), rather than from the process's own memory? */
+static bool moved(const void *addr)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	ck_assert_ptr_nonnull(f);
+	char line[512];
+	bool found = false, in_file = false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned long lo = 0, hi = 0;
+		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && lo <= (uintptr_t)addr &&
+		    (uintptr_t)addr < hi) {
+			found = true;
+			in_file = strstr(line, "weftfake-mr-") != NULL;
+		}
+	}
+	fclose(f);
+	ck_assert(found);
+	return in_file;
+}
+
+/* A mapping of its own: guard pages around it keep the kernel from
+ * merging it with a neighbour. */
+static unsigned char *own_pages(size_t len)
+{
+	unsigned char *p = mmap(NULL, len + 8192, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert(p != MAP_FAILED);
+	ck_assert_int_eq(mprotect(p + 4096, len, PROT_READ | PROT_WRITE), 0);
+	return p + 4096;
+}
+
+/* Which registrations move their pages: whole page ranges of the heap (as
+ * a registration cache rounds a small malloc buffer to its pages) stay
+ * where they are, since other objects live there; a mapping of its own
+ * moves, and keeps its contents. */
+START_TEST(which_pages_move)
+{
+	load();
+	struct side a;
+	open_side(&a, "mlx5_0", 8, 8, IBV_ACCESS_LOCAL_WRITE);
+	int rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	unsigned char *small = malloc(64);
+	ck_assert_ptr_nonnull(small);
+	void *lo = (void *)((uintptr_t)small & ~(uintptr_t)4095);
+	struct ibv_mr *heap = T->reg_mr(a.pd, lo, 4096, rw);
+	ck_assert_ptr_nonnull(heap);
+	ck_assert(!moved(small));
+	unsigned char *own = own_pages(3 * 4096);
+	own[4096 + 5] = 7;
+	struct ibv_mr *whole = T->reg_mr(a.pd, own, 3 * 4096, rw);
+	ck_assert_ptr_nonnull(whole);
+	ck_assert(moved(own) && moved(own + 2 * 4096));
+	ck_assert_int_eq(own[4096 + 5], 7);
+	/* Part of a mapping stays too. */
+	unsigned char *part_of = own_pages(2 * 4096);
+	struct ibv_mr *part = T->reg_mr(a.pd, part_of, 4096, rw);
+	ck_assert_ptr_nonnull(part);
+	ck_assert(!moved(part_of));
+	ck_assert_int_eq(T->dereg_mr(part), 0);
+	ck_assert_int_eq(T->dereg_mr(whole), 0);
+	ck_assert_int_eq(T->dereg_mr(heap), 0);
+	munmap(own - 4096, 5 * 4096);
+	munmap(part_of - 4096, 4 * 4096);
+	free(small);
+	close_side(&a);
+	ck_assert_int_eq(files_of(getpid()), 0);
+}
+END_TEST
+
 START_TEST(teardown_order)
 {
 	load();
@@ -674,18 +745,17 @@ START_TEST(teardown_order)
 	struct ibv_mr *inner = T->reg_mr(a.pd, a.buf + 100, 10, IBV_ACCESS_LOCAL_WRITE);
 	ck_assert_ptr_nonnull(inner);
 	ck_assert_int_eq(T->dereg_mr(inner), 0);
-	/* Registered pages keep their contents, and stay ours after. */
-	unsigned char *page =
-	    mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ck_assert(page != MAP_FAILED);
+	/* Moved pages keep their contents, and stay ours after. */
+	unsigned char *page = own_pages(4096);
 	page[5] = 42;
-	struct ibv_mr *second = T->reg_mr(a.pd, page + 16, 100, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *second = T->reg_mr(a.pd, page, 4096, IBV_ACCESS_LOCAL_WRITE);
 	ck_assert_ptr_nonnull(second);
+	ck_assert(moved(page));
 	ck_assert_int_eq(page[5], 42);
 	page[6] = 43;
 	ck_assert_int_eq(T->dereg_mr(second), 0);
 	ck_assert_int_eq(page[5] + page[6], 85);
-	munmap(page, 4096);
+	munmap(page - 4096, 3 * 4096);
 	close_side(&a);
 	ck_assert_int_eq(files_of(getpid()), 0);
 }
@@ -704,6 +774,7 @@ static Suite *fake_suite(void)
 	tcase_add_test(tc, bad_address);
 	tcase_add_test(tc, dead_peer);
 	tcase_add_test(tc, shared_pages);
+	tcase_add_test(tc, which_pages_move);
 	tcase_add_test(tc, teardown_order);
 	suite_add_tcase(s, tc);
 	return s;

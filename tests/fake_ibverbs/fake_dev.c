@@ -35,7 +35,7 @@ FAKE_EXPORT const int weft_fake_ibverbs = 1;
 
 /* Under Yama's ptrace_scope 1, sibling processes may not process_vm_writev
  * each other unless the target allows it: this test double does, for the
- * registrations that share pages (see fake_ibverbs.h). */
+ * registrations that are not whole pages of their own (fake_ibverbs.h). */
 __attribute__((constructor)) static void allow_peer_writes(void)
 {
 	prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
@@ -380,8 +380,31 @@ static bool pages_taken(uint64_t base, uint64_t span)
 	return false;
 }
 
+/* Is [base, base + span) exactly one mapping of the process (an mmap of
+ * its own, as a transport's region or a large malloc block is)? Pages of a
+ * larger mapping (the heap) may hold other objects that other threads
+ * write while they would be copied: those stay where they are. */
+static bool own_mapping(uint64_t base, uint64_t span)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	if (!f)
+		return false;
+	char line[512];
+	bool own = false;
+	while (!own && fgets(line, sizeof(line), f)) {
+		unsigned long lo = 0, hi = 0;
+		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2)
+			own = lo == base && hi == base + span;
+		if (!strchr(line, '\n')) /* a long line: skip its tail */
+			for (int ch = fgetc(f); ch != EOF && ch != '\n'; ch = fgetc(f))
+				;
+	}
+	fclose(f);
+	return own;
+}
+
 /* Copy the pages into a new file and map it back over them; or, for a
- * registration that shares pages with another (@p m->cma), only the
+ * registration that is not whole pages of its own (@p m->cma), only the
  * header page: peers then write with process_vm_writev. */
 static int move_pages(struct fake_mr *m)
 {
@@ -430,10 +453,14 @@ FAKE_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *ibv_pd, void *addr, size_t 
 	m->base = (uint64_t)(uintptr_t)addr & ~(uint64_t)(FAKE_PAGE - 1);
 	m->span = ((uint64_t)(uintptr_t)addr + len + FAKE_PAGE - 1 - m->base) &
 		  ~(uint64_t)(FAKE_PAGE - 1);
-	m->cma = pages_taken(m->base, m->span);
+	/* Only a mapping of its own that nobody else registered is moved: a
+	 * buffer that shares its pages (malloc's heap) stays put, and so do
+	 * its neighbours. */
+	m->cma = pages_taken(m->base, m->span) || m->base != (uint64_t)(uintptr_t)addr ||
+		 m->span != len || !own_mapping(m->base, m->span);
 	if (m->cma)
-		fake_debug("reg_mr(%p, %zu): shares a page with another registration: peers "
-			   "write with process_vm_writev",
+		fake_debug("reg_mr(%p, %zu): not a mapping of its own: peers write with "
+			   "process_vm_writev",
 			   addr, len);
 	m->ibv.lkey = m->ibv.rkey = next_key++;
 	snprintf(m->path, sizeof(m->path), "/dev/shm/" FAKE_SHM_PREFIX "mr-%d-%u", (int)getpid(),

@@ -12,14 +12,17 @@
  *              post_recv and poll_cq, so the static inline wrappers of
  *              verbs.h (ibv_post_send, ibv_post_recv, ibv_poll_cq) call
  *              into the fake exactly as they call into a real provider.
- *   MRs        registering [addr, addr + len) moves its pages onto a
+ *   MRs        registering exactly one mapping of the process (an mmap of
+ *              its own, which the kernel did not merge with a neighbour)
+ *              that no other live registration covers moves its pages onto a
  *              /dev/shm file (weftfake-mr-<pid>-<rkey>: a header page, then
  *              the pages), mapped back at the same address with MAP_FIXED
  *              after copying their contents in; a peer maps the file to
- *              "RDMA write" into it with memcpy. A registration that shares
- *              a page with a live one (user buffers from malloc) gets a
- *              header page only, and peers write into the owner's memory
- *              with process_vm_writev (the fake lets any process do so:
+ *              "RDMA write" into it with memcpy. Any other registration
+ *              (pages of the heap, which other threads may be writing;
+ *              pages shared with another MR) gets the header page only,
+ *              and peers write into the owner's memory with
+ *              process_vm_writev (the fake lets any process do so:
  *              PR_SET_PTRACER_ANY). Moved pages are MAP_SHARED: a child
  *              forked after registration shares them instead of copying.
  *   QPs        RC only. Each QP has a /dev/shm file (weftfake-qp-<qpn>)

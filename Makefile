@@ -27,7 +27,9 @@ HAVE_VERBS   := $(shell pkg-config --exists libibverbs && echo 1)
 # jansson reads topology files and writes the communicator's self-description.
 PKGS      := hwloc libfabric jansson $(if $(HAVE_LLDPCTL),lldpctl)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(if $(HAVE_LLDPCTL),-DWEFT_HAVE_LLDPCTL)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# libfabric's headers only: the ofi transport loads the library with dlopen
+# (transports/ofi/ofi_lib.c says why).
+PKG_LIBS   := $(shell pkg-config --libs $(filter-out libfabric,$(PKGS)) 2>/dev/null)
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
 
@@ -64,6 +66,8 @@ TEST_PROGS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 TEST_SCRIPTS := $(wildcard tests/test_*.sh) tests/fabric/test_fabric_topo.sh
 
 TOOLS := $(BUILD)/weft-topo
+# What a libfabric provider streams on its own (the ofi transport's yardstick).
+OFI_STREAM := $(BUILD)/ofi_stream
 
 # The test double for libibverbs (tests/fake_ibverbs/), which the verbs
 # tests load through WEFT_IBVERBS_LIB; FAKE_EXPORT marks what it exports.
@@ -75,7 +79,7 @@ all: lib perf tests $(TOOLS)
 lib: $(BUILD)/libweft.so $(BUILD)/libweft.a $(LAUNCH_LIB)
 # Limits the figures are compared with (BENCH.md): libc only, no Weft.
 PERF_LIMITS := $(BUILD)/copy_limit $(BUILD)/tcp_limit
-perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF) $(PERF_LIMITS)
+perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF) $(PERF_LIMITS) $(OFI_STREAM)
 tests: $(TEST_PROGS) $(FAKE_IBV)
 
 $(BUILD)/obj/%.o: %.c
@@ -103,6 +107,10 @@ $(BUILD)/%_perf: perf/%_perf.c $(PERF_COMMON) $(PERF_HDRS) $(BUILD)/libweft.so $
 $(BUILD)/%_limit: perf/%_limit.c
 	@mkdir -p $(dir $@)
 	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $< $(SANITIZE)
+
+$(OFI_STREAM): perf/ofi_stream.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(shell pkg-config --libs libfabric) $(SANITIZE)
 
 $(BUILD)/mpi_%_perf: perf/mpi_%_perf.c $(PERF_COMMON) $(PERF_HDRS)
 	$(call say,MPICC,$@)$(MPICC) $(ALL_CFLAGS) -Iperf -DPERF_MPI -o $@ $< $(PERF_COMMON) $(SANITIZE) -lm

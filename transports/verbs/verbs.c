@@ -5,14 +5,16 @@
  * init runs the same two allgathers on every rank, whether or not it has
  * a device, so ranks without one (or without libibverbs) still let the
  * others finish:
- *   1. load libibverbs (WEFT_IBVERBS_LIB), choose the port and GID, and
- *      for every peer served create a QP (to INIT, receives posted) and
- *      its rings; any step that finds nothing to use leaves a reason
- *      (tp->why) and the transport serves no peer
+ *   1. load libibverbs (WEFT_IBVERBS_LIB), choose the port and GID,
+ *      register the RMA protocol's region, and for every peer served
+ *      create a QP (to INIT) and its state line; any step that finds
+ *      nothing to use leaves a reason (tp->why) and the transport serves
+ *      no peer
  *   2. allgather cards: the port's address (GID or LID), MTU, PSN, the
- *      regions' addresses and keys, and per peer the QP number and ring
+ *      protocol's card (region, key, geometry), the state lines' address
+ *      and key, and per peer the QP number and line
  *   3. take every served peer whose card is usable with ours to RTR and
- *      RTS
+ *      RTS, and join the protocol to it (which posts its receives)
  *   4. allgather which QPs reached RTS: a pair is served only if both
  *      ends got there (a one-sided choice would leave the two ranks on
  *      different transports), and no rank writes before every QP it
@@ -78,8 +80,6 @@ static weft_status_t read_byte(const char *name, long lo, long hi, uint8_t *out,
 	return WEFT_SUCCESS;
 }
 
-/* Slots and slot size, shrunk to VERBS_BUDGET for nranks - 1 peers: a
- * figure every rank computes alike (the two ends of a ring must agree). */
 static weft_status_t read_settings(struct verbs_tp *tp)
 {
 	const struct weft_tp_env *env = tp->base.env;
@@ -90,31 +90,10 @@ static weft_status_t read_settings(struct verbs_tp *tp)
 		st = read_byte("WEFT_IB_TIMEOUT", 1, 31, &tp->timeout, env);
 	if (st == WEFT_SUCCESS)
 		st = read_byte("WEFT_IB_RETRY_CNT", 0, 7, &tp->retry_cnt, env);
-	long slots = 0, bytes = 0;
-	if (st == WEFT_SUCCESS &&
-	    (!weft_setting_long("WEFT_IB_SLOTS", &slots) || slots < 2 || slots > 1024 ||
-	     !weft_setting_long("WEFT_IB_SLOT_BYTES", &bytes) || bytes < (long)PAGE ||
-	     bytes > (16L << 20)))
-		st = weft_tp_fail(env, WEFT_ERR_INVALID_ARG,
-				  "verbs: WEFT_IB_SLOTS=%s, WEFT_IB_SLOT_BYTES=%s: expected 2 to "
-				  "1024 slots of 4K to 16M",
-				  weft_setting_str("WEFT_IB_SLOTS"),
-				  weft_setting_str("WEFT_IB_SLOT_BYTES"));
-	if (st != WEFT_SUCCESS)
-		return st;
-	bytes = (bytes + PAGE - 1) / PAGE * PAGE;
-	size_t peers = env->nranks > 1 ? (size_t)env->nranks - 1 : 1;
-	while (peers * 2 * (size_t)slots * ((size_t)bytes + VERBS_HDR) > VERBS_BUDGET && slots > 2)
-		slots--;
-	while (peers * 2 * (size_t)slots * ((size_t)bytes + VERBS_HDR) > VERBS_BUDGET &&
-	       bytes > (long)PAGE)
-		bytes /= 2;
-	tp->nslots = (uint32_t)slots;
-	tp->slot_bytes = (size_t)bytes;
-	tp->stride = VERBS_HDR + tp->slot_bytes;
-	tp->base.chunk_bytes = tp->slot_bytes;
+	if (st == WEFT_SUCCESS)
+		st = weft_verbs_read_geom(tp);
 	tp->sysfs = weft_setting_str("WEFT_IB_SYSFS");
-	return WEFT_SUCCESS;
+	return st;
 }
 
 /* Which peers get a QP: all but this rank, and but this host's ranks
@@ -168,13 +147,17 @@ static weft_status_t prepare(struct verbs_tp *tp)
 	if (st != WEFT_SUCCESS || !found)
 		return st;
 	tp->psn = ((uint32_t)getpid() * 2654435761u ^ (uint32_t)(weft_now() * 1e6)) & 0xffffff;
-	if (weft_verbs_qp_setup(tp) == WEFT_SUCCESS) {
+	weft_verbs_counters_open(&tp->counters, tp->sysfs, tp->port.dev, tp->port.port);
+	st = weft_verbs_rma_init(tp);
+	if (st == WEFT_SUCCESS && weft_verbs_qp_setup(tp) == WEFT_SUCCESS) {
 		tp->usable = true;
 		return WEFT_SUCCESS;
 	}
+	/* Not registering or not creating QPs leaves tp->why: no verbs here;
+	 * anything else (no memory) is an error. */
 	weft_verbs_qp_teardown(tp);
 	weft_verbs_dev_close(tp);
-	return WEFT_SUCCESS;
+	return st == WEFT_ERR_NOT_SUPPORTED ? WEFT_SUCCESS : st;
 }
 
 /* ---- the cards ---- */
@@ -208,11 +191,8 @@ static void fill_card(struct verbs_tp *tp, struct verbs_card *me, weft_status_t 
 	me->mtu = (uint8_t)tp->pattr.active_mtu;
 	me->port = (uint8_t)tp->port.port;
 	me->psn = tp->psn;
-	me->nslots = tp->nslots;
-	me->slot_bytes = tp->slot_bytes;
 	memcpy(me->gid, tp->gid.raw, 16);
-	me->land_addr = (uint64_t)(uintptr_t)tp->land;
-	me->land_rkey = tp->land_mr->rkey;
+	weft_rma_card(&tp->rma, &me->rma);
 	me->ctl_addr = (uint64_t)(uintptr_t)tp->ctlr;
 	me->ctl_rkey = tp->ctl_mr->rkey;
 	for (int i = 0; i < tp->nconns; i++)
@@ -220,22 +200,22 @@ static void fill_card(struct verbs_tp *tp, struct verbs_card *me, weft_status_t 
 		    (struct verbs_card_peer){.qpn = tp->conns[i].qp->qp_num, .idx = (uint32_t)i};
 }
 
-/* Step 3 for one served peer: its rings and ctl lines there, RTR, RTS. */
-static void connect_peer(struct verbs_tp *tp, struct verbs_conn *c, unsigned char *cards)
+/* Step 3 for one served peer: its state line there, RTR, RTS, and the
+ * protocol joined to it. Not reaching RTS is a pair not served; failing to
+ * join (no memory) an error. */
+static weft_status_t connect_peer(struct verbs_tp *tp, struct verbs_conn *c, unsigned char *cards)
 {
 	const struct weft_tp_env *env = tp->base.env;
 	struct verbs_card *pc = card_at(cards, env->nranks, c->base.peer);
 	const struct verbs_card_peer *pe = card_peer(pc, env->rank);
 	if (!pc->usable || pe->qpn == 0 || pe->idx == UINT32_MAX) {
 		tp->peer_why[c->base.peer] = VERBS_PEER_REMOTE;
-		return;
+		return WEFT_SUCCESS;
 	}
 	if (pc->link != (uint32_t)tp->port.link) {
 		tp->peer_why[c->base.peer] = VERBS_PEER_LINK;
-		return;
+		return WEFT_SUCCESS;
 	}
-	c->ring_addr = pc->land_addr + (uint64_t)pe->idx * tp->nslots * tp->stride;
-	c->ring_rkey = pc->land_rkey;
 	c->ctl_addr = pc->ctl_addr + (uint64_t)pe->idx * sizeof(struct verbs_ctl);
 	c->ctl_rkey = pc->ctl_rkey;
 	int err = weft_verbs_qp_connect(tp, c, pc, pe->qpn);
@@ -244,10 +224,15 @@ static void connect_peer(struct verbs_tp *tp, struct verbs_conn *c, unsigned cha
 			 "verbs: QP %u to rank %d (QP %u) would not go to RTR/RTS: %s",
 			 c->qp->qp_num, c->base.peer, pe->qpn, strerror(err));
 		tp->peer_why[c->base.peer] = VERBS_PEER_CONNECT;
-		return;
+		return WEFT_SUCCESS;
 	}
+	/* Receives posted now, before step 4 lets the peer write. */
+	weft_status_t st = weft_verbs_rma_connect(tp, c, pc);
+	if (st != WEFT_SUCCESS)
+		return st;
 	c->up = true; /* until step 4 says the peer got there too */
 	tp->peer_why[c->base.peer] = VERBS_PEER_UP;
+	return WEFT_SUCCESS;
 }
 
 static weft_status_t check_cards(struct verbs_tp *tp, unsigned char *cards)
@@ -259,14 +244,18 @@ static weft_status_t check_cards(struct verbs_tp *tp, unsigned char *cards)
 			return weft_tp_fail(env, WEFT_ERR_REMOTE,
 					    "verbs: rank %d could not set up its transport (%s)", r,
 					    weft_status_string((weft_status_t)c->status));
+		const struct weft_rma_card *g = &c->rma;
 		if (tp->usable && c->usable &&
-		    (c->nslots != tp->nslots || c->slot_bytes != tp->slot_bytes))
+		    (g->nslots != tp->geom.nslots || g->slot_bytes != tp->geom.slot_bytes ||
+		     g->ndesc != tp->geom.ndesc || g->nbounce != tp->geom.nbounce ||
+		     g->bounce_bytes != tp->geom.bounce_bytes ||
+		     g->credit_batch != tp->geom.credit_batch))
 			return weft_tp_fail(
 			    env, WEFT_ERR_INVALID_ARG,
 			    "verbs: rank %d uses %u slots x %llu bytes, this rank %u x %zu (set "
 			    "WEFT_IB_SLOTS and WEFT_IB_SLOT_BYTES alike on every rank)",
-			    r, c->nslots, (unsigned long long)c->slot_bytes, tp->nslots,
-			    tp->slot_bytes);
+			    r, g->nslots, (unsigned long long)g->slot_bytes, tp->geom.nslots,
+			    tp->geom.slot_bytes);
 	}
 	return WEFT_SUCCESS;
 }
@@ -310,12 +299,13 @@ static void log_outcome(struct verbs_tp *tp)
 		weft_log(
 		    WEFT_LOG_INFO, WEFT_SUB_NET,
 		    "verbs: %s:%d (%s, gid %d %s %s, lid %#x), %u x %zu B slots, %d of %d "
-		    "peers connected",
+		    "peers connected, hw_counters %s",
 		    tp->port.dev, tp->port.port,
 		    tp->port.link == WEFT_VERBS_LINK_IB ? "InfiniBand" : "RoCE", tp->gid.index,
 		    weft_verbs_gid_type_name(tp->gid.type, tp->port.link == WEFT_VERBS_LINK_IB),
-		    weft_verbs_gid_str(tp->gid.raw, gid, sizeof(gid)), tp->pattr.lid, tp->nslots,
-		    tp->slot_bytes, up, tp->nconns);
+		    weft_verbs_gid_str(tp->gid.raw, gid, sizeof(gid)), tp->pattr.lid,
+		    tp->geom.nslots, tp->geom.slot_bytes, up, tp->nconns,
+		    tp->counters.present ? "read for signals" : "absent");
 		return;
 	}
 	if (tp->nconns == 0)
@@ -333,7 +323,7 @@ static weft_status_t verbs_init(const struct weft_tp_env *env, struct weft_tp **
 	struct verbs_tp *tp = calloc(1, sizeof(*tp));
 	unsigned char *cards = calloc((size_t)env->nranks, card_bytes(env->nranks));
 	weft_status_t local;
-	if (!tp || !cards || weft_tp_pool_init(&tp->reqs, sizeof(struct verbs_req))) {
+	if (!tp || !cards) {
 		free(cards);
 		if (tp)
 			verbs_fini(&tp->base);
@@ -343,14 +333,14 @@ static weft_status_t verbs_init(const struct weft_tp_env *env, struct weft_tp **
 	}
 	tp->base.ops = &weft_tp_verbs_ops;
 	tp->base.env = env;
-	tp->base.chunk_bytes = 128u << 10;
+	tp->base.chunk_bytes = VERBS_CHUNK;
 	local = prepare(tp);
 	fill_card(tp, card_at(cards, env->nranks, env->rank), local);
 	weft_status_t st = env->allgather(env->ctx, cards, card_bytes(env->nranks));
 	if (st == WEFT_SUCCESS) {
 		weft_status_t checked = local == WEFT_SUCCESS ? check_cards(tp, cards) : local;
 		for (int i = 0; checked == WEFT_SUCCESS && tp->usable && i < tp->nconns; i++)
-			connect_peer(tp, &tp->conns[i], cards);
+			checked = connect_peer(tp, &tp->conns[i], cards);
 		st = agree_pairs(tp);
 		if (checked != WEFT_SUCCESS)
 			st = checked;
@@ -377,15 +367,15 @@ static void tell_peers(struct verbs_tp *tp, enum verbs_state state)
 	for (int i = 0; i < tp->nconns; i++) {
 		struct verbs_conn *c = &tp->conns[i];
 		uint64_t theirs = atomic_load(&c->ctl->state);
-		if (!c->up || c->broken || theirs == VERBS_STATE_CLOSED ||
+		if (!c->up || c->rc.broken || theirs == VERBS_STATE_CLOSED ||
 		    theirs == VERBS_STATE_ABORTED)
 			continue;
 		c->ctl->state_src = state;
 		c->state_pending =
-		    weft_verbs_post_write(c, VERBS_WR_STATE, &c->ctl->state_src, tp->ctl_mr->lkey,
-					  sizeof(uint64_t),
+		    weft_verbs_post_write(c, weft_verbs_wr_tagged(i, VERBS_WR_STATE),
+					  &c->ctl->state_src, tp->ctl_mr->lkey, sizeof(uint64_t),
 					  c->ctl_addr + offsetof(struct verbs_ctl, state),
-					  c->ctl_rkey, false, 0) == 0;
+					  c->ctl_rkey, false, 0, true) == 0;
 	}
 	weft_verbs_qp_drain(tp, VERBS_DRAIN_S);
 }
@@ -400,21 +390,19 @@ static void verbs_abort(struct weft_tp *base)
 	/* In ERR our QPs take no more writes: a peer that writes to us fails
 	 * even before it reads our state. */
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
-	for (int i = 0; i < tp->nconns; i++) {
-		struct verbs_conn *c = &tp->conns[i];
-		if (c->qp)
-			tp->ibv->modify_qp(c->qp, &a, IBV_QP_STATE);
-		c->broken = true;
-		weft_verbs_fail_all(c, WEFT_ERR_ABORTED);
-	}
+	for (int i = 0; i < tp->nconns; i++)
+		if (tp->conns[i].qp)
+			tp->ibv->modify_qp(tp->conns[i].qp, &a, IBV_QP_STATE);
+	weft_rma_abort(&tp->rma);
 }
 
 static void verbs_fini(struct weft_tp *base)
 {
 	struct verbs_tp *tp = verbs_tp_of(base);
 	if (tp->usable && !tp->closing) {
-		/* Also lets the last data writes leave before the QPs go: a
-		 * send is done once staged, not once delivered. */
+		/* The last writes leave before the QPs go: an eager send is
+		 * done once copied, not once delivered. */
+		weft_verbs_rma_flush(tp);
 		tp->closing = true;
 		tell_peers(tp, VERBS_STATE_CLOSED);
 	}
@@ -422,7 +410,6 @@ static void verbs_fini(struct weft_tp *base)
 		weft_verbs_qp_teardown(tp);
 		weft_verbs_dev_close(tp);
 	}
-	weft_tp_pool_fini(&tp->reqs);
 	free(tp->conns);
 	free(tp->conn_of);
 	free(tp->peer_why);
@@ -477,12 +464,13 @@ static void verbs_describe(struct weft_tp *base, int peer, char *buf, size_t len
 	case VERBS_PEER_UP:
 		if (ib)
 			snprintf(buf, len, "verbs(%s:%d lid %#x, %u x %zu B slots)", tp->port.dev,
-				 tp->port.port, tp->pattr.lid, tp->nslots, tp->slot_bytes);
+				 tp->port.port, tp->pattr.lid, tp->geom.nslots,
+				 tp->geom.slot_bytes);
 		else
 			snprintf(buf, len, "verbs(%s:%d gid %d %s, %u x %zu B slots)", tp->port.dev,
 				 tp->port.port, tp->gid.index,
-				 weft_verbs_gid_type_name(tp->gid.type, false), tp->nslots,
-				 tp->slot_bytes);
+				 weft_verbs_gid_type_name(tp->gid.type, false), tp->geom.nslots,
+				 tp->geom.slot_bytes);
 		return;
 	case VERBS_PEER_SELF: snprintf(buf, len, "verbs: self"); return;
 	case VERBS_PEER_LOCAL:
@@ -515,8 +503,12 @@ static const struct weft_setting verbs_settings[] = {
     {"WEFT_IB_TIMEOUT", "14",
      "RC ack timeout, 4.096 us * 2^n (14: 67 ms); with the retries, how soon a dead peer shows"},
     {"WEFT_IB_RETRY_CNT", "7", "RC retransmissions before a write to a silent peer fails"},
-    {"WEFT_IB_SLOTS", "8", "landing slots per peer (verbs)"},
-    {"WEFT_IB_SLOT_BYTES", "128K", "bytes per verbs landing slot (the pipelining chunk)"},
+    {"WEFT_IB_SLOTS", NULL,
+     "verbs: landing slots per peer, a power of two (default 16, fewer for large jobs)"},
+    {"WEFT_IB_SLOT_BYTES", NULL,
+     "verbs: bytes per landing slot; larger messages go by rendezvous (default 16K)"},
+    {"WEFT_IB_STALL", NULL,
+     "seconds a busy verbs connection may stall before the peer is checked (default 0.1)"},
     {"WEFT_IB_SYSFS", "/sys", "root of the sysfs tree read for RDMA ports and GIDs (tests)"},
 };
 
@@ -536,5 +528,5 @@ const struct weft_tp_ops weft_tp_verbs_ops = {
 	    .unmap = weft_tp_no_unmap},
     .rma = {.write = weft_tp_no_write, .get = weft_tp_no_get},
     .prop = {.props = verbs_props, .describe = verbs_describe},
-    .signal = {.signals = weft_tp_no_signals},
+    .signal = {.signals = weft_tp_verbs_signals},
 };

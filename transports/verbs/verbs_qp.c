@@ -1,8 +1,8 @@
 /*
- * verbs_qp.c — the verbs transport's registered regions and queue pairs,
- * and the primitives its message path (and the shared RMA protocol to
- * come) runs on: post an RDMA write, with or without immediate; post
- * receives for immediates; read completions. See verbs.h.
+ * verbs_qp.c — the verbs transport's queue pairs and state lines, and the
+ * primitives the shared RMA protocol runs on (verbs_rma.c hands them to
+ * it): post a signaled RDMA write with immediate, post receives for
+ * immediates, read completions. See verbs.h.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -17,61 +17,30 @@
 
 #define PAGE 4096u
 
-/* wr_id: kind (8 bits) | connection (24 bits) | send queue number (32 bits) */
-static inline uint64_t wr_id(enum verbs_wr_kind kind, int idx, uint64_t seq)
-{
-	return (uint64_t)kind << 56 | (uint64_t)(idx & 0xffffff) << 32 | (uint32_t)seq;
-}
-
 static size_t round_page(size_t n)
 {
 	return (n + PAGE - 1) / PAGE * PAGE;
 }
 
-/* A page-aligned region, faulted in now (registration pins it anyway). */
-static unsigned char *map_region(size_t len)
+/* One state line per peer, registered for the peers' writes. */
+static weft_status_t map_ctl(struct verbs_tp *tp)
 {
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
-}
-
-static weft_status_t reg(struct verbs_tp *tp, void *addr, size_t len, int access,
-			 struct ibv_mr **mr, const char *what)
-{
-	*mr = tp->ibv->reg_mr(tp->pd, addr, len, access);
-	if (*mr)
-		return WEFT_SUCCESS;
-	int e = errno;
-	snprintf(tp->why, sizeof(tp->why), "ibv_reg_mr(%s, %zu bytes): %s%s", what, len,
-		 strerror(e),
-		 e == ENOMEM || e == EPERM ? " (the locked-memory limit, ulimit -l, may be too low)"
-					   : "");
-	return WEFT_ERR_NOT_SUPPORTED;
-}
-
-static weft_status_t map_regions(struct verbs_tp *tp)
-{
-	size_t ring = (size_t)tp->nslots * tp->stride;
-	tp->land_len = round_page((size_t)tp->nconns * ring);
-	tp->stage_len = tp->land_len;
 	tp->ctl_len = round_page((size_t)tp->nconns * sizeof(struct verbs_ctl));
-	tp->land = map_region(tp->land_len);
-	tp->stage = map_region(tp->stage_len);
-	tp->ctlr = map_region(tp->ctl_len);
-	if (!tp->land || !tp->stage || !tp->ctlr) {
-		snprintf(tp->why, sizeof(tp->why), "mmap of %zu bytes of rings: %s",
-			 tp->land_len + tp->stage_len, strerror(errno));
+	void *p = mmap(NULL, tp->ctl_len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (p == MAP_FAILED) {
+		snprintf(tp->why, sizeof(tp->why), "mmap of %zu bytes of state lines: %s",
+			 tp->ctl_len, strerror(errno));
 		return WEFT_ERR_NOT_SUPPORTED;
 	}
-	int remote = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
-	weft_status_t st = reg(tp, tp->land, tp->land_len, remote, &tp->land_mr, "landing slots");
-	if (st == WEFT_SUCCESS)
-		st = reg(tp, tp->stage, tp->stage_len, IBV_ACCESS_LOCAL_WRITE, &tp->stage_mr,
-			 "staging slots");
-	if (st == WEFT_SUCCESS)
-		st = reg(tp, tp->ctlr, tp->ctl_len, remote, &tp->ctl_mr, "control lines");
-	return st;
+	tp->ctlr = p;
+	tp->ctl_mr = tp->ibv->reg_mr(tp->pd, tp->ctlr, tp->ctl_len,
+				     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (tp->ctl_mr)
+		return WEFT_SUCCESS;
+	snprintf(tp->why, sizeof(tp->why), "ibv_reg_mr(state lines, %zu bytes): %s", tp->ctl_len,
+		 strerror(errno));
+	return WEFT_ERR_NOT_SUPPORTED;
 }
 
 static weft_status_t create_qp(struct verbs_tp *tp, struct verbs_conn *c)
@@ -81,7 +50,7 @@ static weft_status_t create_qp(struct verbs_tp *tp, struct verbs_conn *c)
 	    .send_cq = tp->cq,
 	    .recv_cq = tp->cq,
 	    .cap = {.max_send_wr = tp->sq_depth,
-		    .max_recv_wr = tp->nslots,
+		    .max_recv_wr = tp->rq_depth,
 		    .max_send_sge = 1,
 		    .max_recv_sge = 1},
 	    .qp_type = IBV_QPT_RC,
@@ -89,7 +58,7 @@ static weft_status_t create_qp(struct verbs_tp *tp, struct verbs_conn *c)
 	c->qp = tp->ibv->create_qp(tp->pd, &ia);
 	if (!c->qp) {
 		snprintf(tp->why, sizeof(tp->why), "ibv_create_qp (%u + %u entries): %s",
-			 tp->sq_depth, tp->nslots, strerror(errno));
+			 tp->sq_depth, tp->rq_depth, strerror(errno));
 		return WEFT_ERR_NOT_SUPPORTED;
 	}
 	struct ibv_qp_attr a = {
@@ -100,10 +69,8 @@ static weft_status_t create_qp(struct verbs_tp *tp, struct verbs_conn *c)
 	};
 	int err = tp->ibv->modify_qp(
 	    c->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-	/* Receives may be posted from INIT on: all of them now, before any
-	 * peer can write. */
-	if (!err)
-		err = weft_verbs_post_recvs(c, tp->nslots);
+	/* The protocol posts the receives when it joins the peer (from INIT
+	 * on they may be posted), before any peer can write. */
 	if (err) {
 		snprintf(tp->why, sizeof(tp->why), "QP %u to INIT: %s", c->qp->qp_num,
 			 strerror(err));
@@ -112,39 +79,41 @@ static weft_status_t create_qp(struct verbs_tp *tp, struct verbs_conn *c)
 	return WEFT_SUCCESS;
 }
 
-static void place_conn(struct verbs_tp *tp, struct verbs_conn *c)
-{
-	size_t ring = (size_t)tp->nslots * tp->stride;
-	c->land = tp->land + (size_t)c->idx * ring;
-	c->stage = tp->stage + (size_t)c->idx * ring;
-	c->ctl = (struct verbs_ctl *)(tp->ctlr + (size_t)c->idx * sizeof(struct verbs_ctl));
-	c->txr.nslots = c->rxr.nslots = tp->nslots;
-	/* A credit write per quarter of the ring: fewer writes, and the sender
-	 * never waits for more than a quarter of the slots. */
-	c->rxr.credit_batch = tp->nslots >= 4 ? tp->nslots / 4 : 1;
-}
-
 weft_status_t weft_verbs_qp_setup(struct verbs_tp *tp)
 {
-	weft_status_t st = map_regions(tp);
+	weft_status_t st = map_ctl(tp);
 	if (st != WEFT_SUCCESS)
 		return st;
-	tp->sq_depth = 2 * tp->nslots + 8;
+	/* Every write the protocol can have in flight to one peer is bounded
+	 * by what it can have landing there: the same depth both ways, plus
+	 * the state write. */
+	tp->rq_depth = weft_rma_imm_depth(&tp->geom);
+	tp->sq_depth = tp->rq_depth + 1;
 	if (tp->max_wr && tp->sq_depth > tp->max_wr)
 		tp->sq_depth = tp->max_wr;
-	int cqe = tp->nconns * (int)(tp->sq_depth + tp->nslots) + 1;
+	if (tp->max_wr && tp->rq_depth > tp->max_wr) {
+		snprintf(tp->why, sizeof(tp->why),
+			 "the device takes %u work requests per queue, the protocol needs %u "
+			 "(fewer WEFT_IB_SLOTS)",
+			 tp->max_wr, tp->rq_depth);
+		return WEFT_ERR_NOT_SUPPORTED;
+	}
+	int cqe = tp->nconns * (int)(tp->sq_depth + tp->rq_depth) + 1;
 	tp->cq = tp->ibv->create_cq(tp->ctx, cqe, NULL, NULL, 0);
 	if (!tp->cq) {
 		snprintf(tp->why, sizeof(tp->why), "ibv_create_cq(%d): %s", cqe, strerror(errno));
 		return WEFT_ERR_NOT_SUPPORTED;
 	}
 	for (int i = 0; st == WEFT_SUCCESS && i < tp->nconns; i++) {
-		place_conn(tp, &tp->conns[i]);
-		st = create_qp(tp, &tp->conns[i]);
+		struct verbs_conn *c = &tp->conns[i];
+		c->ctl = (struct verbs_ctl *)(tp->ctlr + (size_t)i * sizeof(struct verbs_ctl));
+		st = create_qp(tp, c);
 	}
 	return st;
 }
 
+/* The QPs and the CQ first (no completion may arrive after this), then the
+ * protocol's registrations, then the state lines. */
 void weft_verbs_qp_teardown(struct verbs_tp *tp)
 {
 	const struct weft_ibv *ibv = tp->ibv;
@@ -156,19 +125,15 @@ void weft_verbs_qp_teardown(struct verbs_tp *tp)
 	if (tp->cq && ibv->destroy_cq(tp->cq) != 0)
 		weft_log(WEFT_LOG_WARN, WEFT_SUB_NET, "verbs: ibv_destroy_cq: still in use");
 	tp->cq = NULL;
-	struct ibv_mr **mrs[] = {&tp->land_mr, &tp->stage_mr, &tp->ctl_mr};
-	for (size_t i = 0; i < sizeof(mrs) / sizeof(mrs[0]); i++)
-		if (*mrs[i]) {
-			ibv->dereg_mr(*mrs[i]);
-			*mrs[i] = NULL;
-		}
-	if (tp->land)
-		munmap(tp->land, tp->land_len);
-	if (tp->stage)
-		munmap(tp->stage, tp->stage_len);
+	if (tp->rma_ready)
+		weft_rma_fini(&tp->rma);
+	tp->rma_ready = false;
+	if (tp->ctl_mr)
+		ibv->dereg_mr(tp->ctl_mr);
+	tp->ctl_mr = NULL;
 	if (tp->ctlr)
 		munmap(tp->ctlr, tp->ctl_len);
-	tp->land = tp->stage = tp->ctlr = NULL;
+	tp->ctlr = NULL;
 }
 
 static int to_rtr(struct verbs_tp *tp, struct verbs_conn *c, const struct verbs_card *peer,
@@ -223,25 +188,19 @@ int weft_verbs_qp_connect(struct verbs_tp *tp, struct verbs_conn *c, const struc
 
 /* ---- primitives ---- */
 
-int weft_verbs_post_write(struct verbs_conn *c, enum verbs_wr_kind kind, const void *local,
-			  uint32_t lkey, uint32_t len, uint64_t raddr, uint32_t rkey, bool imm,
-			  uint32_t imm_value)
+int weft_verbs_post_write(struct verbs_conn *c, uint64_t wr_id, const void *local, uint32_t lkey,
+			  uint32_t len, uint64_t raddr, uint32_t rkey, bool imm, uint32_t imm_value,
+			  bool last)
 {
-	/* Probes and state writes always find room: data and credits leave
-	 * two entries free for them. */
-	bool always = kind == VERBS_WR_PROBE || kind == VERBS_WR_STATE;
-	uint32_t room = weft_verbs_sq_room(c);
-	if (room == 0 || (!always && room <= 2))
+	if (c->sq_out + (last ? 0 : 1) >= c->tp->sq_depth)
 		return EAGAIN;
-	bool sig = always || c->sq_posted % VERBS_SIGNAL_EVERY == VERBS_SIGNAL_EVERY - 1 ||
-		   room <= VERBS_SIGNAL_EVERY + 2;
 	struct ibv_sge sge = {.addr = (uint64_t)(uintptr_t)local, .length = len, .lkey = lkey};
 	struct ibv_send_wr wr = {
-	    .wr_id = wr_id(kind, c->idx, c->sq_posted),
+	    .wr_id = wr_id,
 	    .sg_list = len ? &sge : NULL,
 	    .num_sge = len ? 1 : 0,
 	    .opcode = imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE,
-	    .send_flags = sig ? IBV_SEND_SIGNALED : 0,
+	    .send_flags = IBV_SEND_SIGNALED,
 	    .imm_data = htonl(imm_value),
 	    .wr.rdma = {.remote_addr = raddr, .rkey = rkey},
 	};
@@ -249,7 +208,7 @@ int weft_verbs_post_write(struct verbs_conn *c, enum verbs_wr_kind kind, const v
 	int err = ibv_post_send(c->qp, &wr, &bad); /* verbs.h inline: ctx->ops */
 	if (err)
 		return err;
-	c->sq_posted++;
+	c->sq_out++;
 	return 0;
 }
 
@@ -258,7 +217,7 @@ int weft_verbs_post_recvs(struct verbs_conn *c, uint32_t n)
 	/* No scatter list: a write with immediate places its data by address
 	 * and consumes the receive only for the immediate. */
 	for (uint32_t i = 0; i < n; i++) {
-		struct ibv_recv_wr wr = {.wr_id = wr_id(VERBS_WR_RECV, c->idx, 0)};
+		struct ibv_recv_wr wr = {.wr_id = weft_verbs_wr_tagged(c->idx, VERBS_WR_RECV)};
 		struct ibv_recv_wr *bad = NULL;
 		int err = ibv_post_recv(c->qp, &wr, &bad); /* verbs.h inline: ctx->ops */
 		if (err)
@@ -267,53 +226,63 @@ int weft_verbs_post_recvs(struct verbs_conn *c, uint32_t n)
 	return 0;
 }
 
-/* A send completion (or its error) retires its request and every one
- * posted before it on the connection. */
-static void retire(struct verbs_conn *c, uint32_t seq)
+/* One completion in the protocol's form; false when it is not the
+ * protocol's (a state write, a receive flushed by an error the protocol
+ * hears of through a write, a connection unknown). */
+static bool take(struct verbs_tp *tp, const struct ibv_wc *wc, struct weft_rma_cqe *out)
 {
-	uint64_t n = (uint32_t)(seq + 1 - (uint32_t)c->sq_done);
-	if (n <= c->sq_posted - c->sq_done)
-		c->sq_done += n;
-}
-
-static void dispatch(struct verbs_tp *tp, const struct ibv_wc *wc)
-{
-	enum verbs_wr_kind kind = (enum verbs_wr_kind)(wc->wr_id >> 56);
-	uint32_t idx = (uint32_t)(wc->wr_id >> 32) & 0xffffff;
-	if (idx >= (uint32_t)tp->nconns)
-		return;
+	uint64_t tag = wc->wr_id & VERBS_WR_TAG_MASK;
+	if (tag == VERBS_WR_OP) {
+		struct weft_rma_op *op = (struct weft_rma_op *)(uintptr_t)wc->wr_id;
+		struct verbs_conn *c = verbs_conn_of(op->conn);
+		c->sq_out--;
+		*out = (struct weft_rma_cqe){.kind = WEFT_RMA_CQE_LOCAL, .op = op};
+		out->status = wc->status == IBV_WC_SUCCESS ? WEFT_SUCCESS : WEFT_ERR_REMOTE;
+		if (wc->status != IBV_WC_SUCCESS)
+			weft_verbs_wc_why(c, wc, out->why, sizeof(out->why));
+		return true;
+	}
+	uint64_t idx = wc->wr_id >> 4;
+	if (idx >= (uint64_t)tp->nconns)
+		return false;
 	struct verbs_conn *c = &tp->conns[idx];
-	if (kind != VERBS_WR_RECV)
-		retire(c, (uint32_t)wc->wr_id);
-	if (kind == VERBS_WR_STATE)
+	if (tag == VERBS_WR_STATE) {
+		c->sq_out--;
 		c->state_pending = false;
-	if (wc->status != IBV_WC_SUCCESS)
-		weft_verbs_on_error(c, kind, wc->status, wc->vendor_err);
-	else if (kind == VERBS_WR_RECV)
-		weft_verbs_on_recv(c, ntohl(wc->imm_data), wc->byte_len);
-	else if (kind == VERBS_WR_PROBE)
-		weft_verbs_on_probe(c);
+		return false;
+	}
+	if (tag != VERBS_WR_RECV || wc->status != IBV_WC_SUCCESS ||
+	    wc->opcode != IBV_WC_RECV_RDMA_WITH_IMM || !(wc->wc_flags & IBV_WC_WITH_IMM))
+		return false;
+	*out = (struct weft_rma_cqe){
+	    .kind = WEFT_RMA_CQE_REMOTE, .conn = &c->rc, .imm = ntohl(wc->imm_data)};
+	return true;
 }
 
-int weft_verbs_poll(struct verbs_tp *tp)
+int weft_verbs_poll(struct verbs_tp *tp, struct weft_rma_cqe *out, int max)
 {
 	struct ibv_wc wc[VERBS_POLL_BATCH];
-	int n = ibv_poll_cq(tp->cq, VERBS_POLL_BATCH, wc); /* verbs.h inline: ctx->ops */
+	int want = max < VERBS_POLL_BATCH ? max : VERBS_POLL_BATCH;
+	int n = ibv_poll_cq(tp->cq, want, wc); /* verbs.h inline: ctx->ops */
 	if (n < 0)
-		return -1;
+		return WEFT_ERR_SYSTEM;
+	int k = 0;
 	for (int i = 0; i < n; i++)
-		dispatch(tp, &wc[i]);
-	return n;
+		k += take(tp, &wc[i], &out[k]);
+	return k;
 }
 
+/* The protocol is done (fini, after its flush) or failed (abort): what
+ * else this reads is not its any more. */
 void weft_verbs_qp_drain(struct verbs_tp *tp, double seconds)
 {
+	struct weft_rma_cqe ev[VERBS_POLL_BATCH];
 	double end = weft_now() + seconds;
 	for (;;) {
 		bool busy = false;
 		for (int i = 0; i < tp->nconns && !busy; i++)
 			busy = tp->conns[i].state_pending;
-		if (!busy || weft_now() > end || weft_verbs_poll(tp) < 0)
+		if (!busy || weft_now() > end || weft_verbs_poll(tp, ev, VERBS_POLL_BATCH) < 0)
 			return;
 	}
 }

@@ -6,12 +6,14 @@
  * transport's progress, so every RDMA write, immediate, credit and
  * completion below went through the QPs the transport set up.
  *
- * Covered: sizes 0, 1, 8, the inline limit and one past it, slot-1, slot,
- * slot+1 and many slots between every pair of 2..4 ranks; reduce receives
- * with odd element counts; 300 queued messages on a ring of 4 slots (the
- * slot and credit counters wrap the ring dozens of times) and a receiver
- * that is slow, not dead; tag and length mismatches; a peer killed
- * mid-transfer in both directions; abort; no file left behind.
+ * Covered: sizes 0, 1, 8, the largest eager message and the smallest
+ * rendezvous one, slot-1, slot, slot+1 and many slots between every pair
+ * of 2..4 ranks; reduce receives with odd element counts, through more
+ * bounce pieces than there are; 300 queued messages on a ring of 4 slots
+ * (the slot and credit counters wrap the ring dozens of times, the large
+ * ones by rendezvous) and a receiver that is slow, not dead; tag and
+ * length mismatches; a peer killed mid-transfer in both directions, on
+ * one host and on two; abort; no file left behind.
  * test_verbs_setup.c has what the QPs were told and when verbs serves.
  *
  * The slot is 16 KiB in these tests (WEFT_IB_SLOT_BYTES) so that
@@ -40,7 +42,10 @@ END_TEST
 
 static int body_reduce(weft_comm_t comm, int rank, int nranks, void *arg)
 {
-	static const size_t counts[] = {1, 7, SLOT / 8 - 1, SLOT / 8 + 3, 5 * SLOT / 8 + 13};
+	/* The last is larger than the bounce pieces together (4 x 128K): they
+	 * are reduced from and handed out again. */
+	static const size_t counts[] = {1,     7, SLOT / 8 - 1, SLOT / 8 + 3, 5 * SLOT / 8 + 13,
+					100003};
 	int peer = 1 - rank;
 	for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
 		for (int dt = 0; dt < 2; dt++) {

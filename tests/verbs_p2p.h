@@ -140,7 +140,10 @@ static inline void run_ok(int nranks, const char *const *env, harness_body_fn bo
 
 /* ---- every size between every pair ---- */
 
-static const size_t sizes[] = {0,	 1,    8,	 WEFT_SLOT_INLINE, WEFT_SLOT_INLINE + 1,
+/* Around the protocol's boundaries: a slot's header takes 64 bytes, so
+ * SLOT - 64 is the largest eager message and SLOT - 63 the smallest that
+ * goes by rendezvous. */
+static const size_t sizes[] = {0,	 1,    8,	 WEFT_SLOT_INLINE, SLOT - 64, SLOT - 63,
 			       SLOT - 1, SLOT, SLOT + 1, 5 * SLOT + 7,	   2 * SLOT};
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 

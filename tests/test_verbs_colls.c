@@ -5,9 +5,10 @@
  * job over verbs must survive.
  *
  *  - at 2, 3 and 4 ranks: allreduce, allgather, reduce_scatter, broadcast,
- *    reduce, alltoall and barrier, counts 0, 1, 7, nranks - 1, 4099 and
- *    70001, (datatype, op) pairs in rotation, in place and out of place in
- *    turn, every element checked against an exact value;
+ *    reduce, alltoall, send/recv (a ring, in a group) and barrier, counts
+ *    0, 1, 7, nranks - 1, 4099 and 70001, (datatype, op) pairs in
+ *    rotation, in place and out of place in turn, every element checked
+ *    against an exact value;
  *  - at 3 ranks, each allreduce and allgather algorithm forced in turn;
  *  - a rank killed (SIGKILL) between allreduces, and a rank that aborts:
  *    every survivor fails with WEFT_ERR_REMOTE within 5 s, with a message,
@@ -177,6 +178,30 @@ static int a2a_case(struct ctx *c, size_t count, weft_datatype_t dt)
 	return ret;
 }
 
+/* Send and receive around the ring, both at once in a group. */
+static int sr_case(struct ctx *c, size_t count, weft_datatype_t dt)
+{
+	size_t bytes = count * harness_dtype_size(dt);
+	int next = (c->rank + 1) % c->nranks, prev = (c->rank + c->nranks - 1) % c->nranks;
+	char *in = zalloc(bytes), *out = zalloc(bytes), *want = zalloc(bytes);
+	harness_ag_input(in, count, dt, c->rank, c->salt);
+	harness_ag_input(want, count, dt, prev, c->salt);
+	weft_status_t st = weft_group_start();
+	if (st == WEFT_SUCCESS)
+		st = weft_send(in, count, dt, next, c->comm);
+	if (st == WEFT_SUCCESS)
+		st = weft_recv(out, count, dt, prev, c->comm);
+	weft_status_t end = weft_group_end();
+	if (st == WEFT_SUCCESS)
+		st = end;
+	int ret = st != WEFT_SUCCESS ? harness_fail_status(c->comm, st, "send/recv %zu", count)
+				     : compare(c, "send/recv", out, want, count, dt, false);
+	free(in);
+	free(out);
+	free(want);
+	return ret;
+}
+
 /* arg: NULL, every collective; "allreduce"/"allgather": that one only. */
 static int matrix_body(weft_comm_t comm, int rank, int nranks, void *arg)
 {
@@ -187,7 +212,7 @@ static int matrix_body(weft_comm_t comm, int rank, int nranks, void *arg)
 	int ret = 0;
 	for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]) && !ret; k++) {
 		size_t n = counts[k];
-		for (int coll = 0; coll < 6 && !ret; coll++) {
+		for (int coll = 0; coll < 7 && !ret; coll++) {
 			struct sample s = samples[rot % NSAMPLES];
 			bool in_place = rot % 2;
 			c.salt = ++rot;
@@ -201,7 +226,8 @@ static int matrix_body(weft_comm_t comm, int rank, int nranks, void *arg)
 			case 2: ret = rs_case(&c, n, s, in_place); break;
 			case 3: ret = bc_case(&c, n, s.dt, in_place); break;
 			case 4: ret = rd_case(&c, n, s, in_place); break;
-			default: ret = a2a_case(&c, n, s.dt); break;
+			case 5: ret = a2a_case(&c, n, s.dt); break;
+			default: ret = sr_case(&c, n, s.dt); break;
 			}
 		}
 	}

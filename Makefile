@@ -74,7 +74,7 @@ OFI_STREAM := $(BUILD)/ofi_stream
 FAKE_IBV_SRCS := $(wildcard tests/fake_ibverbs/*.c)
 FAKE_IBV      := $(BUILD)/tests/libfake_ibverbs.so
 
-.PHONY: all lib perf tests test asan-test install format clean
+.PHONY: all lib perf tests test lint asan-test install format clean
 all: lib perf tests $(TOOLS)
 lib: $(BUILD)/libweft.so $(BUILD)/libweft.a $(LAUNCH_LIB)
 # Limits the figures are compared with (BENCH.md): libc only, no Weft.
@@ -104,9 +104,9 @@ $(BUILD)/%_perf: perf/%_perf.c $(PERF_COMMON) $(PERF_HDRS) $(BUILD)/libweft.so $
 	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -Iperf -o $@ $< $(PERF_COMMON) $(LAUNCH_LIB) -L$(BUILD) -lweft \
 		-Wl,-rpath,'$$ORIGIN' $(SANITIZE) -lm
 
-$(BUILD)/%_limit: perf/%_limit.c
+$(BUILD)/%_limit: perf/%_limit.c $(BUILD)/obj/src/util/parse.o
 	@mkdir -p $(dir $@)
-	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $< $(SANITIZE)
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $^ $(SANITIZE)
 
 $(OFI_STREAM): perf/ofi_stream.c
 	@mkdir -p $(dir $@)
@@ -143,31 +143,44 @@ $(filter $(BUILD)/tests/test_verbs%,$(TEST_PROGS)): $(FAKE_IBV)
 
 # Suites that run again under a setting (SETTING=VALUE:suite): the test
 # gate that admits one message per connection (core/gate.h), where a send
-# that bypasses the gate or a schedule that needs two in flight shows; and
-# the progress thread, which must not change a result.
+# that bypasses the gate or a schedule that needs two in flight shows; the
+# progress thread, which must not change a result; and the generic kernels
+# (WEFT_ISA=generic), tested as the library dispatches them even on an AVX2
+# machine (some multi-rank jobs set it too).
 RERUNS := $(foreach t,test_colls test_allreduce test_allgather test_algos_a test_algos_b \
 	test_algos_hier test_verbs_colls,WEFT_GATE=one:$(t)) \
 	$(foreach t,test_nonblocking test_colls test_split_group test_verbs_colls, \
-	WEFT_PROGRESS_THREAD=1:$(t))
+	WEFT_PROGRESS_THREAD=1:$(t)) \
+	WEFT_ISA=generic:test_reduce
 
 # Every suite runs; the target fails if any failed. Each prints Check's
-# "N%: Checks: X, Failures: Y, Errors: Z" line.
+# "N%: Checks: X, Failures: Y, Errors: Z" line. The kernel suite runs a
+# second time with WEFT_ISA=generic, so that the generic kernels are tested
+# as the library dispatches them even on an AVX2 machine (some multi-rank
+# jobs set it too).
 # The fabric test needs root, ip, tc and lldpd; it exits 77 (skipped) otherwise.
 # The last line counts the test programs: "N passed, N failed, N skipped".
-test: tests $(PERF_PROGS) $(TOOLS)
-	@pass=0; fail=0; skip=0; for t in $(TEST_PROGS); do \
-		echo "== $$t"; if WEFT_BUILD=$(BUILD) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
+test: lint tests $(PERF_PROGS) $(TOOLS)
+	@pass=0; fail=0; skip=0; failed=; for t in $(TEST_PROGS); do \
+		echo "== $$t"; if WEFT_BUILD=$(BUILD) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); failed="$$failed $${t##*/}"; fi; \
 	done; \
 	for r in $(RERUNS); do \
 		set=$${r%%:*}; t=$(BUILD)/tests/$${r#*:}; echo "== $$set $$t"; \
-		if env $$set WEFT_BUILD=$(BUILD) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
+		if env $$set WEFT_BUILD=$(BUILD) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); failed="$$failed $$set:$${t##*/}"; fi; \
 	done; \
 	for t in $(TEST_SCRIPTS); do \
 		echo "== $$t"; WEFT_BUILD=$(BUILD) $$t; rc=$$?; \
-		if [ $$rc -eq 77 ]; then skip=$$((skip+1)); elif [ $$rc -ne 0 ]; then fail=$$((fail+1)); else pass=$$((pass+1)); fi; \
+		if [ $$rc -eq 77 ]; then skip=$$((skip+1)); elif [ $$rc -ne 0 ]; then fail=$$((fail+1)); failed="$$failed $${t##*/}"; else pass=$$((pass+1)); fi; \
 	done; \
+	[ -z "$$failed" ] || echo "failed:$$failed"; \
 	echo "$$pass passed, $$fail failed, $$skip skipped"; \
 	[ $$fail -eq 0 ]
+
+# The house rules that a compiler does not check: file and function sizes,
+# and includes that only point down the layers (STYLE.md, DESIGN.md).
+lint:
+	$(call say,LINT,sizes)scripts/check-sizes
+	$(call say,LINT,layers)scripts/check-layers
 
 asan-test:
 	$(MAKE) BUILD=build-asan SANITIZE="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \

@@ -13,8 +13,8 @@
  * the provider's errors on probes), with every survivor failing with
  * WEFT_ERR_REMOTE within 5 s (the time is printed); abort; a job with shm
  * between some pairs and ofi between others; scores and descriptions; a
- * provider that does not exist, one that lacks what Weft needs, a missing
- * library (an error when ofi was asked for, idle when it was not); and
+ * provider that does not exist, one that lacks what Weft needs (mrail), a
+ * missing library (an error when ofi was asked for, idle when it was not); and
  * every setting's parsing.
  *
  * The test process loads libfabric and asks it for providers once before
@@ -384,7 +384,7 @@ START_TEST(mismatch)
 	 * CQ data shows it); tags on rma only: the tagged path never matches a
 	 * wrong tag (a stall). */
 	static const struct mismatch cases[] = {
-	    {5, 5, 100, 200},	 {5, 5, 300000, 200000}, {5, 5, 100, 100000},
+	    {5, 5, 100, 200},	{5, 5, 300000, 200000}, {5, 5, 100, 100000},
 	    {5, 5, 4000, 3996}, {5, 9, 100, 100},
 	};
 	int c = _i % 5, v = _i / 5;
@@ -687,6 +687,13 @@ static const struct init_error init_errors[] = {
      WEFT_ERR_INVALID_ARG},
     /* built into libfabric, but there is no Omni-Path device here */
     {"psm2", {NULL}, {"psm2", "no such provider", "tcp;ofi_rxm"}, WEFT_ERR_INVALID_ARG},
+    /* exists (multi-rail over rxm, given rails), but has no RMA with
+     * remote CQ data: lacks what Weft needs */
+    {"tcp;ofi_rxm;ofi_mrail",
+     {"FI_OFI_MRAIL_ADDR=127.0.0.1"},
+     {"WEFT_OFI_PROVIDER=tcp;ofi_rxm;ofi_mrail", "lacks what Weft needs",
+      "would work: tcp;ofi_rxm"},
+     WEFT_ERR_NOT_SUPPORTED},
     {"tcp;ofi_rxm",
      {"WEFT_OFI_LIB=libweft-no-such-fabric.so.1"},
      {"libweft-no-such-fabric", "WEFT_OFI_LIB"},
@@ -801,6 +808,9 @@ int main(void)
 	setenv("FI_TCP_IFACE", "lo", 1);
 	setenv("FI_SOCKETS_IFACE", "lo", 1);
 	setenv("FI_UDP_IFACE", "lo", 1);
+	/* Rails for mrail (the provider that lacks RMA), read when libfabric
+	 * initialises its providers. */
+	setenv("FI_OFI_MRAIL_ADDR", "127.0.0.1", 1);
 	warm_up();
 	SRunner *sr = srunner_create(ofi_suite());
 	srunner_run_all(sr, CK_NORMAL);

@@ -265,6 +265,14 @@ static weft_status_t fake_allgather(void *ctx, void *buf, size_t bytes)
 	return WEFT_SUCCESS;
 }
 
+/* What the communicator would make of a tag mismatch, in a form the
+ * mismatch test can check: whose tag is whose. */
+static void fake_explain(void *ctx, uint64_t sent, uint64_t want, int peer, char *buf, size_t len)
+{
+	snprintf(buf, len, "explained: rank %d's %#llx, here %#llx", peer, (unsigned long long)sent,
+		 (unsigned long long)want);
+}
+
 static weft_status_t fake_fail(void *ctx, weft_status_t status, const char *msg)
 {
 	struct fake_ep *e = ctx;
@@ -328,7 +336,8 @@ static void fabric_up(const struct setup *s)
 					      .peers = e->peers,
 					      .ctx = e,
 					      .allgather = fake_allgather,
-					      .fail = fake_fail};
+					      .fail = fake_fail,
+					      .explain = fake_explain};
 		weft_status_t st =
 		    weft_rma_init(&e->rp, s->local_reg ? &prims_local_reg : &fake_prims, &e->env,
 				  &s->geom, "fake");
@@ -593,6 +602,15 @@ START_TEST(mismatch)
 	for (int k = 0; k < 4; k++)
 		ck_assert_msg(strstr(e, want[k]), "error \"%s\" does not name %s", e, want[k]);
 	ck_assert_msg(strstr(e, "rank"), "error \"%s\" names no rank", e);
+	/* And says what the communicator makes of the two tags (env->explain),
+	 * the peer's as the peer's: the receiver saw the sender's, the sender
+	 * the receiver's descriptor. */
+	char expl[96];
+	bool rx_side = F.ep[1].error[0];
+	snprintf(expl, sizeof(expl), "explained: rank %d's %#llx, here %#llx", rx_side ? 0 : 1,
+		 (unsigned long long)(rx_side ? cases[_i].stag : cases[_i].rtag),
+		 (unsigned long long)(rx_side ? cases[_i].rtag : cases[_i].stag));
+	ck_assert_msg(strstr(e, expl), "error \"%s\" does not say \"%s\"", e, expl);
 	free(sb);
 	free(rb);
 	fabric_down();
@@ -721,7 +739,8 @@ START_TEST(geometry)
 	/* A geometry the protocol cannot run is refused with a message. */
 	struct fake_ep *e = &F.ep[0];
 	memset(e, 0, sizeof(*e));
-	e->env = (struct weft_tp_env){.nranks = 2, .ctx = e, .fail = fake_fail};
+	e->env =
+	    (struct weft_tp_env){.nranks = 2, .ctx = e, .fail = fake_fail, .explain = fake_explain};
 	default_geom(&g);
 	g.nslots = 6;
 	ck_assert_int_eq(weft_rma_init(&e->rp, &fake_prims, &e->env, &g, "fake"),

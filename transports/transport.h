@@ -48,6 +48,18 @@ struct weft_mr;
 /* ---- Messages ---- */
 
 /*
+ * Tags. The upper 32 bits are the operation word (core/tag.h): bit 31 set
+ * for sends and receives (the rest their number); clear for a collective,
+ * whose bits 30..19 are the call number and WEFT_TAG_SIGNATURE the
+ * signature of its arguments. The signature only checks the call: a
+ * transport that matches by tag may leave it out of the match and compare
+ * it when the message lands, so that mismatched calls fail at once instead
+ * of never matching.
+ */
+#define WEFT_TAG_P2P	   (1u << 31)
+#define WEFT_TAG_SIGNATURE 0x0007ffffu
+
+/*
  * One message. For a receive, the bytes go to buf (copied), or, when
  * reduce is set, are combined: buf[i] = reduce(local[i], incoming[i]).
  */

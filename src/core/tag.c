@@ -17,6 +17,8 @@
 #define OP_MASK	    0x7u
 #define ARGS_MASK   0x1ffu
 
+_Static_assert(WEFT_TAG_SIGNATURE == (1u << NUM_SHIFT) - 1,
+	       "transports learn which bits are the signature from transport.h");
 _Static_assert(WEFT_COLL_BARRIER <= COLL_MASK, "collectives must fit the tag");
 _Static_assert(WEFT_DATATYPE_COUNT - 1 <= DTYPE_MASK, "datatypes must fit the tag");
 _Static_assert(WEFT_OP_COUNT - 1 <= OP_MASK, "ops must fit the tag");

@@ -37,8 +37,7 @@
 #include <stdint.h>
 
 #include "core/task.h"
-
-#define WEFT_TAG_P2P (1u << 31)
+#include "transports/transport.h" /* WEFT_TAG_P2P, WEFT_TAG_SIGNATURE */
 
 /* The operation word of the @p number-th collective call (its arguments in
  * @p args), or of the @p number-th send/receive to or from one peer. */

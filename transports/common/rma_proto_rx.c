@@ -62,12 +62,15 @@ static void return_slots(struct weft_rma_conn *c)
 static weft_status_t slot_mismatch(struct weft_rma_conn *c, const struct weft_msg *m,
 				   const struct weft_slot_hdr *h)
 {
+	char why[256];
+	const struct weft_tp_env *env = c->rp->env;
+	env->explain(env->ctx, h->tag, m->tag, c->peer, why, sizeof(why));
 	return weft_rma_fail(c, WEFT_ERR_REMOTE,
 			     "%s: peer rank %d sent tag %#llx with %llu bytes where the receive "
-			     "posted here has tag %#llx with %zu bytes (mismatched calls across "
-			     "ranks?)",
+			     "posted here has tag %#llx with %zu bytes: %s",
 			     c->rp->name, c->peer, (unsigned long long)h->tag,
-			     (unsigned long long)h->len, (unsigned long long)m->tag, m->len);
+			     (unsigned long long)h->len, (unsigned long long)m->tag, m->len,
+			     why[0] ? why : "mismatched calls across ranks?");
 }
 
 /* Check and consume the next landed slot. WEFT_INPROGRESS: none yet. */

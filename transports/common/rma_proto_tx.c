@@ -88,20 +88,24 @@ static struct weft_rma_req *find_send(struct weft_rma_conn *c, uint64_t index)
 static weft_status_t desc_mismatch(struct weft_rma_conn *c, const struct weft_rma_desc *d)
 {
 	struct weft_rma_req *r = find_send(c, d->msg);
-	char mine[96];
-	if (r)
+	char mine[96], why[256] = "";
+	const struct weft_tp_env *env = c->rp->env;
+	if (r) {
 		snprintf(mine, sizeof(mine), "tag %#llx with %zu bytes",
 			 (unsigned long long)r->base.msg->tag, r->base.msg->len);
-	else
+		/* The peer's receive stands for its call, ours for this rank's. */
+		env->explain(env->ctx, d->tag, r->base.msg->tag, c->peer, why, sizeof(why));
+	} else {
 		snprintf(mine, sizeof(mine), "a message of at most %zu bytes",
 			 weft_rma_eager_max(&c->rp->geom));
+	}
 	return weft_rma_fail(c, WEFT_ERR_REMOTE,
 			     "%s: peer rank %d expects tag %#llx with %llu bytes (piece %llu+%llu) "
-			     "where this rank's message %llu to it is %s (mismatched calls "
-			     "across ranks?)",
+			     "where this rank's message %llu to it is %s: %s",
 			     c->rp->name, c->peer, (unsigned long long)d->tag,
 			     (unsigned long long)d->msg_len, (unsigned long long)d->off,
-			     (unsigned long long)d->len, (unsigned long long)d->msg, mine);
+			     (unsigned long long)d->len, (unsigned long long)d->msg, mine,
+			     why[0] ? why : "mismatched calls across ranks?");
 }
 
 /* Return descriptor entries to the receiver. */

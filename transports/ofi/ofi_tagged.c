@@ -4,14 +4,21 @@
  * runs its own eager and rendezvous protocols (rxm: eager up to 16 KiB).
  *
  * Tags: bit 63 marks control traffic (liveness probes), then 7 bits of the
- * communicator, 24 of the operation's sequence, 32 of its step (fewer
- * sequence bits where the provider's tag is shorter). A receive matches
- * its tag from its peer only, so messages complete in whatever order they
- * arrive, and a message whose tag no receive expects is never matched:
- * that shows as a stall, ended by the operation's timeout (the provider
- * cannot say the tag was wrong). A length mismatch is seen: a longer
- * message truncates (FI_ETRUNC), a shorter one completes short; both are
- * reported with both lengths.
+ * communicator, 24 of the operation word, 32 of its step (fewer word bits
+ * where the provider's tag is shorter). A collective keeps the top of its
+ * word (the call number, then its signature: transport.h), a send or
+ * receive its p2p flag and the low bits of its number. A receive matches
+ * its peer and tag, except that a collective's signature is left out of
+ * the match (the ignore mask): the full word rides in the upper half of
+ * the CQ data and is compared when the message lands, so that ranks that
+ * called different collectives, or one with different arguments, fail at
+ * the first message with env->explain's account instead of never matching.
+ * Messages complete in whatever order they arrive. Lengths are checked
+ * too: a longer message truncates (FI_ETRUNC), a shorter one completes
+ * short, and the sender's length rides in the lower half of the CQ data
+ * (rxm truncates a longer eager message without a word); both are
+ * reported with both lengths. Where the provider carries only 4 bytes of
+ * CQ data, the word is what the tag carried (the completion's tag).
  *
  * Reducing receives land in the destination and are reduced there when
  * it does not overlap the local operand (the kernels may alias dst with
@@ -46,10 +53,39 @@ static uint64_t ctrl_bit(const struct ofi_tp *tp)
 	return 1ull << (32 + tp->tag_seq_bits + 7);
 }
 
+/* The operation word's bits in the ofi tag (tag_seq_bits of them). */
+static uint64_t word_bits(const struct ofi_tp *tp, uint32_t word)
+{
+	unsigned n = tp->tag_seq_bits;
+	if (word & WEFT_TAG_P2P)
+		return 1ull << (n - 1) | (word & ((1u << (n - 1)) - 1));
+	return word >> (32 - n);
+}
+
 static uint64_t ofi_tag(const struct ofi_tp *tp, uint64_t wtag)
 {
-	uint64_t seq = (wtag >> 32) & ((1ull << tp->tag_seq_bits) - 1);
-	return tp->comm_bits | seq << 32 | (wtag & 0xffffffffull);
+	return tp->comm_bits | word_bits(tp, (uint32_t)(wtag >> 32)) << 32 | (wtag & 0xffffffffull);
+}
+
+/* What a receive leaves out of the match: a collective's signature. */
+static uint64_t ofi_ignore(const struct ofi_tp *tp, uint64_t wtag)
+{
+	if ((uint32_t)(wtag >> 32) & WEFT_TAG_P2P)
+		return 0;
+	return (uint64_t)(WEFT_TAG_SIGNATURE >> (32 - tp->tag_seq_bits)) << 32;
+}
+
+static bool word_in_data(const struct ofi_tp *tp)
+{
+	return tp->info->domain_attr->cq_data_size >= 8;
+}
+
+/* What a send's CQ data carries: its word and the low half of its length
+ * (the receiver knows the rest of the length: the same or truncated). */
+static uint64_t send_data(const struct ofi_tp *tp, const struct weft_msg *m)
+{
+	uint64_t len = m->len & 0xffffffffull;
+	return word_in_data(tp) ? (m->tag >> 32) << 32 | len : len;
 }
 
 static bool need_desc(const struct ofi_tp *tp)
@@ -236,10 +272,10 @@ static int post(struct ofi_req *r)
 	}
 	void *desc = r->mr ? r->mr->reg.desc : NULL;
 	if (r->op == OFI_OP_RECV)
-		return (int)fi_trecv(tp->ep, buf, m->len, desc, c->addr, tag, 0, &r->ctx);
-	/* The length rides in the CQ data: some providers (rxm's eager path)
-	 * truncate a longer message into a shorter receive without a word. */
-	return (int)fi_tsenddata(tp->ep, buf, m->len, desc, m->len, c->addr, tag, &r->ctx);
+		return (int)fi_trecv(tp->ep, buf, m->len, desc, c->addr, tag,
+				     ofi_ignore(tp, m->tag), &r->ctx);
+	return (int)fi_tsenddata(tp->ep, buf, m->len, desc, send_data(tp, m), c->addr, tag,
+				 &r->ctx);
 }
 
 static weft_status_t post_failed(struct ofi_req *r, int ret)
@@ -352,31 +388,56 @@ static void drain_pending(struct ofi_tp *tp)
 
 /* ---- completions ---- */
 
-/* The sender's length: the CQ data it sent (modulo what the provider
- * carries), else what landed. */
-static uint64_t sent_len(const struct ofi_tp *tp, uint64_t flags, uint64_t data, size_t got)
+/* What the sender said of its message. */
+struct sent {
+	uint32_t word; /* its operation word */
+	uint64_t len;
+};
+
+/* From a receive's completion: the CQ data (the word, the low half of the
+ * length), else the tag that matched and what landed. */
+static struct sent sent_of(const struct ofi_tp *tp, const struct weft_msg *m,
+			   const struct fi_cq_tagged_entry *e)
 {
-	size_t bytes = tp->info->domain_attr->cq_data_size;
-	if (!(flags & FI_REMOTE_CQ_DATA))
-		return got;
-	return bytes >= 8 ? data : (got & ~((1ull << (8 * bytes)) - 1)) | data;
+	uint32_t want = (uint32_t)(m->tag >> 32);
+	struct sent s = {.word = want, .len = e->len};
+	unsigned n = tp->tag_seq_bits;
+	if (!(want & WEFT_TAG_P2P) && (e->flags & FI_TAGGED))
+		s.word = (uint32_t)(((e->tag >> 32) & ((1ull << n) - 1)) << (32 - n)) |
+			 (want & ((1u << (32 - n)) - 1));
+	if (!(e->flags & FI_REMOTE_CQ_DATA))
+		return s;
+	s.len = (e->len & ~0xffffffffull) | (e->data & 0xffffffffull);
+	if (word_in_data(tp))
+		s.word = (uint32_t)(e->data >> 32);
+	return s;
 }
 
-static void recv_done(struct ofi_req *r, size_t got, uint64_t sent)
+/* A message of another call, or of another length: both tags and both
+ * lengths, and what the communicator makes of the tags. */
+static void recv_mismatch(struct ofi_req *r, struct sent s, size_t got)
 {
 	struct ofi_conn *c = r->conn;
+	const struct weft_tp_env *env = c->tp->base.env;
+	const struct weft_msg *m = r->base.msg;
+	uint64_t want = m->tag, tag = (uint64_t)s.word << 32 | (want & 0xffffffffull);
+	size_t len = m->len;
+	char why[256];
+	env->explain(env->ctx, tag, want, c->base.peer, why, sizeof(why));
+	finish(r, WEFT_ERR_REMOTE, true);
+	conn_fail(c, WEFT_ERR_REMOTE,
+		  "ofi: peer rank %d sent tag %#llx with %llu bytes where the receive posted here "
+		  "has tag %#llx with %zu bytes: %s",
+		  c->base.peer, (unsigned long long)tag,
+		  (unsigned long long)(s.len != len ? s.len : got), (unsigned long long)want, len,
+		  why[0] ? why : "mismatched calls across ranks?");
+}
+
+static void recv_done(struct ofi_req *r, size_t got, struct sent s)
+{
 	struct weft_msg *m = r->base.msg;
-	if (got != m->len || sent != m->len) {
-		uint64_t tag = m->tag;
-		size_t want = m->len;
-		finish(r, WEFT_ERR_REMOTE, true);
-		conn_fail(c, WEFT_ERR_REMOTE,
-			  "ofi: peer rank %d sent tag %#llx with %llu bytes where the receive "
-			  "posted here has tag %#llx with %zu bytes (mismatched calls across "
-			  "ranks?)",
-			  c->base.peer, (unsigned long long)tag,
-			  (unsigned long long)(sent != m->len ? sent : got), (unsigned long long)tag,
-			  want);
+	if (s.word != (uint32_t)(m->tag >> 32) || got != m->len || s.len != m->len) {
+		recv_mismatch(r, s, got);
 		return;
 	}
 	if (m->reduce && m->len)
@@ -401,7 +462,7 @@ static void on_completion(struct ofi_tp *tp, const struct fi_cq_tagged_entry *e)
 	if (!r->base.msg) /* orphaned by a failure: only the request is left */
 		finish(r, WEFT_SUCCESS, true);
 	else if (r->op == OFI_OP_RECV)
-		recv_done(r, e->len, sent_len(tp, e->flags, e->data, e->len));
+		recv_done(r, e->len, sent_of(tp, r->base.msg, e));
 	else
 		finish(r, WEFT_SUCCESS, true);
 }
@@ -419,9 +480,14 @@ static void on_error(struct ofi_tp *tp, const struct fi_cq_err_entry *e)
 	else if (e->err == FI_ETRUNC && r->op == OFI_OP_RECV && r->base.msg) {
 		/* Longer than the receive, whatever the entry says (rxm's
 		 * expected path leaves olen 0 and the data unflagged). */
-		size_t len = r->base.msg->len;
-		uint64_t sent = e->data > len ? e->data : len + (e->olen ? e->olen : 1);
-		recv_done(r, sent, sent);
+		struct weft_msg *m = r->base.msg;
+		bool data = (e->flags & FI_REMOTE_CQ_DATA) && word_in_data(tp);
+		struct sent s = {.word =
+				     data ? (uint32_t)(e->data >> 32) : (uint32_t)(m->tag >> 32),
+				 .len = (m->len & ~0xffffffffull) | (e->data & 0xffffffffull)};
+		if (s.len <= m->len)
+			s.len = m->len + (e->olen ? e->olen : 1);
+		recv_done(r, s.len, s);
 		return;
 	} else if (r->op != OFI_OP_PROBE) {
 		finish(r, c->broken ? c->fail_status : WEFT_ERR_REMOTE, true);

@@ -75,13 +75,18 @@ TOOLS := $(BUILD)/weft-topo
 # What a libfabric provider streams on its own (the ofi transport's yardstick).
 OFI_STREAM := $(BUILD)/ofi_stream
 
+# The test double for libibverbs (tests/fake_ibverbs/), which the verbs
+# tests load through WEFT_IBVERBS_LIB; FAKE_EXPORT marks what it exports.
+FAKE_IBV_SRCS := $(wildcard tests/fake_ibverbs/*.c)
+FAKE_IBV      := $(BUILD)/tests/libfake_ibverbs.so
+
 .PHONY: all lib perf tests test lint asan-test install format clean
 all: lib perf tests $(TOOLS)
 lib: $(BUILD)/libweft.so $(BUILD)/libweft.a $(LAUNCH_LIB)
 # Limits the figures are compared with (BENCH.md): libc only, no Weft.
 PERF_LIMITS := $(BUILD)/copy_limit $(BUILD)/tcp_limit
 perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF) $(PERF_LIMITS) $(OFI_STREAM)
-tests: $(TEST_PROGS)
+tests: $(TEST_PROGS) $(FAKE_IBV)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -137,6 +142,13 @@ $(BUILD)/tests/%: tests/%.c $(TEST_HARNESS) tests/harness.h $(BUILD)/libweft.a $
 	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -Itests -o $@ $< $(TEST_HARNESS) $(LAUNCH_LIB) \
 		$(BUILD)/libweft.a $(CHECK_LIBS) $(LDLIBS_LIB)
 
+$(FAKE_IBV): $(FAKE_IBV_SRCS) $(wildcard tests/fake_ibverbs/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -MMD -MP,$(ALL_CFLAGS)) -shared \
+		-Wl,-soname,libfake_ibverbs.so -o $@ $(FAKE_IBV_SRCS) -pthread $(SANITIZE)
+
+$(filter $(BUILD)/tests/test_verbs%,$(TEST_PROGS)): $(FAKE_IBV)
+
 # Suites that run again under a setting (SETTING=VALUE:suite): the test
 # gate that admits one message per connection (core/gate.h), where a send
 # that bypasses the gate or a schedule that needs two in flight shows; the
@@ -144,8 +156,9 @@ $(BUILD)/tests/%: tests/%.c $(TEST_HARNESS) tests/harness.h $(BUILD)/libweft.a $
 # (WEFT_ISA=generic), tested as the library dispatches them even on an AVX2
 # machine (some multi-rank jobs set it too).
 RERUNS := $(foreach t,test_colls test_allreduce test_allgather test_algos_a test_algos_b \
-	test_algos_hier,WEFT_GATE=one:$(t)) \
-	$(foreach t,test_nonblocking test_colls test_split_group,WEFT_PROGRESS_THREAD=1:$(t)) \
+	test_algos_hier test_verbs_colls,WEFT_GATE=one:$(t)) \
+	$(foreach t,test_nonblocking test_colls test_split_group test_verbs_colls, \
+	WEFT_PROGRESS_THREAD=1:$(t)) \
 	WEFT_ISA=generic:test_reduce
 
 # Inside a Slurm step the tests would learn leaves from the step's own

@@ -284,7 +284,8 @@ static double latency(struct ep *e, int rank, int iters)
 			bool send = (k == 0) == (rank == 0);
 			ssize_t ret;
 			do
-				ret = send ? fi_tsend(e->ep, e->buf, 8, e->desc, e->peer, 2, &e->ctx[0])
+				ret = send ? fi_tsend(e->ep, e->buf, 8, e->desc, e->peer, 2,
+						      &e->ctx[0])
 					   : fi_trecv(e->ep, e->buf, 8, e->desc, e->peer, 2, 0,
 						      &e->ctx[0]);
 			while (ret == -FI_EAGAIN && (reap(e, &remote), true));

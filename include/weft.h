@@ -109,11 +109,16 @@ typedef struct weft_config {
 	size_t size; /**< sizeof(weft_config_t); set by WEFT_CONFIG_INIT */
 	double
 	    timeout_seconds; /**< bound on every wait (bootstrap and operations); 0: WEFT_TIMEOUT */
+	/** 1: this communicator gets a progress thread (as WEFT_PROGRESS_THREAD=1
+	 * does for all); -1: it gets none; 0: WEFT_PROGRESS_THREAD decides.
+	 * A config whose size ends before this field (a caller built against
+	 * an older weft.h) reads as 0. */
+	int progress_thread;
 } weft_config_t;
 
 #define WEFT_CONFIG_INIT                                                                           \
 	{                                                                                          \
-		sizeof(weft_config_t), 0.0                                                         \
+		sizeof(weft_config_t), 0.0, 0                                                      \
 	}
 
 /** Name of a status code ("success", "invalid argument", ...). Never NULL. */

@@ -9,6 +9,11 @@
  * communicator is freed and the message is in weft_init_last_error(). */
 weft_status_t weft_api_comm_finish(struct weft_comm *comm, weft_comm_t *out);
 
+/* A caller's config (NULL is fine): its size, timeout and progress
+ * thread; errors name @p call. */
+weft_status_t weft_api_config_check(const weft_config_t *config, const char *call,
+				    struct weft_err *err);
+
 /* In a group (weft_group_start): record @p task to start at the group's
  * end (hand its request back if it has one) and return true; else false. */
 bool weft_api_group_record(struct weft_task *task, weft_request_t *request);

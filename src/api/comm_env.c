@@ -114,8 +114,11 @@ weft_status_t weft_comm_init_env(weft_comm_t *comm, const weft_config_t *config)
 	if (!comm)
 		return weft_err_set(err, WEFT_ERR_INVALID_ARG, "weft_comm_init_env: comm is NULL");
 	*comm = NULL;
+	weft_status_t st = weft_api_config_check(config, "weft_comm_init_env", err);
+	if (st != WEFT_SUCCESS)
+		return st;
 	struct weft_launch l;
-	weft_status_t st = weft_launch_detect(&l, err);
+	st = weft_launch_detect(&l, err);
 	if (st != WEFT_SUCCESS)
 		return st;
 	if (!l.found)

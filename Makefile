@@ -119,9 +119,9 @@ $(BUILD)/tests/%: tests/%.c $(TEST_HARNESS) tests/harness.h $(BUILD)/libweft.a $
 # gate that admits one message per connection (core/gate.h), where a send
 # that bypasses the gate or a schedule that needs two in flight shows; and
 # the progress thread, which must not change a result.
-RERUNS := $(foreach t,test_colls test_allreduce test_allgather test_algos_a test_algos_b \
-	test_algos_hier,WEFT_GATE=one:$(t)) \
-	$(foreach t,test_nonblocking test_colls test_split_group,WEFT_PROGRESS_THREAD=1:$(t))
+RERUNS := $(foreach t,test_colls test_colls_v test_allreduce test_allgather test_algos_a \
+	test_algos_b test_algos_hier,WEFT_GATE=one:$(t)) \
+	$(foreach t,test_nonblocking test_colls test_colls_v test_split_group,WEFT_PROGRESS_THREAD=1:$(t))
 
 # Every suite runs; the target fails if any failed. Each prints Check's
 # "N%: Checks: X, Failures: Y, Errors: Z" line.

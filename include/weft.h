@@ -134,11 +134,15 @@ WEFT_API const char *weft_version(void);
  * Create a unique id and start the bootstrap root listener in this process.
  *
  * Call on exactly one process (usually the one that will be rank 0), before
- * any rank calls weft_comm_init_rank() with the id. The listener binds to the
- * interface named by WEFT_SOCKET_IFNAME (default: loopback, 127.0.0.1) on a
- * port chosen by the kernel, or to WEFT_ROOT=host:port if that is set. It
- * runs in a background thread until every rank has joined, the bootstrap
- * timeout expires, or the process exits.
+ * any rank calls weft_comm_init_rank() with the id. The listener binds to
+ * WEFT_ROOT=host:port if that is set; else, on a port chosen by the kernel,
+ * to the address of the interface named by WEFT_SOCKET_IFNAME, or without
+ * it to that of the NIC nearest this process's cores (the one a rank here
+ * would offer its peers in a job across hosts), so that ranks on other
+ * hosts can reach it; to loopback (127.0.0.1) only when this host has no
+ * up interface with an address. It runs in a background thread until
+ * every rank has joined, the bootstrap timeout expires, or the process
+ * exits.
  *
  * @param[out] id  filled with the root address, a random 64-bit secret and a magic.
  * @return WEFT_SUCCESS, WEFT_ERR_INVALID_ARG (id NULL or bad WEFT_ROOT),

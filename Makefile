@@ -68,7 +68,9 @@ TOOLS := $(BUILD)/weft-topo
 .PHONY: all lib perf tests test asan-test install format clean
 all: lib perf tests $(TOOLS)
 lib: $(BUILD)/libweft.so $(BUILD)/libweft.a $(LAUNCH_LIB)
-perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF)
+# Limits the figures are compared with (BENCH.md): libc only, no Weft.
+PERF_LIMITS := $(BUILD)/copy_limit $(BUILD)/tcp_limit
+perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF) $(PERF_LIMITS)
 tests: $(TEST_PROGS)
 
 $(BUILD)/obj/%.o: %.c
@@ -92,6 +94,10 @@ $(LAUNCH_LIB): $(LAUNCH_OBJS)
 $(BUILD)/%_perf: perf/%_perf.c $(PERF_COMMON) $(PERF_HDRS) $(BUILD)/libweft.so $(LAUNCH_LIB)
 	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -Iperf -o $@ $< $(PERF_COMMON) $(LAUNCH_LIB) -L$(BUILD) -lweft \
 		-Wl,-rpath,'$$ORIGIN' $(SANITIZE) -lm
+
+$(BUILD)/%_limit: perf/%_limit.c
+	@mkdir -p $(dir $@)
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $< $(SANITIZE)
 
 $(BUILD)/mpi_%_perf: perf/mpi_%_perf.c $(PERF_COMMON) $(PERF_HDRS)
 	$(call say,MPICC,$@)$(MPICC) $(ALL_CFLAGS) -Iperf -DPERF_MPI -o $@ $< $(PERF_COMMON) $(SANITIZE) -lm
@@ -117,14 +123,20 @@ $(BUILD)/tests/%: tests/%.c $(TEST_HARNESS) tests/harness.h $(BUILD)/libweft.a $
 
 # Suites that run again under a setting (SETTING=VALUE:suite): the test
 # gate that admits one message per connection (core/gate.h), where a send
-# that bypasses the gate or a schedule that needs two in flight shows; and
-# the progress thread, which must not change a result.
+# that bypasses the gate or a schedule that needs two in flight shows; the
+# progress thread, which must not change a result; and the generic kernels
+# (WEFT_ISA=generic), tested as the library dispatches them even on an AVX2
+# machine (some multi-rank jobs set it too).
 RERUNS := $(foreach t,test_colls test_colls_v test_allreduce test_allgather test_algos_a \
 	test_algos_b test_algos_hier,WEFT_GATE=one:$(t)) \
-	$(foreach t,test_nonblocking test_colls test_colls_v test_split_group,WEFT_PROGRESS_THREAD=1:$(t))
+	$(foreach t,test_nonblocking test_colls test_colls_v test_split_group,WEFT_PROGRESS_THREAD=1:$(t)) \
+	WEFT_ISA=generic:test_reduce
 
 # Every suite runs; the target fails if any failed. Each prints Check's
-# "N%: Checks: X, Failures: Y, Errors: Z" line.
+# "N%: Checks: X, Failures: Y, Errors: Z" line. The kernel suite runs a
+# second time with WEFT_ISA=generic, so that the generic kernels are tested
+# as the library dispatches them even on an AVX2 machine (some multi-rank
+# jobs set it too).
 # The fabric test needs root, ip, tc and lldpd; it exits 77 (skipped) otherwise.
 # The last line counts the test programs: "N passed, N failed, N skipped".
 test: tests $(PERF_PROGS) $(TOOLS)

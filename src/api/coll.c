@@ -16,8 +16,8 @@
 weft_status_t weft_api_check_comm(struct weft_comm *comm, const char *call)
 {
 	if (!comm)
-		return weft_err_set(weft_err_init_record(), WEFT_ERR_INVALID_ARG,
-				    "%s: comm is NULL", call);
+		return weft_err_set(weft_err_init_fresh(), WEFT_ERR_INVALID_ARG, "%s: comm is NULL",
+				    call);
 	weft_status_t async = (weft_status_t)atomic_load(&comm->async_error);
 	if (async != WEFT_SUCCESS)
 		return weft_comm_fail(comm, async, "%s: the communicator failed earlier: %s", call,
@@ -158,7 +158,7 @@ weft_status_t weft_api_need_request(struct weft_comm *comm, weft_request_t *requ
 	}
 	if (comm)
 		return weft_comm_fail(comm, WEFT_ERR_INVALID_ARG, "%s: request is NULL", call);
-	return weft_err_set(weft_err_init_record(), WEFT_ERR_INVALID_ARG, "%s: request is NULL",
+	return weft_err_set(weft_err_init_fresh(), WEFT_ERR_INVALID_ARG, "%s: request is NULL",
 			    call);
 }
 

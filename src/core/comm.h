@@ -25,6 +25,7 @@
 #define WEFT_SCRATCH_CHUNKS 4
 #define WEFT_CHUNK_MAX	    (4u << 20)	 /* largest pipelining chunk a transport may ask for */
 #define WEFT_CHUNK_ALONE    (128u << 10) /* chunk of a job of one rank */
+#define WEFT_RECENT_CALLS   16
 
 /* What each rank tells the others about itself at init. Fixed size, plain
  * bytes: it crosses the wire as is (all ranks run the same build). */
@@ -79,7 +80,12 @@ struct weft_comm {
 	struct weft_tuner *tuner;
 	void (*tuner_free)(struct weft_tuner *tuner);
 
-	uint64_t seq;		  /* next collective's sequence number */
+	uint64_t seq; /* next collective's sequence number */
+	/* Operation words (core/tag.h) of the last WEFT_RECENT_CALLS collectives
+	 * started, at their call number modulo that, bit 32 set once filled:
+	 * a late message of an earlier call is compared with what this rank
+	 * passed to that call (weft_p2p_explain). */
+	uint64_t recent_calls[WEFT_RECENT_CALLS];
 	uint32_t *p2p_sent;	  /* [peer] sends started to it */
 	uint32_t *p2p_received;	  /* [peer] receives started from it */
 	struct weft_task *active; /* posted, not yet finished, in post order */

@@ -46,6 +46,8 @@ static const struct weft_setting settings[] = {
     {"WEFT_PLACEMENT", "topo",
      "ring order: 'topo' (host, then leaf, before crossing the spine) or 'rank' (rank order)"},
     {"WEFT_BIND", "none", "bind each rank near its NIC: none, numa or core"},
+    {"WEFT_ISA", NULL,
+     "reduction kernels: 'generic' (SSE2) or 'avx2' (default: the best this CPU has)"},
     {"WEFT_ALGO", NULL, "force algorithms, e.g. 'allreduce:ring;allgather:ring'"},
     {"WEFT_TUNE_CALIBRATE", "0",
      "measure alpha and beta per link class at init (1) instead of the defaults"},

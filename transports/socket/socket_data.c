@@ -352,20 +352,23 @@ static weft_status_t header_mismatch(struct weft_sock_conn *c, unsigned s, const
 		st = weft_tp_fail(env, WEFT_ERR_REMOTE,
 				  "peer rank %d sent a corrupt frame header (socket %u)",
 				  c->base.peer, s);
-	else if (h->tag != m->tag || h->len != m->len)
+	else if (h->tag != m->tag || h->len != m->len) {
+		char why[256];
+		env->explain(env->ctx, h->tag, m->tag, c->base.peer, why, sizeof(why));
 		st = weft_tp_fail(
 		    env, WEFT_ERR_REMOTE,
 		    "peer rank %d sent a message with tag %#llx and %llu bytes where the "
-		    "receive posted here has tag %#llx and %zu bytes (socket %u)",
+		    "receive posted here has tag %#llx and %zu bytes (socket %u)%s%s",
 		    c->base.peer, (unsigned long long)h->tag, (unsigned long long)h->len,
-		    (unsigned long long)m->tag, m->len, s);
-	else
+		    (unsigned long long)m->tag, m->len, s, why[0] ? ": " : "", why);
+	} else {
 		st = weft_tp_fail(
 		    env, WEFT_ERR_REMOTE,
 		    "peer rank %d sent fragment %llu+%u of tag %#llx where %zu+%zu was "
 		    "expected (socket %u)",
 		    c->base.peer, (unsigned long long)h->off, h->frag_len,
 		    (unsigned long long)m->tag, off, flen, s);
+	}
 	weft_tp_socket_conn_fail(c, WEFT_ERR_REMOTE);
 	return st;
 }

@@ -65,7 +65,21 @@ TEST_SCRIPTS := $(wildcard tests/test_*.sh) tests/fabric/test_fabric_topo.sh
 
 TOOLS := $(BUILD)/weft-topo
 
-.PHONY: all lib perf tests test asan-test install format clean
+# The Python package (python/weft) and its torch extension: Debian's
+# interpreter explicitly, since the python3 first on PATH may lack torch.
+PYTHON  ?= /usr/bin/python3
+CXX     ?= c++
+PY_SUFFIX := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
+HAVE_TORCH := $(shell $(PYTHON) -c 'import importlib.util as u, sys; sys.exit(not u.find_spec("torch"))' \
+	2>/dev/null && test -f /usr/include/torch/csrc/distributed/c10d/ProcessGroup.hpp && \
+	test -f /usr/include/pybind11/pybind11.h && echo 1)
+PY_EXT  := python/weft/_torch_ext$(PY_SUFFIX)
+PY_SRCS := $(wildcard python/csrc/*.cpp)
+PY_OBJS := $(PY_SRCS:python/csrc/%.cpp=$(BUILD)/python/%.o)
+PY_FLAGS := $(BUILD)/python/torch_flags
+CXXWARN := -Wall -Wextra -Werror -Wno-unused-parameter
+
+.PHONY: all lib perf tests test pytest python asan-test install install-python format clean
 all: lib perf tests $(TOOLS)
 lib: $(BUILD)/libweft.so $(BUILD)/libweft.a $(LAUNCH_LIB)
 # Limits the figures are compared with (BENCH.md): libc only, no Weft.
@@ -151,12 +165,25 @@ test: tests $(PERF_PROGS) $(TOOLS)
 		echo "== $$t"; WEFT_BUILD=$(BUILD) $$t; rc=$$?; \
 		if [ $$rc -eq 77 ]; then skip=$$((skip+1)); elif [ $$rc -ne 0 ]; then fail=$$((fail+1)); else pass=$$((pass+1)); fi; \
 	done; \
+	echo "== pytest tests/python"; \
+	WEFT_BUILD=$(BUILD) $(MAKE) --no-print-directory pytest; rc=$$?; \
+	if [ $$rc -eq 0 ]; then pass=$$((pass+1)); elif [ $$rc -eq 77 ]; then skip=$$((skip+1)); \
+	else fail=$$((fail+1)); fi; \
 	echo "$$pass passed, $$fail failed, $$skip skipped"; \
 	[ $$fail -eq 0 ]
 
+# The Python suites (the package against numpy, the torch backend against
+# Gloo, DDP); 77 when Debian's interpreter or its numpy/pytest is missing.
+# Skipped under ASan: its libweft cannot load into a Python without ASan's runtime.
+pytest:
+	@if [ -n "$(SANITIZE)" ]; then echo "SKIP: libweft built with $(SANITIZE)"; exit 77; fi; \
+	if ! $(PYTHON) -c 'import numpy, pytest' 2>/dev/null; then \
+		echo "SKIP: $(PYTHON) with numpy and pytest not found (scripts/install-deps.sh)"; exit 77; fi; \
+	WEFT_BUILD=$(BUILD) PYTHONPATH=python $(PYTHON) -m pytest -q -p no:cacheprovider tests/python
+
 asan-test:
 	$(MAKE) BUILD=build-asan SANITIZE="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
-		CFLAGS="-O1 -g" test
+		CFLAGS="-O1 -g" HAVE_TORCH= test
 
 install: lib
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
@@ -168,11 +195,25 @@ install: lib
 	for p in $(PERF_PROGS) $(TOOLS); do install -m 0755 $$p $(DESTDIR)$(PREFIX)/bin/; done
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' weft.pc.in \
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/weft.pc
+	$(MAKE) --no-print-directory install-python
+
+# The package goes where $(PYTHON) looks under $(PREFIX) (Debian's
+# /usr/local/lib/python3.X/dist-packages), with _install.py telling it where
+# libweft is; the torch extension with it when it is built.
+PY_VER := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+PYDIR  ?= $(PREFIX)/lib/python$(PY_VER)/dist-packages
+install-python:
+	@[ -n "$(PY_VER)" ] || { echo "install: $(PYTHON) not found: the Python package is not installed"; exit 0; }; \
+	set -e; d=$(DESTDIR)$(PYDIR)/weft; install -d $$d; \
+	install -m 0644 python/weft/*.py $$d/; \
+	echo 'LIBDIR = "$(PREFIX)/lib"  # written by make install' > $$d/_install.py; \
+	if [ -f $(PY_EXT) ]; then install -m 0755 $(PY_EXT) $$d/; \
+	else echo "install: $(PY_EXT) not built (make python): weft.torch is not installed"; fi
 
 format:
 	clang-format -i $(shell git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan python/weft/_torch_ext*.so
 
--include $(LIB_OBJS:.o=.d) $(LAUNCH_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(LAUNCH_OBJS:.o=.d) $(PY_OBJS:.o=.d)

@@ -9,6 +9,10 @@ pkgs=(
 	openmpi-bin libopenmpi-dev mpich libmpich-dev
 	liblldpctl-dev lldpd libibverbs-dev rdma-core
 	iproute2 nftables time graphviz hwloc clang-format
+	# The Python package and the torch.distributed backend (Debian's
+	# /usr/bin/python3: the python3 first on PATH may be another one).
+	python3 python3-dev python3-numpy python3-pytest
+	python3-torch libtorch-dev pybind11-dev g++
 )
 
 missing=()

@@ -80,7 +80,7 @@ PY_FLAGS := $(BUILD)/python/torch_flags
 CXXWARN := -Wall -Wextra -Werror -Wno-unused-parameter
 
 .PHONY: all lib perf tests test pytest python asan-test install install-python format clean
-all: lib perf tests $(TOOLS)
+all: lib perf tests $(TOOLS) $(if $(HAVE_TORCH),python)
 lib: $(BUILD)/libweft.so $(BUILD)/libweft.a $(LAUNCH_LIB)
 # Limits the figures are compared with (BENCH.md): libc only, no Weft.
 PERF_LIMITS := $(BUILD)/copy_limit $(BUILD)/tcp_limit
@@ -119,6 +119,20 @@ $(BUILD)/mpi_%_perf: perf/mpi_%_perf.c $(PERF_COMMON) $(PERF_HDRS)
 $(BUILD)/mpich_%_perf: perf/mpi_%_perf.c $(PERF_COMMON) $(PERF_HDRS)
 	$(call say,MPICC,$@)$(MPICC_MPICH) $(ALL_CFLAGS) -Iperf -DPERF_MPI -o $@ $< $(PERF_COMMON) $(SANITIZE) -lm
 
+# The torch extension links libweft.so without a path: the package loads
+# libweft first (python/weft/_lib.py) and the extension binds to that copy.
+python: $(PY_EXT)
+$(PY_FLAGS): python/torch_flags.py
+	@mkdir -p $(dir $@)
+	$(call say,GEN,$@)$(PYTHON) python/torch_flags.py > $@.tmp 2>/dev/null || \
+		{ rm -f $@.tmp; $(PYTHON) python/torch_flags.py; exit 1; }
+	@mv $@.tmp $@
+$(BUILD)/python/%.o: python/csrc/%.cpp $(wildcard python/csrc/*.hpp) include/weft.h $(PY_FLAGS)
+	$(call say,CXX,$<)$(CXX) -std=c++17 $(CXXWARN) $(CFLAGS) -fPIC -pthread -Iinclude \
+		$$(sed -n 1p $(PY_FLAGS)) -MMD -MP -c $< -o $@
+$(PY_EXT): $(PY_OBJS) $(BUILD)/libweft.so $(PY_FLAGS)
+	$(call say,CXX,$@)$(CXX) -shared -o $@ $(PY_OBJS) -L$(BUILD) -lweft $$(sed -n 2p $(PY_FLAGS))
+
 # weft-topo sits on the public API: it sees include/ and jansson only, and
 # links the shared library (and the local launcher for -np).
 TOPO_TOOL_SRCS := $(wildcard tools/weft-topo/*.c) src/util/parse.c
@@ -153,7 +167,7 @@ RERUNS := $(foreach t,test_colls test_colls_v test_allreduce test_allgather test
 # jobs set it too).
 # The fabric test needs root, ip, tc and lldpd; it exits 77 (skipped) otherwise.
 # The last line counts the test programs: "N passed, N failed, N skipped".
-test: tests $(PERF_PROGS) $(TOOLS)
+test: tests $(PERF_PROGS) $(TOOLS) $(if $(HAVE_TORCH),$(PY_EXT))
 	@pass=0; fail=0; skip=0; for t in $(TEST_PROGS); do \
 		echo "== $$t"; if WEFT_BUILD=$(BUILD) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
 	done; \
@@ -204,8 +218,8 @@ PY_VER := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2]
 PYDIR  ?= $(PREFIX)/lib/python$(PY_VER)/dist-packages
 install-python:
 	@[ -n "$(PY_VER)" ] || { echo "install: $(PYTHON) not found: the Python package is not installed"; exit 0; }; \
-	set -e; d=$(DESTDIR)$(PYDIR)/weft; install -d $$d; \
-	install -m 0644 python/weft/*.py $$d/; \
+	set -e; d=$(DESTDIR)$(PYDIR)/weft; install -d $$d/torch; \
+	install -m 0644 python/weft/*.py $$d/; install -m 0644 python/weft/torch/*.py $$d/torch/; \
 	echo 'LIBDIR = "$(PREFIX)/lib"  # written by make install' > $$d/_install.py; \
 	if [ -f $(PY_EXT) ]; then install -m 0755 $(PY_EXT) $$d/; \
 	else echo "install: $(PY_EXT) not built (make python): weft.torch is not installed"; fi

@@ -61,9 +61,9 @@ TEST_HARNESS := tests/harness.c
 TEST_SRCS := $(wildcard tests/test_*.c)
 TEST_PROGS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 # Shell tests of the programs (exit 77: skipped, with the reason printed).
-TEST_SCRIPTS := $(wildcard tests/test_*.sh) tests/fabric/test_fabric_topo.sh
+TEST_SCRIPTS := $(wildcard tests/test_*.sh) tests/fabric/test_fabric_topo.sh tests/fabric/test_python_fabric.sh
 
-TOOLS := $(BUILD)/weft-topo
+TOOLS := $(BUILD)/weft-topo $(BUILD)/weft-run
 
 # The Python package (python/weft) and its torch extension: Debian's
 # interpreter explicitly, since the python3 first on PATH may lack torch.
@@ -142,6 +142,10 @@ TOOL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -pthread -Iinclude -Isrc -I. \
 $(BUILD)/weft-topo: $(TOPO_TOOL_SRCS) $(TOPO_TOOL_HDRS) $(BUILD)/libweft.so $(LAUNCH_LIB)
 	$(call say,CC,$@)$(CC) $(TOOL_CFLAGS) -o $@ $(TOPO_TOOL_SRCS) $(LAUNCH_LIB) -L$(BUILD) -lweft -Wl,-rpath,'$$ORIGIN' \
 		$(shell pkg-config --libs jansson 2>/dev/null) $(SANITIZE)
+
+# weft-run: the local launcher (tools/launch) for any program.
+$(BUILD)/weft-run: tools/weft-run/weft_run_main.c $(LAUNCH_LIB) $(BUILD)/libweft.so
+	$(call say,CC,$@)$(CC) $(TOOL_CFLAGS) -o $@ $< $(LAUNCH_LIB) -L$(BUILD) -lweft -Wl,-rpath,'$$ORIGIN' $(SANITIZE)
 
 # Tests link the static library so they can reach internal functions.
 $(BUILD)/tests/%: tests/%.c $(TEST_HARNESS) tests/harness.h $(BUILD)/libweft.a $(LAUNCH_LIB)

@@ -79,7 +79,7 @@ PY_OBJS := $(PY_SRCS:python/csrc/%.cpp=$(BUILD)/python/%.o)
 PY_FLAGS := $(BUILD)/python/torch_flags
 CXXWARN := -Wall -Wextra -Werror -Wno-unused-parameter
 
-.PHONY: all lib perf tests test pytest python asan-test install install-python format clean
+.PHONY: all lib perf tests test lint pytest python asan-test install install-python format clean
 all: lib perf tests $(TOOLS) $(if $(HAVE_TORCH),python)
 lib: $(BUILD)/libweft.so $(BUILD)/libweft.a $(LAUNCH_LIB)
 # Limits the figures are compared with (BENCH.md): libc only, no Weft.
@@ -109,9 +109,9 @@ $(BUILD)/%_perf: perf/%_perf.c $(PERF_COMMON) $(PERF_HDRS) $(BUILD)/libweft.so $
 	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -Iperf -o $@ $< $(PERF_COMMON) $(LAUNCH_LIB) -L$(BUILD) -lweft \
 		-Wl,-rpath,'$$ORIGIN' $(SANITIZE) -lm
 
-$(BUILD)/%_limit: perf/%_limit.c
+$(BUILD)/%_limit: perf/%_limit.c $(BUILD)/obj/src/util/parse.o
 	@mkdir -p $(dir $@)
-	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $< $(SANITIZE)
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $^ $(SANITIZE)
 
 $(BUILD)/mpi_%_perf: perf/mpi_%_perf.c $(PERF_COMMON) $(PERF_HDRS)
 	$(call say,MPICC,$@)$(MPICC) $(ALL_CFLAGS) -Iperf -DPERF_MPI -o $@ $< $(PERF_COMMON) $(SANITIZE) -lm
@@ -171,24 +171,35 @@ RERUNS := $(foreach t,test_colls test_colls_v test_allreduce test_allgather test
 # jobs set it too).
 # The fabric test needs root, ip, tc and lldpd; it exits 77 (skipped) otherwise.
 # The last line counts the test programs: "N passed, N failed, N skipped".
-test: tests $(PERF_PROGS) $(TOOLS) $(if $(HAVE_TORCH),$(PY_EXT))
-	@pass=0; fail=0; skip=0; for t in $(TEST_PROGS); do \
-		echo "== $$t"; if WEFT_BUILD=$(BUILD) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
+test: lint tests $(PERF_PROGS) $(TOOLS) $(if $(HAVE_TORCH),$(PY_EXT))
+	@pass=0; fail=0; skip=0; failed=; for t in $(TEST_PROGS); do \
+		echo "== $$t"; if WEFT_BUILD=$(BUILD) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); failed="$$failed $${t##*/}"; fi; \
 	done; \
 	for r in $(RERUNS); do \
 		set=$${r%%:*}; t=$(BUILD)/tests/$${r#*:}; echo "== $$set $$t"; \
-		if env $$set WEFT_BUILD=$(BUILD) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
+		if env $$set WEFT_BUILD=$(BUILD) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); failed="$$failed $$set:$${t##*/}"; fi; \
 	done; \
 	for t in $(TEST_SCRIPTS); do \
 		echo "== $$t"; WEFT_BUILD=$(BUILD) $$t; rc=$$?; \
-		if [ $$rc -eq 77 ]; then skip=$$((skip+1)); elif [ $$rc -ne 0 ]; then fail=$$((fail+1)); else pass=$$((pass+1)); fi; \
+		if [ $$rc -eq 77 ]; then skip=$$((skip+1)); elif [ $$rc -ne 0 ]; then fail=$$((fail+1)); failed="$$failed $${t##*/}"; else pass=$$((pass+1)); fi; \
 	done; \
 	echo "== pytest tests/python"; \
 	WEFT_BUILD=$(BUILD) $(MAKE) --no-print-directory pytest; rc=$$?; \
 	if [ $$rc -eq 0 ]; then pass=$$((pass+1)); elif [ $$rc -eq 77 ]; then skip=$$((skip+1)); \
-	else fail=$$((fail+1)); fi; \
+	else fail=$$((fail+1)); failed="$$failed pytest"; fi; \
+	[ -z "$$failed" ] || echo "failed:$$failed"; \
 	echo "$$pass passed, $$fail failed, $$skip skipped"; \
 	[ $$fail -eq 0 ]
+
+# The house rules that a compiler does not check: file and function sizes,
+# includes that only point down the layers (STYLE.md, DESIGN.md), and
+# clang-format's layout (.clang-format).
+FORMAT_FILES = $(or $(shell git ls-files '*.c' '*.h' 2>/dev/null),\
+	$(shell find include src algorithms transports tune topo tools perf tests -name '*.[ch]'))
+lint:
+	$(call say,LINT,sizes)scripts/check-sizes
+	$(call say,LINT,layers)scripts/check-layers
+	$(call say,LINT,format)clang-format --dry-run -Werror $(FORMAT_FILES)
 
 # The Python suites (the package against numpy, the torch backend against
 # Gloo, DDP); 77 when Debian's interpreter or its numpy/pytest is missing.

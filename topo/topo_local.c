@@ -3,10 +3,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "util/log.h"
-#include "util/settings.h"
 #include "topo/topo.h"
 #include "topo/topo_local.h"
+#include "util/log.h"
+#include "util/settings.h"
 
 static void leaf_from_file(struct weft_topo_card *card, const char *hostname,
 			   const struct weft_topo_file *file)

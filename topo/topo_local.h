@@ -2,8 +2,8 @@
 #ifndef WEFT_TOPO_LOCAL_H
 #define WEFT_TOPO_LOCAL_H
 
-#include "util/error.h"
 #include "topo/topo.h"
+#include "util/error.h"
 
 /* NIC (WEFT_SOCKET_IFNAME or the nearest), hwloc facts, leaf from LLDP or
  * else WEFT_TOPO_FILE (looked up by WEFT_HOSTID if set, else @p hostname).

@@ -133,7 +133,7 @@ static weft_status_t ring_post(struct weft_task *task)
 /* 2(n-1) steps of S/n bytes each over the slowest ring link, half of them
  * reducing; the pipeline hides all but one chunk of the latency per step. */
 static double ring_estimate(const struct weft_comm *comm, const struct weft_links *links,
-			const struct weft_coll_args *args)
+			    const struct weft_coll_args *args)
 {
 	int n = comm->nranks;
 	if (n == 1)

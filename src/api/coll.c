@@ -162,16 +162,22 @@ weft_status_t weft_api_need_request(struct weft_comm *comm, weft_request_t *requ
 			    call);
 }
 
-/* ---- AllReduce */
-static weft_status_t allreduce(const void *sendbuf, void *recvbuf, size_t count,
-			       weft_datatype_t dtype, weft_op_t op, struct weft_comm *comm,
-			       weft_request_t *request, const char *call)
+/* ---- AllReduce and ReduceScatter: symmetric reductions, in place when
+ * sendbuf is WEFT_IN_PLACE or recvbuf. For ReduceScatter in place the input
+ * is recvbuf, which holds nranks blocks, and block `rank` ends at its start;
+ * recvbuf == sendbuf + rank * count (NCCL's in place) needs nothing special:
+ * the algorithms write only this rank's block of the output, reducing into
+ * it from exactly the same address. */
+static weft_status_t reduction(enum weft_coll_kind kind, const void *sendbuf, void *recvbuf,
+			       size_t count, weft_datatype_t dtype, weft_op_t op,
+			       struct weft_comm *comm, weft_request_t *request, const char *call)
 {
-	weft_status_t st = check_symmetric(comm, call, sendbuf, recvbuf, count, 1, dtype, &op);
+	size_t nblocks = kind == WEFT_COLL_ALLREDUCE ? 1 : 0; /* 0: nranks blocks */
+	weft_status_t st =
+	    check_symmetric(comm, call, sendbuf, recvbuf, count, nblocks, dtype, &op);
 	if (st != WEFT_SUCCESS)
 		return st;
-	struct weft_coll_args a =
-	    weft_api_args(WEFT_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0);
+	struct weft_coll_args a = weft_api_args(kind, sendbuf, recvbuf, count, dtype, op, 0);
 	a.in_place = sendbuf == WEFT_IN_PLACE || sendbuf == recvbuf;
 	if (a.in_place)
 		a.sendbuf = recvbuf;
@@ -181,7 +187,8 @@ static weft_status_t allreduce(const void *sendbuf, void *recvbuf, size_t count,
 weft_status_t weft_allreduce(const void *sendbuf, void *recvbuf, size_t count,
 			     weft_datatype_t dtype, weft_op_t op, weft_comm_t comm)
 {
-	return allreduce(sendbuf, recvbuf, count, dtype, op, comm, NULL, "weft_allreduce");
+	return reduction(WEFT_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, comm, NULL,
+			 "weft_allreduce");
 }
 
 weft_status_t weft_iallreduce(const void *sendbuf, void *recvbuf, size_t count,
@@ -190,7 +197,8 @@ weft_status_t weft_iallreduce(const void *sendbuf, void *recvbuf, size_t count,
 {
 	weft_status_t st = weft_api_need_request(comm, request, "weft_iallreduce");
 	return st ? st
-		  : allreduce(sendbuf, recvbuf, count, dtype, op, comm, request, "weft_iallreduce");
+		  : reduction(WEFT_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, comm,
+			      request, "weft_iallreduce");
 }
 
 /* ---- AllGather */
@@ -225,31 +233,12 @@ weft_status_t weft_iallgather(const void *sendbuf, void *recvbuf, size_t count,
 		  : allgather(sendbuf, recvbuf, count, dtype, comm, request, "weft_iallgather");
 }
 
-/* ---- ReduceScatter. In place (WEFT_IN_PLACE): the input is recvbuf, which
- * holds nranks blocks, and block `rank` ends at its start. recvbuf ==
- * sendbuf + rank * count (NCCL's in place) needs nothing special: the
- * algorithms write only this rank's block of the output, reducing into it
- * from exactly the same address. */
-static weft_status_t reduce_scatter(const void *sendbuf, void *recvbuf, size_t count,
-				    weft_datatype_t dtype, weft_op_t op, struct weft_comm *comm,
-				    weft_request_t *request, const char *call)
-{
-	weft_status_t st = check_symmetric(comm, call, sendbuf, recvbuf, count, 0, dtype, &op);
-	if (st != WEFT_SUCCESS)
-		return st;
-	struct weft_coll_args a =
-	    weft_api_args(WEFT_COLL_REDUCE_SCATTER, sendbuf, recvbuf, count, dtype, op, 0);
-	a.in_place = sendbuf == WEFT_IN_PLACE || sendbuf == recvbuf;
-	if (a.in_place)
-		a.sendbuf = recvbuf;
-	return weft_api_run(comm, &a, request);
-}
-
+/* ---- ReduceScatter */
 weft_status_t weft_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
 				  weft_datatype_t dtype, weft_op_t op, weft_comm_t comm)
 {
-	return reduce_scatter(sendbuf, recvbuf, recvcount, dtype, op, comm, NULL,
-			      "weft_reduce_scatter");
+	return reduction(WEFT_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, comm,
+			 NULL, "weft_reduce_scatter");
 }
 
 weft_status_t weft_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
@@ -258,8 +247,8 @@ weft_status_t weft_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t re
 {
 	weft_status_t st = weft_api_need_request(comm, request, "weft_ireduce_scatter");
 	return st ? st
-		  : reduce_scatter(sendbuf, recvbuf, recvcount, dtype, op, comm, request,
-				   "weft_ireduce_scatter");
+		  : reduction(WEFT_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op,
+			      comm, request, "weft_ireduce_scatter");
 }
 
 /* ---- Broadcast */

@@ -26,41 +26,34 @@ static bool status_is_fatal(weft_status_t st)
 	       st == WEFT_ERR_SYSTEM || st == WEFT_ERR_INTERNAL;
 }
 
-static weft_status_t vfail(struct weft_comm *comm, weft_status_t status, int errnum,
-			   const char *fmt, va_list ap)
+/* The last error is what weft_comm_last_error reports, except that the
+ * first fatal one stays: it is the cause of all that follow. */
+weft_status_t weft_comm_fail(struct weft_comm *comm, weft_status_t status, const char *fmt, ...)
 {
 	char msg[WEFT_ERR_MSG_BYTES];
+	va_list ap;
+	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	/* The last error is what weft_comm_last_error reports, except that the
-	 * first fatal one stays: it is the cause of all that follow. */
+	va_end(ap);
 	if (!status_is_fatal(comm->err.status))
 		weft_err_clear(&comm->err);
-	if (errnum)
-		weft_err_errno(&comm->err, errnum, "rank %d: %s", comm->rank, msg);
-	else
-		weft_err_set(&comm->err, status, "rank %d: %s", comm->rank, msg);
+	weft_err_set(&comm->err, status, "rank %d: %s", comm->rank, msg);
 	int none = WEFT_SUCCESS;
 	if (status_is_fatal(status))
 		atomic_compare_exchange_strong(&comm->async_error, &none, (int)status);
 	return status;
 }
 
-weft_status_t weft_comm_fail(struct weft_comm *comm, weft_status_t status, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vfail(comm, status, 0, fmt, ap);
-	va_end(ap);
-	return status;
-}
-
+/* As weft_comm_fail, with strerror(errnum) after the message (as
+ * weft_err_errno words it). */
 weft_status_t weft_comm_fail_errno(struct weft_comm *comm, int errnum, const char *fmt, ...)
 {
+	char msg[WEFT_ERR_MSG_BYTES];
 	va_list ap;
 	va_start(ap, fmt);
-	vfail(comm, WEFT_ERR_SYSTEM, errnum, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return WEFT_ERR_SYSTEM;
+	return weft_comm_fail(comm, WEFT_ERR_SYSTEM, "%s: %s", msg, strerror(errnum));
 }
 
 const char *weft_comm_peer_transport(const struct weft_comm *comm, int peer)

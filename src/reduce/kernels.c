@@ -106,114 +106,97 @@ DEFINE_KERNELS(generic_prod_double, avx2_prod_double, WEFT_FLOAT64, WEFT_PROD)
 DEFINE_KERNELS(generic_min_double, avx2_min_double, WEFT_FLOAT64, WEFT_MIN)
 DEFINE_KERNELS(generic_max_double, avx2_max_double, WEFT_FLOAT64, WEFT_MAX)
 
-/* WEFT_AVG sums; weft_reduce_scale() divides at the end. */
-static const weft_reduce_fn generic_kernels[WEFT_DATATYPE_COUNT][WEFT_OP_COUNT] = {
-    [WEFT_INT8] = {[WEFT_SUM] = generic_sum_int8,
-		   [WEFT_PROD] = generic_prod_int8,
-		   [WEFT_MIN] = generic_min_int8,
-		   [WEFT_MAX] = generic_max_int8,
-		   [WEFT_AVG] = generic_sum_int8},
-    [WEFT_UINT8] = {[WEFT_SUM] = generic_sum_uint8,
-		    [WEFT_PROD] = generic_prod_uint8,
-		    [WEFT_MIN] = generic_min_uint8,
-		    [WEFT_MAX] = generic_max_uint8,
-		    [WEFT_AVG] = generic_sum_uint8},
-    [WEFT_INT32] = {[WEFT_SUM] = generic_sum_int32,
-		    [WEFT_PROD] = generic_prod_int32,
-		    [WEFT_MIN] = generic_min_int32,
-		    [WEFT_MAX] = generic_max_int32,
-		    [WEFT_AVG] = generic_sum_int32},
-    [WEFT_UINT32] = {[WEFT_SUM] = generic_sum_uint32,
-		     [WEFT_PROD] = generic_prod_uint32,
-		     [WEFT_MIN] = generic_min_uint32,
-		     [WEFT_MAX] = generic_max_uint32,
-		     [WEFT_AVG] = generic_sum_uint32},
-    [WEFT_INT64] = {[WEFT_SUM] = generic_sum_int64,
-		    [WEFT_PROD] = generic_prod_int64,
-		    [WEFT_MIN] = generic_min_int64,
-		    [WEFT_MAX] = generic_max_int64,
-		    [WEFT_AVG] = generic_sum_int64},
-    [WEFT_UINT64] = {[WEFT_SUM] = generic_sum_uint64,
-		     [WEFT_PROD] = generic_prod_uint64,
-		     [WEFT_MIN] = generic_min_uint64,
-		     [WEFT_MAX] = generic_max_uint64,
-		     [WEFT_AVG] = generic_sum_uint64},
-    [WEFT_FLOAT16] = {[WEFT_SUM] = generic_sum_half,
-		      [WEFT_PROD] = generic_prod_half,
-		      [WEFT_MIN] = generic_min_half,
-		      [WEFT_MAX] = generic_max_half,
-		      [WEFT_AVG] = generic_sum_half},
-    [WEFT_BFLOAT16] = {[WEFT_SUM] = generic_sum_bfloat16,
-		       [WEFT_PROD] = generic_prod_bfloat16,
-		       [WEFT_MIN] = generic_min_bfloat16,
-		       [WEFT_MAX] = generic_max_bfloat16,
-		       [WEFT_AVG] = generic_sum_bfloat16},
-    [WEFT_FLOAT32] = {[WEFT_SUM] = generic_sum_float,
-		      [WEFT_PROD] = generic_prod_float,
-		      [WEFT_MIN] = generic_min_float,
-		      [WEFT_MAX] = generic_max_float,
-		      [WEFT_AVG] = generic_sum_float},
-    [WEFT_FLOAT64] = {[WEFT_SUM] = generic_sum_double,
-		      [WEFT_PROD] = generic_prod_double,
-		      [WEFT_MIN] = generic_min_double,
-		      [WEFT_MAX] = generic_max_double,
-		      [WEFT_AVG] = generic_sum_double},
+/* Per (dtype, op): the generic kernel and the AVX2 one. WEFT_AVG sums;
+ * weft_reduce_scale() divides at the end. */
+struct kernel_pair {
+	weft_reduce_fn generic, avx2;
 };
 
-static const weft_reduce_fn avx2_kernels[WEFT_DATATYPE_COUNT][WEFT_OP_COUNT] = {
-    [WEFT_INT8] = {[WEFT_SUM] = avx2_sum_int8,
-		   [WEFT_PROD] = avx2_prod_int8,
-		   [WEFT_MIN] = avx2_min_int8,
-		   [WEFT_MAX] = avx2_max_int8,
-		   [WEFT_AVG] = avx2_sum_int8},
-    [WEFT_UINT8] = {[WEFT_SUM] = avx2_sum_uint8,
-		    [WEFT_PROD] = avx2_prod_uint8,
-		    [WEFT_MIN] = avx2_min_uint8,
-		    [WEFT_MAX] = avx2_max_uint8,
-		    [WEFT_AVG] = avx2_sum_uint8},
-    [WEFT_INT32] = {[WEFT_SUM] = avx2_sum_int32,
-		    [WEFT_PROD] = avx2_prod_int32,
-		    [WEFT_MIN] = avx2_min_int32,
-		    [WEFT_MAX] = avx2_max_int32,
-		    [WEFT_AVG] = avx2_sum_int32},
-    [WEFT_UINT32] = {[WEFT_SUM] = avx2_sum_uint32,
-		     [WEFT_PROD] = avx2_prod_uint32,
-		     [WEFT_MIN] = avx2_min_uint32,
-		     [WEFT_MAX] = avx2_max_uint32,
-		     [WEFT_AVG] = avx2_sum_uint32},
-    [WEFT_INT64] = {[WEFT_SUM] = avx2_sum_int64,
-		    [WEFT_PROD] = avx2_prod_int64,
-		    [WEFT_MIN] = avx2_min_int64,
-		    [WEFT_MAX] = avx2_max_int64,
-		    [WEFT_AVG] = avx2_sum_int64},
-    [WEFT_UINT64] = {[WEFT_SUM] = avx2_sum_uint64,
-		     [WEFT_PROD] = avx2_prod_uint64,
-		     [WEFT_MIN] = avx2_min_uint64,
-		     [WEFT_MAX] = avx2_max_uint64,
-		     [WEFT_AVG] = avx2_sum_uint64},
-    [WEFT_FLOAT16] = {[WEFT_SUM] = avx2_sum_half,
-		      [WEFT_PROD] = avx2_prod_half,
-		      [WEFT_MIN] = avx2_min_half,
-		      [WEFT_MAX] = avx2_max_half,
-		      [WEFT_AVG] = avx2_sum_half},
-    [WEFT_BFLOAT16] = {[WEFT_SUM] = avx2_sum_bfloat16,
-		       [WEFT_PROD] = avx2_prod_bfloat16,
-		       [WEFT_MIN] = avx2_min_bfloat16,
-		       [WEFT_MAX] = avx2_max_bfloat16,
-		       [WEFT_AVG] = avx2_sum_bfloat16},
-    [WEFT_FLOAT32] = {[WEFT_SUM] = avx2_sum_float,
-		      [WEFT_PROD] = avx2_prod_float,
-		      [WEFT_MIN] = avx2_min_float,
-		      [WEFT_MAX] = avx2_max_float,
-		      [WEFT_AVG] = avx2_sum_float},
-    [WEFT_FLOAT64] = {[WEFT_SUM] = avx2_sum_double,
-		      [WEFT_PROD] = avx2_prod_double,
-		      [WEFT_MIN] = avx2_min_double,
-		      [WEFT_MAX] = avx2_max_double,
-		      [WEFT_AVG] = avx2_sum_double},
+static const struct kernel_pair kernels[WEFT_DATATYPE_COUNT][WEFT_OP_COUNT] =
+    {
+	[WEFT_INT8] =
+	    {
+		[WEFT_SUM] = {generic_sum_int8, avx2_sum_int8},
+		[WEFT_PROD] = {generic_prod_int8, avx2_prod_int8},
+		[WEFT_MIN] = {generic_min_int8, avx2_min_int8},
+		[WEFT_MAX] = {generic_max_int8, avx2_max_int8},
+		[WEFT_AVG] = {generic_sum_int8, avx2_sum_int8},
+	    },
+	[WEFT_UINT8] =
+	    {
+		[WEFT_SUM] = {generic_sum_uint8, avx2_sum_uint8},
+		[WEFT_PROD] = {generic_prod_uint8, avx2_prod_uint8},
+		[WEFT_MIN] = {generic_min_uint8, avx2_min_uint8},
+		[WEFT_MAX] = {generic_max_uint8, avx2_max_uint8},
+		[WEFT_AVG] = {generic_sum_uint8, avx2_sum_uint8},
+	    },
+	[WEFT_INT32] =
+	    {
+		[WEFT_SUM] = {generic_sum_int32, avx2_sum_int32},
+		[WEFT_PROD] = {generic_prod_int32, avx2_prod_int32},
+		[WEFT_MIN] = {generic_min_int32, avx2_min_int32},
+		[WEFT_MAX] = {generic_max_int32, avx2_max_int32},
+		[WEFT_AVG] = {generic_sum_int32, avx2_sum_int32},
+	    },
+	[WEFT_UINT32] =
+	    {
+		[WEFT_SUM] = {generic_sum_uint32, avx2_sum_uint32},
+		[WEFT_PROD] = {generic_prod_uint32, avx2_prod_uint32},
+		[WEFT_MIN] = {generic_min_uint32, avx2_min_uint32},
+		[WEFT_MAX] = {generic_max_uint32, avx2_max_uint32},
+		[WEFT_AVG] = {generic_sum_uint32, avx2_sum_uint32},
+	    },
+	[WEFT_INT64] =
+	    {
+		[WEFT_SUM] = {generic_sum_int64, avx2_sum_int64},
+		[WEFT_PROD] = {generic_prod_int64, avx2_prod_int64},
+		[WEFT_MIN] = {generic_min_int64, avx2_min_int64},
+		[WEFT_MAX] = {generic_max_int64, avx2_max_int64},
+		[WEFT_AVG] = {generic_sum_int64, avx2_sum_int64},
+	    },
+	[WEFT_UINT64] =
+	    {
+		[WEFT_SUM] = {generic_sum_uint64, avx2_sum_uint64},
+		[WEFT_PROD] = {generic_prod_uint64, avx2_prod_uint64},
+		[WEFT_MIN] = {generic_min_uint64, avx2_min_uint64},
+		[WEFT_MAX] = {generic_max_uint64, avx2_max_uint64},
+		[WEFT_AVG] = {generic_sum_uint64, avx2_sum_uint64},
+	    },
+	[WEFT_FLOAT16] =
+	    {
+		[WEFT_SUM] = {generic_sum_half, avx2_sum_half},
+		[WEFT_PROD] = {generic_prod_half, avx2_prod_half},
+		[WEFT_MIN] = {generic_min_half, avx2_min_half},
+		[WEFT_MAX] = {generic_max_half, avx2_max_half},
+		[WEFT_AVG] = {generic_sum_half, avx2_sum_half},
+	    },
+	[WEFT_BFLOAT16] =
+	    {
+		[WEFT_SUM] = {generic_sum_bfloat16, avx2_sum_bfloat16},
+		[WEFT_PROD] = {generic_prod_bfloat16, avx2_prod_bfloat16},
+		[WEFT_MIN] = {generic_min_bfloat16, avx2_min_bfloat16},
+		[WEFT_MAX] = {generic_max_bfloat16, avx2_max_bfloat16},
+		[WEFT_AVG] = {generic_sum_bfloat16, avx2_sum_bfloat16},
+	    },
+	[WEFT_FLOAT32] =
+	    {
+		[WEFT_SUM] = {generic_sum_float, avx2_sum_float},
+		[WEFT_PROD] = {generic_prod_float, avx2_prod_float},
+		[WEFT_MIN] = {generic_min_float, avx2_min_float},
+		[WEFT_MAX] = {generic_max_float, avx2_max_float},
+		[WEFT_AVG] = {generic_sum_float, avx2_sum_float},
+	    },
+	[WEFT_FLOAT64] =
+	    {
+		[WEFT_SUM] = {generic_sum_double, avx2_sum_double},
+		[WEFT_PROD] = {generic_prod_double, avx2_prod_double},
+		[WEFT_MIN] = {generic_min_double, avx2_min_double},
+		[WEFT_MAX] = {generic_max_double, avx2_max_double},
+		[WEFT_AVG] = {generic_sum_double, avx2_sum_double},
+	    },
 };
 
 weft_reduce_fn weft_reduce_table(bool avx2, weft_datatype_t dtype, weft_op_t op)
 {
-	return avx2 ? avx2_kernels[dtype][op] : generic_kernels[dtype][op];
+	return avx2 ? kernels[dtype][op].avx2 : kernels[dtype][op].generic;
 }

@@ -131,6 +131,16 @@ typedef double v_f64x2 __attribute__((vector_size(16)));
 
 enum compare_kind { CMP_LESS, CMP_EQUAL };
 
+/* The lane mask of x < y (less) or x == y, loading both as vectors of type
+ * @p vt (the comparison is type-generic: one expression per lane type). */
+#define LANE_MASK(vt, mask_t, x, y, less)                                                          \
+	({                                                                                         \
+		vt a_, b_;                                                                         \
+		memcpy(&a_, (x), sizeof a_);                                                       \
+		memcpy(&b_, (y), sizeof b_);                                                       \
+		(mask_t)((less) ? a_ < b_ : a_ == b_);                                             \
+	})
+
 /* Lane masks of x < y or x == y for 16 bytes of dtype. */
 static ALWAYS_INLINE v_u8x16 compare_16(const void *x, const void *y, weft_datatype_t dtype,
 					enum compare_kind kind)
@@ -138,54 +148,15 @@ static ALWAYS_INLINE v_u8x16 compare_16(const void *x, const void *y, weft_datat
 	bool less = kind == CMP_LESS;
 
 	switch (dtype) {
-	case WEFT_INT8: {
-		v_i8x16 a, b;
-		memcpy(&a, x, 16);
-		memcpy(&b, y, 16);
-		return (v_u8x16)(less ? a < b : a == b);
-	}
-	case WEFT_UINT8: {
-		v_u8x16 a, b;
-		memcpy(&a, x, 16);
-		memcpy(&b, y, 16);
-		return (v_u8x16)(less ? a < b : a == b);
-	}
-	case WEFT_INT32: {
-		v_i32x4 a, b;
-		memcpy(&a, x, 16);
-		memcpy(&b, y, 16);
-		return (v_u8x16)(less ? a < b : a == b);
-	}
-	case WEFT_UINT32: {
-		v_u32x4 a, b;
-		memcpy(&a, x, 16);
-		memcpy(&b, y, 16);
-		return (v_u8x16)(less ? a < b : a == b);
-	}
-	case WEFT_INT64: {
-		v_i64x2 a, b;
-		memcpy(&a, x, 16);
-		memcpy(&b, y, 16);
-		return (v_u8x16)(less ? a < b : a == b);
-	}
-	case WEFT_UINT64: {
-		v_u64x2 a, b;
-		memcpy(&a, x, 16);
-		memcpy(&b, y, 16);
-		return (v_u8x16)(less ? a < b : a == b);
-	}
-	case WEFT_FLOAT64: {
-		v_f64x2 a, b;
-		memcpy(&a, x, 16);
-		memcpy(&b, y, 16);
-		return (v_u8x16)(less ? a < b : a == b);
-	}
-	default: { /* fp32, and fp16/bf16 widened to it */
-		v_f32x4 a, b;
-		memcpy(&a, x, 16);
-		memcpy(&b, y, 16);
-		return (v_u8x16)(less ? a < b : a == b);
-	}
+	case WEFT_INT8: return LANE_MASK(v_i8x16, v_u8x16, x, y, less);
+	case WEFT_UINT8: return LANE_MASK(v_u8x16, v_u8x16, x, y, less);
+	case WEFT_INT32: return LANE_MASK(v_i32x4, v_u8x16, x, y, less);
+	case WEFT_UINT32: return LANE_MASK(v_u32x4, v_u8x16, x, y, less);
+	case WEFT_INT64: return LANE_MASK(v_i64x2, v_u8x16, x, y, less);
+	case WEFT_UINT64: return LANE_MASK(v_u64x2, v_u8x16, x, y, less);
+	case WEFT_FLOAT64: return LANE_MASK(v_f64x2, v_u8x16, x, y, less);
+	default: /* fp32, and fp16/bf16 widened to it */
+		return LANE_MASK(v_f32x4, v_u8x16, x, y, less);
 	}
 }
 
@@ -198,59 +169,20 @@ static ALWAYS_INLINE v_u8 compare(const void *x, const void *y, weft_datatype_t 
 				  enum compare_kind kind, bool wide)
 {
 	const unsigned char *px = x, *py = y;
+	bool less = kind == CMP_LESS;
 	v_u8x16 lo, hi;
 	v_u8 r;
 
 	if (wide) {
 		switch (dtype) {
-		case WEFT_INT8: {
-			v_i8 a, b;
-			memcpy(&a, x, 32);
-			memcpy(&b, y, 32);
-			return (v_u8)(kind == CMP_LESS ? a < b : a == b);
-		}
-		case WEFT_UINT8: {
-			v_u8 a, b;
-			memcpy(&a, x, 32);
-			memcpy(&b, y, 32);
-			return (v_u8)(kind == CMP_LESS ? a < b : a == b);
-		}
-		case WEFT_INT32: {
-			v_i32 a, b;
-			memcpy(&a, x, 32);
-			memcpy(&b, y, 32);
-			return (v_u8)(kind == CMP_LESS ? a < b : a == b);
-		}
-		case WEFT_UINT32: {
-			v_u32 a, b;
-			memcpy(&a, x, 32);
-			memcpy(&b, y, 32);
-			return (v_u8)(kind == CMP_LESS ? a < b : a == b);
-		}
-		case WEFT_INT64: {
-			v_i64 a, b;
-			memcpy(&a, x, 32);
-			memcpy(&b, y, 32);
-			return (v_u8)(kind == CMP_LESS ? a < b : a == b);
-		}
-		case WEFT_UINT64: {
-			v_u64 a, b;
-			memcpy(&a, x, 32);
-			memcpy(&b, y, 32);
-			return (v_u8)(kind == CMP_LESS ? a < b : a == b);
-		}
-		case WEFT_FLOAT64: {
-			v_f64 a, b;
-			memcpy(&a, x, 32);
-			memcpy(&b, y, 32);
-			return (v_u8)(kind == CMP_LESS ? a < b : a == b);
-		}
-		default: {
-			v_f32 a, b;
-			memcpy(&a, x, 32);
-			memcpy(&b, y, 32);
-			return (v_u8)(kind == CMP_LESS ? a < b : a == b);
-		}
+		case WEFT_INT8: return LANE_MASK(v_i8, v_u8, x, y, less);
+		case WEFT_UINT8: return LANE_MASK(v_u8, v_u8, x, y, less);
+		case WEFT_INT32: return LANE_MASK(v_i32, v_u8, x, y, less);
+		case WEFT_UINT32: return LANE_MASK(v_u32, v_u8, x, y, less);
+		case WEFT_INT64: return LANE_MASK(v_i64, v_u8, x, y, less);
+		case WEFT_UINT64: return LANE_MASK(v_u64, v_u8, x, y, less);
+		case WEFT_FLOAT64: return LANE_MASK(v_f64, v_u8, x, y, less);
+		default: return LANE_MASK(v_f32, v_u8, x, y, less);
 		}
 	}
 	lo = compare_16(px, py, dtype, kind);

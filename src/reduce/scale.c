@@ -7,39 +7,37 @@
 #include "reduce/reduce_vec.h"
 #include "util/dtype.h"
 
-static void scale_float(unsigned char *p, size_t count, int divisor)
+/* fp32 or fp64 (@p wide): a vector at a time, then the tail element-wise;
+ * the same division either way, so body and tail agree. */
+static ALWAYS_INLINE void scale_fp(unsigned char *p, size_t count, int divisor, bool wide)
 {
-	size_t bytes = count * sizeof(float), i = 0;
-	v_f32 v;
+	size_t esize = wide ? sizeof(double) : sizeof(float), bytes = count * esize, i = 0;
 
-	for (; i + sizeof v <= bytes; i += sizeof v) {
-		memcpy(&v, p + i, sizeof v);
-		v = v / (float)divisor;
-		memcpy(p + i, &v, sizeof v);
+	for (; i + VEC_BYTES <= bytes; i += VEC_BYTES) {
+		if (wide) {
+			v_f64 v;
+			memcpy(&v, p + i, sizeof v);
+			v = v / (double)divisor;
+			memcpy(p + i, &v, sizeof v);
+		} else {
+			v_f32 v;
+			memcpy(&v, p + i, sizeof v);
+			v = v / (float)divisor;
+			memcpy(p + i, &v, sizeof v);
+		}
 	}
-	for (; i < bytes; i += sizeof(float)) {
-		float f;
-		memcpy(&f, p + i, sizeof f);
-		f /= (float)divisor;
-		memcpy(p + i, &f, sizeof f);
-	}
-}
-
-static void scale_double(unsigned char *p, size_t count, int divisor)
-{
-	size_t bytes = count * sizeof(double), i = 0;
-	v_f64 v;
-
-	for (; i + sizeof v <= bytes; i += sizeof v) {
-		memcpy(&v, p + i, sizeof v);
-		v = v / (double)divisor;
-		memcpy(p + i, &v, sizeof v);
-	}
-	for (; i < bytes; i += sizeof(double)) {
-		double f;
-		memcpy(&f, p + i, sizeof f);
-		f /= (double)divisor;
-		memcpy(p + i, &f, sizeof f);
+	for (; i < bytes; i += esize) {
+		if (wide) {
+			double d;
+			memcpy(&d, p + i, sizeof d);
+			d /= (double)divisor;
+			memcpy(p + i, &d, sizeof d);
+		} else {
+			float f;
+			memcpy(&f, p + i, sizeof f);
+			f /= (float)divisor;
+			memcpy(p + i, &f, sizeof f);
+		}
 	}
 }
 
@@ -136,8 +134,8 @@ void weft_reduce_scale(void *buf, size_t count, weft_datatype_t dtype, int divis
 		return;
 
 	switch (dtype) {
-	case WEFT_FLOAT32: scale_float(buf, count, divisor); break;
-	case WEFT_FLOAT64: scale_double(buf, count, divisor); break;
+	case WEFT_FLOAT32: scale_fp(buf, count, divisor, false); break;
+	case WEFT_FLOAT64: scale_fp(buf, count, divisor, true); break;
 	case WEFT_FLOAT16:
 		if (weft_reduce_use_avx2())
 			scale_half_f16c(buf, count, divisor);

@@ -450,11 +450,8 @@ const struct weft_tp_ops weft_tp_shm_ops = {
     .msg = {.isend = weft_tp_shm_isend,
 	    .irecv = weft_tp_shm_irecv,
 	    .progress = weft_tp_shm_progress},
-    .mem = {.reg = weft_tp_no_reg,
-	    .dereg = weft_tp_no_dereg,
-	    .map = weft_tp_no_map,
-	    .unmap = weft_tp_no_unmap},
-    .rma = {.write = weft_tp_no_write, .get = weft_tp_no_get},
+    .mem = WEFT_TP_NO_MEM_OPS,
+    .rma = WEFT_TP_NO_RMA_OPS,
     .prop = {.props = shm_props, .describe = shm_describe},
     .signal = {.signals = weft_tp_no_signals},
 };

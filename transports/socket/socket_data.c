@@ -225,32 +225,32 @@ static struct weft_sock_req *post_req(struct weft_sock_conn *c, struct weft_msg 
 	return r;
 }
 
-weft_status_t weft_tp_socket_isend(struct weft_conn *conn, struct weft_msg *m)
+/* Queue @p m and point every idle socket cursor of its direction at it. */
+static weft_status_t post(struct weft_conn *conn, struct weft_msg *m, bool recv)
 {
 	struct weft_sock_conn *c = to_conn(conn);
 	weft_status_t st;
-	struct weft_sock_req *r = post_req(c, m, false, &st);
+	struct weft_sock_req *r = post_req(c, m, recv, &st);
 	if (!r)
 		return st;
-	queue_push(&c->sendq, r, c->sc);
-	for (unsigned s = 0; s < c->sc->nsocks; s++)
-		if (!c->sock[s].tx.req)
+	queue_push(recv ? &c->recvq : &c->sendq, r, c->sc);
+	for (unsigned s = 0; s < c->sc->nsocks; s++) {
+		if (recv && !c->sock[s].rx.req)
+			rx_seek(c, s, r);
+		else if (!recv && !c->sock[s].tx.req)
 			tx_seek(c, s, r);
+	}
 	return WEFT_SUCCESS;
+}
+
+weft_status_t weft_tp_socket_isend(struct weft_conn *conn, struct weft_msg *m)
+{
+	return post(conn, m, false);
 }
 
 weft_status_t weft_tp_socket_irecv(struct weft_conn *conn, struct weft_msg *m)
 {
-	struct weft_sock_conn *c = to_conn(conn);
-	weft_status_t st;
-	struct weft_sock_req *r = post_req(c, m, true, &st);
-	if (!r)
-		return st;
-	queue_push(&c->recvq, r, c->sc);
-	for (unsigned s = 0; s < c->sc->nsocks; s++)
-		if (!c->sock[s].rx.req)
-			rx_seek(c, s, r);
-	return WEFT_SUCCESS;
+	return post(conn, m, true);
 }
 
 /* One fragment of r is finished on socket s: account for it and move the

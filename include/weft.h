@@ -539,6 +539,15 @@ WEFT_API weft_status_t weft_settings_describe(char **json);
  *                        path of an Open MPI rankfile ("rank N=HOST" lines,
  *                        as weft-topo --rankfile writes), which gives the
  *                        ranks and their hosts itself.
+ * @param flags          0, or WEFT_MODEL_BRIEF: lists with an entry per
+ *                        rank, host or leaf ("ranks", "hosts", "leaves",
+ *                        "spines", ring "order", the trees' leaders and
+ *                        the leaders' ring "order") keep their first 8
+ *                        entries and the document says "brief": true; the
+ *                        counts ("nranks", "nhosts", ...) are whole. The
+ *                        steps are timed before the cut, so they are the
+ *                        same either way. For printing a summary of a large
+ *                        job without writing and reading it whole.
  * @param[out] json       as for weft_comm_describe().
  * @return WEFT_SUCCESS; WEFT_ERR_INVALID_ARG (a NULL argument, a bad file,
  *         order or count, more than 1,000,000 ranks); WEFT_ERR_NO_MEMORY.
@@ -546,8 +555,9 @@ WEFT_API weft_status_t weft_settings_describe(char **json);
  * Blocking: no (not collective). Thread safety: safe. Settings are read
  * as a job reads them (WEFT_PLACEMENT, WEFT_ALGO, WEFT_TUNE, ...).
  */
+#define WEFT_MODEL_BRIEF 1u
 WEFT_API weft_status_t weft_model_describe(const char *topology_file, int ranks_per_host,
-					   const char *order, char **json);
+					   const char *order, unsigned flags, char **json);
 
 /** Release a string from weft_comm_describe(), weft_host_describe(),
  * weft_settings_describe() or weft_model_describe(); NULL is harmless. Thread safety: safe. */

@@ -149,6 +149,23 @@ if model rand7 "$OUT/small.conf" --ranks-per-host 4 --order random:7 &&
 		"[4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4]" "random:7: 4 ranks on every host"
 fi
 
+# text: a summary from the brief document (WEFT_MODEL_BRIEF), the same figures
+if "$TOPO" --model "$OUT/small.conf" --ranks-per-host 4 --order round-robin >"$OUT/rr.txt" 2>&1; then
+	missing=""
+	for want in "48 ranks on 12 hosts under 4 leaves, 2 spines" \
+		"order: 48 (0 -> 12 -> 24 -> 36 -> 1 -> 13 -> 25 -> 37 -> ...)" \
+		"leaf crossings: 4 (plain rank order: 16)" "spine crossings: 2 (plain rank order: 8)" \
+		"host leaders: 12 (0 1 2 3 4 5 6 7 ...)" "leaf leaders: 4 (0 3 6 9)" \
+		"spine      1728 pairs: net 1728" "model steps:" "tuner init" "weft-topo"; do
+		grep -qF -- "$want" "$OUT/rr.txt" || missing="$missing [$want]"
+	done
+	[ -z "$missing" ] && ok "text summary" || fail "text summary lacks$missing"
+else
+	fail "text: $(cat "$OUT/rr.txt")"
+fi
+expect rr '"brief" in d, len(d["ranks"]), len(d["ring"]["order"])' "False 48 48" \
+	"json: whole lists, not brief"
+
 # ---- (b) invariants from 16 to 4,096 hosts ----
 for shape in "1 2 8:1" "2 4 8:3" "2 4 32:2" "4 8 32:1" "4 32 32:2"; do
 	set -- ${shape%%:*}

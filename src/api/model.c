@@ -150,8 +150,31 @@ static void after_piece(void *ctx, const char *piece)
 			weft_model_step_end(ctx, names[i][1]);
 }
 
+/* WEFT_MODEL_BRIEF: every list with an entry per rank, host or leaf cut
+ * to its first BRIEF_ENTRIES. */
+#define BRIEF_ENTRIES 8
+
+static void cut(json_t *list)
+{
+	while (json_array_size(list) > BRIEF_ENTRIES)
+		json_array_remove(list, json_array_size(list) - 1);
+}
+
+static int make_brief(json_t *root)
+{
+	static const char *const top[] = {"ranks", "hosts", "leaves", "spines"};
+	json_t *trees = json_object_get(root, "trees");
+	for (size_t i = 0; i < sizeof(top) / sizeof(top[0]); i++)
+		cut(json_object_get(root, top[i]));
+	cut(json_object_get(json_object_get(root, "ring"), "order"));
+	cut(json_object_get(trees, "host_leaders"));
+	cut(json_object_get(trees, "leaf_leaders"));
+	cut(json_object_get(json_object_get(trees, "leader_ring"), "order"));
+	return json_object_set_new(root, "brief", json_true());
+}
+
 static weft_status_t describe(struct model *m, const char *path, int per_host, const char *order,
-			      char **json)
+			      unsigned flags, char **json)
 {
 	json_t *transports, *root;
 	weft_status_t st = weft_model_transports(&m->comm.graph, &transports);
@@ -164,6 +187,8 @@ static weft_status_t describe(struct model *m, const char *path, int per_host, c
 	if (st == WEFT_SUCCESS &&
 	    json_object_set_new(root, "model",
 				weft_model_section(path, per_host, order, &m->steps)))
+		st = WEFT_ERR_NO_MEMORY;
+	if (st == WEFT_SUCCESS && (flags & WEFT_MODEL_BRIEF) && make_brief(root))
 		st = WEFT_ERR_NO_MEMORY;
 	if (st == WEFT_SUCCESS)
 		st = weft_describe_dump(root, json);
@@ -186,7 +211,7 @@ static void model_free(struct model *m)
 }
 
 static weft_status_t run(struct model *m, const char *path, int per_host, const char *order,
-			 char **json)
+			 unsigned flags, char **json)
 {
 	weft_status_t st = weft_topo_file_load(path, &m->file, &m->comm.err);
 	weft_model_step_end(&m->steps, "load");
@@ -203,12 +228,12 @@ static weft_status_t run(struct model *m, const char *path, int per_host, const 
 		st = tune(m);
 	weft_model_step_end(&m->steps, "tuner init");
 	if (st == WEFT_SUCCESS)
-		st = describe(m, path, per_host, order, json);
+		st = describe(m, path, per_host, order, flags, json);
 	return st;
 }
 
 weft_status_t weft_model_describe(const char *topology_file, int ranks_per_host, const char *order,
-				  char **json)
+				  unsigned flags, char **json)
 {
 	struct weft_err *err = weft_err_init_fresh();
 	if (json)
@@ -220,7 +245,8 @@ weft_status_t weft_model_describe(const char *topology_file, int ranks_per_host,
 	if (!m)
 		return weft_err_set(err, WEFT_ERR_NO_MEMORY, "weft_model_describe: no memory");
 	m->steps.start = weft_now();
-	weft_status_t st = run(m, topology_file, ranks_per_host, order ? order : "block", json);
+	weft_status_t st =
+	    run(m, topology_file, ranks_per_host, order ? order : "block", flags, json);
 	if (st != WEFT_SUCCESS)
 		weft_err_set(err, st, "%s", m->comm.err.msg);
 	model_free(m);

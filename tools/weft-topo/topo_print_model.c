@@ -1,7 +1,8 @@
 /*
  * topo_print_model.c — weft-topo --model for people. A modelled job may
  * have 100,000 ranks, so where the job's text lists every rank, host or
- * leaf, this prints how many there are and the first few; the rest of the
+ * leaf, this prints how many there are and the first few (and asks the
+ * library for a brief document, WEFT_MODEL_BRIEF, with no more); the rest of the
  * document is printed as for a job (the tuner's table, transports per link
  * class), then the model's steps with their time and peak memory. The
  * JSON (--format json) has everything.
@@ -10,19 +11,18 @@
 
 #define SHOWN 8 /* items of a long list printed before "..." */
 
-/* "N (a b c ... z)": the count, the first SHOWN items and the last. */
-static void text_list(const char *label, const json_t *list, const char *sep, FILE *out)
+/* "N (a b c ...)": the count (@p n: the list may be cut, WEFT_MODEL_BRIEF)
+ * and the first SHOWN items. */
+static void text_list(const char *label, long long n, const json_t *list, const char *sep,
+		      FILE *out)
 {
-	size_t n = json_array_size(list), i;
-	fprintf(out, "  %s: %zu (", label, n);
-	for (i = 0; i < n && i < SHOWN; i++)
+	size_t have = json_array_size(list), i;
+	fprintf(out, "  %s: %lld (", label, n);
+	for (i = 0; i < have && i < SHOWN; i++)
 		fprintf(out, "%s%lld", i ? sep : "",
 			(long long)json_integer_value(json_array_get(list, i)));
-	if (n > SHOWN + 1)
+	if (n > (long long)i)
 		fprintf(out, "%s...", sep);
-	if (n > SHOWN)
-		fprintf(out, "%s%lld", sep,
-			(long long)json_integer_value(json_array_get(list, n - 1)));
 	fprintf(out, ")\n");
 }
 
@@ -43,7 +43,8 @@ static void model_ring(const json_t *doc, FILE *out)
 	const json_t *ring = json_object_get(doc, "ring");
 	const json_t *plain = json_object_get(ring, "rank_order");
 	fprintf(out, "\nring (placement %s):\n", weft_tool_str(ring, "placement"));
-	text_list("order", json_object_get(ring, "order"), " -> ", out);
+	text_list("order", weft_tool_int(doc, "nranks"), json_object_get(ring, "order"), " -> ",
+		  out);
 	fprintf(out, "  leaf crossings: %lld (plain rank order: %lld)\n",
 		weft_tool_int(ring, "leaf_crossings"), weft_tool_int(plain, "leaf_crossings"));
 	fprintf(out, "  spine crossings: %lld (plain rank order: %lld)\n",
@@ -56,9 +57,10 @@ static void model_trees(const json_t *doc, FILE *out)
 	const json_t *db = json_object_get(trees, "double_binary");
 	const json_t *lr = json_object_get(trees, "leader_ring");
 	fprintf(out, "\ntrees and leaders:\n");
-	text_list("host leaders", json_object_get(trees, "host_leaders"), " ", out);
-	text_list("leaf leaders", json_object_get(trees, "leaf_leaders"), " ", out);
-	text_list("host leaders' ring", json_object_get(lr, "order"), " -> ", out);
+	long long nh = weft_tool_int(doc, "nhosts"), nl = weft_tool_int(doc, "nleaves");
+	text_list("host leaders", nh, json_object_get(trees, "host_leaders"), " ", out);
+	text_list("leaf leaders", nl, json_object_get(trees, "leaf_leaders"), " ", out);
+	text_list("host leaders' ring", nh, json_object_get(lr, "order"), " -> ", out);
 	fprintf(out, "  host leaders' ring leaf crossings: %lld\n",
 		weft_tool_int(lr, "leaf_crossings"));
 	weft_tool_text_tree("double binary tree 0 (allreduce)", json_array_get(db, 0), out);

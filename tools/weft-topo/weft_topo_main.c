@@ -218,8 +218,10 @@ static int model_mode(const struct options *o)
 	struct timespec t0, t1;
 	char *json;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	/* text prints a summary: no need to write and read every rank */
+	unsigned flags = o->format == WEFT_TOPO_TEXT ? WEFT_MODEL_BRIEF : 0;
 	if (weft_model_describe(o->model, o->ranks_per_host ? o->ranks_per_host : 1,
-				o->order ? o->order : "block", &json) != WEFT_SUCCESS) {
+				o->order ? o->order : "block", flags, &json) != WEFT_SUCCESS) {
 		fprintf(stderr, "weft-topo: --model %s: %s\n", o->model, weft_init_last_error());
 		return 1;
 	}

@@ -36,6 +36,25 @@ int weft_tool_print_job(const char *json, enum weft_topo_format format, FILE *ou
 	return rc;
 }
 
+int weft_tool_print_model(const char *json, enum weft_topo_format format, FILE *out)
+{
+	json_t *doc = weft_tool_parse(json, "the model's description");
+	int rc = 1;
+	if (!doc)
+		return 1;
+	switch (format) {
+	case WEFT_TOPO_TEXT: rc = weft_tool_print_model_text(doc, out); break;
+	case WEFT_TOPO_JSON:
+		weft_tool_write_json(doc, out);
+		rc = 0;
+		break;
+	case WEFT_TOPO_DOT: rc = weft_tool_print_job_dot(doc, out); break;
+	case WEFT_TOPO_RANKFILE: rc = weft_tool_print_job_rankfile(doc, out); break;
+	}
+	json_decref(doc);
+	return rc;
+}
+
 static void host_text(const json_t *h, FILE *out)
 {
 	size_t i;

@@ -13,6 +13,7 @@
 #include "bootstrap/hostid.h"
 #include "bootstrap/netaddr.h"
 #include "core/p2p.h"
+#include "core/watch.h"
 #include "reduce/reduce.h"
 #include "topo/topo_local.h"
 #include "transports/registry.h"
@@ -373,6 +374,7 @@ void weft_comm_free(struct weft_comm *comm)
 	if (!comm)
 		return;
 	weft_progress_thread_stop(comm);
+	weft_watch_stop(comm);
 	if (comm->bs)
 		weft_bootstrap_close(comm->bs);
 	weft_p2p_abort(comm, WEFT_ERR_ABORTED);
@@ -470,6 +472,8 @@ weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct 
 		st = agree_chunk(comm);
 	if (st == WEFT_SUCCESS)
 		st = check_isa(comm);
+	if (st == WEFT_SUCCESS)
+		st = weft_watch_start(comm);
 	if (st != WEFT_SUCCESS)
 		return weft_comm_abandon(comm, st);
 	*out = comm;

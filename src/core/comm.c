@@ -299,8 +299,12 @@ static weft_status_t connect_peers(struct weft_comm *comm)
 				return st;
 			}
 		}
-		if (!pending)
+		if (!pending) {
+			for (size_t i = 0; i < comm->ntps; i++)
+				if (comm->tps[i])
+					comm->tps[i]->ops->conn.connected(comm->tps[i]);
 			return WEFT_SUCCESS;
+		}
 		if (weft_now() > deadline)
 			return weft_comm_fail(
 			    comm, WEFT_ERR_TIMEOUT,

@@ -453,7 +453,8 @@ weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct 
 	weft_status_t st = comm_alloc(&comm, nranks, uid, rank, config);
 	if (!comm)
 		return st;
-	weft_log_set_rank(rank);
+	if (!known) /* a split child's rank would overwrite the job's in log lines */
+		weft_log_set_rank(rank);
 	if (st == WEFT_SUCCESS)
 		st = weft_bootstrap_join(uid, rank, nranks, boot_timeout(comm), &comm->bs,
 					 &comm->err);

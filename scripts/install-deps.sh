@@ -9,6 +9,8 @@ pkgs=(
 	openmpi-bin libopenmpi-dev mpich libmpich-dev
 	liblldpctl-dev lldpd libibverbs-dev rdma-core
 	iproute2 nftables time graphviz hwloc clang-format
+	# clang and its runtime (libFuzzer, ASan, UBSan): make fuzz
+	clang libclang-rt-14-dev
 	libpmix-dev slurm-wlm munge util-linux
 	# python3: the shell tests' JSON checks; python3-torch: torchrun for
 	# tests/fabric/test_slurm.sh's PyTorch job (docs/slurm/torchrun.sbatch)

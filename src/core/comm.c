@@ -280,6 +280,24 @@ static weft_status_t init_transports(struct weft_comm *comm)
 	return st == WEFT_SUCCESS ? choose_transports(comm) : st;
 }
 
+/* Every connection is up: the gate gives the network ones a pacer
+ * (WEFT_PACER). */
+static weft_status_t attach_pacers(struct weft_comm *comm)
+{
+	for (int p = 0; p < comm->nranks; p++) {
+		struct weft_peer *peer = &comm->peers[p];
+		if (!peer->conn)
+			continue;
+		struct weft_tp_props props;
+		peer->tp->ops->prop.props(peer->tp, p, &props);
+		weft_status_t st = weft_gate_attach(&comm->gate, &peer->link, peer->conn,
+						    props.bandwidth_Bps, &comm->err);
+		if (st != WEFT_SUCCESS)
+			return st;
+	}
+	return WEFT_SUCCESS;
+}
+
 static weft_status_t connect_peers(struct weft_comm *comm)
 {
 	double deadline = weft_now() + comm->timeout_s;
@@ -299,7 +317,7 @@ static weft_status_t connect_peers(struct weft_comm *comm)
 			}
 		}
 		if (!pending)
-			return WEFT_SUCCESS;
+			return attach_pacers(comm);
 		if (weft_now() > deadline)
 			return weft_comm_fail(
 			    comm, WEFT_ERR_TIMEOUT,
@@ -401,6 +419,7 @@ void weft_comm_free(struct weft_comm *comm)
 	free(comm->p2p_received);
 	free(comm->tps);
 	free(comm->tp_peers);
+	weft_gate_fini(&comm->gate);
 	free(comm->peers);
 	free(comm->cards);
 	free(comm);

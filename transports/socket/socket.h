@@ -147,6 +147,10 @@ struct weft_sock_comm {
 	struct weft_tp_pool reqs;
 	int listen_fd;
 	unsigned nsocks;
+	int notsent_lowat; /* 0: the kernel's */
+	int tos;	   /* < 0: the kernel's */
+	bool paced;	   /* WEFT_PACER is on: say if ECN is not negotiated */
+	bool ecn_noted;
 	size_t chunk;
 	size_t bounce_bytes;
 	struct weft_sock_card *cards;	/* nranks */
@@ -166,7 +170,15 @@ weft_status_t weft_tp_socket_progress(struct weft_tp *tp);
 /* Fail every queued message of @p c with @p status and close its sockets. */
 void weft_tp_socket_conn_fail(struct weft_sock_conn *c, weft_status_t status);
 
-/* socket_conn.c: congestion signals from TCP_INFO (the signal op). */
+/* socket_pace.c: congestion signals from TCP_INFO and the pacer's rate
+ * (the signal ops); the settings and socket options pacing needs. */
 int weft_tp_socket_signals(struct weft_conn *conn, struct weft_tp_signal *out, int max);
+void weft_tp_socket_pace(struct weft_conn *conn, double rate_Bps);
+weft_status_t weft_tp_socket_read_pacing(struct weft_sock_comm *sc);
+/* TCP_NOTSENT_LOWAT and IP_TOS on a new socket (best effort, logged). */
+void weft_tp_socket_tune(struct weft_sock_comm *sc, int fd);
+/* Once a connection is up: with the pacer on, warn once if ECN was not
+ * negotiated (CE marks then never reach the pacer). */
+void weft_tp_socket_check_ecn(struct weft_sock_conn *c);
 
 #endif

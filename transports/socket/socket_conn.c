@@ -92,7 +92,7 @@ static weft_status_t read_settings(struct weft_sock_comm *sc)
 	sc->chunk = (size_t)chunk & ~(size_t)(SOCK_MIN_CHUNK - 1);
 	sc->bounce_bytes = sc->chunk < SOCK_BOUNCE_MAX ? sc->chunk : SOCK_BOUNCE_MAX;
 	sc->base.chunk_bytes = sc->chunk;
-	return WEFT_SUCCESS;
+	return weft_tp_socket_read_pacing(sc);
 }
 
 static weft_status_t open_listener(struct weft_sock_comm *sc, struct weft_sock_card *card)
@@ -309,6 +309,7 @@ static weft_status_t connector_step(struct weft_sock_conn *c, unsigned i)
 						  "socket: creating socket %u to peer rank %d", i,
 						  c->base.peer);
 		set_nodelay(s->fd);
+		weft_tp_socket_tune(sc, s->fd);
 		if (connect(s->fd, (const struct sockaddr *)addr, card->addr_len) != 0 &&
 		    errno != EINPROGRESS) {
 			err = errno;
@@ -420,6 +421,7 @@ static bool pending_route(struct weft_sock_comm *sc, struct weft_sock_pending *p
 		return *why = "duplicate socket for a rank and index", false;
 	s->fd = p->fd;
 	set_nodelay(s->fd);
+	weft_tp_socket_tune(c->sc, s->fd);
 	fill_hello(sc, &s->hello_buf, h->index);
 	s->hello_done = 0;
 	s->phase = WEFT_SOCK_HELLO_OUT;
@@ -514,6 +516,7 @@ static weft_status_t sock_connect(struct weft_tp *tp, int peer, struct weft_conn
 			return WEFT_INPROGRESS;
 		c->up = true;
 		c->rtt_us = tcp_rtt_us(c->sock[0].fd);
+		weft_tp_socket_check_ecn(c);
 		sc->active[sc->nactive++] = c;
 		char where[80];
 		weft_log(WEFT_LOG_INFO, WEFT_SUB_NET,
@@ -555,33 +558,6 @@ static void sock_fini(struct weft_tp *tp)
 	free(sc->active);
 	free(sc->cards);
 	free(sc);
-}
-
-/* Per-socket deltas of TCP_INFO since the previous call: the congestion
- * feedback the pacer reads (CE marks need ECN negotiated on the socket). */
-int weft_tp_socket_signals(struct weft_conn *conn, struct weft_tp_signal *out, int max)
-{
-	struct weft_sock_conn *c = weft_container_of(conn, struct weft_sock_conn, base);
-	int n = 0;
-	for (unsigned i = 0; i < c->sc->nsocks && n < max; i++) {
-		struct weft_sock *s = &c->sock[i];
-		struct tcp_info ti;
-		socklen_t len = sizeof(ti);
-		memset(&ti, 0, sizeof(ti));
-		if (s->fd < 0 || getsockopt(s->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
-			break;
-		/* An older kernel fills less; the fields it does not know stay zero. */
-		out[n++] = (struct weft_tp_signal){
-		    .delivered = ti.tcpi_delivered - s->seen.delivered,
-		    .delivered_ce = ti.tcpi_delivered_ce - s->seen.delivered_ce,
-		    .rtt_us = ti.tcpi_rtt,
-		    .bytes_acked = ti.tcpi_bytes_acked - s->seen.bytes_acked,
-		};
-		s->seen.delivered = ti.tcpi_delivered;
-		s->seen.delivered_ce = ti.tcpi_delivered_ce;
-		s->seen.bytes_acked = ti.tcpi_bytes_acked;
-	}
-	return n;
 }
 
 /* The link speed the kernel reports for @p ifname (bytes/s), 0 unknown
@@ -636,6 +612,12 @@ static void sock_describe(struct weft_tp *tp, int peer, char *buf, size_t len)
 static const struct weft_setting sock_settings[] = {
     {"WEFT_SOCKET_NSOCKS", "2", "TCP sockets per peer, striped"},
     {"WEFT_SOCKET_CHUNK", "512K", "bytes per pipelined chunk on TCP"},
+    {"WEFT_SOCKET_NOTSENT_LOWAT", NULL,
+     "TCP_NOTSENT_LOWAT on every socket: unsent bytes the kernel may hold (default: 128K "
+     "with WEFT_PACER on, else the kernel's; 0: the kernel's)"},
+    {"WEFT_SOCKET_TOS", NULL,
+     "IP TOS byte (DSCP << 2) on every socket, for the fabric's ECN-marked class; the ECN "
+     "bits are the kernel's"},
 };
 
 const struct weft_tp_ops weft_tp_socket_ops = {
@@ -651,5 +633,5 @@ const struct weft_tp_ops weft_tp_socket_ops = {
     .mem = WEFT_TP_NO_MEM_OPS,
     .rma = WEFT_TP_NO_RMA_OPS,
     .prop = {.props = sock_props, .describe = sock_describe},
-    .signal = {.signals = weft_tp_socket_signals},
+    .signal = {.signals = weft_tp_socket_signals, .pace = weft_tp_socket_pace},
 };

@@ -9,6 +9,18 @@
 # Addresses exist only inside these namespaces. With --spine-rate the uplinks
 # are shaped with tbf in both directions; host links are left unshaped.
 #
+# With --ecn-mark PPS (congestion marking, for the pacer): every host turns
+# ECN on (net.ipv4.tcp_ecn=1) and TSO/GSO/GRO off on its veth (ethtool -K),
+# so that packets cross the fabric at wire size and marks land per packet;
+# each leaf's bridge marks CE on ECN-capable packets leaving its uplink
+# above PPS packets per second, and the spine's bridge does the same on the
+# ports toward the leaves (nftables, table bridge weft_ecn:
+# `oifname "uplink" ip ecn ect0 limit rate over PPS/second burst 32 packets
+# counter ip ecn set ce`). nftables cannot see the tbf queue, so the packet
+# rate stands in for it: set PPS at 90-95 % of the bottleneck's packet rate
+# (24000/s is 92 % of 300 Mbit at 1500-byte frames). `fabric.sh marks`
+# prints the packets each rule marked.
+#
 # lldpd runs on every leaf (system name leaf1, leaf2, ... on its host-facing
 # ports swpN, bridge capability) and on every host (system name = host
 # namespace name, on eth0), each with its own control socket, tx-interval
@@ -21,13 +33,15 @@
 #
 # Usage:
 #   fabric.sh up   [--leaves L] [--hosts-per-leaf H] [--spine-rate RATE]
-#                  [--prefix NAME] [--state FILE] [--timeout SECS]
+#                  [--ecn-mark PPS] [--prefix NAME] [--state FILE] [--timeout SECS]
 #   fabric.sh down [--prefix NAME | --state FILE]      (idempotent)
 #   fabric.sh run  [--prefix NAME | --state FILE] HOST -- CMD [ARGS...]
 #   fabric.sh with [up options] -- CMD [ARGS...]
 #                  up, run CMD with FABRIC_STATE exported, always down;
 #                  returns CMD's status (77 if the fabric cannot be built here)
 #   fabric.sh show [--prefix NAME | --state FILE]      (print the layout)
+#   fabric.sh marks [--prefix NAME | --state FILE] [--reset]
+#                  CE marks per switch port (with --ecn-mark); --reset zeroes them
 #
 # Without --prefix/--state, down/run/show use $FABRIC_STATE.
 # HOST is a host's name (its namespace, e.g. wf123-h1), its short name (h1) or
@@ -45,6 +59,7 @@
 #   ns NAMESPACE              (every namespace created)
 #   pid PID NAMESPACE STARTTIME   (every lldpd started; STARTTIME from /proc)
 #   uplink LEAF LEAFNS IF SPINENS IF RATE
+#   ecn PPS                   (--ecn-mark: switches that mark, hosts with ECN on)
 #   leaf LEAF NS SOCK
 #   host NAME NS IP LEAF SOCK IFNAME
 #   ready
@@ -169,6 +184,30 @@ no_offload() {
 	fi
 }
 
+# mark_ce NS IFACE... : the bridge in NS marks CE above $ECN_PPS on IFACEs.
+mark_ce() {
+	local ns=$1 dev rules=""
+	shift
+	for dev in "$@"; do
+		rules="$rules
+		oifname \"$dev\" ip ecn ect0 limit rate over $ECN_PPS/second burst 32 packets counter ip ecn set ce"
+	done
+	ip netns exec "$ns" nft -f - <<-EOF || die "nftables CE marking in $ns failed"
+		table bridge weft_ecn {
+			chain forward {
+				type filter hook forward priority 0; policy accept;$rules
+			}
+		}
+	EOF
+}
+
+# A host that negotiates ECN and sends wire-size packets.
+ecn_host() {
+	local ns=$1
+	ip netns exec "$ns" sysctl -qw net.ipv4.tcp_ecn=1 || die "tcp_ecn in $ns"
+	no_offload "$ns" "$HOST_IF"
+}
+
 shape() {
 	local ns=$1 dev=$2 rate=$3 bps burst limit
 	bps=$(rate_bytes "$rate") || die "bad rate '$rate' (use tc units, e.g. 300mbit)"
@@ -237,11 +276,13 @@ up_abort() {
 
 cmd_up() {
 	local leaves=2 hpl=2 rate="" timeout=15
+	ECN_PPS=""
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--leaves) leaves=${2:?}; shift 2 ;;
 		--hosts-per-leaf) hpl=${2:?}; shift 2 ;;
 		--spine-rate) rate=${2:?}; shift 2 ;;
+		--ecn-mark) ECN_PPS=${2:?}; shift 2 ;;
 		--prefix) PREFIX=${2:?}; shift 2 ;;
 		--state) STATE=${2:?}; shift 2 ;;
 		--timeout) timeout=${2:?}; shift 2 ;;
@@ -254,7 +295,12 @@ cmd_up() {
 	[ $((leaves * hpl)) -le 200 ] || die "at most 200 hosts"
 	if [ "$leaves" -gt 64 ] || [ "$hpl" -gt 64 ]; then die "at most 64 leaves and 64 hosts per leaf"; fi
 	[ -z "$rate" ] || rate_bytes "$rate" >/dev/null || die "bad --spine-rate '$rate' (e.g. 300mbit)"
+	case $ECN_PPS in *[!0-9]*) die "--ecn-mark takes packets per second" ;; esac
 	check_prereqs
+	if [ -n "$ECN_PPS" ]; then
+		command -v nft >/dev/null 2>&1 || skip "'nft' not found (install nftables) for --ecn-mark"
+		command -v ethtool >/dev/null 2>&1 || skip "'ethtool' not found for --ecn-mark"
+	fi
 	[ -n "$PREFIX" ] || PREFIX="wf$$"
 	[[ $PREFIX =~ ^[A-Za-z][A-Za-z0-9_]{0,15}$ ]] ||
 		die "prefix must be a letter then up to 15 letters, digits or _"
@@ -308,6 +354,7 @@ cmd_up() {
 			shape "$spine" "swp$l" "$rate"
 		fi
 		record "uplink leaf$l $lns $UPLINK_IF $spine swp$l ${rate:-none}"
+		[ -z "$ECN_PPS" ] || mark_ce "$lns" "$UPLINK_IF"
 		ports=""
 		for ((h = 1; h <= hpl; h++)); do
 			i=$((i + 1))
@@ -319,6 +366,7 @@ cmd_up() {
 			ip -n "$lns" link set "swp$h" master br0 up
 			ip -n "$hns" addr add "$ip/24" dev "$HOST_IF"
 			ip -n "$hns" link set "$HOST_IF" up
+			[ -z "$ECN_PPS" ] || { ecn_host "$hns"; no_offload "$lns" "swp$h"; }
 			ports="${ports:+$ports,}swp$h"
 			sock="$DIR/$hns.sock"
 			start_lldpd "$hns" "$hns" "$HOST_IF" "$sock"
@@ -328,6 +376,13 @@ cmd_up() {
 		start_lldpd "$lns" "leaf$l" "$ports" "$sock"
 		record "leaf leaf$l $lns $sock"
 	done
+
+	if [ -n "$ECN_PPS" ]; then
+		local -a sports=()
+		for ((l = 1; l <= leaves; l++)); do sports+=("swp$l"); done
+		mark_ce "$spine" "${sports[@]}"
+		record "ecn $ECN_PPS"
+	fi
 
 	# Wait (bounded) until every host's lldpd sees its leaf and every leaf sees
 	# all of its hosts.
@@ -525,6 +580,33 @@ cmd_show() {
 	show_layout
 }
 
+# CE marks per switch port: "SWITCH PORT PACKETS".
+cmd_marks() {
+	local reset=0
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--prefix) PREFIX=${2:?}; shift 2 ;;
+		--state) STATE=${2:?}; shift 2 ;;
+		--reset) reset=1; shift ;;
+		*) die "marks: unknown option '$1'" ;;
+		esac
+	done
+	resolve_state
+	[ -f "$STATE" ] || die "no fabric state $STATE"
+	grep -q '^ecn ' "$STATE" || die "fabric was built without --ecn-mark"
+	local ns
+	for ns in $(awk '$1 == "ns" && $2 !~ /-h[0-9]+$/ {print $2}' "$STATE"); do
+		if [ "$reset" -eq 1 ]; then
+			ip netns exec "$ns" nft reset counters table bridge weft_ecn >/dev/null
+			continue
+		fi
+		ip netns exec "$ns" nft list table bridge weft_ecn |
+			awk -v sw="${ns##*-}" '/oifname/ {for (i = 1; i < NF; i++) {
+				if ($i == "oifname") port = $(i + 1); if ($i == "packets" && $(i - 1) == "counter") n = $(i + 1) }
+				gsub(/"/, "", port); print sw, port, n }'
+	done
+}
+
 # ---------------------------------------------------------------------------
 # with
 
@@ -609,7 +691,8 @@ up) cmd_up "$@" ;;
 down) cmd_down "$@" ;;
 run) cmd_run "$@" ;;
 show) cmd_show "$@" ;;
+marks) cmd_marks "$@" ;;
 with) cmd_with "$@" ;;
 -h | --help | help) usage ;;
-*) die "unknown subcommand '$sub' (up, down, run, show, with)" ;;
+*) die "unknown subcommand '$sub' (up, down, run, show, marks, with)" ;;
 esac

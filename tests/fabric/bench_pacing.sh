@@ -21,7 +21,10 @@
 #   foreground  step_time -c allreduce -s 64K, up to --calls calls or
 #               --seconds, every call timed (p50, p99, max)
 # while the tbf backlog of leaf1's uplink is sampled every 0.2 s and the
-# CE marks are counted (fabric.sh marks). Trials go A B A B ... so that
+# CE marks of the trial are counted (fabric.sh marks, before and after),
+# and the machine's 1-minute load average noted (the jobs share 2 cores
+# with whatever else runs: a load above the core count means CPU, not the
+# spine, may be what a trial measures). Trials go A B A B ... so that
 # drift in the machine's load falls on both modes.
 # OUTDIR: trials.txt (one line a trial), MODE.PAIR.{bg,fg}.* (each rank's
 # output), fg-MODE-PAIR.lat (every foreground call, us), summary.txt. The
@@ -94,7 +97,8 @@ trial() {
 	local -a env=(WEFT_PACER="$mode")
 	# shellcheck disable=SC2206
 	[ -z "$EXTRA" ] || env+=($EXTRA)
-	"$FABRIC_SH" marks --reset
+	local m0
+	m0=$("$FABRIC_SH" marks | awk '{n += $3} END {print n + 0}')
 	(fabric_run_job "$OUTDIR" "$tag.bg" "$port" "${env[@]}" -- \
 		"$STEP" -c alltoall -s 1048576 -n 1000000 -t $((SECS + 3))) >"$OUTDIR/$tag.bg.log" &
 	bgpid=$!
@@ -108,12 +112,12 @@ trial() {
 	wait "$bgpid" || rc=1
 	wait
 	local marks fg bg bl
-	marks=$("$FABRIC_SH" marks | awk '{n += $3} END {print n + 0}')
+	marks=$("$FABRIC_SH" marks | awk -v m0="$m0" '{n += $3} END {print n - m0}')
 	fg=$(cat "$OUTDIR/$tag.fg.0.out")
 	bg=$(cat "$OUTDIR/$tag.bg.0.out")
 	bl=$(awk '{s += $1; if ($1 > m) m = $1; n++} END {printf "%.0f %.0f", n ? s / n : 0, m}' \
 		"$OUTDIR/$tag.backlog")
-	echo "$mode $pair fg: $fg | bg: $bg | backlog_mean_max $bl | marks $marks" |
+	echo "$mode $pair fg: $fg | bg: $bg | backlog_mean_max $bl | marks $marks | load $(cut -d' ' -f1 /proc/loadavg)" |
 		tee -a "$OUTDIR/trials.txt"
 	[ "$rc" -eq 0 ] || { cat "$OUTDIR/$tag.bg.log" "$OUTDIR/$tag.fg.log"; return 1; }
 }
@@ -145,12 +149,15 @@ for line in open(sys.argv[1]):
         blm=float(bl[0]), blx=float(bl[1]), marks=int(marks)))
 modes = sys.argv[2].split()
 med = lambda m, k: statistics.median(r[k] for r in rows[m])
+loads = [float(re.search(r"load ([\d.]+)", l).group(1)) for l in open(sys.argv[1]) if "load " in l]
 print("%-6s %5s %10s %10s %10s %12s %12s %12s %9s" % ("mode", "calls", "fg_p50_us", "fg_p99_us",
       "fg_max_us", "bg_busbw_GB", "backlog_avg", "backlog_max", "marks"))
 for m in modes:
     print("%-6s %5d %10.0f %10.0f %10.0f %12.4f %12.0f %12.0f %9d" % (m, med(m, "calls"),
           med(m, "p50"), med(m, "p99"), med(m, "mx"), med(m, "bg"), med(m, "blm"), med(m, "blx"),
           med(m, "marks")))
+if loads:
+    print("load average during the trials: %.1f to %.1f (2 cores)" % (min(loads), max(loads)))
 a = modes[0]
 for m in modes[1:]:
     print("%s vs %s: incast p99 ratio %.2f, throughput ratio %.2f" % (m, a, med(m, "p99") / med(a, "p99"),

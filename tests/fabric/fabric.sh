@@ -40,8 +40,8 @@
 #                  up, run CMD with FABRIC_STATE exported, always down;
 #                  returns CMD's status (77 if the fabric cannot be built here)
 #   fabric.sh show [--prefix NAME | --state FILE]      (print the layout)
-#   fabric.sh marks [--prefix NAME | --state FILE] [--reset]
-#                  CE marks per switch port (with --ecn-mark); --reset zeroes them
+#   fabric.sh marks [--prefix NAME | --state FILE]
+#                  CE marks per switch port so far (with --ecn-mark)
 #
 # Without --prefix/--state, down/run/show use $FABRIC_STATE.
 # HOST is a host's name (its namespace, e.g. wf123-h1), its short name (h1) or
@@ -580,14 +580,13 @@ cmd_show() {
 	show_layout
 }
 
-# CE marks per switch port: "SWITCH PORT PACKETS".
+# CE marks per switch port since the fabric came up: "SWITCH PORT PACKETS"
+# (the rules' anonymous counters; callers take differences).
 cmd_marks() {
-	local reset=0
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--prefix) PREFIX=${2:?}; shift 2 ;;
 		--state) STATE=${2:?}; shift 2 ;;
-		--reset) reset=1; shift ;;
 		*) die "marks: unknown option '$1'" ;;
 		esac
 	done
@@ -596,10 +595,6 @@ cmd_marks() {
 	grep -q '^ecn ' "$STATE" || die "fabric was built without --ecn-mark"
 	local ns
 	for ns in $(awk '$1 == "ns" && $2 !~ /-h[0-9]+$/ {print $2}' "$STATE"); do
-		if [ "$reset" -eq 1 ]; then
-			ip netns exec "$ns" nft reset counters table bridge weft_ecn >/dev/null
-			continue
-		fi
 		ip netns exec "$ns" nft list table bridge weft_ecn |
 			awk -v sw="${ns##*-}" '/oifname/ {for (i = 1; i < NF; i++) {
 				if ($i == "oifname") port = $(i + 1); if ($i == "packets" && $(i - 1) == "counter") n = $(i + 1) }

@@ -8,7 +8,7 @@ pkgs=(
 	libhwloc-dev libfabric-dev libfabric-bin libjansson-dev check
 	openmpi-bin libopenmpi-dev mpich libmpich-dev
 	liblldpctl-dev lldpd libibverbs-dev rdma-core
-	iproute2 nftables time graphviz hwloc clang-format
+	iproute2 nftables ethtool time graphviz hwloc clang-format
 	libpmix-dev slurm-wlm munge util-linux
 	# python3: the shell tests' JSON checks; python3-torch: torchrun for
 	# tests/fabric/test_slurm.sh's PyTorch job (docs/slurm/torchrun.sbatch)

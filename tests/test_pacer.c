@@ -56,6 +56,7 @@ END_TEST
 START_TEST(dcqcn_cut_by_alpha_over_two)
 {
 	struct weft_pacer pc;
+	params.timer_s = 1e9; /* no increase: only alpha moves */
 	weft_pacer_init(&pc, &params, LINE, T0);
 	weft_pacer_feedback(&pc, &marked, T0);
 	/* 256 periods without marks: alpha = (1 - g)^256. */
@@ -68,6 +69,20 @@ START_TEST(dcqcn_cut_by_alpha_over_two)
 	ck_assert_double_eq_tol(pc.alpha, a2, 1e-12);
 	ck_assert_double_eq_tol(pc.rc_Bps, rc * (1 - a2 / 2), 1e-3);
 	ck_assert_double_eq_tol(pc.rt_Bps, rc, 1e-3);
+}
+END_TEST
+
+/* Before its first notification a connection has no rate limiter: alpha
+ * waits at 1 however long it ran, and the first cut halves. */
+START_TEST(dcqcn_alpha_waits_for_the_first_cut)
+{
+	struct weft_pacer pc;
+	weft_pacer_init(&pc, &params, LINE, T0);
+	weft_pacer_advance(&pc, T0 + 1000 * TICK);
+	weft_pacer_feedback(&pc, &clean, T0 + 2000 * TICK);
+	ck_assert_double_eq(pc.alpha, 1.0);
+	weft_pacer_feedback(&pc, &marked, T0 + 3000 * TICK);
+	ck_assert_double_eq_tol(pc.rc_Bps, LINE / 2, 1e-3);
 }
 END_TEST
 
@@ -188,6 +203,11 @@ START_TEST(dcqcn_recovers_to_line_and_stops_pacing)
 	ck_assert_double_eq(pc.rt_Bps, LINE);
 	ck_assert(!weft_pacer_limiting(&pc));
 	ck_assert(weft_pacer_admit(&pc, 1u << 30, 1u << 30, now));
+	/* Released at line rate: the next congestion starts afresh. */
+	ck_assert_double_eq(pc.alpha, 1.0);
+	ck_assert_int_eq(pc.t_events, 0);
+	weft_pacer_feedback(&pc, &marked, now + 2.0);
+	ck_assert_double_eq_tol(pc.rc_Bps, LINE / 2, 1e-3);
 }
 END_TEST
 
@@ -333,6 +353,7 @@ static Suite *pacer_suite(void)
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, dcqcn_first_mark_halves);
 	tcase_add_test(tc, dcqcn_cut_by_alpha_over_two);
+	tcase_add_test(tc, dcqcn_alpha_waits_for_the_first_cut);
 	tcase_add_test(tc, dcqcn_one_cut_per_interval);
 	tcase_add_test(tc, dcqcn_no_increase_before_a_cut);
 	tcase_add_test(tc, dcqcn_fast_recovery_five_stages);

@@ -33,6 +33,19 @@ void weft_pacer_init(struct weft_pacer *pc, const struct weft_pacer_params *p, d
 	pc->release_at = now;
 }
 
+/* Back at the line rate, DCQCN releases the flow's rate limiter: the next
+ * congestion starts afresh (alpha 1, the first cut halves), as a flow's
+ * first notification does. */
+static void release_at_line(struct weft_pacer *pc)
+{
+	if (pc->p->mode != WEFT_PACER_DCQCN || pc->cut_at < 0 || pc->rc_Bps < pc->line_Bps)
+		return;
+	pc->alpha = 1.0;
+	pc->cut_at = -1;
+	pc->t_events = pc->bc_events = 0;
+	pc->bytes = 0;
+}
+
 /* One rate-increase event (timer or byte counter), judged by the events
  * counted before it: the first F of either kind are fast recovery. The
  * caller counts the event afterwards. */
@@ -57,13 +70,13 @@ static void increase(struct weft_pacer *pc)
 static void dcqcn_advance(struct weft_pacer *pc, double now)
 {
 	const struct weft_pacer_params *p = pc->p;
+	if (pc->cut_at < 0)
+		return; /* no rate limiter yet: alpha waits at 1 */
 	double n = floor((now - pc->alpha_at) / p->alpha_period_s);
 	if (n >= 1) {
 		pc->alpha *= pow(1 - p->g, n);
 		pc->alpha_at += n * p->alpha_period_s;
 	}
-	if (pc->cut_at < 0)
-		return;
 	for (int i = 0; i < 64 && now - pc->timer_at >= p->timer_s; i++) {
 		pc->timer_at += p->timer_s;
 		increase(pc);
@@ -71,6 +84,7 @@ static void dcqcn_advance(struct weft_pacer *pc, double now)
 	}
 	if (now - pc->timer_at >= p->timer_s)
 		pc->timer_at = now;
+	release_at_line(pc);
 }
 
 static void dcqcn_cut(struct weft_pacer *pc, double now)
@@ -156,6 +170,7 @@ void weft_pacer_sent(struct weft_pacer *pc, size_t bytes, double now)
 		increase(pc);
 		pc->bc_events++;
 	}
+	release_at_line(pc);
 }
 
 bool weft_pacer_limiting(const struct weft_pacer *pc)

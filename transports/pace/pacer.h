@@ -26,7 +26,10 @@
  *   R_C = (R_T + R_C) / 2; then additive increase R_T += R_AI, and once
  *   min(T, BC) >= F hyper increase R_T += i R_HAI (i = min(T, BC) - F + 1),
  *   each followed by R_C = (R_T + R_C) / 2. Rates stay within
- *   [WEFT_PACER_MIN_RATE, line rate].
+ *   [WEFT_PACER_MIN_RATE, line rate]. As in DCQCN, a connection has no
+ *   rate limiter until its first notification (alpha waits at 1, so the
+ *   first cut halves), and loses it when it is back at line rate (the next
+ *   congestion starts afresh).
  *
  * delay — for paths with no ECN signal, in the manner of Swift (Kumar et
  *   al., SIGCOMM 2020): target delay = base RTT (the smallest seen) +

@@ -70,9 +70,9 @@ TEST_SRCS := $(wildcard tests/test_*.c)
 TEST_PROGS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 # Shell tests of the programs (exit 77: skipped, with the reason printed).
 TEST_SCRIPTS := $(wildcard tests/test_*.sh) tests/fabric/test_fabric_topo.sh tests/fabric/test_slurm.sh \
-	tests/fabric/test_pacing.sh
+	tests/fabric/test_python_fabric.sh tests/fabric/test_pacing.sh
 
-TOOLS := $(BUILD)/weft-topo
+TOOLS := $(BUILD)/weft-topo $(BUILD)/weft-run
 # What a libfabric provider streams on its own (the ofi transport's yardstick).
 OFI_STREAM := $(BUILD)/ofi_stream
 
@@ -81,8 +81,22 @@ OFI_STREAM := $(BUILD)/ofi_stream
 FAKE_IBV_SRCS := $(wildcard tests/fake_ibverbs/*.c)
 FAKE_IBV      := $(BUILD)/tests/libfake_ibverbs.so
 
-.PHONY: all lib perf tests test lint asan-test install format clean
-all: lib perf tests $(TOOLS)
+# The Python package (python/weft) and its torch extension: Debian's
+# interpreter explicitly, since the python3 first on PATH may lack torch.
+PYTHON  ?= /usr/bin/python3
+CXX     ?= c++
+PY_SUFFIX := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
+HAVE_TORCH := $(shell $(PYTHON) -c 'import importlib.util as u, sys; sys.exit(not u.find_spec("torch"))' \
+	2>/dev/null && test -f /usr/include/torch/csrc/distributed/c10d/ProcessGroup.hpp && \
+	test -f /usr/include/pybind11/pybind11.h && echo 1)
+PY_EXT  := python/weft/_torch_ext$(PY_SUFFIX)
+PY_SRCS := $(wildcard python/csrc/*.cpp)
+PY_OBJS := $(PY_SRCS:python/csrc/%.cpp=$(BUILD)/python/%.o)
+PY_FLAGS := $(BUILD)/python/torch_flags
+CXXWARN := -Wall -Wextra -Werror -Wno-unused-parameter
+
+.PHONY: all lib perf tests test lint pytest python asan-test install install-python format clean
+all: lib perf tests $(TOOLS) $(if $(HAVE_TORCH),python)
 lib: $(BUILD)/libweft.so $(BUILD)/libweft.a $(LAUNCH_LIB)
 # Limits the figures are compared with (BENCH.md): libc only, no Weft.
 PERF_LIMITS := $(BUILD)/copy_limit $(BUILD)/tcp_limit
@@ -127,6 +141,20 @@ $(BUILD)/mpi_%_perf: perf/mpi_%_perf.c $(PERF_COMMON) $(PERF_HDRS)
 $(BUILD)/mpich_%_perf: perf/mpi_%_perf.c $(PERF_COMMON) $(PERF_HDRS)
 	$(call say,MPICC,$@)$(MPICC_MPICH) $(ALL_CFLAGS) -Iperf -DPERF_MPI -o $@ $< $(PERF_COMMON) $(SANITIZE) -lm
 
+# The torch extension links libweft.so without a path: the package loads
+# libweft first (python/weft/_lib.py) and the extension binds to that copy.
+python: $(PY_EXT)
+$(PY_FLAGS): python/torch_flags.py
+	@mkdir -p $(dir $@)
+	$(call say,GEN,$@)$(PYTHON) python/torch_flags.py > $@.tmp 2>/dev/null || \
+		{ rm -f $@.tmp; $(PYTHON) python/torch_flags.py; exit 1; }
+	@mv $@.tmp $@
+$(BUILD)/python/%.o: python/csrc/%.cpp $(wildcard python/csrc/*.hpp) include/weft.h $(PY_FLAGS)
+	$(call say,CXX,$<)$(CXX) -std=c++17 $(CXXWARN) $(CFLAGS) -fPIC -pthread -Iinclude \
+		$$(sed -n 1p $(PY_FLAGS)) -MMD -MP -c $< -o $@
+$(PY_EXT): $(PY_OBJS) $(BUILD)/libweft.so $(PY_FLAGS)
+	$(call say,CXX,$@)$(CXX) -shared -o $@ $(PY_OBJS) -L$(BUILD) -lweft $$(sed -n 2p $(PY_FLAGS))
+
 # weft-topo sits on the public API: it sees include/ and jansson only, and
 # links the shared library (and the local launcher for -np).
 TOPO_TOOL_SRCS := $(wildcard tools/weft-topo/*.c) src/util/parse.c
@@ -136,6 +164,10 @@ TOOL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -pthread -Iinclude -Isrc -I. \
 $(BUILD)/weft-topo: $(TOPO_TOOL_SRCS) $(TOPO_TOOL_HDRS) $(BUILD)/libweft.so $(LAUNCH_LIB)
 	$(call say,CC,$@)$(CC) $(TOOL_CFLAGS) -o $@ $(TOPO_TOOL_SRCS) $(LAUNCH_LIB) -L$(BUILD) -lweft -Wl,-rpath,'$$ORIGIN' \
 		$(shell pkg-config --libs jansson 2>/dev/null) $(SANITIZE)
+
+# weft-run: the local launcher (tools/launch) for any program.
+$(BUILD)/weft-run: tools/weft-run/weft_run_main.c $(LAUNCH_LIB) $(BUILD)/libweft.so
+	$(call say,CC,$@)$(CC) $(TOOL_CFLAGS) -o $@ $< $(LAUNCH_LIB) -L$(BUILD) -lweft -Wl,-rpath,'$$ORIGIN' $(SANITIZE)
 
 # Tests link the static library so they can reach internal functions.
 $(BUILD)/tests/%: tests/%.c $(TEST_HARNESS) tests/harness.h $(BUILD)/libweft.a $(LAUNCH_LIB)
@@ -159,9 +191,9 @@ $(filter $(BUILD)/tests/test_verbs%,$(TEST_PROGS)): $(FAKE_IBV)
 # progress thread, which must not change a result; and the generic kernels
 # (WEFT_ISA=generic), tested as the library dispatches them even on an AVX2
 # machine (some multi-rank jobs set it too).
-RERUNS := $(foreach t,test_colls test_allreduce test_allgather test_algos_a test_algos_b \
-	test_algos_hier test_verbs_colls,WEFT_GATE=one:$(t)) \
-	$(foreach t,test_nonblocking test_colls test_split_group test_verbs_colls, \
+RERUNS := $(foreach t,test_colls test_colls_v test_allreduce test_allgather test_algos_a \
+	test_algos_b test_algos_hier test_verbs_colls,WEFT_GATE=one:$(t)) \
+	$(foreach t,test_nonblocking test_colls test_colls_v test_split_group test_verbs_colls, \
 	WEFT_PROGRESS_THREAD=1:$(t)) \
 	WEFT_ISA=generic:test_reduce \
 	$(foreach t,test_colls test_allreduce test_algos_a, \
@@ -179,7 +211,7 @@ unexport SLURM_TOPOLOGY_ADDR SLURM_TOPOLOGY_ADDR_PATTERN
 # The fabric tests need root, ip, tc and lldpd (the Slurm one also slurm-wlm
 # and munge); they exit 77 (skipped) otherwise.
 # The last line counts the test programs: "N passed, N failed, N skipped".
-test: lint tests $(PERF_PROGS) $(TOOLS)
+test: lint tests $(PERF_PROGS) $(TOOLS) $(if $(HAVE_TORCH),$(PY_EXT))
 	@pass=0; fail=0; skip=0; failed=; for t in $(TEST_PROGS); do \
 		echo "== $$t"; if WEFT_BUILD=$(BUILD) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); failed="$$failed $${t##*/}"; fi; \
 	done; \
@@ -191,6 +223,10 @@ test: lint tests $(PERF_PROGS) $(TOOLS)
 		echo "== $$t"; WEFT_BUILD=$(BUILD) $$t; rc=$$?; \
 		if [ $$rc -eq 77 ]; then skip=$$((skip+1)); elif [ $$rc -ne 0 ]; then fail=$$((fail+1)); failed="$$failed $${t##*/}"; else pass=$$((pass+1)); fi; \
 	done; \
+	echo "== pytest tests/python"; \
+	WEFT_BUILD=$(BUILD) $(MAKE) --no-print-directory pytest; rc=$$?; \
+	if [ $$rc -eq 0 ]; then pass=$$((pass+1)); elif [ $$rc -eq 77 ]; then skip=$$((skip+1)); \
+	else fail=$$((fail+1)); failed="$$failed pytest"; fi; \
 	[ -z "$$failed" ] || echo "failed:$$failed"; \
 	echo "$$pass passed, $$fail failed, $$skip skipped"; \
 	[ $$fail -eq 0 ]
@@ -205,9 +241,18 @@ lint:
 	$(call say,LINT,layers)scripts/check-layers
 	$(call say,LINT,format)clang-format --dry-run -Werror $(FORMAT_FILES)
 
+# The Python suites (the package against numpy, the torch backend against
+# Gloo, DDP); 77 when Debian's interpreter or its numpy/pytest is missing.
+# Skipped under ASan: its libweft cannot load into a Python without ASan's runtime.
+pytest:
+	@if [ -n "$(SANITIZE)" ]; then echo "SKIP: libweft built with $(SANITIZE)"; exit 77; fi; \
+	if ! $(PYTHON) -c 'import numpy, pytest' 2>/dev/null; then \
+		echo "SKIP: $(PYTHON) with numpy and pytest not found (scripts/install-deps.sh)"; exit 77; fi; \
+	WEFT_BUILD=$(BUILD) PYTHONPATH=python $(PYTHON) -m pytest -q -p no:cacheprovider tests/python
+
 asan-test:
 	$(MAKE) BUILD=build-asan SANITIZE="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
-		CFLAGS="-O1 -g" test
+		CFLAGS="-O1 -g" HAVE_TORCH= test
 
 install: lib
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
@@ -219,11 +264,25 @@ install: lib
 	for p in $(PERF_PROGS) $(TOOLS); do install -m 0755 $$p $(DESTDIR)$(PREFIX)/bin/; done
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' weft.pc.in \
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/weft.pc
+	$(MAKE) --no-print-directory install-python
+
+# The package goes where $(PYTHON) looks under $(PREFIX) (Debian's
+# /usr/local/lib/python3.X/dist-packages), with _install.py telling it where
+# libweft is; the torch extension with it when it is built.
+PY_VER := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+PYDIR  ?= $(PREFIX)/lib/python$(PY_VER)/dist-packages
+install-python:
+	@[ -n "$(PY_VER)" ] || { echo "install: $(PYTHON) not found: the Python package is not installed"; exit 0; }; \
+	set -e; d=$(DESTDIR)$(PYDIR)/weft; install -d $$d/torch; \
+	install -m 0644 python/weft/*.py $$d/; install -m 0644 python/weft/torch/*.py $$d/torch/; \
+	echo 'LIBDIR = "$(PREFIX)/lib"  # written by make install' > $$d/_install.py; \
+	if [ -f $(PY_EXT) ]; then install -m 0755 $(PY_EXT) $$d/; \
+	else echo "install: $(PY_EXT) not built (make python): weft.torch is not installed"; fi
 
 format:
 	clang-format -i $(shell git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan python/weft/_torch_ext*.so
 
--include $(LIB_OBJS:.o=.d) $(LAUNCH_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(LAUNCH_OBJS:.o=.d) $(PY_OBJS:.o=.d)

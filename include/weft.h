@@ -124,11 +124,16 @@ typedef struct weft_config {
 	size_t size; /**< sizeof(weft_config_t); set by WEFT_CONFIG_INIT */
 	double
 	    timeout_seconds; /**< bound on every wait (bootstrap and operations); 0: WEFT_TIMEOUT */
+	/** 1: this communicator gets a progress thread (as WEFT_PROGRESS_THREAD=1
+	 * does for all); -1: it gets none; 0: WEFT_PROGRESS_THREAD decides.
+	 * A config whose size ends before this field (a caller built against
+	 * an older weft.h) reads as 0. */
+	int progress_thread;
 } weft_config_t;
 
 #define WEFT_CONFIG_INIT                                                                           \
 	{                                                                                          \
-		sizeof(weft_config_t), 0.0                                                         \
+		sizeof(weft_config_t), 0.0, 0                                                      \
 	}
 
 /** Name of a status code ("success", "invalid argument", ...). Never NULL. */
@@ -144,11 +149,15 @@ WEFT_API const char *weft_version(void);
  * Create a unique id and start the bootstrap root listener in this process.
  *
  * Call on exactly one process (usually the one that will be rank 0), before
- * any rank calls weft_comm_init_rank() with the id. The listener binds to the
- * interface named by WEFT_SOCKET_IFNAME (default: loopback, 127.0.0.1) on a
- * port chosen by the kernel, or to WEFT_ROOT=host:port if that is set. It
- * runs in a background thread until every rank has joined, the bootstrap
- * timeout expires, or the process exits.
+ * any rank calls weft_comm_init_rank() with the id. The listener binds to
+ * WEFT_ROOT=host:port if that is set; else, on a port chosen by the kernel,
+ * to the address of the interface named by WEFT_SOCKET_IFNAME, or without
+ * it to that of the NIC nearest this process's cores (the one a rank here
+ * would offer its peers in a job across hosts), so that ranks on other
+ * hosts can reach it; to loopback (127.0.0.1) only when this host has no
+ * up interface with an address. It runs in a background thread until
+ * every rank has joined, the bootstrap timeout expires, or the process
+ * exits.
  *
  * @param[out] id  filled with the root address, a random 64-bit secret and a magic.
  * @return WEFT_SUCCESS, WEFT_ERR_INVALID_ARG (id NULL or bad WEFT_ROOT),
@@ -396,6 +405,76 @@ WEFT_API weft_status_t weft_alltoall(const void *sendbuf, void *recvbuf, size_t 
 WEFT_API weft_status_t weft_ialltoall(const void *sendbuf, void *recvbuf, size_t count,
 				      weft_datatype_t dtype, weft_comm_t comm,
 				      weft_request_t *request);
+
+/**
+ * AlltoAllv: AlltoAll with a count and a displacement per peer (as
+ * MPI_Alltoallv). Rank i's block for rank j is sendcounts[j] elements at
+ * element offset sdispls[j] of its sendbuf; it lands on rank j as
+ * recvcounts[i] elements at element offset rdispls[i] of rank j's recvbuf.
+ * Every array has nranks entries; a rank's block to itself is copied
+ * locally, so sendcounts[rank] must equal recvcounts[rank].
+ *
+ * @param sendbuf     the blocks to send; may be NULL if every sendcount is 0.
+ * @param sendcounts  elements to each rank.
+ * @param sdispls     element offset in sendbuf of each rank's block.
+ * @param recvbuf     where the blocks land; may be NULL if every recvcount
+ *                    is 0. Must not overlap sendbuf (no in place), and
+ *                    its blocks must not overlap each other.
+ * @param recvcounts  elements from each rank: recvcounts[i] on rank j must
+ *                    equal sendcounts[j] on rank i; a mismatch fails the
+ *                    receive with both sizes named.
+ * @param rdispls     element offset in recvbuf of each rank's block.
+ * @return WEFT_SUCCESS; WEFT_ERR_INVALID_ARG naming the parameter (a NULL
+ *         array, a NULL buffer with a block that is not empty, a block
+ *         beyond the address space, sendcounts[rank] != recvcounts[rank],
+ *         overlapping buffers); the job's errors as weft_allreduce().
+ * Every rank calls it, also a rank whose blocks are all empty.
+ * Blocking: until this rank's recvbuf is complete and sendbuf may be reused.
+ */
+WEFT_API weft_status_t weft_alltoallv(const void *sendbuf, const size_t sendcounts[],
+				      const size_t sdispls[], void *recvbuf,
+				      const size_t recvcounts[], const size_t rdispls[],
+				      weft_datatype_t dtype, weft_comm_t comm);
+
+/** Non-blocking AlltoAllv; see weft_iallreduce(). The four arrays are
+ * read while the operation runs: keep them, like the buffers, until it
+ * completes. */
+WEFT_API weft_status_t weft_ialltoallv(const void *sendbuf, const size_t sendcounts[],
+				       const size_t sdispls[], void *recvbuf,
+				       const size_t recvcounts[], const size_t rdispls[],
+				       weft_datatype_t dtype, weft_comm_t comm,
+				       weft_request_t *request);
+
+/**
+ * Gather: each rank's sendbuf (count elements) lands in the root's recvbuf
+ * (nranks * count elements) as block r for rank r. recvbuf is read on the
+ * root only (other ranks may pass NULL). In place on the root: sendbuf
+ * WEFT_IN_PLACE, or recvbuf + root * count elements.
+ * @return as weft_broadcast(); WEFT_ERR_INVALID_ARG also when count *
+ *         nranks * element size overflows, or when the root's sendbuf
+ *         overlaps its recvbuf other than in place.
+ * Blocking: until sendbuf may be reused (root: until recvbuf is complete).
+ */
+WEFT_API weft_status_t weft_gather(const void *sendbuf, void *recvbuf, size_t count,
+				   weft_datatype_t dtype, int root, weft_comm_t comm);
+WEFT_API weft_status_t weft_igather(const void *sendbuf, void *recvbuf, size_t count,
+				    weft_datatype_t dtype, int root, weft_comm_t comm,
+				    weft_request_t *request);
+
+/**
+ * Scatter: block r (count elements) of the root's sendbuf (nranks * count
+ * elements) lands in rank r's recvbuf. sendbuf is read on the root only
+ * (other ranks may pass NULL). In place on the root: recvbuf
+ * (void *)WEFT_IN_PLACE, or sendbuf + root * count elements (the root's
+ * block stays where it is).
+ * @return as weft_gather().
+ * Blocking: until recvbuf holds the block (root: until sendbuf may be reused).
+ */
+WEFT_API weft_status_t weft_scatter(const void *sendbuf, void *recvbuf, size_t count,
+				    weft_datatype_t dtype, int root, weft_comm_t comm);
+WEFT_API weft_status_t weft_iscatter(const void *sendbuf, void *recvbuf, size_t count,
+				     weft_datatype_t dtype, int root, weft_comm_t comm,
+				     weft_request_t *request);
 
 /** Barrier: returns once every rank has entered it. */
 WEFT_API weft_status_t weft_barrier(weft_comm_t comm);

@@ -10,10 +10,12 @@ pkgs=(
 	liblldpctl-dev lldpd libibverbs-dev rdma-core
 	iproute2 nftables ethtool time graphviz hwloc clang-format
 	libpmix-dev slurm-wlm munge util-linux
-	# python3: the shell tests' JSON checks; python3-torch: torchrun for
-	# tests/fabric/test_slurm.sh's PyTorch job (docs/slurm/torchrun.sbatch)
-	# and the Gloo peer of BENCH.md.
-	python3 python3-torch
+	# Debian's /usr/bin/python3 (the python3 first on PATH may be another
+	# one): the shell tests' JSON checks, the Python package and the
+	# torch.distributed backend; python3-torch also gives torchrun for
+	# tests/fabric/test_slurm.sh's PyTorch job and the Gloo peer of BENCH.md.
+	python3 python3-dev python3-numpy python3-pytest
+	python3-torch libtorch-dev pybind11-dev g++
 )
 
 missing=()

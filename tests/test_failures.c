@@ -568,7 +568,7 @@ END_TEST
  * does not count. At least one rank's message must name what differs: the
  * tags carry each call's signature (src/core/tag.h). */
 
-enum mm_call { MM_ALLREDUCE, MM_ALLGATHER, MM_BROADCAST, MM_REDUCE };
+enum mm_call { MM_ALLREDUCE, MM_ALLGATHER, MM_BROADCAST, MM_REDUCE, MM_GATHER };
 
 struct mm_args {
 	enum mm_call call;
@@ -638,6 +638,12 @@ static const struct mismatch mismatches[] = {
      {MM_ALLREDUCE, 1000, WEFT_FLOAT32, WEFT_SUM, 0},
      {MM_ALLGATHER, 1000, WEFT_FLOAT32, WEFT_SUM, 0},
      {"mismatched calls: rank ", "weft_allgather", "weft_allreduce"}},
+    /* the collectives past the first eight must have tags of their own */
+    {"gather against allgather",
+     0,
+     {MM_ALLGATHER, 1000, WEFT_FLOAT32, WEFT_SUM, 0},
+     {MM_GATHER, 1000, WEFT_FLOAT32, WEFT_SUM, 0},
+     {"mismatched calls: rank ", "weft_allgather", "weft_gather"}},
 };
 #define NMISMATCHES	 ((int)(sizeof(mismatches) / sizeof(mismatches[0])))
 #define MISMATCH_RANKS	 3
@@ -652,6 +658,7 @@ static weft_status_t mm_run(const struct mm_args *a, void *send, void *recv, int
 	case MM_BROADCAST:
 		return weft_broadcast(rank == a->root ? send : NULL, recv, a->count, a->dt, a->root,
 				      comm);
+	case MM_GATHER: return weft_gather(send, recv, a->count, a->dt, a->root, comm);
 	default: return weft_reduce(send, recv, a->count, a->dt, a->op, a->root, comm);
 	}
 }

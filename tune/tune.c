@@ -11,6 +11,7 @@
  * the lowest estimate wins, unless WEFT_ALGO or WEFT_TUNE says otherwise.
  */
 #include "tune/tune.h"
+#include "tune/tune_table.h"
 
 #include <errno.h>
 #include <math.h>
@@ -216,7 +217,9 @@ static size_t call_bytes(const struct weft_coll_args *args, int nranks)
 	switch (args->coll) {
 	case WEFT_COLL_ALLGATHER:
 	case WEFT_COLL_REDUCE_SCATTER:
-	case WEFT_COLL_ALLTOALL: return bytes * (size_t)nranks;
+	case WEFT_COLL_ALLTOALL:
+	case WEFT_COLL_GATHER:
+	case WEFT_COLL_SCATTER: return bytes * (size_t)nranks;
 	default: return bytes;
 	}
 }
@@ -304,11 +307,9 @@ void weft_tune_print(const struct weft_comm *comm, FILE *out)
 {
 	static const size_t sizes[] = {8, 256, 4096, 65536, 1 << 20, 16 << 20, 256 << 20};
 	for (int c = 0; c < WEFT_COLL_COUNT; c++) {
-		if (c == WEFT_COLL_SEND || c == WEFT_COLL_RECV || c == WEFT_COLL_BARRIER)
+		if (!weft_tune_table_has((enum weft_coll_kind)c))
 			continue;
 		const struct weft_algo *const *algos = weft_algos_for((enum weft_coll_kind)c);
-		if (!algos[0])
-			continue;
 		fprintf(out, "  %-15s %10s  %-10s", weft_coll_name((enum weft_coll_kind)c), "bytes",
 			"choice");
 		for (const struct weft_algo *const *a = algos; *a; a++)

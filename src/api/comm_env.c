@@ -33,6 +33,34 @@ static weft_status_t random_secret(uint64_t *secret, struct weft_err *err)
 	return WEFT_SUCCESS;
 }
 
+/* Where weft_get_unique_id's root listens: WEFT_ROOT; else the address of
+ * WEFT_SOCKET_IFNAME; else of the NIC nearest this process's cores, the
+ * address a rank of a multi-host job offers its peers: the id may travel
+ * to other hosts (a torch job sends it through its c10d store), and the
+ * ranks on this host reach that address too. Loopback only when this
+ * host has no such NIC. */
+static weft_status_t unique_id_addr(struct sockaddr_storage *addr, socklen_t *len,
+				    struct weft_err *err)
+{
+	const char *root = weft_setting_str("WEFT_ROOT");
+	if (root)
+		return weft_addr_parse(root, "WEFT_ROOT", addr, len, err);
+	const char *ifname = weft_setting_str("WEFT_SOCKET_IFNAME");
+	char nic[WEFT_TOPO_NAME_BYTES] = "";
+	if (!ifname) {
+		weft_status_t st = weft_topo_pick_nic(nic, sizeof(nic), NULL, err);
+		if (st != WEFT_SUCCESS)
+			return st;
+		ifname = nic[0] ? nic : NULL;
+	}
+	weft_log(WEFT_LOG_INFO, WEFT_SUB_BOOT, "weft_get_unique_id: root on %s (%s)",
+		 ifname ? ifname : "loopback",
+		 nic[0]	  ? "the NIC nearest this process"
+		 : ifname ? "WEFT_SOCKET_IFNAME"
+			  : "no NIC with an address");
+	return weft_addr_of_interface(ifname, addr, len, err);
+}
+
 weft_status_t weft_get_unique_id(weft_unique_id_t *id)
 {
 	struct weft_err *err = weft_err_init_record();
@@ -41,10 +69,7 @@ weft_status_t weft_get_unique_id(weft_unique_id_t *id)
 		return weft_err_set(err, WEFT_ERR_INVALID_ARG, "weft_get_unique_id: id is NULL");
 	struct sockaddr_storage addr;
 	socklen_t len;
-	const char *root = weft_setting_str("WEFT_ROOT");
-	weft_status_t st =
-	    root ? weft_addr_parse(root, "WEFT_ROOT", &addr, &len, err)
-		 : weft_addr_of_interface(weft_setting_str("WEFT_SOCKET_IFNAME"), &addr, &len, err);
+	weft_status_t st = unique_id_addr(&addr, &len, err);
 	if (st != WEFT_SUCCESS)
 		return st;
 	uint64_t secret;
@@ -218,8 +243,11 @@ weft_status_t weft_comm_init_env(weft_comm_t *comm, const weft_config_t *config)
 	if (!comm)
 		return weft_err_set(err, WEFT_ERR_INVALID_ARG, "weft_comm_init_env: comm is NULL");
 	*comm = NULL;
+	weft_status_t st = weft_api_config_check(config, "weft_comm_init_env", err);
+	if (st != WEFT_SUCCESS)
+		return st;
 	struct weft_launch l;
-	weft_status_t st = weft_launch_detect(&l, err);
+	st = weft_launch_detect(&l, err);
 	if (st != WEFT_SUCCESS)
 		return st;
 	if (!l.found)

@@ -86,6 +86,7 @@ weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, weft_comm_t 
 	}
 	weft_config_t config = WEFT_CONFIG_INIT;
 	config.timeout_seconds = comm->timeout_s;
+	config.progress_thread = comm->pt ? 1 : -1; /* as the parent, whatever the setting says */
 	struct weft_comm *child;
 	st = weft_comm_create(&child, size, &uid, newrank, &config, &comm->cards[comm->rank].topo);
 	if (st == WEFT_SUCCESS)

@@ -4,6 +4,7 @@
 #include "core/comm.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -437,6 +438,9 @@ static weft_status_t comm_alloc(struct weft_comm **out, int nranks, const struct
 	comm->nranks = nranks;
 	comm->secret = uid->secret;
 	comm->timeout_s = default_timeout(config);
+	/* A config from a build before progress_thread existed ends before it. */
+	if (config && config->size >= offsetof(weft_config_t, progress_thread) + sizeof(int))
+		comm->progress_thread_mode = config->progress_thread;
 	comm->cards = calloc((size_t)nranks, sizeof(*comm->cards));
 	comm->peers = calloc((size_t)nranks, sizeof(*comm->peers));
 	comm->ring = calloc((size_t)nranks, sizeof(int));

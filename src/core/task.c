@@ -16,6 +16,9 @@ static const char *const coll_names[WEFT_COLL_COUNT] = {
     [WEFT_COLL_BARRIER] = "barrier",
     [WEFT_COLL_SEND] = "send",
     [WEFT_COLL_RECV] = "recv",
+    [WEFT_COLL_ALLTOALLV] = "alltoallv",
+    [WEFT_COLL_GATHER] = "gather",
+    [WEFT_COLL_SCATTER] = "scatter",
 };
 
 const char *weft_coll_name(enum weft_coll_kind coll)

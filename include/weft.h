@@ -599,8 +599,47 @@ WEFT_API weft_status_t weft_host_describe(char **json);
  */
 WEFT_API weft_status_t weft_settings_describe(char **json);
 
-/** Release a string from weft_comm_describe(), weft_host_describe() or
- * weft_settings_describe(); NULL is harmless. Thread safety: safe. */
+/**
+ * Model a job without running it: place ranks on every host of a topology
+ * file and describe the job as weft_comm_describe() would, through the same
+ * graph, placement, trees and tuner (the tuner with its default costs per
+ * link class; nothing is measured). "transports" counts pairs per link
+ * class ("self", "shm" inside a host, "net" between hosts), and "model"
+ * holds the inputs and, per step ("load", "ranks", "graph", "placement",
+ * "tuner", "transports", "topo", "ring", "trees", ...), "seconds" and
+ * "peak_rss_kib", the process's peak resident memory after it. This is
+ * what weft-topo --model prints.
+ *
+ * @param topology_file   Slurm topology.conf or Weft's JSON, as for
+ *                        WEFT_TOPO_FILE; its hosts in name order.
+ * @param ranks_per_host  ranks on each host (block, round-robin, random).
+ * @param order           how rank numbers fall on hosts: "block" (NULL),
+ *                        "round-robin", "random" or "random:SEED", or the
+ *                        path of an Open MPI rankfile ("rank N=HOST" lines,
+ *                        as weft-topo --rankfile writes), which gives the
+ *                        ranks and their hosts itself.
+ * @param flags          0, or WEFT_MODEL_BRIEF: lists with an entry per
+ *                        rank, host or leaf ("ranks", "hosts", "leaves",
+ *                        "spines", ring "order", the trees' leaders and
+ *                        the leaders' ring "order") keep their first 8
+ *                        entries and the document says "brief": true; the
+ *                        counts ("nranks", "nhosts", ...) are whole. The
+ *                        steps are timed before the cut, so they are the
+ *                        same either way. For printing a summary of a large
+ *                        job without writing and reading it whole.
+ * @param[out] json       as for weft_comm_describe().
+ * @return WEFT_SUCCESS; WEFT_ERR_INVALID_ARG (a NULL argument, a bad file,
+ *         order or count, more than 1,000,000 ranks); WEFT_ERR_NO_MEMORY.
+ *         The message is in weft_init_last_error().
+ * Blocking: no (not collective). Thread safety: safe. Settings are read
+ * as a job reads them (WEFT_PLACEMENT, WEFT_ALGO, WEFT_TUNE, ...).
+ */
+#define WEFT_MODEL_BRIEF 1u
+WEFT_API weft_status_t weft_model_describe(const char *topology_file, int ranks_per_host,
+					   const char *order, unsigned flags, char **json);
+
+/** Release a string from weft_comm_describe(), weft_host_describe(),
+ * weft_settings_describe() or weft_model_describe(); NULL is harmless. Thread safety: safe. */
 WEFT_API void weft_describe_free(char *json);
 
 /**

@@ -472,6 +472,32 @@ START_TEST(test_too_big)
 }
 END_TEST
 
+/* A size beyond the 4,096 ranks of old is a job like any other (two of
+ * its 5,000 ranks join, the rest are named missing when the join times
+ * out), and one past WEFT_MAX_RANKS is refused before anything connects. */
+START_TEST(test_many_ranks)
+{
+	struct job job = {.nranks = 5000, .timeout_s = SHORT_TIMEOUT_S, .mode = MODE_JOIN};
+	pid_t pids[MAX_SLOTS] = {0};
+	struct weft_err err = {0};
+	struct weft_bootstrap *bs = NULL;
+
+	start_root(SHORT_TIMEOUT_S, 13, 0, &job.uid);
+	pids[0] = spawn_rank(&job, 0, 0);
+	pids[1] = spawn_rank(&job, 4999, 1);
+	reap(pids, 2);
+	for (int s = 0; s < 2; s++) {
+		ck_assert_msg(slots[s].status == WEFT_ERR_TIMEOUT, "slot %d: %d %s", s,
+			      slots[s].status, slots[s].msg);
+		ck_assert_msg(strstr(slots[s].msg, "ranks 1-4998 did not join"), "%s",
+			      slots[s].msg);
+	}
+	ck_assert_int_eq(weft_bootstrap_join(&job.uid, 0, WEFT_MAX_RANKS + 1, 1.0, &bs, &err),
+			 WEFT_ERR_INVALID_ARG);
+	ck_assert_msg(strstr(err.msg, "out of range (1..1000000 ranks)"), "%s", err.msg);
+}
+END_TEST
+
 static Suite *bootstrap_suite(void)
 {
 	Suite *s = suite_create("bootstrap");
@@ -491,6 +517,7 @@ static Suite *bootstrap_suite(void)
 	tcase_add_test(tc, test_no_root);
 	tcase_add_test(tc, test_silent_root);
 	tcase_add_test(tc, test_too_big);
+	tcase_add_test(tc, test_many_ranks);
 	suite_add_tcase(s, tc);
 	return s;
 }

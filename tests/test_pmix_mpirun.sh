@@ -46,7 +46,9 @@ fail() {
 	FAILS=$((FAILS + 1))
 }
 
-# run LABEL NP [VAR=VALUE ...] -- CMD...: mpirun on this host, output in OUT/LABEL.
+# run LABEL NP [VAR=VALUE ...] -- CMD...: mpirun on this host, standard output
+# in OUT/LABEL and standard error (Weft's log) in OUT/LABEL.err: kept apart, a
+# log line written while a rank prints its results cannot land inside a row.
 run() {
 	local label=$1 np=$2 t=$SECONDS
 	shift 2
@@ -57,7 +59,7 @@ run() {
 	done
 	shift
 	timeout -k 5 120 "$MPIRUN" --oversubscribe -np "$np" -x WEFT_DEBUG=INFO \
-		-x WEFT_DEBUG_SUBSYS=INIT "${xs[@]}" "$@" >"$OUT/$label" 2>&1
+		-x WEFT_DEBUG_SUBSYS=INIT "${xs[@]}" "$@" >"$OUT/$label" 2>"$OUT/$label.err"
 	local rc=$?
 	echo "# $label: $((SECONDS - t))s"
 	return $rc
@@ -68,7 +70,7 @@ check_perf() {
 	local f=$1 want=$2 n
 	grep -q "^# nRanks 4 " "$f" || { echo "not one 4-rank job"; return 1; }
 	grep -qxF "# Out of bounds values : 0 OK" "$f" || { echo "results not exact"; return 1; }
-	n=$(grep -cF "$want" "$f")
+	n=$(cat "$f" "$f.err" | grep -cF "$want")
 	[ "$n" -eq 4 ] || { echo "$n of 4 ranks logged '$want'"; return 1; }
 	awk '$1 ~ /^[0-9]+$/ && NF >= 13 && ($9 != 0 || $13 != 0) {bad = 1} END {exit bad}' "$f" ||
 		{ echo "a #wrong column is not 0"; return 1; }
@@ -80,14 +82,14 @@ if run pmix 4 -- "$PERF" -b 1K -e 256K -f 4 -n 3 -w 1; then
 		grep -q "^# Backend: Weft .*launcher: PMIx" "$OUT/pmix" ||
 			fail "PMIx: the header does not say 'launcher: PMIx'"
 		echo "ok: mpirun -np 4 allreduce_perf: one exact 4-rank job over PMIx"
-		grep -m1 "launcher interface PMIx" "$OUT/pmix" | sed 's/^/#   /'
+		grep -m1 "launcher interface PMIx" "$OUT/pmix.err" | sed 's/^/#   /'
 	else
 		fail "PMIx: $msg"
 	fi
 else
 	fail "mpirun -np 4 allreduce_perf failed"
 fi
-[ "$FAILS" -eq 0 ] || sed 's/^/    | /' "$OUT/pmix" | tail -n 30
+[ "$FAILS" -eq 0 ] || cat "$OUT/pmix" "$OUT/pmix.err" | sed 's/^/    | /' | tail -n 40
 
 # (b) WEFT_PMIX=0: Open MPI's variables
 if run env 4 WEFT_PMIX=0 -- "$PERF" -b 1K -e 256K -f 4 -n 3 -w 1; then
@@ -95,7 +97,7 @@ if run env 4 WEFT_PMIX=0 -- "$PERF" -b 1K -e 256K -f 4 -n 3 -w 1; then
 		echo "ok: WEFT_PMIX=0 reads Open MPI's variables, exact"
 	else
 		fail "WEFT_PMIX=0: $msg"
-		sed 's/^/    | /' "$OUT/env" | tail -n 30
+		cat "$OUT/env" "$OUT/env.err" | sed 's/^/    | /' | tail -n 40
 	fi
 else
 	fail "mpirun -np 4 allreduce_perf with WEFT_PMIX=0 failed"

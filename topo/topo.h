@@ -127,6 +127,15 @@ int weft_topo_ring_crossings(const struct weft_topo_graph *g, const int *order);
  * Edges between two leaves of unknown spine are not counted. */
 int weft_topo_ring_spine_crossings(const struct weft_topo_graph *g, const int *order);
 
+/*
+ * Ordered pairs (a, b) of ranks per link class, self pairs included (n of
+ * them), as weft_topo_link() classes them: the counts sum to n^2. From the
+ * graph's groups in O(n log n), never pair by pair (topo_classes.c).
+ * WEFT_ERR_NO_MEMORY leaves every count 0.
+ */
+weft_status_t weft_topo_class_pairs(const struct weft_topo_graph *g,
+				    uint64_t pairs[WEFT_LINK_CLASS_COUNT]);
+
 /* ---- Local facts, gathered once per rank at init (each never fails the
  * job for lack of information: unknown stays unknown, with an INFO line). */
 
@@ -179,6 +188,14 @@ weft_status_t weft_topo_file_load(const char *path, struct weft_topo_file **out,
  * False if the file does not name the host. */
 bool weft_topo_file_lookup(const struct weft_topo_file *f, const char *hostname, char *leaf,
 			   size_t leaf_len, char *spine, size_t spine_len);
+
+/* How many hosts the file names, and host @p i of them (0 <= i < count, in
+ * strcmp order of their names): its name, leaf and spine ("" if none), as
+ * pointers into @p f, valid until weft_topo_file_free(). For weft-topo
+ * --model, which places a job on every host of a file. */
+size_t weft_topo_file_count(const struct weft_topo_file *f);
+void weft_topo_file_host(const struct weft_topo_file *f, size_t i, const char **name,
+			 const char **leaf, const char **spine);
 
 void weft_topo_file_free(struct weft_topo_file *f);
 

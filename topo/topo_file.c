@@ -309,3 +309,17 @@ bool weft_topo_file_lookup(const struct weft_topo_file *f, const char *hostname,
 		snprintf(spine, spine_len, "%s", weft_topo_file_str(f, h->spine));
 	return true;
 }
+
+size_t weft_topo_file_count(const struct weft_topo_file *f)
+{
+	return f ? f->nhosts : 0;
+}
+
+void weft_topo_file_host(const struct weft_topo_file *f, size_t i, const char **name,
+			 const char **leaf, const char **spine)
+{
+	const struct weft_topo_file_host *h = &f->hosts[i];
+	*name = weft_topo_file_str(f, h->name);
+	*leaf = weft_topo_file_str(f, h->leaf);
+	*spine = weft_topo_file_str(f, h->spine);
+}

@@ -335,6 +335,7 @@ static void root_read(struct root *r, struct conn *c)
 			root_conn_lost(r, c, "closed");
 			return;
 		}
+		r->bytes_in += (uint64_t)n;
 		if (c->drain)
 			continue;
 		if (c->hdr_got < sizeof(c->hdr)) {
@@ -514,7 +515,11 @@ static void *root_main(void *arg)
 		if (pfds[0].revents & POLLIN)
 			root_accept(r);
 	}
-	weft_log(WEFT_LOG_INFO, WEFT_SUB_BOOT, "bootstrap root %s: done", r->addr);
+	weft_log(WEFT_LOG_INFO, WEFT_SUB_BOOT,
+		 "bootstrap root %s: done: %d ranks, %u allgathers, received %llu bytes, sent %llu "
+		 "bytes, at most %zu connections",
+		 r->addr, r->nranks, r->op_seq, (unsigned long long)r->bytes_in,
+		 (unsigned long long)r->bytes_out, r->peak_conns);
 	free(pfds);
 	root_free(r);
 	roots_add(-1);

@@ -286,14 +286,16 @@ else
 	fail "srun -N 3 -n 5 does not give SLURM_STEP_TASKS_PER_NODE=2(x2),1: $(sort -u "$OUT/tpn-env")"
 fi
 
-# batch LABEL SCRIPT ARGS...: sbatch --wait, output in OUT/LABEL.
+# batch LABEL SCRIPT ARGS...: sbatch --wait, standard output in OUT/LABEL and
+# standard error (Weft's log) apart in OUT/LABEL.err, as step() keeps them.
 batch() {
 	local label=$1 script=$2 t=$SECONDS rc
 	shift 2
 	timeout -k 5 "$JOB_TIMEOUT" "$SLURM_SH" run -- sbatch --wait --chdir="$DIR" \
-		-o "$DIR/$label.out" "$script" "$@" >"$OUT/$label.sbatch" 2>&1
+		-o "$DIR/$label.out" -e "$DIR/$label.err" "$script" "$@" >"$OUT/$label.sbatch" 2>&1
 	rc=$?
 	cp "$DIR/$label.out" "$OUT/$label" 2>/dev/null || : >"$OUT/$label"
+	cp "$DIR/$label.err" "$OUT/$label.err" 2>/dev/null || : >"$OUT/$label.err"
 	echo "# $label: $((SECONDS - t))s (exit $rc)"
 	return $rc
 }
@@ -329,12 +331,13 @@ if OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 WEFT_DEBUG=INFO \
 	WEFT_DEBUG_SUBSYS=INIT WEFT_BIN=$BIN batch mpirun "$REPO/docs/slurm/mpirun.sbatch" \
 	-b 1K -e 64K -f 4 -n 3 -w 1 &&
 	msg=$(check_perf "$OUT/mpirun" 4 PMIx "launcher interface PMIx: rank"); then
-	if [ "$(grep -oE 'INFO INIT rank [0-9] of 4 ready on h[1-4]' "$OUT/mpirun" | sort -u |
+	if [ "$(cat "$OUT/mpirun" "$OUT/mpirun.err" | grep -oE 'INFO INIT rank [0-9] of 4 ready on h[1-4]' | sort -u |
 		awk '{print $NF}' | sort -u | wc -l)" -eq 4 ]; then
 		ok "sbatch docs/slurm/mpirun.sbatch: mpirun across 4 nodes, one exact 4-rank job over PMIx"
 	else
 		fail "sbatch docs/slurm/mpirun.sbatch: the ranks are not on 4 nodes"
 		show "$OUT/mpirun"
+		show "$OUT/mpirun.err"
 	fi
 else
 	fail "sbatch docs/slurm/mpirun.sbatch: ${msg:-the job failed}"

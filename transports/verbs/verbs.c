@@ -317,16 +317,72 @@ static void log_outcome(struct verbs_tp *tp)
 
 static void verbs_fini(struct weft_tp *base);
 
+/*
+ * Step 0: whether any rank can use verbs at all, and whether any failed, in
+ * 8 bytes a rank. Where no rank has a device (most machines) the job stops
+ * here: the cards carry a QP number per peer, n x 8 bytes on every rank,
+ * n^2 in all, too much to send only to learn that no pair is served. A
+ * rank that failed fails the job here, as check_cards() would have.
+ */
+struct verbs_hello {
+	int32_t status;
+	int32_t usable;
+};
+
+static weft_status_t say_hello(struct verbs_tp *tp, weft_status_t local, bool *any)
+{
+	const struct weft_tp_env *env = tp->base.env;
+	struct verbs_hello *all = calloc((size_t)env->nranks, sizeof(*all));
+	*any = false;
+	if (!all) {
+		uint8_t none[1];
+		env->allgather(env->ctx, none, 0); /* fails the collective for the others */
+		return weft_tp_fail(env, WEFT_ERR_NO_MEMORY, "verbs: no memory");
+	}
+	all[env->rank] = (struct verbs_hello){local, local == WEFT_SUCCESS && tp->usable};
+	weft_status_t st = env->allgather(env->ctx, all, sizeof(*all));
+	if (local != WEFT_SUCCESS)
+		st = local; /* ours is the root cause, and its message is recorded */
+	for (int r = 0; st == WEFT_SUCCESS && r < env->nranks; r++) {
+		if (all[r].status != WEFT_SUCCESS)
+			st = weft_tp_fail(env, WEFT_ERR_REMOTE,
+					  "verbs: rank %d could not set up its transport (%s)", r,
+					  weft_status_string(all[r].status));
+		*any |= all[r].usable != 0;
+	}
+	free(all);
+	return st;
+}
+
+/* Steps 1-4 where some rank can use verbs: the cards, then each pair. */
+static weft_status_t exchange_cards(struct verbs_tp *tp)
+{
+	const struct weft_tp_env *env = tp->base.env;
+	unsigned char *cards = calloc((size_t)env->nranks, card_bytes(env->nranks));
+	if (!cards) {
+		uint8_t none[1];
+		env->allgather(env->ctx, none, 0);
+		return weft_tp_fail(env, WEFT_ERR_NO_MEMORY, "verbs: no memory");
+	}
+	fill_card(tp, card_at(cards, env->nranks, env->rank), WEFT_SUCCESS);
+	weft_status_t st = env->allgather(env->ctx, cards, card_bytes(env->nranks));
+	if (st == WEFT_SUCCESS) {
+		weft_status_t checked = check_cards(tp, cards);
+		for (int i = 0; checked == WEFT_SUCCESS && tp->usable && i < tp->nconns; i++)
+			checked = connect_peer(tp, &tp->conns[i], cards);
+		st = agree_pairs(tp);
+		if (checked != WEFT_SUCCESS)
+			st = checked;
+	}
+	free(cards);
+	return st;
+}
+
 static weft_status_t verbs_init(const struct weft_tp_env *env, struct weft_tp **out)
 {
 	*out = NULL;
 	struct verbs_tp *tp = calloc(1, sizeof(*tp));
-	unsigned char *cards = calloc((size_t)env->nranks, card_bytes(env->nranks));
-	weft_status_t local;
-	if (!tp || !cards) {
-		free(cards);
-		if (tp)
-			verbs_fini(&tp->base);
+	if (!tp) {
 		uint8_t none[1];
 		env->allgather(env->ctx, none, 0);
 		return weft_tp_fail(env, WEFT_ERR_NO_MEMORY, "verbs: no memory");
@@ -334,20 +390,10 @@ static weft_status_t verbs_init(const struct weft_tp_env *env, struct weft_tp **
 	tp->base.ops = &weft_tp_verbs_ops;
 	tp->base.env = env;
 	tp->base.chunk_bytes = VERBS_CHUNK;
-	local = prepare(tp);
-	fill_card(tp, card_at(cards, env->nranks, env->rank), local);
-	weft_status_t st = env->allgather(env->ctx, cards, card_bytes(env->nranks));
-	if (st == WEFT_SUCCESS) {
-		weft_status_t checked = local == WEFT_SUCCESS ? check_cards(tp, cards) : local;
-		for (int i = 0; checked == WEFT_SUCCESS && tp->usable && i < tp->nconns; i++)
-			checked = connect_peer(tp, &tp->conns[i], cards);
-		st = agree_pairs(tp);
-		if (checked != WEFT_SUCCESS)
-			st = checked;
-	} else if (local != WEFT_SUCCESS) {
-		st = local; /* ours is the root cause */
-	}
-	free(cards);
+	bool any;
+	weft_status_t st = say_hello(tp, prepare(tp), &any);
+	if (st == WEFT_SUCCESS && any)
+		st = exchange_cards(tp);
 	if (st != WEFT_SUCCESS) {
 		tp->closing = true; /* no peer uses us: nothing to tell */
 		verbs_fini(&tp->base);

@@ -49,7 +49,9 @@ weft_status_t weft_tp_socket_read_pacing(struct weft_sock_comm *sc)
 	const struct weft_tp_env *env = sc->base.env;
 	const char *pacer = weft_setting_str("WEFT_PACER");
 	sc->paced = pacer && strcmp(pacer, "off") != 0;
-	long lowat = sc->paced ? SOCK_PACED_LOWAT : 0, tos = -1;
+	/* Spraying needs it as much as pacing: a socket's kernel buffer that
+	 * takes megabytes unsent would make every path look equally fast. */
+	long lowat = sc->paced || sc->spray == WEFT_SPRAY_ADAPTIVE ? SOCK_PACED_LOWAT : 0, tos = -1;
 	if (weft_setting_str("WEFT_SOCKET_NOTSENT_LOWAT") &&
 	    (!weft_setting_long("WEFT_SOCKET_NOTSENT_LOWAT", &lowat) || lowat > (1L << 30)))
 		return weft_tp_fail(env, WEFT_ERR_INVALID_ARG,
@@ -126,11 +128,14 @@ int weft_tp_socket_signals(struct weft_conn *conn, struct weft_tp_signal *out, i
 	return n;
 }
 
-/* The connection's rate, split over its sockets; 0: unlimited. */
+/* The connection's rate, split over its sockets (rr: each carries the same
+ * share); sprayed, each socket may take the whole rate, since the gate
+ * bounds the connection's bytes and the paths decide the shares; 0:
+ * unlimited. */
 void weft_tp_socket_pace(struct weft_conn *conn, double rate_Bps)
 {
 	struct weft_sock_conn *c = to_conn(conn);
-	double per = rate_Bps / c->sc->nsocks;
+	double per = c->sc->spray == WEFT_SPRAY_ADAPTIVE ? rate_Bps : rate_Bps / c->sc->nsocks;
 	uint64_t v = rate_Bps <= 0 || per >= (double)UINT64_MAX ? UINT64_MAX : (uint64_t)per;
 	for (unsigned i = 0; i < c->sc->nsocks; i++) {
 		int fd = c->sock[i].fd;

@@ -12,6 +12,7 @@
 #   --seconds S        foreground length per trial (20)
 #   --calls N          foreground calls at most (1000)
 #   --env "V=X ..."    more settings for every rank of every trial
+#   --no-spray         skip the path-spraying half (bench_spray.sh)
 #
 # Fabric: 2 leaves x 2 hosts (fabric.sh --ecn-mark: ECN on in the hosts,
 # TSO/GSO/GRO off, CE marks above PPS on every uplink port). Per trial,
@@ -30,6 +31,11 @@
 # output), fg-MODE-PAIR.lat (every foreground call, us), summary.txt. The
 # last line: "incast p99 ratio X, throughput ratio Y" (B over A, medians
 # over the pairs): the target is p99 <= 1/3 and throughput >= 0.9.
+# Then bench_spray.sh OUTDIR/spray (two-spine fabrics: K=1 against K
+# sprayed, round robin against adaptive with one spine at half rate), and
+# the script ends with its two figure lines:
+#   incast p99 ratio X, throughput ratio Y
+#   spray ratio X, adaptive ratio Y
 # Exit: 0 done, 1 a job failed, 77 the fabric cannot be built here.
 # shellcheck disable=SC2317  # trap handlers are reached indirectly
 
@@ -57,8 +63,21 @@ if [ -z "${FABRIC_STATE:-}" ]; then
 	cc -std=gnu11 -O2 -Wall -Wextra -Werror -I"$REPO/include" -o "$BUILD/fabric/step_time" \
 		"$HERE/step_time.c" -L"$BUILD" -lweft -Wl,-rpath,"$BUILD" || exit 1
 	export BENCH_SPINE_RATE=$RATE BENCH_PPS=$PPS
-	exec "$HERE/fabric.sh" with --leaves 2 --hosts-per-leaf 2 --spine-rate "$RATE" \
-		--ecn-mark "$PPS" -- "$0" "${args[@]}"
+	out="" spray=1
+	for a in "${args[@]}"; do
+		case $a in --no-spray) spray=0 ;; -*) ;; *) out=$a ;; esac
+	done
+	"$HERE/fabric.sh" with --leaves 2 --hosts-per-leaf 2 --spine-rate "$RATE" \
+		--ecn-mark "$PPS" -- "$0" "${args[@]}" || exit $?
+	[ "$spray" -eq 1 ] || exit 0
+	# Then path spraying, on its own two-spine fabrics; one line each.
+	env -u FABRIC_STATE "$HERE/bench_spray.sh" "$out/spray" >"$out/spray.log" 2>&1 ||
+		{ tail -n 20 "$out/spray.log"; exit 1; }
+	cat "$out/spray/summary.txt"
+	echo "---"
+	grep "incast p99 ratio" "$out/summary.txt" | tail -n 1 | sed 's/.*: incast/incast/'
+	tail -n 1 "$out/spray/summary.txt"
+	exit 0
 fi
 
 PAIRS=3 MODES="off dcqcn" SECS=20 CALLS=1000 EXTRA="" OUTDIR=""
@@ -69,6 +88,7 @@ while [ $# -gt 0 ]; do
 	--seconds) SECS=${2:?}; shift 2 ;;
 	--calls) CALLS=${2:?}; shift 2 ;;
 	--env) EXTRA=${2:?}; shift 2 ;;
+	--no-spray) shift ;;
 	*) OUTDIR=$1; shift ;;
 	esac
 done

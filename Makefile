@@ -2,7 +2,9 @@
 #   make               library, perf programs, weft tools, tests
 #   make test          run the Check suites (what CI runs)
 #   make asan-test     the same suites under ASan + UBSan, in build-asan/
+#   make asan-quick    the suites CI runs under ASan + UBSan (ASAN_QUICK)
 #   make install PREFIX=/usr/local
+#   make fuzz          build the libFuzzer targets (clang) and run each FUZZ_S s
 #   make format        clang-format every source file
 
 BUILD   ?= build
@@ -95,7 +97,7 @@ PY_OBJS := $(PY_SRCS:python/csrc/%.cpp=$(BUILD)/python/%.o)
 PY_FLAGS := $(BUILD)/python/torch_flags
 CXXWARN := -Wall -Wextra -Werror -Wno-unused-parameter
 
-.PHONY: all lib perf tests test lint pytest python asan-test install install-python format clean
+.PHONY: all lib perf tests test lint pytest python asan-test asan-quick fuzz fuzz-build install install-python format clean
 all: lib perf tests $(TOOLS) $(if $(HAVE_TORCH),python)
 lib: $(BUILD)/libweft.so $(BUILD)/libweft.a $(LAUNCH_LIB)
 # Limits the figures are compared with (BENCH.md): libc only, no Weft.
@@ -252,9 +254,50 @@ pytest:
 		echo "SKIP: $(PYTHON) with numpy and pytest not found (scripts/install-deps.sh)"; exit 77; fi; \
 	WEFT_BUILD=$(BUILD) PYTHONPATH=python $(PYTHON) -m pytest -q -p no:cacheprovider tests/python
 
+ASAN_SANITIZE := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 asan-test:
-	$(MAKE) BUILD=build-asan SANITIZE="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
-		CFLAGS="-O1 -g" HAVE_TORCH= test
+	$(MAKE) BUILD=build-asan SANITIZE="$(ASAN_SANITIZE)" CFLAGS="-O1 -g" HAVE_TORCH= test
+
+# What CI runs under ASan + UBSan within its time (.ci/run): the suites of
+# bootstrap, failures, faults and the verdict, the parsers, and a sample of
+# the collectives over every transport here. make asan-test runs them all.
+ASAN_QUICK := test_bootstrap_unit test_secret test_doors test_verdict test_faults test_failures \
+	test_parse test_topo_json test_tune test_colls test_split_group test_nonblocking test_ofi_colls
+asan-quick:
+	$(MAKE) BUILD=build-asan SANITIZE="$(ASAN_SANITIZE)" CFLAGS="-O1 -g" HAVE_TORCH= \
+		$(ASAN_QUICK:%=build-asan/tests/%)
+	@fail=; for t in $(ASAN_QUICK); do echo "== asan $$t"; \
+		WEFT_BUILD=build-asan build-asan/tests/$$t || fail="$$fail $$t"; done; \
+	[ -z "$$fail" ] || { echo "failed under ASan:$$fail"; exit 1; }
+
+# libFuzzer targets (tests/fuzz/fuzz_*.c): the library built again with
+# clang into build-fuzz/ (-fsanitize=fuzzer-no-link plus ASan and UBSan),
+# each target linked with -fsanitize=fuzzer. `make fuzz FUZZ_S=N` runs each
+# for N seconds on its committed seeds (tests/fuzz/corpus/NAME, read only)
+# and what it finds (build-fuzz/corpus/NAME); a crash, leak, UBSan report
+# or an input slower than 10 s fails it, leaving crash-* in build-fuzz/.
+FUZZ_BUILD := build-fuzz
+FUZZ_S	   ?= 15
+FUZZ_SAN   := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_PROGS := $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(wildcard tests/fuzz/fuzz_*.c))
+
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_BUILD)/libweft.a
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $< $(FUZZ_BUILD)/libweft.a \
+		$(PKG_LIBS) -pthread -ldl -lm $(subst fuzzer-no-link,fuzzer,$(SANITIZE))
+
+fuzz-build:
+	$(MAKE) BUILD=$(FUZZ_BUILD) CC=clang CFLAGS="-O1 -g" \
+		SANITIZE="-fsanitize=fuzzer-no-link $(FUZZ_SAN)" $(FUZZ_PROGS)
+
+fuzz: fuzz-build
+	@fail=0; for p in $(FUZZ_PROGS); do n=$${p##*/}; mkdir -p $(FUZZ_BUILD)/corpus/$$n; \
+		echo "== $$n ($(FUZZ_S) s)"; \
+		if ASAN_OPTIONS=detect_leaks=1 $$p -max_total_time=$(FUZZ_S) -timeout=10 \
+			-rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/ \
+			$(FUZZ_BUILD)/corpus/$$n tests/fuzz/corpus/$$n > $(FUZZ_BUILD)/$$n.log 2>&1; \
+		then grep -h "stat::number_of_executed_units\|DONE" $(FUZZ_BUILD)/$$n.log | tail -2; \
+		else fail=1; tail -40 $(FUZZ_BUILD)/$$n.log; echo "$$n: FAILED"; fi; done; \
+	[ $$fail -eq 0 ]
 
 install: lib
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
@@ -285,6 +328,6 @@ format:
 	clang-format -i $(shell git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf build build-asan python/weft/_torch_ext*.so
+	rm -rf build build-asan build-fuzz python/weft/_torch_ext*.so
 
 -include $(LIB_OBJS:.o=.d) $(LAUNCH_OBJS:.o=.d) $(PY_OBJS:.o=.d)

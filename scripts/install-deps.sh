@@ -9,6 +9,8 @@ pkgs=(
 	openmpi-bin libopenmpi-dev mpich libmpich-dev
 	liblldpctl-dev lldpd libibverbs-dev rdma-core
 	iproute2 nftables ethtool time graphviz hwloc clang-format
+	# clang and its runtime (libFuzzer, ASan, UBSan): make fuzz
+	clang libclang-rt-14-dev
 	libpmix-dev slurm-wlm munge util-linux
 	# Debian's /usr/bin/python3 (the python3 first on PATH may be another
 	# one): the shell tests' JSON checks, the Python package and the

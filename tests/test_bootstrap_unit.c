@@ -290,6 +290,40 @@ static int connect_raw(const struct weft_uid *uid)
 }
 
 /*
+ * The door closes once the job is complete: while its ranks still linger
+ * in the job (0.6 s after their allgather), a new connection to the root
+ * is refused. Before the fix the listener stayed open until every rank
+ * had left, so the refusal came only after they exited.
+ */
+START_TEST(test_door_closes)
+{
+	struct job job = {.nranks = 2, .timeout_s = 5.0, .mode = MODE_LINGER};
+	pid_t pids[2];
+	bool refused = false;
+
+	start_root(5.0, 0x1234567812345678ull, 0, &job.uid);
+	for (int r = 0; r < 2; r++)
+		pids[r] = spawn_rank(&job, r, r);
+	for (int i = 0; i < 1000 && !refused; i++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		ck_assert_int_ge(fd, 0);
+		refused = connect(fd, &job.uid.addr.sa, job.uid.addr_len) != 0;
+		close(fd);
+		if (!refused)
+			sleep_s(0.005);
+	}
+	ck_assert_msg(refused, "the root still accepts connections");
+	int alive = 0;
+	for (int r = 0; r < 2; r++)
+		alive += waitpid(pids[r], NULL, WNOHANG) == 0;
+	ck_assert_msg(alive == 2, "the door closed only after %d rank(s) had left", 2 - alive);
+	reap(pids, 2);
+	for (int r = 0; r < 2; r++)
+		ck_assert_msg(slots[r].verified, "rank %d: %s", r, slots[r].msg);
+}
+END_TEST
+
+/*
  * Strangers: garbage, silence, a wrong secret, a duplicate rank and a wrong
  * nranks. The three real ranks still initialise and gather.
  */
@@ -313,7 +347,7 @@ START_TEST(test_strangers)
 	wrong_secret.mode = MODE_JOIN;
 	pids[0] = spawn_rank(&wrong_secret, 0, 0);
 
-	for (int r = 0; r < 3; r++)
+	for (int r = 0; r < 2; r++)
 		pids[1 + r] = spawn_rank(&job, r, 1 + r);
 	pids[4] = spawn_rank(&job, 1, 4); /* a second rank 1 */
 	sleep_s(0.2);			  /* the job's nranks is known by now */
@@ -321,6 +355,8 @@ START_TEST(test_strangers)
 	wrong_size.nranks = 4;
 	wrong_size.mode = MODE_JOIN;
 	pids[5] = spawn_rank(&wrong_size, 3, 5);
+	sleep_s(0.2); /* before the job is complete: once it is, the door is closed */
+	pids[3] = spawn_rank(&job, 2, 3);
 	reap(pids, 6);
 	close(garbage_fd);
 	close(silent_fd);
@@ -510,6 +546,7 @@ static Suite *bootstrap_suite(void)
 	tcase_add_test(tc, test_gather_3);
 	tcase_add_test(tc, test_gather_8);
 	tcase_add_test(tc, test_strangers);
+	tcase_add_test(tc, test_door_closes);
 	tcase_add_test(tc, test_missing_rank);
 	tcase_add_test(tc, test_size_mismatch);
 	tcase_add_test(tc, test_rank_leaves);

@@ -184,6 +184,11 @@ struct weft_topo_file;
 weft_status_t weft_topo_file_load(const char *path, struct weft_topo_file **out,
 				  struct weft_err *err);
 
+/* The same from @p len bytes of @p text already read, with a NUL after
+ * them (@p path names it in messages): what tests/fuzz/ drives. */
+weft_status_t weft_topo_file_parse(const char *path, const char *text, size_t len,
+				   struct weft_topo_file **out, struct weft_err *err);
+
 /* Leaf switch of @p hostname, and the switch above that leaf ("" if none).
  * False if the file does not name the host. */
 bool weft_topo_file_lookup(const struct weft_topo_file *f, const char *hostname, char *leaf,

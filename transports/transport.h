@@ -199,10 +199,14 @@ struct weft_tp_life_ops {
 
 /* Connections. score: 0 cannot reach @p peer, otherwise higher is
  * preferred (called after init). connect returns WEFT_INPROGRESS until the
- * connection is up and is called again; it never blocks. */
+ * connection is up and is called again; it never blocks. connected: every
+ * peer of the communicator is connected (on every transport), so whatever
+ * only connecting needed closes now, e.g. a listening socket; no connect
+ * follows (weft_tp_no_connected where there is nothing to close). */
 struct weft_tp_conn_ops {
 	int (*score)(struct weft_tp *tp, int peer);
 	weft_status_t (*connect)(struct weft_tp *tp, int peer, struct weft_conn **out);
+	void (*connected)(struct weft_tp *tp);
 };
 
 /* Messages. isend/irecv queue and return at once (WEFT_SUCCESS, or an

@@ -3,6 +3,7 @@
 #define WEFT_API_INTERNAL_H
 
 #include "core/comm.h"
+#include "launch/launch.h"
 
 /* The last steps of every way to create a communicator, after
  * weft_comm_create: the tuner, then the closing barrier. On failure the
@@ -17,6 +18,11 @@ weft_status_t weft_api_config_check(const weft_config_t *config, const char *cal
 /* In a group (weft_group_start): record @p task to start at the group's
  * end (hand its request back if it has one) and return true; else false. */
 bool weft_api_group_record(struct weft_task *task, weft_request_t *request);
+
+/* comm_secret.c: the bootstrap secret of a job launched without PMIx, its
+ * root at @p root (WEFT_SECRET, WEFT_SECRET_FILE, or derived: see there). */
+weft_status_t weft_api_env_secret(const struct weft_launch *l, const struct sockaddr_storage *root,
+				  uint64_t *secret, struct weft_err *err);
 
 /* ---- coll.c, for the collective calls of coll.c and coll_blocks.c.
  * Each check returns WEFT_SUCCESS or records an error naming @p call (and

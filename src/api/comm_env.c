@@ -87,25 +87,6 @@ weft_status_t weft_get_unique_id(weft_unique_id_t *id)
 	return WEFT_SUCCESS;
 }
 
-/* Without WEFT_SECRET, every rank of a job derives the same secret from
- * the launcher's job key: it keeps jobs apart, not a hostile local user. */
-static weft_status_t env_secret(const struct weft_launch *l, uint64_t *secret, struct weft_err *err)
-{
-	const char *s = weft_setting_str("WEFT_SECRET");
-	if (s) {
-		char *end;
-		errno = 0;
-		unsigned long long x = strtoull(s, &end, 16);
-		if (errno || strlen(s) != 16 || *end)
-			return weft_err_set(err, WEFT_ERR_INVALID_ARG,
-					    "WEFT_SECRET must be 16 hex digits");
-		*secret = x;
-		return WEFT_SUCCESS;
-	}
-	*secret = l->job_key ^ 0x9e3779b97f4a7c15ull;
-	return WEFT_SUCCESS;
-}
-
 static void copy_info(weft_launch_info_t *info, const struct weft_launch *l)
 {
 	info->rank = l->rank;
@@ -199,16 +180,16 @@ static weft_status_t pmix_uid(const struct weft_launch *l, struct weft_uid *uid,
 }
 
 /* Every rank derives the root's address from the launcher's variables (or
- * WEFT_ROOT) and the secret from its job id (or WEFT_SECRET). */
+ * WEFT_ROOT) and the secret (comm_secret.c). */
 static weft_status_t env_uid(const struct weft_launch *l, struct weft_uid *uid,
 			     struct weft_err *err)
 {
 	struct sockaddr_storage addr;
 	socklen_t len;
 	memset(uid, 0, sizeof(*uid));
-	weft_status_t st = env_secret(l, &uid->secret, err);
+	weft_status_t st = weft_launch_root(l, &addr, &len, err);
 	if (st == WEFT_SUCCESS)
-		st = weft_launch_root(l, &addr, &len, err);
+		st = weft_api_env_secret(l, &addr, &uid->secret, err);
 	if (st != WEFT_SUCCESS)
 		return st;
 	if (l->rank == 0)

@@ -14,6 +14,7 @@
 #include "bootstrap/hostid.h"
 #include "bootstrap/netaddr.h"
 #include "core/p2p.h"
+#include "core/watch.h"
 #include "reduce/reduce.h"
 #include "topo/topo_local.h"
 #include "transports/registry.h"
@@ -317,8 +318,12 @@ static weft_status_t connect_peers(struct weft_comm *comm)
 				return st;
 			}
 		}
-		if (!pending)
+		if (!pending) {
+			for (size_t i = 0; i < comm->ntps; i++)
+				if (comm->tps[i])
+					comm->tps[i]->ops->conn.connected(comm->tps[i]);
 			return attach_pacers(comm);
+		}
 		if (weft_now() > deadline)
 			return weft_comm_fail(
 			    comm, WEFT_ERR_TIMEOUT,
@@ -392,6 +397,7 @@ void weft_comm_free(struct weft_comm *comm)
 	if (!comm)
 		return;
 	weft_progress_thread_stop(comm);
+	weft_watch_stop(comm);
 	if (comm->bs)
 		weft_bootstrap_close(comm->bs);
 	weft_p2p_abort(comm, WEFT_ERR_ABORTED);
@@ -470,7 +476,8 @@ weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct 
 	weft_status_t st = comm_alloc(&comm, nranks, uid, rank, config);
 	if (!comm)
 		return st;
-	weft_log_set_rank(rank);
+	if (!known) /* a split child's rank would overwrite the job's in log lines */
+		weft_log_set_rank(rank);
 	if (st == WEFT_SUCCESS)
 		st = weft_bootstrap_join(uid, rank, nranks, boot_timeout(comm), &comm->bs,
 					 &comm->err);
@@ -493,6 +500,8 @@ weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct 
 		st = agree_chunk(comm);
 	if (st == WEFT_SUCCESS)
 		st = check_isa(comm);
+	if (st == WEFT_SUCCESS)
+		st = weft_watch_start(comm);
 	if (st != WEFT_SUCCESS)
 		return weft_comm_abandon(comm, st);
 	*out = comm;

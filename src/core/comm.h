@@ -48,6 +48,7 @@ struct weft_peer {
 struct weft_tuner;
 struct weft_bootstrap;
 struct weft_progress_thread;
+struct weft_watch;
 
 struct weft_comm {
 	int rank;
@@ -92,6 +93,7 @@ struct weft_comm {
 	struct weft_task *free_tasks;
 
 	struct weft_progress_thread *pt; /* WEFT_PROGRESS_THREAD=1, else NULL */
+	struct weft_watch *watch;	 /* the out-of-band watch (core/watch.h) */
 	int progress_thread_mode;	 /* weft_config_t.progress_thread: 1, -1, 0 (setting) */
 
 	struct weft_err err;	 /* last error, for weft_comm_last_error */

@@ -59,6 +59,9 @@ struct weft_launch {
 	char pmix_why[WEFT_LAUNCH_TEXT_BYTES];
 	char detail[WEFT_LAUNCH_TEXT_BYTES]; /* where the ranks came from, for the log */
 	uint64_t job_key;		     /* equal on the ranks of one job, not across jobs */
+	/* What job_key came from ("SLURM_JOB_ID", ...), or NULL when it is the
+	 * parent's pid, which only ranks with one parent share. */
+	const char *job_key_from;
 	/* Where rank 0 listens when WEFT_ROOT is not set (torchrun, Slurm
 	 * across nodes); "" when the launcher does not say. */
 	char root_host[WEFT_LAUNCH_HOST_BYTES];

@@ -156,15 +156,18 @@ static uint64_t fnv1a(uint64_t h, const char *s)
 	return h ^ 0xff; /* a separator, so "ab"+"c" and "a"+"bc" differ */
 }
 
-static uint64_t job_key(const struct launcher *e)
+static uint64_t job_key(const struct launcher *e, const char **from)
 {
 	uint64_t h = fnv1a(0xcbf29ce484222325ull, e->name);
 	bool any = false;
+	*from = NULL;
 	for (int i = 0; i < 4 && e->job[i]; i++) {
 		const char *v = getenv(e->job[i]);
 		if (v) {
 			h = fnv1a(fnv1a(h, e->job[i]), v);
 			any = true;
+			if (!*from)
+				*from = e->job[i];
 		}
 	}
 	if (!any) {
@@ -228,7 +231,7 @@ static weft_status_t read_launcher(const struct launcher *e, struct weft_launch 
 				    "%s=%d and %s=%d: rank not below size", e->rank, l->rank,
 				    e->size, l->nranks);
 	st = read_local(e, l, err);
-	l->job_key = job_key(e);
+	l->job_key = job_key(e, &l->job_key_from);
 	snprintf(l->detail, sizeof(l->detail), "%s, %s", e->rank, e->size);
 	if (st == WEFT_SUCCESS && e->more)
 		st = e->more(l, err);

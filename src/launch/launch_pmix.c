@@ -286,6 +286,7 @@ static weft_status_t read_locked(struct weft_launch *l, struct why *err)
 	    have_lrank && l->local_size > 0 && local_rank < local_size ? (int)local_rank : -1;
 	l->one_host = (have_nodes && nodes == 1) || l->local_size == l->nranks;
 	l->job_key = nspace_key(pmix.me.nspace);
+	l->job_key_from = "the PMIx namespace";
 	/* "OpenPMIx 4.2.2rc2 (PMIx Standard: 4.2, ...)": up to the parenthesis. */
 	const char *version = pmix.lib.get_version ? pmix.lib.get_version() : NULL;
 	if (!version)

@@ -23,6 +23,8 @@ static const struct weft_setting settings[] = {
      "seconds to wait for all ranks at init (default: WEFT_TIMEOUT)"},
     {"WEFT_ROOT", NULL, "host:port of the bootstrap root for weft_comm_init_env (rank 0 listens)"},
     {"WEFT_SECRET", NULL, "16 hex digits shared by all ranks of a weft_comm_init_env job"},
+    {"WEFT_SECRET_FILE", NULL,
+     "file holding WEFT_SECRET's 16 hex digits, readable only by its owner (chmod 600)"},
     {"WEFT_RANK", NULL, "this process's rank, for weft_comm_init_env"},
     {"WEFT_NRANKS", NULL, "number of ranks, for weft_comm_init_env"},
     {"WEFT_LOCAL_RANK", NULL, "rank among this host's ranks (optional, with WEFT_RANK)"},

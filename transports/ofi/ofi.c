@@ -476,7 +476,7 @@ const struct weft_tp_ops weft_tp_ofi_ops = {
     .settings = ofi_settings,
     .nsettings = sizeof(ofi_settings) / sizeof(ofi_settings[0]),
     .life = {.init = ofi_init, .fini = ofi_fini, .abort = ofi_abort},
-    .conn = {.score = ofi_score, .connect = ofi_connect},
+    .conn = {.score = ofi_score, .connect = ofi_connect, .connected = weft_tp_no_connected},
     .msg = {.isend = ofi_isend, .irecv = ofi_irecv, .progress = ofi_progress},
     .mem = WEFT_TP_NO_MEM_OPS,
     .rma = WEFT_TP_NO_RMA_OPS,

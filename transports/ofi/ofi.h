@@ -118,6 +118,7 @@ struct ofi_conn {
 	bool on_work;	/* in tp->work */
 	bool moved;
 	struct weft_watchdog wd;
+	double connect_failing_since; /* 0, or when posts began to fail with -FI_ENOENT */
 	/* rma */
 	struct weft_rma_conn rc;
 };
@@ -170,6 +171,13 @@ struct ofi_tp {
 bool weft_ofi_lib_load(struct ofi_lib *lib, char *why, size_t len);
 /* "fi_strerror text" of a negative libfabric return. */
 const char *weft_ofi_strerror(const struct ofi_tp *tp, int ret);
+/* A post's libfabric return, with -FI_ENOENT turned into -FI_EAGAIN for a
+ * while: the sockets provider connects on the first post to a peer and
+ * reports a connect that failed (lost a race with the peer's own, or met a
+ * busy listener) as -FI_ENOENT, clearing its entry for the next try. A
+ * peer that is really gone keeps failing, and is reported after
+ * OFI_CONNECT_RETRY_S. */
+int weft_ofi_retry_connect(struct ofi_conn *c, int ret);
 /* Record a libfabric failure: "ofi: <what>: <fi_strerror>", WEFT_ERR_SYSTEM. */
 weft_status_t weft_ofi_fail(struct ofi_tp *tp, int ret, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -16,7 +16,9 @@
 #include <string.h>
 
 #include "transports/ofi/ofi.h"
+#include "util/clock.h"
 #include "util/error.h"
+#include "util/log.h"
 #include "util/settings.h"
 
 bool weft_ofi_lib_load(struct ofi_lib *lib, char *why, size_t len)
@@ -47,6 +49,25 @@ const char *weft_ofi_strerror(const struct ofi_tp *tp, int ret)
 {
 	int e = ret < 0 ? -ret : ret;
 	return tp->lib.strerror ? tp->lib.strerror(e) : "libfabric not loaded";
+}
+
+#define OFI_CONNECT_RETRY_S 5.0
+
+int weft_ofi_retry_connect(struct ofi_conn *c, int ret)
+{
+	if (ret != -FI_ENOENT) {
+		if (ret == 0)
+			c->connect_failing_since = 0;
+		return ret;
+	}
+	double now = weft_now();
+	if (c->connect_failing_since == 0) {
+		c->connect_failing_since = now;
+		weft_log(WEFT_LOG_INFO, WEFT_SUB_NET,
+			 "ofi: a post to rank %d found no connection (%s); retrying for %.0f s",
+			 c->base.peer, weft_ofi_strerror(c->tp, ret), OFI_CONNECT_RETRY_S);
+	}
+	return now - c->connect_failing_since < OFI_CONNECT_RETRY_S ? -FI_EAGAIN : ret;
 }
 
 weft_status_t weft_ofi_fail(struct ofi_tp *tp, int ret, const char *fmt, ...)

@@ -50,14 +50,13 @@ static weft_status_t prim_write(struct weft_rma_conn *rc, struct weft_rma_op *op
 	uint64_t data = imm;
 	if (tp->rank_in_data)
 		data |= (uint64_t)tp->base.env->rank << 32;
-	ssize_t ret =
-	    fi_writedata(tp->ep, src, len, src_desc, data, c->addr, raddr, rkey, op->prov);
+	int ret = weft_ofi_retry_connect(
+	    c, (int)fi_writedata(tp->ep, src, len, src_desc, data, c->addr, raddr, rkey, op->prov));
 	if (ret == 0)
 		return WEFT_SUCCESS;
 	if (ret == -FI_EAGAIN)
 		return WEFT_INPROGRESS;
-	snprintf(tp->rma.why, sizeof(tp->rma.why), "fi_writedata: %s",
-		 weft_ofi_strerror(tp, (int)ret));
+	snprintf(tp->rma.why, sizeof(tp->rma.why), "fi_writedata: %s", weft_ofi_strerror(tp, ret));
 	return WEFT_ERR_REMOTE;
 }
 

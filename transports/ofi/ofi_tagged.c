@@ -274,8 +274,9 @@ static int post(struct ofi_req *r)
 	if (r->op == OFI_OP_RECV)
 		return (int)fi_trecv(tp->ep, buf, m->len, desc, c->addr, tag,
 				     ofi_ignore(tp, m->tag), &r->ctx);
-	return (int)fi_tsenddata(tp->ep, buf, m->len, desc, send_data(tp, m), c->addr, tag,
-				 &r->ctx);
+	return weft_ofi_retry_connect(
+	    c,
+	    (int)fi_tsenddata(tp->ep, buf, m->len, desc, send_data(tp, m), c->addr, tag, &r->ctx));
 }
 
 static weft_status_t post_failed(struct ofi_req *r, int ret)

@@ -565,7 +565,7 @@ const struct weft_tp_ops weft_tp_verbs_ops = {
     .settings = verbs_settings,
     .nsettings = sizeof(verbs_settings) / sizeof(verbs_settings[0]),
     .life = {.init = verbs_init, .fini = verbs_fini, .abort = verbs_abort},
-    .conn = {.score = verbs_score, .connect = verbs_connect},
+    .conn = {.score = verbs_score, .connect = verbs_connect, .connected = weft_tp_no_connected},
     .msg = {.isend = weft_tp_verbs_isend,
 	    .irecv = weft_tp_verbs_irecv,
 	    .progress = weft_tp_verbs_progress},

@@ -198,7 +198,7 @@ RERUNS := $(foreach t,test_colls test_colls_v test_allreduce test_allgather test
 	$(foreach t,test_nonblocking test_colls test_colls_v test_split_group test_verbs_colls, \
 	WEFT_PROGRESS_THREAD=1:$(t)) \
 	WEFT_ISA=generic:test_reduce \
-	$(foreach t,test_colls test_allreduce test_algos_a, \
+	$(foreach t,test_colls test_colls_v test_allreduce test_algos_a, \
 	WEFT_PACER=dcqcn+WEFT_PACER_START_RATE=200e6:$(t)) \
 	WEFT_SPRAY=adaptive:test_socket \
 	WEFT_SPRAY=adaptive+WEFT_SOCKET_NSOCKS=4:test_colls

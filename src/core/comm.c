@@ -14,6 +14,7 @@
 #include "bootstrap/hostid.h"
 #include "bootstrap/netaddr.h"
 #include "core/p2p.h"
+#include "core/stats.h"
 #include "core/watch.h"
 #include "reduce/reduce.h"
 #include "topo/topo_local.h"
@@ -322,7 +323,8 @@ static weft_status_t connect_peers(struct weft_comm *comm)
 			for (size_t i = 0; i < comm->ntps; i++)
 				if (comm->tps[i])
 					comm->tps[i]->ops->conn.connected(comm->tps[i]);
-			return attach_pacers(comm);
+			weft_status_t st = attach_pacers(comm);
+			return st == WEFT_SUCCESS ? weft_stats_open(comm) : st;
 		}
 		if (weft_now() > deadline)
 			return weft_comm_fail(
@@ -401,6 +403,7 @@ void weft_comm_free(struct weft_comm *comm)
 	if (comm->bs)
 		weft_bootstrap_close(comm->bs);
 	weft_p2p_abort(comm, WEFT_ERR_ABORTED);
+	weft_stats_close(comm); /* while the connections can still be read */
 	for (int p = 0; comm->peers && p < comm->nranks; p++)
 		comm->peers[p].conn = NULL; /* owned by their transport */
 	for (size_t i = 0; comm->tps && i < comm->ntps; i++)
@@ -457,7 +460,8 @@ static weft_status_t comm_alloc(struct weft_comm **out, int nranks, const struct
 				      nranks);
 	for (int p = 0; p < nranks; p++)
 		comm->peers[p].link.peer = p;
-	return weft_gate_init(&comm->gate, &comm->err);
+	weft_status_t st = weft_gate_init(&comm->gate, &comm->err);
+	return st == WEFT_SUCCESS ? weft_stats_init(comm) : st;
 }
 
 static double boot_timeout(const struct weft_comm *comm)

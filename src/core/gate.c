@@ -67,10 +67,42 @@ void weft_gate_sent(struct weft_gate *gate, struct weft_p2p_link *link, size_t b
 		weft_pacer_sent(&link->pacer, bytes, weft_now());
 }
 
+/* One read of the signals op: its deltas into @p sum (for the pacer) and
+ * into the link's running sums. */
+static void read_signals(struct weft_p2p_link *link, struct weft_pacer_signal *sum)
+{
+	struct weft_tp_signal sig[WEFT_GATE_MAX_SUBFLOWS];
+	int n = link->conn->ops->signal.signals(link->conn, sig, WEFT_GATE_MAX_SUBFLOWS);
+	struct weft_link_signals *acc = &link->sig;
+	*sum = (struct weft_pacer_signal){0};
+	for (int i = 0; i < n; i++) {
+		sum->delivered += sig[i].delivered;
+		sum->delivered_ce += sig[i].delivered_ce;
+		if (sig[i].rtt_us > sum->rtt_us)
+			sum->rtt_us = sig[i].rtt_us;
+		acc->sub_bytes[i] += sig[i].bytes_acked;
+	}
+	acc->delivered += sum->delivered;
+	acc->delivered_ce += sum->delivered_ce;
+	if (n > 0)
+		acc->rtt_us = sum->rtt_us;
+	if ((unsigned)n > acc->nsub)
+		acc->nsub = (unsigned)n;
+}
+
+void weft_gate_sample(struct weft_p2p_link *link)
+{
+	struct weft_pacer_signal sum;
+	if (link->has_signals && !link->paced)
+		read_signals(link, &sum);
+}
+
 weft_status_t weft_gate_attach(struct weft_gate *gate, struct weft_p2p_link *link,
 			       struct weft_conn *conn, double line_Bps, struct weft_err *err)
 {
-	if (gate->pacer.mode == WEFT_PACER_OFF || conn->ops->signal.signals == weft_tp_no_signals)
+	link->conn = conn;
+	link->has_signals = conn->ops->signal.signals != weft_tp_no_signals;
+	if (!link->has_signals || gate->pacer.mode == WEFT_PACER_OFF)
 		return WEFT_SUCCESS;
 	struct weft_tp_props props;
 	conn->ops->prop.props(conn->tp, conn->peer, &props);
@@ -85,15 +117,14 @@ weft_status_t weft_gate_attach(struct weft_gate *gate, struct weft_p2p_link *lin
 		gate->cap = cap;
 	}
 	gate->paced[gate->npaced++] = link;
-	link->conn = conn;
 	link->paced = true;
 	link->applied_Bps = 0;
-	double now = weft_now();
-	weft_pacer_init(&link->pacer, &gate->pacer, line_Bps, now);
+	weft_pacer_init(&link->pacer, &gate->pacer, line_Bps, weft_now());
 	/* Read the counters once, so that the first tick sees only what
-	 * happened since (the handshake's segments are not feedback). */
-	struct weft_tp_signal sig[16];
-	conn->ops->signal.signals(conn, sig, 16);
+	 * happened since: the handshake's segments are not feedback (the
+	 * sums keep them, as an unpaced link's first read does). */
+	struct weft_pacer_signal skip;
+	read_signals(link, &skip);
 	weft_log(WEFT_LOG_INFO, WEFT_SUB_PACE, "pacer %s on rank %d's connection, line %.0f MB/s",
 		 weft_pacer_mode_name(gate->pacer.mode), conn->peer, line_Bps / 1e6);
 	return WEFT_SUCCESS;
@@ -118,15 +149,8 @@ static void apply_rate(struct weft_p2p_link *link)
 
 static void tick_link(struct weft_p2p_link *link, double now)
 {
-	struct weft_tp_signal sig[16];
-	int n = link->conn->ops->signal.signals(link->conn, sig, 16);
-	struct weft_pacer_signal sum = {0};
-	for (int i = 0; i < n; i++) {
-		sum.delivered += sig[i].delivered;
-		sum.delivered_ce += sig[i].delivered_ce;
-		if (sig[i].rtt_us > sum.rtt_us)
-			sum.rtt_us = sig[i].rtt_us;
-	}
+	struct weft_pacer_signal sum;
+	read_signals(link, &sum);
 	weft_pacer_feedback(&link->pacer, &sum, now);
 	apply_rate(link);
 }

@@ -33,6 +33,20 @@
 struct weft_msg;
 struct weft_conn;
 
+/* Sub-flows (a connection's TCP sockets) whose signals the gate reads. */
+#define WEFT_GATE_MAX_SUBFLOWS 16
+
+/* A connection's congestion signals, accumulated from the signals op's
+ * deltas since the connection came up. The op hands each delta out once,
+ * so the gate is its one reader: the pacer gets the deltas of each read,
+ * and the statistics (core/stats.h) these sums. */
+struct weft_link_signals {
+	uint64_t delivered, delivered_ce; /* segments, of which CE-marked */
+	uint32_t rtt_us;		  /* the last read's (largest sub-flow's), 0 unknown */
+	unsigned nsub;			  /* sub-flows in the last read */
+	uint64_t sub_bytes[WEFT_GATE_MAX_SUBFLOWS]; /* bytes acked per sub-flow */
+};
+
 /* One connection's accounting. */
 struct weft_p2p_link {
 	int peer;
@@ -42,8 +56,11 @@ struct weft_p2p_link {
 	struct weft_msg *held_head, *held_tail; /* sends the gate holds, in post order */
 	bool listed;				/* in the communicator's list of links that hold */
 	struct weft_p2p_link *next_held;
-	/* With a pacer (weft_gate_attach): the connection it reads. */
+	/* Set by weft_gate_attach: the connection, and whether its
+	 * transport reports signals (then @sig accumulates them). */
 	struct weft_conn *conn;
+	bool has_signals;
+	struct weft_link_signals sig;
 	bool paced;
 	double applied_Bps; /* the rate last handed to the transport */
 	struct weft_pacer pacer;
@@ -81,8 +98,8 @@ bool weft_gate_admit(struct weft_gate *gate, const struct weft_p2p_link *link, s
  * byte counter). */
 void weft_gate_sent(struct weft_gate *gate, struct weft_p2p_link *link, size_t bytes);
 
-/* Give @p link a pacer on @p conn if WEFT_PACER is on and the transport
- * reports signals and does not pace itself; @p line_Bps is the
+/* Tie @p link to @p conn, and give it a pacer if WEFT_PACER is on and the
+ * transport reports signals and does not pace itself; @p line_Bps is the
  * connection's bandwidth (its transport's property). */
 weft_status_t weft_gate_attach(struct weft_gate *gate, struct weft_p2p_link *link,
 			       struct weft_conn *conn, double line_Bps, struct weft_err *err);
@@ -90,5 +107,11 @@ weft_status_t weft_gate_attach(struct weft_gate *gate, struct weft_p2p_link *lin
 /* From progress: every WEFT_PACER_TICK, read each paced connection's
  * signals, feed its pacer, and hand a changed rate to the transport. */
 void weft_gate_tick(struct weft_gate *gate);
+
+/* Read an unpaced @p link's signals now into link->sig, for the
+ * statistics (core/stats.h). A no-op without signals, and on a paced link:
+ * its pacer's tick reads them (its sums are at most one tick old), and a
+ * second reader would take deltas from the pacer. */
+void weft_gate_sample(struct weft_p2p_link *link);
 
 #endif

@@ -72,7 +72,7 @@ TEST_SRCS := $(wildcard tests/test_*.c)
 TEST_PROGS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 # Shell tests of the programs (exit 77: skipped, with the reason printed).
 TEST_SCRIPTS := $(wildcard tests/test_*.sh) tests/fabric/test_fabric_topo.sh tests/fabric/test_slurm.sh \
-	tests/fabric/test_python_fabric.sh
+	tests/fabric/test_python_fabric.sh tests/fabric/test_pacing.sh tests/fabric/test_spray.sh
 
 TOOLS := $(BUILD)/weft-topo $(BUILD)/weft-run
 # What a libfabric provider streams on its own (the ofi transport's yardstick).
@@ -184,7 +184,10 @@ $(FAKE_IBV): $(FAKE_IBV_SRCS) $(wildcard tests/fake_ibverbs/*.h)
 
 $(filter $(BUILD)/tests/test_verbs%,$(TEST_PROGS)): $(FAKE_IBV)
 
-# Suites that run again under a setting (SETTING=VALUE:suite): the test
+# Suites that run again under settings (SETTING=VALUE[+SETTING=VALUE]:suite):
+# the pacer (WEFT_PACER=dcqcn, transports/pace/) started below line rate, so
+# that every socket connection is paced from its first send (on loopback no
+# mark ever comes, and an unmarked connection at line rate is not held); the test
 # gate that admits one message per connection (core/gate.h), where a send
 # that bypasses the gate or a schedule that needs two in flight shows; the
 # progress thread, which must not change a result; and the generic kernels
@@ -194,7 +197,11 @@ RERUNS := $(foreach t,test_colls test_colls_v test_allreduce test_allgather test
 	test_algos_b test_algos_hier test_verbs_colls,WEFT_GATE=one:$(t)) \
 	$(foreach t,test_nonblocking test_colls test_colls_v test_split_group test_verbs_colls, \
 	WEFT_PROGRESS_THREAD=1:$(t)) \
-	WEFT_ISA=generic:test_reduce
+	WEFT_ISA=generic:test_reduce \
+	$(foreach t,test_colls test_colls_v test_allreduce test_algos_a, \
+	WEFT_PACER=dcqcn+WEFT_PACER_START_RATE=200e6:$(t)) \
+	WEFT_SPRAY=adaptive:test_socket \
+	WEFT_SPRAY=adaptive+WEFT_SOCKET_NSOCKS=4:test_colls
 
 # Inside a Slurm step the tests would learn leaves from the step's own
 # topology: they build their own (test_topo_sources, tests/fabric/).
@@ -214,7 +221,7 @@ test: lint tests $(PERF_PROGS) $(TOOLS) $(if $(HAVE_TORCH),$(PY_EXT))
 	done; \
 	for r in $(RERUNS); do \
 		set=$${r%%:*}; t=$(BUILD)/tests/$${r#*:}; echo "== $$set $$t"; \
-		if env $$set WEFT_BUILD=$(BUILD) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); failed="$$failed $$set:$${t##*/}"; fi; \
+		if env $$(echo $$set | tr + ' ') WEFT_BUILD=$(BUILD) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); failed="$$failed $$set:$${t##*/}"; fi; \
 	done; \
 	for t in $(TEST_SCRIPTS); do \
 		echo "== $$t"; WEFT_BUILD=$(BUILD) $$t; rc=$$?; \

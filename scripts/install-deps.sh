@@ -8,7 +8,7 @@ pkgs=(
 	libhwloc-dev libfabric-dev libfabric-bin libjansson-dev check
 	openmpi-bin libopenmpi-dev mpich libmpich-dev
 	liblldpctl-dev lldpd libibverbs-dev rdma-core
-	iproute2 nftables time graphviz hwloc clang-format
+	iproute2 nftables ethtool time graphviz hwloc clang-format
 	# clang and its runtime (libFuzzer, ASan, UBSan): make fuzz
 	clang libclang-rt-14-dev
 	libpmix-dev slurm-wlm munge util-linux

@@ -3,7 +3,8 @@
  * a fake transport that records what is posted and completes it when, and
  * how, the test says: out-of-order completion, zero-byte items, signals,
  * an error mid-queue, windows of one, phases, readiness, what a task waits
- * for, and the pacing gate's accounting (core/gate.h) under WEFT_GATE=one.
+ * for, and the pacing gate's accounting (core/gate.h) under WEFT_GATE=one
+ * and with a pacer (WEFT_PACER=dcqcn) on a transport that reports marks.
  * No process is forked: one synthetic communicator, in this process.
  */
 #include <check.h>
@@ -67,7 +68,38 @@ static const struct weft_tp_ops fake_ops = {
     .size = sizeof(struct weft_tp_ops),
     .name = "fake",
     .msg = {.isend = fake_isend, .irecv = fake_irecv},
-    .signal = {.signals = weft_tp_no_signals},
+    .signal = {.signals = weft_tp_no_signals, .pace = weft_tp_no_pace},
+};
+
+/* A transport that reports CE marks (fake_ce of them since the last
+ * query) and records the rate the pacer hands it. */
+static uint32_t fake_ce;
+static double fake_rate = -1;
+static bool fake_hw_paced;
+
+static int fake_signals(struct weft_conn *conn, struct weft_tp_signal *out, int max)
+{
+	out[0] = (struct weft_tp_signal){.delivered = 100, .delivered_ce = fake_ce};
+	fake_ce = 0;
+	return 1;
+}
+
+static void fake_pace(struct weft_conn *conn, double rate_Bps)
+{
+	fake_rate = rate_Bps;
+}
+
+static void fake_props(struct weft_tp *tp, int peer, struct weft_tp_props *out)
+{
+	*out = (struct weft_tp_props){.bandwidth_Bps = 1, .rate_controlled = fake_hw_paced};
+}
+
+static const struct weft_tp_ops fake_signal_ops = {
+    .size = sizeof(struct weft_tp_ops),
+    .name = "fake-signals",
+    .msg = {.isend = fake_isend, .irecv = fake_irecv},
+    .prop = {.props = fake_props},
+    .signal = {.signals = fake_signals, .pace = fake_pace},
 };
 
 /* Is the @p i-th message posted still the one in its slot? The engine
@@ -405,6 +437,52 @@ START_TEST(gate_abort_completes_held)
 }
 END_TEST
 
+/* WEFT_PACER=dcqcn: a connection with signals gets a pacer; marks cut its
+ * rate, the transport is handed the rate, and the gate holds the next send
+ * until its release time (here 16 s away: 8 bytes at 0.5 B/s). Without
+ * signals, or on a device that paces itself, no pacer. */
+START_TEST(gate_pacer_holds_after_marks)
+{
+	setenv("WEFT_PACER", "dcqcn", 1);
+	setenv("WEFT_PACER_MIN_RATE", "0.01", 1);
+	ck_assert_int_eq(weft_gate_init(&comm.gate, &comm.err), WEFT_SUCCESS);
+	struct weft_p2p_link *a = &peers[PEER_A].link, *b = &peers[PEER_B].link;
+	struct weft_p2p_link *c = &peers[3].link;
+	conns[PEER_A].ops = &fake_signal_ops;
+	conns[3].ops = &fake_signal_ops;
+	ck_assert_int_eq(weft_gate_attach(&comm.gate, a, &conns[PEER_A], 1.0, &comm.err),
+			 WEFT_SUCCESS);
+	ck_assert_int_eq(weft_gate_attach(&comm.gate, b, &conns[PEER_B], 1.0, &comm.err),
+			 WEFT_SUCCESS);
+	fake_hw_paced = true;
+	ck_assert_int_eq(weft_gate_attach(&comm.gate, c, &conns[3], 1.0, &comm.err), WEFT_SUCCESS);
+	fake_hw_paced = false;
+	ck_assert(a->paced);
+	ck_assert(!b->paced); /* no signals */
+	ck_assert(!c->paced); /* the device paces itself */
+	fake_ce = 5;
+	weft_gate_tick(&comm.gate);
+	ck_assert_uint_eq(a->pacer.cuts, 1);
+	ck_assert_double_eq_tol(fake_rate, 0.5, 1e-9);
+	reset_items(8);
+	weft_engine_init(eng(), NULL);
+	weft_engine_add_queue(eng(), &plain_ops, PEER_A, true, 3, 0);
+	weft_engine_start(eng(), task);
+	ck_assert_int_eq(progress(), WEFT_INPROGRESS);
+	ck_assert_int_eq(nposted, 1);
+	finish(0, WEFT_SUCCESS);
+	ck_assert_int_eq(progress(), WEFT_INPROGRESS);
+	ck_assert_int_eq(nposted, 1); /* in flight: none; the release time holds it */
+	ck_assert_ptr_nonnull(a->held_head);
+	weft_p2p_abort(&comm, WEFT_ERR_ABORTED);
+	weft_gate_fini(&comm.gate);
+	conns[PEER_A].ops = &fake_ops;
+	conns[3].ops = &fake_ops;
+	unsetenv("WEFT_PACER");
+	unsetenv("WEFT_PACER_MIN_RATE");
+}
+END_TEST
+
 START_TEST(gate_bad_name)
 {
 	setenv("WEFT_GATE", "maybe", 1);
@@ -427,6 +505,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, step_lists);
 	tcase_add_test(tc, gate_one_holds_in_order);
 	tcase_add_test(tc, gate_abort_completes_held);
+	tcase_add_test(tc, gate_pacer_holds_after_marks);
 	tcase_add_test(tc, gate_bad_name);
 	suite_add_tcase(s, tc);
 	return s;

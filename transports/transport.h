@@ -161,6 +161,9 @@ struct weft_tp_props {
 	size_t max_msg;		 /* largest message (0: unbounded) */
 	bool ordered;		 /* matches in post order per direction */
 	bool needs_registration; /* buffers must be registered (weft_tp_mem_ops) */
+	/* The device paces itself on congestion (a RoCE NIC runs DCQCN in
+	 * hardware): Weft's pacer must not stack a second controller on it. */
+	bool rate_controlled;
 	const char *source; /* where the figures come from: "measured", "provider", "default" */
 };
 
@@ -251,9 +254,13 @@ struct weft_tp_prop_ops {
 
 /* Signals: congestion feedback per sub-flow of @p conn since the previous
  * call, into out[0 .. max); returns how many sub-flows it filled (0: the
- * transport sees none). Never blocks; a failure to read is "none". */
+ * transport sees none). Never blocks; a failure to read is "none". pace
+ * hands the transport the rate the pacer (transports/pace/) chose for
+ * @p conn, in bytes per second (0: unlimited), for a transport that can
+ * enforce it below Weft (TCP's SO_MAX_PACING_RATE); absent: a no-op. */
 struct weft_tp_signal_ops {
 	int (*signals)(struct weft_conn *conn, struct weft_tp_signal *out, int max);
+	void (*pace)(struct weft_conn *conn, double rate_Bps);
 };
 
 struct weft_setting;

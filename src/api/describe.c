@@ -79,10 +79,8 @@ weft_status_t weft_describe_build(const struct weft_comm *comm, json_t *transpor
 		if (st == WEFT_SUCCESS && hook)
 			hook->after(hook->ctx, names[i]);
 	}
-	/* No pacer yet; "state" is where its per-connection state will go. */
-	if (st == WEFT_SUCCESS &&
-	    json_object_set_new(root, "pacer", json_pack("{s:s, s:n}", "mode", "off", "state")))
-		st = WEFT_ERR_NO_MEMORY;
+	if (st == WEFT_SUCCESS)
+		st = weft_describe_pacer(comm, root);
 	if (st != WEFT_SUCCESS) {
 		json_decref(root);
 		root = NULL;

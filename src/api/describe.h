@@ -40,6 +40,10 @@ weft_status_t weft_describe_transports(struct weft_comm *comm, json_t **out);
 /* "tuner" (describe_tune.c). */
 weft_status_t weft_describe_tuner(const struct weft_comm *comm, json_t *root);
 
+/* "pacer": the mode and, with a pacer on, this rank's paced connections
+ * (describe_pacer.c). */
+weft_status_t weft_describe_pacer(const struct weft_comm *comm, json_t *root);
+
 /* Called after each piece of the document is built ("topo", "ring",
  * "trees", "tuner"): weft-topo --model times them. */
 struct weft_describe_hook {

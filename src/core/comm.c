@@ -14,6 +14,7 @@
 #include "bootstrap/hostid.h"
 #include "bootstrap/netaddr.h"
 #include "core/p2p.h"
+#include "core/stats.h"
 #include "core/watch.h"
 #include "reduce/reduce.h"
 #include "topo/topo_local.h"
@@ -282,6 +283,24 @@ static weft_status_t init_transports(struct weft_comm *comm)
 	return st == WEFT_SUCCESS ? choose_transports(comm) : st;
 }
 
+/* Every connection is up: the gate gives the network ones a pacer
+ * (WEFT_PACER). */
+static weft_status_t attach_pacers(struct weft_comm *comm)
+{
+	for (int p = 0; p < comm->nranks; p++) {
+		struct weft_peer *peer = &comm->peers[p];
+		if (!peer->conn)
+			continue;
+		struct weft_tp_props props;
+		peer->tp->ops->prop.props(peer->tp, p, &props);
+		weft_status_t st = weft_gate_attach(&comm->gate, &peer->link, peer->conn,
+						    props.bandwidth_Bps, &comm->err);
+		if (st != WEFT_SUCCESS)
+			return st;
+	}
+	return WEFT_SUCCESS;
+}
+
 static weft_status_t connect_peers(struct weft_comm *comm)
 {
 	double deadline = weft_now() + comm->timeout_s;
@@ -304,7 +323,8 @@ static weft_status_t connect_peers(struct weft_comm *comm)
 			for (size_t i = 0; i < comm->ntps; i++)
 				if (comm->tps[i])
 					comm->tps[i]->ops->conn.connected(comm->tps[i]);
-			return WEFT_SUCCESS;
+			weft_status_t st = attach_pacers(comm);
+			return st == WEFT_SUCCESS ? weft_stats_open(comm) : st;
 		}
 		if (weft_now() > deadline)
 			return weft_comm_fail(
@@ -383,6 +403,7 @@ void weft_comm_free(struct weft_comm *comm)
 	if (comm->bs)
 		weft_bootstrap_close(comm->bs);
 	weft_p2p_abort(comm, WEFT_ERR_ABORTED);
+	weft_stats_close(comm); /* while the connections can still be read */
 	for (int p = 0; comm->peers && p < comm->nranks; p++)
 		comm->peers[p].conn = NULL; /* owned by their transport */
 	for (size_t i = 0; comm->tps && i < comm->ntps; i++)
@@ -408,6 +429,7 @@ void weft_comm_free(struct weft_comm *comm)
 	free(comm->p2p_received);
 	free(comm->tps);
 	free(comm->tp_peers);
+	weft_gate_fini(&comm->gate);
 	free(comm->peers);
 	free(comm->cards);
 	free(comm);
@@ -438,7 +460,8 @@ static weft_status_t comm_alloc(struct weft_comm **out, int nranks, const struct
 				      nranks);
 	for (int p = 0; p < nranks; p++)
 		comm->peers[p].link.peer = p;
-	return weft_gate_init(&comm->gate, &comm->err);
+	weft_status_t st = weft_gate_init(&comm->gate, &comm->err);
+	return st == WEFT_SUCCESS ? weft_stats_init(comm) : st;
 }
 
 static double boot_timeout(const struct weft_comm *comm)

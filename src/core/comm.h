@@ -48,6 +48,7 @@ struct weft_peer {
 struct weft_tuner;
 struct weft_bootstrap;
 struct weft_progress_thread;
+struct weft_stats;
 struct weft_watch;
 
 struct weft_comm {
@@ -65,6 +66,7 @@ struct weft_comm {
 	struct weft_bootstrap *bs; /* open only during init */
 	struct weft_gate gate;
 	struct weft_p2p_link *held_links; /* links whose gate holds sends */
+	struct weft_stats *stats;	  /* WEFT_STATS_FILE (core/stats.h), else NULL */
 
 	struct weft_topo_graph graph;
 	bool placement_by_rank; /* WEFT_PLACEMENT=rank */

@@ -37,9 +37,10 @@ static void send_done(struct weft_msg *msg)
 	link->inflight_msgs--;
 }
 
-static weft_status_t post_send(struct weft_peer *p, struct weft_msg *msg)
+static weft_status_t post_send(struct weft_comm *comm, struct weft_peer *p, struct weft_msg *msg)
 {
 	struct weft_p2p_link *link = &p->link;
+	weft_gate_sent(&comm->gate, link, msg->len);
 	link->inflight_bytes += msg->len;
 	link->inflight_msgs++;
 	link->sent_bytes += msg->len;
@@ -75,11 +76,11 @@ weft_status_t weft_p2p_isend(struct weft_comm *comm, int peer, struct weft_msg *
 	msg->on_done = send_done;
 	msg->p2p_link = &p->link;
 	/* Behind held sends, or held: either way in post order. */
-	if (p->link.held_head || !comm->gate.ops->admit(&comm->gate, &p->link, msg->len)) {
+	if (p->link.held_head || !weft_gate_admit(&comm->gate, &p->link, msg->len)) {
 		hold(comm, &p->link, msg);
 		return WEFT_SUCCESS;
 	}
-	return post_send(p, msg);
+	return post_send(comm, p, msg);
 }
 
 weft_status_t weft_p2p_irecv(struct weft_comm *comm, int peer, struct weft_msg *msg)
@@ -100,13 +101,13 @@ static bool drain(struct weft_comm *comm, struct weft_p2p_link *link, weft_statu
 {
 	struct weft_peer *p = &comm->peers[link->peer];
 	while (link->held_head && *st == WEFT_SUCCESS &&
-	       comm->gate.ops->admit(&comm->gate, link, link->held_head->len)) {
+	       weft_gate_admit(&comm->gate, link, link->held_head->len)) {
 		struct weft_msg *msg = link->held_head;
 		link->held_head = msg->p2p_next;
 		if (!link->held_head)
 			link->held_tail = NULL;
 		msg->p2p_next = NULL;
-		*st = post_send(p, msg);
+		*st = post_send(comm, p, msg);
 	}
 	return link->held_head != NULL;
 }
@@ -114,6 +115,7 @@ static bool drain(struct weft_comm *comm, struct weft_p2p_link *link, weft_statu
 weft_status_t weft_p2p_progress(struct weft_comm *comm)
 {
 	weft_status_t st = WEFT_SUCCESS;
+	weft_gate_tick(&comm->gate);
 	struct weft_p2p_link **prev = &comm->held_links;
 	while (*prev) {
 		struct weft_p2p_link *link = *prev;

@@ -11,6 +11,7 @@
 
 #include "core/comm.h"
 #include "core/p2p.h"
+#include "core/stats.h"
 #include "core/tag.h"
 #include "core/task.h"
 #include "core/watch.h"
@@ -125,6 +126,7 @@ weft_status_t weft_comm_progress(struct weft_comm *comm)
 		weft_comm_kill(comm, st);
 		return st;
 	}
+	weft_stats_tick(comm);
 	return progress_tasks(comm);
 }
 

@@ -44,6 +44,10 @@ static const struct weft_setting settings[] = {
     {"WEFT_GATE", "open",
      "pacing gate on every connection's sends: 'open', or 'one' (one message in flight, "
      "for tests)"},
+    {"WEFT_STATS_FILE", NULL,
+     "write per-connection counters here as JSON lines (%r rank, %h host; no %r: .RANK "
+     "appended); weft-topo --stats reads them"},
+    {"WEFT_STATS_INTERVAL", "1", "seconds between two writes of WEFT_STATS_FILE"},
     {"WEFT_TOPO_FILE", NULL,
      "topology file: Slurm topology.conf or the JSON weft-topo writes (leaf of each host)"},
     {"WEFT_LLDP_SOCKET", NULL, "lldpd control socket to query (default: lldpd's own)"},

@@ -9,6 +9,25 @@
 # Addresses exist only inside these namespaces. With --spine-rate the uplinks
 # are shaped with tbf in both directions; host links are left unshaped.
 #
+# With --ecn-mark PPS (congestion marking, for the pacer): every host turns
+# ECN on (net.ipv4.tcp_ecn=1) and TSO/GSO/GRO off on its veth (ethtool -K),
+# so that packets cross the fabric at wire size and marks land per packet;
+# each leaf's bridge marks CE on ECN-capable packets leaving its uplink
+# above PPS packets per second, and the spine's bridge does the same on the
+# ports toward the leaves (nftables, table bridge weft_ecn:
+# `oifname "uplink" ip ecn ect0 limit rate over PPS/second burst 32 packets
+# counter ip ecn set ce`). nftables cannot see the tbf queue, so the packet
+# rate stands in for it: set PPS at 90-95 % of the bottleneck's packet rate
+# (24000/s is 92 % of 300 Mbit at 1500-byte frames). `fabric.sh marks`
+# prints the packets each rule marked.
+#
+# With --spines S (S >= 2) the fabric is routed instead, as a fat tree's
+# ECMP is: S spines, every leaf a router with one uplink per spine and a
+# multipath route per other leaf hashed on L4 ports, each leaf's hosts in
+# their own /24 (fabric_routed.sh says how; --spine-rate R1,R2,... shapes
+# each spine's links at its own rate). `fabric.sh spines` prints the bytes
+# each leaf has sent up each uplink.
+#
 # lldpd runs on every leaf (system name leaf1, leaf2, ... on its host-facing
 # ports swpN, bridge capability) and on every host (system name = host
 # namespace name, on eth0), each with its own control socket, tx-interval
@@ -21,13 +40,19 @@
 #
 # Usage:
 #   fabric.sh up   [--leaves L] [--hosts-per-leaf H] [--spine-rate RATE]
-#                  [--prefix NAME] [--state FILE] [--timeout SECS]
+#                  [--ecn-mark PPS] [--spines S] [--prefix NAME] [--state FILE]
+#                  [--timeout SECS]
 #   fabric.sh down [--prefix NAME | --state FILE]      (idempotent)
 #   fabric.sh run  [--prefix NAME | --state FILE] HOST -- CMD [ARGS...]
 #   fabric.sh with [up options] -- CMD [ARGS...]
 #                  up, run CMD with FABRIC_STATE exported, always down;
 #                  returns CMD's status (77 if the fabric cannot be built here)
 #   fabric.sh show [--prefix NAME | --state FILE]      (print the layout)
+#   fabric.sh marks [--prefix NAME | --state FILE]
+#                  CE marks per switch port so far (with --ecn-mark)
+#   fabric.sh spines [--prefix NAME | --state FILE]
+#                  bytes each leaf sent up each uplink: "LEAF UPLINK SPINE BYTES"
+#                  (--spines)
 #
 # Without --prefix/--state, down/run/show use $FABRIC_STATE.
 # HOST is a host's name (its namespace, e.g. wf123-h1), its short name (h1) or
@@ -45,6 +70,7 @@
 #   ns NAMESPACE              (every namespace created)
 #   pid PID NAMESPACE STARTTIME   (every lldpd started; STARTTIME from /proc)
 #   uplink LEAF LEAFNS IF SPINENS IF RATE
+#   ecn PPS                   (--ecn-mark: switches that mark, hosts with ECN on)
 #   leaf LEAF NS SOCK
 #   host NAME NS IP LEAF SOCK IFNAME
 #   ready
@@ -159,175 +185,229 @@ no_offload() {
 		ip netns exec "$ns" ethtool -K "$dev" tso off gso off gro off >/dev/null 2>&1 ||
 			log "note: ethtool -K $dev failed in $ns; offloads left as they are"
 	else
-		if [ "$NOTED_ETHTOOL" -eq 0 ]; then
-			log "note: ethtool not found; limiting gso_max_size with ip(8) instead"
-			NOTED_ETHTOOL=1
+			if [ "$NOTED_ETHTOOL" -eq 0 ]; then
+				log "note: ethtool not found; limiting gso_max_size with ip(8) instead"
+				NOTED_ETHTOOL=1
+			fi
+			ip -n "$ns" link set dev "$dev" gso_max_size 1500 >/dev/null 2>&1 ||
+				log "note: could not set gso_max_size on $dev in $ns"
+			ip -n "$ns" link set dev "$dev" gro_max_size 1500 >/dev/null 2>&1 || true
 		fi
-		ip -n "$ns" link set dev "$dev" gso_max_size 1500 >/dev/null 2>&1 ||
-			log "note: could not set gso_max_size on $dev in $ns"
-		ip -n "$ns" link set dev "$dev" gro_max_size 1500 >/dev/null 2>&1 || true
-	fi
-}
+	}
 
-shape() {
-	local ns=$1 dev=$2 rate=$3 bps burst limit
-	bps=$(rate_bytes "$rate") || die "bad rate '$rate' (use tc units, e.g. 300mbit)"
-	# 4 ms worth of tokens (at least 32 KiB) and ~25 ms of queue.
-	burst=$((bps / 250))
-	[ "$burst" -ge 32768 ] || burst=32768
-	limit=$((bps / 40 + burst))
-	tc -n "$ns" qdisc replace dev "$dev" root tbf rate "$rate" burst "$burst" limit "$limit" ||
-		die "tc tbf on $dev in $ns failed"
-}
-
-new_ns() {
-	local ns=$1
-	ip netns add "$ns" || die "cannot create namespace $ns (exists already?)"
-	record "ns $ns"
-	ip -n "$ns" link set lo up || die "lo up in $ns"
-	# No IPv6: keeps router solicitations and MLD off the shaped uplinks.
-	# shellcheck disable=SC2016
-	ip netns exec "$ns" sh -c 'for f in /proc/sys/net/ipv6/conf/all/disable_ipv6 /proc/sys/net/ipv6/conf/default/disable_ipv6; do [ -w "$f" ] && echo 1 > "$f"; done; true'
-}
-
-new_bridge() {
-	local ns=$1
-	ip -n "$ns" link add name br0 type bridge stp_state 0 forward_delay 0 mcast_snooping 0 ||
-		die "bridge in $ns"
-	ip -n "$ns" link set br0 up || die "br0 up in $ns"
-}
-
-# start_lldpd NS NAME IFACES SOCK
-start_lldpd() {
-	local ns=$1 name=$2 ifaces=$3 sock=$4 conf pid start i
-	conf="$DIR/$name.conf"
-	cat >"$conf" <<-EOF
-		configure system hostname $name
-		configure system description "weft test fabric $name"
-		configure lldp tx-hold $TX_HOLD
-		configure lldp tx-interval $TX_INTERVAL
-		configure lldp portidsubtype ifname
-	EOF
-	case $name in
-	leaf*) echo "configure system capabilities enabled bridge" >>"$conf" ;;
-	esac
-	# -d: stay in the foreground so that $! is lldpd's own PID (ip netns exec
-	# execs). -p keeps it off /run/lldpd.pid; -O replaces /etc/lldpd.{conf,d}.
-	ip netns exec "$ns" lldpd -d -k -u "$sock" -p "$DIR/$name.pid" -I "$ifaces" -O "$conf" \
-		</dev/null >"$DIR/$name.log" 2>&1 &
-	pid=$!
-	start=""
-	for ((i = 0; i < 20; i++)); do
-		start=$(proc_start "$pid") && break
-		sleep 0.05
-	done
-	record "pid $pid $ns ${start:-0}"
-}
-
-UP_DONE=1
-up_abort() {
-	local rc=$?
-	trap - EXIT ERR INT TERM
-	if [ "$UP_DONE" -eq 0 ]; then
-		log "up failed; tearing down what was built"
-		do_down
-	fi
-	exit "$rc"
-}
-
-cmd_up() {
-	local leaves=2 hpl=2 rate="" timeout=15
-	while [ $# -gt 0 ]; do
-		case $1 in
-		--leaves) leaves=${2:?}; shift 2 ;;
-		--hosts-per-leaf) hpl=${2:?}; shift 2 ;;
-		--spine-rate) rate=${2:?}; shift 2 ;;
-		--prefix) PREFIX=${2:?}; shift 2 ;;
-		--state) STATE=${2:?}; shift 2 ;;
-		--timeout) timeout=${2:?}; shift 2 ;;
-		-h | --help) usage; exit 0 ;;
-		*) die "up: unknown option '$1'" ;;
-		esac
-	done
-	case $leaves$hpl in *[!0-9]*) die "--leaves/--hosts-per-leaf take numbers" ;; esac
-	if [ "$leaves" -lt 1 ] || [ "$hpl" -lt 1 ]; then die "need at least 1 leaf and 1 host per leaf"; fi
-	[ $((leaves * hpl)) -le 200 ] || die "at most 200 hosts"
-	if [ "$leaves" -gt 64 ] || [ "$hpl" -gt 64 ]; then die "at most 64 leaves and 64 hosts per leaf"; fi
-	[ -z "$rate" ] || rate_bytes "$rate" >/dev/null || die "bad --spine-rate '$rate' (e.g. 300mbit)"
-	check_prereqs
-	[ -n "$PREFIX" ] || PREFIX="wf$$"
-	[[ $PREFIX =~ ^[A-Za-z][A-Za-z0-9_]{0,15}$ ]] ||
-		die "prefix must be a letter then up to 15 letters, digits or _"
-	[ -n "$STATE" ] || STATE=$(state_default "$PREFIX")
-	[ ! -e "$STATE" ] || die "state file $STATE exists: fabric $PREFIX is up (fabric.sh down --state $STATE)"
-	local n
-	for n in $(ip netns list | awk '{print $1}'); do
-		case $n in "$PREFIX"-*) die "namespace $n exists already; choose another --prefix" ;; esac
-	done
-
-	local t0=$SECONDS subnet x
-	x=$(printf '%s' "$PREFIX" | cksum | awk '{print 1 + $1 % 254}')
-	subnet="10.77.$x"
-	DIR="/tmp/weft-fabric-$PREFIX.d"
-	: >"$STATE" || die "cannot write $STATE"
-	# From here on, a failure (die, a failed command, a signal) undoes
-	# whatever was recorded.
-	UP_DONE=0
-	trap up_abort EXIT
-	trap 'exit 1' ERR
-	trap 'exit 130' INT
-	trap 'exit 143' TERM
-	set -E
-	record "# weft test fabric (tests/fabric/fabric.sh), $(date '+%F %T')"
-	record "prefix $PREFIX"
-	record "subnet $subnet"
-	# lldpcli drops root for _lldpd (uid only: the gid stays root), and lldpd
-	# runs it to apply the config: the directory must be searchable by others.
-	mkdir "$DIR" && chmod 755 "$DIR"
-	record "dir $DIR"
-	# lldpd's privilege-separation chroot; lldpd creates it too, but several
-	# instances starting at once could race on it.
-	[ -d /run/lldpd ] || mkdir -m 755 /run/lldpd 2>/dev/null || [ -d /run/lldpd ]
-
-	local spine="$PREFIX-spine" l h i lns hns ip sock ports
-	new_ns "$spine"
-	new_bridge "$spine"
-	i=0
-	for ((l = 1; l <= leaves; l++)); do
-		lns="$PREFIX-leaf$l"
-		new_ns "$lns"
-		new_bridge "$lns"
-		ip -n "$lns" link add name "$UPLINK_IF" type veth peer name "swp$l" netns "$spine" ||
-			die "uplink veth leaf$l"
-		ip -n "$lns" link set "$UPLINK_IF" master br0 up
-		ip -n "$spine" link set "swp$l" master br0 up
-		if [ -n "$rate" ]; then
-			no_offload "$lns" "$UPLINK_IF"
-			no_offload "$spine" "swp$l"
-			shape "$lns" "$UPLINK_IF" "$rate"
-			shape "$spine" "swp$l" "$rate"
-		fi
-		record "uplink leaf$l $lns $UPLINK_IF $spine swp$l ${rate:-none}"
-		ports=""
-		for ((h = 1; h <= hpl; h++)); do
-			i=$((i + 1))
-			hns="$PREFIX-h$i"
-			ip="$subnet.$((10 + i))"
-			new_ns "$hns"
-			ip -n "$hns" link add name "$HOST_IF" type veth peer name "swp$h" netns "$lns" ||
-				die "host veth $hns"
-			ip -n "$lns" link set "swp$h" master br0 up
-			ip -n "$hns" addr add "$ip/24" dev "$HOST_IF"
-			ip -n "$hns" link set "$HOST_IF" up
-			ports="${ports:+$ports,}swp$h"
-			sock="$DIR/$hns.sock"
-			start_lldpd "$hns" "$hns" "$HOST_IF" "$sock"
-			record "host $hns $hns $ip leaf$l $sock $HOST_IF"
+	# mark_ce NS IFACE... : the bridge in NS marks CE above $ECN_PPS on IFACEs.
+	mark_ce() {
+		local ns=$1 dev rules=""
+		shift
+		for dev in "$@"; do
+			rules="$rules
+			oifname \"$dev\" ip ecn ect0 limit rate over $ECN_PPS/second burst 32 packets counter ip ecn set ce"
 		done
-		sock="$DIR/leaf$l.sock"
-		start_lldpd "$lns" "leaf$l" "$ports" "$sock"
-		record "leaf leaf$l $lns $sock"
-	done
+		ip netns exec "$ns" nft -f - <<-EOF || die "nftables CE marking in $ns failed"
+			table bridge weft_ecn {
+				chain forward {
+					type filter hook forward priority 0; policy accept;$rules
+				}
+			}
+		EOF
+	}
+
+	# A host that negotiates ECN and sends wire-size packets.
+	ecn_host() {
+		local ns=$1
+		ip netns exec "$ns" sysctl -qw net.ipv4.tcp_ecn=1 || die "tcp_ecn in $ns"
+		no_offload "$ns" "$HOST_IF"
+	}
+
+	shape() {
+		local ns=$1 dev=$2 rate=$3 bps burst limit
+		bps=$(rate_bytes "$rate") || die "bad rate '$rate' (use tc units, e.g. 300mbit)"
+		# 4 ms worth of tokens (at least 32 KiB) and ~25 ms of queue.
+		burst=$((bps / 250))
+		[ "$burst" -ge 32768 ] || burst=32768
+		limit=$((bps / 40 + burst))
+		tc -n "$ns" qdisc replace dev "$dev" root tbf rate "$rate" burst "$burst" limit "$limit" ||
+			die "tc tbf on $dev in $ns failed"
+	}
+
+	new_ns() {
+		local ns=$1
+		ip netns add "$ns" || die "cannot create namespace $ns (exists already?)"
+		record "ns $ns"
+		ip -n "$ns" link set lo up || die "lo up in $ns"
+		# No IPv6: keeps router solicitations and MLD off the shaped uplinks.
+		# shellcheck disable=SC2016
+		ip netns exec "$ns" sh -c 'for f in /proc/sys/net/ipv6/conf/all/disable_ipv6 /proc/sys/net/ipv6/conf/default/disable_ipv6; do [ -w "$f" ] && echo 1 > "$f"; done; true'
+	}
+
+	new_bridge() {
+		local ns=$1
+		ip -n "$ns" link add name br0 type bridge stp_state 0 forward_delay 0 mcast_snooping 0 ||
+			die "bridge in $ns"
+		ip -n "$ns" link set br0 up || die "br0 up in $ns"
+	}
+
+	# start_lldpd NS NAME IFACES SOCK
+	start_lldpd() {
+		local ns=$1 name=$2 ifaces=$3 sock=$4 conf pid start i
+		conf="$DIR/$name.conf"
+		cat >"$conf" <<-EOF
+			configure system hostname $name
+			configure system description "weft test fabric $name"
+			configure lldp tx-hold $TX_HOLD
+			configure lldp tx-interval $TX_INTERVAL
+			configure lldp portidsubtype ifname
+		EOF
+		case $name in
+		leaf*) echo "configure system capabilities enabled bridge" >>"$conf" ;;
+		esac
+		# -d: stay in the foreground so that $! is lldpd's own PID (ip netns exec
+		# execs). -p keeps it off /run/lldpd.pid; -O replaces /etc/lldpd.{conf,d}.
+		ip netns exec "$ns" lldpd -d -k -u "$sock" -p "$DIR/$name.pid" -I "$ifaces" -O "$conf" \
+			</dev/null >"$DIR/$name.log" 2>&1 &
+		pid=$!
+		start=""
+		for ((i = 0; i < 20; i++)); do
+			start=$(proc_start "$pid") && break
+			sleep 0.05
+		done
+		record "pid $pid $ns ${start:-0}"
+	}
+
+	UP_DONE=1
+	up_abort() {
+		local rc=$?
+		trap - EXIT ERR INT TERM
+		if [ "$UP_DONE" -eq 0 ]; then
+			log "up failed; tearing down what was built"
+			do_down
+		fi
+		exit "$rc"
+	}
+
+	cmd_up() {
+		local leaves=2 hpl=2 rate="" timeout=15 spines=1
+		ECN_PPS=""
+		while [ $# -gt 0 ]; do
+			case $1 in
+			--leaves) leaves=${2:?}; shift 2 ;;
+			--hosts-per-leaf) hpl=${2:?}; shift 2 ;;
+			--spine-rate) rate=${2:?}; shift 2 ;;
+			--ecn-mark) ECN_PPS=${2:?}; shift 2 ;;
+			--spines) spines=${2:?}; shift 2 ;;
+			--prefix) PREFIX=${2:?}; shift 2 ;;
+			--state) STATE=${2:?}; shift 2 ;;
+			--timeout) timeout=${2:?}; shift 2 ;;
+			-h | --help) usage; exit 0 ;;
+			*) die "up: unknown option '$1'" ;;
+			esac
+		done
+		case $leaves$hpl in *[!0-9]*) die "--leaves/--hosts-per-leaf take numbers" ;; esac
+		if [ "$leaves" -lt 1 ] || [ "$hpl" -lt 1 ]; then die "need at least 1 leaf and 1 host per leaf"; fi
+		[ $((leaves * hpl)) -le 200 ] || die "at most 200 hosts"
+		if [ "$leaves" -gt 64 ] || [ "$hpl" -gt 64 ]; then die "at most 64 leaves and 64 hosts per leaf"; fi
+		case $spines in '' | *[!0-9]*) die "--spines takes a number" ;; esac
+		if [ "$spines" -lt 1 ] || [ "$spines" -gt 8 ]; then die "--spines: 1 to 8"; fi
+		local r1
+		for r1 in ${rate//,/ }; do
+			rate_bytes "$r1" >/dev/null || die "bad --spine-rate '$r1' (e.g. 300mbit)"
+		done
+		[ "$spines" -gt 1 ] || [ "$rate" = "${rate%,*}" ] || die "--spine-rate R1,R2,... needs --spines"
+
+		case $ECN_PPS in *[!0-9]*) die "--ecn-mark takes packets per second" ;; esac
+		check_prereqs
+		if [ -n "$ECN_PPS" ]; then
+			command -v nft >/dev/null 2>&1 || skip "'nft' not found (install nftables) for --ecn-mark"
+			command -v ethtool >/dev/null 2>&1 || skip "'ethtool' not found for --ecn-mark"
+		fi
+		[ -n "$PREFIX" ] || PREFIX="wf$$"
+		[[ $PREFIX =~ ^[A-Za-z][A-Za-z0-9_]{0,15}$ ]] ||
+			die "prefix must be a letter then up to 15 letters, digits or _"
+		[ -n "$STATE" ] || STATE=$(state_default "$PREFIX")
+		[ ! -e "$STATE" ] || die "state file $STATE exists: fabric $PREFIX is up (fabric.sh down --state $STATE)"
+		local n
+		for n in $(ip netns list | awk '{print $1}'); do
+			case $n in "$PREFIX"-*) die "namespace $n exists already; choose another --prefix" ;; esac
+		done
+
+		local t0=$SECONDS subnet x
+		x=$(printf '%s' "$PREFIX" | cksum | awk '{print 1 + $1 % 254}')
+		subnet="10.77.$x"
+		DIR="/tmp/weft-fabric-$PREFIX.d"
+		: >"$STATE" || die "cannot write $STATE"
+		# From here on, a failure (die, a failed command, a signal) undoes
+		# whatever was recorded.
+		UP_DONE=0
+		trap up_abort EXIT
+		trap 'exit 1' ERR
+		trap 'exit 130' INT
+		trap 'exit 143' TERM
+		set -E
+		record "# weft test fabric (tests/fabric/fabric.sh), $(date '+%F %T')"
+		record "prefix $PREFIX"
+		record "subnet $subnet"
+		# lldpcli drops root for _lldpd (uid only: the gid stays root), and lldpd
+		# runs it to apply the config: the directory must be searchable by others.
+		mkdir "$DIR" && chmod 755 "$DIR"
+		record "dir $DIR"
+		# lldpd's privilege-separation chroot; lldpd creates it too, but several
+		# instances starting at once could race on it.
+		[ -d /run/lldpd ] || mkdir -m 755 /run/lldpd 2>/dev/null || [ -d /run/lldpd ]
+
+		local spine="$PREFIX-spine" l h i lns hns ip sock ports
+		if [ "$spines" -gt 1 ]; then
+			# shellcheck source=tests/fabric/fabric_routed.sh
+			. "$(dirname "$FABRIC_SH")/fabric_routed.sh"
+			build_routed "$leaves" "$hpl" "$spines" "$x" "$rate"
+		else
+		new_ns "$spine"
+		new_bridge "$spine"
+		i=0
+		for ((l = 1; l <= leaves; l++)); do
+			lns="$PREFIX-leaf$l"
+			new_ns "$lns"
+			new_bridge "$lns"
+			ip -n "$lns" link add name "$UPLINK_IF" type veth peer name "swp$l" netns "$spine" ||
+				die "uplink veth leaf$l"
+			ip -n "$lns" link set "$UPLINK_IF" master br0 up
+			ip -n "$spine" link set "swp$l" master br0 up
+			if [ -n "$rate" ]; then
+				no_offload "$lns" "$UPLINK_IF"
+				no_offload "$spine" "swp$l"
+				shape "$lns" "$UPLINK_IF" "$rate"
+				shape "$spine" "swp$l" "$rate"
+			fi
+			record "uplink leaf$l $lns $UPLINK_IF $spine swp$l ${rate:-none}"
+			[ -z "$ECN_PPS" ] || mark_ce "$lns" "$UPLINK_IF"
+			ports=""
+			for ((h = 1; h <= hpl; h++)); do
+				i=$((i + 1))
+				hns="$PREFIX-h$i"
+				ip="$subnet.$((10 + i))"
+				new_ns "$hns"
+				ip -n "$hns" link add name "$HOST_IF" type veth peer name "swp$h" netns "$lns" ||
+					die "host veth $hns"
+				ip -n "$lns" link set "swp$h" master br0 up
+				ip -n "$hns" addr add "$ip/24" dev "$HOST_IF"
+				ip -n "$hns" link set "$HOST_IF" up
+				[ -z "$ECN_PPS" ] || { ecn_host "$hns"; no_offload "$lns" "swp$h"; }
+				ports="${ports:+$ports,}swp$h"
+				sock="$DIR/$hns.sock"
+				start_lldpd "$hns" "$hns" "$HOST_IF" "$sock"
+				record "host $hns $hns $ip leaf$l $sock $HOST_IF"
+			done
+			sock="$DIR/leaf$l.sock"
+			start_lldpd "$lns" "leaf$l" "$ports" "$sock"
+			record "leaf leaf$l $lns $sock"
+		done
+
+		if [ -n "$ECN_PPS" ]; then
+			local -a sports=()
+			for ((l = 1; l <= leaves; l++)); do sports+=("swp$l"); done
+			mark_ce "$spine" "${sports[@]}"
+			record "ecn $ECN_PPS"
+		fi
+	fi
 
 	# Wait (bounded) until every host's lldpd sees its leaf and every leaf sees
 	# all of its hosts.
@@ -373,7 +453,8 @@ cmd_up() {
 	UP_DONE=1
 	trap - ERR INT TERM EXIT
 	set +E
-	echo "fabric $PREFIX up in $((SECONDS - t0))s: $leaves leaves x $hpl hosts, $subnet.0/24, spine uplinks ${rate:-unshaped}"
+	if [ "$spines" -gt 1 ]; then subnet="10.101-$((100 + leaves)).$x"; fi
+	echo "fabric $PREFIX up in $((SECONDS - t0))s: $leaves leaves x $hpl hosts, $spines spine(s), $subnet.0/24, spine uplinks ${rate:-unshaped}"
 	show_layout
 	echo "state: $STATE   (down: $FABRIC_SH down --state $STATE)"
 }
@@ -525,6 +606,51 @@ cmd_show() {
 	show_layout
 }
 
+# CE marks per switch port since the fabric came up: "SWITCH PORT PACKETS"
+# (the rules' anonymous counters; callers take differences).
+cmd_marks() {
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--prefix) PREFIX=${2:?}; shift 2 ;;
+		--state) STATE=${2:?}; shift 2 ;;
+		*) die "marks: unknown option '$1'" ;;
+		esac
+	done
+	resolve_state
+	[ -f "$STATE" ] || die "no fabric state $STATE"
+	grep -q '^ecn ' "$STATE" || die "fabric was built without --ecn-mark"
+	local ns
+	for ns in $(awk '$1 == "ns" && $2 !~ /-h[0-9]+$/ {print $2}' "$STATE"); do
+		{ ip netns exec "$ns" nft list table bridge weft_ecn 2>/dev/null ||
+			ip netns exec "$ns" nft list table ip weft_ecn 2>/dev/null; } |
+			awk -v sw="${ns##*-}" '/oifname/ {for (i = 1; i < NF; i++) {
+				if ($i == "oifname") port = $(i + 1); if ($i == "packets" && $(i - 1) == "counter") n = $(i + 1) }
+				gsub(/"/, "", port); print sw, port, n }'
+	done
+}
+
+# Bytes each leaf has sent up each of its uplinks since the fabric came up:
+# "LEAF UPLINK SPINE BYTES" (the leaf end's tx counter: what that leaf's
+# hosts sent toward that spine; each direction of a flow is hashed on its
+# own, at its own leaf).
+cmd_spines() {
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--prefix) PREFIX=${2:?}; shift 2 ;;
+		--state) STATE=${2:?}; shift 2 ;;
+		*) die "spines: unknown option '$1'" ;;
+		esac
+	done
+	resolve_state
+	[ -f "$STATE" ] || die "no fabric state $STATE"
+	grep -q '^spine ' "$STATE" || die "fabric was built without --spines"
+	local leaf lns dev sns n
+	while read -r _ leaf lns dev sns _; do
+		n=$(ip netns exec "$lns" cat "/sys/class/net/$dev/statistics/tx_bytes") || n=0
+		echo "$leaf $dev ${sns##*-} $n"
+	done < <(grep '^uplink ' "$STATE")
+}
+
 # ---------------------------------------------------------------------------
 # with
 
@@ -609,7 +735,9 @@ up) cmd_up "$@" ;;
 down) cmd_down "$@" ;;
 run) cmd_run "$@" ;;
 show) cmd_show "$@" ;;
+marks) cmd_marks "$@" ;;
+spines) cmd_spines "$@" ;;
 with) cmd_with "$@" ;;
 -h | --help | help) usage ;;
-*) die "unknown subcommand '$sub' (up, down, run, show, with)" ;;
+*) die "unknown subcommand '$sub' (up, down, run, show, marks, spines, with)" ;;
 esac

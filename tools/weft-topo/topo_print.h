@@ -31,6 +31,12 @@ int weft_tool_print_host(const char *json, enum weft_topo_format format, FILE *o
 /* The settings table (weft_settings_describe): text, or JSON. */
 int weft_tool_print_settings(const char *json, enum weft_topo_format format, FILE *out);
 
+/* Files of WEFT_STATS_FILE lines (topo_stats.c): per connection its last
+ * line, and per leaf its uplink, as text or JSON. A file that cannot be
+ * read or a line that is not a stats line: a message naming the file and
+ * the line, and 1. */
+int weft_tool_print_stats(char *const *paths, int npaths, enum weft_topo_format format, FILE *out);
+
 /* ---- shared by the writers ---- */
 
 /* The job writers, on the parsed document (topo_print_text.c,

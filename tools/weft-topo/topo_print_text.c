@@ -181,20 +181,41 @@ static void text_collective(const json_t *c, FILE *out)
 	}
 }
 
+/* The pacer's mode, and each of the describing rank's paced connections
+ * (a model has none: its state is null). */
+static void text_pacer(const json_t *pacer, FILE *out)
+{
+	const json_t *state = json_object_get(pacer, "state"), *l;
+	size_t i;
+	fprintf(out, "\npacer: %s", weft_tool_str(pacer, "mode"));
+	if (!json_is_object(state)) {
+		fputc('\n', out);
+		return;
+	}
+	fprintf(out, ", rank %lld's paced connections: %lld\n", weft_tool_int(state, "rank"),
+		weft_tool_int(state, "paced"));
+	json_array_foreach(json_object_get(state, "links"), i, l)
+	{
+		const json_t *rate = json_object_get(l, "rate_MBps");
+		fprintf(out, "  -> %-5lld ", weft_tool_int(l, "peer"));
+		if (json_is_number(rate))
+			fprintf(out, "%.1f MB/s", json_number_value(rate));
+		else
+			fprintf(out, "line rate");
+		fprintf(out, ", alpha %.3f, %lld cuts, %lld of %lld delivered marked\n",
+			json_number_value(json_object_get(l, "alpha")), weft_tool_int(l, "cuts"),
+			weft_tool_int(l, "marks"), weft_tool_int(l, "delivered"));
+	}
+}
+
 void weft_tool_text_tail(const json_t *doc, FILE *out)
 {
-	const json_t *c, *pacer = json_object_get(doc, "pacer");
-	const json_t *state = json_object_get(pacer, "state");
+	const json_t *c;
 	size_t i;
 	fprintf(out, "\nalgorithms (tuner's choice per message size):\n");
 	json_array_foreach(json_object_get(json_object_get(doc, "tuner"), "collectives"), i, c)
 	    text_collective(c, out);
-	fprintf(out, "\npacer: %s", weft_tool_str(pacer, "mode"));
-	if (state && !json_is_null(state)) {
-		fputc(' ', out);
-		json_dumpf(state, out, JSON_REAL_PRECISION(9) | JSON_ENCODE_ANY);
-	}
-	fputc('\n', out);
+	text_pacer(json_object_get(doc, "pacer"), out);
 }
 
 int weft_tool_print_job_text(const json_t *doc, FILE *out)

@@ -10,6 +10,8 @@
  *   weft-topo --model topology.conf --ranks-per-host 8 [--order ORDER]
  *                                    a job that is not running, modelled
  *                                    from a topology file (weft_model_describe)
+ *   weft-topo --stats FILE...        the files of WEFT_STATS_FILE: each
+ *                                    connection's last counters, leaf uplinks
  *   --format text|json|dot   --rankfile   --settings   --launcher
  */
 #include <errno.h>
@@ -36,6 +38,7 @@ struct options {
 	int np;
 	bool settings;
 	bool launcher;
+	bool stats;	   /* --stats: the arguments are files */
 	const char *model; /* --model: the topology file */
 	int ranks_per_host;
 	const char *order;
@@ -49,13 +52,16 @@ static void usage(FILE *out)
 	    "                 [--launcher]\n"
 	    "       weft-topo --model TOPOLOGY_FILE [--ranks-per-host N]\n"
 	    "                 [--order block|round-robin|random[:SEED]|RANKFILE] [--format ...]\n"
+	    "       weft-topo --stats FILE... [--format text|json]\n"
 	    "  alone: this host; with -np N, under mpirun/srun, or with WEFT_RANK,\n"
 	    "  WEFT_NRANKS and WEFT_ROOT set: the whole job (rank 0 prints).\n"
 	    "  --launcher: every process prints one line, what Weft reads from its\n"
 	    "  launcher (which one, rank, size, local rank and size), and no job starts.\n"
 	    "  --model: the job N ranks on every host of a Slurm topology.conf or Weft\n"
 	    "  JSON file would be (default N 1, order block), built without running it,\n"
-	    "  with the time and peak memory of each step.\n");
+	    "  with the time and peak memory of each step.\n"
+	    "  --stats: the files WEFT_STATS_FILE wrote (every rank's): per connection\n"
+	    "  its last counters, and per leaf the bytes sent to other leaves.\n");
 }
 
 enum {
@@ -66,7 +72,8 @@ enum {
 	OPT_LAUNCHER,
 	OPT_MODEL,
 	OPT_PER_HOST,
-	OPT_ORDER
+	OPT_ORDER,
+	OPT_STATS
 };
 
 /* getopt_long_only: "-np 4" as well as "--np 4", "-format json". */
@@ -79,6 +86,7 @@ static const struct option long_opts[] = {
     {"model", required_argument, NULL, OPT_MODEL},
     {"ranks-per-host", required_argument, NULL, OPT_PER_HOST},
     {"order", required_argument, NULL, OPT_ORDER},
+    {"stats", no_argument, NULL, OPT_STATS},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -98,6 +106,25 @@ static int parse_format(const char *f, struct options *o)
 	return 0;
 }
 
+/* --stats takes files and nothing that starts a job. */
+static int check_stats(int argc, const struct options *o)
+{
+	if (o->np || o->model || o->settings || o->launcher) {
+		fprintf(stderr, "weft-topo: --stats reads files: no -np, --model, --settings or "
+				"--launcher with it\n");
+		return 2;
+	}
+	if (o->format != WEFT_TOPO_TEXT && o->format != WEFT_TOPO_JSON) {
+		fprintf(stderr, "weft-topo: --stats: --format text or json\n");
+		return 2;
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "weft-topo: --stats: no files given\n");
+		return 2;
+	}
+	return 0;
+}
+
 static int parse(int argc, char **argv, struct options *o)
 {
 	uint64_t np;
@@ -111,6 +138,7 @@ static int parse(int argc, char **argv, struct options *o)
 		case OPT_RANKFILE: o->format = WEFT_TOPO_RANKFILE; break;
 		case OPT_SETTINGS: o->settings = true; break;
 		case OPT_LAUNCHER: o->launcher = true; break;
+		case OPT_STATS: o->stats = true; break;
 		case OPT_MODEL: o->model = optarg; break;
 		case OPT_ORDER: o->order = optarg; break;
 		case OPT_PER_HOST:
@@ -146,6 +174,8 @@ static int parse(int argc, char **argv, struct options *o)
 		fprintf(stderr, "weft-topo: --model and -np: a model runs no job\n");
 		return 2;
 	}
+	if (rc == 0 && o->stats)
+		return check_stats(argc, o);
 	if (rc == 0 && optind < argc) {
 		fprintf(stderr, "weft-topo: unexpected argument '%s'\n", argv[optind]);
 		usage(stderr);
@@ -284,6 +314,8 @@ int main(int argc, char **argv)
 	int rc = parse(argc, argv, &o);
 	if (rc)
 		return rc;
+	if (o.stats)
+		return weft_tool_print_stats(argv + optind, argc - optind, o.format, stdout);
 	if (o.settings)
 		return print_settings(&o);
 	if (o.launcher)

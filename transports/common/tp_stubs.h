@@ -17,6 +17,7 @@ weft_status_t weft_tp_no_get(struct weft_conn *conn, struct weft_msg *msg, struc
 			     const struct weft_mr_key *remote, uint64_t remote_off);
 void weft_tp_no_connected(struct weft_tp *tp);
 int weft_tp_no_signals(struct weft_conn *conn, struct weft_tp_signal *out, int max);
+void weft_tp_no_pace(struct weft_conn *conn, double rate_Bps);
 
 /* The whole group, for a transport that has none of it. */
 #define WEFT_TP_NO_MEM_OPS                                                                         \

@@ -481,5 +481,5 @@ const struct weft_tp_ops weft_tp_ofi_ops = {
     .mem = WEFT_TP_NO_MEM_OPS,
     .rma = WEFT_TP_NO_RMA_OPS,
     .prop = {.props = ofi_props, .describe = ofi_describe},
-    .signal = {.signals = weft_tp_no_signals},
+    .signal = {.signals = weft_tp_no_signals, .pace = weft_tp_no_pace},
 };

@@ -453,5 +453,5 @@ const struct weft_tp_ops weft_tp_shm_ops = {
     .mem = WEFT_TP_NO_MEM_OPS,
     .rma = WEFT_TP_NO_RMA_OPS,
     .prop = {.props = shm_props, .describe = shm_describe},
-    .signal = {.signals = weft_tp_no_signals},
+    .signal = {.signals = weft_tp_no_signals, .pace = weft_tp_no_pace},
 };

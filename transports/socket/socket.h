@@ -18,6 +18,17 @@
  * into the posted buffer. If the two ends disagree (a tag or length
  * mismatch), the first header of the message on socket s0 shows it: that is
  * where the receiver reports it.
+ *
+ * Spraying (WEFT_SPRAY=adaptive, the same on every rank): fragments are not
+ * placed in advance. Each socket takes the next unsent fragment of the
+ * direction's queue when the kernel has taken its previous one; with
+ * TCP_NOTSENT_LOWAT bounding what the kernel holds unsent, a socket whose
+ * path drains slower (another spine, a congested link) takes fewer, so each
+ * sub-flow carries in proportion to the rate its path gives. The header's
+ * seq (the message's index in its direction) and off tell the receiver
+ * where a fragment belongs; on each socket fragments still go in queue
+ * order, so a socket whose next fragment belongs to a receive not yet
+ * posted waits with its header read, and no fragment is ever buffered.
  */
 #ifndef WEFT_TP_SOCKET_H
 #define WEFT_TP_SOCKET_H
@@ -50,6 +61,13 @@ struct weft_sock_frame {
 	uint64_t tag;
 	uint64_t len; /* whole message */
 	uint64_t off; /* of this fragment in the message */
+	uint64_t seq; /* the message's index among this direction's messages */
+};
+
+/* How a message's fragments are spread over a peer's sockets. */
+enum weft_sock_spray {
+	WEFT_SPRAY_RR = 0,   /* fragment i on socket (s0 + i) % nsocks */
+	WEFT_SPRAY_ADAPTIVE, /* each socket takes the next fragment when it has room */
 };
 
 enum weft_sock_phase {
@@ -70,9 +88,11 @@ enum weft_sock_phase {
  * many are not finished yet (socket_data.c). */
 struct weft_sock_req {
 	struct weft_tp_req base;
-	unsigned s0;	  /* the socket of fragment 0 */
+	unsigned s0;	  /* the socket of fragment 0 (rr) */
+	uint64_t seq;	  /* index in its direction (frame header) */
 	uint64_t nchunks; /* fragments */
 	uint64_t left;	  /* fragments not yet finished */
+	uint64_t dealt;	  /* adaptive send: fragments handed to a socket */
 };
 
 /* Where one socket's sender stands: the message whose fragment it is
@@ -100,6 +120,8 @@ struct weft_sock {
 	struct weft_sock_hello hello_buf;
 	struct weft_sock_tx tx;
 	struct weft_sock_rx rx;
+	uint64_t tx_bytes;	   /* payload bytes sent on this socket (sub-flow weights) */
+	bool eof;		   /* sprayed: the peer closed it between two frames */
 	struct weft_bounce bounce; /* reduce receives land here */
 	struct tcp_counters {	   /* TCP_INFO at the previous signals query */
 		uint32_t delivered, delivered_ce;
@@ -109,7 +131,9 @@ struct weft_sock {
 
 struct weft_sock_queue {
 	struct weft_tp_reqq q;
-	unsigned s0; /* socket where the next posted message starts */
+	unsigned s0;		    /* rr: socket where the next posted message starts */
+	uint64_t seq;		    /* the next posted message's index */
+	struct weft_sock_req *deal; /* adaptive send: first message with undealt fragments */
 };
 
 struct weft_sock_conn {
@@ -138,7 +162,7 @@ struct weft_sock_card {
 	uint32_t nsocks;
 	uint64_t chunk;
 	uint32_t addr_len;
-	uint32_t reserved;
+	uint32_t spray;		      /* enum weft_sock_spray */
 	struct sockaddr_storage addr; /* IPv4, or IPv6 if the interface has only that */
 };
 
@@ -147,6 +171,11 @@ struct weft_sock_comm {
 	struct weft_tp_pool reqs;
 	int listen_fd;
 	unsigned nsocks;
+	enum weft_sock_spray spray;
+	int notsent_lowat; /* 0: the kernel's */
+	int tos;	   /* < 0: the kernel's */
+	bool paced;	   /* WEFT_PACER is on: say if ECN is not negotiated */
+	bool ecn_noted;
 	size_t chunk;
 	size_t bounce_bytes;
 	struct weft_sock_card *cards;	/* nranks */
@@ -166,7 +195,15 @@ weft_status_t weft_tp_socket_progress(struct weft_tp *tp);
 /* Fail every queued message of @p c with @p status and close its sockets. */
 void weft_tp_socket_conn_fail(struct weft_sock_conn *c, weft_status_t status);
 
-/* socket_conn.c: congestion signals from TCP_INFO (the signal op). */
+/* socket_pace.c: congestion signals from TCP_INFO and the pacer's rate
+ * (the signal ops); the settings and socket options pacing needs. */
 int weft_tp_socket_signals(struct weft_conn *conn, struct weft_tp_signal *out, int max);
+void weft_tp_socket_pace(struct weft_conn *conn, double rate_Bps);
+weft_status_t weft_tp_socket_read_pacing(struct weft_sock_comm *sc);
+/* TCP_NOTSENT_LOWAT and IP_TOS on a new socket (best effort, logged). */
+void weft_tp_socket_tune(struct weft_sock_comm *sc, int fd);
+/* Once a connection is up: with the pacer on, warn once if ECN was not
+ * negotiated (CE marks then never reach the pacer). */
+void weft_tp_socket_check_ecn(struct weft_sock_conn *c);
 
 #endif

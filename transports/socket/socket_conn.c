@@ -34,8 +34,9 @@
 /* Reduce receives land in a bounce buffer this big (per socket) before they
  * are combined: small enough to stay in L2 between the copy out of the
  * kernel and the reduction that reads it. */
-#define SOCK_BOUNCE_MAX (256u << 10)
-#define SOCK_MIN_CHUNK	4096u
+#define SOCK_BOUNCE_MAX		(256u << 10)
+#define SOCK_MIN_CHUNK		4096u
+#define SOCK_SPRAY_ENGINE_CHUNK (512u << 10)
 
 static struct weft_sock_comm *to_sc(struct weft_tp *tp)
 {
@@ -72,6 +73,28 @@ static weft_status_t pick_address(const struct weft_tp_env *env, struct weft_soc
 	return st == WEFT_SUCCESS ? st : weft_tp_fail(env, st, "socket: %s", err.msg);
 }
 
+/* WEFT_SPRAY, and the fragment size: 512K, or 64K when spraying, so that
+ * one engine chunk still spreads over the sockets. */
+static weft_status_t read_spray(struct weft_sock_comm *sc, long *chunk)
+{
+	const struct weft_tp_env *env = sc->base.env;
+	const char *spray = weft_setting_str("WEFT_SPRAY");
+	if (strcmp(spray, "rr") == 0)
+		sc->spray = WEFT_SPRAY_RR;
+	else if (strcmp(spray, "adaptive") == 0)
+		sc->spray = WEFT_SPRAY_ADAPTIVE;
+	else
+		return weft_tp_fail(env, WEFT_ERR_INVALID_ARG,
+				    "WEFT_SPRAY=%s: expected rr or adaptive", spray);
+	const char *set = weft_setting_str("WEFT_SOCKET_CHUNK");
+	*chunk = sc->spray == WEFT_SPRAY_ADAPTIVE ? 64L << 10 : 512L << 10;
+	if (set && (!weft_setting_long("WEFT_SOCKET_CHUNK", chunk) ||
+		    *chunk < (long)SOCK_MIN_CHUNK || *chunk > (1L << 30)))
+		return weft_tp_fail(env, WEFT_ERR_INVALID_ARG,
+				    "WEFT_SOCKET_CHUNK=%s: expected a size from 4K to 1G", set);
+	return WEFT_SUCCESS;
+}
+
 static weft_status_t read_settings(struct weft_sock_comm *sc)
 {
 	const struct weft_tp_env *env = sc->base.env;
@@ -81,18 +104,21 @@ static weft_status_t read_settings(struct weft_sock_comm *sc)
 		return weft_tp_fail(env, WEFT_ERR_INVALID_ARG,
 				    "WEFT_SOCKET_NSOCKS=%s: expected an integer from 1 to %d",
 				    weft_setting_str("WEFT_SOCKET_NSOCKS"), WEFT_SOCK_MAX_NSOCKS);
-	if (!weft_setting_long("WEFT_SOCKET_CHUNK", &chunk) || chunk < (long)SOCK_MIN_CHUNK ||
-	    chunk > (1L << 30))
-		return weft_tp_fail(env, WEFT_ERR_INVALID_ARG,
-				    "WEFT_SOCKET_CHUNK=%s: expected a size from 4K to 1G",
-				    weft_setting_str("WEFT_SOCKET_CHUNK"));
+	weft_status_t st = read_spray(sc, &chunk);
+	if (st != WEFT_SUCCESS)
+		return st;
 	sc->nsocks = (unsigned)nsocks;
 	/* A multiple of 4 KiB keeps every fragment a whole number of elements,
 	 * so a reduce receive never has an element split across two sockets. */
 	sc->chunk = (size_t)chunk & ~(size_t)(SOCK_MIN_CHUNK - 1);
 	sc->bounce_bytes = sc->chunk < SOCK_BOUNCE_MAX ? sc->chunk : SOCK_BOUNCE_MAX;
-	sc->base.chunk_bytes = sc->chunk;
-	return WEFT_SUCCESS;
+	/* The engine's chunk: sprayed, several fragments, so that one chunk
+	 * already spreads over the sockets. */
+	sc->base.chunk_bytes =
+	    sc->spray == WEFT_SPRAY_ADAPTIVE && sc->chunk < SOCK_SPRAY_ENGINE_CHUNK
+		? SOCK_SPRAY_ENGINE_CHUNK
+		: sc->chunk;
+	return weft_tp_socket_read_pacing(sc);
 }
 
 static weft_status_t open_listener(struct weft_sock_comm *sc, struct weft_sock_card *card)
@@ -121,9 +147,11 @@ static weft_status_t open_listener(struct weft_sock_comm *sc, struct weft_sock_c
 	sc->listen_fd = fd;
 	card->nsocks = sc->nsocks;
 	card->chunk = sc->chunk;
+	card->spray = sc->spray;
 	weft_log(WEFT_LOG_INFO, WEFT_SUB_NET,
-		 "socket: listening on %s, %u sockets per peer, chunk %zu",
-		 addr_str(&card->addr, where, sizeof(where)), sc->nsocks, sc->chunk);
+		 "socket: listening on %s, %u sockets per peer, chunk %zu, spray %s",
+		 addr_str(&card->addr, where, sizeof(where)), sc->nsocks, sc->chunk,
+		 sc->spray == WEFT_SPRAY_ADAPTIVE ? "adaptive" : "rr");
 	return WEFT_SUCCESS;
 }
 
@@ -140,13 +168,14 @@ static weft_status_t check_cards(struct weft_sock_comm *sc)
 			return weft_tp_fail(env, WEFT_ERR_REMOTE,
 					    "socket: rank %d could not open its TCP listener (%s)",
 					    r, weft_status_string((weft_status_t)c->status));
-		if (c->nsocks != me->nsocks || c->chunk != me->chunk)
+		if (c->nsocks != me->nsocks || c->chunk != me->chunk || c->spray != me->spray)
 			return weft_tp_fail(
 			    env, WEFT_ERR_INVALID_ARG,
-			    "socket: WEFT_SOCKET_NSOCKS/WEFT_SOCKET_CHUNK differ between "
-			    "ranks: rank %d has %u/%llu, rank %d has %u/%llu",
-			    env->rank, me->nsocks, (unsigned long long)me->chunk, r, c->nsocks,
-			    (unsigned long long)c->chunk);
+			    "socket: WEFT_SOCKET_NSOCKS/WEFT_SOCKET_CHUNK/WEFT_SPRAY differ "
+			    "between ranks: rank %d has %u/%llu/%s, rank %d has %u/%llu/%s",
+			    env->rank, me->nsocks, (unsigned long long)me->chunk,
+			    me->spray ? "adaptive" : "rr", r, c->nsocks,
+			    (unsigned long long)c->chunk, c->spray ? "adaptive" : "rr");
 	}
 	return WEFT_SUCCESS;
 }
@@ -309,6 +338,7 @@ static weft_status_t connector_step(struct weft_sock_conn *c, unsigned i)
 						  "socket: creating socket %u to peer rank %d", i,
 						  c->base.peer);
 		set_nodelay(s->fd);
+		weft_tp_socket_tune(sc, s->fd);
 		if (connect(s->fd, (const struct sockaddr *)addr, card->addr_len) != 0 &&
 		    errno != EINPROGRESS) {
 			err = errno;
@@ -420,6 +450,7 @@ static bool pending_route(struct weft_sock_comm *sc, struct weft_sock_pending *p
 		return *why = "duplicate socket for a rank and index", false;
 	s->fd = p->fd;
 	set_nodelay(s->fd);
+	weft_tp_socket_tune(c->sc, s->fd);
 	fill_hello(sc, &s->hello_buf, h->index);
 	s->hello_done = 0;
 	s->phase = WEFT_SOCK_HELLO_OUT;
@@ -514,6 +545,7 @@ static weft_status_t sock_connect(struct weft_tp *tp, int peer, struct weft_conn
 			return WEFT_INPROGRESS;
 		c->up = true;
 		c->rtt_us = tcp_rtt_us(c->sock[0].fd);
+		weft_tp_socket_check_ecn(c);
 		sc->active[sc->nactive++] = c;
 		char where[80];
 		weft_log(WEFT_LOG_INFO, WEFT_SUB_NET,
@@ -574,33 +606,6 @@ static void sock_fini(struct weft_tp *tp)
 	free(sc);
 }
 
-/* Per-socket deltas of TCP_INFO since the previous call: the congestion
- * feedback the pacer reads (CE marks need ECN negotiated on the socket). */
-int weft_tp_socket_signals(struct weft_conn *conn, struct weft_tp_signal *out, int max)
-{
-	struct weft_sock_conn *c = weft_container_of(conn, struct weft_sock_conn, base);
-	int n = 0;
-	for (unsigned i = 0; i < c->sc->nsocks && n < max; i++) {
-		struct weft_sock *s = &c->sock[i];
-		struct tcp_info ti;
-		socklen_t len = sizeof(ti);
-		memset(&ti, 0, sizeof(ti));
-		if (s->fd < 0 || getsockopt(s->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
-			break;
-		/* An older kernel fills less; the fields it does not know stay zero. */
-		out[n++] = (struct weft_tp_signal){
-		    .delivered = ti.tcpi_delivered - s->seen.delivered,
-		    .delivered_ce = ti.tcpi_delivered_ce - s->seen.delivered_ce,
-		    .rtt_us = ti.tcpi_rtt,
-		    .bytes_acked = ti.tcpi_bytes_acked - s->seen.bytes_acked,
-		};
-		s->seen.delivered = ti.tcpi_delivered;
-		s->seen.delivered_ce = ti.tcpi_delivered_ce;
-		s->seen.bytes_acked = ti.tcpi_bytes_acked;
-	}
-	return n;
-}
-
 /* The link speed the kernel reports for @p ifname (bytes/s), 0 unknown
  * (loopback and some virtual interfaces report none). */
 static double link_speed(const char *ifname)
@@ -651,8 +656,19 @@ static void sock_describe(struct weft_tp *tp, int peer, char *buf, size_t len)
 }
 
 static const struct weft_setting sock_settings[] = {
-    {"WEFT_SOCKET_NSOCKS", "2", "TCP sockets per peer, striped"},
-    {"WEFT_SOCKET_CHUNK", "512K", "bytes per pipelined chunk on TCP"},
+    {"WEFT_SOCKET_NSOCKS", "2", "TCP sockets (sub-flows) per peer, striped or sprayed"},
+    {"WEFT_SOCKET_CHUNK", NULL,
+     "bytes per fragment on a socket (default 512K; 64K with WEFT_SPRAY=adaptive)"},
+    {"WEFT_SPRAY", "rr",
+     "how fragments spread over a peer's sockets: rr (round robin, placed by length) or "
+     "adaptive (a socket takes the next fragment when the kernel has room, so a slower "
+     "path carries less)"},
+    {"WEFT_SOCKET_NOTSENT_LOWAT", NULL,
+     "TCP_NOTSENT_LOWAT on every socket: unsent bytes the kernel may hold (default: 128K "
+     "with WEFT_PACER on or WEFT_SPRAY=adaptive, else the kernel's; 0: the kernel's)"},
+    {"WEFT_SOCKET_TOS", NULL,
+     "IP TOS byte (DSCP << 2) on every socket, for the fabric's ECN-marked class; the ECN "
+     "bits are the kernel's"},
 };
 
 const struct weft_tp_ops weft_tp_socket_ops = {
@@ -668,5 +684,5 @@ const struct weft_tp_ops weft_tp_socket_ops = {
     .mem = WEFT_TP_NO_MEM_OPS,
     .rma = WEFT_TP_NO_RMA_OPS,
     .prop = {.props = sock_props, .describe = sock_describe},
-    .signal = {.signals = weft_tp_socket_signals},
+    .signal = {.signals = weft_tp_socket_signals, .pace = weft_tp_socket_pace},
 };

@@ -12,6 +12,11 @@
  * Per-message state is a request (struct weft_sock_req) from the
  * transport's pool: where its fragments start, how many are left.
  *
+ * Sprayed (WEFT_SPRAY=adaptive), a send cursor that finishes a fragment
+ * takes the next undealt one of the queue (tx_deal) instead of the next on
+ * its own socket, and a receive cursor reads a header first and finds the
+ * posted receive by the header's seq (rx_spray).
+ *
  * progress() tries recv/send directly on every socket that has work and
  * stops at EAGAIN or at a short transfer (the kernel buffer is empty or
  * full): one system call per socket and direction when there is nothing to
@@ -58,15 +63,24 @@ static size_t frag_len(const struct weft_msg *m, uint64_t chunk, size_t chunk_by
 	return left < chunk_bytes ? left : chunk_bytes;
 }
 
+static bool sprayed(const struct weft_sock_conn *c)
+{
+	return c->sc->spray == WEFT_SPRAY_ADAPTIVE;
+}
+
 static void queue_push(struct weft_sock_queue *q, struct weft_sock_req *r,
 		       const struct weft_sock_comm *sc)
 {
 	size_t len = r->base.msg->len;
 	uint64_t n = len == 0 ? 1 : (len + sc->chunk - 1) / sc->chunk;
 	r->s0 = q->s0;
+	r->seq = q->seq++;
 	r->nchunks = r->left = n;
+	r->dealt = 0;
 	weft_reqq_push(&q->q, &r->base);
 	q->s0 = (unsigned)((q->s0 + n) % sc->nsocks);
+	if (!q->deal)
+		q->deal = r; /* every earlier message is dealt out */
 }
 
 /* @p r leaves its queue and goes back to the pool; its message is done. */
@@ -89,6 +103,7 @@ static void frame_hdr(struct weft_sock_frame *h, const struct weft_sock_req *r, 
 	    .tag = m->tag,
 	    .len = m->len,
 	    .off = (uint64_t)chunk * chunk_bytes,
+	    .seq = r->seq,
 	};
 }
 
@@ -120,6 +135,20 @@ static bool next_on_sock(const struct weft_sock_conn *c, unsigned s, struct weft
 		}
 	}
 	return false;
+}
+
+/* Sprayed: socket s's send cursor takes the next undealt fragment. */
+static void tx_deal(struct weft_sock_conn *c, unsigned s)
+{
+	struct weft_sock_queue *q = &c->sendq;
+	struct weft_sock_req *r = q->deal;
+	if (!r) {
+		c->sock[s].tx.req = NULL;
+		return;
+	}
+	tx_frame(&c->sock[s].tx, r, r->dealt++, c->sc->chunk);
+	if (r->dealt == r->nchunks)
+		q->deal = next_req(r);
 }
 
 /* Point socket s's send cursor at the first fragment for it in r or later. */
@@ -171,6 +200,7 @@ void weft_tp_socket_conn_fail(struct weft_sock_conn *c, weft_status_t status)
 		c->failed = status;
 	for (unsigned i = 0; i < c->sc->nsocks; i++)
 		close_sock(&c->sock[i]);
+	c->sendq.deal = NULL;
 	while (c->sendq.q.head)
 		req_finish(c, &c->sendq, req_of(c->sendq.q.head), c->failed);
 	while (c->recvq.q.head)
@@ -235,7 +265,11 @@ static weft_status_t post(struct weft_conn *conn, struct weft_msg *m, bool recv)
 		return st;
 	queue_push(recv ? &c->recvq : &c->sendq, r, c->sc);
 	for (unsigned s = 0; s < c->sc->nsocks; s++) {
-		if (recv && !c->sock[s].rx.req)
+		if (sprayed(c)) {
+			/* A receive is found by the headers as they come. */
+			if (!recv && !c->sock[s].tx.req)
+				tx_deal(c, s);
+		} else if (recv && !c->sock[s].rx.req)
 			rx_seek(c, s, r);
 		else if (!recv && !c->sock[s].tx.req)
 			tx_seek(c, s, r);
@@ -259,8 +293,17 @@ static void frag_done(struct weft_sock_conn *c, struct weft_sock_queue *q, unsig
 		      struct weft_sock_req *r, uint64_t chunk, size_t bytes, bool tx)
 {
 	r->base.xferred += bytes;
+	if (tx)
+		c->sock[s].tx_bytes += bytes;
 	uint64_t next = chunk + c->sc->nsocks;
-	if (next < r->nchunks) {
+	if (sprayed(c) && tx) {
+		tx_deal(c, s);
+	} else if (sprayed(c)) {
+		struct weft_sock_rx *rx = &c->sock[s].rx;
+		rx->req = NULL; /* the next header says where its fragment goes */
+		rx->hdr_got = rx->frag_got = 0;
+		c->sock[s].bounce.have = 0;
+	} else if (next < r->nchunks) {
 		if (tx) {
 			tx_frame(&c->sock[s].tx, r, next, c->sc->chunk);
 		} else {
@@ -310,7 +353,10 @@ static weft_status_t tx_progress(struct weft_sock_conn *c, unsigned s)
 		size_t want = tx_iov(iov, &n_iov, &tx->hdr, tx->req, tx->done);
 		struct weft_sock_req *r = tx->req;
 		uint64_t chunk = tx->chunk;
-		for (int k = 0; k < WEFT_SOCK_TX_BATCH && want < WEFT_SOCK_TX_BATCH_BYTES; k++) {
+		/* (Sprayed, a socket holds one fragment at a time.) */
+		for (int k = 0;
+		     !sprayed(c) && k < WEFT_SOCK_TX_BATCH && want < WEFT_SOCK_TX_BATCH_BYTES;
+		     k++) {
 			if (!next_on_sock(c, s, &r, &chunk))
 				break;
 			frame_hdr(&tx->ahead[k], r, chunk, c->sc->chunk);
@@ -418,7 +464,7 @@ static weft_status_t rx_progress(struct weft_sock_conn *c, unsigned s)
 			if (rx->hdr_got == HDR_BYTES &&
 			    (rx->hdr.magic != WEFT_SOCK_FRAME_MAGIC || rx->hdr.tag != m->tag ||
 			     rx->hdr.len != m->len || rx->hdr.off != off ||
-			     rx->hdr.frag_len != flen))
+			     rx->hdr.frag_len != flen || rx->hdr.seq != rx->req->seq))
 				return header_mismatch(c, s, m, off, flen);
 		}
 		/* Reduce: the bounce's first byte is byte off + frag_got - have. */
@@ -433,6 +479,115 @@ static weft_status_t rx_progress(struct weft_sock_conn *c, unsigned s)
 	return WEFT_SUCCESS;
 }
 
+/* Sprayed: the posted receive a complete header belongs to, with the
+ * cursor pointed at its fragment; NULL with *st set if the header is
+ * wrong, NULL with *st == 0 if its receive is not posted yet. */
+static struct weft_sock_req *rx_place(struct weft_sock_conn *c, unsigned s, weft_status_t *st)
+{
+	struct weft_sock_rx *rx = &c->sock[s].rx;
+	const struct weft_sock_frame *h = &rx->hdr;
+	size_t chunk = c->sc->chunk;
+	*st = WEFT_SUCCESS;
+	if (h->magic == WEFT_SOCK_FRAME_MAGIC && h->seq >= c->recvq.seq)
+		return NULL; /* waits, header read, until its receive is posted */
+	struct weft_sock_req *r = req_of(c->recvq.q.head);
+	while (r && r->seq != h->seq)
+		r = next_req(r);
+	if (!r || h->magic != WEFT_SOCK_FRAME_MAGIC) {
+		*st = weft_tp_fail(c->sc->base.env, WEFT_ERR_REMOTE,
+				   "peer rank %d sent %s (socket %u)", c->base.peer,
+				   h->magic != WEFT_SOCK_FRAME_MAGIC
+				       ? "a corrupt frame header"
+				       : "a fragment of a finished message",
+				   s);
+		weft_tp_socket_conn_fail(c, WEFT_ERR_REMOTE);
+		return NULL;
+	}
+	const struct weft_msg *m = r->base.msg;
+	uint64_t i = h->off / chunk;
+	size_t off = i < r->nchunks ? (size_t)i * chunk : 0;
+	size_t flen = i < r->nchunks ? frag_len(m, i, chunk) : 0;
+	if (h->tag != m->tag || h->len != m->len || h->off != off || h->frag_len != flen ||
+	    i >= r->nchunks) {
+		*st = header_mismatch(c, s, m, off, flen);
+		return NULL;
+	}
+	rx->req = r;
+	rx->chunk = i;
+	rx->frag_got = 0;
+	c->sock[s].bounce.have = 0;
+	return r;
+}
+
+/* Sprayed: the peer closed socket s between two frames. A peer that is
+ * done may close while its last fragments are still on other sockets, so
+ * a receive still waiting is an error only once every socket is closed. */
+static bool all_eof(const struct weft_sock_conn *c)
+{
+	for (unsigned i = 0; i < c->sc->nsocks; i++)
+		if (!c->sock[i].eof)
+			return false;
+	return true;
+}
+
+static weft_status_t rx_eof(struct weft_sock_conn *c, unsigned s)
+{
+	c->sock[s].eof = true;
+	return all_eof(c) ? peer_failed(c, s, 0) : WEFT_SUCCESS;
+}
+
+/* Sprayed receive on socket s: a header, then its fragment, into whichever
+ * posted receive it names. */
+static weft_status_t rx_spray(struct weft_sock_conn *c, unsigned s)
+{
+	struct weft_sock *sk = &c->sock[s];
+	struct weft_sock_rx *rx = &sk->rx;
+	struct weft_bounce *b = &sk->bounce;
+	for (;;) {
+		size_t want;
+		ssize_t n;
+		if (rx->hdr_got == 0 && !c->recvq.q.head)
+			return WEFT_SUCCESS; /* nothing expected: leave the next frame (or EOF) */
+		if (rx->hdr_got < HDR_BYTES) {
+			want = HDR_BYTES - rx->hdr_got;
+			n = recv(sk->fd, (char *)&rx->hdr + rx->hdr_got, want, MSG_DONTWAIT);
+		} else {
+			weft_status_t st;
+			if (!rx->req && !rx_place(c, s, &st))
+				return st;
+			struct weft_msg *m = rx->req->base.msg;
+			size_t off = (size_t)rx->chunk * c->sc->chunk + rx->frag_got;
+			want = rx->hdr.frag_len - rx->frag_got;
+			void *dst = (char *)m->buf + off;
+			if (m->reduce) {
+				size_t room = weft_bounce_room(b);
+				want = want < room ? want : room;
+				dst = weft_bounce_tail(b);
+			}
+			n = want ? recv(sk->fd, dst, want, MSG_DONTWAIT) : 0;
+			if (n > 0 && m->reduce)
+				weft_bounce_deliver(b, (size_t)n, m, off - b->have);
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return WEFT_SUCCESS;
+		if (n == 0 && want && rx->hdr_got == 0)
+			return rx_eof(c, s);
+		if (n < 0 || (n == 0 && want))
+			return peer_failed(c, s, n == 0 ? 0 : errno);
+		if (rx->hdr_got < HDR_BYTES) {
+			rx->hdr_got += (size_t)n;
+		} else {
+			rx->frag_got += (size_t)n;
+			if (rx->frag_got == rx->hdr.frag_len)
+				frag_done(c, &c->recvq, s, rx->req, rx->chunk, rx->frag_got, false);
+		}
+		if ((size_t)n < want)
+			return WEFT_SUCCESS; /* drained what the kernel had */
+	}
+}
+
 weft_status_t weft_tp_socket_progress(struct weft_tp *tp)
 {
 	struct weft_sock_comm *sc = weft_container_of(tp, struct weft_sock_comm, base);
@@ -441,11 +596,22 @@ weft_status_t weft_tp_socket_progress(struct weft_tp *tp)
 		struct weft_sock_conn *c = sc->active[k];
 		if (c->failed || (!c->sendq.q.head && !c->recvq.q.head))
 			continue;
+		bool spray = sprayed(c);
+		if (spray && c->recvq.q.head && all_eof(c)) {
+			weft_status_t st = peer_failed(c, 0, 0);
+			ret = ret ? ret : st;
+			continue;
+		}
 		for (unsigned s = 0; s < sc->nsocks && !c->failed; s++) {
 			weft_status_t st = WEFT_SUCCESS;
-			if (c->sock[s].rx.req)
+			struct weft_sock *sk = &c->sock[s];
+			if (spray && !sk->eof && (c->recvq.q.head || sk->rx.hdr_got))
+				st = rx_spray(c, s);
+			else if (!spray && sk->rx.req)
 				st = rx_progress(c, s);
-			if (st == WEFT_SUCCESS && c->sock[s].tx.req)
+			if (st == WEFT_SUCCESS && spray && !sk->tx.req)
+				tx_deal(c, s);
+			if (st == WEFT_SUCCESS && sk->tx.req)
 				st = tx_progress(c, s);
 			if (st != WEFT_SUCCESS && ret == WEFT_SUCCESS)
 				ret = st;

@@ -498,6 +498,7 @@ static void verbs_props(struct weft_tp *base, int peer, struct weft_tp_props *ou
 	    .latency_s = VERBS_LATENCY_S,
 	    .bandwidth_Bps = tp->port_Bps,
 	    .ordered = true,
+	    .rate_controlled = true, /* core/gate.c leaves these connections unpaced */
 	    .source = "provider",
 	};
 }
@@ -574,5 +575,5 @@ const struct weft_tp_ops weft_tp_verbs_ops = {
 	    .unmap = weft_tp_no_unmap},
     .rma = {.write = weft_tp_no_write, .get = weft_tp_no_get},
     .prop = {.props = verbs_props, .describe = verbs_describe},
-    .signal = {.signals = weft_tp_verbs_signals},
+    .signal = {.signals = weft_tp_verbs_signals, .pace = weft_tp_no_pace},
 };

@@ -1,0 +1,118 @@
+#!/bin/bash
+# bench_spray.sh — path spraying over a two-spine fabric: one sub-flow
+# against several, round robin against adaptive.
+#
+# Usage: tests/fabric/bench_spray.sh [options] OUTDIR
+#   --rate RATE     tbf rate of every uplink of the equal fabric, and of
+#                   spine 1 in the unequal one (200mbit); spine 2 of the
+#                   unequal fabric gets half
+#   --pairs N       interleaved trials per mode (3)
+#   --size BYTES    AllReduce size (32M)
+#   --k K           sub-flows (WEFT_SOCKET_NSOCKS) when spraying (8)
+#
+# Two fabrics, one after the other, each 2 leaves x 1 host with 2 spines
+# (fabric.sh --spines 2: routed leaves, multipath routes hashed on L4), 2
+# ranks one per leaf over the socket transport, build/allreduce_perf -b
+# SIZE -e SIZE -n 3 -w 1, busbw (out of place, MB/s) per trial, and the bytes
+# each leaf sent up each uplink (fabric.sh spines):
+#   equal    both spines at RATE: K=1 (one path) vs K sprayed (adaptive)
+#   unequal  spine 2 at RATE/2: K round robin vs K adaptive
+# The kernel's multipath hash is seeded at random: which spine each
+# sub-flow takes differs from job to job, and each trial records the
+# split (up1 share of each leaf's bytes). Round robin puts 1/K of the bytes
+# on every sub-flow whatever its path; adaptive follows the paths' rates.
+# OUTDIR: trials.txt, MODE.N.RANK.{out,err}, summary.txt; the last line:
+# "spray ratio X, adaptive ratio Y" (medians: K sprayed over K=1 on the
+# equal fabric, adaptive over rr on the unequal one; targets 1.6 and 1.3).
+# Exit: 0 done, 1 a job failed, 77 the fabric cannot be built here.
+# shellcheck disable=SC2317  # trap handlers are reached indirectly
+
+set -u
+set -o pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+BUILD=${WEFT_BUILD:-build}
+case $BUILD in /*) ;; *) BUILD=$REPO/$BUILD ;; esac
+
+RATE=200mbit PAIRS=3 SIZE=32M K=8 OUTDIR="" PHASE=""
+while [ $# -gt 0 ]; do
+	case $1 in
+	--rate) RATE=${2:?}; shift 2 ;;
+	--pairs) PAIRS=${2:?}; shift 2 ;;
+	--size) SIZE=${2:?}; shift 2 ;;
+	--k) K=${2:?}; shift 2 ;;
+	--phase) PHASE=${2:?}; shift 2 ;;
+	-h | --help) sed -n '2,/^# shellcheck/{/^# shellcheck/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+	*) OUTDIR=$1; shift ;;
+	esac
+done
+[ -n "$OUTDIR" ] || { echo "usage: bench_spray.sh [options] OUTDIR"; exit 1; }
+mkdir -p "$OUTDIR"
+OUTDIR=$(cd "$OUTDIR" && pwd)
+opts=(--rate "$RATE" --pairs "$PAIRS" --size "$SIZE" --k "$K")
+
+if [ -z "$PHASE" ]; then
+	[ -x "$BUILD/allreduce_perf" ] || { echo "error: $BUILD/allreduce_perf not built"; exit 1; }
+	: >"$OUTDIR/trials.txt"
+	half=$(awk -v r="$RATE" 'BEGIN {match(r, /^[0-9.]+/); printf "%g%s", substr(r, 1, RLENGTH) / 2, substr(r, RLENGTH + 1)}')
+	echo "# bench_spray: 2 leaves x 1 host, 2 spines, $SIZE AllReduce, K=$K, $PAIRS pairs;" \
+		"equal: $RATE + $RATE, unequal: $RATE + $half" | tee "$OUTDIR/summary.txt"
+	"$HERE/fabric.sh" with --leaves 2 --hosts-per-leaf 1 --spines 2 --spine-rate "$RATE" -- \
+		"$0" "${opts[@]}" --phase equal "$OUTDIR" || exit $?
+	"$HERE/fabric.sh" with --leaves 2 --hosts-per-leaf 1 --spines 2 --spine-rate "$RATE,$half" -- \
+		"$0" "${opts[@]}" --phase unequal "$OUTDIR" || exit $?
+	python3 - "$OUTDIR/trials.txt" <<'PY' | tee -a "$OUTDIR/summary.txt"
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    f = line.split()
+    rows.setdefault((f[0], f[1]), []).append((float(f[3]), " ".join(f[4:])))
+print("%-8s %-9s %6s %12s   %s" % ("fabric", "mode", "trials", "busbw_MB/s", "up1 shares of each trial (leaf1,leaf2)"))
+med = {}
+for (fab, mode), r in rows.items():
+    med[fab, mode] = statistics.median(b for b, _ in r)
+    print("%-8s %-9s %6d %12.1f   %s" % (fab, mode, len(r), med[fab, mode], "; ".join(s for _, s in r)))
+def ratio(a, b):
+    return med[a] / med[b] if a in med and b in med and med[b] > 0 else float("nan")
+sp = [m for f, m in med if f == "equal" and m != "k1"]
+print("spray ratio %.2f, adaptive ratio %.2f" % (ratio(("equal", sp[0]), ("equal", "k1")),
+      ratio(("unequal", "adaptive"), ("unequal", "rr"))))
+PY
+	exit 0
+fi
+
+# --- inside a fabric: one phase ---
+# shellcheck source=tests/fabric/lib.sh
+. "$HERE/lib.sh"
+fabric_ranks interleaved
+if [ "$PHASE" = equal ]; then
+	modes=(k1 adaptive)
+else
+	modes=(rr adaptive)
+fi
+port=29700
+[ "$PHASE" = equal ] || port=29800
+uplinks() { "$FABRIC_SH" spines | awk '{print $1, $2, $4}'; }
+for ((p = 1; p <= PAIRS; p++)); do
+	for m in "${modes[@]}"; do
+		case $m in
+		k1) env=(WEFT_SOCKET_NSOCKS=1) ;;
+		rr) env=(WEFT_SOCKET_NSOCKS="$K" WEFT_SPRAY=rr) ;;
+		adaptive) env=(WEFT_SOCKET_NSOCKS="$K" WEFT_SPRAY=adaptive) ;;
+		esac
+		before=$(uplinks)
+		fabric_run_job "$OUTDIR" "$PHASE-$m.$p" "$port" WEFT_TRANSPORTS=socket "${env[@]}" -- \
+			"$BUILD/allreduce_perf" -b "$SIZE" -e "$SIZE" -n 3 -w 1 >/dev/null || exit 1
+		port=$((port + 1))
+		out=$OUTDIR/$PHASE-$m.$p.0.out
+		grep -q "Out of bounds values : 0 OK" "$out" || { echo "wrong results: $out"; exit 1; }
+		# busbw = algbw at np=2: bytes over the out-of-place time (us), in MB/s.
+		busbw=$(awk '/^ *[0-9]+ +[0-9]+ +float/ {printf "%.1f", $1 / $6; exit}' "$out")
+		split=$(awk 'NR == FNR {b[$1 " " $2] = $3; next}
+			{d = $3 - b[$1 " " $2]; tot[$1] += d; if ($2 == "up1") u[$1] = d}
+			END {printf "%.2f,%.2f", u["leaf1"] / tot["leaf1"], u["leaf2"] / tot["leaf2"]}' \
+			<(echo "$before") <(uplinks))
+		echo "$PHASE $m $p $busbw $split" | tee -a "$OUTDIR/trials.txt"
+	done
+done

@@ -1,0 +1,193 @@
+/* pacer.c — see pacer.h. */
+#include "transports/pace/pacer.h"
+
+#include <math.h>
+#include <string.h>
+
+static const char *const mode_names[] = {"off", "dcqcn", "delay"};
+
+const char *weft_pacer_mode_name(enum weft_pacer_mode mode)
+{
+	return (unsigned)mode < 3 ? mode_names[mode] : "?";
+}
+
+static double clamp_rate(const struct weft_pacer *pc, double r)
+{
+	if (r > pc->line_Bps)
+		return pc->line_Bps;
+	return r < pc->p->min_rate_Bps ? pc->p->min_rate_Bps : r;
+}
+
+void weft_pacer_init(struct weft_pacer *pc, const struct weft_pacer_params *p, double line_Bps,
+		     double now)
+{
+	memset(pc, 0, sizeof(*pc));
+	pc->p = p;
+	pc->line_Bps = line_Bps > p->min_rate_Bps ? line_Bps : p->min_rate_Bps;
+	pc->rc_Bps = pc->rt_Bps = pc->line_Bps;
+	if (p->start_rate_Bps > 0)
+		pc->rc_Bps = pc->rt_Bps = clamp_rate(pc, p->start_rate_Bps);
+	pc->alpha = 1.0; /* DCQCN's initial value: the first cut halves */
+	pc->alpha_at = pc->timer_at = now;
+	pc->cut_at = -1;
+	pc->release_at = now;
+}
+
+/* Back at the line rate, DCQCN releases the flow's rate limiter: the next
+ * congestion starts afresh (alpha 1, the first cut halves), as a flow's
+ * first notification does. */
+static void release_at_line(struct weft_pacer *pc)
+{
+	if (pc->p->mode != WEFT_PACER_DCQCN || pc->cut_at < 0 || pc->rc_Bps < pc->line_Bps)
+		return;
+	pc->alpha = 1.0;
+	pc->cut_at = -1;
+	pc->t_events = pc->bc_events = 0;
+	pc->bytes = 0;
+}
+
+/* One rate-increase event (timer or byte counter), judged by the events
+ * counted before it: the first F of either kind are fast recovery. The
+ * caller counts the event afterwards. */
+static void increase(struct weft_pacer *pc)
+{
+	const struct weft_pacer_params *p = pc->p;
+	int hi = pc->t_events > pc->bc_events ? pc->t_events : pc->bc_events;
+	int lo = pc->t_events < pc->bc_events ? pc->t_events : pc->bc_events;
+	if (lo >= p->stages)
+		pc->rt_Bps += (lo - p->stages + 1) * p->rhai_Bps; /* hyper */
+	else if (hi >= p->stages)
+		pc->rt_Bps += p->rai_Bps; /* additive */
+	/* else fast recovery: R_T stays */
+	pc->rt_Bps = clamp_rate(pc, pc->rt_Bps);
+	pc->rc_Bps = clamp_rate(pc, (pc->rt_Bps + pc->rc_Bps) / 2);
+}
+
+/* Timers of dcqcn: alpha decays once per period without a cut; the
+ * increase timer fires once per period after a cut. A long gap between
+ * calls runs every period it covered (the increase at most 64 times: by
+ * then the rate is back at line rate for any sane setting). */
+static void dcqcn_advance(struct weft_pacer *pc, double now)
+{
+	const struct weft_pacer_params *p = pc->p;
+	if (pc->cut_at < 0)
+		return; /* no rate limiter yet: alpha waits at 1 */
+	double n = floor((now - pc->alpha_at) / p->alpha_period_s);
+	if (n >= 1) {
+		pc->alpha *= pow(1 - p->g, n);
+		pc->alpha_at += n * p->alpha_period_s;
+	}
+	for (int i = 0; i < 64 && now - pc->timer_at >= p->timer_s; i++) {
+		pc->timer_at += p->timer_s;
+		increase(pc);
+		pc->t_events++;
+	}
+	if (now - pc->timer_at >= p->timer_s)
+		pc->timer_at = now;
+	release_at_line(pc);
+}
+
+static void dcqcn_cut(struct weft_pacer *pc, double now)
+{
+	const struct weft_pacer_params *p = pc->p;
+	pc->rt_Bps = pc->rc_Bps;
+	pc->alpha = (1 - p->g) * pc->alpha + p->g;
+	pc->rc_Bps = clamp_rate(pc, pc->rc_Bps * (1 - pc->alpha / 2));
+	pc->alpha_at = now;
+	pc->timer_at = now;
+	pc->cut_at = now;
+	pc->bytes = 0;
+	pc->t_events = pc->bc_events = 0;
+	pc->cuts++;
+}
+
+static void dcqcn_feedback(struct weft_pacer *pc, const struct weft_pacer_signal *sig, double now)
+{
+	if (sig->delivered_ce == 0)
+		return;
+	if (pc->cut_at >= 0 && now - pc->cut_at < pc->p->cnp_interval_s)
+		return;
+	dcqcn_cut(pc, now);
+}
+
+static void delay_feedback(struct weft_pacer *pc, const struct weft_pacer_signal *sig, double now)
+{
+	const struct weft_pacer_params *p = pc->p;
+	if (sig->rtt_us == 0)
+		return;
+	double rtt = sig->rtt_us * 1e-6;
+	double dt = now - pc->timer_at;
+	pc->timer_at = now;
+	pc->rtt_s = rtt;
+	if (pc->base_rtt_s == 0 || rtt < pc->base_rtt_s)
+		pc->base_rtt_s = rtt;
+	double target = pc->base_rtt_s + p->hops * p->hop_delay_s;
+	if (rtt <= target) {
+		double per_rtt = dt > 0 ? dt / rtt : 0;
+		pc->rc_Bps =
+		    clamp_rate(pc, pc->rc_Bps + p->delay_ai_Bps * (per_rtt < 1 ? per_rtt : 1));
+		return;
+	}
+	if (pc->cut_at >= 0 && now - pc->cut_at < rtt)
+		return;
+	double f = 1 - p->delay_beta * (rtt - target) / rtt;
+	if (f < 1 - p->delay_max_mdf)
+		f = 1 - p->delay_max_mdf;
+	pc->rc_Bps = clamp_rate(pc, pc->rc_Bps * f);
+	pc->cut_at = now;
+	pc->cuts++;
+}
+
+void weft_pacer_advance(struct weft_pacer *pc, double now)
+{
+	if (pc->p->mode == WEFT_PACER_DCQCN)
+		dcqcn_advance(pc, now);
+}
+
+void weft_pacer_feedback(struct weft_pacer *pc, const struct weft_pacer_signal *sig, double now)
+{
+	pc->delivered += sig->delivered;
+	pc->marks += sig->delivered_ce;
+	if (pc->p->mode == WEFT_PACER_DCQCN) {
+		dcqcn_advance(pc, now);
+		dcqcn_feedback(pc, sig, now);
+	} else if (pc->p->mode == WEFT_PACER_DELAY) {
+		delay_feedback(pc, sig, now);
+	}
+}
+
+void weft_pacer_sent(struct weft_pacer *pc, size_t bytes, double now)
+{
+	if (!weft_pacer_limiting(pc))
+		return;
+	double from = pc->release_at > now ? pc->release_at : now;
+	pc->release_at = from + (double)bytes / pc->rc_Bps;
+	if (pc->p->mode != WEFT_PACER_DCQCN || pc->cut_at < 0)
+		return;
+	pc->bytes += bytes;
+	while (pc->bytes >= pc->p->byte_counter) {
+		pc->bytes -= pc->p->byte_counter;
+		increase(pc);
+		pc->bc_events++;
+	}
+	release_at_line(pc);
+}
+
+bool weft_pacer_limiting(const struct weft_pacer *pc)
+{
+	return pc->p->mode != WEFT_PACER_OFF && pc->rc_Bps < pc->line_Bps;
+}
+
+size_t weft_pacer_budget(const struct weft_pacer *pc)
+{
+	return (size_t)(pc->rc_Bps * pc->p->window_s);
+}
+
+bool weft_pacer_admit(const struct weft_pacer *pc, size_t inflight, size_t bytes, double now)
+{
+	if (!weft_pacer_limiting(pc))
+		return true;
+	if (now < pc->release_at)
+		return false;
+	return inflight == 0 || inflight + bytes <= weft_pacer_budget(pc);
+}

@@ -20,6 +20,7 @@ enum weft_algo_id {
 	WEFT_ALGO_PAIRWISE, /* alltoall: n-1 pairwise exchanges */
 	WEFT_ALGO_DISSEM,   /* barrier: dissemination */
 	WEFT_ALGO_DIRECT,   /* send/recv */
+	WEFT_ALGO_SHM,	    /* intra-host, through shared memory (algorithms/shmem/) */
 	WEFT_ALGO_COUNT
 };
 
@@ -63,6 +64,7 @@ extern const struct weft_algo weft_allreduce_ring;
 extern const struct weft_algo weft_allreduce_tree;
 extern const struct weft_algo weft_allreduce_rhd;
 extern const struct weft_algo weft_allreduce_hier;
+extern const struct weft_algo weft_allreduce_shm;
 extern const struct weft_algo weft_allgather_ring;
 extern const struct weft_algo weft_allgather_bruck;
 extern const struct weft_algo weft_allgather_hier;

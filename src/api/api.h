@@ -13,4 +13,7 @@ weft_status_t weft_api_comm_finish(struct weft_comm *comm, weft_comm_t *out);
  * end (hand its request back if it has one) and return true; else false. */
 bool weft_api_group_record(struct weft_task *task, weft_request_t *request);
 
+/* Is a group open on this thread (between weft_group_start and _end)? */
+bool weft_api_group_open(void);
+
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "algorithms/algo.h"
+#include "algorithms/shmem/shmem.h"
 #include "api/api.h"
 #include "core/comm.h"
 #include "core/task.h"
@@ -84,6 +85,28 @@ static weft_status_t check_symmetric(struct weft_comm *comm, const char *call, c
 	return st;
 }
 
+/* The latency path (algorithms/shmem/allreduce_shm_small.c): a blocking
+ * small AllReduce for which the tuner chose the shm algorithm runs in the
+ * caller, with no task, when nothing else is in flight on the
+ * communicator (else, or in a group, it runs as the same algorithm's
+ * task, which meets it). True if it ran, its status in *st. */
+static bool latency_path(struct weft_comm *comm, const struct weft_algo *algo,
+			 const struct weft_coll_args *args, weft_request_t *request,
+			 weft_status_t *st)
+{
+	if (request || algo != &weft_allreduce_shm || !comm->shmem ||
+	    args->count * args->esize > SHMEM_SMALL_MAX || weft_api_group_open())
+		return false;
+	weft_comm_lock(comm);
+	bool idle = !comm->active && !comm->aborted;
+	if (idle) {
+		comm->seq++; /* as a task would: later tags stay aligned across ranks */
+		*st = weft_shmem_allreduce_small(comm, args);
+	}
+	weft_comm_unlock(comm);
+	return idle;
+}
+
 /* ---- running one call. */
 static weft_status_t run(struct weft_comm *comm, const struct weft_coll_args *args,
 			 weft_request_t *request)
@@ -96,6 +119,9 @@ static weft_status_t run(struct weft_comm *comm, const struct weft_coll_args *ar
 	if (!algo)
 		return weft_comm_fail(comm, WEFT_ERR_NOT_SUPPORTED,
 				      "%s: no algorithm in this build", weft_coll_name(args->coll));
+	weft_status_t st;
+	if (latency_path(comm, algo, args, request, &st))
+		return st;
 	struct weft_task *task = weft_task_get(comm);
 	if (!task)
 		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "%s: no memory for a task",
@@ -120,7 +146,7 @@ static weft_status_t run(struct weft_comm *comm, const struct weft_coll_args *ar
 		return WEFT_SUCCESS;
 	}
 	weft_comm_unlock(comm);
-	weft_status_t st = weft_task_wait(task);
+	st = weft_task_wait(task);
 	weft_task_put(task);
 	return st;
 }

@@ -360,6 +360,8 @@ void weft_comm_free(struct weft_comm *comm)
 	if (comm->bs)
 		weft_bootstrap_close(comm->bs);
 	weft_p2p_abort(comm, WEFT_ERR_ABORTED);
+	if (comm->mem_regs && comm->mem_regs_free)
+		comm->mem_regs_free(comm);
 	for (int p = 0; comm->peers && p < comm->nranks; p++)
 		comm->peers[p].conn = NULL; /* owned by their transport */
 	for (size_t i = 0; comm->tps && i < comm->ntps; i++)
@@ -378,6 +380,8 @@ void weft_comm_free(struct weft_comm *comm)
 	}
 	if (comm->tuner && comm->tuner_free)
 		comm->tuner_free(comm->tuner);
+	if (comm->shmem && comm->shmem_free)
+		comm->shmem_free(comm->shmem);
 	weft_topo_graph_free(&comm->graph);
 	free(comm->scratch);
 	free(comm->ring);
@@ -492,6 +496,8 @@ void weft_comm_kill(struct weft_comm *comm, weft_status_t status)
 	if (comm->aborted)
 		return;
 	comm->aborted = true;
+	if (comm->shmem && comm->shmem_abort)
+		comm->shmem_abort(comm->shmem);
 	for (size_t i = 0; i < comm->ntps; i++)
 		if (comm->tps[i])
 			comm->tps[i]->ops->life.abort(comm->tps[i]);

@@ -47,6 +47,8 @@ struct weft_peer {
 struct weft_tuner;
 struct weft_bootstrap;
 struct weft_progress_thread;
+struct weft_shmem;
+struct weft_mem_reg;
 
 struct weft_comm {
 	int rank;
@@ -78,6 +80,17 @@ struct weft_comm {
 	/* The cost model and overrides (tune/), freed with the communicator. */
 	struct weft_tuner *tuner;
 	void (*tuner_free)(struct weft_tuner *tuner);
+
+	/* The intra-host shared-memory module (algorithms/shmem/): its
+	 * pre-mapped regions, set up with the tuner; freed with the
+	 * communicator, after the tasks that may use it. */
+	struct weft_shmem *shmem;
+	void (*shmem_free)(struct weft_shmem *shmem);
+	void (*shmem_abort)(struct weft_shmem *shmem); /* tell peers: this rank gave up */
+	/* weft_mem_register's regions (src/api/mem.c), deregistered before
+	 * the transports close. */
+	struct weft_mem_reg *mem_regs;
+	void (*mem_regs_free)(struct weft_comm *comm);
 
 	uint64_t seq;		  /* next collective's sequence number */
 	uint32_t *p2p_sent;	  /* [peer] sends started to it */

@@ -17,6 +17,7 @@
 
 #include "util/clock.h"
 #include "util/error.h"
+#include "util/proc.h"
 
 /* Receive phases (struct shm_req.phase). */
 enum shm_rx_phase {
@@ -312,26 +313,6 @@ static bool rx_pull(struct shm_conn *c, weft_status_t *status)
 
 /* --- Liveness --- */
 
-/* kill(pid, 0) alone is not enough: a killed child stays a zombie until its
- * parent reaps it, and a zombie still "exists". */
-static bool pid_alive(pid_t pid)
-{
-	if (kill(pid, 0) != 0 && errno == ESRCH)
-		return false;
-	char path[64], buf[512];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno != ENOENT;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return true;
-	buf[n] = '\0';
-	const char *p = strrchr(buf, ')');
-	return !(p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'));
-}
-
 static weft_status_t check_peer(struct shm_conn *c)
 {
 	int state = atomic_load_explicit(&c->peer_ctl->state, memory_order_acquire);
@@ -349,7 +330,7 @@ static weft_status_t check_peer(struct shm_conn *c)
 		return conn_fail(c, WEFT_ERR_REMOTE,
 				 "shm: peer rank %d (pid %d) failed (see its log)", c->base.peer,
 				 (int)c->pid);
-	if (!pid_alive(c->pid))
+	if (!weft_pid_alive(c->pid))
 		return conn_fail(c, WEFT_ERR_REMOTE, "shm: peer rank %d (pid %d) died",
 				 c->base.peer, (int)c->pid);
 	return WEFT_SUCCESS;

@@ -84,6 +84,10 @@ static void recv_item(struct weft_task *task, int q, uint32_t k, struct weft_xfe
 		out->reduce = state(task)->reduce;
 		out->local = (const char *)task->args.sendbuf + off;
 	}
+	/* The last allgather step's chunks are not sent on: nothing reads them
+	 * again here, so a large output skips the write-allocate read. */
+	out->stream = step == 2 * (uint32_t)comm->nranks - 3 &&
+		      weft_engine_stream(task, task->args.count * task->args.esize);
 }
 
 /* WEFT_AVG: divide each chunk of the segment this rank finished, before it
@@ -133,7 +137,7 @@ static weft_status_t ring_post(struct weft_task *task)
 /* 2(n-1) steps of S/n bytes each over the slowest ring link, half of them
  * reducing; the pipeline hides all but one chunk of the latency per step. */
 static double ring_estimate(const struct weft_comm *comm, const struct weft_links *links,
-			const struct weft_coll_args *args)
+			    const struct weft_coll_args *args)
 {
 	int n = comm->nranks;
 	if (n == 1)

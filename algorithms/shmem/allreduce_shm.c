@@ -41,11 +41,13 @@
 #include <string.h>
 
 #include "algorithms/algo.h"
+#include "algorithms/engine/engine.h"
 #include "algorithms/patterns/ring.h"
 #include "algorithms/shmem/shmem.h"
 #include "core/comm.h"
 #include "core/p2p.h"
 #include "reduce/reduce.h"
+#include "reduce/stream.h"
 
 #define SHMEM_MAX_RANKS 64
 /* Bytes a progress call reduces before it returns (keeps a progress
@@ -79,6 +81,7 @@ struct allreduce_shm {
 	size_t done_bytes; /* of this rank's share of the round */
 	int wait_at;	   /* next peer a wait loop looks at */
 	bool in_waited;	   /* step 3b: the staged inputs are there */
+	bool stream;	   /* outputs by streaming stores (nobody reads them in this call) */
 	struct ar_view v[SHMEM_MAX_RANKS];
 };
 
@@ -133,6 +136,7 @@ static weft_status_t shm_post(struct weft_task *task)
 	task->waiting_for = -1;
 	ar->reduce = weft_reduce_kernel(a->dtype, a->op);
 	ar->bytes = a->count * a->esize;
+	ar->stream = weft_engine_stream(task, ar->bytes);
 	if (ar->bytes <= SHMEM_SMALL_MAX) {
 		ar->phase = PH_SMALL;
 		weft_shmem_small_publish(sh, a, ar->call);
@@ -268,8 +272,13 @@ static void reduce_chunk(struct weft_task *task, size_t from, size_t len)
 		ar->reduce(tmp, tmp, input_of(task, p) + from, count);
 	if (a->op == WEFT_AVG)
 		weft_reduce_scale(tmp, count, a->dtype, sh->n);
+	/* A mapped output is read only after the call; a staging slot is read
+	 * at once by its owner, so it stays in the cache. */
 	for (int p = 0; p < sh->n; p++)
-		memcpy(output_of(task, p) + from, tmp, len);
+		if (ar->stream && ar->v[p].out)
+			weft_copy_stream(output_of(task, p) + from, tmp, len);
+		else
+			memcpy(output_of(task, p) + from, tmp, len);
 }
 
 /* This rank's share of the round slice, in bytes. */
@@ -334,8 +343,12 @@ static bool copy_out(struct weft_task *task, weft_status_t *st)
 		return true;
 	if (!wait_all(task, CTL(reduced), shmem_tag(ar->call, ar->round), NULL, st))
 		return false;
-	memcpy((char *)task->args.recvbuf + round_lo(ar),
-	       shmem_stage_of(sh, sh->rank, true, (unsigned)(ar->round & 1)), round_len(ar));
+	unsigned char *dst = (unsigned char *)task->args.recvbuf + round_lo(ar);
+	const unsigned char *src = shmem_stage_of(sh, sh->rank, true, (unsigned)(ar->round & 1));
+	if (ar->stream)
+		weft_copy_stream(dst, src, round_len(ar));
+	else
+		memcpy(dst, src, round_len(ar));
 	publish(sh, CTL(out_done), shmem_tag(ar->call, ar->round));
 	return true;
 }

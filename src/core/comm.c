@@ -333,6 +333,9 @@ static weft_status_t agree_chunk(struct weft_comm *comm)
 	if (st != WEFT_SUCCESS)
 		return st;
 	comm->scratch_bytes = WEFT_SCRATCH_CHUNKS * comm->chunk_bytes;
+	long stream_min = 4 << 20;
+	weft_setting_long("WEFT_STREAM_MIN", &stream_min);
+	comm->stream_min = (size_t)stream_min;
 	if (posix_memalign(&comm->scratch, 4096, comm->scratch_bytes) != 0) {
 		comm->scratch = NULL;
 		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY,

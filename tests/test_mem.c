@@ -14,8 +14,10 @@
  *    descriptor alone would reduce the old pages and fail;
  *  - every collective on weft_mem buffers, and on mixes (even ranks
  *    weft_mem, odd ranks malloc; sendbuf weft_mem and recvbuf malloc), in
- *    place and out, odd counts, 1..8 ranks, shm and socket; AllReduce also
- *    with staging slots of 8 KiB so the staged path runs many rounds;
+ *    place and out, odd counts, 1..8 ranks, shm and socket; the shm
+ *    AllReduce with its defaults (plain and mixed buffers handed to the
+ *    tuner's next choice) and staged (WEFT_SHMEM_STAGED=1, slots of 8 KiB,
+ *    so that the staged path runs many rounds);
  *  - the latency path: counts around the 56-byte inline limit and the
  *    4 KiB cap, every dtype and op, blocking and non-blocking forms mixed
  *    across ranks in the same call (the task form and the inline form
@@ -463,7 +465,8 @@ static int matrix_body(weft_comm_t comm, int rank, int nranks, void *arg)
 
 START_TEST(matrix_shm)
 {
-	const char *const env[] = {"WEFT_SHMEM_STAGE=8K", "WEFT_TIMEOUT=60", NULL};
+	const char *const env[] = {"WEFT_SHMEM_STAGED=1", "WEFT_SHMEM_STAGE=8K", "WEFT_TIMEOUT=60",
+				   NULL};
 	struct matrix_arg ma = {.all_colls = true};
 	struct harness_result res;
 	harness_run(_i, env, matrix_body, &ma, JOB_TIMEOUT_S, &res);
@@ -471,7 +474,7 @@ START_TEST(matrix_shm)
 }
 END_TEST
 
-/* The default staging slots (one round for most counts). */
+/* The defaults: plain and mixed buffers handed to the tuner's next choice. */
 START_TEST(matrix_shm_default_stage)
 {
 	const char *const env[] = {"WEFT_TIMEOUT=60", NULL};

@@ -492,11 +492,10 @@ static int body_budget(weft_comm_t comm, int rank, int nranks, void *arg)
 {
 	note_secret(comm);
 	long kib = rss_shmem_kib();
-	/* 7 inbound + 7 outbound FIFOs of 8 x 128 KiB, plus headers (15 MiB),
-	 * and the 8 regions of the shm AllReduce mapped here (algorithms/shmem/:
-	 * 16 KiB + 4 x 256 KiB staging each, 8.1 MiB), of which 1 MiB is this
-	 * rank's own. */
-	if (kib > 24 * 1024)
+	/* 7 inbound + 7 outbound FIFOs of 8 x 128 KiB, plus headers, and the
+	 * 8 regions of the shm AllReduce (algorithms/shmem/: 16 KiB each
+	 * without staging slots, the default). */
+	if (kib > 20 * 1024)
 		return harness_fail("RssShmem %ld KiB with %d local ranks", kib, nranks);
 	/* Rank 0 hosts the bootstrap root: it leaves only once every rank has
 	 * finished its init (each sends it a word over shm). */

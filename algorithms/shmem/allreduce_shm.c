@@ -11,10 +11,13 @@
  *     is "not mappable"), writes both descriptors to its control lines and
  *     publishes desc_seq = m. Waiting for every peer's desc_seq is the
  *     entry barrier: from then on every peer's buffers hold its inputs.
- *  2. Map: every rank maps every mappable peer buffer (cached by the
- *     transport, by generation). Every rank sees the same descriptors and
- *     so decides the same way: if every buffer is mappable the vector is
- *     one round; otherwise it goes in rounds of the staging slot's size.
+ *  2. Decide, alike on every rank (every rank sees the same descriptors):
+ *     if every buffer is mappable, every rank maps every peer buffer
+ *     (cached by the transport, by generation) and the vector is one
+ *     round. Otherwise, by default (WEFT_SHMEM_STAGED=0), the call is handed
+ *     to the tuner's next choice (task->fallback_ops: ring or tree), which
+ *     moves plain buffers as well as anything here does (README, "Measured");
+ *     with WEFT_SHMEM_STAGED=1 it goes in rounds of the staging slot's size.
  *  3. Per round k (a slice of the vector, slot half k % 2):
  *     a. a rank whose input is not mappable copies its slice into its
  *        staging input slot (after every rank reduced round k - 2 from it)
@@ -49,7 +52,8 @@
 #include "reduce/reduce.h"
 #include "reduce/stream.h"
 
-#define SHMEM_MAX_RANKS 64
+#define SHMEM_MAX_RANKS	 64
+#define SHMEM_DIRECT_MIN (256u << 10) /* the tuner chooses this algorithm from here up */
 /* Bytes a progress call reduces before it returns (keeps a progress
  * thread's lock hold short and lets timeouts be checked). */
 #define SHMEM_BUDGET (2u << 20)
@@ -172,6 +176,33 @@ static weft_status_t view_side(struct weft_task *task, int p, const struct shmem
 	*len = d->key.len;
 	*base = (unsigned char *)*map + d->off;
 	return WEFT_SUCCESS;
+}
+
+/* Can every rank's buffers be mapped (by their descriptors)? */
+static bool all_mappable(const struct weft_shmem *sh)
+{
+	for (int p = 0; p < sh->n; p++) {
+		const struct shmem_desc *d = &shmem_ctl_of(sh, p)->desc;
+		if (!d->send.key.len || !d->recv.key.len)
+			return false;
+	}
+	return true;
+}
+
+/* Step 2, when not every buffer can be mapped and staging is off
+ * (WEFT_SHMEM_STAGED=0): hand the call to the tuner's next choice, which
+ * every rank makes alike. Nothing is mapped yet, so nothing is left to
+ * undo; no rank can reuse its descriptor before every rank has read it,
+ * since no rank finishes the handed-off AllReduce without every other
+ * rank's contribution. */
+static weft_status_t hand_off(struct weft_task *task)
+{
+	const struct weft_task_ops *ops =
+	    task->fallback_ops ? task->fallback_ops : &weft_allreduce_ring.task;
+	task->ops = ops;
+	task->algo_name = task->fallback_ops ? task->fallback_name : weft_allreduce_ring.name;
+	weft_status_t st = ops->post(task);
+	return st == WEFT_SUCCESS ? ops->progress(task) : st;
 }
 
 /* Step 2: every peer's descriptors are there: map, and decide the rounds. */
@@ -386,6 +417,8 @@ static weft_status_t shm_progress(struct weft_task *task)
 		case PH_DESC:
 			if (!wait_all(task, CTL(desc_seq), ar->call, NULL, &st))
 				return st;
+			if (!sh->staged && !all_mappable(sh))
+				return hand_off(task);
 			st = build_views(task);
 			if (st != WEFT_SUCCESS)
 				return st;
@@ -481,8 +514,13 @@ const struct weft_algo weft_allreduce_shm = {
     .coll = WEFT_COLL_ALLREDUCE,
     .name = "shm",
     .description = "every rank reduces its share straight from the others' buffers in shared "
-		   "memory (mapped weft_mem_alloc buffers, else staged); flags, no messages",
+		   "memory (weft_mem_alloc buffers; others go to the next choice, or staged with "
+		   "WEFT_SHMEM_STAGED=1); flags, no messages",
     .estimate = shm_estimate,
     .supports = shm_supports,
     .task = {.post = shm_post, .progress = shm_progress, .finalize = shm_finalize},
+    /* From here up its first step (one flag round, ~1 us) is below 1 % of
+     * the call, so choosing it costs plain buffers nothing worth counting
+     * and gives weft_mem_alloc buffers the direct path. */
+    .adapts_from = SHMEM_DIRECT_MIN,
 };

@@ -30,7 +30,7 @@
 
 struct shmem_card {
 	int32_t ok;
-	int32_t pad;
+	int32_t staged;
 	uint64_t stage_bytes;
 	struct weft_mr_key key;
 };
@@ -71,8 +71,11 @@ static bool all_shm(const struct weft_comm *comm)
 /* Step 1: this rank's region, described for the peers. */
 static bool setup_mine(struct weft_comm *comm, struct weft_shmem *sh, struct shmem_card *card)
 {
-	long on = 1, stage = SHMEM_STAGE_DEFAULT;
+	long on = 1, stage = SHMEM_STAGE_DEFAULT, staged = 0;
 	weft_setting_long("WEFT_SHMEM", &on);
+	weft_setting_long("WEFT_SHMEM_STAGED", &staged);
+	sh->staged = staged != 0;
+	card->staged = sh->staged;
 	weft_setting_long("WEFT_SHMEM_STAGE", &stage);
 	if (stage < 4096)
 		stage = 4096;
@@ -80,7 +83,9 @@ static bool setup_mine(struct weft_comm *comm, struct weft_shmem *sh, struct shm
 	card->stage_bytes = sh->stage_bytes;
 	if (!on || !all_shm(comm))
 		return false;
-	sh->region_len = SHMEM_STAGE + 4 * sh->stage_bytes;
+	/* Staging slots only where they are used: with 8 local ranks each
+	 * rank maps 8 regions. */
+	sh->region_len = SHMEM_STAGE + (sh->staged ? 4 * sh->stage_bytes : 0);
 	sh->tmp_bytes = 16u << 10;
 	sh->tmp = mmap(NULL, sh->tmp_bytes, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
@@ -116,10 +121,13 @@ static bool map_peers(struct weft_comm *comm, struct weft_shmem *sh, const struc
 	return true;
 }
 
-static bool all_ok(const struct shmem_card *all, int n, uint64_t stage)
+/* Every rank set up its region, with the same settings (they decide the
+ * protocol, which must be the same everywhere). */
+static bool all_ok(const struct shmem_card *all, int n, const struct weft_shmem *sh)
 {
 	for (int p = 0; p < n; p++)
-		if (!all[p].ok || all[p].stage_bytes != stage)
+		if (!all[p].ok || all[p].stage_bytes != sh->stage_bytes ||
+		    (all[p].staged != 0) != sh->staged)
 			return false;
 	return true;
 }
@@ -132,7 +140,7 @@ static weft_status_t run_steps(struct weft_comm *comm, struct weft_shmem *sh,
 	weft_status_t st = comm->env.allgather(comm->env.ctx, all, sizeof(*all));
 	if (st != WEFT_SUCCESS)
 		return st;
-	bool ok = all_ok(all, sh->n, sh->stage_bytes) && map_peers(comm, sh, all);
+	bool ok = all_ok(all, sh->n, sh) && map_peers(comm, sh, all);
 	for (int p = 0; p < sh->n; p++)
 		all[p].ok = 0;
 	me->ok = ok;

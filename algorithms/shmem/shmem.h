@@ -29,8 +29,8 @@
  *   offset 0       struct shmem_ctl: state, and one counter per cache line
  *   SHMEM_SMALL    two latency slots (call parity), each a header line
  *                  {seq, 56 inline bytes} and SHMEM_SMALL_MAX data bytes
- *   SHMEM_STAGE    staging: in[2] and out[2], stage bytes each (rounds
- *                  alternate between the halves)
+ *   SHMEM_STAGE    staging (WEFT_SHMEM_STAGED=1 only): in[2] and out[2],
+ *                  stage bytes each (rounds alternate between the halves)
  *
  * Counters are monotonic over the communicator's life: a call's values
  * are (call number << 24) | (round + 1), so nothing is ever reset and a
@@ -94,6 +94,7 @@ struct weft_shmem {
 	int n; /* ranks (all local) */
 	int rank;
 	size_t stage_bytes;
+	bool staged; /* WEFT_SHMEM_STAGED: plain buffers through the staging slots */
 	size_t region_len;
 	void *mine;		/* this rank's region (weft_mem allocation) */
 	unsigned char **region; /* [rank]: each rank's region as mapped here (mine for self) */

@@ -129,6 +129,13 @@ static weft_status_t run(struct weft_comm *comm, const struct weft_coll_args *ar
 	task->args = *args;
 	task->ops = &algo->task;
 	task->algo_name = algo->name;
+	task->fallback_ops = NULL;
+	task->fallback_name = NULL;
+	if (algo->adapts_from && args->count * args->esize >= algo->adapts_from) {
+		const struct weft_algo *alt = weft_tune_select_other(comm, args, algo);
+		task->fallback_ops = alt ? &alt->task : NULL;
+		task->fallback_name = alt ? alt->name : NULL;
+	}
 	task->started = false;
 	if (weft_api_group_record(task, request))
 		return WEFT_SUCCESS;

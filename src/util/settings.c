@@ -48,6 +48,9 @@ static const struct weft_setting settings[] = {
     {"WEFT_BIND", "none", "bind each rank near its NIC: none, numa or core"},
     {"WEFT_SHMEM", "1",
      "intra-host AllReduce through mapped buffers and shared counters (algorithm 'shm'); 0: off"},
+    {"WEFT_SHMEM_STAGED", "0",
+     "1: the 'shm' AllReduce stages buffers not from weft_mem_alloc through its slots; 0: hands "
+     "such calls to the tuner's next choice"},
     {"WEFT_SHMEM_STAGE", "256K",
      "bytes per staging slot of the 'shm' AllReduce for buffers not from weft_mem_alloc"},
     {"WEFT_STREAM_MIN", "4M",

@@ -65,7 +65,7 @@ TEST_SCRIPTS := $(wildcard tests/test_*.sh) tests/fabric/test_fabric_topo.sh
 
 TOOLS := $(BUILD)/weft-topo
 
-.PHONY: all lib perf tests test asan-test install format clean
+.PHONY: all lib perf tests test lint asan-test install format clean
 all: lib perf tests $(TOOLS)
 lib: $(BUILD)/libweft.so $(BUILD)/libweft.a $(LAUNCH_LIB)
 # Limits the figures are compared with (BENCH.md): libc only, no Weft.
@@ -95,9 +95,9 @@ $(BUILD)/%_perf: perf/%_perf.c $(PERF_COMMON) $(PERF_HDRS) $(BUILD)/libweft.so $
 	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -Iperf -o $@ $< $(PERF_COMMON) $(LAUNCH_LIB) -L$(BUILD) -lweft \
 		-Wl,-rpath,'$$ORIGIN' $(SANITIZE) -lm
 
-$(BUILD)/%_limit: perf/%_limit.c
+$(BUILD)/%_limit: perf/%_limit.c $(BUILD)/obj/src/util/parse.o
 	@mkdir -p $(dir $@)
-	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $< $(SANITIZE)
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $^ $(SANITIZE)
 
 $(BUILD)/mpi_%_perf: perf/mpi_%_perf.c $(PERF_COMMON) $(PERF_HDRS)
 	$(call say,MPICC,$@)$(MPICC) $(ALL_CFLAGS) -Iperf -DPERF_MPI -o $@ $< $(PERF_COMMON) $(SANITIZE) -lm
@@ -123,33 +123,44 @@ $(BUILD)/tests/%: tests/%.c $(TEST_HARNESS) tests/harness.h $(BUILD)/libweft.a $
 
 # Suites that run again under a setting (SETTING=VALUE:suite): the test
 # gate that admits one message per connection (core/gate.h), where a send
-# that bypasses the gate or a schedule that needs two in flight shows; and
-# the progress thread, which must not change a result; streaming stores
-# for every output (reduce/stream.h), which the suites' sizes never reach
-# by default.
+# that bypasses the gate or a schedule that needs two in flight shows; the
+# progress thread, which must not change a result; the generic kernels
+# (WEFT_ISA=generic), tested as the library dispatches them even on an AVX2
+# machine (some multi-rank jobs set it too); and streaming stores for every
+# output (reduce/stream.h), which the suites' sizes never reach by default.
 RERUNS := $(foreach t,test_colls test_allreduce test_allgather test_algos_a test_algos_b \
 	test_algos_hier,WEFT_GATE=one:$(t)) \
 	$(foreach t,test_nonblocking test_colls test_split_group,WEFT_PROGRESS_THREAD=1:$(t)) \
-	WEFT_STREAM_MIN=0:test_allreduce WEFT_STREAM_MIN=0:test_mem
+	WEFT_ISA=generic:test_reduce WEFT_STREAM_MIN=0:test_allreduce WEFT_STREAM_MIN=0:test_mem
 
 # Every suite runs; the target fails if any failed. Each prints Check's
-# "N%: Checks: X, Failures: Y, Errors: Z" line.
+# "N%: Checks: X, Failures: Y, Errors: Z" line. The kernel suite runs a
+# second time with WEFT_ISA=generic, so that the generic kernels are tested
+# as the library dispatches them even on an AVX2 machine (some multi-rank
+# jobs set it too).
 # The fabric test needs root, ip, tc and lldpd; it exits 77 (skipped) otherwise.
 # The last line counts the test programs: "N passed, N failed, N skipped".
-test: tests $(PERF_PROGS) $(TOOLS)
-	@pass=0; fail=0; skip=0; for t in $(TEST_PROGS); do \
-		echo "== $$t"; if WEFT_BUILD=$(BUILD) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
+test: lint tests $(PERF_PROGS) $(TOOLS)
+	@pass=0; fail=0; skip=0; failed=; for t in $(TEST_PROGS); do \
+		echo "== $$t"; if WEFT_BUILD=$(BUILD) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); failed="$$failed $${t##*/}"; fi; \
 	done; \
 	for r in $(RERUNS); do \
 		set=$${r%%:*}; t=$(BUILD)/tests/$${r#*:}; echo "== $$set $$t"; \
-		if env $$set WEFT_BUILD=$(BUILD) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; \
+		if env $$set WEFT_BUILD=$(BUILD) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); failed="$$failed $$set:$${t##*/}"; fi; \
 	done; \
 	for t in $(TEST_SCRIPTS); do \
 		echo "== $$t"; WEFT_BUILD=$(BUILD) $$t; rc=$$?; \
-		if [ $$rc -eq 77 ]; then skip=$$((skip+1)); elif [ $$rc -ne 0 ]; then fail=$$((fail+1)); else pass=$$((pass+1)); fi; \
+		if [ $$rc -eq 77 ]; then skip=$$((skip+1)); elif [ $$rc -ne 0 ]; then fail=$$((fail+1)); failed="$$failed $${t##*/}"; else pass=$$((pass+1)); fi; \
 	done; \
+	[ -z "$$failed" ] || echo "failed:$$failed"; \
 	echo "$$pass passed, $$fail failed, $$skip skipped"; \
 	[ $$fail -eq 0 ]
+
+# The house rules that a compiler does not check: file and function sizes,
+# and includes that only point down the layers (STYLE.md, DESIGN.md).
+lint:
+	$(call say,LINT,sizes)scripts/check-sizes
+	$(call say,LINT,layers)scripts/check-layers
 
 asan-test:
 	$(MAKE) BUILD=build-asan SANITIZE="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \

@@ -18,8 +18,19 @@
  *    weft_comm_get_async_error() and weft_comm_abort() are the exceptions and
  *    may be called from any thread.
  *  - Collectives must be called on every rank of a communicator in the same
- *    order with matching counts, datatypes and ops (as in MPI and NCCL).
- *    Mismatched sizes are detected and reported where the bytes arrive.
+ *    order with matching counts, datatypes, ops and roots (as in MPI and
+ *    NCCL). Weft checks it: every message carries the signature of the call
+ *    it belongs to (its number on the communicator modulo 4096, the
+ *    collective, the datatype, the op, and a 9-bit hash of count and root),
+ *    and the rank that receives the first mismatched message fails with
+ *    WEFT_ERR_REMOTE and a message naming what differs ("mismatched
+ *    weft_allreduce: datatype: rank 1 passed float, this rank int32"). It
+ *    then closes its connections, so the other ranks fail with
+ *    WEFT_ERR_REMOTE too, in bounded time; a rank that received nothing in
+ *    the mismatched call (a broadcast root, say) may return success and fail
+ *    at its next call. A count or root mismatch escapes the hash with
+ *    probability 1/512, and is then still caught where message lengths
+ *    differ. Sends and receives match by length only (see weft_send).
  *  - Buffers are host memory. A buffer passed to a non-blocking call must not
  *    be touched until weft_test() or weft_wait() reports its completion.
  */
@@ -57,7 +68,11 @@ typedef enum weft_status {
 	WEFT_ERR_ABORTED = -8,	/**< the communicator was aborted */
 } weft_status_t;
 
-/** Element types. fp16 and bf16 are reduced with fp32 accumulation. */
+/** Element types. fp16 and bf16 are combined in fp32, two values at a time,
+ * and rounded back to the type (to nearest even) after each combination:
+ * an algorithm that combines in steps rounds once per step, so the result of
+ * a reduction over many ranks can depend on the algorithm and the ring
+ * order by those roundings (fp32 and fp64 likewise round every addition). */
 typedef enum weft_datatype {
 	WEFT_INT8 = 0,
 	WEFT_UINT8,

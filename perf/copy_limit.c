@@ -13,9 +13,12 @@
  *	build/copy_limit [-np N] [-b 8] [-e 256M] [-f 2] [-n ITERS] [-w WARMUP]
  *
  * Columns: size, time per copy (us, the slowest process's mean), GB/s of
- * the slowest process, GB/s of the fastest. Only libc: no Weft in it.
+ * the slowest process, GB/s of the fastest. libc and Weft's size parser only:
+ * no Weft transport in it.
  */
 #define _GNU_SOURCE
+#include "util/parse.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <sched.h>
@@ -58,38 +61,15 @@ static void barrier(struct shared *sh, int np, int *gen)
 	*gen = g + 1;
 }
 
+/* A size with an optional K, M or G suffix and B ("64K", "2MB"). */
 static size_t parse_size(const char *s)
 {
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		goto bad;
-	switch (*end) {
-	case 'K':
-	case 'k':
-		v <<= 10;
-		end++;
-		break;
-	case 'M':
-	case 'm':
-		v <<= 20;
-		end++;
-		break;
-	case 'G':
-	case 'g':
-		v <<= 30;
-		end++;
-		break;
-	default: break;
+	uint64_t v;
+	if (weft_parse_size(s, SIZE_MAX, WEFT_PARSE_B_SUFFIX, &v, NULL) != WEFT_SUCCESS) {
+		fprintf(stderr, "copy_limit: bad size '%s'\n", s);
+		exit(3);
 	}
-	if (*end == 'B' || *end == 'b')
-		end++;
-	if (*end == '\0')
-		return (size_t)v;
-bad:
-	fprintf(stderr, "copy_limit: bad size '%s'\n", s);
-	exit(2);
+	return (size_t)v;
 }
 
 /* Copies enough times that a size is timed over a few milliseconds. */

@@ -19,9 +19,11 @@
  *	build/tcp_limit [-b 64K] [-e 256M] [-f 2] [-n ITERS] [--nsocks 2]
  *	                [--chunk 512K] [--sockbuf BYTES] [--mode poll|threads|both]
  *
- * Only libc and loopback: no Weft in it.
+ * Only libc, loopback and Weft's size parser: no Weft transport in it.
  */
 #define _GNU_SOURCE
+#include "util/parse.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
@@ -60,29 +62,11 @@ static void die(const char *what)
 	exit(3);
 }
 
+/* A size with an optional K, M or G suffix and B ("64K", "2MB"). */
 static size_t parse_size(const char *s)
 {
-	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-	switch (*end) {
-	case 'K':
-	case 'k':
-		v <<= 10;
-		end++;
-		break;
-	case 'M':
-	case 'm':
-		v <<= 20;
-		end++;
-		break;
-	case 'G':
-	case 'g':
-		v <<= 30;
-		end++;
-		break;
-	default: break;
-	}
-	if (end == s || *end) {
+	uint64_t v;
+	if (weft_parse_size(s, SIZE_MAX, WEFT_PARSE_B_SUFFIX, &v, NULL) != WEFT_SUCCESS) {
 		fprintf(stderr, "tcp_limit: bad size '%s'\n", s);
 		exit(2);
 	}

@@ -8,7 +8,7 @@ pkgs=(
 	libhwloc-dev libfabric-dev libjansson-dev check
 	openmpi-bin libopenmpi-dev mpich libmpich-dev
 	liblldpctl-dev lldpd libibverbs-dev rdma-core
-	iproute2 nftables time graphviz hwloc clang-format
+	iproute2 nftables time graphviz hwloc clang-format python3
 )
 
 missing=()

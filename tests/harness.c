@@ -13,6 +13,8 @@
 #include "harness.h"
 
 #include <errno.h>
+#include <math.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -666,6 +668,215 @@ void harness_ar_expected(void *buf, size_t count, weft_datatype_t dtype, weft_op
 		harness_elem_store(buf, i, dtype, acc);
 	}
 	repeat_period(buf, count, dtype);
+}
+
+/* --- test data that must be rounded (see harness.h) ---
+ *
+ * p is the precision of the type in bits (11 fp16, 8 bf16, 24 fp32, 53 fp64)
+ * and L = 2^p. Values are integers times a unit 2^s, and stay in the normal
+ * range of the type, where an integer number of units is exactly
+ * representable if its odd part is below L: every integer of magnitude at
+ * most L is, and between L and 2L only the even ones are.
+ *
+ * SUM (n >= 2 ranks). E = 2 floor(L / (2 (n-1))), so (n-1) E <= L, and
+ * D = L - (n-1) E >= 0; the holder's o is odd in (D, D + E). A proper subset
+ * of the ranks either lacks the holder and sums to k E, k <= n-1, at most L
+ * units (exact); or it holds it and lacks another rank and sums to o + k E,
+ * k <= n-2, positive and below D + E + (n-2) E = L (exact). The full sum
+ * T = o + (n-1) E is odd and in (L, L + E), within (L, 2L]: a tie between two
+ * even neighbours. The kernels add two exact partial sums: fp16/bf16 in fp32,
+ * exactly (T < 2^(p+1) <= 2^24), then round to the storage type once;
+ * fp32/fp64 round in the addition itself, once.
+ *
+ * PROD. Holders a != b have m 2^(s-p) with m odd in (L/2, L); the others
+ * +-1 or +-2. A subset without both holders multiplies to a holder's value
+ * times a power of two, or to a power of two: exact. With both, to
+ * m_a m_b 2^(...) times a power of two: m_a m_b is odd with 2p-1 or 2p bits,
+ * so it rounds once (fp16/bf16: the fp32 product of the two significands is
+ * exact, the conversion back rounds), and multiplying a rounded value by a
+ * power of two is exact, so every order gives RN(m_a m_b) 2^(...).
+ *
+ * AVG. Rank r holds k_r 2^s, k_r in [-15, 15]: any subset sums to at most
+ * 15 * 16 = 240 < 2^8 units, exact in every type. The library divides the
+ * exact sum T by n once: fp32/fp64 in their own precision, fp16/bf16 in fp32
+ * and then to the storage type, which is still the correctly rounded T / n,
+ * since fp32 has 24 >= 2p + 2 bits (a double rounding of a quotient is
+ * harmless then, Figueroa 1995). Only when n is not a power of two can T / n
+ * be inexact.
+ *
+ * The expected values are computed in integers and rounded once by
+ * round_ratio(), so the test itself does no double rounding. */
+
+static int round_bits(weft_datatype_t dtype)
+{
+	switch (dtype) {
+	case WEFT_FLOAT16: return 11;
+	case WEFT_BFLOAT16: return 8;
+	case WEFT_FLOAT32: return 24;
+	case WEFT_FLOAT64: return 53;
+	default: return 0;
+	}
+}
+
+bool harness_round_supported(weft_datatype_t dtype, weft_op_t op)
+{
+	return round_bits(dtype) > 0 && (op == WEFT_SUM || op == WEFT_PROD || op == WEFT_AVG);
+}
+
+static uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static uint64_t round_hash(uint64_t k, weft_datatype_t dtype, weft_op_t op, int who)
+{
+	return mix64(mix64(k) ^ ((uint64_t)dtype << 40) ^ ((uint64_t)op << 48) ^
+		     ((uint64_t)(who + 1) << 56));
+}
+
+/* num / den (den > 0) rounded to @p p significant bits: to nearest even,
+ * or toward zero. Exact integer arithmetic; the result fits a double. */
+static double round_ratio(__int128 num, int64_t den, int p, bool nearest)
+{
+	if (num == 0)
+		return 0;
+	bool neg = num < 0;
+	unsigned __int128 a = neg ? (unsigned __int128)-num : (unsigned __int128)num;
+	unsigned __int128 d = (unsigned __int128)den;
+	int shift = 0; /* the result is q 2^-shift */
+	while (a < (d << (p - 1))) {
+		a <<= 1;
+		shift++;
+	}
+	while (a >= (d << p)) {
+		d <<= 1;
+		shift--;
+	}
+	unsigned __int128 q = a / d, r = a % d;
+	if (nearest && (2 * r > d || (2 * r == d && (q & 1))))
+		q++; /* may reach 2^p: still exact */
+	double v = ldexp((double)q, -shift);
+	return neg ? -v : v;
+}
+
+/* Unit exponents that keep every value and result normal (fp16 is tight). */
+static int round_scale(weft_datatype_t dtype, weft_op_t op, uint64_t h)
+{
+	int lo = -30, hi = 30;
+	if (dtype == WEFT_FLOAT16) {
+		lo = op == WEFT_SUM ? -12 : op == WEFT_PROD ? -6 : -10;
+		hi = op == WEFT_SUM ? 2 : op == WEFT_PROD ? 0 : 6;
+	}
+	return lo + (int)(h % (uint64_t)(hi - lo + 1));
+}
+
+static double round_sum(weft_datatype_t dtype, int rank, int n, uint64_t k, bool result,
+			bool nearest)
+{
+	int p = round_bits(dtype);
+	int64_t L = (int64_t)1 << p;
+	uint64_t h = round_hash(k, dtype, WEFT_SUM, -1);
+	int s = round_scale(dtype, WEFT_SUM, h);
+	double sign = (h >> 20) & 1 ? -1.0 : 1.0;
+	uint64_t pick = h >> 21;
+	if (n == 1) /* nothing to combine: any p-bit odd value */
+		return sign * ldexp((double)(2 * (int64_t)(pick % (uint64_t)(L / 2)) + 1), s);
+	int64_t E = 2 * (L / (2 * (int64_t)(n - 1))), D = L - (int64_t)(n - 1) * E;
+	int64_t o = D + 1 + 2 * (int64_t)(pick % (uint64_t)(E / 2));
+	if (result)
+		return sign * ldexp(round_ratio(o + (int64_t)(n - 1) * E, 1, p, nearest), s);
+	return sign * ldexp((double)(rank == (int)(k % (uint64_t)n) ? o : E), s);
+}
+
+static double round_prod(weft_datatype_t dtype, int rank, int n, uint64_t k, bool result,
+			 bool nearest)
+{
+	int p = round_bits(dtype);
+	int64_t L = (int64_t)1 << p;
+	int a = (int)(k % (uint64_t)n);
+	int b = n > 1 ? (int)((a + 1 + (k / (uint64_t)n) % (uint64_t)(n - 1)) % (uint64_t)n) : -1;
+	uint64_t ha = round_hash(k, dtype, WEFT_PROD, a), hb = round_hash(k, dtype, WEFT_PROD, b);
+	int64_t ma = L / 2 + 1 + 2 * (int64_t)((ha >> 16) % (uint64_t)(L / 4));
+	int64_t mb = L / 2 + 1 + 2 * (int64_t)((hb >> 16) % (uint64_t)(L / 4));
+	int sa = round_scale(dtype, WEFT_PROD, ha);
+	int sb = dtype == WEFT_FLOAT16 ? 0 : round_scale(dtype, WEFT_PROD, hb);
+	if (!result) {
+		uint64_t h = round_hash(k, dtype, WEFT_PROD, rank);
+		double sign = (h >> 8) & 1 ? -1.0 : 1.0;
+		if (rank == a)
+			return sign * ldexp((double)ma, sa - p);
+		if (rank == b)
+			return sign * ldexp((double)mb, sb - p);
+		return sign * ldexp(1.0, (int)(h & 1));
+	}
+	double sign = 1.0;
+	int twos = 0;
+	for (int r = 0; r < n; r++) {
+		uint64_t h = round_hash(k, dtype, WEFT_PROD, r);
+		if ((h >> 8) & 1)
+			sign = -sign;
+		if (r != a && r != b)
+			twos += (int)(h & 1);
+	}
+	if (n == 1)
+		return sign * ldexp((double)ma, sa - p);
+	return sign * ldexp(round_ratio((__int128)ma * mb, 1, p, nearest), sa + sb - 2 * p + twos);
+}
+
+static double round_avg(weft_datatype_t dtype, int rank, int n, uint64_t k, bool result,
+			bool nearest)
+{
+	int s = round_scale(dtype, WEFT_AVG, round_hash(k, dtype, WEFT_AVG, -1));
+	if (!result)
+		return ldexp((double)((int)(round_hash(k, dtype, WEFT_AVG, rank) % 31) - 15), s);
+	int64_t sum = 0;
+	for (int r = 0; r < n; r++)
+		sum += (int)(round_hash(k, dtype, WEFT_AVG, r) % 31) - 15;
+	return ldexp(round_ratio(sum, n, round_bits(dtype), nearest), s);
+}
+
+static double round_elem(weft_datatype_t dtype, weft_op_t op, int rank, int n, uint64_t k,
+			 bool result, bool nearest)
+{
+	switch (op) {
+	case WEFT_SUM: return round_sum(dtype, rank, n, k, result, nearest);
+	case WEFT_PROD: return round_prod(dtype, rank, n, k, result, nearest);
+	default: return round_avg(dtype, rank, n, k, result, nearest);
+	}
+}
+
+static void round_fill(void *buf, size_t count, weft_datatype_t dtype, weft_op_t op, int rank,
+		       int nranks, unsigned salt, bool result, bool nearest)
+{
+	if (!harness_round_supported(dtype, op) || nranks < 1)
+		return;
+	size_t direct = count < AR_PERIOD ? count : AR_PERIOD;
+	for (size_t i = 0; i < direct; i++)
+		harness_elem_store(
+		    buf, i, dtype,
+		    round_elem(dtype, op, rank, nranks, i + salt * 13u, result, nearest));
+	repeat_period(buf, count, dtype);
+}
+
+void harness_round_input(void *buf, size_t count, weft_datatype_t dtype, weft_op_t op, int rank,
+			 int nranks, unsigned salt)
+{
+	round_fill(buf, count, dtype, op, rank, nranks, salt, false, true);
+}
+
+void harness_round_expected(void *buf, size_t count, weft_datatype_t dtype, weft_op_t op,
+			    int nranks, unsigned salt)
+{
+	round_fill(buf, count, dtype, op, 0, nranks, salt, true, true);
+}
+
+void harness_round_truncated(void *buf, size_t count, weft_datatype_t dtype, weft_op_t op,
+			     int nranks, unsigned salt)
+{
+	round_fill(buf, count, dtype, op, 0, nranks, salt, true, false);
 }
 
 void harness_ag_input(void *buf, size_t count, weft_datatype_t dtype, int rank, unsigned salt)

@@ -156,6 +156,45 @@ void harness_ag_input(void *buf, size_t count, weft_datatype_t dtype, int rank, 
 size_t harness_compare(const void *got, const void *want, size_t count, weft_datatype_t dtype,
 		       char *why, size_t why_bytes);
 
+/* --- Test data whose results must be rounded: rounding is checked exactly. ---
+ *
+ * For the floating-point types (fp16, bf16, fp32, fp64) and the ops WEFT_SUM,
+ * WEFT_PROD and WEFT_AVG. The library combines two values at a time (fp16 and
+ * bf16 widened to fp32) and rounds to the storage type after every
+ * combination, and different algorithms combine in different orders, so in
+ * general the result of a reduction over several ranks depends on the order.
+ * These inputs are built so that it does not: every partial result over a
+ * proper subset of the ranks is exactly representable, so whatever tree of
+ * combinations an algorithm uses, only the last combination rounds, once.
+ * The expected value is the exact result (computed in integers) rounded once,
+ * to nearest even, to the type's precision. harness.c explains each pattern.
+ *
+ *  - SUM: one rank per element (it moves with the element) holds an odd
+ *    multiple o of a unit, the others all hold the same even multiple E; any
+ *    proper subset sums below 2^p units (exact), the full sum lies between
+ *    2^p and 2^p + E and is odd: it needs rounding, a tie every time, which
+ *    nearest-even breaks up for about half of the elements and truncation
+ *    never does.
+ *  - PROD: two ranks per element hold p-bit odd significands, the others
+ *    +-1 or +-2: only the product of the two significands rounds (any
+ *    order meets it once; the powers of two are exact).
+ *  - AVG: small integers whose sums over any subset are exact, divided by
+ *    nranks: the sum is usually not a multiple of nranks, so the quotient is
+ *    rounded once (only when nranks is not a power of two can it be inexact).
+ *
+ * Values stay in the normal range of each type. @p op must be one of the three
+ * and @p dtype a floating-point type; nranks 1..HARNESS_MAX_RANKS. */
+bool harness_round_supported(weft_datatype_t dtype, weft_op_t op);
+void harness_round_input(void *buf, size_t count, weft_datatype_t dtype, weft_op_t op, int rank,
+			 int nranks, unsigned salt);
+void harness_round_expected(void *buf, size_t count, weft_datatype_t dtype, weft_op_t op,
+			    int nranks, unsigned salt);
+/* The expected result with truncation instead of rounding to nearest even:
+ * how a rounding bug would show. Tests of the data compare it with the
+ * above to prove that the checks can fail. */
+void harness_round_truncated(void *buf, size_t count, weft_datatype_t dtype, weft_op_t op,
+			     int nranks, unsigned salt);
+
 /* Guard bytes around output buffers: fill with a pattern, and check it.
  * harness_guard_check returns the offset of the first changed byte or -1. */
 #define HARNESS_GUARD_BYTES 64

@@ -12,7 +12,8 @@
  * inputs must be unchanged. Send/recv: pairs in both directions, blocking;
  * rings with isend/irecv in a group and with blocking calls in a group;
  * several messages to one peer arriving in call order. A send and a
- * receive of different lengths must fail, not hang.
+ * receive of different lengths must fail with WEFT_ERR_REMOTE naming both
+ * lengths, within 5 s (not by timing out), over shm and socket.
  *
  * Configurations: the default shm transport; shm with 4 KiB slots (many
  * chunks: windows, the two trees sharing links, staging-slot reuse);
@@ -23,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "algorithms/patterns/shape.h"
 #include "harness.h"
@@ -469,30 +471,48 @@ START_TEST(socket_all)
 }
 END_TEST
 
-/* Rank 0 sends 5 elements, rank 1 posts a receive of 7: rank 1 must fail,
- * and neither may hang (rank 0 may succeed: its bytes left). */
+/* Rank 0 sends 5 elements, rank 1 posts a receive of 7: rank 1 must fail
+ * with WEFT_ERR_REMOTE within 5 s (WEFT_TIMEOUT is 30: a timeout does not
+ * count) and a message naming both lengths; rank 0 may succeed (its bytes
+ * left) and waits for rank 1's verdict, so that its exit cannot be what
+ * rank 1 reports instead. */
 static int mismatch_body(weft_comm_t comm, int rank, int nranks, void *arg)
 {
 	int32_t buf[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+	volatile int *done = harness_shared();
 	harness_progress("length mismatch, rank %d", rank);
 	if (rank == 0) {
-		weft_send(buf, 5, WEFT_INT32, 1, comm);
+		weft_status_t st = weft_send(buf, 5, WEFT_INT32, 1, comm);
+		if (st != WEFT_SUCCESS && st != WEFT_ERR_REMOTE)
+			return harness_fail_status(comm, st, "send of 5 elements");
+		for (double t0 = harness_now(); !*done && harness_now() - t0 < 10;)
+			usleep(1000);
 		return 0;
 	}
+	double t0 = harness_now();
 	weft_status_t st = weft_recv(buf, 7, WEFT_INT32, 0, comm);
-	if (st == WEFT_SUCCESS)
-		return harness_fail("a receive of 7 elements matched a send of 5");
+	double took = harness_now() - t0;
+	*done = 1;
+	const char *msg = weft_comm_last_error(comm);
+	if (st != WEFT_ERR_REMOTE)
+		return harness_fail_status(comm, st, "a receive of 7 elements met a send of 5");
+	if (took > 5)
+		return harness_fail("the length mismatch took %.1f s to fail", took);
+	if (!strstr(msg, "20 bytes") || !strstr(msg, "28 bytes"))
+		return harness_fail("the message does not name both lengths (20 and 28 bytes): %s",
+				    msg);
 	return 0;
 }
 
 START_TEST(p2p_length_mismatch)
 {
-	const char *const env[] = {"WEFT_TIMEOUT=5", "WEFT_ALGO=send:direct;recv:direct", NULL};
+	const char *const shm[] = {"WEFT_TIMEOUT=30", "WEFT_ALGO=send:direct;recv:direct", NULL};
+	const char *const socket[] = {"WEFT_TIMEOUT=30", "WEFT_ALGO=send:direct;recv:direct",
+				      "WEFT_TRANSPORTS=socket", "WEFT_SOCKET_IFNAME=lo", NULL};
 	struct harness_result res;
-	harness_run(2, env, mismatch_body, NULL, 30, &res);
-	printf("algos_b length mismatch: %.1f s\n", res.seconds);
-	ck_assert_msg(res.ok, "length mismatch:\n%s", res.summary);
-	ck_assert_msg(res.seconds < 15, "the mismatch took %.1f s to fail", res.seconds);
+	harness_run(2, _i ? socket : shm, mismatch_body, NULL, 30, &res);
+	printf("algos_b length mismatch over %s: %.1f s\n", _i ? "socket" : "shm", res.seconds);
+	ck_assert_msg(res.ok, "length mismatch over %s:\n%s", _i ? "socket" : "shm", res.summary);
 }
 END_TEST
 
@@ -561,7 +581,7 @@ static Suite *suite(void)
 			    (int)(sizeof(ring_nranks) / sizeof(ring_nranks[0])));
 	tcase_add_loop_test(tc, shm_small_chunks, 0,
 			    (int)(sizeof(small_chunk_nranks) / sizeof(small_chunk_nranks[0])));
-	tcase_add_test(tc, p2p_length_mismatch);
+	tcase_add_loop_test(tc, p2p_length_mismatch, 0, 2);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("socket");

@@ -10,7 +10,8 @@
  * bytes that differ per rank, element and case, so a block in the wrong place
  * or a stale block from an earlier case shows. The output is checked in full,
  * guard bytes around it must be untouched, and out of place the input must
- * be unchanged. A second set forces each allgather algorithm in turn.
+ * be unchanged. A second set forces each allgather algorithm in turn, over
+ * shm and over socket.
  */
 #include <check.h>
 #include <stdio.h>
@@ -234,23 +235,37 @@ END_TEST
 
 static const int algo_nranks[] = {2, 3, 5, 8};
 
-START_TEST(forced_algorithms)
+static void run_forced(int nranks, bool socket)
 {
-	int nranks = algo_nranks[_i];
 	const struct weft_algo *const *algos = weft_algos_for(WEFT_COLL_ALLGATHER);
 	ck_assert_ptr_nonnull(algos);
 	for (size_t a = 0; algos[a]; a++) {
 		char algo_env[128];
 		snprintf(algo_env, sizeof(algo_env), "WEFT_ALGO=allgather:%s", algos[a]->name);
-		const char *const env[] = {"WEFT_TIMEOUT=60", algo_env, NULL};
+		const char *const env[] = {"WEFT_TIMEOUT=60", algo_env, "WEFT_SOCKET_IFNAME=lo",
+					   socket ? "WEFT_TRANSPORTS=socket" : NULL, NULL};
 		struct harness_result res;
 		struct matrix m = {.rotate_forms = true, .forced_algo = true};
 		harness_run(nranks, env, matrix_body, &m, JOB_TIMEOUT_S, &res);
-		printf("allgather %s nranks %d: %.1f s\n", algo_env, nranks, res.seconds);
+		printf("allgather %s %s nranks %d: %.1f s\n", socket ? "socket" : "shm", algo_env,
+		       nranks, res.seconds);
 		fflush(stdout);
-		ck_assert_msg(res.ok, "allgather with %s, nranks %d:\n%s", algo_env, nranks,
-			      res.summary);
+		ck_assert_msg(res.ok, "allgather over %s with %s, nranks %d:\n%s",
+			      socket ? "socket" : "shm", algo_env, nranks, res.summary);
 	}
+}
+
+START_TEST(forced_algorithms)
+{
+	run_forced(algo_nranks[_i], false);
+}
+END_TEST
+
+static const int algo_nranks_socket[] = {2, 3, 5};
+
+START_TEST(forced_algorithms_socket)
+{
+	run_forced(algo_nranks_socket[_i], true);
 }
 END_TEST
 
@@ -271,6 +286,8 @@ static Suite *allgather_suite(void)
 	tcase_set_timeout(tc, 4 * JOB_TIMEOUT_S);
 	tcase_add_loop_test(tc, forced_algorithms, 0,
 			    (int)(sizeof(algo_nranks) / sizeof(algo_nranks[0])));
+	tcase_add_loop_test(tc, forced_algorithms_socket, 0,
+			    (int)(sizeof(algo_nranks_socket) / sizeof(algo_nranks_socket[0])));
 	suite_add_tcase(s, tc);
 	return s;
 }

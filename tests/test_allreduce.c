@@ -18,8 +18,17 @@
  * ranks half the 1M+3 cases run, alternating with the rank count.
  * TEST_TIMES=1 makes rank 0 print how long each group of cases took.
  *
+ * Every job also runs the rounding data of harness.h: fp16, bf16, fp32 and
+ * fp64 with sum, prod and avg at counts 7 and 4099 (and two of the 1M+3
+ * cases), inputs whose results must be rounded, once, to nearest even (the
+ * plain data above is exact in every type, so it cannot tell rounding from
+ * truncation).
+ *
  * A second set forces each allreduce algorithm in the library's table in
- * turn (WEFT_ALGO) on a smaller matrix: counts {1, 7, nranks-1, 4099, 65537}.
+ * turn (WEFT_ALGO) on a smaller matrix: counts {1, 7, nranks-1, 4099, 65537},
+ * over shm and over socket. A third runs the shm matrix with
+ * WEFT_ISA=generic, so that the generic kernels are used (and checked to be)
+ * even on an AVX2 machine.
  */
 #include <check.h>
 #include <stdio.h>
@@ -28,6 +37,7 @@
 
 #include "algorithms/algo.h"
 #include "harness.h"
+#include "reduce/reduce.h"
 
 enum form { FORM_OUT, FORM_SAME, FORM_IN_PLACE, FORM_COUNT };
 
@@ -44,14 +54,16 @@ struct big_case {
 	weft_datatype_t dtype;
 	weft_op_t op;
 	enum form form;
+	bool round; /* the rounding data (harness_round_*) */
 };
 
 /* Large cases: each dtype width and each op at least once, and fp16/bf16,
  * whose accumulation in fp32 matters most over long vectors. */
 static const struct big_case big_cases[] = {
-    {WEFT_FLOAT32, WEFT_SUM, FORM_OUT},	     {WEFT_FLOAT16, WEFT_SUM, FORM_IN_PLACE},
-    {WEFT_BFLOAT16, WEFT_AVG, FORM_SAME},    {WEFT_INT32, WEFT_MAX, FORM_OUT},
-    {WEFT_FLOAT64, WEFT_MIN, FORM_IN_PLACE}, {WEFT_UINT8, WEFT_PROD, FORM_OUT},
+    {WEFT_FLOAT32, WEFT_SUM, FORM_OUT, false},	    {WEFT_FLOAT16, WEFT_SUM, FORM_IN_PLACE, false},
+    {WEFT_BFLOAT16, WEFT_AVG, FORM_SAME, false},    {WEFT_INT32, WEFT_MAX, FORM_OUT, false},
+    {WEFT_FLOAT64, WEFT_MIN, FORM_IN_PLACE, false}, {WEFT_UINT8, WEFT_PROD, FORM_OUT, false},
+    {WEFT_FLOAT16, WEFT_SUM, FORM_OUT, true},	    {WEFT_BFLOAT16, WEFT_AVG, FORM_IN_PLACE, true},
 };
 
 struct matrix {
@@ -59,6 +71,7 @@ struct matrix {
 	bool forced_algo;  /* counts {1, 7, nranks-1, 4099, 65537} rather than {0, 1, 7, nranks-1,
 			      4099} */
 	bool big;	   /* the 1M+3 cases */
+	bool generic_isa;  /* WEFT_ISA=generic: check that the kernels are the generic ones */
 	int failures;	   /* wrong results seen on this rank */
 };
 
@@ -112,18 +125,22 @@ enum case_result { CASE_OK, CASE_WRONG, CASE_ERROR };
 /* One allreduce; a wrong result lets the matrix go on, an error status stops it. */
 static enum case_result run_case(weft_comm_t comm, int rank, int nranks, struct bufs *b,
 				 struct matrix *m, size_t count, weft_datatype_t dt, weft_op_t op,
-				 enum form form, unsigned salt)
+				 enum form form, unsigned salt, bool round)
 {
 	char name[160];
-	snprintf(name, sizeof(name), "allreduce nranks %d %s %s count %zu %s", nranks,
-		 harness_dtype_name(dt), harness_op_name(op), count, form_names[form]);
+	snprintf(name, sizeof(name), "allreduce nranks %d %s %s%s count %zu %s", nranks,
+		 harness_dtype_name(dt), harness_op_name(op), round ? " (rounding data)" : "",
+		 count, form_names[form]);
 	harness_progress("%s", name);
 
 	size_t bytes = count * harness_dtype_size(dt);
 	unsigned char *input = form == FORM_OUT ? b->send : b->recv;
 	guards_fill(b->send, bytes);
 	guards_fill(b->recv, bytes);
-	harness_ar_input(input, count, dt, op, rank, nranks, salt);
+	if (round)
+		harness_round_input(input, count, dt, op, rank, nranks, salt);
+	else
+		harness_ar_input(input, count, dt, op, rank, nranks, salt);
 	if (form == FORM_OUT) {
 		memset(b->recv, 0xcd, bytes); /* every element must be written */
 		memcpy(b->orig, b->send, bytes);
@@ -140,7 +157,10 @@ static enum case_result run_case(weft_comm_t comm, int rank, int nranks, struct 
 
 	char why[256] = "";
 	const char *guard;
-	harness_ar_expected(b->want, count, dt, op, nranks, salt);
+	if (round)
+		harness_round_expected(b->want, count, dt, op, nranks, salt);
+	else
+		harness_ar_expected(b->want, count, dt, op, nranks, salt);
 	if (harness_compare(b->recv, b->want, count, dt, why, sizeof(why)) == SIZE_MAX) {
 		guard = guards_check(b->recv, bytes);
 		if (*guard)
@@ -160,9 +180,30 @@ static enum case_result run_case(weft_comm_t comm, int rank, int nranks, struct 
 	return CASE_WRONG;
 }
 
+/* The rounding data: every floating-point type with sum, prod and avg, at
+ * counts 7 and 4099, the buffer forms in rotation. */
+static enum case_result rounding_cases(weft_comm_t comm, int rank, int nranks, struct bufs *b,
+				       struct matrix *m, unsigned *salt)
+{
+	static const weft_datatype_t floats[] = {WEFT_FLOAT16, WEFT_BFLOAT16, WEFT_FLOAT32,
+						 WEFT_FLOAT64};
+	static const weft_op_t ops[] = {WEFT_SUM, WEFT_PROD, WEFT_AVG};
+	static const size_t counts[] = {7, 4099};
+	enum case_result res = CASE_OK;
+	unsigned k = 0;
+	for (size_t c = 0; c < 2; c++)
+		for (size_t d = 0; d < 4; d++)
+			for (size_t o = 0; o < 3 && res != CASE_ERROR; o++, k++)
+				res = run_case(comm, rank, nranks, b, m, counts[c], floats[d],
+					       ops[o], (enum form)(k % FORM_COUNT), ++*salt, true);
+	return res;
+}
+
 static int matrix_body(weft_comm_t comm, int rank, int nranks, void *arg)
 {
 	struct matrix *m = arg;
+	if (m->generic_isa && strcmp(weft_reduce_isa(), "generic") != 0)
+		return harness_fail("WEFT_ISA=generic, but the kernels are %s", weft_reduce_isa());
 	struct bufs b;
 	size_t cap = (m->big ? BIG_COUNT : 65537) * 8;
 	if (!bufs_alloc(&b, cap)) {
@@ -193,9 +234,10 @@ static int matrix_body(weft_comm_t comm, int rank, int nranks, void *arg)
 					salt++;
 					res = run_case(comm, rank, nranks, &b, m, count,
 						       (weft_datatype_t)dt, (weft_op_t)op,
-						       (enum form)f, salt);
+						       (enum form)f, salt, false);
 				}
 	}
+	res = res == CASE_ERROR ? res : rounding_cases(comm, rank, nranks, &b, m, &salt);
 	if (times) {
 		fprintf(stderr, "  last small count: %.2f s\n", harness_now() - t);
 		t = harness_now();
@@ -205,7 +247,7 @@ static int matrix_body(weft_comm_t comm, int rank, int nranks, void *arg)
 		if (nranks > 4 && (k + (size_t)nranks) % 2)
 			continue; /* above 4 ranks, half the large cases, alternating */
 		res = run_case(comm, rank, nranks, &b, m, BIG_COUNT, big_cases[k].dtype,
-			       big_cases[k].op, big_cases[k].form, ++salt);
+			       big_cases[k].op, big_cases[k].form, ++salt, big_cases[k].round);
 		if (times) {
 			fprintf(stderr, "  %zu %s %s: %.2f s\n", BIG_COUNT,
 				harness_dtype_name(big_cases[k].dtype),
@@ -254,23 +296,48 @@ END_TEST
  * per case in rotation. */
 static const int algo_nranks[] = {2, 3, 4, 5, 8};
 
-START_TEST(forced_algorithms)
+static void run_forced(int nranks, bool socket)
 {
-	int nranks = algo_nranks[_i];
 	const struct weft_algo *const *algos = weft_algos_for(WEFT_COLL_ALLREDUCE);
 	ck_assert_ptr_nonnull(algos);
 	for (size_t a = 0; algos[a]; a++) {
 		char algo_env[128];
 		snprintf(algo_env, sizeof(algo_env), "WEFT_ALGO=allreduce:%s", algos[a]->name);
-		const char *const env[] = {"WEFT_TIMEOUT=60", algo_env, NULL};
+		const char *const env[] = {"WEFT_TIMEOUT=60", algo_env, "WEFT_SOCKET_IFNAME=lo",
+					   socket ? "WEFT_TRANSPORTS=socket" : NULL, NULL};
 		struct harness_result res;
 		struct matrix m = {.rotate_forms = true, .forced_algo = true};
 		harness_run(nranks, env, matrix_body, &m, JOB_TIMEOUT_S, &res);
-		printf("allreduce %s nranks %d: %.1f s\n", algo_env, nranks, res.seconds);
+		printf("allreduce %s %s nranks %d: %.1f s\n", socket ? "socket" : "shm", algo_env,
+		       nranks, res.seconds);
 		fflush(stdout);
-		ck_assert_msg(res.ok, "allreduce with %s, nranks %d:\n%s", algo_env, nranks,
-			      res.summary);
+		ck_assert_msg(res.ok, "allreduce over %s with %s, nranks %d:\n%s",
+			      socket ? "socket" : "shm", algo_env, nranks, res.summary);
 	}
+}
+
+START_TEST(forced_algorithms)
+{
+	run_forced(algo_nranks[_i], false);
+}
+END_TEST
+
+static const int algo_nranks_socket[] = {2, 3, 5};
+
+START_TEST(forced_algorithms_socket)
+{
+	run_forced(algo_nranks_socket[_i], true);
+}
+END_TEST
+
+/* The generic kernels as the library dispatches them, on an AVX2 machine too. */
+static const int generic_nranks[] = {2, 3, 5};
+
+START_TEST(matrix_generic_isa)
+{
+	static const char *const env[] = {"WEFT_TIMEOUT=60", "WEFT_ISA=generic", NULL};
+	run_matrix(generic_nranks[_i], env, "shm WEFT_ISA=generic",
+		   (struct matrix){.rotate_forms = true, .generic_isa = true});
 }
 END_TEST
 
@@ -291,6 +358,14 @@ static Suite *allreduce_suite(void)
 	tcase_set_timeout(tc, 4 * JOB_TIMEOUT_S);
 	tcase_add_loop_test(tc, forced_algorithms, 0,
 			    (int)(sizeof(algo_nranks) / sizeof(algo_nranks[0])));
+	tcase_add_loop_test(tc, forced_algorithms_socket, 0,
+			    (int)(sizeof(algo_nranks_socket) / sizeof(algo_nranks_socket[0])));
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("generic_isa");
+	tcase_set_timeout(tc, JOB_TIMEOUT_S + 30);
+	tcase_add_loop_test(tc, matrix_generic_isa, 0,
+			    (int)(sizeof(generic_nranks) / sizeof(generic_nranks[0])));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -21,8 +21,10 @@
  *    blocking and weft_ibarrier + weft_test;
  *  - bad input: invalid root, NULL buffers, overlapping alltoall buffers,
  *    bad datatype/op, count overflow, NULL request or communicator give
- *    WEFT_ERR_INVALID_ARG with a message that names the argument, and the
- *    communicator stays usable; count 0 with NULL buffers is a valid no-op.
+ *    WEFT_ERR_INVALID_ARG with a message that names the call and the
+ *    argument, with its value where it has one ("weft_reduce: root -1 is not
+ *    a rank", "weft_broadcast: invalid datatype 10"), and the communicator
+ *    stays usable; count 0 with NULL buffers is a valid no-op.
  *
  * A second set forces each algorithm of the library's table in turn
  * (WEFT_ALGO=<coll>:<name>, from weft_algos_for()) on a smaller matrix.
@@ -456,15 +458,20 @@ static bool mentions(const char *msg, const char *word)
 	return false;
 }
 
-static int expect_invalid(struct ctx *c, weft_status_t st, const char *call, const char *word)
+/* @p st must be WEFT_ERR_INVALID_ARG with a message that contains @p says,
+ * which names the call and the parameter ("weft_reduce: root -1 is not a
+ * rank"), and @p also unless it is NULL. */
+static int expect_invalid(struct ctx *c, weft_status_t st, const char *call, const char *says,
+			  const char *also)
 {
 	const char *msg = c->comm ? weft_comm_last_error(c->comm) : "";
 	if (st != WEFT_ERR_INVALID_ARG)
 		return harness_fail(
 		    "%s: returned %s (%d), expected invalid argument; message \"%s\"", call,
 		    weft_status_string(st), (int)st, msg);
-	if (!mentions(msg, word))
-		return harness_fail("%s: message \"%s\" does not name '%s'", call, msg, word);
+	if (!mentions(msg, says) || (also && !mentions(msg, also)))
+		return harness_fail("%s: message \"%s\" does not say \"%s\"%s%s", call, msg, says,
+				    also ? " and " : "", also ? also : "");
 	return 0;
 }
 
@@ -475,6 +482,31 @@ static int expect_request_null(weft_request_t req, const char *call)
 	return 0;
 }
 
+/* The messages that name a call and a parameter's value. */
+static const char *dtype_msg(const char *call, char *buf, int dtype)
+{
+	snprintf(buf, 64, "%s: invalid datatype %d", call, dtype);
+	return buf;
+}
+
+static const char *op_msg(const char *call, char *buf, int op)
+{
+	snprintf(buf, 64, "%s: invalid op %d", call, op);
+	return buf;
+}
+
+static const char *root_msg(const char *call, char *buf, int root)
+{
+	snprintf(buf, 64, "%s: root %d is not a rank", call, root);
+	return buf;
+}
+
+static const char *count_msg(const char *call, char *buf, size_t count)
+{
+	snprintf(buf, 64, "%s: count %zu", call, count);
+	return buf;
+}
+
 static int bad_input(struct ctx *c)
 {
 	weft_comm_t comm = c->comm;
@@ -483,91 +515,110 @@ static int bad_input(struct ctx *c)
 	float a[64] = {0}, b[64 * 8] = {0};
 	float big[16 * 8];
 	weft_request_t req;
+	char bad_dt[64], bad_op[64], bad_root[64], huge[64];
 	harness_progress("bad input");
 
 	/* reduce_scatter */
 	ret |= expect_invalid(c, weft_reduce_scatter(NULL, b, 4, WEFT_FLOAT32, WEFT_SUM, comm),
-			      "reduce_scatter(NULL sendbuf)", "sendbuf");
+			      "reduce_scatter(NULL sendbuf)", "weft_reduce_scatter: sendbuf",
+			      "is NULL");
 	ret |= expect_invalid(c, weft_reduce_scatter(b, NULL, 4, WEFT_FLOAT32, WEFT_SUM, comm),
-			      "reduce_scatter(NULL recvbuf)", "recvbuf");
+			      "reduce_scatter(NULL recvbuf)",
+			      "weft_reduce_scatter: recvbuf is NULL", NULL);
 	ret |= expect_invalid(
 	    c, weft_reduce_scatter(WEFT_IN_PLACE, NULL, 4, WEFT_FLOAT32, WEFT_SUM, comm),
-	    "reduce_scatter(WEFT_IN_PLACE, NULL recvbuf)", "recvbuf");
+	    "reduce_scatter(WEFT_IN_PLACE, NULL recvbuf)", "weft_reduce_scatter: recvbuf is NULL",
+	    NULL);
 	ret |= expect_invalid(c, weft_reduce_scatter(b, a, 4, WEFT_DATATYPE_COUNT, WEFT_SUM, comm),
-			      "reduce_scatter(bad datatype)", "datatype");
+			      "reduce_scatter(bad datatype)",
+			      dtype_msg("weft_reduce_scatter", bad_dt, WEFT_DATATYPE_COUNT), NULL);
 	ret |= expect_invalid(c, weft_reduce_scatter(b, a, 4, WEFT_FLOAT32, WEFT_OP_COUNT, comm),
-			      "reduce_scatter(bad op)", "op");
+			      "reduce_scatter(bad op)",
+			      op_msg("weft_reduce_scatter", bad_op, WEFT_OP_COUNT), NULL);
 	ret |=
 	    expect_invalid(c, weft_reduce_scatter(b, a, SIZE_MAX / 4, WEFT_FLOAT32, WEFT_SUM, comm),
-			   "reduce_scatter(count overflow)", "overflow");
+			   "reduce_scatter(count overflow)",
+			   count_msg("weft_reduce_scatter", huge, SIZE_MAX / 4), "overflows");
 	ret |= expect_invalid(c, weft_ireduce_scatter(b, a, 4, WEFT_FLOAT32, WEFT_SUM, comm, NULL),
-			      "ireduce_scatter(NULL request)", "request");
+			      "ireduce_scatter(NULL request)",
+			      "weft_ireduce_scatter: request is NULL", NULL);
 	req = (weft_request_t)(uintptr_t)1;
-	ret |=
-	    expect_invalid(c, weft_ireduce_scatter(NULL, a, 4, WEFT_FLOAT32, WEFT_SUM, comm, &req),
-			   "ireduce_scatter(NULL sendbuf)", "sendbuf");
+	ret |= expect_invalid(
+	    c, weft_ireduce_scatter(NULL, a, 4, WEFT_FLOAT32, WEFT_SUM, comm, &req),
+	    "ireduce_scatter(NULL sendbuf)", "weft_ireduce_scatter: sendbuf", "is NULL");
 	ret |= expect_request_null(req, "ireduce_scatter(NULL sendbuf)");
 
 	/* broadcast */
 	ret |= expect_invalid(c, weft_broadcast(a, a, 4, WEFT_FLOAT32, -1, comm),
-			      "broadcast(root -1)", "root");
-	ret |= expect_invalid(c, weft_broadcast(a, a, 4, WEFT_FLOAT32, n, comm),
-			      "broadcast(root nranks)", "root");
+			      "broadcast(root -1)", "weft_broadcast: root -1 is not a rank", NULL);
+	ret |=
+	    expect_invalid(c, weft_broadcast(a, a, 4, WEFT_FLOAT32, n, comm),
+			   "broadcast(root nranks)", root_msg("weft_broadcast", bad_root, n), NULL);
 	ret |= expect_invalid(c, weft_broadcast(a, NULL, 4, WEFT_FLOAT32, 0, comm),
-			      "broadcast(NULL recvbuf)", "recvbuf");
+			      "broadcast(NULL recvbuf)", "weft_broadcast: recvbuf is NULL", NULL);
 	ret |= expect_invalid(c, weft_broadcast(a, a, 4, WEFT_DATATYPE_COUNT, 0, comm),
-			      "broadcast(bad datatype)", "datatype");
+			      "broadcast(bad datatype)",
+			      dtype_msg("weft_broadcast", bad_dt, WEFT_DATATYPE_COUNT), NULL);
 	if (rank == mid) /* only the root reads sendbuf; the others would start a broadcast */
 		ret |= expect_invalid(c, weft_broadcast(NULL, a, 4, WEFT_FLOAT32, mid, comm),
-				      "broadcast(NULL sendbuf on the root)", "sendbuf");
+				      "broadcast(NULL sendbuf on the root)",
+				      "weft_broadcast: sendbuf on the root is NULL", NULL);
 	req = (weft_request_t)(uintptr_t)1;
 	ret |= expect_invalid(c, weft_ibroadcast(a, a, 4, WEFT_FLOAT32, n + 5, comm, &req),
-			      "ibroadcast(root nranks+5)", "root");
+			      "ibroadcast(root nranks+5)",
+			      root_msg("weft_ibroadcast", bad_root, n + 5), NULL);
 	ret |= expect_request_null(req, "ibroadcast(bad root)");
 
 	/* reduce */
 	ret |= expect_invalid(c, weft_reduce(a, a, 4, WEFT_FLOAT32, WEFT_SUM, -1, comm),
-			      "reduce(root -1)", "root");
+			      "reduce(root -1)", "weft_reduce: root -1 is not a rank", NULL);
 	ret |= expect_invalid(c, weft_reduce(a, a, 4, WEFT_FLOAT32, WEFT_SUM, n, comm),
-			      "reduce(root nranks)", "root");
+			      "reduce(root nranks)", root_msg("weft_reduce", bad_root, n), NULL);
 	ret |= expect_invalid(c, weft_reduce(NULL, a, 4, WEFT_FLOAT32, WEFT_SUM, 0, comm),
-			      "reduce(NULL sendbuf)", "sendbuf");
+			      "reduce(NULL sendbuf)", "weft_reduce: sendbuf is NULL", NULL);
 	ret |= expect_invalid(c, weft_reduce(a, a, 4, WEFT_FLOAT32, WEFT_OP_COUNT, 0, comm),
-			      "reduce(bad op)", "op");
+			      "reduce(bad op)", op_msg("weft_reduce", bad_op, WEFT_OP_COUNT), NULL);
 	if (rank == mid)
 		ret |= expect_invalid(c, weft_reduce(a, NULL, 4, WEFT_FLOAT32, WEFT_SUM, mid, comm),
-				      "reduce(NULL recvbuf on the root)", "recvbuf");
+				      "reduce(NULL recvbuf on the root)",
+				      "weft_reduce: recvbuf on the root is NULL", NULL);
 	if (rank != mid) /* WEFT_IN_PLACE means nothing off the root: no input */
 		ret |= expect_invalid(
 		    c, weft_reduce(WEFT_IN_PLACE, a, 4, WEFT_FLOAT32, WEFT_SUM, mid, comm),
-		    "reduce(WEFT_IN_PLACE off the root)", "sendbuf");
+		    "reduce(WEFT_IN_PLACE off the root)", "weft_reduce: sendbuf is NULL", NULL);
 	req = (weft_request_t)(uintptr_t)1;
 	ret |= expect_invalid(c, weft_ireduce(a, a, 4, WEFT_FLOAT32, WEFT_SUM, -7, comm, &req),
-			      "ireduce(root -7)", "root");
+			      "ireduce(root -7)", "weft_ireduce: root -7 is not a rank", NULL);
 	ret |= expect_request_null(req, "ireduce(bad root)");
 
 	/* alltoall: 4 floats per peer */
 	ret |= expect_invalid(c, weft_alltoall(big, big, 4, WEFT_FLOAT32, comm),
-			      "alltoall(sendbuf == recvbuf)", "overlap");
+			      "alltoall(sendbuf == recvbuf)",
+			      "weft_alltoall: sendbuf and recvbuf overlap", NULL);
 	ret |= expect_invalid(c, weft_alltoall(big, big + 1, 4, WEFT_FLOAT32, comm),
-			      "alltoall(recvbuf = sendbuf + 1 element)", "overlap");
+			      "alltoall(recvbuf = sendbuf + 1 element)",
+			      "weft_alltoall: sendbuf and recvbuf overlap", NULL);
 	ret |= expect_invalid(c, weft_alltoall(big + 4 * n - 1, big, 4, WEFT_FLOAT32, comm),
-			      "alltoall(sendbuf overlaps the end of recvbuf)", "overlap");
+			      "alltoall(sendbuf overlaps the end of recvbuf)",
+			      "weft_alltoall: sendbuf and recvbuf overlap", NULL);
 	ret |= expect_invalid(c, weft_alltoall(WEFT_IN_PLACE, big, 4, WEFT_FLOAT32, comm),
-			      "alltoall(WEFT_IN_PLACE)", "sendbuf");
+			      "alltoall(WEFT_IN_PLACE)", "weft_alltoall: sendbuf is NULL", NULL);
 	ret |= expect_invalid(c, weft_alltoall(NULL, big, 4, WEFT_FLOAT32, comm),
-			      "alltoall(NULL sendbuf)", "sendbuf");
+			      "alltoall(NULL sendbuf)", "weft_alltoall: sendbuf is NULL", NULL);
 	ret |= expect_invalid(c, weft_alltoall(big, NULL, 4, WEFT_FLOAT32, comm),
-			      "alltoall(NULL recvbuf)", "recvbuf");
+			      "alltoall(NULL recvbuf)", "weft_alltoall: recvbuf is NULL", NULL);
 	ret |= expect_invalid(c, weft_alltoall(big, b, SIZE_MAX / 2, WEFT_FLOAT32, comm),
-			      "alltoall(count overflow)", "overflow");
+			      "alltoall(count overflow)",
+			      count_msg("weft_alltoall", huge, SIZE_MAX / 2), "overflows");
 	req = (weft_request_t)(uintptr_t)1;
 	ret |= expect_invalid(c, weft_ialltoall(big, big + 2, 4, WEFT_FLOAT32, comm, &req),
-			      "ialltoall(overlap)", "overlap");
+			      "ialltoall(overlap)", "weft_ialltoall: sendbuf and recvbuf overlap",
+			      NULL);
 	ret |= expect_request_null(req, "ialltoall(overlap)");
 
 	/* barrier */
-	ret |= expect_invalid(c, weft_ibarrier(comm, NULL), "ibarrier(NULL request)", "request");
+	ret |= expect_invalid(c, weft_ibarrier(comm, NULL), "ibarrier(NULL request)",
+			      "weft_ibarrier: request is NULL", NULL);
 	weft_status_t st = weft_barrier(NULL);
 	if (st != WEFT_ERR_INVALID_ARG)
 		ret |= harness_fail("weft_barrier(NULL): %s, expected invalid argument",
@@ -578,7 +629,8 @@ static int bad_input(struct ctx *c)
 		ret |= harness_fail("weft_ibarrier(NULL comm): %s, request %p",
 				    weft_status_string(st), (void *)req);
 	st = weft_broadcast(a, a, 4, WEFT_FLOAT32, 0, NULL);
-	if (st != WEFT_ERR_INVALID_ARG || !mentions(weft_init_last_error(), "comm"))
+	if (st != WEFT_ERR_INVALID_ARG ||
+	    !mentions(weft_init_last_error(), "weft_broadcast: comm is NULL"))
 		ret |= harness_fail("weft_broadcast(NULL comm): %s, message \"%s\"",
 				    weft_status_string(st), weft_init_last_error());
 

@@ -13,6 +13,10 @@
  * weft_comm_init_env with missing or malformed variables (the message names
  * the variable) plus one that works.
  *
+ * Messages must contain the exact phrase that names the call and the
+ * parameter, with its value ("weft_allreduce: invalid op 99"), not merely a
+ * keyword.
+ *
  * Most tests run in the Check process on a one-rank communicator (argument
  * checks are local); one runs on two ranks, where count * nranks matters and
  * where a rejected call must not leave the ranks out of step.
@@ -59,6 +63,19 @@ static void assert_error(weft_status_t st, weft_status_t want, const char *msg, 
 	ck_assert_msg(msg && *msg, "%s: empty error message", what);
 	ck_assert_msg(mentions(msg, words), "%s: message \"%s\" names none of %s", what, msg,
 		      words);
+}
+
+/* @p st must be @p want, with a message that contains @p phrase exactly: the
+ * call and the parameter, with its value where it has one ("weft_allreduce:
+ * invalid op 99"), not a word that any message might hold. */
+static void assert_says(weft_status_t st, weft_status_t want, const char *msg, const char *phrase,
+			const char *what)
+{
+	ck_assert_msg(st == want, "%s: returned %s (%d), expected %s; message \"%s\"", what,
+		      weft_status_string(st), (int)st, weft_status_string(want),
+		      msg ? msg : "(null)");
+	ck_assert_msg(msg && strstr(msg, phrase), "%s: message \"%s\" does not say \"%s\"", what,
+		      msg ? msg : "(null)", phrase);
 }
 
 static weft_comm_t solo_comm(void)
@@ -170,25 +187,33 @@ START_TEST(null_buffers)
 	weft_comm_t comm = solo_comm();
 	float buf[8] = {0};
 	for (int c = 0; c < CALL_COUNT; c++) {
-		char what[96];
+		char what[96], says[96];
 		snprintf(what, sizeof(what), "%s(sendbuf NULL, count 4)", call_names[c]);
-		assert_error(call(c, NULL, buf, 4, WEFT_FLOAT32, WEFT_SUM, comm),
-			     WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm), "sendbuf|send",
+		snprintf(says, sizeof(says), "%s: sendbuf", call_names[c]);
+		weft_status_t st = call(c, NULL, buf, 4, WEFT_FLOAT32, WEFT_SUM, comm);
+		assert_error(st, WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm), "sendbuf|send",
 			     what);
+		assert_says(st, WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm), says, what);
+		assert_says(st, WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm), "is NULL", what);
 		snprintf(what, sizeof(what), "%s(recvbuf NULL, count 4)", call_names[c]);
-		assert_error(call(c, buf, NULL, 4, WEFT_FLOAT32, WEFT_SUM, comm),
-			     WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm), "recvbuf|recv",
+		snprintf(says, sizeof(says), "%s: recvbuf is NULL", call_names[c]);
+		st = call(c, buf, NULL, 4, WEFT_FLOAT32, WEFT_SUM, comm);
+		assert_error(st, WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm), "recvbuf|recv",
 			     what);
+		assert_says(st, WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm), says, what);
 		snprintf(what, sizeof(what), "%s(WEFT_IN_PLACE, recvbuf NULL, count 4)",
 			 call_names[c]);
-		assert_error(call(c, WEFT_IN_PLACE, NULL, 4, WEFT_FLOAT32, WEFT_SUM, comm),
-			     WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm), "recvbuf|recv",
+		st = call(c, WEFT_IN_PLACE, NULL, 4, WEFT_FLOAT32, WEFT_SUM, comm);
+		assert_error(st, WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm), "recvbuf|recv",
 			     what);
+		assert_says(st, WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm), says, what);
 		snprintf(what, sizeof(what), "%s(both NULL, count 1)", call_names[c]);
-		assert_error(call(c, NULL, NULL, 1, WEFT_INT8, WEFT_MAX, comm),
-			     WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm), "buf|null", what);
+		st = call(c, NULL, NULL, 1, WEFT_INT8, WEFT_MAX, comm);
+		assert_error(st, WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm), "buf|null",
+			     what);
+		assert_says(st, WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm), says, what);
 		/* count 0 is a valid no-op, whatever the pointers */
-		weft_status_t st = call(c, NULL, NULL, 0, WEFT_FLOAT32, WEFT_SUM, comm);
+		st = call(c, NULL, NULL, 0, WEFT_FLOAT32, WEFT_SUM, comm);
 		ck_assert_msg(st == WEFT_SUCCESS, "%s(NULL, NULL, count 0): %s: %s", call_names[c],
 			      weft_status_string(st), weft_comm_last_error(comm));
 	}
@@ -206,20 +231,31 @@ START_TEST(bad_dtype_and_op)
 	for (int c = 0; c < CALL_COUNT; c++) {
 		for (size_t k = 0; k < sizeof(bad_dtypes) / sizeof(bad_dtypes[0]); k++) {
 			char what[96];
+			char says[96];
 			snprintf(what, sizeof(what), "%s(dtype %d)", call_names[c], bad_dtypes[k]);
-			assert_error(
-			    call(c, buf, out, 2, (weft_datatype_t)bad_dtypes[k], WEFT_SUM, comm),
-			    WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm), "datatype|dtype|type",
-			    what);
+			snprintf(says, sizeof(says), "%s: invalid datatype %d", call_names[c],
+				 bad_dtypes[k]);
+			weft_status_t st =
+			    call(c, buf, out, 2, (weft_datatype_t)bad_dtypes[k], WEFT_SUM, comm);
+			assert_error(st, WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm),
+				     "datatype|dtype|type", what);
+			assert_says(st, WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm), says,
+				    what);
 		}
 		if (c == CALL_ALLGATHER || c == CALL_IALLGATHER)
 			continue; /* allgather has no op */
 		for (size_t k = 0; k < sizeof(bad_ops) / sizeof(bad_ops[0]); k++) {
 			char what[96];
+			char says[96];
 			snprintf(what, sizeof(what), "%s(op %d)", call_names[c], bad_ops[k]);
-			assert_error(
-			    call(c, buf, out, 2, WEFT_FLOAT32, (weft_op_t)bad_ops[k], comm),
-			    WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm), "op", what);
+			snprintf(says, sizeof(says), "%s: invalid op %d", call_names[c],
+				 bad_ops[k]);
+			weft_status_t st =
+			    call(c, buf, out, 2, WEFT_FLOAT32, (weft_op_t)bad_ops[k], comm);
+			assert_error(st, WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm), "op",
+				     what);
+			assert_says(st, WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm), says,
+				    what);
 		}
 	}
 	assert_usable(comm);
@@ -242,12 +278,19 @@ START_TEST(count_overflow)
 	for (int c = 0; c < CALL_COUNT; c++) {
 		for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
 			char what[128];
+			char says[96];
 			snprintf(what, sizeof(what), "%s(count %zu of %s)", call_names[c],
 				 cases[k].count, harness_dtype_name(cases[k].dt));
-			assert_error(
-			    call(c, buf, buf + 32, cases[k].count, cases[k].dt, WEFT_SUM, comm),
-			    WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm),
-			    "count|overflow|too large|too big", what);
+			snprintf(says, sizeof(says), "%s: count %zu", call_names[c],
+				 cases[k].count);
+			weft_status_t st =
+			    call(c, buf, buf + 32, cases[k].count, cases[k].dt, WEFT_SUM, comm);
+			assert_error(st, WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm),
+				     "count|overflow|too large|too big", what);
+			assert_says(st, WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm), says,
+				    what);
+			assert_says(st, WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm),
+				    "overflows", what);
 		}
 	}
 	assert_usable(comm);
@@ -262,6 +305,11 @@ START_TEST(null_comm_and_request)
 		weft_status_t st = call(c, buf, out, 4, WEFT_FLOAT32, WEFT_SUM, NULL);
 		ck_assert_msg(st == WEFT_ERR_INVALID_ARG, "%s(comm NULL): %s", call_names[c],
 			      weft_status_string(st));
+		/* Each call's own message, not the first one of the thread. */
+		char what[96], says[96];
+		snprintf(what, sizeof(what), "%s(comm NULL)", call_names[c]);
+		snprintf(says, sizeof(says), "%s: comm is NULL", call_names[c]);
+		assert_says(st, WEFT_ERR_INVALID_ARG, weft_init_last_error(), says, what);
 	}
 	int r = -1;
 	ck_assert_int_eq(weft_comm_rank(NULL, &r), WEFT_ERR_INVALID_ARG);
@@ -275,11 +323,12 @@ START_TEST(null_comm_and_request)
 	ck_assert_int_eq(weft_wait(NULL), WEFT_ERR_INVALID_ARG);
 
 	weft_comm_t comm = solo_comm();
-	assert_error(weft_iallreduce(buf, out, 4, WEFT_FLOAT32, WEFT_SUM, comm, NULL),
-		     WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm), "request",
-		     "weft_iallreduce(request NULL)");
-	assert_error(weft_iallgather(buf, out, 4, WEFT_FLOAT32, comm, NULL), WEFT_ERR_INVALID_ARG,
-		     weft_comm_last_error(comm), "request", "weft_iallgather(request NULL)");
+	assert_says(weft_iallreduce(buf, out, 4, WEFT_FLOAT32, WEFT_SUM, comm, NULL),
+		    WEFT_ERR_INVALID_ARG, weft_comm_last_error(comm),
+		    "weft_iallreduce: request is NULL", "weft_iallreduce(request NULL)");
+	assert_says(weft_iallgather(buf, out, 4, WEFT_FLOAT32, comm, NULL), WEFT_ERR_INVALID_ARG,
+		    weft_comm_last_error(comm), "weft_iallgather: request is NULL",
+		    "weft_iallgather(request NULL)");
 	ck_assert_int_eq(weft_comm_rank(comm, NULL), WEFT_ERR_INVALID_ARG);
 	ck_assert_int_eq(weft_comm_size(comm, NULL), WEFT_ERR_INVALID_ARG);
 	ck_assert_int_eq(weft_comm_get_async_error(comm, NULL), WEFT_ERR_INVALID_ARG);
@@ -297,13 +346,13 @@ START_TEST(null_comm_and_request)
 END_TEST
 
 static void assert_init_fails(int nranks, weft_unique_id_t id, int rank,
-			      const weft_config_t *config, const char *words, const char *what)
+			      const weft_config_t *config, const char *says, const char *what)
 {
 	weft_comm_t comm = (weft_comm_t)(uintptr_t)0x1;
 	double t0 = harness_now();
 	weft_status_t st = weft_comm_init_rank(&comm, nranks, id, rank, config);
 	double took = harness_now() - t0;
-	assert_error(st, WEFT_ERR_INVALID_ARG, weft_init_last_error(), words, what);
+	assert_says(st, WEFT_ERR_INVALID_ARG, weft_init_last_error(), says, what);
 	ck_assert_msg(comm == NULL, "%s: failed but left *comm non-NULL", what);
 	ck_assert_msg(took < 2.0, "%s: took %.1f s to reject", what, took);
 }
@@ -313,19 +362,29 @@ START_TEST(init_bad_rank_and_size)
 	setenv("WEFT_BOOTSTRAP_TIMEOUT", "3", 1);
 	weft_unique_id_t id;
 	ck_assert_int_eq(weft_get_unique_id(&id), WEFT_SUCCESS);
-	assert_init_fails(2, id, -1, NULL, "rank", "init_rank(rank -1 of 2)");
-	assert_init_fails(2, id, 2, NULL, "rank", "init_rank(rank 2 of 2)");
-	assert_init_fails(2, id, INT_MAX, NULL, "rank", "init_rank(rank INT_MAX of 2)");
-	assert_init_fails(0, id, 0, NULL, "nranks|size|rank", "init_rank(nranks 0)");
-	assert_init_fails(-3, id, 0, NULL, "nranks|size|rank", "init_rank(nranks -3)");
-	assert_init_fails(INT_MIN, id, 0, NULL, "nranks|size|rank", "init_rank(nranks INT_MIN)");
+	assert_init_fails(2, id, -1, NULL, "weft_comm_init_rank: rank -1 is out of range",
+			  "init_rank(rank -1 of 2)");
+	assert_init_fails(2, id, 2, NULL, "weft_comm_init_rank: rank 2 is out of range",
+			  "init_rank(rank 2 of 2)");
+	assert_init_fails(2, id, INT_MAX, NULL,
+			  "weft_comm_init_rank: rank 2147483647 is out of range",
+			  "init_rank(rank INT_MAX of 2)");
+	assert_init_fails(0, id, 0, NULL, "weft_comm_init_rank: nranks 0 is out of range",
+			  "init_rank(nranks 0)");
+	assert_init_fails(-3, id, 0, NULL, "weft_comm_init_rank: nranks -3 is out of range",
+			  "init_rank(nranks -3)");
+	assert_init_fails(INT_MIN, id, 0, NULL,
+			  "weft_comm_init_rank: nranks -2147483648 is out of range",
+			  "init_rank(nranks INT_MIN)");
 
 	weft_config_t bad_size = WEFT_CONFIG_INIT;
 	bad_size.size = 3;
-	assert_init_fails(1, id, 0, &bad_size, "config|size", "init_rank(config.size 3)");
+	assert_init_fails(1, id, 0, &bad_size, "weft_comm_init_rank: config->size is 3",
+			  "init_rank(config.size 3)");
 	weft_config_t bad_timeout = WEFT_CONFIG_INIT;
 	bad_timeout.timeout_seconds = -1.0;
-	assert_init_fails(1, id, 0, &bad_timeout, "timeout",
+	assert_init_fails(1, id, 0, &bad_timeout,
+			  "weft_comm_init_rank: config->timeout_seconds is negative",
 			  "init_rank(config.timeout_seconds -1)");
 
 	ck_assert_int_eq(weft_comm_init_rank(NULL, 1, id, 0, NULL), WEFT_ERR_INVALID_ARG);
@@ -353,33 +412,35 @@ START_TEST(init_garbage_id)
 		      (unsigned long long)uid.magic);
 
 	memset(&id, 0, sizeof(id));
-	assert_init_fails(1, id, 0, NULL, "unique id|magic", "init_rank(all-zero id)");
+	assert_init_fails(1, id, 0, NULL, "unique id is invalid (bad magic",
+			  "init_rank(all-zero id)");
 
 	for (size_t k = 0; k < sizeof(id.internal); k++)
 		id.internal[k] = (char)(k * 71 + 13);
-	assert_init_fails(1, id, 0, NULL, "unique id|magic", "init_rank(garbage id)");
+	assert_init_fails(1, id, 0, NULL, "unique id is invalid (bad magic",
+			  "init_rank(garbage id)");
 
 	struct weft_uid bad = uid;
 	bad.magic ^= 0x100;
 	memcpy(id.internal, &bad, sizeof(bad));
-	assert_init_fails(2, id, 1, NULL, "unique id|magic", "init_rank(id with a wrong magic)");
+	assert_init_fails(2, id, 1, NULL, "unique id is invalid (bad magic",
+			  "init_rank(id with a wrong magic)");
 
 	bad = uid;
 	bad.version += 7;
 	memcpy(id.internal, &bad, sizeof(bad));
-	assert_init_fails(2, id, 1, NULL, "unique id|version",
+	assert_init_fails(2, id, 1, NULL, "unique id is invalid (version",
 			  "init_rank(id with a wrong version)");
 
 	bad = uid;
 	bad.addr_len = 1000;
 	memcpy(id.internal, &bad, sizeof(bad));
-	assert_init_fails(2, id, 1, NULL, "unique id|addr|length",
-			  "init_rank(id with address length 1000)");
+	assert_init_fails(2, id, 1, NULL, "length 1000)", "init_rank(id with address length 1000)");
 
 	bad = uid;
 	bad.addr.sa.sa_family = AF_UNIX;
 	memcpy(id.internal, &bad, sizeof(bad));
-	assert_init_fails(2, id, 1, NULL, "unique id|addr|family",
+	assert_init_fails(2, id, 1, NULL, "unique id is invalid (address family 1,",
 			  "init_rank(id with address family AF_UNIX)");
 }
 END_TEST

@@ -18,7 +18,10 @@
  *  - weft_comm_abort on one rank (between calls, and from another thread
  *    while the rank is blocked in an allreduce): that rank gets
  *    WEFT_ERR_ABORTED, the peers fail rather than hang.
- *  - mismatched counts across ranks: an error somewhere, no crash, no hang.
+ *  - mismatched calls (count, datatype, op, root or collective differing on
+ *    one rank), over shm and socket with WEFT_TIMEOUT=30: every rank fails
+ *    with WEFT_ERR_REMOTE or WEFT_ERR_INVALID_ARG within 5 s, and some rank's
+ *    message names what differs.
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -554,40 +557,174 @@ START_TEST(peer_abort_from_thread)
 }
 END_TEST
 
-/* --- mismatched counts --- */
+/* --- mismatched calls ---
+ *
+ * One rank (the odd one) calls a collective with a different count,
+ * datatype, op, root or collective than the others. Every rank must fail
+ * with WEFT_ERR_REMOTE or WEFT_ERR_INVALID_ARG within 5 s, far below the
+ * WEFT_TIMEOUT of 30 s, either in that call or in the barrier it makes next
+ * (a rank may finish a call in which it received nothing: a broadcast root,
+ * or every rank of a broadcast whose ranks disagree on the root); a timeout
+ * does not count. At least one rank's message must name what differs: the
+ * tags carry each call's signature (src/core/tag.h). */
+
+enum mm_call { MM_ALLREDUCE, MM_ALLGATHER, MM_BROADCAST, MM_REDUCE };
+
+struct mm_args {
+	enum mm_call call;
+	size_t count;
+	weft_datatype_t dt;
+	weft_op_t op;
+	int root;
+};
+
+struct mismatch {
+	const char *name;
+	int odd; /* the rank that passes odd_args */
+	struct mm_args args, odd_args;
+	const char *expect[3]; /* one rank's message must contain all of these */
+};
+
+static const struct mismatch mismatches[] = {
+    {"counts 1000 and 3000",
+     0,
+     {MM_ALLREDUCE, 3000, WEFT_FLOAT32, WEFT_SUM, 0},
+     {MM_ALLREDUCE, 1000, WEFT_FLOAT32, WEFT_SUM, 0},
+     {"mismatched weft_allreduce: count: rank ", "passed a different count"}},
+    /* 70000 and 70001 int32: the first chunks have the same length */
+    {"broadcast counts 70000 and 70001",
+     2,
+     {MM_BROADCAST, 70000, WEFT_INT32, WEFT_SUM, 0},
+     {MM_BROADCAST, 70001, WEFT_INT32, WEFT_SUM, 0},
+     {"mismatched weft_broadcast: count or root: rank "}},
+    /* count 0 returns at once, so the odd rank's barrier meets the others' allreduce */
+    {"count 0 on one rank",
+     1,
+     {MM_ALLREDUCE, 1000, WEFT_FLOAT32, WEFT_SUM, 0},
+     {MM_ALLREDUCE, 0, WEFT_FLOAT32, WEFT_SUM, 0},
+     {"mismatched calls: rank ", "weft_barrier", "weft_allreduce"}},
+    {"datatypes of one size (float, int32)",
+     1,
+     {MM_ALLREDUCE, 1000, WEFT_FLOAT32, WEFT_SUM, 0},
+     {MM_ALLREDUCE, 1000, WEFT_INT32, WEFT_SUM, 0},
+     {"mismatched weft_allreduce: datatype: rank ", "int32", "float"}},
+    {"datatypes of two sizes (float, double)",
+     2,
+     {MM_ALLGATHER, 500, WEFT_FLOAT32, WEFT_SUM, 0},
+     {MM_ALLGATHER, 500, WEFT_FLOAT64, WEFT_SUM, 0},
+     {"mismatched weft_allgather: datatype: rank ", "double", "float"}},
+    {"datatypes half and bfloat16",
+     0,
+     {MM_ALLREDUCE, 999, WEFT_FLOAT16, WEFT_SUM, 0},
+     {MM_ALLREDUCE, 999, WEFT_BFLOAT16, WEFT_SUM, 0},
+     {"mismatched weft_allreduce: datatype: rank ", "half", "bfloat16"}},
+    {"ops sum and max",
+     2,
+     {MM_ALLREDUCE, 1000, WEFT_FLOAT32, WEFT_SUM, 0},
+     {MM_ALLREDUCE, 1000, WEFT_FLOAT32, WEFT_MAX, 0},
+     {"mismatched weft_allreduce: op: rank ", "max", "sum"}},
+    {"broadcast roots 0 and 1",
+     1,
+     {MM_BROADCAST, 1000, WEFT_INT32, WEFT_SUM, 0},
+     {MM_BROADCAST, 1000, WEFT_INT32, WEFT_SUM, 1},
+     {"mismatched weft_broadcast: count or root: rank "}},
+    {"reduce roots 0 and 2",
+     2,
+     {MM_REDUCE, 1000, WEFT_FLOAT32, WEFT_SUM, 0},
+     {MM_REDUCE, 1000, WEFT_FLOAT32, WEFT_SUM, 2},
+     {"mismatched weft_reduce: count or root: rank "}},
+    {"allgather against allreduce",
+     0,
+     {MM_ALLREDUCE, 1000, WEFT_FLOAT32, WEFT_SUM, 0},
+     {MM_ALLGATHER, 1000, WEFT_FLOAT32, WEFT_SUM, 0},
+     {"mismatched calls: rank ", "weft_allgather", "weft_allreduce"}},
+};
+#define NMISMATCHES	 ((int)(sizeof(mismatches) / sizeof(mismatches[0])))
+#define MISMATCH_RANKS	 3
+#define MISMATCH_BOUND_S 5.0
+
+static weft_status_t mm_run(const struct mm_args *a, void *send, void *recv, int rank,
+			    weft_comm_t comm)
+{
+	switch (a->call) {
+	case MM_ALLREDUCE: return weft_allreduce(send, recv, a->count, a->dt, a->op, comm);
+	case MM_ALLGATHER: return weft_allgather(send, recv, a->count, a->dt, comm);
+	case MM_BROADCAST:
+		return weft_broadcast(rank == a->root ? send : NULL, recv, a->count, a->dt, a->root,
+				      comm);
+	default: return weft_reduce(send, recv, a->count, a->dt, a->op, a->root, comm);
+	}
+}
+
+/* What each rank leaves in harness_shared() for the parent. */
+struct mm_report {
+	int named; /* ranks whose message names the mismatch */
+};
 
 static int mismatch_body(weft_comm_t comm, int rank, int nranks, void *arg)
 {
-	size_t count = rank == 0 ? 1000 : 3000;
-	float *buf = calloc(3000, sizeof(float));
-	if (!buf)
+	const struct mismatch *m = arg;
+	const struct mm_args *a = rank == m->odd ? &m->odd_args : &m->args;
+	/* Room for the largest case: allgather of nranks blocks of doubles. */
+	size_t bytes = (m->args.count > m->odd_args.count ? m->args.count : m->odd_args.count) * 8 *
+		       (size_t)nranks;
+	void *send = calloc(1, bytes), *recv = calloc(1, bytes);
+	if (!send || !recv) {
+		free(send);
+		free(recv);
 		return harness_fail("out of memory");
-	harness_progress("allreduce of %zu elements (rank 0: 1000, others 3000)", count);
-	weft_status_t st = weft_allreduce(WEFT_IN_PLACE, buf, count, WEFT_FLOAT32, WEFT_SUM, comm);
-	free(buf);
-	int *errors = harness_shared();
-	if (st != WEFT_SUCCESS) {
-		__atomic_add_fetch(errors, 1, __ATOMIC_SEQ_CST);
-		fprintf(stderr, "rank %d: mismatched counts reported as it should: %s: %s\n", rank,
-			weft_status_string(st), weft_comm_last_error(comm));
-		if (!*weft_comm_last_error(comm))
-			return harness_fail("mismatched counts: %s with an empty message",
-					    weft_status_string(st));
 	}
+	harness_progress("%s: the mismatched call", m->name);
+	double t0 = harness_now();
+	const char *in = "the mismatched call";
+	weft_status_t st = mm_run(a, send, recv, rank, comm);
+	if (st == WEFT_SUCCESS) {
+		harness_progress("%s: the barrier after it", m->name);
+		in = "the barrier after the mismatched call";
+		st = weft_barrier(comm);
+	}
+	double took = harness_now() - t0;
+	free(send);
+	free(recv);
+	const char *msg = weft_comm_last_error(comm);
+	if (st == WEFT_SUCCESS)
+		return harness_fail("%s: the mismatch went unnoticed on this rank", m->name);
+	if (st != WEFT_ERR_REMOTE && st != WEFT_ERR_INVALID_ARG)
+		return harness_fail_status(comm, st,
+					   "%s: in %s, expected remote failure or "
+					   "invalid argument, not this",
+					   m->name, in);
+	if (took > MISMATCH_BOUND_S)
+		return harness_fail("%s: failed after %.1f s in %s, more than %.0f s: %s", m->name,
+				    took, in, MISMATCH_BOUND_S, msg);
+	bool named = true;
+	for (int k = 0; k < 3 && m->expect[k]; k++)
+		named = named && msg && strstr(msg, m->expect[k]);
+	if (named)
+		__atomic_add_fetch(&((struct mm_report *)harness_shared())->named, 1,
+				   __ATOMIC_SEQ_CST);
 	return 0;
 }
 
-START_TEST(mismatched_counts)
+START_TEST(mismatched_calls)
 {
-	static const char *const env[] = {"WEFT_TIMEOUT=5", NULL};
+	const struct mismatch *m = &mismatches[_i / 2];
+	static const char *const shm[] = {"WEFT_TIMEOUT=30", "WEFT_BOOTSTRAP_TIMEOUT=10", NULL};
+	static const char *const socket[] = {"WEFT_TIMEOUT=30", "WEFT_BOOTSTRAP_TIMEOUT=10",
+					     "WEFT_TRANSPORTS=socket", "WEFT_SOCKET_IFNAME=lo",
+					     NULL};
+	const char *over = _i % 2 ? "socket" : "shm";
 	struct harness_result res;
-	harness_run(3, _i ? env_socket : env, mismatch_body, NULL, 30, &res);
-	ck_assert_msg(res.ok, "mismatched counts over %s:\n%s", transports[_i].name, res.summary);
-	/* Which ranks notice is the library's business, but someone must. */
-	int errors;
-	memcpy(&errors, res.shared, sizeof(errors));
-	ck_assert_msg(errors > 0, "mismatched counts over %s: every rank returned success",
-		      transports[_i].name);
+	harness_run(MISMATCH_RANKS, _i % 2 ? socket : shm, mismatch_body, (void *)m, 60, &res);
+	printf("mismatch %s over %s: %.1f s\n", m->name, over, res.seconds);
+	ck_assert_msg(res.ok, "%s over %s:\n%s", m->name, over, res.summary);
+	struct mm_report report;
+	memcpy(&report, res.shared, sizeof(report));
+	ck_assert_msg(report.named > 0,
+		      "%s over %s: every rank failed, but no message contains \"%s\"%s%s (see "
+		      "stderr)",
+		      m->name, over, m->expect[0], m->expect[1] ? " and " : "",
+		      m->expect[1] ? m->expect[1] : "");
 }
 END_TEST
 
@@ -609,7 +746,7 @@ static Suite *failures_suite(void)
 	tcase_add_loop_test(tc, peer_sigkill_during_large, 0, 2);
 	tcase_add_loop_test(tc, peer_abort, 0, 2);
 	tcase_add_loop_test(tc, peer_abort_from_thread, 0, 2);
-	tcase_add_loop_test(tc, mismatched_counts, 0, 2);
+	tcase_add_loop_test(tc, mismatched_calls, 0, 2 * NMISMATCHES);
 	suite_add_tcase(s, tc);
 	return s;
 }

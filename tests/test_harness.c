@@ -3,9 +3,15 @@
  * other suites rely on. A hung rank is killed at the deadline and named with
  * its last progress note; exit codes, signals and failure messages reach the
  * result per rank; absent ranks are not started; the shared area comes back;
- * init through the environment works.
+ * init through the environment works. The rounding test data (harness.h) is
+ * what it claims: for 1..8 ranks, every partial result over a proper subset
+ * of the ranks is exactly representable (checked over every subset; for
+ * products, one that rounds leaves only powers of two to multiply), the
+ * expected value is the full result rounded once to nearest even, and it
+ * differs from the truncated result often enough that a rounding bug shows.
  */
 #include <check.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,6 +149,132 @@ START_TEST(env_reaches_ranks)
 }
 END_TEST
 
+/* @p x rounded to @p p significant bits, to nearest even (the default mode). */
+static long double round_bits_to(long double x, int p)
+{
+	if (x == 0)
+		return 0;
+	int e;
+	long double f = frexpl(x, &e);
+	return ldexpl(nearbyintl(ldexpl(f, p)), e - p);
+}
+
+static int type_bits(weft_datatype_t dt)
+{
+	return dt == WEFT_FLOAT16 ? 11 : dt == WEFT_BFLOAT16 ? 8 : dt == WEFT_FLOAT32 ? 24 : 53;
+}
+
+/* Exactly representable and normal (fp16's range is the one that binds). */
+static bool representable(long double x, weft_datatype_t dt)
+{
+	if (dt == WEFT_FLOAT16 && x != 0 && (fabsl(x) > 65504 || fabsl(x) < 0x1p-14L))
+		return false;
+	return round_bits_to(x, type_bits(dt)) == x;
+}
+
+#define ROUND_ELEMS 300
+
+/* Checks one (dtype, op, nranks) of the rounding data; returns how many
+ * elements the truncated result gets wrong. long double (64-bit
+ * significand) holds every partial sum exactly, and every partial product
+ * but fp64's (106 bits), which is left out of the subset check. */
+static size_t check_round_pattern(weft_datatype_t dt, weft_op_t op, int n)
+{
+	static double vals[8][ROUND_ELEMS];
+	unsigned char buf[ROUND_ELEMS * 8], want[ROUND_ELEMS * 8], trunc[ROUND_ELEMS * 8];
+	for (int r = 0; r < n; r++) {
+		harness_round_input(buf, ROUND_ELEMS, dt, op, r, n, 5);
+		for (size_t i = 0; i < ROUND_ELEMS; i++)
+			vals[r][i] = harness_elem_load(buf, i, dt);
+	}
+	harness_round_expected(want, ROUND_ELEMS, dt, op, n, 5);
+	harness_round_truncated(trunc, ROUND_ELEMS, dt, op, n, 5);
+	const char *what = harness_dtype_name(dt), *how = harness_op_name(op);
+	bool exact_products = op != WEFT_PROD || dt != WEFT_FLOAT64;
+	size_t sensitive = 0;
+	for (size_t i = 0; i < ROUND_ELEMS; i++) {
+		for (int r = 0; r < n; r++)
+			ck_assert_msg(representable(vals[r][i], dt),
+				      "%s %s n %d elem %zu rank %d: %a", what, how, n, i, r,
+				      vals[r][i]);
+		long double got = harness_elem_load(want, i, dt);
+		for (unsigned mask = 1; exact_products && mask < (1u << n) - 1; mask++) {
+			long double acc = op == WEFT_PROD ? 1 : 0, rest = 1;
+			for (int r = 0; r < n; r++)
+				if (mask & (1u << r))
+					acc = op == WEFT_PROD ? acc * vals[r][i] : acc + vals[r][i];
+				else
+					rest *= vals[r][i];
+			/* A product that rounds must hold both significands, and the
+			 * other ranks' factors must then be exact powers of two that
+			 * take the rounded value to the expected result unchanged. */
+			bool ok = representable(acc, dt) ||
+				  (op == WEFT_PROD && representable(rest, dt) &&
+				   round_bits_to(acc, type_bits(dt)) * rest == got);
+			ck_assert_msg(ok,
+				      "%s %s n %d elem %zu: ranks 0x%x combine to %La, which needs "
+				      "rounding",
+				      what, how, n, i, mask, acc);
+		}
+		/* The full result, rounded once, and a left fold that rounds
+		 * after every step as the library does: both give what the
+		 * data promises. */
+		long double all = op == WEFT_PROD ? 1 : 0, fold = vals[0][i];
+		for (int r = 0; r < n; r++)
+			all = op == WEFT_PROD ? all * vals[r][i] : all + vals[r][i];
+		for (int r = 1; r < n; r++)
+			fold = round_bits_to(
+			    op == WEFT_PROD ? fold * vals[r][i] : fold + vals[r][i], type_bits(dt));
+		if (op == WEFT_AVG) {
+			/* fp64: 64 bits are too few to round a quotient twice safely;
+			 * check |want - T/n| <= half an ulp of want instead. */
+			if (dt == WEFT_FLOAT64) {
+				long double ulp = got == 0 ? 0 : ldexpl(1, ilogbl(got) - 52);
+				ck_assert_msg(fabsl(got * n - all) <= ulp * n / 2,
+					      "avg fp64 n %d elem %zu: %La for %La / %d", n, i, got,
+					      all, n);
+			} else {
+				ck_assert_msg(got == round_bits_to(all / n, type_bits(dt)),
+					      "avg %s n %d elem %zu: expected %La for %La / %d",
+					      what, n, i, got, all, n);
+			}
+		} else if (exact_products) {
+			ck_assert_msg(got == round_bits_to(all, type_bits(dt)) && got == fold,
+				      "%s %s n %d elem %zu: expected %La, exact %La, fold %La",
+				      what, how, n, i, got, all, fold);
+		}
+		sensitive += got != (long double)harness_elem_load(trunc, i, dt);
+	}
+	return sensitive;
+}
+
+START_TEST(round_patterns_are_order_free)
+{
+	static const weft_datatype_t dts[] = {WEFT_FLOAT16, WEFT_BFLOAT16, WEFT_FLOAT32,
+					      WEFT_FLOAT64};
+	static const weft_op_t ops[] = {WEFT_SUM, WEFT_PROD, WEFT_AVG};
+	for (size_t d = 0; d < 4; d++)
+		for (size_t o = 0; o < 3; o++)
+			for (int n = 1; n <= 8; n++) {
+				ck_assert(harness_round_supported(dts[d], ops[o]));
+				size_t sensitive = check_round_pattern(dts[d], ops[o], n);
+				/* Averages over 2^k ranks divide exactly; one rank
+				 * combines nothing. Everything else must catch a
+				 * truncation on a good share of the elements. */
+				bool can_round = n > 1 && (ops[o] != WEFT_AVG || (n & (n - 1)));
+				if (can_round)
+					ck_assert_msg(sensitive >= ROUND_ELEMS / 5,
+						      "%s %s n %d: only %zu of %d elements tell "
+						      "rounding from truncation",
+						      harness_dtype_name(dts[d]),
+						      harness_op_name(ops[o]), n, sensitive,
+						      ROUND_ELEMS);
+			}
+	ck_assert(!harness_round_supported(WEFT_INT32, WEFT_SUM));
+	ck_assert(!harness_round_supported(WEFT_FLOAT32, WEFT_MAX));
+}
+END_TEST
+
 static Suite *harness_suite(void)
 {
 	Suite *s = suite_create("harness");
@@ -152,6 +284,7 @@ static Suite *harness_suite(void)
 	tcase_add_test(tc, every_rank_count);
 	tcase_add_test(tc, absent_rank_not_started);
 	tcase_add_test(tc, env_reaches_ranks);
+	tcase_add_test(tc, round_patterns_are_order_free);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -18,7 +18,7 @@
  *    AllReduce with its defaults (plain and mixed buffers handed to the
  *    tuner's next choice) and staged (WEFT_SHMEM_STAGED=1, slots of 8 KiB,
  *    so that the staged path runs many rounds);
- *  - the latency path: counts around the 56-byte inline limit and the
+ *  - the latency path: counts around the 48-byte inline limit and the
  *    4 KiB cap, every dtype and op, blocking and non-blocking forms mixed
  *    across ranks in the same call (the task form and the inline form
  *    must meet), and a blocking call behind an unfinished iallreduce.
@@ -556,8 +556,8 @@ static int small_body(weft_comm_t comm, int rank, int nranks, void *arg)
 		size_t es = harness_dtype_size((weft_datatype_t)dt);
 		size_t counts[] = {1,
 				   2,
-				   56 / es,
-				   56 / es + 1,
+				   SHMEM_INLINE / es,
+				   SHMEM_INLINE / es + 1,
 				   255,
 				   SHMEM_SMALL_MAX / es,
 				   SHMEM_SMALL_MAX / es + 1};

@@ -2,7 +2,10 @@
  * test_reduce.c — the reduction kernels against a scalar reference written
  * here, independently of src/reduce.c: every (datatype, op), odd lengths,
  * misaligned and aliased pointers, both instruction-set paths, fp16/bf16
- * rounding edges, weft_reduce_scale and the datatype/op names.
+ * rounding edges, weft_reduce_scale and the datatype/op names; WEFT_ISA
+ * (generic, avx2, an unknown value, and communicator creation rejecting the
+ * unknown one). `make test` runs this suite a second time with
+ * WEFT_ISA=generic, where only the generic path is there to test.
  */
 #include <check.h>
 #include <float.h>
@@ -12,10 +15,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
-#include "util/dtype.h"
+#include <cpuid.h>
+
 #include "reduce/reduce.h"
 #include "reduce/reduce_isa.h"
+#include "util/dtype.h"
 #include "weft.h"
 
 static const size_t lengths[] = {0, 1, 7, 33, 1003};
@@ -449,7 +456,8 @@ static void check_isa_paths_agree(weft_datatype_t dt)
 START_TEST(test_isa_paths_agree)
 {
 	if (!have_avx2()) {
-		fprintf(stderr, "test_isa_paths_agree: no AVX2+F16C here, only one path to test\n");
+		fprintf(stderr, "test_isa_paths_agree: only the generic path here (no AVX2+F16C, "
+				"or WEFT_ISA=generic)\n");
 		return;
 	}
 	for (int dt = 0; dt < WEFT_DATATYPE_COUNT; dt++)
@@ -844,6 +852,134 @@ START_TEST(test_names_and_sizes)
 }
 END_TEST
 
+/* ---- WEFT_ISA ------------------------------------------------------------ */
+
+/* What the CPU can do, asked here rather than of the library (whose answer
+ * WEFT_ISA changes): AVX2, and F16C from CPUID leaf 1. */
+static bool cpu_can_avx2(void)
+{
+	unsigned int eax, ebx, ecx, edx;
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx2") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) &&
+	       (ecx & bit_F16C);
+}
+
+/* The dispatch reads WEFT_ISA once per process: each case runs in a fresh
+ * child with @p value set (NULL: unset) and exits with @p fn's result. */
+static void with_isa(const char *value, int (*fn)(void))
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (value)
+			setenv("WEFT_ISA", value, 1);
+		else
+			unsetenv("WEFT_ISA");
+		_exit(fn());
+	}
+	int status = 0;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "WEFT_ISA=%s: the check failed (status %d; see stderr)",
+		      value ? value : "(unset)", status);
+}
+
+static int child_fail(const char *fmt, const char *a, const char *b)
+{
+	fprintf(stderr, fmt, a, b);
+	fputc('\n', stderr);
+	return 1;
+}
+
+static int isa_unset(void)
+{
+	const char *want = cpu_can_avx2() ? "avx2" : "generic";
+	char why[160];
+	if (weft_reduce_isa_check(why, sizeof(why)) != WEFT_SUCCESS)
+		return child_fail("WEFT_ISA unset: check says \"%s\"%s", why, "");
+	if (strcmp(weft_reduce_isa(), want) != 0)
+		return child_fail("WEFT_ISA unset: kernels are %s, expected %s", weft_reduce_isa(),
+				  want);
+	return 0;
+}
+
+/* generic is kept even when the test hook lets go (it falls back to the
+ * setting, not to the CPU), and the kernels still compute the right thing. */
+static int isa_generic(void)
+{
+	char why[160];
+	if (weft_reduce_isa_check(why, sizeof(why)) != WEFT_SUCCESS)
+		return child_fail("WEFT_ISA=generic: check says \"%s\"%s", why, "");
+	if (strcmp(weft_reduce_isa(), "generic") != 0)
+		return child_fail("WEFT_ISA=generic: kernels are %s%s", weft_reduce_isa(), "");
+	weft_reduce_force_generic(true);
+	weft_reduce_force_generic(false);
+	if (strcmp(weft_reduce_isa(), "generic") != 0)
+		return child_fail("WEFT_ISA=generic: after the test hook, kernels are %s%s",
+				  weft_reduce_isa(), "");
+	/* (1 + 2^-10) + 2^-11: a tie that nearest-even rounds up, truncation down */
+	uint16_t a = 0x3c01, b = 0x1000, d = 0;
+	weft_reduce_kernel(WEFT_FLOAT16, WEFT_SUM)(&d, &a, &b, 1);
+	if (d != 0x3c02)
+		return child_fail("WEFT_ISA=generic: (1 + 2^-10) + 2^-11 in fp16 gave %s%s",
+				  d == 0x3c01 ? "0x3c01 (truncated)" : "neither neighbour", "");
+	return 0;
+}
+
+static int isa_avx2(void)
+{
+	char why[160];
+	weft_status_t st = weft_reduce_isa_check(why, sizeof(why));
+	if (cpu_can_avx2()) {
+		if (st != WEFT_SUCCESS || strcmp(weft_reduce_isa(), "avx2") != 0)
+			return child_fail("WEFT_ISA=avx2 on an AVX2 CPU: \"%s\", kernels %s", why,
+					  weft_reduce_isa());
+		return 0;
+	}
+	if (st != WEFT_ERR_NOT_SUPPORTED || !strstr(why, "WEFT_ISA=avx2"))
+		return child_fail("WEFT_ISA=avx2 without AVX2: %s \"%s\"", weft_status_string(st),
+				  why);
+	if (strcmp(weft_reduce_isa(), "generic") != 0)
+		return child_fail("WEFT_ISA=avx2 without AVX2: kernels are %s%s", weft_reduce_isa(),
+				  "");
+	return 0;
+}
+
+/* An unknown value: the check names it (the kernels, which cannot fail,
+ * keep the CPU's best), and creating a communicator fails with it. */
+static int isa_unknown(void)
+{
+	char why[160];
+	weft_status_t st = weft_reduce_isa_check(why, sizeof(why));
+	if (st != WEFT_ERR_INVALID_ARG || !strstr(why, "WEFT_ISA=sse9: expected generic or avx2"))
+		return child_fail("WEFT_ISA=sse9: %s \"%s\"", weft_status_string(st), why);
+	const char *want = cpu_can_avx2() ? "avx2" : "generic";
+	if (strcmp(weft_reduce_isa(), want) != 0)
+		return child_fail("WEFT_ISA=sse9: kernels are %s, expected %s", weft_reduce_isa(),
+				  want);
+	weft_unique_id_t id;
+	weft_comm_t comm = NULL;
+	if (weft_get_unique_id(&id) != WEFT_SUCCESS)
+		return child_fail("weft_get_unique_id: %s%s", weft_init_last_error(), "");
+	st = weft_comm_init_rank(&comm, 1, id, 0, NULL);
+	if (st != WEFT_ERR_INVALID_ARG || comm ||
+	    !strstr(weft_init_last_error(), "WEFT_ISA=sse9: expected generic or avx2"))
+		return child_fail("weft_comm_init_rank with WEFT_ISA=sse9: %s \"%s\"",
+				  weft_status_string(st), weft_init_last_error());
+	return 0;
+}
+
+START_TEST(test_isa_setting)
+{
+	with_isa(NULL, isa_unset);
+	with_isa("", isa_unset);
+	with_isa("generic", isa_generic);
+	with_isa("avx2", isa_avx2);
+	with_isa("sse9", isa_unknown);
+}
+END_TEST
+
 static Suite *reduce_suite(void)
 {
 	Suite *s = suite_create("reduce");
@@ -855,6 +991,7 @@ static Suite *reduce_suite(void)
 	tcase_add_test(tc, test_half_paths_agree_exactly);
 	tcase_add_test(tc, test_kernel_lookup);
 	tcase_add_test(tc, test_float_min_max_semantics);
+	tcase_add_test(tc, test_isa_setting);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("conversions");

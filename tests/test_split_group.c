@@ -281,14 +281,17 @@ static int body_split(weft_comm_t comm, int rank, int nranks, void *arg)
 	if (!ret) {
 		weft_comm_t nc = (weft_comm_t)(uintptr_t)1;
 		ret |= expect_invalid(comm, weft_comm_split(comm, -5, 0, &nc),
-				      "weft_comm_split(color -5)", "color");
+				      "weft_comm_split(color -5)",
+				      "weft_comm_split: color -5 is negative");
 		if (nc != NULL)
 			ret |= harness_fail("weft_comm_split(color -5): *newcomm not NULL");
 		/* No communicator comes out of it: the message is the init one. */
 		ret |= expect_invalid(NULL, weft_comm_split(comm, 0, 0, NULL),
-				      "weft_comm_split(newcomm NULL)", "newcomm");
-		ret |= expect_invalid(NULL, weft_comm_split(NULL, 0, 0, &nc),
-				      "weft_comm_split(comm NULL)", "comm");
+				      "weft_comm_split(newcomm NULL)",
+				      "weft_comm_split: newcomm is NULL");
+		ret |=
+		    expect_invalid(NULL, weft_comm_split(NULL, 0, 0, &nc),
+				   "weft_comm_split(comm NULL)", "weft_comm_split: comm is NULL");
 		if (!ret)
 			ret = check_traffic(&world, "parent after bad splits", salt++);
 	}
@@ -744,7 +747,7 @@ static int group_nested(weft_comm_t comm, int rank, int nranks, unsigned salt)
 	harness_progress("nested groups: weft_wait before the outer end");
 	if (!ret) {
 		ret = expect_invalid(comm, weft_wait(&rreq), "weft_wait before weft_group_end",
-				     "group");
+				     "weft_wait: the request's group has not ended");
 		if (!rreq && !ret)
 			ret = harness_fail("weft_wait before weft_group_end cleared the request");
 	}
@@ -773,26 +776,32 @@ static int group_bad_input(weft_comm_t comm, int rank, int nranks)
 	weft_request_t req;
 	harness_progress("group/p2p bad input");
 	weft_status_t st = weft_group_end();
-	if (st != WEFT_ERR_INVALID_ARG || !mentions(weft_init_last_error(), "group_start"))
+	if (st != WEFT_ERR_INVALID_ARG ||
+	    !mentions(weft_init_last_error(), "weft_group_end without weft_group_start"))
 		ret |= harness_fail("weft_group_end without start: %s (%d), message \"%s\"",
 				    weft_status_string(st), (int)st, weft_init_last_error());
+	char self_says[64], nranks_says[64], dtype_says[64];
+	snprintf(self_says, sizeof(self_says), "weft_send: peer %d is this rank", rank);
+	snprintf(dtype_says, sizeof(dtype_says), "weft_recv: invalid datatype %d",
+		 (int)WEFT_DATATYPE_COUNT);
+	snprintf(nranks_says, sizeof(nranks_says), "weft_recv: peer %d is not a rank", nranks);
 	ret |= expect_invalid(comm, weft_send(buf, 4, WEFT_UINT8, rank, comm), "weft_send to self",
-			      "peer");
+			      self_says);
 	ret |= expect_invalid(comm, weft_recv(buf, 4, WEFT_UINT8, nranks, comm),
-			      "weft_recv from nranks", "peer");
+			      "weft_recv from nranks", nranks_says);
 	ret |= expect_invalid(comm, weft_send(buf, 4, WEFT_UINT8, -1, comm), "weft_send to -1",
-			      "peer");
+			      "weft_send: peer -1 is not a rank");
 	if (nranks > 1) {
 		int peer = (rank + 1) % nranks;
 		ret |= expect_invalid(comm, weft_send(NULL, 4, WEFT_UINT8, peer, comm),
-				      "weft_send(NULL)", "buf");
+				      "weft_send(NULL)", "weft_send: buf is NULL");
 		ret |= expect_invalid(comm, weft_recv(buf, 4, WEFT_DATATYPE_COUNT, peer, comm),
-				      "weft_recv(bad datatype)", "datatype");
+				      "weft_recv(bad datatype)", dtype_says);
 		ret |= expect_invalid(comm, weft_isend(buf, 4, WEFT_UINT8, peer, comm, NULL),
-				      "weft_isend(NULL request)", "request");
+				      "weft_isend(NULL request)", "weft_isend: request is NULL");
 		req = (weft_request_t)(uintptr_t)1;
 		ret |= expect_invalid(comm, weft_irecv(NULL, 4, WEFT_UINT8, peer, comm, &req),
-				      "weft_irecv(NULL)", "buf");
+				      "weft_irecv(NULL)", "weft_irecv: buf is NULL");
 		if (req)
 			ret |= harness_fail("weft_irecv(NULL) failed but left a request");
 		/* Count 0: a no-op that needs no partner. */
@@ -804,7 +813,7 @@ static int group_bad_input(weft_comm_t comm, int rank, int nranks)
 	weft_group_start();
 	st = weft_send(buf, 4, WEFT_UINT8, rank, comm);
 	weft_status_t end = weft_group_end();
-	ret |= expect_invalid(comm, st, "weft_send to self in a group", "peer");
+	ret |= expect_invalid(comm, st, "weft_send to self in a group", self_says);
 	if (end != WEFT_SUCCESS)
 		ret |= harness_fail("weft_group_end after a rejected call: %s",
 				    weft_status_string(end));

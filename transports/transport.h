@@ -26,8 +26,9 @@
  * n-th receive from us. A transport may instead match by tag (the tags
  * are unique within an operation) and complete out of order; it then says
  * so in its properties. Either way a tag and length travel with every
- * message and the receiver fails with WEFT_ERR_REMOTE, naming both values,
- * on a mismatch.
+ * message and the receiver fails with WEFT_ERR_REMOTE on a mismatch,
+ * naming both values and what env->explain makes of the tags (tags carry
+ * the signature of the call: core/tag.h).
  */
 #ifndef WEFT_TRANSPORT_H
 #define WEFT_TRANSPORT_H
@@ -128,6 +129,10 @@ struct weft_tp_env {
 	 * returns @p status. Remote failures, timeouts and aborts make the
 	 * communicator unusable. */
 	weft_status_t (*fail)(void *ctx, weft_status_t status, const char *msg);
+	/* For a tag mismatch: what differs between the tag @p sent by @p peer
+	 * and the tag @p want posted here, as the calls' signatures tell, into
+	 * @p buf ("" if only the steps differ). */
+	void (*explain)(void *ctx, uint64_t sent, uint64_t want, int peer, char *buf, size_t len);
 };
 
 /* printf-style wrappers around env->fail; the errno variant appends

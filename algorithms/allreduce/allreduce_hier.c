@@ -269,11 +269,6 @@ static weft_status_t hier_post(struct weft_task *task)
 	return WEFT_SUCCESS;
 }
 
-static bool hier_supports(const struct weft_comm *comm, const struct weft_coll_args *args)
-{
-	return weft_hier_pays(comm);
-}
-
 static double hier_estimate(const struct weft_comm *comm, const struct weft_links *links,
 			const struct weft_coll_args *args)
 {
@@ -301,6 +296,6 @@ const struct weft_algo weft_allreduce_hier = {
     .description = "reduce up a chain to each host leader, ring among leaders (leaf-grouped), "
 		   "broadcast down the chain",
     .estimate = hier_estimate,
-    .supports = hier_supports,
+    .supports = weft_hier_supports,
     .task = {.post = hier_post, .progress = weft_engine_task_progress},
 };

@@ -86,3 +86,8 @@ bool weft_hier_pays(const struct weft_comm *comm)
 {
 	return comm->graph.nhosts > 1 && weft_hier_max_local(comm) > 1;
 }
+
+bool weft_hier_supports(const struct weft_comm *comm, const struct weft_coll_args *args)
+{
+	return weft_hier_pays(comm);
+}

@@ -37,4 +37,9 @@ int weft_hier_max_local(const struct weft_comm *comm);
  * several ranks. (It runs correctly either way when forced.) */
 bool weft_hier_pays(const struct weft_comm *comm);
 
+struct weft_coll_args;
+
+/* weft_hier_pays as an algorithm's supports test (algorithms/algo.h). */
+bool weft_hier_supports(const struct weft_comm *comm, const struct weft_coll_args *args);
+
 #endif

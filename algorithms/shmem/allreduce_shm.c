@@ -143,12 +143,13 @@ static weft_status_t shm_post(struct weft_task *task)
 	ar->stream = weft_engine_stream(task, ar->bytes);
 	if (ar->bytes <= SHMEM_SMALL_MAX) {
 		ar->phase = PH_SMALL;
-		weft_shmem_small_publish(sh, a, ar->call);
+		weft_shmem_small_publish(sh, a, ar->call, (uint32_t)task->seq);
 		return WEFT_SUCCESS;
 	}
 	memset(ar->v, 0, sizeof(ar->v));
 	struct shmem_ctl *me = shmem_ctl_of(sh, sh->rank);
 	describe(task, &me->desc);
+	me->desc.word = (uint32_t)task->seq;
 	atomic_store_explicit(&me->desc_seq, ar->call, memory_order_release);
 	ar->phase = PH_DESC;
 	return WEFT_SUCCESS;
@@ -176,6 +177,17 @@ static weft_status_t view_side(struct weft_task *task, int p, const struct shmem
 	*len = d->key.len;
 	*base = (unsigned char *)*map + d->off;
 	return WEFT_SUCCESS;
+}
+
+/* Did every peer call what this rank called? (Flags carry no tags.) */
+static bool same_call(struct weft_task *task, weft_status_t *st)
+{
+	struct weft_shmem *sh = task->comm->shmem;
+	for (int p = 0; p < sh->n; p++)
+		if (weft_shmem_mismatch(task->comm, p, (uint32_t)shmem_ctl_of(sh, p)->desc.word,
+					(uint32_t)task->seq, st))
+			return false;
+	return true;
 }
 
 /* Can every rank's buffers be mapped (by their descriptors)? */
@@ -415,7 +427,8 @@ static weft_status_t shm_progress(struct weft_task *task)
 			return weft_shmem_small_collect(task->comm, &task->args, ar->call,
 							&task->waiting_for);
 		case PH_DESC:
-			if (!wait_all(task, CTL(desc_seq), ar->call, NULL, &st))
+			if (!wait_all(task, CTL(desc_seq), ar->call, NULL, &st) ||
+			    !same_call(task, &st))
 				return st;
 			if (!sh->staged && !all_mappable(sh))
 				return hand_off(task);

@@ -6,12 +6,14 @@
  *
  * Steps (module call number m):
  *  1. Each rank writes its input to its latency slot of parity m & 1 —
- *     up to 56 bytes in the slot's header line itself, next to the
- *     sequence word — then stores seq = m (release).
+ *     up to 48 bytes in the slot's header line itself, next to the
+ *     sequence word and the call's operation word (core/tag.h) — then
+ *     stores seq = m (release).
  *  2. Each rank polls every peer's slot until its seq reaches m (acquire),
  *     then reduces all n slots in rank order (the same bits on every rank)
  *     into its recvbuf; its own input is read from its slot too, so in
- *     place needs no care.
+ *     place needs no care. A peer whose word differs called something
+ *     else: the call fails as a mismatched message would.
  * No closing barrier: a rank can reuse a slot only two calls later, by
  * which time every peer has finished reading it (to finish call m + 1 a
  * rank needs every peer's input of m + 1, which a peer writes only after
@@ -37,9 +39,11 @@ static unsigned char *slot_data(struct shmem_small_hdr *h, size_t bytes)
 	return bytes <= SHMEM_INLINE ? h->inl : (unsigned char *)(h + 1);
 }
 
-void weft_shmem_small_publish(struct weft_shmem *sh, const struct weft_coll_args *a, uint64_t call)
+void weft_shmem_small_publish(struct weft_shmem *sh, const struct weft_coll_args *a, uint64_t call,
+			      uint32_t word)
 {
 	struct shmem_small_hdr *h = shmem_small_of(sh, sh->rank, call);
+	h->word = word;
 	size_t bytes = a->count * a->esize;
 	if (bytes)
 		memcpy(slot_data(h, bytes), a->sendbuf, bytes);
@@ -59,6 +63,11 @@ weft_status_t weft_shmem_small_collect(struct weft_comm *comm, const struct weft
 			return st;
 		}
 	}
+	uint32_t mine = (uint32_t)shmem_small_of(sh, sh->rank, call)->word;
+	for (int p = 0; p < sh->n; p++)
+		if (weft_shmem_mismatch(comm, p, (uint32_t)shmem_small_of(sh, p, call)->word, mine,
+					&st))
+			return st;
 	*waiting_for = -1;
 	size_t bytes = a->count * a->esize;
 	if (bytes == 0)
@@ -78,7 +87,7 @@ weft_status_t weft_shmem_allreduce_small(struct weft_comm *comm, const struct we
 {
 	struct weft_shmem *sh = comm->shmem;
 	uint64_t call = ++sh->calls;
-	weft_shmem_small_publish(sh, a, call);
+	weft_shmem_small_publish(sh, a, call, (uint32_t)sh->op);
 	int waiting_for = -1;
 	unsigned spins = 0;
 	double start = weft_now();

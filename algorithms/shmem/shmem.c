@@ -22,6 +22,7 @@
 
 #include "core/comm.h"
 #include "core/p2p.h"
+#include "core/tag.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/memfd.h"
@@ -185,6 +186,7 @@ weft_status_t weft_shmem_init(struct weft_comm *comm)
 		comm->shmem = sh;
 		comm->shmem_free = shmem_free;
 		comm->shmem_abort = shmem_abort;
+		comm->shmem_announce = weft_shmem_announce;
 		weft_log(WEFT_LOG_INFO, WEFT_SUB_SHM,
 			 "shm algorithms on: %d ranks, regions of %zu bytes (staging %zu bytes)",
 			 sh->n, sh->region_len, sh->stage_bytes);
@@ -203,6 +205,35 @@ weft_status_t weft_shmem_init(struct weft_comm *comm)
 /* After this long without the flag, look at the peer (and again as often). */
 #define SHMEM_STALL_S 0.1
 
+void weft_shmem_announce(struct weft_shmem *sh, uint64_t number, uint32_t word)
+{
+	sh->op = ((number + 1) << 32) | word; /* 0: nothing announced yet */
+	atomic_store_explicit(&shmem_ctl_of(sh, sh->rank)->op, sh->op, memory_order_release);
+}
+
+/* Has peer @p r started a call of the number this rank is in, with other
+ * arguments? Then fail as a mismatched message would (core/tag.h). A peer
+ * at another number is only behind or ahead: not a mismatch. */
+static bool mismatched(struct weft_comm *comm, int r, weft_status_t *st)
+{
+	struct weft_shmem *sh = comm->shmem;
+	uint64_t peer = atomic_load_explicit(&shmem_ctl_of(sh, r)->op, memory_order_acquire);
+	if ((peer >> 32) != (sh->op >> 32))
+		return false;
+	return weft_shmem_mismatch(comm, r, (uint32_t)peer, (uint32_t)sh->op, st);
+}
+
+bool weft_shmem_mismatch(struct weft_comm *comm, int r, uint32_t theirs, uint32_t mine,
+			 weft_status_t *st)
+{
+	if (theirs == mine)
+		return false;
+	char why[256];
+	weft_tag_explain(theirs, mine, r, why, sizeof(why));
+	*st = weft_comm_fail(comm, WEFT_ERR_REMOTE, "shm: %s", why);
+	return true;
+}
+
 bool weft_shmem_reached(struct weft_comm *comm, int r, _Atomic uint64_t *flag, uint64_t want,
 			weft_status_t *st)
 {
@@ -219,7 +250,7 @@ bool weft_shmem_reached(struct weft_comm *comm, int r, _Atomic uint64_t *flag, u
 		sh->stall_flag = flag;
 		sh->stall_since = 0;
 	}
-	if ((++sh->polls & 1023) != 0)
+	if ((++sh->polls & 1023) != 0 || mismatched(comm, r, st))
 		return false;
 	double now = weft_now();
 	if (sh->stall_since == 0 || now - sh->stall_since < SHMEM_STALL_S) {

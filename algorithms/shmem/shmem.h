@@ -28,7 +28,7 @@
  *
  *   offset 0       struct shmem_ctl: state, and one counter per cache line
  *   SHMEM_SMALL    two latency slots (call parity), each a header line
- *                  {seq, 56 inline bytes} and SHMEM_SMALL_MAX data bytes
+ *                  {seq, operation word, 48 inline bytes} and SHMEM_SMALL_MAX data bytes
  *   SHMEM_STAGE    staging (WEFT_SHMEM_STAGED=1 only): in[2] and out[2],
  *                  stage bytes each (rounds alternate between the halves)
  *
@@ -52,7 +52,7 @@
 
 #define SHMEM_LINE	    64
 #define SHMEM_SMALL_MAX	    4096 /* largest AllReduce on the latency path */
-#define SHMEM_INLINE	    56	 /* bytes that ride in a latency slot's header line */
+#define SHMEM_INLINE	    48	 /* bytes that ride in a latency slot's header line */
 #define SHMEM_SMALL	    4096 /* offset of the latency slots */
 #define SHMEM_SMALL_SLOT    (SHMEM_LINE + SHMEM_SMALL_MAX)
 #define SHMEM_STAGE	    16384	 /* offset of the staging slots */
@@ -72,6 +72,7 @@ struct shmem_buf_desc {
 
 struct shmem_desc {
 	struct shmem_buf_desc send, recv;
+	uint64_t word; /* the call's operation word (core/tag.h): peers check it */
 };
 
 struct shmem_ctl {
@@ -82,10 +83,17 @@ struct shmem_ctl {
 	alignas(SHMEM_LINE) _Atomic uint64_t reduced;  /* share of a round reduced and written */
 	alignas(SHMEM_LINE) _Atomic uint64_t out_done; /* staged outputs of a round copied out */
 	alignas(SHMEM_LINE) _Atomic uint64_t done;     /* call number finished */
+	/* The collective this rank started last, whatever its algorithm:
+	 * (communicator call number + 1) << 32 | operation word (core/tag.h);
+	 * 0 before the first.
+	 * Flags carry no tags, so a rank stalled on a peer compares this with
+	 * its own to tell a mismatched call from a slow peer. */
+	alignas(SHMEM_LINE) _Atomic uint64_t op;
 };
 
 struct shmem_small_hdr {
 	_Atomic uint64_t seq;
+	uint64_t word; /* the call's operation word (core/tag.h): peers check it */
 	unsigned char inl[SHMEM_INLINE];
 };
 
@@ -100,6 +108,7 @@ struct weft_shmem {
 	unsigned char **region; /* [rank]: each rank's region as mapped here (mine for self) */
 	int *pid;		/* [rank] */
 	uint64_t calls;		/* module calls so far (the next one's number is calls + 1) */
+	uint64_t op;		/* what this rank last announced (struct shmem_ctl, op) */
 	void *tmp;		/* a reduce chunk, pre-faulted */
 	size_t tmp_bytes;
 	unsigned polls;			    /* waits since the clock was last read */
@@ -139,9 +148,23 @@ struct weft_comm;
  * failure to allocate is an error. */
 weft_status_t weft_shmem_init(struct weft_comm *comm);
 
+/* Tell the peers which collective this rank starts: call number @p number
+ * of the communicator, operation word @p word (core/tag.h). Every
+ * collective is announced (comm->shmem_announce, at weft_task_start, and
+ * the latency path), so that a peer waiting in this module's flags sees a
+ * call that differs from its own. */
+void weft_shmem_announce(struct weft_shmem *sh, uint64_t number, uint32_t word);
+
+/* Peer @p r published operation word @p theirs with its part of the call in
+ * which this rank passed @p mine: if they differ, fail the communicator as
+ * a mismatched message would and return true. */
+bool weft_shmem_mismatch(struct weft_comm *comm, int r, uint32_t theirs, uint32_t mine,
+			 weft_status_t *st);
+
 /* Poll helper: wait until @p flag >= @p want, without blocking: true when
  * it is; false when not yet (*st WEFT_INPROGRESS) or when peer @p r has
- * died or aborted (*st set, error recorded). */
+ * died, aborted or started a different call of the same number (*st set,
+ * error recorded). */
 bool weft_shmem_reached(struct weft_comm *comm, int r, _Atomic uint64_t *flag, uint64_t want,
 			weft_status_t *st);
 
@@ -152,7 +175,8 @@ weft_status_t weft_shmem_allreduce_small(struct weft_comm *comm, const struct we
 
 /* One step of the small protocol for the task form: WEFT_INPROGRESS until
  * every peer's contribution to call @p call is there, then the result. */
-void weft_shmem_small_publish(struct weft_shmem *sh, const struct weft_coll_args *a, uint64_t call);
+void weft_shmem_small_publish(struct weft_shmem *sh, const struct weft_coll_args *a, uint64_t call,
+			      uint32_t word);
 weft_status_t weft_shmem_small_collect(struct weft_comm *comm, const struct weft_coll_args *a,
 				       uint64_t call, int *waiting_for);
 

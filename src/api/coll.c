@@ -8,6 +8,7 @@
 #include "algorithms/shmem/shmem.h"
 #include "api/api.h"
 #include "core/comm.h"
+#include "core/tag.h"
 #include "core/task.h"
 #include "tune/tune.h"
 #include "util/dtype.h"
@@ -15,8 +16,8 @@
 static weft_status_t check_comm(struct weft_comm *comm, const char *call)
 {
 	if (!comm)
-		return weft_err_set(weft_err_init_record(), WEFT_ERR_INVALID_ARG,
-				    "%s: comm is NULL", call);
+		return weft_err_set(weft_err_init_fresh(), WEFT_ERR_INVALID_ARG, "%s: comm is NULL",
+				    call);
 	weft_status_t async = (weft_status_t)atomic_load(&comm->async_error);
 	if (async != WEFT_SUCCESS)
 		return weft_comm_fail(comm, async, "%s: the communicator failed earlier: %s", call,
@@ -100,7 +101,11 @@ static bool latency_path(struct weft_comm *comm, const struct weft_algo *algo,
 	weft_comm_lock(comm);
 	bool idle = !comm->active && !comm->aborted;
 	if (idle) {
-		comm->seq++; /* as a task would: later tags stay aligned across ranks */
+		/* As a task would: later tags stay aligned across ranks, and the
+		 * peers see which call this is. */
+		uint32_t word = weft_tag_coll_word(comm->seq, args);
+		comm->recent_calls[weft_tag_number(word) % WEFT_RECENT_CALLS] = word | (1ull << 32);
+		weft_shmem_announce(comm->shmem, comm->seq++, word);
 		*st = weft_shmem_allreduce_small(comm, args);
 	}
 	weft_comm_unlock(comm);
@@ -183,20 +188,26 @@ static weft_status_t need_request(struct weft_comm *comm, weft_request_t *reques
 	}
 	if (comm)
 		return weft_comm_fail(comm, WEFT_ERR_INVALID_ARG, "%s: request is NULL", call);
-	return weft_err_set(weft_err_init_record(), WEFT_ERR_INVALID_ARG, "%s: request is NULL",
+	return weft_err_set(weft_err_init_fresh(), WEFT_ERR_INVALID_ARG, "%s: request is NULL",
 			    call);
 }
 
-/* ---- AllReduce */
-static weft_status_t allreduce(const void *sendbuf, void *recvbuf, size_t count,
-			       weft_datatype_t dtype, weft_op_t op, struct weft_comm *comm,
-			       weft_request_t *request, const char *call)
+/* ---- AllReduce and ReduceScatter: symmetric reductions, in place when
+ * sendbuf is WEFT_IN_PLACE or recvbuf. For ReduceScatter in place the input
+ * is recvbuf, which holds nranks blocks, and block `rank` ends at its start;
+ * recvbuf == sendbuf + rank * count (NCCL's in place) needs nothing special:
+ * the algorithms write only this rank's block of the output, reducing into
+ * it from exactly the same address. */
+static weft_status_t reduction(enum weft_coll_kind kind, const void *sendbuf, void *recvbuf,
+			       size_t count, weft_datatype_t dtype, weft_op_t op,
+			       struct weft_comm *comm, weft_request_t *request, const char *call)
 {
-	weft_status_t st = check_symmetric(comm, call, sendbuf, recvbuf, count, 1, dtype, &op);
+	size_t nblocks = kind == WEFT_COLL_ALLREDUCE ? 1 : 0; /* 0: nranks blocks */
+	weft_status_t st =
+	    check_symmetric(comm, call, sendbuf, recvbuf, count, nblocks, dtype, &op);
 	if (st != WEFT_SUCCESS)
 		return st;
-	struct weft_coll_args a =
-	    make_args(WEFT_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0);
+	struct weft_coll_args a = make_args(kind, sendbuf, recvbuf, count, dtype, op, 0);
 	a.in_place = sendbuf == WEFT_IN_PLACE || sendbuf == recvbuf;
 	if (a.in_place)
 		a.sendbuf = recvbuf;
@@ -206,7 +217,8 @@ static weft_status_t allreduce(const void *sendbuf, void *recvbuf, size_t count,
 weft_status_t weft_allreduce(const void *sendbuf, void *recvbuf, size_t count,
 			     weft_datatype_t dtype, weft_op_t op, weft_comm_t comm)
 {
-	return allreduce(sendbuf, recvbuf, count, dtype, op, comm, NULL, "weft_allreduce");
+	return reduction(WEFT_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, comm, NULL,
+			 "weft_allreduce");
 }
 
 weft_status_t weft_iallreduce(const void *sendbuf, void *recvbuf, size_t count,
@@ -215,7 +227,8 @@ weft_status_t weft_iallreduce(const void *sendbuf, void *recvbuf, size_t count,
 {
 	weft_status_t st = need_request(comm, request, "weft_iallreduce");
 	return st ? st
-		  : allreduce(sendbuf, recvbuf, count, dtype, op, comm, request, "weft_iallreduce");
+		  : reduction(WEFT_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, comm,
+			      request, "weft_iallreduce");
 }
 
 /* ---- AllGather */
@@ -250,31 +263,12 @@ weft_status_t weft_iallgather(const void *sendbuf, void *recvbuf, size_t count,
 		  : allgather(sendbuf, recvbuf, count, dtype, comm, request, "weft_iallgather");
 }
 
-/* ---- ReduceScatter. In place (WEFT_IN_PLACE): the input is recvbuf, which
- * holds nranks blocks, and block `rank` ends at its start. recvbuf ==
- * sendbuf + rank * count (NCCL's in place) needs nothing special: the
- * algorithms write only this rank's block of the output, reducing into it
- * from exactly the same address. */
-static weft_status_t reduce_scatter(const void *sendbuf, void *recvbuf, size_t count,
-				    weft_datatype_t dtype, weft_op_t op, struct weft_comm *comm,
-				    weft_request_t *request, const char *call)
-{
-	weft_status_t st = check_symmetric(comm, call, sendbuf, recvbuf, count, 0, dtype, &op);
-	if (st != WEFT_SUCCESS)
-		return st;
-	struct weft_coll_args a =
-	    make_args(WEFT_COLL_REDUCE_SCATTER, sendbuf, recvbuf, count, dtype, op, 0);
-	a.in_place = sendbuf == WEFT_IN_PLACE || sendbuf == recvbuf;
-	if (a.in_place)
-		a.sendbuf = recvbuf;
-	return run(comm, &a, request);
-}
-
+/* ---- ReduceScatter */
 weft_status_t weft_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
 				  weft_datatype_t dtype, weft_op_t op, weft_comm_t comm)
 {
-	return reduce_scatter(sendbuf, recvbuf, recvcount, dtype, op, comm, NULL,
-			      "weft_reduce_scatter");
+	return reduction(WEFT_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, comm,
+			 NULL, "weft_reduce_scatter");
 }
 
 weft_status_t weft_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
@@ -283,8 +277,8 @@ weft_status_t weft_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t re
 {
 	weft_status_t st = need_request(comm, request, "weft_ireduce_scatter");
 	return st ? st
-		  : reduce_scatter(sendbuf, recvbuf, recvcount, dtype, op, comm, request,
-				   "weft_ireduce_scatter");
+		  : reduction(WEFT_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op,
+			      comm, request, "weft_ireduce_scatter");
 }
 
 /* ---- Broadcast */

@@ -26,7 +26,7 @@ static weft_status_t make_child_id(struct weft_comm *comm, struct weft_uid *uid)
 weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, weft_comm_t *newcomm)
 {
 	if (!comm || !newcomm)
-		return weft_err_set(weft_err_init_record(), WEFT_ERR_INVALID_ARG,
+		return weft_err_set(weft_err_init_fresh(), WEFT_ERR_INVALID_ARG,
 				    "weft_comm_split: %s is NULL", comm ? "newcomm" : "comm");
 	*newcomm = NULL;
 	if (color < 0 && color != WEFT_SPLIT_NOCOLOR)

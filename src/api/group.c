@@ -27,7 +27,7 @@ static bool waiting(const struct weft_task *list)
 weft_status_t weft_group_end(void)
 {
 	if (group_depth == 0)
-		return weft_err_set(weft_err_init_record(), WEFT_ERR_INVALID_ARG,
+		return weft_err_set(weft_err_init_fresh(), WEFT_ERR_INVALID_ARG,
 				    "weft_group_end without weft_group_start");
 	if (--group_depth > 0)
 		return WEFT_SUCCESS;

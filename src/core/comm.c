@@ -13,6 +13,7 @@
 #include "bootstrap/hostid.h"
 #include "bootstrap/netaddr.h"
 #include "core/p2p.h"
+#include "reduce/reduce.h"
 #include "topo/topo_local.h"
 #include "transports/registry.h"
 #include "util/log.h"
@@ -193,6 +194,11 @@ static weft_status_t env_fail(void *ctx, weft_status_t status, const char *msg)
 	return weft_comm_fail(ctx, status, "%s", msg);
 }
 
+static void env_explain(void *ctx, uint64_t sent, uint64_t want, int peer, char *buf, size_t len)
+{
+	weft_p2p_explain(ctx, sent, want, peer, buf, len);
+}
+
 static weft_status_t build_env(struct weft_comm *comm)
 {
 	int n = comm->nranks;
@@ -222,6 +228,7 @@ static weft_status_t build_env(struct weft_comm *comm)
 	    .ctx = comm,
 	    .allgather = env_allgather,
 	    .fail = env_fail,
+	    .explain = env_explain,
 	};
 	return choose_ifname(comm, &comm->env.ifname);
 }
@@ -346,6 +353,15 @@ static weft_status_t agree_chunk(struct weft_comm *comm)
 	return WEFT_SUCCESS;
 }
 
+/* WEFT_ISA is read where kernels are chosen, which cannot fail; a bad value
+ * is an error here, once every rank has joined (so the others hear of it). */
+static weft_status_t check_isa(struct weft_comm *comm)
+{
+	char why[160];
+	weft_status_t st = weft_reduce_isa_check(why, sizeof(why));
+	return st == WEFT_SUCCESS ? st : weft_comm_fail(comm, st, "init: %s", why);
+}
+
 static double default_timeout(const weft_config_t *config)
 {
 	double t = 300;
@@ -459,6 +475,8 @@ weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct 
 		st = connect_peers(comm);
 	if (st == WEFT_SUCCESS)
 		st = agree_chunk(comm);
+	if (st == WEFT_SUCCESS)
+		st = check_isa(comm);
 	if (st != WEFT_SUCCESS)
 		return weft_comm_abandon(comm, st);
 	*out = comm;

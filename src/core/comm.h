@@ -25,6 +25,7 @@
 #define WEFT_SCRATCH_CHUNKS 4
 #define WEFT_CHUNK_MAX	    (4u << 20)	 /* largest pipelining chunk a transport may ask for */
 #define WEFT_CHUNK_ALONE    (128u << 10) /* chunk of a job of one rank */
+#define WEFT_RECENT_CALLS   16
 
 /* What each rank tells the others about itself at init. Fixed size, plain
  * bytes: it crosses the wire as is (all ranks run the same build). */
@@ -90,12 +91,19 @@ struct weft_comm {
 	struct weft_shmem *shmem;
 	void (*shmem_free)(struct weft_shmem *shmem);
 	void (*shmem_abort)(struct weft_shmem *shmem); /* tell peers: this rank gave up */
+	/* tell peers which collective this rank starts (number, operation word) */
+	void (*shmem_announce)(struct weft_shmem *shmem, uint64_t number, uint32_t word);
 	/* weft_mem_register's regions (src/api/mem.c), deregistered before
 	 * the transports close. */
 	struct weft_mem_reg *mem_regs;
 	void (*mem_regs_free)(struct weft_comm *comm);
 
-	uint64_t seq;		  /* next collective's sequence number */
+	uint64_t seq; /* next collective's sequence number */
+	/* Operation words (core/tag.h) of the last WEFT_RECENT_CALLS collectives
+	 * started, at their call number modulo that, bit 32 set once filled:
+	 * a late message of an earlier call is compared with what this rank
+	 * passed to that call (weft_p2p_explain). */
+	uint64_t recent_calls[WEFT_RECENT_CALLS];
 	uint32_t *p2p_sent;	  /* [peer] sends started to it */
 	uint32_t *p2p_received;	  /* [peer] receives started from it */
 	struct weft_task *active; /* posted, not yet finished, in post order */

@@ -2,6 +2,10 @@
  * that serves its peer. */
 #include "core/p2p.h"
 
+#include <stdio.h>
+
+#include "core/tag.h"
+
 static void reset(struct weft_msg *msg)
 {
 	msg->done = false;
@@ -186,4 +190,30 @@ void weft_p2p_unmap(struct weft_comm *comm, int peer, void *addr, size_t len)
 	struct weft_peer *p = mem_peer(comm, peer);
 	if (p && addr)
 		p->conn->ops->mem.unmap(p->conn, addr, len);
+}
+
+void weft_p2p_explain(const struct weft_comm *comm, uint64_t sent, uint64_t want, int peer,
+		      char *buf, size_t len)
+{
+	uint32_t s = (uint32_t)(sent >> 32), w = (uint32_t)(want >> 32);
+	uint32_t n = weft_tag_number(s);
+	uint64_t mine = comm->recent_calls[n % WEFT_RECENT_CALLS];
+	bool earlier = !((s | w) & WEFT_TAG_P2P) && n != weft_tag_number(w) && (mine >> 32) &&
+		       weft_tag_number((uint32_t)mine) == n;
+	if (!earlier) {
+		weft_tag_explain(s, w, peer, buf, len);
+		return;
+	}
+	/* E.g. a broadcast whose ranks disagree on the root: nobody may have
+	 * received anything in it, and its messages meet the next call. */
+	char why[256];
+	weft_tag_explain(s, (uint32_t)mine, peer, why, sizeof(why));
+	if (why[0])
+		snprintf(buf, len, "rank %d's call %u arrived during call %u here; in call %u, %s",
+			 peer, n, weft_tag_number(w), n, why);
+	else
+		snprintf(buf, len,
+			 "rank %d sent more in call %u (%s) than this rank received (it is at call "
+			 "%u now)",
+			 peer, n, weft_tag_call(s), weft_tag_number(w));
 }

@@ -7,7 +7,8 @@
 #include "core/comm.h"
 #include "transports/transport.h"
 
-/* Tags: the operation's sequence number above, the step inside it below. */
+/* Tags: the operation word (task->seq, see core/tag.h) above, the step
+ * inside the operation below. */
 static inline uint64_t weft_p2p_tag(uint64_t seq, uint32_t step)
 {
 	return (seq << 32) | step;
@@ -41,6 +42,14 @@ void weft_p2p_dereg(struct weft_comm *comm, int peer, struct weft_mr *mr);
 weft_status_t weft_p2p_map(struct weft_comm *comm, int peer, const struct weft_mr_key *key,
 			   void **addr);
 void weft_p2p_unmap(struct weft_comm *comm, int peer, void *addr, size_t len);
+/* The clause for a transport's tag-mismatch message: what differs between
+ * the tag @p sent by rank @p peer and the tag @p want of the receive posted
+ * here, as far as their operation words tell (core/tag.h); "" if only the
+ * steps differ. A message of an earlier call is compared with this rank's
+ * own call of that number, if it is among the last WEFT_RECENT_CALLS.
+ * (Transports reach it through env->explain.) */
+void weft_p2p_explain(const struct weft_comm *comm, uint64_t sent, uint64_t want, int peer,
+		      char *buf, size_t len);
 
 /* Chunk size that the transport to @p peer pipelines best. */
 size_t weft_p2p_chunk_bytes(const struct weft_comm *comm, int peer);

@@ -11,6 +11,7 @@
 
 #include "core/comm.h"
 #include "core/p2p.h"
+#include "core/tag.h"
 #include "core/task.h"
 
 /* May @p t run now? The oldest task always may; the ones after it only if
@@ -49,7 +50,8 @@ static weft_status_t step_task(struct weft_comm *comm, struct weft_task *t, doub
 		snprintf(who, sizeof(who), " waiting for rank %d", t->waiting_for);
 	return weft_comm_fail(comm, WEFT_ERR_TIMEOUT, "%s seq %llu: no progress for %.1f s%s",
 			      weft_coll_name(t->args.coll),
-			      (unsigned long long)(t->seq & 0x7fffffff), comm->timeout_s, who);
+			      (unsigned long long)weft_tag_number((uint32_t)t->seq),
+			      comm->timeout_s, who);
 }
 
 static weft_status_t progress_tasks(struct weft_comm *comm)

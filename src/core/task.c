@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "core/comm.h"
+#include "core/tag.h"
 
 static const char *const coll_names[WEFT_COLL_COUNT] = {
     [WEFT_COLL_ALLREDUCE] = "allreduce",
@@ -66,14 +67,15 @@ void weft_task_touch(struct weft_task *task)
 }
 
 /* Collectives are numbered in call order, which every rank shares; sends
- * and receives per peer and direction, which is what both ends share. */
+ * and receives per peer and direction, which is what both ends share. The
+ * number and the call's signature make the upper half of every tag of the
+ * task (core/tag.h), so that mismatched calls fail at the first message. */
 static uint64_t next_seq(struct weft_comm *comm, const struct weft_task *task)
 {
-	const uint64_t p2p = 1ull << 31, mask = p2p - 1;
 	switch (task->args.coll) {
-	case WEFT_COLL_SEND: return p2p | (comm->p2p_sent[task->args.root]++ & mask);
-	case WEFT_COLL_RECV: return p2p | (comm->p2p_received[task->args.root]++ & mask);
-	default: return comm->seq++ & mask;
+	case WEFT_COLL_SEND: return weft_tag_p2p_word(comm->p2p_sent[task->args.root]++);
+	case WEFT_COLL_RECV: return weft_tag_p2p_word(comm->p2p_received[task->args.root]++);
+	default: return weft_tag_coll_word(comm->seq++, &task->args);
 	}
 }
 
@@ -81,6 +83,12 @@ void weft_task_start(struct weft_task *task, unsigned group)
 {
 	struct weft_comm *comm = task->comm;
 	task->seq = next_seq(comm, task);
+	if (!weft_task_is_p2p(task)) {
+		comm->recent_calls[weft_tag_number((uint32_t)task->seq) % WEFT_RECENT_CALLS] =
+		    task->seq | (1ull << 32);
+		if (comm->shmem && comm->shmem_announce)
+			comm->shmem_announce(comm->shmem, comm->seq - 1, (uint32_t)task->seq);
+	}
 	task->group = group;
 	task->started = true;
 	task->posted = false;

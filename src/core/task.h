@@ -66,7 +66,7 @@ struct weft_task {
 	const struct weft_task_ops *fallback_ops;
 	const char *fallback_name;
 	struct weft_coll_args args;
-	uint64_t seq;	      /* tags: collective call number, or per-peer p2p number */
+	uint64_t seq;	      /* upper half of its tags: call number and signature (core/tag.h) */
 	unsigned group;	      /* weft_group_end batch it was started in; 0: none */
 	bool started;	      /* queued on its communicator (weft_task_start) */
 	bool posted;	      /* its algorithm has been posted */

@@ -24,6 +24,13 @@ void weft_reduce_scale(void *buf, size_t count, weft_datatype_t dtype, int divis
 /* Name of the instruction set the kernels were dispatched to ("avx2" or "generic"). */
 const char *weft_reduce_isa(void);
 
+/* Check WEFT_ISA, which the dispatch reads once, at the first kernel
+ * lookup of the process: unset (the CPU's best), "generic" (the SSE2
+ * kernels even where AVX2 is present) or "avx2". Returns WEFT_SUCCESS,
+ * WEFT_ERR_INVALID_ARG for any other value, or WEFT_ERR_NOT_SUPPORTED for
+ * avx2 on a CPU without it, with a sentence naming the value in @p why. */
+weft_status_t weft_reduce_isa_check(char *why, size_t why_bytes);
+
 /* Conversions used by the kernels and by tests. Round to nearest even; NaN
  * stays NaN; fp16 overflow gives infinity. */
 float weft_half_to_float(uint16_t h);

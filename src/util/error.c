@@ -55,6 +55,12 @@ struct weft_err *weft_err_init_record(void)
 	return &init_record;
 }
 
+struct weft_err *weft_err_init_fresh(void)
+{
+	weft_err_clear(&init_record);
+	return &init_record;
+}
+
 const char *weft_init_last_error(void)
 {
 	return init_record.msg;

@@ -25,4 +25,9 @@ void weft_err_clear(struct weft_err *err);
 /* The per-thread record behind weft_init_last_error(). */
 struct weft_err *weft_err_init_record(void);
 
+/* The same, emptied: for a call that fails without a communicator to hold
+ * its message, so that the message replaces an earlier one (a record keeps
+ * its first error until cleared). */
+struct weft_err *weft_err_init_fresh(void);
+
 #endif

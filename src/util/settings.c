@@ -55,6 +55,8 @@ static const struct weft_setting settings[] = {
      "bytes per staging slot of the 'shm' AllReduce for buffers not from weft_mem_alloc"},
     {"WEFT_STREAM_MIN", "4M",
      "outputs this large are written with streaming (non-temporal) stores where not read again"},
+    {"WEFT_ISA", NULL,
+     "reduction kernels: 'generic' (SSE2) or 'avx2' (default: the best this CPU has)"},
     {"WEFT_ALGO", NULL, "force algorithms, e.g. 'allreduce:ring;allgather:ring'"},
     {"WEFT_TUNE_CALIBRATE", "0",
      "measure alpha and beta per link class at init (1) instead of the defaults"},

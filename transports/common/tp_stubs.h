@@ -17,4 +17,15 @@ weft_status_t weft_tp_no_get(struct weft_conn *conn, struct weft_msg *msg, struc
 			     const struct weft_mr_key *remote, uint64_t remote_off);
 int weft_tp_no_signals(struct weft_conn *conn, struct weft_tp_signal *out, int max);
 
+/* The whole group, for a transport that has none of it. */
+#define WEFT_TP_NO_MEM_OPS                                                                         \
+	{                                                                                          \
+		.reg = weft_tp_no_reg, .dereg = weft_tp_no_dereg, .map = weft_tp_no_map,           \
+		.unmap = weft_tp_no_unmap                                                          \
+	}
+#define WEFT_TP_NO_RMA_OPS                                                                         \
+	{                                                                                          \
+		.write = weft_tp_no_write, .get = weft_tp_no_get                                   \
+	}
+
 #endif

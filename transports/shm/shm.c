@@ -455,7 +455,7 @@ const struct weft_tp_ops weft_tp_shm_ops = {
 	    .dereg = weft_tp_shm_dereg,
 	    .map = weft_tp_shm_map,
 	    .unmap = weft_tp_shm_unmap},
-    .rma = {.write = weft_tp_no_write, .get = weft_tp_no_get},
+    .rma = WEFT_TP_NO_RMA_OPS,
     .prop = {.props = shm_props, .describe = shm_describe},
     .signal = {.signals = weft_tp_no_signals},
 };

@@ -211,11 +211,15 @@ static weft_status_t rx_cma(struct shm_conn *c, struct shm_req *r, size_t *budge
 static weft_status_t rx_mismatch(struct shm_conn *c, struct weft_msg *m,
 				 const struct weft_slot_hdr *s)
 {
+	char why[256];
+	const struct weft_tp_env *env = c->tp->base.env;
+	env->explain(env->ctx, s->tag, m->tag, c->base.peer, why, sizeof(why));
 	return conn_fail(c, WEFT_ERR_REMOTE,
 			 "shm: rank %d sent tag %#llx with %llu bytes, but the receive posted here "
-			 "expects tag %#llx with %zu bytes (mismatched calls across ranks?)",
+			 "expects tag %#llx with %zu bytes: %s",
 			 c->base.peer, (unsigned long long)s->tag, (unsigned long long)s->len,
-			 (unsigned long long)m->tag, m->len);
+			 (unsigned long long)m->tag, m->len,
+			 why[0] ? why : "mismatched calls across ranks?");
 }
 
 /* The header of a new message arrived in slot @p i for receive @p r: check

@@ -648,11 +648,8 @@ const struct weft_tp_ops weft_tp_socket_ops = {
     .msg = {.isend = weft_tp_socket_isend,
 	    .irecv = weft_tp_socket_irecv,
 	    .progress = weft_tp_socket_progress},
-    .mem = {.reg = weft_tp_no_reg,
-	    .dereg = weft_tp_no_dereg,
-	    .map = weft_tp_no_map,
-	    .unmap = weft_tp_no_unmap},
-    .rma = {.write = weft_tp_no_write, .get = weft_tp_no_get},
+    .mem = WEFT_TP_NO_MEM_OPS,
+    .rma = WEFT_TP_NO_RMA_OPS,
     .prop = {.props = sock_props, .describe = sock_describe},
     .signal = {.signals = weft_tp_socket_signals},
 };

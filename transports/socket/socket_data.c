@@ -225,32 +225,32 @@ static struct weft_sock_req *post_req(struct weft_sock_conn *c, struct weft_msg 
 	return r;
 }
 
-weft_status_t weft_tp_socket_isend(struct weft_conn *conn, struct weft_msg *m)
+/* Queue @p m and point every idle socket cursor of its direction at it. */
+static weft_status_t post(struct weft_conn *conn, struct weft_msg *m, bool recv)
 {
 	struct weft_sock_conn *c = to_conn(conn);
 	weft_status_t st;
-	struct weft_sock_req *r = post_req(c, m, false, &st);
+	struct weft_sock_req *r = post_req(c, m, recv, &st);
 	if (!r)
 		return st;
-	queue_push(&c->sendq, r, c->sc);
-	for (unsigned s = 0; s < c->sc->nsocks; s++)
-		if (!c->sock[s].tx.req)
+	queue_push(recv ? &c->recvq : &c->sendq, r, c->sc);
+	for (unsigned s = 0; s < c->sc->nsocks; s++) {
+		if (recv && !c->sock[s].rx.req)
+			rx_seek(c, s, r);
+		else if (!recv && !c->sock[s].tx.req)
 			tx_seek(c, s, r);
+	}
 	return WEFT_SUCCESS;
+}
+
+weft_status_t weft_tp_socket_isend(struct weft_conn *conn, struct weft_msg *m)
+{
+	return post(conn, m, false);
 }
 
 weft_status_t weft_tp_socket_irecv(struct weft_conn *conn, struct weft_msg *m)
 {
-	struct weft_sock_conn *c = to_conn(conn);
-	weft_status_t st;
-	struct weft_sock_req *r = post_req(c, m, true, &st);
-	if (!r)
-		return st;
-	queue_push(&c->recvq, r, c->sc);
-	for (unsigned s = 0; s < c->sc->nsocks; s++)
-		if (!c->sock[s].rx.req)
-			rx_seek(c, s, r);
-	return WEFT_SUCCESS;
+	return post(conn, m, true);
 }
 
 /* One fragment of r is finished on socket s: account for it and move the
@@ -352,20 +352,23 @@ static weft_status_t header_mismatch(struct weft_sock_conn *c, unsigned s, const
 		st = weft_tp_fail(env, WEFT_ERR_REMOTE,
 				  "peer rank %d sent a corrupt frame header (socket %u)",
 				  c->base.peer, s);
-	else if (h->tag != m->tag || h->len != m->len)
+	else if (h->tag != m->tag || h->len != m->len) {
+		char why[256];
+		env->explain(env->ctx, h->tag, m->tag, c->base.peer, why, sizeof(why));
 		st = weft_tp_fail(
 		    env, WEFT_ERR_REMOTE,
 		    "peer rank %d sent a message with tag %#llx and %llu bytes where the "
-		    "receive posted here has tag %#llx and %zu bytes (socket %u)",
+		    "receive posted here has tag %#llx and %zu bytes (socket %u)%s%s",
 		    c->base.peer, (unsigned long long)h->tag, (unsigned long long)h->len,
-		    (unsigned long long)m->tag, m->len, s);
-	else
+		    (unsigned long long)m->tag, m->len, s, why[0] ? ": " : "", why);
+	} else {
 		st = weft_tp_fail(
 		    env, WEFT_ERR_REMOTE,
 		    "peer rank %d sent fragment %llu+%u of tag %#llx where %zu+%zu was "
 		    "expected (socket %u)",
 		    c->base.peer, (unsigned long long)h->off, h->frag_len,
 		    (unsigned long long)m->tag, off, flen, s);
+	}
 	weft_tp_socket_conn_fail(c, WEFT_ERR_REMOTE);
 	return st;
 }

@@ -2,7 +2,9 @@
 #   make               library, perf programs, weft tools, tests
 #   make test          run the Check suites (what CI runs)
 #   make asan-test     the same suites under ASan + UBSan, in build-asan/
+#   make asan-quick    the suites CI runs under ASan + UBSan (ASAN_QUICK)
 #   make install PREFIX=/usr/local
+#   make fuzz          build the libFuzzer targets (clang) and run each FUZZ_S s
 #   make format        clang-format every source file
 
 BUILD   ?= build
@@ -24,10 +26,18 @@ SOMAJOR := 0
 HAVE_LLDPCTL := $(shell pkg-config --exists lldpctl && echo 1)
 # Detected for the verbs transport to come.
 HAVE_VERBS   := $(shell pkg-config --exists libibverbs && echo 1)
+# PMIx (src/launch/launch_pmix.c): only its headers at build time, and only
+# for that file; libpmix itself is dlopen'd at run time, so libweft loads
+# where it is missing.
+HAVE_PMIX    := $(shell pkg-config --exists pmix && echo 1)
+PMIX_CFLAGS  := $(if $(HAVE_PMIX),$(shell pkg-config --cflags pmix) -DWEFT_HAVE_PMIX \
+	-DWEFT_PMIX_LIBDIR='"$(shell pkg-config --variable=libdir pmix)"')
 # jansson reads topology files and writes the communicator's self-description.
 PKGS      := hwloc libfabric jansson $(if $(HAVE_LLDPCTL),lldpctl)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(if $(HAVE_LLDPCTL),-DWEFT_HAVE_LLDPCTL)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# libfabric's headers only: the ofi transport loads the library with dlopen
+# (transports/ofi/ofi_lib.c says why).
+PKG_LIBS   := $(shell pkg-config --libs $(filter-out libfabric,$(PKGS)) 2>/dev/null)
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
 
@@ -61,21 +71,45 @@ TEST_HARNESS := tests/harness.c
 TEST_SRCS := $(wildcard tests/test_*.c)
 TEST_PROGS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 # Shell tests of the programs (exit 77: skipped, with the reason printed).
-TEST_SCRIPTS := $(wildcard tests/test_*.sh) tests/fabric/test_fabric_topo.sh
+TEST_SCRIPTS := $(wildcard tests/test_*.sh) tests/fabric/test_fabric_topo.sh tests/fabric/test_slurm.sh \
+	tests/fabric/test_python_fabric.sh
 
-TOOLS := $(BUILD)/weft-topo
+TOOLS := $(BUILD)/weft-topo $(BUILD)/weft-run
+# What a libfabric provider streams on its own (the ofi transport's yardstick).
+OFI_STREAM := $(BUILD)/ofi_stream
 
-.PHONY: all lib perf tests test lint asan-test install format clean
-all: lib perf tests $(TOOLS)
+# The test double for libibverbs (tests/fake_ibverbs/), which the verbs
+# tests load through WEFT_IBVERBS_LIB; FAKE_EXPORT marks what it exports.
+FAKE_IBV_SRCS := $(wildcard tests/fake_ibverbs/*.c)
+FAKE_IBV      := $(BUILD)/tests/libfake_ibverbs.so
+
+# The Python package (python/weft) and its torch extension: Debian's
+# interpreter explicitly, since the python3 first on PATH may lack torch.
+PYTHON  ?= /usr/bin/python3
+CXX     ?= c++
+PY_SUFFIX := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
+HAVE_TORCH := $(shell $(PYTHON) -c 'import importlib.util as u, sys; sys.exit(not u.find_spec("torch"))' \
+	2>/dev/null && test -f /usr/include/torch/csrc/distributed/c10d/ProcessGroup.hpp && \
+	test -f /usr/include/pybind11/pybind11.h && echo 1)
+PY_EXT  := python/weft/_torch_ext$(PY_SUFFIX)
+PY_SRCS := $(wildcard python/csrc/*.cpp)
+PY_OBJS := $(PY_SRCS:python/csrc/%.cpp=$(BUILD)/python/%.o)
+PY_FLAGS := $(BUILD)/python/torch_flags
+CXXWARN := -Wall -Wextra -Werror -Wno-unused-parameter
+
+.PHONY: all lib perf tests test lint pytest python asan-test asan-quick fuzz fuzz-build install install-python format clean
+all: lib perf tests $(TOOLS) $(if $(HAVE_TORCH),python)
 lib: $(BUILD)/libweft.so $(BUILD)/libweft.a $(LAUNCH_LIB)
 # Limits the figures are compared with (BENCH.md): libc only, no Weft.
 PERF_LIMITS := $(BUILD)/copy_limit $(BUILD)/tcp_limit
-perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF) $(PERF_LIMITS)
-tests: $(TEST_PROGS)
+perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF) $(PERF_LIMITS) $(OFI_STREAM)
+tests: $(TEST_PROGS) $(FAKE_IBV)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(call say,CC,$<)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/src/launch/launch_pmix.o: ALL_CFLAGS += $(PMIX_CFLAGS)
 
 $(BUILD)/libweft.so: $(LIB_OBJS) src/weft.map
 	$(call say,CC,$@)$(CC) -shared -Wl,-soname,libweft.so.$(SOMAJOR) -Wl,--version-script=src/weft.map \
@@ -99,11 +133,29 @@ $(BUILD)/%_limit: perf/%_limit.c $(BUILD)/obj/src/util/parse.o
 	@mkdir -p $(dir $@)
 	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $^ $(SANITIZE)
 
+$(OFI_STREAM): perf/ofi_stream.c
+	@mkdir -p $(dir $@)
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $< $(shell pkg-config --libs libfabric) $(SANITIZE)
+
 $(BUILD)/mpi_%_perf: perf/mpi_%_perf.c $(PERF_COMMON) $(PERF_HDRS)
 	$(call say,MPICC,$@)$(MPICC) $(ALL_CFLAGS) -Iperf -DPERF_MPI -o $@ $< $(PERF_COMMON) $(SANITIZE) -lm
 
 $(BUILD)/mpich_%_perf: perf/mpi_%_perf.c $(PERF_COMMON) $(PERF_HDRS)
 	$(call say,MPICC,$@)$(MPICC_MPICH) $(ALL_CFLAGS) -Iperf -DPERF_MPI -o $@ $< $(PERF_COMMON) $(SANITIZE) -lm
+
+# The torch extension links libweft.so without a path: the package loads
+# libweft first (python/weft/_lib.py) and the extension binds to that copy.
+python: $(PY_EXT)
+$(PY_FLAGS): python/torch_flags.py
+	@mkdir -p $(dir $@)
+	$(call say,GEN,$@)$(PYTHON) python/torch_flags.py > $@.tmp 2>/dev/null || \
+		{ rm -f $@.tmp; $(PYTHON) python/torch_flags.py; exit 1; }
+	@mv $@.tmp $@
+$(BUILD)/python/%.o: python/csrc/%.cpp $(wildcard python/csrc/*.hpp) include/weft.h $(PY_FLAGS)
+	$(call say,CXX,$<)$(CXX) -std=c++17 $(CXXWARN) $(CFLAGS) -fPIC -pthread -Iinclude \
+		$$(sed -n 1p $(PY_FLAGS)) -MMD -MP -c $< -o $@
+$(PY_EXT): $(PY_OBJS) $(BUILD)/libweft.so $(PY_FLAGS)
+	$(call say,CXX,$@)$(CXX) -shared -o $@ $(PY_OBJS) -L$(BUILD) -lweft $$(sed -n 2p $(PY_FLAGS))
 
 # weft-topo sits on the public API: it sees include/ and jansson only, and
 # links the shared library (and the local launcher for -np).
@@ -115,11 +167,22 @@ $(BUILD)/weft-topo: $(TOPO_TOOL_SRCS) $(TOPO_TOOL_HDRS) $(BUILD)/libweft.so $(LA
 	$(call say,CC,$@)$(CC) $(TOOL_CFLAGS) -o $@ $(TOPO_TOOL_SRCS) $(LAUNCH_LIB) -L$(BUILD) -lweft -Wl,-rpath,'$$ORIGIN' \
 		$(shell pkg-config --libs jansson 2>/dev/null) $(SANITIZE)
 
+# weft-run: the local launcher (tools/launch) for any program.
+$(BUILD)/weft-run: tools/weft-run/weft_run_main.c $(LAUNCH_LIB) $(BUILD)/libweft.so
+	$(call say,CC,$@)$(CC) $(TOOL_CFLAGS) -o $@ $< $(LAUNCH_LIB) -L$(BUILD) -lweft -Wl,-rpath,'$$ORIGIN' $(SANITIZE)
+
 # Tests link the static library so they can reach internal functions.
 $(BUILD)/tests/%: tests/%.c $(TEST_HARNESS) tests/harness.h $(BUILD)/libweft.a $(LAUNCH_LIB)
 	@mkdir -p $(dir $@)
 	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -Itests -o $@ $< $(TEST_HARNESS) $(LAUNCH_LIB) \
 		$(BUILD)/libweft.a $(CHECK_LIBS) $(LDLIBS_LIB)
+
+$(FAKE_IBV): $(FAKE_IBV_SRCS) $(wildcard tests/fake_ibverbs/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -MMD -MP,$(ALL_CFLAGS)) -shared \
+		-Wl,-soname,libfake_ibverbs.so -o $@ $(FAKE_IBV_SRCS) -pthread $(SANITIZE)
+
+$(filter $(BUILD)/tests/test_verbs%,$(TEST_PROGS)): $(FAKE_IBV)
 
 # Suites that run again under a setting (SETTING=VALUE:suite): the test
 # gate that admits one message per connection (core/gate.h), where a send
@@ -128,19 +191,25 @@ $(BUILD)/tests/%: tests/%.c $(TEST_HARNESS) tests/harness.h $(BUILD)/libweft.a $
 # (WEFT_ISA=generic), tested as the library dispatches them even on an AVX2
 # machine (some multi-rank jobs set it too); and streaming stores for every
 # output (reduce/stream.h), which the suites' sizes never reach by default.
-RERUNS := $(foreach t,test_colls test_allreduce test_allgather test_algos_a test_algos_b \
-	test_algos_hier,WEFT_GATE=one:$(t)) \
-	$(foreach t,test_nonblocking test_colls test_split_group,WEFT_PROGRESS_THREAD=1:$(t)) \
+RERUNS := $(foreach t,test_colls test_colls_v test_allreduce test_allgather test_algos_a \
+	test_algos_b test_algos_hier test_verbs_colls,WEFT_GATE=one:$(t)) \
+	$(foreach t,test_nonblocking test_colls test_colls_v test_split_group test_verbs_colls, \
+	WEFT_PROGRESS_THREAD=1:$(t)) \
 	WEFT_ISA=generic:test_reduce WEFT_STREAM_MIN=0:test_allreduce WEFT_STREAM_MIN=0:test_mem
+
+# Inside a Slurm step the tests would learn leaves from the step's own
+# topology: they build their own (test_topo_sources, tests/fabric/).
+unexport SLURM_TOPOLOGY_ADDR SLURM_TOPOLOGY_ADDR_PATTERN
 
 # Every suite runs; the target fails if any failed. Each prints Check's
 # "N%: Checks: X, Failures: Y, Errors: Z" line. The kernel suite runs a
 # second time with WEFT_ISA=generic, so that the generic kernels are tested
 # as the library dispatches them even on an AVX2 machine (some multi-rank
 # jobs set it too).
-# The fabric test needs root, ip, tc and lldpd; it exits 77 (skipped) otherwise.
+# The fabric tests need root, ip, tc and lldpd (the Slurm one also slurm-wlm
+# and munge); they exit 77 (skipped) otherwise.
 # The last line counts the test programs: "N passed, N failed, N skipped".
-test: lint tests $(PERF_PROGS) $(TOOLS)
+test: lint tests $(PERF_PROGS) $(TOOLS) $(if $(HAVE_TORCH),$(PY_EXT))
 	@pass=0; fail=0; skip=0; failed=; for t in $(TEST_PROGS); do \
 		echo "== $$t"; if WEFT_BUILD=$(BUILD) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); failed="$$failed $${t##*/}"; fi; \
 	done; \
@@ -152,19 +221,77 @@ test: lint tests $(PERF_PROGS) $(TOOLS)
 		echo "== $$t"; WEFT_BUILD=$(BUILD) $$t; rc=$$?; \
 		if [ $$rc -eq 77 ]; then skip=$$((skip+1)); elif [ $$rc -ne 0 ]; then fail=$$((fail+1)); failed="$$failed $${t##*/}"; else pass=$$((pass+1)); fi; \
 	done; \
+	echo "== pytest tests/python"; \
+	WEFT_BUILD=$(BUILD) $(MAKE) --no-print-directory pytest; rc=$$?; \
+	if [ $$rc -eq 0 ]; then pass=$$((pass+1)); elif [ $$rc -eq 77 ]; then skip=$$((skip+1)); \
+	else fail=$$((fail+1)); failed="$$failed pytest"; fi; \
 	[ -z "$$failed" ] || echo "failed:$$failed"; \
 	echo "$$pass passed, $$fail failed, $$skip skipped"; \
 	[ $$fail -eq 0 ]
 
 # The house rules that a compiler does not check: file and function sizes,
-# and includes that only point down the layers (STYLE.md, DESIGN.md).
+# includes that only point down the layers (STYLE.md, DESIGN.md), and
+# clang-format's layout (.clang-format).
+FORMAT_FILES = $(or $(shell git ls-files '*.c' '*.h' 2>/dev/null),\
+	$(shell find include src algorithms transports tune topo tools perf tests -name '*.[ch]'))
 lint:
 	$(call say,LINT,sizes)scripts/check-sizes
 	$(call say,LINT,layers)scripts/check-layers
+	$(call say,LINT,format)clang-format --dry-run -Werror $(FORMAT_FILES)
 
+# The Python suites (the package against numpy, the torch backend against
+# Gloo, DDP); 77 when Debian's interpreter or its numpy/pytest is missing.
+# Skipped under ASan: its libweft cannot load into a Python without ASan's runtime.
+pytest:
+	@if [ -n "$(SANITIZE)" ]; then echo "SKIP: libweft built with $(SANITIZE)"; exit 77; fi; \
+	if ! $(PYTHON) -c 'import numpy, pytest' 2>/dev/null; then \
+		echo "SKIP: $(PYTHON) with numpy and pytest not found (scripts/install-deps.sh)"; exit 77; fi; \
+	WEFT_BUILD=$(BUILD) PYTHONPATH=python $(PYTHON) -m pytest -q -p no:cacheprovider tests/python
+
+ASAN_SANITIZE := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 asan-test:
-	$(MAKE) BUILD=build-asan SANITIZE="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
-		CFLAGS="-O1 -g" test
+	$(MAKE) BUILD=build-asan SANITIZE="$(ASAN_SANITIZE)" CFLAGS="-O1 -g" HAVE_TORCH= test
+
+# What CI runs under ASan + UBSan within its time (.ci/run): the suites of
+# bootstrap, failures, faults and the verdict, the parsers, and a sample of
+# the collectives over every transport here. make asan-test runs them all.
+ASAN_QUICK := test_bootstrap_unit test_secret test_doors test_verdict test_faults test_failures \
+	test_parse test_topo_json test_tune test_colls test_split_group test_nonblocking test_ofi_colls
+asan-quick:
+	$(MAKE) BUILD=build-asan SANITIZE="$(ASAN_SANITIZE)" CFLAGS="-O1 -g" HAVE_TORCH= \
+		$(ASAN_QUICK:%=build-asan/tests/%)
+	@fail=; for t in $(ASAN_QUICK); do echo "== asan $$t"; \
+		WEFT_BUILD=build-asan build-asan/tests/$$t || fail="$$fail $$t"; done; \
+	[ -z "$$fail" ] || { echo "failed under ASan:$$fail"; exit 1; }
+
+# libFuzzer targets (tests/fuzz/fuzz_*.c): the library built again with
+# clang into build-fuzz/ (-fsanitize=fuzzer-no-link plus ASan and UBSan),
+# each target linked with -fsanitize=fuzzer. `make fuzz FUZZ_S=N` runs each
+# for N seconds on its committed seeds (tests/fuzz/corpus/NAME, read only)
+# and what it finds (build-fuzz/corpus/NAME); a crash, leak, UBSan report
+# or an input slower than 10 s fails it, leaving crash-* in build-fuzz/.
+FUZZ_BUILD := build-fuzz
+FUZZ_S	   ?= 15
+FUZZ_SAN   := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_PROGS := $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(wildcard tests/fuzz/fuzz_*.c))
+
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_BUILD)/libweft.a
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $< $(FUZZ_BUILD)/libweft.a \
+		$(PKG_LIBS) -pthread -ldl -lm $(subst fuzzer-no-link,fuzzer,$(SANITIZE))
+
+fuzz-build:
+	$(MAKE) BUILD=$(FUZZ_BUILD) CC=clang CFLAGS="-O1 -g" \
+		SANITIZE="-fsanitize=fuzzer-no-link $(FUZZ_SAN)" $(FUZZ_PROGS)
+
+fuzz: fuzz-build
+	@fail=0; for p in $(FUZZ_PROGS); do n=$${p##*/}; mkdir -p $(FUZZ_BUILD)/corpus/$$n; \
+		echo "== $$n ($(FUZZ_S) s)"; \
+		if ASAN_OPTIONS=detect_leaks=1 $$p -max_total_time=$(FUZZ_S) -timeout=10 \
+			-rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/ \
+			$(FUZZ_BUILD)/corpus/$$n tests/fuzz/corpus/$$n > $(FUZZ_BUILD)/$$n.log 2>&1; \
+		then grep -h "stat::number_of_executed_units\|DONE" $(FUZZ_BUILD)/$$n.log | tail -2; \
+		else fail=1; tail -40 $(FUZZ_BUILD)/$$n.log; echo "$$n: FAILED"; fi; done; \
+	[ $$fail -eq 0 ]
 
 install: lib
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
@@ -176,11 +303,25 @@ install: lib
 	for p in $(PERF_PROGS) $(TOOLS); do install -m 0755 $$p $(DESTDIR)$(PREFIX)/bin/; done
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' weft.pc.in \
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/weft.pc
+	$(MAKE) --no-print-directory install-python
+
+# The package goes where $(PYTHON) looks under $(PREFIX) (Debian's
+# /usr/local/lib/python3.X/dist-packages), with _install.py telling it where
+# libweft is; the torch extension with it when it is built.
+PY_VER := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+PYDIR  ?= $(PREFIX)/lib/python$(PY_VER)/dist-packages
+install-python:
+	@[ -n "$(PY_VER)" ] || { echo "install: $(PYTHON) not found: the Python package is not installed"; exit 0; }; \
+	set -e; d=$(DESTDIR)$(PYDIR)/weft; install -d $$d/torch; \
+	install -m 0644 python/weft/*.py $$d/; install -m 0644 python/weft/torch/*.py $$d/torch/; \
+	echo 'LIBDIR = "$(PREFIX)/lib"  # written by make install' > $$d/_install.py; \
+	if [ -f $(PY_EXT) ]; then install -m 0755 $(PY_EXT) $$d/; \
+	else echo "install: $(PY_EXT) not built (make python): weft.torch is not installed"; fi
 
 format:
 	clang-format -i $(shell git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz python/weft/_torch_ext*.so
 
--include $(LIB_OBJS:.o=.d) $(LAUNCH_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(LAUNCH_OBJS:.o=.d) $(PY_OBJS:.o=.d)

@@ -20,6 +20,7 @@ enum weft_algo_id {
 	WEFT_ALGO_PAIRWISE, /* alltoall: n-1 pairwise exchanges */
 	WEFT_ALGO_DISSEM,   /* barrier: dissemination */
 	WEFT_ALGO_DIRECT,   /* send/recv */
+	WEFT_ALGO_LINEAR,   /* gather, scatter: the root and each rank directly */
 	WEFT_ALGO_SHM,	    /* intra-host, through shared memory (algorithms/shmem/) */
 	WEFT_ALGO_COUNT
 };
@@ -79,6 +80,9 @@ extern const struct weft_algo weft_broadcast_ring;
 extern const struct weft_algo weft_broadcast_tree;
 extern const struct weft_algo weft_reduce_tree;
 extern const struct weft_algo weft_alltoall_pairwise;
+extern const struct weft_algo weft_alltoallv_pairwise;
+extern const struct weft_algo weft_gather_linear;
+extern const struct weft_algo weft_scatter_linear;
 extern const struct weft_algo weft_barrier_dissem;
 extern const struct weft_algo weft_send_direct;
 extern const struct weft_algo weft_recv_direct;

@@ -17,6 +17,9 @@ static const struct weft_algo *const broadcast_algos[] = {&weft_broadcast_ring,
 							  &weft_broadcast_tree, NULL};
 static const struct weft_algo *const reduce_algos[] = {&weft_reduce_tree, NULL};
 static const struct weft_algo *const alltoall_algos[] = {&weft_alltoall_pairwise, NULL};
+static const struct weft_algo *const alltoallv_algos[] = {&weft_alltoallv_pairwise, NULL};
+static const struct weft_algo *const gather_algos[] = {&weft_gather_linear, NULL};
+static const struct weft_algo *const scatter_algos[] = {&weft_scatter_linear, NULL};
 static const struct weft_algo *const barrier_algos[] = {&weft_barrier_dissem, NULL};
 static const struct weft_algo *const send_algos[] = {&weft_send_direct, NULL};
 static const struct weft_algo *const recv_algos[] = {&weft_recv_direct, NULL};
@@ -34,6 +37,9 @@ static const struct {
     [WEFT_COLL_BARRIER] = {"barrier", barrier_algos},
     [WEFT_COLL_SEND] = {"send", send_algos},
     [WEFT_COLL_RECV] = {"recv", recv_algos},
+    [WEFT_COLL_ALLTOALLV] = {"alltoallv", alltoallv_algos},
+    [WEFT_COLL_GATHER] = {"gather", gather_algos},
+    [WEFT_COLL_SCATTER] = {"scatter", scatter_algos},
 };
 
 const struct weft_algo *const *weft_algos_for(enum weft_coll_kind coll)

@@ -124,11 +124,16 @@ typedef struct weft_config {
 	size_t size; /**< sizeof(weft_config_t); set by WEFT_CONFIG_INIT */
 	double
 	    timeout_seconds; /**< bound on every wait (bootstrap and operations); 0: WEFT_TIMEOUT */
+	/** 1: this communicator gets a progress thread (as WEFT_PROGRESS_THREAD=1
+	 * does for all); -1: it gets none; 0: WEFT_PROGRESS_THREAD decides.
+	 * A config whose size ends before this field (a caller built against
+	 * an older weft.h) reads as 0. */
+	int progress_thread;
 } weft_config_t;
 
 #define WEFT_CONFIG_INIT                                                                           \
 	{                                                                                          \
-		sizeof(weft_config_t), 0.0                                                         \
+		sizeof(weft_config_t), 0.0, 0                                                      \
 	}
 
 /** Name of a status code ("success", "invalid argument", ...). Never NULL. */
@@ -144,11 +149,15 @@ WEFT_API const char *weft_version(void);
  * Create a unique id and start the bootstrap root listener in this process.
  *
  * Call on exactly one process (usually the one that will be rank 0), before
- * any rank calls weft_comm_init_rank() with the id. The listener binds to the
- * interface named by WEFT_SOCKET_IFNAME (default: loopback, 127.0.0.1) on a
- * port chosen by the kernel, or to WEFT_ROOT=host:port if that is set. It
- * runs in a background thread until every rank has joined, the bootstrap
- * timeout expires, or the process exits.
+ * any rank calls weft_comm_init_rank() with the id. The listener binds to
+ * WEFT_ROOT=host:port if that is set; else, on a port chosen by the kernel,
+ * to the address of the interface named by WEFT_SOCKET_IFNAME, or without
+ * it to that of the NIC nearest this process's cores (the one a rank here
+ * would offer its peers in a job across hosts), so that ranks on other
+ * hosts can reach it; to loopback (127.0.0.1) only when this host has no
+ * up interface with an address. It runs in a background thread until
+ * every rank has joined, the bootstrap timeout expires, or the process
+ * exits.
  *
  * @param[out] id  filled with the root address, a random 64-bit secret and a magic.
  * @return WEFT_SUCCESS, WEFT_ERR_INVALID_ARG (id NULL or bad WEFT_ROOT),
@@ -183,22 +192,34 @@ WEFT_API weft_status_t weft_comm_init_rank(weft_comm_t *comm, int nranks, weft_u
 /**
  * Create a communicator from the launcher's environment, so that training
  * code needs no MPI. Rank and size come from the launcher that
- * weft_launch_query() finds (WEFT_RANK/WEFT_NRANKS, torchrun, Open MPI,
- * MPICH/Hydra or Slurm, in that order). The root address, where rank 0
- * listens, is WEFT_ROOT=host:port if set; else torchrun's MASTER_ADDR with
- * port MASTER_PORT + 1 (torchrun's own store has MASTER_PORT); else, for a
- * Slurm step across nodes, the first node of SLURM_STEP_NODELIST (rank 0's
- * node under the default block distribution) with a port derived from the
- * job and step ids; else, when the launcher says every rank is on this
- * host, 127.0.0.1 with a port derived from the launcher's job id. The
- * secret is WEFT_SECRET (16 hex digits) if set; otherwise it is derived
- * from the launcher's job id, which keeps jobs apart but does not keep out
- * a hostile local user: set WEFT_SECRET on shared machines.
+ * weft_launch_query() finds (WEFT_RANK/WEFT_NRANKS, torchrun, PMIx, Open
+ * MPI, MPICH/Hydra or Slurm, in that order).
+ *
+ * Under PMIx (srun --mpi=pmix, Open MPI's mpirun) rank 0 starts the
+ * bootstrap root with a fresh random secret and hands its id to the other
+ * ranks through PMIx (PMIx_Put, PMIx_Commit, PMIx_Fence, PMIx_Get): nothing
+ * to set. Rank 0 listens on WEFT_ROOT if set; else on loopback when every
+ * rank is on its host; else on WEFT_SOCKET_IFNAME or the NIC nearest its
+ * cores, on a free port.
+ *
+ * Otherwise the root address, where rank 0 listens, is WEFT_ROOT=host:port
+ * if set; else torchrun's MASTER_ADDR with port MASTER_PORT + 1 (torchrun's
+ * own store has MASTER_PORT); else, for a Slurm step across nodes, the first
+ * node of SLURM_STEP_NODELIST (rank 0's node, except under -m arbitrary,
+ * which is then an error) with a port derived from the job and step ids;
+ * else, when the launcher says every rank is on this host, 127.0.0.1 with a
+ * port derived from the launcher's job id. The secret is WEFT_SECRET (16
+ * hex digits) if set; otherwise it is derived from the launcher's job id,
+ * which keeps jobs apart but does not keep out a hostile local user: set
+ * WEFT_SECRET on shared machines, or launch with PMIx.
  *
  * @return as weft_comm_init_rank(), plus WEFT_ERR_INVALID_ARG naming the
- *         variable that is missing or malformed, and the errors of
- *         weft_launch_query(); with no launcher at all, WEFT_ERR_INVALID_ARG.
- * Blocking: yes.
+ *         variable that is missing or malformed (for a Slurm step whose root
+ *         is unknown: saying to use srun --mpi=pmix or WEFT_ROOT), the
+ *         errors of weft_launch_query(), and under PMIx WEFT_ERR_SYSTEM or
+ *         WEFT_ERR_TIMEOUT from the exchange with the PMIx server; with no
+ *         launcher at all, WEFT_ERR_INVALID_ARG.
+ * Blocking: yes. Collective over the launcher's ranks.
  */
 WEFT_API weft_status_t weft_comm_init_env(weft_comm_t *comm, const weft_config_t *config);
 
@@ -211,7 +232,7 @@ typedef struct weft_launch_info {
 	int nranks;	/**< number of ranks the launcher started */
 	int local_rank; /**< rank among the ranks on this host; -1 if the launcher does not say */
 	int local_size; /**< ranks on this host; -1 if the launcher does not say */
-	/** "weft", "torchrun", "Open MPI", "MPICH/Hydra", "Slurm", or "none" */
+	/** "weft", "torchrun", "PMIx", "Open MPI", "MPICH/Hydra", "Slurm", or "none" */
 	char launcher[WEFT_LAUNCHER_NAME_BYTES];
 } weft_launch_info_t;
 
@@ -228,8 +249,10 @@ typedef struct weft_launch_info {
  *  - "weft": WEFT_RANK, WEFT_NRANKS (optional WEFT_LOCAL_RANK, WEFT_LOCAL_SIZE);
  *  - "torchrun": RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, when
  *    TORCHELASTIC_RUN_ID (or GROUP_RANK with LOCAL_WORLD_SIZE) is set;
- *  - PMIx (PMIX_RANK or PMIX_NAMESPACE): not read yet; the Open MPI, Hydra
- *    or Slurm variables set beside them are used instead;
+ *  - "PMIx", when PMIX_RANK or PMIX_NAMESPACE is set: rank, job size, local
+ *    rank and size from the PMIx server (libpmix is loaded at run time;
+ *    WEFT_PMIX=0 skips it). Where libpmix is missing or no server answers,
+ *    the Open MPI, Hydra or Slurm variables set beside them are read;
  *  - "Open MPI": OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE;
  *  - "MPICH/Hydra": PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS;
  *  - "Slurm": SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, and this node's
@@ -243,9 +266,10 @@ typedef struct weft_launch_info {
  *         launcher's variables are there but unusable (one of rank and
  *         size missing, not an integer, rank >= size, a Slurm batch script
  *         rather than a task): weft_init_last_error() names the variable.
- *         WEFT_ERR_NOT_SUPPORTED when only PMIx variables are set: the
- *         message says what to set instead.
- * Blocking: no (reads the environment only; no network or name lookup).
+ *         WEFT_ERR_NOT_SUPPORTED when only PMIx variables are set and PMIx
+ *         cannot be used: the message says why and what to set instead.
+ * Blocking: no network or name lookup; under PMIx the first call starts
+ * the PMIx client (finalised at exit) and asks the local server.
  * Thread safety: safe, unless another thread changes the environment.
  */
 WEFT_API weft_status_t weft_launch_query(weft_launch_info_t *info);
@@ -382,6 +406,76 @@ WEFT_API weft_status_t weft_ialltoall(const void *sendbuf, void *recvbuf, size_t
 				      weft_datatype_t dtype, weft_comm_t comm,
 				      weft_request_t *request);
 
+/**
+ * AlltoAllv: AlltoAll with a count and a displacement per peer (as
+ * MPI_Alltoallv). Rank i's block for rank j is sendcounts[j] elements at
+ * element offset sdispls[j] of its sendbuf; it lands on rank j as
+ * recvcounts[i] elements at element offset rdispls[i] of rank j's recvbuf.
+ * Every array has nranks entries; a rank's block to itself is copied
+ * locally, so sendcounts[rank] must equal recvcounts[rank].
+ *
+ * @param sendbuf     the blocks to send; may be NULL if every sendcount is 0.
+ * @param sendcounts  elements to each rank.
+ * @param sdispls     element offset in sendbuf of each rank's block.
+ * @param recvbuf     where the blocks land; may be NULL if every recvcount
+ *                    is 0. Must not overlap sendbuf (no in place), and
+ *                    its blocks must not overlap each other.
+ * @param recvcounts  elements from each rank: recvcounts[i] on rank j must
+ *                    equal sendcounts[j] on rank i; a mismatch fails the
+ *                    receive with both sizes named.
+ * @param rdispls     element offset in recvbuf of each rank's block.
+ * @return WEFT_SUCCESS; WEFT_ERR_INVALID_ARG naming the parameter (a NULL
+ *         array, a NULL buffer with a block that is not empty, a block
+ *         beyond the address space, sendcounts[rank] != recvcounts[rank],
+ *         overlapping buffers); the job's errors as weft_allreduce().
+ * Every rank calls it, also a rank whose blocks are all empty.
+ * Blocking: until this rank's recvbuf is complete and sendbuf may be reused.
+ */
+WEFT_API weft_status_t weft_alltoallv(const void *sendbuf, const size_t sendcounts[],
+				      const size_t sdispls[], void *recvbuf,
+				      const size_t recvcounts[], const size_t rdispls[],
+				      weft_datatype_t dtype, weft_comm_t comm);
+
+/** Non-blocking AlltoAllv; see weft_iallreduce(). The four arrays are
+ * read while the operation runs: keep them, like the buffers, until it
+ * completes. */
+WEFT_API weft_status_t weft_ialltoallv(const void *sendbuf, const size_t sendcounts[],
+				       const size_t sdispls[], void *recvbuf,
+				       const size_t recvcounts[], const size_t rdispls[],
+				       weft_datatype_t dtype, weft_comm_t comm,
+				       weft_request_t *request);
+
+/**
+ * Gather: each rank's sendbuf (count elements) lands in the root's recvbuf
+ * (nranks * count elements) as block r for rank r. recvbuf is read on the
+ * root only (other ranks may pass NULL). In place on the root: sendbuf
+ * WEFT_IN_PLACE, or recvbuf + root * count elements.
+ * @return as weft_broadcast(); WEFT_ERR_INVALID_ARG also when count *
+ *         nranks * element size overflows, or when the root's sendbuf
+ *         overlaps its recvbuf other than in place.
+ * Blocking: until sendbuf may be reused (root: until recvbuf is complete).
+ */
+WEFT_API weft_status_t weft_gather(const void *sendbuf, void *recvbuf, size_t count,
+				   weft_datatype_t dtype, int root, weft_comm_t comm);
+WEFT_API weft_status_t weft_igather(const void *sendbuf, void *recvbuf, size_t count,
+				    weft_datatype_t dtype, int root, weft_comm_t comm,
+				    weft_request_t *request);
+
+/**
+ * Scatter: block r (count elements) of the root's sendbuf (nranks * count
+ * elements) lands in rank r's recvbuf. sendbuf is read on the root only
+ * (other ranks may pass NULL). In place on the root: recvbuf
+ * (void *)WEFT_IN_PLACE, or sendbuf + root * count elements (the root's
+ * block stays where it is).
+ * @return as weft_gather().
+ * Blocking: until recvbuf holds the block (root: until sendbuf may be reused).
+ */
+WEFT_API weft_status_t weft_scatter(const void *sendbuf, void *recvbuf, size_t count,
+				    weft_datatype_t dtype, int root, weft_comm_t comm);
+WEFT_API weft_status_t weft_iscatter(const void *sendbuf, void *recvbuf, size_t count,
+				     weft_datatype_t dtype, int root, weft_comm_t comm,
+				     weft_request_t *request);
+
 /** Barrier: returns once every rank has entered it. */
 WEFT_API weft_status_t weft_barrier(weft_comm_t comm);
 WEFT_API weft_status_t weft_ibarrier(weft_comm_t comm, weft_request_t *request);
@@ -438,7 +532,8 @@ WEFT_API weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, wef
  *  - "ranks": per rank: "rank", "host" (host id), "host_index", "hostname",
  *    "local_rank", "numa", "nic", "nic_numa", "leaf" (display name),
  *    "leaf_index", "leaf_id", "leaf_port", "spine", "leaf_source" (how the
- *    leaf was learned: "lldp", "file" or "none");
+ *    leaf was learned: "lldp", "file", "slurm" or "none"; one source for
+ *    the whole job where every rank knows it, see README "Topology");
  *  - "hosts": "index", "hostname", "host", "leader", "leaf", "ranks" (in the
  *    order the hierarchical algorithms chain them, from the leader);
  *  - "leaves": "index", "name", "source", "spine", "spine_index" (-1:
@@ -462,7 +557,7 @@ WEFT_API weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, wef
  *
  * Nothing in it grows faster than the number of ranks: per-pair facts are
  * summarised per link class. The document can be read back as
- * WEFT_TOPO_FILE (the leaves learned by LLDP or a topology file).
+ * WEFT_TOPO_FILE (the leaves learned by LLDP, a topology file or Slurm).
  *
  * @param comm       the communicator.
  * @param[out] json  a NUL-terminated string, owned by the caller, to be
@@ -504,8 +599,47 @@ WEFT_API weft_status_t weft_host_describe(char **json);
  */
 WEFT_API weft_status_t weft_settings_describe(char **json);
 
-/** Release a string from weft_comm_describe(), weft_host_describe() or
- * weft_settings_describe(); NULL is harmless. Thread safety: safe. */
+/**
+ * Model a job without running it: place ranks on every host of a topology
+ * file and describe the job as weft_comm_describe() would, through the same
+ * graph, placement, trees and tuner (the tuner with its default costs per
+ * link class; nothing is measured). "transports" counts pairs per link
+ * class ("self", "shm" inside a host, "net" between hosts), and "model"
+ * holds the inputs and, per step ("load", "ranks", "graph", "placement",
+ * "tuner", "transports", "topo", "ring", "trees", ...), "seconds" and
+ * "peak_rss_kib", the process's peak resident memory after it. This is
+ * what weft-topo --model prints.
+ *
+ * @param topology_file   Slurm topology.conf or Weft's JSON, as for
+ *                        WEFT_TOPO_FILE; its hosts in name order.
+ * @param ranks_per_host  ranks on each host (block, round-robin, random).
+ * @param order           how rank numbers fall on hosts: "block" (NULL),
+ *                        "round-robin", "random" or "random:SEED", or the
+ *                        path of an Open MPI rankfile ("rank N=HOST" lines,
+ *                        as weft-topo --rankfile writes), which gives the
+ *                        ranks and their hosts itself.
+ * @param flags          0, or WEFT_MODEL_BRIEF: lists with an entry per
+ *                        rank, host or leaf ("ranks", "hosts", "leaves",
+ *                        "spines", ring "order", the trees' leaders and
+ *                        the leaders' ring "order") keep their first 8
+ *                        entries and the document says "brief": true; the
+ *                        counts ("nranks", "nhosts", ...) are whole. The
+ *                        steps are timed before the cut, so they are the
+ *                        same either way. For printing a summary of a large
+ *                        job without writing and reading it whole.
+ * @param[out] json       as for weft_comm_describe().
+ * @return WEFT_SUCCESS; WEFT_ERR_INVALID_ARG (a NULL argument, a bad file,
+ *         order or count, more than 1,000,000 ranks); WEFT_ERR_NO_MEMORY.
+ *         The message is in weft_init_last_error().
+ * Blocking: no (not collective). Thread safety: safe. Settings are read
+ * as a job reads them (WEFT_PLACEMENT, WEFT_ALGO, WEFT_TUNE, ...).
+ */
+#define WEFT_MODEL_BRIEF 1u
+WEFT_API weft_status_t weft_model_describe(const char *topology_file, int ranks_per_host,
+					   const char *order, unsigned flags, char **json);
+
+/** Release a string from weft_comm_describe(), weft_host_describe(),
+ * weft_settings_describe() or weft_model_describe(); NULL is harmless. Thread safety: safe. */
 WEFT_API void weft_describe_free(char *json);
 
 /**

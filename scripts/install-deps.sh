@@ -5,10 +5,19 @@ set -euo pipefail
 
 pkgs=(
 	build-essential pkg-config
-	libhwloc-dev libfabric-dev libjansson-dev check
+	libhwloc-dev libfabric-dev libfabric-bin libjansson-dev check
 	openmpi-bin libopenmpi-dev mpich libmpich-dev
 	liblldpctl-dev lldpd libibverbs-dev rdma-core
-	iproute2 nftables time graphviz hwloc clang-format python3
+	iproute2 nftables time graphviz hwloc clang-format
+	# clang and its runtime (libFuzzer, ASan, UBSan): make fuzz
+	clang libclang-rt-14-dev
+	libpmix-dev slurm-wlm munge util-linux
+	# Debian's /usr/bin/python3 (the python3 first on PATH may be another
+	# one): the shell tests' JSON checks, the Python package and the
+	# torch.distributed backend; python3-torch also gives torchrun for
+	# tests/fabric/test_slurm.sh's PyTorch job and the Gloo peer of BENCH.md.
+	python3 python3-dev python3-numpy python3-pytest
+	python3-torch libtorch-dev pybind11-dev g++
 )
 
 missing=()
@@ -21,10 +30,12 @@ echo "install-deps: installing ${missing[*]}"
 sudo=""
 [ "$(id -u)" -ne 0 ] && sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
-# Packages such as lldpd and rdma-core start daemons when installed; the
-# tests start their own, inside network namespaces, and nothing may talk on
-# the machine's real interfaces. Keep services from starting unless the
-# machine already has a policy about it.
+# Packages such as lldpd, rdma-core, munge and slurm-wlm (slurmctld, slurmd)
+# start daemons when installed; the tests start their own, inside network
+# namespaces (tests/fabric/slurm.sh: its own munged, SLURM_CONF and
+# topology.conf), and nothing may talk on the machine's real interfaces.
+# Keep services from starting unless the machine already has a policy about
+# it.
 policy=/usr/sbin/policy-rc.d
 if [ ! -e "$policy" ]; then
 	printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null

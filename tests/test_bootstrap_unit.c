@@ -290,6 +290,40 @@ static int connect_raw(const struct weft_uid *uid)
 }
 
 /*
+ * The door closes once the job is complete: while its ranks still linger
+ * in the job (0.6 s after their allgather), a new connection to the root
+ * is refused. Before the fix the listener stayed open until every rank
+ * had left, so the refusal came only after they exited.
+ */
+START_TEST(test_door_closes)
+{
+	struct job job = {.nranks = 2, .timeout_s = 5.0, .mode = MODE_LINGER};
+	pid_t pids[2];
+	bool refused = false;
+
+	start_root(5.0, 0x1234567812345678ull, 0, &job.uid);
+	for (int r = 0; r < 2; r++)
+		pids[r] = spawn_rank(&job, r, r);
+	for (int i = 0; i < 1000 && !refused; i++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		ck_assert_int_ge(fd, 0);
+		refused = connect(fd, &job.uid.addr.sa, job.uid.addr_len) != 0;
+		close(fd);
+		if (!refused)
+			sleep_s(0.005);
+	}
+	ck_assert_msg(refused, "the root still accepts connections");
+	int alive = 0;
+	for (int r = 0; r < 2; r++)
+		alive += waitpid(pids[r], NULL, WNOHANG) == 0;
+	ck_assert_msg(alive == 2, "the door closed only after %d rank(s) had left", 2 - alive);
+	reap(pids, 2);
+	for (int r = 0; r < 2; r++)
+		ck_assert_msg(slots[r].verified, "rank %d: %s", r, slots[r].msg);
+}
+END_TEST
+
+/*
  * Strangers: garbage, silence, a wrong secret, a duplicate rank and a wrong
  * nranks. The three real ranks still initialise and gather.
  */
@@ -313,7 +347,7 @@ START_TEST(test_strangers)
 	wrong_secret.mode = MODE_JOIN;
 	pids[0] = spawn_rank(&wrong_secret, 0, 0);
 
-	for (int r = 0; r < 3; r++)
+	for (int r = 0; r < 2; r++)
 		pids[1 + r] = spawn_rank(&job, r, 1 + r);
 	pids[4] = spawn_rank(&job, 1, 4); /* a second rank 1 */
 	sleep_s(0.2);			  /* the job's nranks is known by now */
@@ -321,6 +355,8 @@ START_TEST(test_strangers)
 	wrong_size.nranks = 4;
 	wrong_size.mode = MODE_JOIN;
 	pids[5] = spawn_rank(&wrong_size, 3, 5);
+	sleep_s(0.2); /* before the job is complete: once it is, the door is closed */
+	pids[3] = spawn_rank(&job, 2, 3);
 	reap(pids, 6);
 	close(garbage_fd);
 	close(silent_fd);
@@ -472,6 +508,32 @@ START_TEST(test_too_big)
 }
 END_TEST
 
+/* A size beyond the 4,096 ranks of old is a job like any other (two of
+ * its 5,000 ranks join, the rest are named missing when the join times
+ * out), and one past WEFT_MAX_RANKS is refused before anything connects. */
+START_TEST(test_many_ranks)
+{
+	struct job job = {.nranks = 5000, .timeout_s = SHORT_TIMEOUT_S, .mode = MODE_JOIN};
+	pid_t pids[MAX_SLOTS] = {0};
+	struct weft_err err = {0};
+	struct weft_bootstrap *bs = NULL;
+
+	start_root(SHORT_TIMEOUT_S, 13, 0, &job.uid);
+	pids[0] = spawn_rank(&job, 0, 0);
+	pids[1] = spawn_rank(&job, 4999, 1);
+	reap(pids, 2);
+	for (int s = 0; s < 2; s++) {
+		ck_assert_msg(slots[s].status == WEFT_ERR_TIMEOUT, "slot %d: %d %s", s,
+			      slots[s].status, slots[s].msg);
+		ck_assert_msg(strstr(slots[s].msg, "ranks 1-4998 did not join"), "%s",
+			      slots[s].msg);
+	}
+	ck_assert_int_eq(weft_bootstrap_join(&job.uid, 0, WEFT_MAX_RANKS + 1, 1.0, &bs, &err),
+			 WEFT_ERR_INVALID_ARG);
+	ck_assert_msg(strstr(err.msg, "out of range (1..1000000 ranks)"), "%s", err.msg);
+}
+END_TEST
+
 static Suite *bootstrap_suite(void)
 {
 	Suite *s = suite_create("bootstrap");
@@ -484,6 +546,7 @@ static Suite *bootstrap_suite(void)
 	tcase_add_test(tc, test_gather_3);
 	tcase_add_test(tc, test_gather_8);
 	tcase_add_test(tc, test_strangers);
+	tcase_add_test(tc, test_door_closes);
 	tcase_add_test(tc, test_missing_rank);
 	tcase_add_test(tc, test_size_mismatch);
 	tcase_add_test(tc, test_rank_leaves);
@@ -491,6 +554,7 @@ static Suite *bootstrap_suite(void)
 	tcase_add_test(tc, test_no_root);
 	tcase_add_test(tc, test_silent_root);
 	tcase_add_test(tc, test_too_big);
+	tcase_add_test(tc, test_many_ranks);
 	suite_add_tcase(s, tc);
 	return s;
 }

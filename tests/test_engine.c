@@ -15,11 +15,11 @@
 #include "core/p2p.h"
 #include "transports/common/tp_stubs.h"
 
-#define NPEERS	4
-#define MAXMSG	64
-#define NITEMS	6
-#define PEER_A	1
-#define PEER_B	2
+#define NPEERS 4
+#define MAXMSG 64
+#define NITEMS 6
+#define PEER_A 1
+#define PEER_B 2
 
 /* --- The fake transport: remembers every message posted to it --- */
 

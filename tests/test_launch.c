@@ -44,6 +44,8 @@ static const char *const launcher_vars[] = {
     "MASTER_PORT",
     "PMIX_RANK",
     "PMIX_NAMESPACE",
+    "WEFT_PMIX",
+    "WEFT_PMIX_LIB",
     "OMPI_COMM_WORLD_RANK",
     "OMPI_COMM_WORLD_SIZE",
     "OMPI_COMM_WORLD_LOCAL_RANK",
@@ -52,6 +54,8 @@ static const char *const launcher_vars[] = {
     "OMPI_MCA_ess_base_jobid",
     "PMI_RANK",
     "PMI_SIZE",
+    "PMI_FD",
+    "PMI_JOBID",
     "MPI_LOCALRANKID",
     "MPI_LOCALNRANKS",
     "SLURM_PROCID",
@@ -66,6 +70,7 @@ static const char *const launcher_vars[] = {
     "SLURM_JOB_ID",
     "SLURM_STEP_ID",
     "SLURM_STEP_NODELIST",
+    "SLURM_DISTRIBUTION",
 };
 
 #define MAX_VARS 14
@@ -212,6 +217,30 @@ static const struct good_case good[] = {
      false,
      "b1",
      0},
+    /* -m cyclic: rank 0 is still on the first node. */
+    {{"SLURM_PROCID=1", "SLURM_NTASKS=4", "SLURM_LOCALID=0", "SLURM_NODEID=1",
+      "SLURM_STEP_TASKS_PER_NODE=2(x2)", "SLURM_STEP_NUM_NODES=2", "SLURM_STEP_ID=1",
+      "SLURM_DISTRIBUTION=cyclic", "SLURM_STEP_NODELIST=n[7-8]"},
+     "Slurm",
+     1,
+     4,
+     0,
+     2,
+     false,
+     "n7",
+     0},
+    /* -m arbitrary: rank 0 may be anywhere, so the list names no root. */
+    {{"SLURM_PROCID=1", "SLURM_NTASKS=4", "SLURM_LOCALID=0", "SLURM_NODEID=2",
+      "SLURM_STEP_TASKS_PER_NODE=1(x4)", "SLURM_STEP_NUM_NODES=4", "SLURM_STEP_ID=1",
+      "SLURM_DISTRIBUTION=arbitrary", "SLURM_STEP_NODELIST=h[1-4]"},
+     "Slurm",
+     1,
+     4,
+     0,
+     1,
+     false,
+     "",
+     0},
     /* A one-node step inside a four-node allocation: the step's counts win. */
     {{"SLURM_PROCID=0", "SLURM_NTASKS=2", "SLURM_LOCALID=0", "SLURM_NODEID=0", "SLURM_NNODES=4",
       "SLURM_TASKS_PER_NODE=4(x4)", "SLURM_STEP_NUM_NODES=1", "SLURM_STEP_TASKS_PER_NODE=2",
@@ -245,7 +274,7 @@ static const struct good_case good[] = {
      true,
      "",
      0},
-    /* srun --mpi=pmix: PMIx and Slurm variables; Slurm's are read. */
+    /* srun --mpi=pmix with no PMIx server answering: Slurm's are read. */
     {{SRUN_2_ONE_NODE, "PMIX_RANK=1", "PMIX_NAMESPACE=slurm.pmix.77.0"},
      "Slurm",
      1,
@@ -272,6 +301,29 @@ static const struct good_case good[] = {
      "MPICH/Hydra",
      1,
      2,
+     -1,
+     -1,
+     false,
+     "",
+     0},
+    /* srun --mpi=pmi2 -N 2 -n 3: its PMI_RANK/PMI_SIZE are Slurm's own;
+     * Slurm's variables give the local size and the root. */
+    {{"PMI_RANK=2", "PMI_SIZE=3", "PMI_FD=11", "PMI_JOBID=9.1", "SLURM_PROCID=2", "SLURM_NTASKS=3",
+      "SLURM_LOCALID=0", "SLURM_NODEID=1", "SLURM_STEP_TASKS_PER_NODE=2,1",
+      "SLURM_STEP_NUM_NODES=2", "SLURM_JOB_ID=9", "SLURM_STEP_ID=1", "SLURM_STEP_NODELIST=n[1-2]"},
+     "Slurm",
+     2,
+     3,
+     0,
+     1,
+     false,
+     "n1",
+     0},
+    /* Hydra under Slurm: the ranks inherit their proxy's step variables. */
+    {{"PMI_RANK=3", "PMI_SIZE=4", "SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_STEP_ID=0"},
+     "MPICH/Hydra",
+     3,
+     4,
      -1,
      -1,
      false,
@@ -354,11 +406,17 @@ static const struct bad_case bad[] = {
       "MASTER_ADDR=h", "MASTER_PORT=1"},
      WEFT_ERR_INVALID_ARG,
      {"LOCAL_RANK=1 and LOCAL_WORLD_SIZE=1: local rank not below local size"}},
-    /* PMIx alone: not readable yet, and the message says what to do. */
+    /* PMIx alone and no server: the message says why and what to do. */
     {{"PMIX_RANK=0", "PMIX_NAMESPACE=slurm.pmix.5.0"},
      WEFT_ERR_NOT_SUPPORTED,
-     {"PMIX_RANK", "cannot take ranks from PMIx yet", "WEFT_RANK, WEFT_NRANKS and WEFT_ROOT"}},
+     {"PMIX_RANK", "PMIx cannot be used (", "WEFT_RANK, WEFT_NRANKS and WEFT_ROOT"}},
     {{"PMIX_NAMESPACE=x"}, WEFT_ERR_NOT_SUPPORTED, {"PMIx"}},
+    {{"PMIX_RANK=0", "PMIX_NAMESPACE=x", "WEFT_PMIX=0"},
+     WEFT_ERR_NOT_SUPPORTED,
+     {"PMIx cannot be used (WEFT_PMIX=0)"}},
+    {{"PMIX_RANK=0", "PMIX_NAMESPACE=x", "WEFT_PMIX_LIB=/nonexistent/libpmix.so.2"},
+     WEFT_ERR_NOT_SUPPORTED,
+     {"WEFT_PMIX_LIB=/nonexistent/libpmix.so.2: "}},
     {{"OMPI_COMM_WORLD_RANK=0"},
      WEFT_ERR_INVALID_ARG,
      {"OMPI_COMM_WORLD_RANK is set but OMPI_COMM_WORLD_SIZE is not"}},
@@ -502,13 +560,23 @@ START_TEST(root_derived)
 				      "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29500", NULL},
 		a, sizeof(a), &st, &err);
 	ck_assert_str_eq(a, "127.0.0.1:29501");
-	/* Slurm across nodes: the first node of the step, port from job and step. */
+	/* Slurm across nodes: the first node of the step, port from job and
+	 * step; a node that resolves to loopback cannot serve the other hosts. */
 	root_of((const char *const[]){"SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_NNODES=2",
 				      "SLURM_JOB_ID=77", "SLURM_STEP_ID=0",
 				      "SLURM_STEP_NODELIST=localhost,vm", NULL},
 		a, sizeof(a), &st, &err);
-	ck_assert_msg(st == WEFT_SUCCESS, "%s", err.msg);
-	ck_assert_msg(strncmp(a, "127.0.0.1:", 10) == 0, "%s", a);
+	ck_assert_int_eq(st, WEFT_ERR_INVALID_ARG);
+	ck_assert_msg(strstr(err.msg, "'localhost' (the first node of SLURM_STEP_NODELIST) "
+				      "resolves to a loopback address") &&
+			  strstr(err.msg, "srun --mpi=pmix"),
+		      "%s", err.msg);
+	/* The same name on one node is fine: every rank is there. */
+	root_of((const char *const[]){"SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_NNODES=1",
+				      "SLURM_JOB_ID=77", "SLURM_STEP_ID=0",
+				      "SLURM_STEP_NODELIST=localhost", NULL},
+		a, sizeof(a), &st, &err);
+	ck_assert_msg(st == WEFT_SUCCESS && strncmp(a, "127.0.0.1:", 10) == 0, "%s", err.msg);
 	ck_assert_int_ge(port_of(a), 20000);
 }
 END_TEST
@@ -531,7 +599,8 @@ START_TEST(root_missing)
 				      "SLURM_STEP_ID=0", NULL},
 		a, sizeof(a), &st, &err);
 	ck_assert_int_eq(st, WEFT_ERR_INVALID_ARG);
-	ck_assert_msg(strstr(err.msg, "Slurm job is not on one host") &&
+	ck_assert_msg(strstr(err.msg, "Slurm job is not on one host: SLURM_STEP_NODELIST is not "
+				      "set, so rank 0's node is unknown") &&
 			  strstr(err.msg, "WEFT_ROOT=host:port") &&
 			  strstr(err.msg, "srun --mpi=pmix"),
 		      "%s", err.msg);
@@ -545,6 +614,31 @@ START_TEST(root_missing)
 				      "does not resolve") &&
 			  strstr(err.msg, "WEFT_ROOT") && strstr(err.msg, "srun --mpi=pmix"),
 		      "%s", err.msg);
+	/* -m arbitrary: no root from the node list, and the reason. */
+	root_of((const char *const[]){"SLURM_PROCID=1", "SLURM_NTASKS=4", "SLURM_NNODES=4",
+				      "SLURM_STEP_ID=0", "SLURM_DISTRIBUTION=arbitrary",
+				      "SLURM_STEP_NODELIST=h[1-4]", NULL},
+		a, sizeof(a), &st, &err);
+	ck_assert_int_eq(st, WEFT_ERR_INVALID_ARG);
+	ck_assert_msg(strstr(err.msg, "SLURM_DISTRIBUTION=arbitrary puts rank 0 on any node") &&
+			  strstr(err.msg, "srun --mpi=pmix") && strstr(err.msg, "WEFT_ROOT="),
+		      "%s", err.msg);
+	/* Rank 0 that finds itself off the first node says so. */
+	root_of((const char *const[]){"SLURM_PROCID=0", "SLURM_NTASKS=4", "SLURM_NNODES=4",
+				      "SLURM_NODEID=2", "SLURM_STEP_ID=0",
+				      "SLURM_STEP_NODELIST=h[1-4]", NULL},
+		a, sizeof(a), &st, &err);
+	ck_assert_int_eq(st, WEFT_ERR_INVALID_ARG);
+	ck_assert_msg(strstr(err.msg, "SLURM_NODEID is not 0"), "%s", err.msg);
+	/* srun --mpi=pmix where PMIx cannot be used: the error says that too. */
+	root_of((const char *const[]){"SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_NNODES=2",
+				      "SLURM_STEP_ID=0", "PMIX_RANK=1",
+				      "PMIX_NAMESPACE=slurm.pmix.1.0", "WEFT_PMIX=0", NULL},
+		a, sizeof(a), &st, &err);
+	ck_assert_int_eq(st, WEFT_ERR_INVALID_ARG);
+	ck_assert_msg(
+	    strstr(err.msg, "PMIx variables are set, but PMIx cannot be used: WEFT_PMIX=0"), "%s",
+	    err.msg);
 }
 END_TEST
 
@@ -633,18 +727,18 @@ static void launcher_env(const struct e2e *e, int r, int n)
 		setf("OMPI_MCA_orte_precondition_transports", "%s", e->job);
 		setf("PMIX_RANK", "%d", r);
 		setf("PMIX_NAMESPACE", "%s", e->job);
-	} else if (strncmp(e->name, "Slurm", 5) == 0) {
-		bool nodes = strcmp(e->name, "Slurm, a node per rank") == 0;
+	} else if (strcmp(e->name, "Slurm") == 0) {
+		/* srun -n N on one node. Steps across nodes need hosts that
+		 * are not this one's loopback: tests/fabric/test_slurm.sh. */
 		setf("SLURM_PROCID", "%d", r);
 		setf("SLURM_NTASKS", "%d", n);
-		setf("SLURM_LOCALID", "%d", nodes ? 0 : r);
-		setf("SLURM_NODEID", "%d", nodes ? r : 0);
-		setf("SLURM_TASKS_PER_NODE", nodes ? "1(x%d)" : "%d", n);
-		setf("SLURM_NNODES", "%d", nodes ? n : 1);
+		setf("SLURM_LOCALID", "%d", r);
+		setf("SLURM_NODEID", "0");
+		setf("SLURM_TASKS_PER_NODE", "%d", n);
+		setf("SLURM_NNODES", "1");
 		setf("SLURM_JOB_ID", "%s", e->job);
 		setf("SLURM_STEP_ID", "0");
-		/* Each "node" is this host, under a name that resolves here. */
-		setf("SLURM_STEP_NODELIST", nodes ? "localhost,vm%d" : "localhost", n);
+		setf("SLURM_STEP_NODELIST", "localhost");
 	} else {
 		setf("TORCHELASTIC_RUN_ID", "none");
 		setf("RANK", "%d", r);
@@ -663,7 +757,7 @@ static int e2e_rank(int rank, int nranks, const weft_unique_id_t *id, void *arg)
 	const struct e2e *e = arg;
 	launcher_env(e, rank, nranks);
 	weft_launch_info_t info = WEFT_LAUNCH_INFO_INIT;
-	if (weft_launch_query(&info) != WEFT_SUCCESS || strncmp(info.launcher, e->name, 5) != 0 ||
+	if (weft_launch_query(&info) != WEFT_SUCCESS || strcmp(info.launcher, e->name) != 0 ||
 	    info.rank != rank || info.nranks != nranks) {
 		fprintf(stderr, "%s rank %d: weft_launch_query: %s, %s %d of %d\n", e->name, rank,
 			weft_init_last_error(), info.launcher, info.rank, info.nranks);
@@ -692,7 +786,7 @@ static int free_port(void)
 	return ntohs(sa.sin_port);
 }
 
-static const char *const e2e_names[] = {"Open MPI", "Slurm", "Slurm, a node per rank", "torchrun"};
+static const char *const e2e_names[] = {"Open MPI", "Slurm", "torchrun"};
 
 START_TEST(init_env_under_launchers)
 {

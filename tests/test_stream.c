@@ -43,8 +43,8 @@ START_TEST(copy_matches_memcpy)
 				if ((i < GUARD + al || i >= GUARD + al + lens[l]) &&
 				    dst_buf[i] != 0xee)
 					bad = i;
-			ck_assert_msg(bad == SIZE_MAX, "length %zu: guard byte %zu written", lens[l],
-				      bad);
+			ck_assert_msg(bad == SIZE_MAX, "length %zu: guard byte %zu written",
+				      lens[l], bad);
 		}
 }
 END_TEST

@@ -3,6 +3,8 @@
 #   (a) every output of a 3-rank local job: text (its sections), JSON (parsed
 #       with python3's json module), DOT (checked by graphviz when present),
 #       the rankfile; host mode in text and JSON; --settings in both;
+#       --launcher (what a process reads from its launcher: Weft's and
+#       Slurm's variables, and a launcher's unusable ones an error);
 #   (b) a host name with a quote and a backslash in it (a UTS namespace; as
 #       root), which the JSON, text and DOT outputs must carry escaped;
 #   (c) the round trip: a job's JSON as WEFT_TOPO_FILE for the next job,
@@ -121,6 +123,28 @@ if "$TOPO" --settings >"$OUT/settings" && grep -q '^WEFT_TOPO_FILE  *- ' "$OUT/s
 	ok "--settings, text and JSON"
 else
 	fail "--settings: $(head -3 "$OUT/settings")"
+fi
+
+# --launcher: the launcher's word as each process reads it, no job started.
+# env -i: only the variables given (a launcher's own must not leak in).
+launcher_line() { env -i PATH="$PATH" WEFT_PMIX=0 "$@" "$TOPO" --launcher 2>"$OUT/launcher.err"; }
+host=$(hostname)
+got1=$(launcher_line WEFT_RANK=2 WEFT_NRANKS=3 WEFT_LOCAL_RANK=0 WEFT_LOCAL_SIZE=1)
+got2=$(launcher_line SLURM_PROCID=5 SLURM_NTASKS=7 SLURM_LOCALID=1 SLURM_NODEID=2 \
+	SLURM_STEP_TASKS_PER_NODE='2(x3),1' SLURM_STEP_NUM_NODES=4 SLURM_STEP_ID=0 \
+	SLURM_JOB_ID=9 SLURM_STEP_NODELIST='n[1-4]')
+if [ "$got1" = "launcher weft host $host rank 2 nranks 3 local_rank 0 local_size 1" ] &&
+	[ "$got2" = "launcher Slurm host $host rank 5 nranks 7 local_rank 1 local_size 2" ]; then
+	ok "--launcher: Weft's variables, and Slurm's with SLURM_STEP_TASKS_PER_NODE=2(x3),1"
+else
+	fail "--launcher: '$got1' / '$got2' $(cat "$OUT/launcher.err")"
+fi
+if launcher_line SLURM_PROCID=0 SLURM_NTASKS=4 SLURM_JOB_ID=3 >/dev/null; then
+	fail "--launcher: an sbatch script's SLURM_PROCID without SLURM_STEP_ID was accepted"
+elif grep -q "weft-topo: $host: SLURM_PROCID is set but SLURM_STEP_ID is not" "$OUT/launcher.err"; then
+	ok "--launcher: unusable Slurm variables fail, naming what is missing"
+else
+	fail "--launcher: no message naming SLURM_STEP_ID: $(cat "$OUT/launcher.err")"
 fi
 
 # ---- (b) a host name that needs escaping ----

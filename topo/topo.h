@@ -14,10 +14,27 @@
 
 #define WEFT_TOPO_NAME_BYTES 64
 
+/*
+ * Where a rank's leaf (and spine) comes from, best first; the value is the
+ * rank in that order. When several sources know the leaf, the first wins:
+ *   1. LLDP: what the NIC's cable is plugged into, seen on the wire now.
+ *      Files and Slurm's topology.conf are written by people and go stale
+ *      when a node is recabled.
+ *   2. WEFT_TOPO_FILE: the user named it for this job, so it overrides the
+ *      cluster's own configuration (under Slurm the usual reason to set it
+ *      is that Slurm's tree is coarser than the fabric, or wrong).
+ *   3. Slurm: SLURM_TOPOLOGY_ADDR, the cluster's topology.conf as the
+ *      scheduler sees it, handed to every task of a step unasked.
+ * A job then agrees on one source (weft_topo_cards_agree): names from
+ * different sources never compare equal (LLDP keys on the chassis id), so a
+ * job whose hosts used different sources would count one switch as two
+ * leaves.
+ */
 enum weft_leaf_source {
 	WEFT_LEAF_NONE = 0, /* unknown: every host counts as its own leaf */
 	WEFT_LEAF_LLDP,	    /* learned from the local lldpd */
 	WEFT_LEAF_FILE,	    /* from WEFT_TOPO_FILE */
+	WEFT_LEAF_SLURM,    /* from SLURM_TOPOLOGY_ADDR (topology/tree) */
 };
 
 /* One rank's topology facts; part of its card, so plain fixed-size bytes. */
@@ -26,13 +43,19 @@ struct weft_topo_card {
 	char leaf_id[WEFT_TOPO_NAME_BYTES];   /* leaf chassis id (e.g. its MAC), "" unknown */
 	char leaf_name[WEFT_TOPO_NAME_BYTES]; /* leaf system name, e.g. "leaf1" */
 	char leaf_port[WEFT_TOPO_NAME_BYTES]; /* the leaf's port facing this NIC */
-	char spine[WEFT_TOPO_NAME_BYTES];     /* parent switch from a topology file, "" unknown */
-	int32_t numa;			      /* NUMA node of this rank's cores, -1 unknown */
-	int32_t nic_numa;		      /* NUMA node of the NIC, -1 unknown */
-	int32_t leaf_source;		      /* enum weft_leaf_source */
-	int32_t cores;			      /* cores on the host */
-	int32_t numa_nodes;		      /* NUMA nodes on the host */
-	int32_t packages;		      /* sockets on the host */
+	char spine[WEFT_TOPO_NAME_BYTES];     /* parent switch from a file or Slurm, "" unknown */
+	/* What the configured sources say, whichever won above, so that the
+	 * ranks of a job can agree on one source. "" where it says nothing. */
+	char file_leaf[WEFT_TOPO_NAME_BYTES];
+	char file_spine[WEFT_TOPO_NAME_BYTES];
+	char slurm_leaf[WEFT_TOPO_NAME_BYTES];
+	char slurm_spine[WEFT_TOPO_NAME_BYTES];
+	int32_t numa;	     /* NUMA node of this rank's cores, -1 unknown */
+	int32_t nic_numa;    /* NUMA node of the NIC, -1 unknown */
+	int32_t leaf_source; /* enum weft_leaf_source */
+	int32_t cores;	     /* cores on the host */
+	int32_t numa_nodes;  /* NUMA nodes on the host */
+	int32_t packages;    /* sockets on the host */
 };
 
 enum weft_link_class {
@@ -104,6 +127,15 @@ int weft_topo_ring_crossings(const struct weft_topo_graph *g, const int *order);
  * Edges between two leaves of unknown spine are not counted. */
 int weft_topo_ring_spine_crossings(const struct weft_topo_graph *g, const int *order);
 
+/*
+ * Ordered pairs (a, b) of ranks per link class, self pairs included (n of
+ * them), as weft_topo_link() classes them: the counts sum to n^2. From the
+ * graph's groups in O(n log n), never pair by pair (topo_classes.c).
+ * WEFT_ERR_NO_MEMORY leaves every count 0.
+ */
+weft_status_t weft_topo_class_pairs(const struct weft_topo_graph *g,
+				    uint64_t pairs[WEFT_LINK_CLASS_COUNT]);
+
 /* ---- Local facts, gathered once per rank at init (each never fails the
  * job for lack of information: unknown stays unknown, with an INFO line). */
 
@@ -130,6 +162,20 @@ weft_status_t weft_topo_bind(const char *mode, const char *nic, int local_rank,
 weft_status_t weft_topo_lldp_fill(struct weft_topo_card *card, const char *nic,
 				  const char *socket_path, struct weft_err *err);
 
+/* Slurm: the leaf and spine from SLURM_TOPOLOGY_ADDR and its pattern (see
+ * topo_slurm.c); false (both "") when they are unset, say no switch, or
+ * WEFT_TOPO_SLURM=0. */
+bool weft_topo_slurm_lookup(char *leaf, size_t leaf_len, char *spine, size_t spine_len);
+
+/*
+ * Once every rank's card is known: make the job use one leaf source, the
+ * best that every card knows, where the cards' own choices differ (rewriting
+ * the leaf fields of the cards that chose another). Where no source is known
+ * on every card, each keeps its own. Returns the source every card now
+ * uses, or -1 when they still differ; one INFO line says what was decided.
+ */
+int weft_topo_cards_agree(struct weft_topo_card *const *cards, int n);
+
 /* ---- Topology files (WEFT_TOPO_FILE): Slurm topology.conf or Weft's JSON. */
 struct weft_topo_file;
 
@@ -138,10 +184,23 @@ struct weft_topo_file;
 weft_status_t weft_topo_file_load(const char *path, struct weft_topo_file **out,
 				  struct weft_err *err);
 
+/* The same from @p len bytes of @p text already read, with a NUL after
+ * them (@p path names it in messages): what tests/fuzz/ drives. */
+weft_status_t weft_topo_file_parse(const char *path, const char *text, size_t len,
+				   struct weft_topo_file **out, struct weft_err *err);
+
 /* Leaf switch of @p hostname, and the switch above that leaf ("" if none).
  * False if the file does not name the host. */
 bool weft_topo_file_lookup(const struct weft_topo_file *f, const char *hostname, char *leaf,
 			   size_t leaf_len, char *spine, size_t spine_len);
+
+/* How many hosts the file names, and host @p i of them (0 <= i < count, in
+ * strcmp order of their names): its name, leaf and spine ("" if none), as
+ * pointers into @p f, valid until weft_topo_file_free(). For weft-topo
+ * --model, which places a job on every host of a file. */
+size_t weft_topo_file_count(const struct weft_topo_file *f);
+void weft_topo_file_host(const struct weft_topo_file *f, size_t i, const char **name,
+			 const char **leaf, const char **spine);
 
 void weft_topo_file_free(struct weft_topo_file *f);
 

@@ -186,27 +186,19 @@ static char first_char(const char *text, size_t len)
 	return '\0';
 }
 
-weft_status_t weft_topo_file_load(const char *path, struct weft_topo_file **out,
-				  struct weft_err *err)
+weft_status_t weft_topo_file_parse(const char *path, const char *text, size_t len,
+				   struct weft_topo_file **out, struct weft_err *err)
 {
 	struct weft_topo_file *f;
-	char *text = NULL;
-	size_t len = 0;
 	weft_status_t st;
 	char c;
 
 	*out = NULL;
-	if (!path || !path[0])
-		return weft_err_set(err, WEFT_ERR_INVALID_ARG, "topology file: no path");
 	f = calloc(1, sizeof(*f));
 	if (!f || !(f->path = strdup(path))) {
 		free(f);
 		return weft_err_set(err, WEFT_ERR_NO_MEMORY, "loading topology file %s", path);
 	}
-	st = read_all(path, &text, &len, err);
-	if (st != WEFT_SUCCESS)
-		goto out_free;
-
 	c = first_char(text, len);
 	if (c == '\0')
 		st = weft_err_set(err, WEFT_ERR_INVALID_ARG, "%s: empty topology file", path);
@@ -216,18 +208,29 @@ weft_status_t weft_topo_file_load(const char *path, struct weft_topo_file **out,
 		st = weft_topo_file_parse_conf(f, text, len, err);
 	if (st == WEFT_SUCCESS)
 		st = sort_hosts(f, err);
-	if (st != WEFT_SUCCESS)
-		goto out_free;
-
+	if (st != WEFT_SUCCESS) {
+		weft_topo_file_free(f);
+		return st;
+	}
 	weft_log(WEFT_LOG_INFO, WEFT_SUB_TOPO, "topology file %s: %zu hosts (%s)", path, f->nhosts,
 		 c == '{' ? "Weft JSON" : "Slurm topology.conf");
-	free(text);
 	*out = f;
 	return WEFT_SUCCESS;
+}
 
-out_free:
+weft_status_t weft_topo_file_load(const char *path, struct weft_topo_file **out,
+				  struct weft_err *err)
+{
+	char *text = NULL;
+	size_t len = 0;
+
+	*out = NULL;
+	if (!path || !path[0])
+		return weft_err_set(err, WEFT_ERR_INVALID_ARG, "topology file: no path");
+	weft_status_t st = read_all(path, &text, &len, err);
+	if (st == WEFT_SUCCESS)
+		st = weft_topo_file_parse(path, text, len, out, err);
 	free(text);
-	weft_topo_file_free(f);
 	return st;
 }
 
@@ -308,4 +311,18 @@ bool weft_topo_file_lookup(const struct weft_topo_file *f, const char *hostname,
 	if (spine && spine_len)
 		snprintf(spine, spine_len, "%s", weft_topo_file_str(f, h->spine));
 	return true;
+}
+
+size_t weft_topo_file_count(const struct weft_topo_file *f)
+{
+	return f ? f->nhosts : 0;
+}
+
+void weft_topo_file_host(const struct weft_topo_file *f, size_t i, const char **name,
+			 const char **leaf, const char **spine)
+{
+	const struct weft_topo_file_host *h = &f->hosts[i];
+	*name = weft_topo_file_str(f, h->name);
+	*leaf = weft_topo_file_str(f, h->leaf);
+	*spine = weft_topo_file_str(f, h->spine);
 }

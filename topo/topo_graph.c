@@ -24,8 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/log.h"
 #include "topo/topo.h"
+#include "util/log.h"
 
 /* A name held in a fixed-size card field that may lack its NUL (cards come
  * off the wire). */

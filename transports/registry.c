@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "transports/ofi/ofi_ops.h"
 #include "transports/shm/shm.h"
 #include "transports/socket/socket.h"
+#include "transports/verbs/verbs_ops.h"
 #include "util/parse.h"
 #include "util/settings.h"
 
@@ -14,6 +16,8 @@
 static const struct weft_tp_ops *const transports[] = {
     &weft_tp_shm_ops,
     &weft_tp_socket_ops,
+    &weft_tp_verbs_ops,
+    &weft_tp_ofi_ops,
 };
 
 #define NTRANSPORTS (sizeof(transports) / sizeof(transports[0]))

@@ -49,6 +49,18 @@ struct weft_mr;
 /* ---- Messages ---- */
 
 /*
+ * Tags. The upper 32 bits are the operation word (core/tag.h): bit 31 set
+ * for sends and receives (the rest their number); clear for a collective,
+ * whose bits 30..19 are the call number and WEFT_TAG_SIGNATURE the
+ * signature of its arguments. The signature only checks the call: a
+ * transport that matches by tag may leave it out of the match and compare
+ * it when the message lands, so that mismatched calls fail at once instead
+ * of never matching.
+ */
+#define WEFT_TAG_P2P	   (1u << 31)
+#define WEFT_TAG_SIGNATURE 0x0007ffffu
+
+/*
  * One message. For a receive, the bytes go to buf (copied), or, when
  * reduce is set, are combined: buf[i] = reduce(local[i], incoming[i]).
  */
@@ -191,10 +203,14 @@ struct weft_tp_life_ops {
 
 /* Connections. score: 0 cannot reach @p peer, otherwise higher is
  * preferred (called after init). connect returns WEFT_INPROGRESS until the
- * connection is up and is called again; it never blocks. */
+ * connection is up and is called again; it never blocks. connected: every
+ * peer of the communicator is connected (on every transport), so whatever
+ * only connecting needed closes now, e.g. a listening socket; no connect
+ * follows (weft_tp_no_connected where there is nothing to close). */
 struct weft_tp_conn_ops {
 	int (*score)(struct weft_tp *tp, int peer);
 	weft_status_t (*connect)(struct weft_tp *tp, int peer, struct weft_conn **out);
+	void (*connected)(struct weft_tp *tp);
 };
 
 /* Messages. isend/irecv queue and return at once (WEFT_SUCCESS, or an

@@ -13,6 +13,11 @@ bool weft_tune_table_has(enum weft_coll_kind coll)
 {
 	if (coll == WEFT_COLL_SEND || coll == WEFT_COLL_RECV || coll == WEFT_COLL_BARRIER)
 		return false;
+	/* alltoallv has no one size (its blocks differ per peer); gather and
+	 * scatter have one algorithm each and stay out of the table until a
+	 * second gives a choice to show. */
+	if (coll == WEFT_COLL_ALLTOALLV || coll == WEFT_COLL_GATHER || coll == WEFT_COLL_SCATTER)
+		return false;
 	return weft_algos_for(coll)[0] != NULL;
 }
 

@@ -19,7 +19,8 @@ struct weft_comm;
 extern const size_t weft_tune_table_sizes[WEFT_TUNE_TABLE_SIZES];
 
 /* Whether the table has rows for @p coll: a collective with algorithms and a
- * size (send, recv and barrier have no choice worth a table). */
+ * size (send, recv and barrier have no choice worth a table, nor, for now,
+ * alltoallv, gather and scatter). */
 bool weft_tune_table_has(enum weft_coll_kind coll);
 
 /* The call a row stands for: float32 sum, root 0, @p bytes in total (at

@@ -78,7 +78,7 @@ static weft_status_t bruck_post(struct weft_task *task)
 }
 
 static double bruck_estimate(const struct weft_comm *comm, const struct weft_links *links,
-			const struct weft_coll_args *args)
+			     const struct weft_coll_args *args)
 {
 	int n = comm->nranks;
 	if (n == 1)

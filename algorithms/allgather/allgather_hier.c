@@ -262,7 +262,7 @@ static weft_status_t hier_post(struct weft_task *task)
 }
 
 static double hier_estimate(const struct weft_comm *comm, const struct weft_links *links,
-			const struct weft_coll_args *args)
+			    const struct weft_coll_args *args)
 {
 	double b = (double)args->count * (double)args->esize;
 	int n = comm->nranks, m = weft_hier_max_local(comm), nh = comm->graph.nhosts;

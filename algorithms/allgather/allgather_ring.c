@@ -104,7 +104,7 @@ static weft_status_t ring_post(struct weft_task *task)
 
 /* n-1 steps of one block each over the slowest ring link. */
 static double ring_estimate(const struct weft_comm *comm, const struct weft_links *links,
-			const struct weft_coll_args *args)
+			    const struct weft_coll_args *args)
 {
 	int n = comm->nranks;
 	struct weft_cost c = links->ring;

@@ -270,7 +270,7 @@ static weft_status_t hier_post(struct weft_task *task)
 }
 
 static double hier_estimate(const struct weft_comm *comm, const struct weft_links *links,
-			const struct weft_coll_args *args)
+			    const struct weft_coll_args *args)
 {
 	double bytes = (double)args->count * (double)args->esize;
 	double chunk = (double)comm->chunk_bytes < bytes ? (double)comm->chunk_bytes : bytes;

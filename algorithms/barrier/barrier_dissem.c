@@ -53,7 +53,7 @@ static weft_status_t dissem_post(struct weft_task *task)
 }
 
 static double dissem_estimate(const struct weft_comm *comm, const struct weft_links *links,
-			const struct weft_coll_args *args)
+			      const struct weft_coll_args *args)
 {
 	return weft_bruck_nsteps(comm->nranks) * links->worst.alpha;
 }

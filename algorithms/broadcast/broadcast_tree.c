@@ -62,7 +62,7 @@ static double pipeline_steps(const struct weft_comm *comm, double bytes, double 
 }
 
 static double tree_estimate(const struct weft_comm *comm, const struct weft_links *links,
-			const struct weft_coll_args *args)
+			    const struct weft_coll_args *args)
 {
 	if (comm->nranks == 1)
 		return 0;
@@ -73,7 +73,7 @@ static double tree_estimate(const struct weft_comm *comm, const struct weft_link
 }
 
 static double chain_estimate(const struct weft_comm *comm, const struct weft_links *links,
-			const struct weft_coll_args *args)
+			     const struct weft_coll_args *args)
 {
 	if (comm->nranks == 1)
 		return 0;

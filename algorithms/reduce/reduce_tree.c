@@ -59,7 +59,7 @@ static weft_status_t reduce_post(struct weft_task *task)
 }
 
 static double reduce_estimate(const struct weft_comm *comm, const struct weft_links *links,
-			const struct weft_coll_args *args)
+			      const struct weft_coll_args *args)
 {
 	struct weft_cost c = links->worst;
 	double bytes = (double)args->count * (double)args->esize;

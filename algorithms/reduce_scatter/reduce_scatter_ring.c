@@ -225,7 +225,7 @@ static weft_status_t rs_post(struct weft_task *task)
 }
 
 static double rs_estimate(const struct weft_comm *comm, const struct weft_links *links,
-			const struct weft_coll_args *args)
+			  const struct weft_coll_args *args)
 {
 	int n = comm->nranks;
 	if (n == 1)

@@ -63,7 +63,7 @@ static bool direct_supports(const struct weft_comm *comm, const struct weft_coll
 }
 
 static double direct_estimate(const struct weft_comm *comm, const struct weft_links *links,
-			const struct weft_coll_args *args)
+			      const struct weft_coll_args *args)
 {
 	if (args->root == comm->rank)
 		return 0;

@@ -27,10 +27,13 @@
  * task form (allreduce_shm.c, phase PH_SMALL) runs the same two steps, so
  * ranks that take different forms of one call still meet.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "algorithms/shmem/shmem.h"
 #include "core/comm.h"
+#include "core/tag.h"
+#include "core/watch.h"
 #include "reduce/reduce.h"
 #include "util/clock.h"
 
@@ -83,6 +86,24 @@ weft_status_t weft_shmem_small_collect(struct weft_comm *comm, const struct weft
 	return WEFT_SUCCESS;
 }
 
+/* The timeout, as a task's (core/progress.c): the job-wide verdict
+ * (core/watch.h) follows the local view; @p told: a peer timed out in this
+ * call or a later one. */
+static weft_status_t small_timed_out(struct weft_comm *comm, const struct weft_coll_args *a,
+				     int waiting_for, double waited, bool told)
+{
+	struct weft_task t = {.comm = comm, .args = *a, .waiting_for = waiting_for};
+	t.seq = (uint32_t)comm->shmem->op; /* the word announced for this call */
+	char who[48] = "", verdict[WEFT_ERR_MSG_BYTES];
+	if (waiting_for >= 0)
+		snprintf(who, sizeof(who), " waiting for rank %d", waiting_for);
+	weft_watch_verdict(comm, &t, verdict, sizeof(verdict));
+	return weft_comm_fail(
+	    comm, WEFT_ERR_TIMEOUT, "allreduce seq %llu: no progress for %.1f s%s%s; %s",
+	    (unsigned long long)weft_tag_number((uint32_t)t.seq), waited, who,
+	    told ? " (a peer timed out)" : "", verdict[0] ? verdict : "no verdict (no watch)");
+}
+
 weft_status_t weft_shmem_allreduce_small(struct weft_comm *comm, const struct weft_coll_args *a)
 {
 	struct weft_shmem *sh = comm->shmem;
@@ -95,14 +116,14 @@ weft_status_t weft_shmem_allreduce_small(struct weft_comm *comm, const struct we
 	while ((st = weft_shmem_small_collect(comm, a, call, &waiting_for)) == WEFT_INPROGRESS) {
 		if ((spins & 1023) == 1023) {
 			double now = weft_now();
+			uint64_t number = weft_tag_number((uint32_t)sh->op);
+			bool told = weft_watch_peer_timed_out(comm) &&
+				    number + 1 >= weft_watch_peer_timed_out_call(comm);
 			if (atomic_load(&comm->abort_requested))
 				st = weft_comm_fail(comm, WEFT_ERR_ABORTED,
 						    "communicator aborted by weft_comm_abort");
-			else if (now - start > comm->timeout_s)
-				st = weft_comm_fail(comm, WEFT_ERR_TIMEOUT,
-						    "allreduce: no progress for %.1f s waiting for "
-						    "rank %d",
-						    comm->timeout_s, waiting_for);
+			else if (now - start > comm->timeout_s || told)
+				st = small_timed_out(comm, a, waiting_for, now - start, told);
 			if (st != WEFT_INPROGRESS)
 				break;
 		}

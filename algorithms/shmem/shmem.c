@@ -23,10 +23,10 @@
 #include "core/comm.h"
 #include "core/p2p.h"
 #include "core/tag.h"
+#include "transports/common/tp_watchdog.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/memfd.h"
-#include "util/proc.h"
 #include "util/settings.h"
 
 struct shmem_card {
@@ -263,7 +263,7 @@ bool weft_shmem_reached(struct weft_comm *comm, int r, _Atomic uint64_t *flag, u
 		*st = weft_comm_fail(comm, WEFT_ERR_REMOTE,
 				     "shm: peer rank %d (pid %d) aborted its communicator", r,
 				     sh->pid[r]);
-	else if (!weft_pid_alive(sh->pid[r]))
+	else if (!weft_tp_pid_alive(sh->pid[r]))
 		*st = weft_comm_fail(comm, WEFT_ERR_REMOTE, "shm: peer rank %d (pid %d) died", r,
 				     sh->pid[r]);
 	return false;

@@ -1,6 +1,8 @@
 /* coll.c — the public collective and point-to-point calls: check the
  * arguments, resolve in place, pick the algorithm, run or queue the task.
- * Groups are in group.c, requests in request.c. */
+ * The checks and the running are shared with coll_blocks.c (alltoallv,
+ * gather, scatter) through api.h. Groups are in group.c, requests in
+ * request.c. */
 #include <stdint.h>
 #include <string.h>
 
@@ -10,10 +12,11 @@
 #include "core/comm.h"
 #include "core/tag.h"
 #include "core/task.h"
+#include "core/watch.h"
 #include "tune/tune.h"
 #include "util/dtype.h"
 
-static weft_status_t check_comm(struct weft_comm *comm, const char *call)
+weft_status_t weft_api_check_comm(struct weft_comm *comm, const char *call)
 {
 	if (!comm)
 		return weft_err_set(weft_err_init_fresh(), WEFT_ERR_INVALID_ARG, "%s: comm is NULL",
@@ -27,8 +30,8 @@ static weft_status_t check_comm(struct weft_comm *comm, const char *call)
 
 /* The checks every data call shares. nblocks: how many count-sized blocks
  * the largest buffer holds. */
-static weft_status_t check_data(struct weft_comm *comm, const char *call, size_t count,
-				size_t nblocks, weft_datatype_t dtype)
+weft_status_t weft_api_check_data(struct weft_comm *comm, const char *call, size_t count,
+				  size_t nblocks, weft_datatype_t dtype)
 {
 	if (!weft_dtype_valid(dtype))
 		return weft_comm_fail(comm, WEFT_ERR_INVALID_ARG, "%s: invalid datatype %d", call,
@@ -49,7 +52,7 @@ static weft_status_t check_op(struct weft_comm *comm, const char *call, weft_op_
 	return WEFT_SUCCESS;
 }
 
-static weft_status_t check_rank(struct weft_comm *comm, const char *call, const char *what, int r)
+weft_status_t weft_api_check_rank(struct weft_comm *comm, const char *call, const char *what, int r)
 {
 	if (r < 0 || r >= comm->nranks)
 		return weft_comm_fail(comm, WEFT_ERR_INVALID_ARG, "%s: %s %d is not a rank (0..%d)",
@@ -57,8 +60,8 @@ static weft_status_t check_rank(struct weft_comm *comm, const char *call, const 
 	return WEFT_SUCCESS;
 }
 
-static weft_status_t check_buf(struct weft_comm *comm, const char *call, const char *what,
-			       const void *buf, size_t count)
+weft_status_t weft_api_check_buf(struct weft_comm *comm, const char *call, const char *what,
+				 const void *buf, size_t count)
 {
 	if (count > 0 && !buf)
 		return weft_comm_fail(comm, WEFT_ERR_INVALID_ARG, "%s: %s is NULL", call, what);
@@ -72,17 +75,17 @@ static weft_status_t check_symmetric(struct weft_comm *comm, const char *call, c
 				     const void *recvbuf, size_t count, size_t nblocks,
 				     weft_datatype_t dtype, const weft_op_t *op)
 {
-	weft_status_t st = check_comm(comm, call);
+	weft_status_t st = weft_api_check_comm(comm, call);
 	if (st == WEFT_SUCCESS)
-		st = check_data(comm, call, count, nblocks == 0 ? (size_t)comm->nranks : nblocks,
-				dtype);
+		st = weft_api_check_data(comm, call, count,
+					 nblocks == 0 ? (size_t)comm->nranks : nblocks, dtype);
 	if (st == WEFT_SUCCESS && op)
 		st = check_op(comm, call, *op);
 	if (st == WEFT_SUCCESS)
-		st = check_buf(comm, call, "recvbuf", recvbuf, count);
+		st = weft_api_check_buf(comm, call, "recvbuf", recvbuf, count);
 	if (st == WEFT_SUCCESS)
-		st = check_buf(comm, call, "sendbuf (use WEFT_IN_PLACE for in place)", sendbuf,
-			       count);
+		st = weft_api_check_buf(comm, call, "sendbuf (use WEFT_IN_PLACE for in place)",
+					sendbuf, count);
 	return st;
 }
 
@@ -104,21 +107,30 @@ static bool latency_path(struct weft_comm *comm, const struct weft_algo *algo,
 		/* As a task would: later tags stay aligned across ranks, and the
 		 * peers see which call this is. */
 		uint32_t word = weft_tag_coll_word(comm->seq, args);
-		comm->recent_calls[weft_tag_number(word) % WEFT_RECENT_CALLS] = word | (1ull << 32);
+		uint64_t call = weft_tag_number(word);
+		comm->recent_calls[call % WEFT_RECENT_CALLS] = word | (1ull << 32);
+		weft_watch_op_started(comm, call, (int)args->coll); /* the job's watch */
 		weft_shmem_announce(comm->shmem, comm->seq++, word);
 		*st = weft_shmem_allreduce_small(comm, args);
+		if (*st == WEFT_SUCCESS)
+			weft_watch_op_finished(comm, call);
 	}
 	weft_comm_unlock(comm);
 	return idle;
 }
 
 /* ---- running one call. */
-static weft_status_t run(struct weft_comm *comm, const struct weft_coll_args *args,
-			 weft_request_t *request)
+weft_status_t weft_api_run(struct weft_comm *comm, const struct weft_coll_args *args,
+			   weft_request_t *request)
 {
 	if (request)
 		*request = NULL;
-	if (args->count == 0 && args->coll != WEFT_COLL_BARRIER)
+	/* Nothing to move anywhere: every rank knows it (the count is the
+	 * same on all), so all skip and the sequence numbers stay in step.
+	 * Not so for alltoallv, where one rank's blocks may all be empty
+	 * while others exchange: its task must still take its number. */
+	if (args->count == 0 && args->coll != WEFT_COLL_BARRIER &&
+	    args->coll != WEFT_COLL_ALLTOALLV)
 		return WEFT_SUCCESS;
 	const struct weft_algo *algo = weft_tune_choose(comm, args);
 	if (!algo)
@@ -163,8 +175,8 @@ static weft_status_t run(struct weft_comm *comm, const struct weft_coll_args *ar
 	return st;
 }
 
-static struct weft_coll_args make_args(enum weft_coll_kind coll, const void *sendbuf, void *recvbuf,
-				       size_t count, weft_datatype_t dtype, weft_op_t op, int root)
+struct weft_coll_args weft_api_args(enum weft_coll_kind coll, const void *sendbuf, void *recvbuf,
+				    size_t count, weft_datatype_t dtype, weft_op_t op, int root)
 {
 	struct weft_coll_args a = {
 	    .coll = coll,
@@ -180,7 +192,8 @@ static struct weft_coll_args make_args(enum weft_coll_kind coll, const void *sen
 }
 
 /* Non-blocking calls: the request must exist, and is NULL after any failure. */
-static weft_status_t need_request(struct weft_comm *comm, weft_request_t *request, const char *call)
+weft_status_t weft_api_need_request(struct weft_comm *comm, weft_request_t *request,
+				    const char *call)
 {
 	if (request) {
 		*request = NULL;
@@ -207,11 +220,11 @@ static weft_status_t reduction(enum weft_coll_kind kind, const void *sendbuf, vo
 	    check_symmetric(comm, call, sendbuf, recvbuf, count, nblocks, dtype, &op);
 	if (st != WEFT_SUCCESS)
 		return st;
-	struct weft_coll_args a = make_args(kind, sendbuf, recvbuf, count, dtype, op, 0);
+	struct weft_coll_args a = weft_api_args(kind, sendbuf, recvbuf, count, dtype, op, 0);
 	a.in_place = sendbuf == WEFT_IN_PLACE || sendbuf == recvbuf;
 	if (a.in_place)
 		a.sendbuf = recvbuf;
-	return run(comm, &a, request);
+	return weft_api_run(comm, &a, request);
 }
 
 weft_status_t weft_allreduce(const void *sendbuf, void *recvbuf, size_t count,
@@ -225,7 +238,7 @@ weft_status_t weft_iallreduce(const void *sendbuf, void *recvbuf, size_t count,
 			      weft_datatype_t dtype, weft_op_t op, weft_comm_t comm,
 			      weft_request_t *request)
 {
-	weft_status_t st = need_request(comm, request, "weft_iallreduce");
+	weft_status_t st = weft_api_need_request(comm, request, "weft_iallreduce");
 	return st ? st
 		  : reduction(WEFT_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, comm,
 			      request, "weft_iallreduce");
@@ -242,11 +255,11 @@ static weft_status_t allgather(const void *sendbuf, void *recvbuf, size_t count,
 	size_t esize = weft_datatype_size(dtype);
 	char *mine = (char *)recvbuf + (size_t)comm->rank * count * esize;
 	struct weft_coll_args a =
-	    make_args(WEFT_COLL_ALLGATHER, sendbuf, recvbuf, count, dtype, WEFT_SUM, 0);
+	    weft_api_args(WEFT_COLL_ALLGATHER, sendbuf, recvbuf, count, dtype, WEFT_SUM, 0);
 	a.in_place = sendbuf == WEFT_IN_PLACE || sendbuf == mine;
 	if (a.in_place)
 		a.sendbuf = mine;
-	return run(comm, &a, request);
+	return weft_api_run(comm, &a, request);
 }
 
 weft_status_t weft_allgather(const void *sendbuf, void *recvbuf, size_t count,
@@ -258,7 +271,7 @@ weft_status_t weft_allgather(const void *sendbuf, void *recvbuf, size_t count,
 weft_status_t weft_iallgather(const void *sendbuf, void *recvbuf, size_t count,
 			      weft_datatype_t dtype, weft_comm_t comm, weft_request_t *request)
 {
-	weft_status_t st = need_request(comm, request, "weft_iallgather");
+	weft_status_t st = weft_api_need_request(comm, request, "weft_iallgather");
 	return st ? st
 		  : allgather(sendbuf, recvbuf, count, dtype, comm, request, "weft_iallgather");
 }
@@ -275,7 +288,7 @@ weft_status_t weft_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t re
 				   weft_datatype_t dtype, weft_op_t op, weft_comm_t comm,
 				   weft_request_t *request)
 {
-	weft_status_t st = need_request(comm, request, "weft_ireduce_scatter");
+	weft_status_t st = weft_api_need_request(comm, request, "weft_ireduce_scatter");
 	return st ? st
 		  : reduction(WEFT_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op,
 			      comm, request, "weft_ireduce_scatter");
@@ -286,23 +299,23 @@ static weft_status_t broadcast(const void *sendbuf, void *recvbuf, size_t count,
 			       weft_datatype_t dtype, int root, struct weft_comm *comm,
 			       weft_request_t *request, const char *call)
 {
-	weft_status_t st = check_comm(comm, call);
+	weft_status_t st = weft_api_check_comm(comm, call);
 	if (st == WEFT_SUCCESS)
-		st = check_data(comm, call, count, 1, dtype);
+		st = weft_api_check_data(comm, call, count, 1, dtype);
 	if (st == WEFT_SUCCESS)
-		st = check_rank(comm, call, "root", root);
+		st = weft_api_check_rank(comm, call, "root", root);
 	if (st == WEFT_SUCCESS)
-		st = check_buf(comm, call, "recvbuf", recvbuf, count);
+		st = weft_api_check_buf(comm, call, "recvbuf", recvbuf, count);
 	if (st == WEFT_SUCCESS && comm->rank == root)
-		st = check_buf(comm, call, "sendbuf on the root", sendbuf, count);
+		st = weft_api_check_buf(comm, call, "sendbuf on the root", sendbuf, count);
 	if (st != WEFT_SUCCESS)
 		return st;
 	struct weft_coll_args a =
-	    make_args(WEFT_COLL_BROADCAST, sendbuf, recvbuf, count, dtype, WEFT_SUM, root);
+	    weft_api_args(WEFT_COLL_BROADCAST, sendbuf, recvbuf, count, dtype, WEFT_SUM, root);
 	a.in_place = comm->rank != root || sendbuf == WEFT_IN_PLACE || sendbuf == recvbuf;
 	if (a.in_place)
 		a.sendbuf = recvbuf;
-	return run(comm, &a, request);
+	return weft_api_run(comm, &a, request);
 }
 
 weft_status_t weft_broadcast(const void *sendbuf, void *recvbuf, size_t count,
@@ -315,7 +328,7 @@ weft_status_t weft_ibroadcast(const void *sendbuf, void *recvbuf, size_t count,
 			      weft_datatype_t dtype, int root, weft_comm_t comm,
 			      weft_request_t *request)
 {
-	weft_status_t st = need_request(comm, request, "weft_ibroadcast");
+	weft_status_t st = weft_api_need_request(comm, request, "weft_ibroadcast");
 	return st ? st
 		  : broadcast(sendbuf, recvbuf, count, dtype, root, comm, request,
 			      "weft_ibroadcast");
@@ -326,27 +339,27 @@ static weft_status_t reduce(const void *sendbuf, void *recvbuf, size_t count, we
 			    weft_op_t op, int root, struct weft_comm *comm, weft_request_t *request,
 			    const char *call)
 {
-	weft_status_t st = check_comm(comm, call);
+	weft_status_t st = weft_api_check_comm(comm, call);
 	if (st == WEFT_SUCCESS)
-		st = check_data(comm, call, count, 1, dtype);
+		st = weft_api_check_data(comm, call, count, 1, dtype);
 	if (st == WEFT_SUCCESS)
 		st = check_op(comm, call, op);
 	if (st == WEFT_SUCCESS)
-		st = check_rank(comm, call, "root", root);
+		st = weft_api_check_rank(comm, call, "root", root);
 	if (st == WEFT_SUCCESS && comm->rank == root)
-		st = check_buf(comm, call, "recvbuf on the root", recvbuf, count);
+		st = weft_api_check_buf(comm, call, "recvbuf on the root", recvbuf, count);
 	bool in_place = comm->rank == root && (sendbuf == WEFT_IN_PLACE || sendbuf == recvbuf);
 	if (st == WEFT_SUCCESS && !in_place)
-		st = check_buf(comm, call, "sendbuf", sendbuf == WEFT_IN_PLACE ? NULL : sendbuf,
-			       count);
+		st = weft_api_check_buf(comm, call, "sendbuf",
+					sendbuf == WEFT_IN_PLACE ? NULL : sendbuf, count);
 	if (st != WEFT_SUCCESS)
 		return st;
 	struct weft_coll_args a =
-	    make_args(WEFT_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root);
+	    weft_api_args(WEFT_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root);
 	a.in_place = in_place;
 	if (in_place)
 		a.sendbuf = recvbuf;
-	return run(comm, &a, request);
+	return weft_api_run(comm, &a, request);
 }
 
 weft_status_t weft_reduce(const void *sendbuf, void *recvbuf, size_t count, weft_datatype_t dtype,
@@ -358,13 +371,13 @@ weft_status_t weft_reduce(const void *sendbuf, void *recvbuf, size_t count, weft
 weft_status_t weft_ireduce(const void *sendbuf, void *recvbuf, size_t count, weft_datatype_t dtype,
 			   weft_op_t op, int root, weft_comm_t comm, weft_request_t *request)
 {
-	weft_status_t st = need_request(comm, request, "weft_ireduce");
+	weft_status_t st = weft_api_need_request(comm, request, "weft_ireduce");
 	return st ? st
 		  : reduce(sendbuf, recvbuf, count, dtype, op, root, comm, request, "weft_ireduce");
 }
 
 /* ---- AlltoAll */
-static bool overlap(const void *a, const void *b, size_t bytes)
+bool weft_api_overlap(const void *a, const void *b, size_t bytes)
 {
 	uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
 	return bytes && x < y + bytes && y < x + bytes;
@@ -374,24 +387,24 @@ static weft_status_t alltoall(const void *sendbuf, void *recvbuf, size_t count,
 			      weft_datatype_t dtype, struct weft_comm *comm,
 			      weft_request_t *request, const char *call)
 {
-	weft_status_t st = check_comm(comm, call);
+	weft_status_t st = weft_api_check_comm(comm, call);
 	if (st == WEFT_SUCCESS)
-		st = check_data(comm, call, count, (size_t)comm->nranks, dtype);
+		st = weft_api_check_data(comm, call, count, (size_t)comm->nranks, dtype);
 	if (st == WEFT_SUCCESS)
-		st = check_buf(comm, call, "recvbuf", recvbuf, count);
+		st = weft_api_check_buf(comm, call, "recvbuf", recvbuf, count);
 	if (st == WEFT_SUCCESS)
-		st = check_buf(comm, call, "sendbuf", sendbuf == WEFT_IN_PLACE ? NULL : sendbuf,
-			       count);
+		st = weft_api_check_buf(comm, call, "sendbuf",
+					sendbuf == WEFT_IN_PLACE ? NULL : sendbuf, count);
 	if (st != WEFT_SUCCESS)
 		return st;
 	size_t bytes = count * weft_datatype_size(dtype) * (size_t)comm->nranks;
-	if (overlap(sendbuf, recvbuf, bytes))
+	if (weft_api_overlap(sendbuf, recvbuf, bytes))
 		return weft_comm_fail(comm, WEFT_ERR_INVALID_ARG,
 				      "%s: sendbuf and recvbuf overlap (in place is not supported)",
 				      call);
 	struct weft_coll_args a =
-	    make_args(WEFT_COLL_ALLTOALL, sendbuf, recvbuf, count, dtype, WEFT_SUM, 0);
-	return run(comm, &a, request);
+	    weft_api_args(WEFT_COLL_ALLTOALL, sendbuf, recvbuf, count, dtype, WEFT_SUM, 0);
+	return weft_api_run(comm, &a, request);
 }
 
 weft_status_t weft_alltoall(const void *sendbuf, void *recvbuf, size_t count, weft_datatype_t dtype,
@@ -403,19 +416,19 @@ weft_status_t weft_alltoall(const void *sendbuf, void *recvbuf, size_t count, we
 weft_status_t weft_ialltoall(const void *sendbuf, void *recvbuf, size_t count,
 			     weft_datatype_t dtype, weft_comm_t comm, weft_request_t *request)
 {
-	weft_status_t st = need_request(comm, request, "weft_ialltoall");
+	weft_status_t st = weft_api_need_request(comm, request, "weft_ialltoall");
 	return st ? st : alltoall(sendbuf, recvbuf, count, dtype, comm, request, "weft_ialltoall");
 }
 
 /* ---- Barrier */
 static weft_status_t barrier(struct weft_comm *comm, weft_request_t *request, const char *call)
 {
-	weft_status_t st = check_comm(comm, call);
+	weft_status_t st = weft_api_check_comm(comm, call);
 	if (st != WEFT_SUCCESS)
 		return st;
 	struct weft_coll_args a =
-	    make_args(WEFT_COLL_BARRIER, NULL, NULL, 0, WEFT_UINT8, WEFT_SUM, 0);
-	return run(comm, &a, request);
+	    weft_api_args(WEFT_COLL_BARRIER, NULL, NULL, 0, WEFT_UINT8, WEFT_SUM, 0);
+	return weft_api_run(comm, &a, request);
 }
 
 weft_status_t weft_barrier(weft_comm_t comm)
@@ -425,7 +438,7 @@ weft_status_t weft_barrier(weft_comm_t comm)
 
 weft_status_t weft_ibarrier(weft_comm_t comm, weft_request_t *request)
 {
-	weft_status_t st = need_request(comm, request, "weft_ibarrier");
+	weft_status_t st = weft_api_need_request(comm, request, "weft_ibarrier");
 	return st ? st : barrier(comm, request, "weft_ibarrier");
 }
 
@@ -434,22 +447,22 @@ static weft_status_t p2p(enum weft_coll_kind coll, const void *buf, size_t count
 			 weft_datatype_t dtype, int peer, struct weft_comm *comm,
 			 weft_request_t *request, const char *call)
 {
-	weft_status_t st = check_comm(comm, call);
+	weft_status_t st = weft_api_check_comm(comm, call);
 	if (st == WEFT_SUCCESS)
-		st = check_data(comm, call, count, 1, dtype);
+		st = weft_api_check_data(comm, call, count, 1, dtype);
 	if (st == WEFT_SUCCESS)
-		st = check_rank(comm, call, "peer", peer);
+		st = weft_api_check_rank(comm, call, "peer", peer);
 	if (st == WEFT_SUCCESS && peer == comm->rank)
 		st = weft_comm_fail(comm, WEFT_ERR_INVALID_ARG, "%s: peer %d is this rank", call,
 				    peer);
 	if (st == WEFT_SUCCESS)
-		st = check_buf(comm, call, "buf", buf, count);
+		st = weft_api_check_buf(comm, call, "buf", buf, count);
 	if (st != WEFT_SUCCESS)
 		return st;
-	struct weft_coll_args a =
-	    make_args(coll, coll == WEFT_COLL_SEND ? buf : NULL,
-		      coll == WEFT_COLL_RECV ? (void *)buf : NULL, count, dtype, WEFT_SUM, peer);
-	return run(comm, &a, request);
+	struct weft_coll_args a = weft_api_args(coll, coll == WEFT_COLL_SEND ? buf : NULL,
+						coll == WEFT_COLL_RECV ? (void *)buf : NULL, count,
+						dtype, WEFT_SUM, peer);
+	return weft_api_run(comm, &a, request);
 }
 
 weft_status_t weft_send(const void *buf, size_t count, weft_datatype_t dtype, int peer,
@@ -466,13 +479,13 @@ weft_status_t weft_recv(void *buf, size_t count, weft_datatype_t dtype, int peer
 weft_status_t weft_isend(const void *buf, size_t count, weft_datatype_t dtype, int peer,
 			 weft_comm_t comm, weft_request_t *request)
 {
-	weft_status_t st = need_request(comm, request, "weft_isend");
+	weft_status_t st = weft_api_need_request(comm, request, "weft_isend");
 	return st ? st : p2p(WEFT_COLL_SEND, buf, count, dtype, peer, comm, request, "weft_isend");
 }
 
 weft_status_t weft_irecv(void *buf, size_t count, weft_datatype_t dtype, int peer, weft_comm_t comm,
 			 weft_request_t *request)
 {
-	weft_status_t st = need_request(comm, request, "weft_irecv");
+	weft_status_t st = weft_api_need_request(comm, request, "weft_irecv");
 	return st ? st : p2p(WEFT_COLL_RECV, buf, count, dtype, peer, comm, request, "weft_irecv");
 }

@@ -1,5 +1,6 @@
 /* comm.c — the public communicator calls: init, destroy, abort, errors,
  * rank and size. */
+#include <stddef.h>
 #include <string.h>
 
 #include "algorithms/shmem/shmem.h"
@@ -21,6 +22,28 @@ weft_status_t weft_api_comm_finish(struct weft_comm *comm, weft_comm_t *out)
 	return WEFT_SUCCESS;
 }
 
+weft_status_t weft_api_config_check(const weft_config_t *config, const char *call,
+				    struct weft_err *err)
+{
+	/* Older callers' configs end before the fields added since. */
+	size_t first = offsetof(weft_config_t, timeout_seconds) + sizeof(double);
+	if (config && (config->size < first || config->size > sizeof(weft_config_t)))
+		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
+				    "%s: config->size is %zu, expected %zu "
+				    "(initialise with WEFT_CONFIG_INIT)",
+				    call, config->size, sizeof(weft_config_t));
+	if (config && config->timeout_seconds < 0)
+		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
+				    "%s: config->timeout_seconds is negative", call);
+	bool has_pt =
+	    config && config->size >= offsetof(weft_config_t, progress_thread) + sizeof(int);
+	if (has_pt && (config->progress_thread < -1 || config->progress_thread > 1))
+		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
+				    "%s: config->progress_thread is %d, expected -1, 0 or 1", call,
+				    config->progress_thread);
+	return WEFT_SUCCESS;
+}
+
 weft_status_t weft_comm_init_rank(weft_comm_t *comm, int nranks, weft_unique_id_t id, int rank,
 				  const weft_config_t *config)
 {
@@ -38,17 +61,12 @@ weft_status_t weft_comm_init_rank(weft_comm_t *comm, int nranks, weft_unique_id_
 		return weft_err_set(ierr, WEFT_ERR_INVALID_ARG,
 				    "weft_comm_init_rank: rank %d is out of range 0..%d", rank,
 				    nranks - 1);
-	if (config && config->size != sizeof(weft_config_t))
-		return weft_err_set(ierr, WEFT_ERR_INVALID_ARG,
-				    "weft_comm_init_rank: config->size is %zu, expected %zu "
-				    "(initialise with WEFT_CONFIG_INIT)",
-				    config->size, sizeof(weft_config_t));
-	if (config && config->timeout_seconds < 0)
-		return weft_err_set(ierr, WEFT_ERR_INVALID_ARG,
-				    "weft_comm_init_rank: config->timeout_seconds is negative");
+	weft_status_t st = weft_api_config_check(config, "weft_comm_init_rank", ierr);
+	if (st != WEFT_SUCCESS)
+		return st;
 	struct weft_uid uid;
 	memcpy(&uid, id.internal, sizeof(uid));
-	weft_status_t st = weft_bootstrap_uid_check(&uid, ierr);
+	st = weft_bootstrap_uid_check(&uid, ierr);
 	if (st != WEFT_SUCCESS)
 		return st;
 	struct weft_comm *c;

@@ -25,9 +25,12 @@ static weft_status_t make_child_id(struct weft_comm *comm, struct weft_uid *uid)
 
 weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, weft_comm_t *newcomm)
 {
-	if (!comm || !newcomm)
+	if (!comm)
 		return weft_err_set(weft_err_init_fresh(), WEFT_ERR_INVALID_ARG,
-				    "weft_comm_split: %s is NULL", comm ? "newcomm" : "comm");
+				    "weft_comm_split: comm is NULL");
+	if (!newcomm) /* the parent is there: its last error says so */
+		return weft_comm_fail(comm, WEFT_ERR_INVALID_ARG,
+				      "weft_comm_split: newcomm is NULL");
 	*newcomm = NULL;
 	if (color < 0 && color != WEFT_SPLIT_NOCOLOR)
 		return weft_comm_fail(
@@ -86,6 +89,7 @@ weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, weft_comm_t 
 	}
 	weft_config_t config = WEFT_CONFIG_INIT;
 	config.timeout_seconds = comm->timeout_s;
+	config.progress_thread = comm->pt ? 1 : -1; /* as the parent, whatever the setting says */
 	struct weft_comm *child;
 	st = weft_comm_create(&child, size, &uid, newrank, &config, &comm->cards[comm->rank].topo);
 	if (st == WEFT_SUCCESS)

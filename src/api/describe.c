@@ -61,22 +61,24 @@ weft_status_t weft_describe_dump(json_t *root, char **out)
 	return buf ? WEFT_SUCCESS : WEFT_ERR_NO_MEMORY;
 }
 
-/* Everything but the transports, in the order a reader meets it. */
-static weft_status_t describe_local(const struct weft_comm *comm, json_t *transports, json_t **out)
+weft_status_t weft_describe_build(const struct weft_comm *comm, json_t *transports,
+				  const struct weft_describe_hook *hook, json_t **out)
 {
+	static const char *const names[] = {"topo", "ring", "trees", "tuner"};
+	weft_status_t (*const pieces[])(const struct weft_comm *, json_t *) = {
+	    weft_describe_topo, weft_describe_ring, weft_describe_trees, weft_describe_tuner};
 	json_t *root =
 	    json_pack("{s:i, s:s}", "version", DESCRIBE_VERSION, "library", weft_version());
 	weft_status_t st = root ? WEFT_SUCCESS : WEFT_ERR_NO_MEMORY;
-	if (st == WEFT_SUCCESS)
-		st = weft_describe_topo(comm, root);
-	if (st == WEFT_SUCCESS)
-		st = weft_describe_ring(comm, root);
-	if (st == WEFT_SUCCESS)
-		st = weft_describe_trees(comm, root);
-	if (st == WEFT_SUCCESS && json_object_set(root, "transports", transports))
-		st = WEFT_ERR_NO_MEMORY;
-	if (st == WEFT_SUCCESS)
-		st = weft_describe_tuner(comm, root);
+	for (int i = 0; i < 4 && st == WEFT_SUCCESS; i++) {
+		/* transports go where a reader expects them, before the tuner */
+		if (i == 3 && json_object_set(root, "transports", transports))
+			st = WEFT_ERR_NO_MEMORY;
+		if (st == WEFT_SUCCESS)
+			st = pieces[i](comm, root);
+		if (st == WEFT_SUCCESS && hook)
+			hook->after(hook->ctx, names[i]);
+	}
 	/* No pacer yet; "state" is where its per-connection state will go. */
 	if (st == WEFT_SUCCESS &&
 	    json_object_set_new(root, "pacer", json_pack("{s:s, s:n}", "mode", "off", "state")))
@@ -105,7 +107,7 @@ weft_status_t weft_comm_describe(weft_comm_t comm, char **json)
 	weft_status_t st = weft_describe_transports(comm, &transports);
 	if (st != WEFT_SUCCESS)
 		return st;
-	st = describe_local(comm, transports, &root);
+	st = weft_describe_build(comm, transports, NULL, &root);
 	json_decref(transports);
 	if (st == WEFT_SUCCESS)
 		st = weft_describe_dump(root, json);

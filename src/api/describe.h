@@ -40,6 +40,20 @@ weft_status_t weft_describe_transports(struct weft_comm *comm, json_t **out);
 /* "tuner" (describe_tune.c). */
 weft_status_t weft_describe_tuner(const struct weft_comm *comm, json_t *root);
 
+/* Called after each piece of the document is built ("topo", "ring",
+ * "trees", "tuner"): weft-topo --model times them. */
+struct weft_describe_hook {
+	void (*after)(void *ctx, const char *piece);
+	void *ctx;
+};
+
+/* The whole document, in the order a reader meets it, with @p transports
+ * (weft_describe_transports(), or a model's) as "transports" (not taken
+ * over); @p hook may be NULL. NULL and WEFT_ERR_NO_MEMORY for lack of
+ * memory. */
+weft_status_t weft_describe_build(const struct weft_comm *comm, json_t *transports,
+				  const struct weft_describe_hook *hook, json_t **out);
+
 /* @p root as a NUL-terminated string in memory of our own malloc, so that
  * weft_describe_free() can release it whatever allocator the application
  * gave jansson. Takes over @p root. */

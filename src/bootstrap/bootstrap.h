@@ -21,8 +21,18 @@
 #include "util/error.h"
 #include "weft.h"
 
-/* The most ranks a job may have. */
-#define WEFT_MAX_RANKS 4096
+/*
+ * The most ranks a job may have. Nothing in the bootstrap's own state is
+ * sized by it (the root grows its tables as ranks join), so it is only a
+ * sanity bound on a size that came from a user or the wire. What does stop
+ * a large job today is the design, not this number: every rank receives
+ * every card (the allgather of cards is capped at MAX_TOTAL_BYTES, 64 MiB,
+ * some 70,000 ranks of ~900-byte cards; the init fails there with a message
+ * naming the limit), the root serves every rank over its own socket (one
+ * descriptor per rank), and every rank connects to every peer at init.
+ * README "Scale" says what a 100,000-rank bootstrap needs instead.
+ */
+#define WEFT_MAX_RANKS 1000000
 
 #define WEFT_UID_MAGIC	 0x5745465455494431ull /* "WEFTUID1" */
 #define WEFT_UID_VERSION 1u

@@ -51,6 +51,23 @@ static void root_fail(struct root *r, weft_status_t status, const char *text)
 	r->op_pending = false;
 }
 
+/* No one else may join: close the door rather than accept and read
+ * strangers for the rest of init (poll skips fd -1), and tell the ranks. */
+static void root_all_joined(struct root *r)
+{
+	r->all_joined = true;
+	/* shutdown first: a child forked since holds the socket too, and close
+	 * alone would leave it listening (connections queued, never read). */
+	shutdown(r->listen_fd, SHUT_RDWR);
+	close(r->listen_fd);
+	r->listen_fd = -1;
+	weft_log(WEFT_LOG_INFO, WEFT_SUB_BOOT,
+		 "bootstrap root %s: all %d ranks joined; listener closed", r->addr, r->nranks);
+	for (size_t i = 0; i < r->nconns; i++)
+		if (r->conns[i]->phase == CONN_JOINED)
+			conn_queue(r->conns[i], FRAME_READY, 0, NULL);
+}
+
 static void root_on_hello(struct root *r, struct conn *c)
 {
 	const struct hello *h = &c->hello;
@@ -120,12 +137,8 @@ static void root_on_hello(struct root *r, struct conn *c)
 	r->joined++;
 	weft_log(WEFT_LOG_INFO, WEFT_SUB_BOOT, "bootstrap root %s: rank %d joined from %s (%d/%d)",
 		 r->addr, c->rank, c->peer, r->joined, r->nranks);
-	if (r->joined == r->nranks) {
-		r->all_joined = true;
-		for (size_t i = 0; i < r->nconns; i++)
-			if (r->conns[i]->phase == CONN_JOINED)
-				conn_queue(r->conns[i], FRAME_READY, 0, NULL);
-	}
+	if (r->joined == r->nranks)
+		root_all_joined(r);
 }
 
 /* A new allgather starts with this block: every rank must still be there. */
@@ -335,6 +348,7 @@ static void root_read(struct root *r, struct conn *c)
 			root_conn_lost(r, c, "closed");
 			return;
 		}
+		r->bytes_in += (uint64_t)n;
 		if (c->drain)
 			continue;
 		if (c->hdr_got < sizeof(c->hdr)) {
@@ -514,7 +528,11 @@ static void *root_main(void *arg)
 		if (pfds[0].revents & POLLIN)
 			root_accept(r);
 	}
-	weft_log(WEFT_LOG_INFO, WEFT_SUB_BOOT, "bootstrap root %s: done", r->addr);
+	weft_log(WEFT_LOG_INFO, WEFT_SUB_BOOT,
+		 "bootstrap root %s: done: %d ranks, %u allgathers, received %llu bytes, sent %llu "
+		 "bytes, at most %zu connections",
+		 r->addr, r->nranks, r->op_seq, (unsigned long long)r->bytes_in,
+		 (unsigned long long)r->bytes_out, r->peak_conns);
 	free(pfds);
 	root_free(r);
 	roots_add(-1);

@@ -82,6 +82,12 @@ struct root {
 
 	bool failed;
 	double fail_time;
+
+	/* What the root moved, for the INFO line at its end (perf/bootstrap_scale
+	 * fits how it grows with the job): bytes read and written on every
+	 * connection, frame headers included, and the most connections open. */
+	uint64_t bytes_in, bytes_out;
+	size_t peak_conns;
 };
 
 /* bootstrap_root.c: a joined rank's connection closed or broke. */

@@ -186,6 +186,7 @@ void root_write(struct root *r, struct conn *c)
 			return;
 		}
 		m->off += (size_t)n;
+		r->bytes_out += (uint64_t)n;
 		if (m->off < total)
 			return;
 		c->out_head = m->next;
@@ -243,6 +244,8 @@ void root_accept(struct root *r)
 		c->deadline = weft_bootstrap_wire_now_s() + HELLO_TIMEOUT_S;
 		weft_bootstrap_wire_addr_format((struct sockaddr *)&ss, c->peer, sizeof(c->peer));
 		r->conns[r->nconns++] = c;
+		if (r->nconns > r->peak_conns)
+			r->peak_conns = r->nconns;
 	}
 }
 

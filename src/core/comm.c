@@ -4,6 +4,7 @@
 #include "core/comm.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "bootstrap/hostid.h"
 #include "bootstrap/netaddr.h"
 #include "core/p2p.h"
+#include "core/watch.h"
 #include "reduce/reduce.h"
 #include "topo/topo_local.h"
 #include "transports/registry.h"
@@ -25,41 +27,34 @@ static bool status_is_fatal(weft_status_t st)
 	       st == WEFT_ERR_SYSTEM || st == WEFT_ERR_INTERNAL;
 }
 
-static weft_status_t vfail(struct weft_comm *comm, weft_status_t status, int errnum,
-			   const char *fmt, va_list ap)
+/* The last error is what weft_comm_last_error reports, except that the
+ * first fatal one stays: it is the cause of all that follow. */
+weft_status_t weft_comm_fail(struct weft_comm *comm, weft_status_t status, const char *fmt, ...)
 {
 	char msg[WEFT_ERR_MSG_BYTES];
+	va_list ap;
+	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	/* The last error is what weft_comm_last_error reports, except that the
-	 * first fatal one stays: it is the cause of all that follow. */
+	va_end(ap);
 	if (!status_is_fatal(comm->err.status))
 		weft_err_clear(&comm->err);
-	if (errnum)
-		weft_err_errno(&comm->err, errnum, "rank %d: %s", comm->rank, msg);
-	else
-		weft_err_set(&comm->err, status, "rank %d: %s", comm->rank, msg);
+	weft_err_set(&comm->err, status, "rank %d: %s", comm->rank, msg);
 	int none = WEFT_SUCCESS;
 	if (status_is_fatal(status))
 		atomic_compare_exchange_strong(&comm->async_error, &none, (int)status);
 	return status;
 }
 
-weft_status_t weft_comm_fail(struct weft_comm *comm, weft_status_t status, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vfail(comm, status, 0, fmt, ap);
-	va_end(ap);
-	return status;
-}
-
+/* As weft_comm_fail, with strerror(errnum) after the message (as
+ * weft_err_errno words it). */
 weft_status_t weft_comm_fail_errno(struct weft_comm *comm, int errnum, const char *fmt, ...)
 {
+	char msg[WEFT_ERR_MSG_BYTES];
 	va_list ap;
 	va_start(ap, fmt);
-	vfail(comm, WEFT_ERR_SYSTEM, errnum, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return WEFT_ERR_SYSTEM;
+	return weft_comm_fail(comm, WEFT_ERR_SYSTEM, "%s: %s", msg, strerror(errnum));
 }
 
 const char *weft_comm_peer_transport(const struct weft_comm *comm, int peer)
@@ -85,13 +80,20 @@ static weft_status_t place(struct weft_comm *comm)
 				      "WEFT_PLACEMENT=%s: expected topo or rank", mode);
 	comm->placement_by_rank = strcmp(mode, "rank") == 0;
 	struct weft_topo_rank *in = calloc((unsigned)n, sizeof(*in));
-	if (!in)
+	struct weft_topo_card **cards = calloc((unsigned)n, sizeof(*cards));
+	if (!in || !cards) {
+		free(in);
+		free(cards);
 		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "init: no memory for the topology");
+	}
 	for (int r = 0; r < n; r++) {
 		in[r].host_id = comm->cards[r].host_id;
 		in[r].hostname = comm->cards[r].hostname;
-		in[r].card = &comm->cards[r].topo;
+		in[r].card = cards[r] = &comm->cards[r].topo;
 	}
+	/* One leaf source for the whole job (topo.h says why and which). */
+	weft_topo_cards_agree(cards, n);
+	free(cards);
 	weft_status_t st = weft_topo_graph_build(&comm->graph, n, in, &comm->err);
 	free(in);
 	if (st != WEFT_SUCCESS)
@@ -298,8 +300,12 @@ static weft_status_t connect_peers(struct weft_comm *comm)
 				return st;
 			}
 		}
-		if (!pending)
+		if (!pending) {
+			for (size_t i = 0; i < comm->ntps; i++)
+				if (comm->tps[i])
+					comm->tps[i]->ops->conn.connected(comm->tps[i]);
 			return WEFT_SUCCESS;
+		}
 		if (weft_now() > deadline)
 			return weft_comm_fail(
 			    comm, WEFT_ERR_TIMEOUT,
@@ -376,6 +382,7 @@ void weft_comm_free(struct weft_comm *comm)
 	if (!comm)
 		return;
 	weft_progress_thread_stop(comm);
+	weft_watch_stop(comm);
 	if (comm->bs)
 		weft_bootstrap_close(comm->bs);
 	weft_p2p_abort(comm, WEFT_ERR_ABORTED);
@@ -425,6 +432,9 @@ static weft_status_t comm_alloc(struct weft_comm **out, int nranks, const struct
 	comm->nranks = nranks;
 	comm->secret = uid->secret;
 	comm->timeout_s = default_timeout(config);
+	/* A config from a build before progress_thread existed ends before it. */
+	if (config && config->size >= offsetof(weft_config_t, progress_thread) + sizeof(int))
+		comm->progress_thread_mode = config->progress_thread;
 	comm->cards = calloc((size_t)nranks, sizeof(*comm->cards));
 	comm->peers = calloc((size_t)nranks, sizeof(*comm->peers));
 	comm->ring = calloc((size_t)nranks, sizeof(int));
@@ -454,7 +464,8 @@ weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct 
 	weft_status_t st = comm_alloc(&comm, nranks, uid, rank, config);
 	if (!comm)
 		return st;
-	weft_log_set_rank(rank);
+	if (!known) /* a split child's rank would overwrite the job's in log lines */
+		weft_log_set_rank(rank);
 	if (st == WEFT_SUCCESS)
 		st = weft_bootstrap_join(uid, rank, nranks, boot_timeout(comm), &comm->bs,
 					 &comm->err);
@@ -477,6 +488,8 @@ weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct 
 		st = agree_chunk(comm);
 	if (st == WEFT_SUCCESS)
 		st = check_isa(comm);
+	if (st == WEFT_SUCCESS)
+		st = weft_watch_start(comm);
 	if (st != WEFT_SUCCESS)
 		return weft_comm_abandon(comm, st);
 	*out = comm;

@@ -50,6 +50,7 @@ struct weft_bootstrap;
 struct weft_progress_thread;
 struct weft_shmem;
 struct weft_mem_reg;
+struct weft_watch;
 
 struct weft_comm {
 	int rank;
@@ -110,6 +111,8 @@ struct weft_comm {
 	struct weft_task *free_tasks;
 
 	struct weft_progress_thread *pt; /* WEFT_PROGRESS_THREAD=1, else NULL */
+	struct weft_watch *watch;	 /* the out-of-band watch (core/watch.h) */
+	int progress_thread_mode;	 /* weft_config_t.progress_thread: 1, -1, 0 (setting) */
 
 	struct weft_err err;	 /* last error, for weft_comm_last_error */
 	_Atomic int async_error; /* weft_status_t; fatal for the comm */
@@ -172,8 +175,9 @@ bool weft_comm_same_host(const struct weft_comm *comm, int peer);
  * With a progress thread, the caller holds the communicator's lock. */
 weft_status_t weft_comm_progress(struct weft_comm *comm);
 
-/* progress_thread.c: WEFT_PROGRESS_THREAD. start reads the setting and, if
- * it is 1, starts the thread (after init); stop joins it (before free).
+/* progress_thread.c: WEFT_PROGRESS_THREAD. start follows the config's
+ * progress_thread_mode, else reads the setting, and if the answer is 1
+ * starts the thread (after init); stop joins it (before free).
  * lock/unlock guard the communicator's operations against the thread (no-ops
  * without one); kick, with the lock held, wakes the thread for work just
  * posted; waiter counts the callers that drive progress themselves. */

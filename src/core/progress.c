@@ -13,6 +13,7 @@
 #include "core/p2p.h"
 #include "core/tag.h"
 #include "core/task.h"
+#include "core/watch.h"
 
 /* May @p t run now? The oldest task always may; the ones after it only if
  * all of them, up to @p t, are sends/receives of one group. */
@@ -29,6 +30,31 @@ static bool may_run(const struct weft_comm *comm, const struct weft_task *t)
 	return true;
 }
 
+/* A peer timed out in an operation this rank is in too (or in a later
+ * one): it is stuck as well, so it fails now and gives the same verdict. */
+static bool peer_stuck_too(const struct weft_comm *comm, const struct weft_task *t)
+{
+	if (weft_task_is_p2p(t))
+		return true;
+	uint64_t call = weft_tag_number((uint32_t)t->seq);
+	return call + 1 >= weft_watch_peer_timed_out_call(comm);
+}
+
+/* The timeout: the job-wide verdict (core/watch.h) follows the local view. */
+static weft_status_t timed_out(struct weft_comm *comm, struct weft_task *t, double now, bool told)
+{
+	char who[48] = "";
+	if (t->waiting_for >= 0)
+		snprintf(who, sizeof(who), " waiting for rank %d", t->waiting_for);
+	char verdict[WEFT_ERR_MSG_BYTES];
+	weft_watch_verdict(comm, t, verdict, sizeof(verdict));
+	return weft_comm_fail(comm, WEFT_ERR_TIMEOUT, "%s seq %llu: no progress for %.1f s%s%s; %s",
+			      weft_coll_name(t->args.coll),
+			      (unsigned long long)weft_tag_number((uint32_t)t->seq),
+			      now - t->last_event, who, told ? " (a peer timed out)" : "",
+			      verdict[0] ? verdict : "no verdict (no watch)");
+}
+
 static weft_status_t step_task(struct weft_comm *comm, struct weft_task *t, double *now)
 {
 	if (!t->posted) {
@@ -43,15 +69,10 @@ static weft_status_t step_task(struct weft_comm *comm, struct weft_task *t, doub
 		return st;
 	if (*now == 0)
 		*now = weft_now();
-	if (*now - t->last_event <= comm->timeout_s)
+	bool told = weft_watch_peer_timed_out(comm) && peer_stuck_too(comm, t);
+	if (*now - t->last_event <= comm->timeout_s && !told)
 		return st;
-	char who[48] = "";
-	if (t->waiting_for >= 0)
-		snprintf(who, sizeof(who), " waiting for rank %d", t->waiting_for);
-	return weft_comm_fail(comm, WEFT_ERR_TIMEOUT, "%s seq %llu: no progress for %.1f s%s",
-			      weft_coll_name(t->args.coll),
-			      (unsigned long long)weft_tag_number((uint32_t)t->seq),
-			      comm->timeout_s, who);
+	return timed_out(comm, t, *now, told);
 }
 
 static weft_status_t progress_tasks(struct weft_comm *comm)
@@ -69,6 +90,8 @@ static weft_status_t progress_tasks(struct weft_comm *comm)
 			continue;
 		}
 		*link = t->next; /* finished: the request still owns it */
+		if (!weft_task_is_p2p(t))
+			weft_watch_op_finished(comm, weft_tag_number((uint32_t)t->seq));
 		weft_task_retire(t);
 		weft_task_notify(t);
 		if (st != WEFT_SUCCESS) {

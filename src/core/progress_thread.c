@@ -94,8 +94,9 @@ static void *pt_main(void *arg)
 
 weft_status_t weft_progress_thread_start(struct weft_comm *comm)
 {
-	long on = 0;
-	if (!weft_setting_long("WEFT_PROGRESS_THREAD", &on) || (on != 0 && on != 1))
+	long on = comm->progress_thread_mode > 0;
+	if (comm->progress_thread_mode == 0 &&
+	    (!weft_setting_long("WEFT_PROGRESS_THREAD", &on) || (on != 0 && on != 1)))
 		return weft_comm_fail(comm, WEFT_ERR_INVALID_ARG,
 				      "WEFT_PROGRESS_THREAD=%s: expected 0 or 1",
 				      weft_setting_str("WEFT_PROGRESS_THREAD"));

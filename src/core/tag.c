@@ -9,15 +9,17 @@
 
 #define NUM_SHIFT   19
 #define NUM_MASK    0xfffu
-#define COLL_SHIFT  16
-#define COLL_MASK   0x7u
-#define DTYPE_SHIFT 12
+#define COLL_SHIFT  15
+#define COLL_MASK   0xfu
+#define DTYPE_SHIFT 11
 #define DTYPE_MASK  0xfu
-#define OP_SHIFT    9
+#define OP_SHIFT    8
 #define OP_MASK	    0x7u
-#define ARGS_MASK   0x1ffu
+#define ARGS_MASK   0xffu
 
-_Static_assert(WEFT_COLL_BARRIER <= COLL_MASK, "collectives must fit the tag");
+_Static_assert(WEFT_TAG_SIGNATURE == (1u << NUM_SHIFT) - 1,
+	       "transports learn which bits are the signature from transport.h");
+_Static_assert(WEFT_COLL_COUNT - 1 <= COLL_MASK, "collectives must fit the tag");
 _Static_assert(WEFT_DATATYPE_COUNT - 1 <= DTYPE_MASK, "datatypes must fit the tag");
 _Static_assert(WEFT_OP_COUNT - 1 <= OP_MASK, "ops must fit the tag");
 
@@ -30,6 +32,9 @@ static const char *const call_names[COLL_MASK + 1] = {
     [WEFT_COLL_REDUCE] = "weft_reduce",
     [WEFT_COLL_ALLTOALL] = "weft_alltoall",
     [WEFT_COLL_BARRIER] = "weft_barrier",
+    [WEFT_COLL_ALLTOALLV] = "weft_alltoallv",
+    [WEFT_COLL_GATHER] = "weft_gather",
+    [WEFT_COLL_SCATTER] = "weft_scatter",
 };
 
 static uint64_t mix64(uint64_t x)
@@ -42,7 +47,10 @@ static uint64_t mix64(uint64_t x)
 
 uint32_t weft_tag_coll_word(uint64_t number, const struct weft_coll_args *args)
 {
-	uint32_t h = (uint32_t)mix64(mix64(args->count) ^ (uint64_t)(uint32_t)args->root);
+	/* AlltoAllv's counts differ from rank to rank by design: each pair's
+	 * length check catches its mismatches instead. */
+	uint64_t count = args->coll == WEFT_COLL_ALLTOALLV ? 0 : args->count;
+	uint32_t h = (uint32_t)mix64(mix64(count) ^ (uint64_t)(uint32_t)args->root);
 	return ((uint32_t)(number & NUM_MASK) << NUM_SHIFT) |
 	       (((uint32_t)args->coll & COLL_MASK) << COLL_SHIFT) |
 	       (((uint32_t)args->dtype & DTYPE_MASK) << DTYPE_SHIFT) |
@@ -83,7 +91,8 @@ static void append(char *buf, size_t len, size_t *used, const char *text)
 static void explain_args(uint32_t s, uint32_t w, int peer, char *buf, size_t len)
 {
 	unsigned coll = field(w, COLL_SHIFT, COLL_MASK);
-	bool rooted = coll == WEFT_COLL_BROADCAST || coll == WEFT_COLL_REDUCE;
+	bool rooted = coll == WEFT_COLL_BROADCAST || coll == WEFT_COLL_REDUCE ||
+		      coll == WEFT_COLL_GATHER || coll == WEFT_COLL_SCATTER;
 	size_t used = 0;
 	char part[128];
 	snprintf(part, sizeof(part), "mismatched %s:", weft_tag_call(w));

@@ -14,11 +14,11 @@
  * data or waiting for bytes that never come:
  *
  *   bits 30..19  call number on the communicator, modulo 4096
- *   bits 18..16  the collective (allreduce .. barrier)
- *   bits 15..12  the datatype
- *   bits 11..9   the op (WEFT_SUM for the collectives without one)
- *   bits  8..0   a hash of count and root: a mismatch shows with
- *                probability 511/512 here, and mostly as a length
+ *   bits 18..15  the collective (allreduce .. scatter)
+ *   bits 14..11  the datatype
+ *   bits 10..8   the op (WEFT_SUM for the collectives without one)
+ *   bits  7..0   a hash of count and root: a mismatch shows with
+ *                probability 255/256 here, and mostly as a length
  *                mismatch of the same message anyway
  *
  * Point-to-point messages (bit 31 set) carry the number of the send or
@@ -37,8 +37,7 @@
 #include <stdint.h>
 
 #include "core/task.h"
-
-#define WEFT_TAG_P2P (1u << 31)
+#include "transports/transport.h" /* WEFT_TAG_P2P, WEFT_TAG_SIGNATURE */
 
 /* The operation word of the @p number-th collective call (its arguments in
  * @p args), or of the @p number-th send/receive to or from one peer. */

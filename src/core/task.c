@@ -5,6 +5,7 @@
 
 #include "core/comm.h"
 #include "core/tag.h"
+#include "core/watch.h"
 
 static const char *const coll_names[WEFT_COLL_COUNT] = {
     [WEFT_COLL_ALLREDUCE] = "allreduce",
@@ -16,6 +17,9 @@ static const char *const coll_names[WEFT_COLL_COUNT] = {
     [WEFT_COLL_BARRIER] = "barrier",
     [WEFT_COLL_SEND] = "send",
     [WEFT_COLL_RECV] = "recv",
+    [WEFT_COLL_ALLTOALLV] = "alltoallv",
+    [WEFT_COLL_GATHER] = "gather",
+    [WEFT_COLL_SCATTER] = "scatter",
 };
 
 const char *weft_coll_name(enum weft_coll_kind coll)
@@ -84,8 +88,9 @@ void weft_task_start(struct weft_task *task, unsigned group)
 	struct weft_comm *comm = task->comm;
 	task->seq = next_seq(comm, task);
 	if (!weft_task_is_p2p(task)) {
-		comm->recent_calls[weft_tag_number((uint32_t)task->seq) % WEFT_RECENT_CALLS] =
-		    task->seq | (1ull << 32);
+		uint64_t call = weft_tag_number((uint32_t)task->seq);
+		comm->recent_calls[call % WEFT_RECENT_CALLS] = task->seq | (1ull << 32);
+		weft_watch_op_started(comm, call, (int)task->args.coll);
 		if (comm->shmem && comm->shmem_announce)
 			comm->shmem_announce(comm->shmem, comm->seq - 1, (uint32_t)task->seq);
 	}

@@ -23,7 +23,20 @@ enum weft_coll_kind {
 	WEFT_COLL_BARRIER,
 	WEFT_COLL_SEND,
 	WEFT_COLL_RECV,
+	WEFT_COLL_ALLTOALLV,
+	WEFT_COLL_GATHER,
+	WEFT_COLL_SCATTER,
 	WEFT_COLL_COUNT
+};
+
+/* AlltoAllv's per-peer blocks, in elements: block j of sendbuf (to rank j)
+ * is sendcounts[j] elements at sdispls[j]; block i of recvbuf (from rank
+ * i) is recvcounts[i] elements at rdispls[i]. The arrays are the caller's
+ * (nranks entries each) and stay valid until the operation completes. */
+struct weft_coll_blocks {
+	const size_t *sendcounts, *sdispls;
+	const size_t *recvcounts, *rdispls;
+	size_t send_total, recv_total; /* elements, over every peer (self included) */
 };
 
 /* A collective call as the algorithms see it, in place resolved. */
@@ -31,12 +44,16 @@ struct weft_coll_args {
 	enum weft_coll_kind coll;
 	const void *sendbuf; /* never WEFT_IN_PLACE: resolved to the in-place source */
 	void *recvbuf;
-	size_t count; /* elements per rank (reduce_scatter: per block; alltoall: per peer) */
+	/* Elements per rank (reduce_scatter: per block; alltoall, gather,
+	 * scatter: per peer; alltoallv: the larger of blocks.send_total and
+	 * blocks.recv_total, which the tuner sizes the call by). */
+	size_t count;
 	weft_datatype_t dtype;
 	weft_op_t op;
 	size_t esize;
 	bool in_place;
-	int root; /* broadcast, reduce: the root; send, recv: the peer */
+	int root; /* broadcast, reduce, gather, scatter: the root; send, recv: the peer */
+	struct weft_coll_blocks blocks; /* alltoallv only; zero otherwise */
 };
 
 /* Name of a collective ("allreduce"), "unknown" if out of range. */

@@ -26,12 +26,19 @@ struct launcher {
 	const char *detect[2][2];
 	const char *rank, *size, *local_rank, *local_size; /* local ones may be NULL */
 	const char *job[4]; /* hashed into the job key; none set: the parent's pid */
-	bool pmix;	    /* only a marker: ranks come from a later entry */
+	/* Reads ranks itself (PMIx) instead of from variables; when it
+	 * cannot (saying why in @p why), the next launcher whose variables are
+	 * set applies. */
+	weft_status_t (*read)(struct weft_launch *l, char *why, size_t len);
 	/* Launcher-specific reading once rank and size are known. */
 	weft_status_t (*more)(struct weft_launch *l, struct weft_err *err);
+	/* True where these variables were set by a launcher further down the
+	 * table, which knows more: that one is read instead. */
+	bool (*defer)(void);
 };
 
 static weft_status_t torchrun_more(struct weft_launch *l, struct weft_err *err);
+static bool hydra_is_slurm_pmi2(void);
 
 static const struct launcher launchers[] = {
     {
@@ -56,7 +63,7 @@ static const struct launcher launchers[] = {
     {
 	.name = "PMIx",
 	.detect = {{"PMIX_RANK"}, {"PMIX_NAMESPACE"}},
-	.pmix = true,
+	.read = weft_launch_pmix,
     },
     {
 	.name = "Open MPI",
@@ -76,6 +83,7 @@ static const struct launcher launchers[] = {
 	.size = "PMI_SIZE",
 	.local_rank = "MPI_LOCALRANKID",
 	.local_size = "MPI_LOCALNRANKS",
+	.defer = hydra_is_slurm_pmi2,
     },
     {
 	.name = "Slurm",
@@ -118,7 +126,25 @@ static bool group_set(const char *const group[2])
 
 static bool detected(const struct launcher *e)
 {
-	return group_set(e->detect[0]) || group_set(e->detect[1]);
+	return (group_set(e->detect[0]) || group_set(e->detect[1])) && !(e->defer && e->defer());
+}
+
+static bool same_var(const char *a, const char *b)
+{
+	const char *x = getenv(a), *y = getenv(b);
+	return x && y && strcmp(x, y) == 0;
+}
+
+/* srun --mpi=pmi2 sets PMI_RANK and PMI_SIZE beside SLURM_PROCID and
+ * SLURM_NTASKS, with the same values, and no local rank or size: Slurm's
+ * variables say more (local sizes, the node list for the root, a job id the
+ * nodes share). Hydra's ranks under Slurm inherit their proxy's SLURM_PROCID
+ * (one proxy a node), which differs from PMI_RANK unless every node has one
+ * rank, and then Slurm's variables describe the same job. */
+static bool hydra_is_slurm_pmi2(void)
+{
+	return getenv("SLURM_STEP_ID") && same_var("PMI_RANK", "SLURM_PROCID") &&
+	       same_var("PMI_SIZE", "SLURM_NTASKS");
 }
 
 static uint64_t fnv1a(uint64_t h, const char *s)
@@ -130,15 +156,18 @@ static uint64_t fnv1a(uint64_t h, const char *s)
 	return h ^ 0xff; /* a separator, so "ab"+"c" and "a"+"bc" differ */
 }
 
-static uint64_t job_key(const struct launcher *e)
+static uint64_t job_key(const struct launcher *e, const char **from)
 {
 	uint64_t h = fnv1a(0xcbf29ce484222325ull, e->name);
 	bool any = false;
+	*from = NULL;
 	for (int i = 0; i < 4 && e->job[i]; i++) {
 		const char *v = getenv(e->job[i]);
 		if (v) {
 			h = fnv1a(fnv1a(h, e->job[i]), v);
 			any = true;
+			if (!*from)
+				*from = e->job[i];
 		}
 	}
 	if (!any) {
@@ -202,7 +231,8 @@ static weft_status_t read_launcher(const struct launcher *e, struct weft_launch 
 				    "%s=%d and %s=%d: rank not below size", e->rank, l->rank,
 				    e->size, l->nranks);
 	st = read_local(e, l, err);
-	l->job_key = job_key(e);
+	l->job_key = job_key(e, &l->job_key_from);
+	snprintf(l->detail, sizeof(l->detail), "%s, %s", e->rank, e->size);
 	if (st == WEFT_SUCCESS && e->more)
 		st = e->more(l, err);
 	return st;
@@ -218,6 +248,25 @@ static void launch_none(struct weft_launch *l)
 	l->root_hint = ROOT_HINT;
 }
 
+/* A launcher that reads its own ranks (PMIx): true if it did. When it
+ * cannot, @p l keeps only why, for the log and the final error. */
+static bool try_read(const struct launcher *e, struct weft_launch *l)
+{
+	char why[WEFT_LAUNCH_TEXT_BYTES] = "";
+	if (e->read(l, why, sizeof(why)) == WEFT_SUCCESS) {
+		l->pmix_seen = true;
+		return true;
+	}
+	launch_none(l);
+	l->pmix_seen = true;
+	memcpy(l->pmix_why, why, sizeof(why));
+	weft_log(WEFT_LOG_INFO, WEFT_SUB_INIT,
+		 "PMIx variables are set but PMIx is not used (%s): reading the launcher's "
+		 "environment instead",
+		 why);
+	return false;
+}
+
 weft_status_t weft_launch_detect(struct weft_launch *l, struct weft_err *err)
 {
 	launch_none(l);
@@ -225,8 +274,9 @@ weft_status_t weft_launch_detect(struct weft_launch *l, struct weft_err *err)
 		const struct launcher *e = &launchers[i];
 		if (!detected(e))
 			continue;
-		if (e->pmix) {
-			l->pmix_seen = true;
+		if (e->read) {
+			if (try_read(e, l))
+				return WEFT_SUCCESS;
 			continue;
 		}
 		l->local_rank = l->local_size = -1;
@@ -236,9 +286,10 @@ weft_status_t weft_launch_detect(struct weft_launch *l, struct weft_err *err)
 	if (l->pmix_seen)
 		return weft_err_set(
 		    err, WEFT_ERR_NOT_SUPPORTED,
-		    "PMIX_RANK/PMIX_NAMESPACE are set, but Weft cannot take ranks from PMIx yet "
-		    "and no MPI or Slurm variables are set beside them: launch with mpirun "
-		    "(Open MPI or MPICH) or srun, or set WEFT_RANK, WEFT_NRANKS and WEFT_ROOT");
+		    "PMIX_RANK/PMIX_NAMESPACE are set, but PMIx cannot be used (%s) "
+		    "and no MPI or Slurm variables are set beside them: launch with "
+		    "srun or mpirun, or set WEFT_RANK, WEFT_NRANKS and WEFT_ROOT",
+		    l->pmix_why);
 	return WEFT_SUCCESS;
 }
 
@@ -278,17 +329,46 @@ static int derived_port(const struct weft_launch *l)
 	return 20000 + (int)(l->job_key % 12768);
 }
 
+static bool is_loopback(const struct sockaddr_storage *a)
+{
+	if (a->ss_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)a)->sin_addr.s_addr) >> 24) == 127;
+	return a->ss_family == AF_INET6 &&
+	       IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)a)->sin6_addr);
+}
+
+/* Why PMIx was not used, when its variables were set: the user who
+ * launched with srun --mpi=pmix needs to hear it in this error. */
+static const char *pmix_note(const struct weft_launch *l, char *buf, size_t len)
+{
+	if (!l->pmix_seen)
+		return "";
+	snprintf(buf, len, " (PMIx variables are set, but PMIx cannot be used: %s)", l->pmix_why);
+	return buf;
+}
+
 static weft_status_t root_at_host(const struct weft_launch *l, struct sockaddr_storage *addr,
 				  socklen_t *len, struct weft_err *err)
 {
 	int port = l->root_port ? l->root_port : derived_port(l);
 	const char *why;
+	char note[WEFT_LAUNCH_TEXT_BYTES + 64];
+	const char *hint = l->root_hint ? l->root_hint : ROOT_HINT;
 	if (weft_addr_resolve(l->root_host, port, addr, len, &why) != WEFT_SUCCESS)
 		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
 				    "WEFT_ROOT is not set and rank 0's host '%s' (%s) does not "
-				    "resolve (%s): %s",
-				    l->root_host, l->root_from, why,
-				    l->root_hint ? l->root_hint : ROOT_HINT);
+				    "resolve (%s): %s%s",
+				    l->root_host, l->root_from, why, hint,
+				    pmix_note(l, note, sizeof(note)));
+	/* Debian names the machine itself 127.0.1.1 in /etc/hosts: ranks on
+	 * other hosts would dial their own loopback. */
+	if (l->root_is_node && !l->one_host && is_loopback(addr))
+		return weft_err_set(
+		    err, WEFT_ERR_INVALID_ARG,
+		    "WEFT_ROOT is not set and rank 0's host '%s' (%s) resolves to a "
+		    "loopback address, which the ranks on other hosts cannot reach: "
+		    "%s%s",
+		    l->root_host, l->root_from, hint, pmix_note(l, note, sizeof(note)));
 	return WEFT_SUCCESS;
 }
 
@@ -305,9 +385,11 @@ weft_status_t weft_launch_root(const struct weft_launch *l, struct sockaddr_stor
 		st = weft_addr_of_interface(NULL, addr, len, err);
 		((struct sockaddr_in *)addr)->sin_port = htons((uint16_t)derived_port(l));
 	} else {
+		char note[WEFT_LAUNCH_TEXT_BYTES + 64];
 		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
-				    "WEFT_ROOT is not set and the %s job is not on one host: %s",
-				    l->name, l->root_hint ? l->root_hint : ROOT_HINT);
+				    "WEFT_ROOT is not set and the %s job is not on one host: %s%s",
+				    l->name, l->root_hint ? l->root_hint : ROOT_HINT,
+				    pmix_note(l, note, sizeof(note)));
 	}
 	char text[80];
 	if (st == WEFT_SUCCESS)

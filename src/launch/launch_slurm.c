@@ -5,6 +5,12 @@
  * one), and the first node of the step, where rank 0 runs under the
  * default block distribution, as the root.
  *
+ * Rank 0 is on the step's first node under the block, cyclic and plane
+ * distributions, not under -m arbitrary (`srun -m arbitrary -w h3,h1` puts
+ * it on h3 while SLURM_STEP_NODELIST still reads h[1,3]): there the
+ * environment names no root, and the error says to use --mpi=pmix (which
+ * carries rank 0's id) or WEFT_ROOT. Rank 0 also checks its SLURM_NODEID.
+ *
  * A step's own variables (SLURM_STEP_*) win over the allocation's: an
  * `srun -N 1` inside a four-node allocation sees SLURM_NNODES=4 but
  * SLURM_STEP_NUM_NODES=1. `srun -n 2` on one node sets SLURM_TASKS_PER_NODE=2
@@ -21,8 +27,8 @@
 #include "util/parse.h"
 
 #define SLURM_HINT                                                                                 \
-	"set WEFT_ROOT=host:port (an address of rank 0's node); launching with "                   \
-	"srun --mpi=pmix will also do once Weft reads PMIx"
+	"launch with srun --mpi=pmix (rank 0's id then travels through PMIx), or set "             \
+	"WEFT_ROOT=host:port (an address of rank 0's node, the same on every rank)"
 
 static const char *step_or_job(const char *step_var, const char *job_var)
 {
@@ -105,11 +111,35 @@ static weft_status_t keep_first(void *ctx, const char *name)
 	return WEFT_INPROGRESS; /* enough: stop the expansion */
 }
 
+/* Whether rank 0 is known to run on the step's first node; if not, the
+ * hint says why. */
+static bool root_on_first_node(struct weft_launch *l)
+{
+	const char *dist = getenv("SLURM_DISTRIBUTION");
+	const char *node = getenv("SLURM_NODEID");
+	if (dist && strncmp(dist, "arbitrary", 9) == 0) {
+		l->root_hint = "SLURM_DISTRIBUTION=arbitrary puts rank 0 on any node of the step, "
+			       "not necessarily the first of SLURM_STEP_NODELIST: " SLURM_HINT;
+		return false;
+	}
+	if (l->rank == 0 && node && strcmp(node, "0") != 0) {
+		l->root_hint = "rank 0 is not on the first node of SLURM_STEP_NODELIST "
+			       "(SLURM_NODEID is not 0): " SLURM_HINT;
+		return false;
+	}
+	return true;
+}
+
 static weft_status_t first_node(struct weft_launch *l, struct weft_err *err)
 {
 	const char *list = getenv("SLURM_STEP_NODELIST");
 	char why[160];
-	if (!list)
+	if (!list) {
+		l->root_hint =
+		    "SLURM_STEP_NODELIST is not set, so rank 0's node is unknown: " SLURM_HINT;
+		return WEFT_SUCCESS;
+	}
+	if (!root_on_first_node(l))
 		return WEFT_SUCCESS;
 	weft_status_t st = weft_hostlist_expand(list, WEFT_HOSTLIST_MAX_HOSTS, keep_first,
 						l->root_host, why, sizeof(why));
@@ -119,6 +149,7 @@ static weft_status_t first_node(struct weft_launch *l, struct weft_err *err)
 				    why);
 	}
 	l->root_from = "the first node of SLURM_STEP_NODELIST";
+	l->root_is_node = true;
 	return WEFT_SUCCESS;
 }
 

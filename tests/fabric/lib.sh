@@ -11,7 +11,8 @@
 #   fabric_run_job OUTDIR LABEL PORT [VAR=VALUE ...] -- CMD ARGS...
 #                           one process per rank in its host's namespace:
 #                           env WEFT_RANK WEFT_NRANKS WEFT_ROOT WEFT_SECRET
-#                           WEFT_SOCKET_IFNAME WEFT_LLDP_SOCKET [VARS] CMD;
+#                           WEFT_SOCKET_IFNAME FI_TCP_IFACE (the host's veth)
+#                           WEFT_LLDP_SOCKET [VARS] CMD;
 #                           output in OUTDIR/LABEL.RANK.out/.err; fails if a
 #                           rank fails or runs longer than FABRIC_JOB_TIMEOUT s
 # shellcheck disable=SC2034  # the RANK_* arrays are for the caller
@@ -82,6 +83,7 @@ fabric_run_job() {
 		timeout -k 5 "$FABRIC_JOB_TIMEOUT" "$FABRIC_SH" run "${RANK_HOST[r]}" -- \
 			env WEFT_RANK="$r" WEFT_NRANKS="$NRANKS" WEFT_ROOT="${RANK_IP[0]}:$port" \
 			WEFT_SECRET="$FABRIC_SECRET" WEFT_SOCKET_IFNAME="${RANK_IF[r]}" \
+			FI_TCP_IFACE="${RANK_IF[r]}" \
 			WEFT_LLDP_SOCKET="${RANK_SOCK[r]}" "${extra[@]}" "$@" \
 			>"$out/$label.$r.out" 2>"$out/$label.$r.err" &
 		FABRIC_PIDS+=($!)

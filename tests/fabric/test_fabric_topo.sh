@@ -15,7 +15,9 @@
 #       with WEFT_PLACEMENT=rank;
 #   (b) build/allreduce_perf -b 1K -e 1M -f 4 -n 5 -w 2 (default placement and
 #       WEFT_PLACEMENT=rank): every rank exits 0, "# Out of bounds values : 0 OK",
-#       every #wrong column 0.
+#       every #wrong column 0;
+#   (c) the same AllReduce with WEFT_TRANSPORTS=ofi over tcp;ofi_rxm, the
+#       provider pinned to each namespace's veth (FI_TCP_IFACE).
 # Exit: 0 pass, 1 fail, 77 skipped (not root, ip/tc/lldpd missing, ...).
 # The fabric is always torn down (fabric.sh with). Set WEFT_BUILD to test
 # another build directory (default: build, relative to the repository);
@@ -176,6 +178,21 @@ for mode in default rank; do
 	fi
 	port=$((port + 1))
 done
+
+# (c) AllReduce over libfabric (tcp;ofi_rxm) across the namespaces
+if fabric_run_job "$OUT" allreduce-ofi 29531 WEFT_TRANSPORTS=ofi "WEFT_OFI_PROVIDER=tcp;ofi_rxm" -- \
+	"$BUILD/allreduce_perf" -b 1K -e 1M -f 4 -n 5 -w 2; then
+	if msg=$(check_perf "$OUT/allreduce-ofi.0.out" 2>&1); then
+		echo "ok: allreduce_perf over ofi (tcp;ofi_rxm): $msg"
+	else
+		fail "allreduce_perf over ofi:"
+		printf '%s\n' "$msg" | sed 's/^/    /'
+		sed 's/^/    | /' "$OUT/allreduce-ofi.0.out"
+	fi
+else
+	fail "allreduce_perf over ofi: a rank failed"
+	sed 's/^/    | /' "$OUT/allreduce-ofi.0.out" "$OUT/allreduce-ofi.0.err" | tail -n 20
+fi
 
 echo "# test time: $((SECONDS - T0))s (fabric up/down not included)"
 if [ "$FAILS" -eq 0 ]; then

@@ -247,7 +247,15 @@ weft_status_t weft_local_get_id(struct weft_local_job *job, int rank, weft_uniqu
 	if (job->id != WEFT_LOCAL_ID_PIPE)
 		return WEFT_SUCCESS;
 	if (rank == 0) {
+		/* Every rank is on this host: the root stays on loopback rather
+		 * than the NIC weft_get_unique_id would pick for a job across
+		 * hosts (the ranks' own WEFT_ROOT or WEFT_SOCKET_IFNAME wins). */
+		bool pin = !getenv("WEFT_ROOT") && !getenv("WEFT_SOCKET_IFNAME");
+		if (pin)
+			setenv("WEFT_ROOT", "127.0.0.1:0", 1);
 		st = weft_get_unique_id(id);
+		if (pin)
+			unsetenv("WEFT_ROOT");
 		if (st != WEFT_SUCCESS)
 			snprintf(why, why_len, "weft_get_unique_id: %s: %s", weft_status_string(st),
 				 weft_init_last_error());

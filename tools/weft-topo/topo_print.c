@@ -17,14 +17,18 @@ json_t *weft_tool_parse(const char *json, const char *what)
 	return v;
 }
 
-int weft_tool_print_job(const char *json, enum weft_topo_format format, FILE *out)
+/* A job's or a model's description (@p what) in @p format; the two differ
+ * only in their text form. */
+static int print_doc(const char *json, const char *what,
+		     int (*print_text)(const json_t *doc, FILE *out), enum weft_topo_format format,
+		     FILE *out)
 {
-	json_t *doc = weft_tool_parse(json, "the communicator's description");
+	json_t *doc = weft_tool_parse(json, what);
 	int rc = 1;
 	if (!doc)
 		return 1;
 	switch (format) {
-	case WEFT_TOPO_TEXT: rc = weft_tool_print_job_text(doc, out); break;
+	case WEFT_TOPO_TEXT: rc = print_text(doc, out); break;
 	case WEFT_TOPO_JSON:
 		weft_tool_write_json(doc, out);
 		rc = 0;
@@ -34,6 +38,17 @@ int weft_tool_print_job(const char *json, enum weft_topo_format format, FILE *ou
 	}
 	json_decref(doc);
 	return rc;
+}
+
+int weft_tool_print_job(const char *json, enum weft_topo_format format, FILE *out)
+{
+	return print_doc(json, "the communicator's description", weft_tool_print_job_text, format,
+			 out);
+}
+
+int weft_tool_print_model(const char *json, enum weft_topo_format format, FILE *out)
+{
+	return print_doc(json, "the model's description", weft_tool_print_model_text, format, out);
 }
 
 static void host_text(const json_t *h, FILE *out)

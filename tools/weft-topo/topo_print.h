@@ -22,6 +22,9 @@ enum weft_topo_format {
 /* A job's description (weft_comm_describe) in @p format. */
 int weft_tool_print_job(const char *json, enum weft_topo_format format, FILE *out);
 
+/* A modelled job's description (weft_model_describe) in @p format. */
+int weft_tool_print_model(const char *json, enum weft_topo_format format, FILE *out);
+
 /* This host (weft_host_describe): text, or JSON for WEFT_TOPO_JSON. */
 int weft_tool_print_host(const char *json, enum weft_topo_format format, FILE *out);
 
@@ -35,6 +38,17 @@ int weft_tool_print_settings(const char *json, enum weft_topo_format format, FIL
 int weft_tool_print_job_text(const json_t *doc, FILE *out);
 int weft_tool_print_job_dot(const json_t *doc, FILE *out);
 int weft_tool_print_job_rankfile(const json_t *doc, FILE *out);
+
+/* A weft_model_describe() document for people: counts and summaries where
+ * the job's text lists every rank (topo_print_model.c). */
+int weft_tool_print_model_text(const json_t *doc, FILE *out);
+
+/* Sections of the job's text that the model's shares (topo_print_text.c):
+ * one tree's line, the transports per link class, the tuner's table and
+ * the pacer. */
+void weft_tool_text_tree(const char *label, const json_t *t, FILE *out);
+void weft_tool_text_transports(const json_t *doc, FILE *out);
+void weft_tool_text_tail(const json_t *doc, FILE *out);
 
 /* Parse @p json; NULL (after a message naming @p what) if it is not JSON. */
 json_t *weft_tool_parse(const char *json, const char *what);

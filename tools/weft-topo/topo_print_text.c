@@ -115,7 +115,7 @@ static void text_ints(const char *label, const json_t *list, const char *sep, FI
 	    fprintf(out, "%s%lld", i ? sep : " ", (long long)json_integer_value(v));
 }
 
-static void text_tree(const char *label, const json_t *t, FILE *out)
+void weft_tool_text_tree(const char *label, const json_t *t, FILE *out)
 {
 	fprintf(out, "  %s: root %lld, depth %lld, leaf crossings %lld, spine crossings %lld\n",
 		label, weft_tool_int(t, "root"), weft_tool_int(t, "depth"),
@@ -134,12 +134,13 @@ static void text_trees(const json_t *doc, FILE *out)
 	fputc('\n', out);
 	text_ints("host leaders' ring", json_object_get(lr, "order"), " -> ", out);
 	fprintf(out, " (leaf crossings: %lld)\n", weft_tool_int(lr, "leaf_crossings"));
-	text_tree("double binary tree 0 (allreduce)", json_array_get(db, 0), out);
-	text_tree("double binary tree 1 (allreduce)", json_array_get(db, 1), out);
-	text_tree("binary tree (broadcast, reduce)", json_object_get(trees, "binary"), out);
+	weft_tool_text_tree("double binary tree 0 (allreduce)", json_array_get(db, 0), out);
+	weft_tool_text_tree("double binary tree 1 (allreduce)", json_array_get(db, 1), out);
+	weft_tool_text_tree("binary tree (broadcast, reduce)", json_object_get(trees, "binary"),
+			    out);
 }
 
-static void text_transports(const json_t *doc, FILE *out)
+void weft_tool_text_transports(const json_t *doc, FILE *out)
 {
 	size_t i;
 	const json_t *c, *count;
@@ -180,7 +181,7 @@ static void text_collective(const json_t *c, FILE *out)
 	}
 }
 
-static void text_tail(const json_t *doc, FILE *out)
+void weft_tool_text_tail(const json_t *doc, FILE *out)
 {
 	const json_t *c, *pacer = json_object_get(doc, "pacer");
 	const json_t *state = json_object_get(pacer, "state");
@@ -207,7 +208,7 @@ int weft_tool_print_job_text(const json_t *doc, FILE *out)
 	text_spines(doc, out);
 	text_ring(doc, out);
 	text_trees(doc, out);
-	text_transports(doc, out);
-	text_tail(doc, out);
+	weft_tool_text_transports(doc, out);
+	weft_tool_text_tail(doc, out);
 	return 0;
 }

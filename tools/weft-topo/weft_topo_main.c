@@ -5,7 +5,12 @@
  *   weft-topo -np 4                  a local job of 4 ranks
  *   mpirun -np 8 weft-topo           the whole job (rank 0 prints)
  *   WEFT_RANK=.. WEFT_NRANKS=.. WEFT_ROOT=.. weft-topo   one process per host
- *   --format text|json|dot   --rankfile   --settings
+ *   srun -N 2 -n 4 weft-topo --launcher   each process: what Weft reads
+ *                                    from its launcher (no communicator)
+ *   weft-topo --model topology.conf --ranks-per-host 8 [--order ORDER]
+ *                                    a job that is not running, modelled
+ *                                    from a topology file (weft_model_describe)
+ *   --format text|json|dot   --rankfile   --settings   --launcher
  */
 #include <errno.h>
 #include <getopt.h>
@@ -16,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tools/launch/local_launch.h"
@@ -28,16 +35,39 @@ struct options {
 	enum weft_topo_format format;
 	int np;
 	bool settings;
+	bool launcher;
+	const char *model; /* --model: the topology file */
+	int ranks_per_host;
+	const char *order;
 };
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: weft-topo [-np N] [--format text|json|dot] [--rankfile] [--settings]\n"
-		     "  alone: this host; with -np N, under mpirun/srun, or with WEFT_RANK,\n"
-		     "  WEFT_NRANKS and WEFT_ROOT set: the whole job (rank 0 prints).\n");
+	fprintf(
+	    out,
+	    "usage: weft-topo [-np N] [--format text|json|dot] [--rankfile] [--settings]\n"
+	    "                 [--launcher]\n"
+	    "       weft-topo --model TOPOLOGY_FILE [--ranks-per-host N]\n"
+	    "                 [--order block|round-robin|random[:SEED]|RANKFILE] [--format ...]\n"
+	    "  alone: this host; with -np N, under mpirun/srun, or with WEFT_RANK,\n"
+	    "  WEFT_NRANKS and WEFT_ROOT set: the whole job (rank 0 prints).\n"
+	    "  --launcher: every process prints one line, what Weft reads from its\n"
+	    "  launcher (which one, rank, size, local rank and size), and no job starts.\n"
+	    "  --model: the job N ranks on every host of a Slurm topology.conf or Weft\n"
+	    "  JSON file would be (default N 1, order block), built without running it,\n"
+	    "  with the time and peak memory of each step.\n");
 }
 
-enum { OPT_NP = 256, OPT_FORMAT, OPT_RANKFILE, OPT_SETTINGS };
+enum {
+	OPT_NP = 256,
+	OPT_FORMAT,
+	OPT_RANKFILE,
+	OPT_SETTINGS,
+	OPT_LAUNCHER,
+	OPT_MODEL,
+	OPT_PER_HOST,
+	OPT_ORDER
+};
 
 /* getopt_long_only: "-np 4" as well as "--np 4", "-format json". */
 static const struct option long_opts[] = {
@@ -45,6 +75,10 @@ static const struct option long_opts[] = {
     {"format", required_argument, NULL, OPT_FORMAT},
     {"rankfile", no_argument, NULL, OPT_RANKFILE},
     {"settings", no_argument, NULL, OPT_SETTINGS},
+    {"launcher", no_argument, NULL, OPT_LAUNCHER},
+    {"model", required_argument, NULL, OPT_MODEL},
+    {"ranks-per-host", required_argument, NULL, OPT_PER_HOST},
+    {"order", required_argument, NULL, OPT_ORDER},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -76,6 +110,19 @@ static int parse(int argc, char **argv, struct options *o)
 		case OPT_FORMAT: rc = parse_format(optarg, o); break;
 		case OPT_RANKFILE: o->format = WEFT_TOPO_RANKFILE; break;
 		case OPT_SETTINGS: o->settings = true; break;
+		case OPT_LAUNCHER: o->launcher = true; break;
+		case OPT_MODEL: o->model = optarg; break;
+		case OPT_ORDER: o->order = optarg; break;
+		case OPT_PER_HOST:
+			if (weft_parse_size(optarg, 1000000, WEFT_PARSE_NO_SUFFIX, &np, NULL) ||
+			    np < 1) {
+				fprintf(stderr,
+					"weft-topo: --ranks-per-host %s: expected 1..1000000\n",
+					optarg);
+				return 2;
+			}
+			o->ranks_per_host = (int)np;
+			break;
 		case OPT_NP:
 			if (weft_parse_size(optarg, 256, WEFT_PARSE_NO_SUFFIX, &np, NULL) ||
 			    np < 1) {
@@ -90,6 +137,14 @@ static int parse(int argc, char **argv, struct options *o)
 			usage(stderr);
 			return 2;
 		}
+	}
+	if (rc == 0 && !o->model && (o->ranks_per_host || o->order)) {
+		fprintf(stderr, "weft-topo: --ranks-per-host and --order need --model\n");
+		return 2;
+	}
+	if (rc == 0 && o->model && o->np) {
+		fprintf(stderr, "weft-topo: --model and -np: a model runs no job\n");
+		return 2;
 	}
 	if (rc == 0 && optind < argc) {
 		fprintf(stderr, "weft-topo: unexpected argument '%s'\n", argv[optind]);
@@ -127,6 +182,22 @@ static bool launched(int *nranks)
 	return strcmp(info.launcher, "none") != 0;
 }
 
+/* --launcher: one line per process, so that `srun weft-topo --launcher`
+ * shows what every task was told, even where no job could start. */
+static int print_launcher(void)
+{
+	weft_launch_info_t info = WEFT_LAUNCH_INFO_INIT;
+	char host[256] = "?";
+	gethostname(host, sizeof(host) - 1);
+	if (weft_launch_query(&info) != WEFT_SUCCESS) {
+		fprintf(stderr, "weft-topo: %s: %s\n", host, weft_init_last_error());
+		return 1;
+	}
+	printf("launcher %s host %s rank %d nranks %d local_rank %d local_size %d\n", info.launcher,
+	       host, info.rank, info.nranks, info.local_rank, info.local_size);
+	return 0;
+}
+
 static int host_mode(const struct options *o)
 {
 	char *json;
@@ -136,6 +207,32 @@ static int host_mode(const struct options *o)
 	}
 	int rc = weft_tool_print_host(json, o->format, stdout);
 	weft_describe_free(json);
+	return rc;
+}
+
+/* --model: the library builds the job's description; the text ends with
+ * the whole program's time and peak memory (the library's steps, then
+ * parsing and printing the document here). */
+static int model_mode(const struct options *o)
+{
+	struct timespec t0, t1;
+	char *json;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	/* text prints a summary: no need to write and read every rank */
+	unsigned flags = o->format == WEFT_TOPO_TEXT ? WEFT_MODEL_BRIEF : 0;
+	if (weft_model_describe(o->model, o->ranks_per_host ? o->ranks_per_host : 1,
+				o->order ? o->order : "block", flags, &json) != WEFT_SUCCESS) {
+		fprintf(stderr, "weft-topo: --model %s: %s\n", o->model, weft_init_last_error());
+		return 1;
+	}
+	int rc = weft_tool_print_model(json, o->format, stdout);
+	weft_describe_free(json);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	struct rusage ru;
+	if (rc == 0 && o->format == WEFT_TOPO_TEXT && getrusage(RUSAGE_SELF, &ru) == 0)
+		printf("  %-12s %10.3f   %8.1f\n", "weft-topo",
+		       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9,
+		       (double)ru.ru_maxrss / 1024.0);
 	return rc;
 }
 
@@ -189,6 +286,10 @@ int main(int argc, char **argv)
 		return rc;
 	if (o.settings)
 		return print_settings(&o);
+	if (o.launcher)
+		return print_launcher();
+	if (o.model)
+		return model_mode(&o);
 	if (o.np > 0)
 		return local_job(&o);
 	int nranks;

@@ -15,6 +15,7 @@ weft_status_t weft_tp_no_write(struct weft_conn *conn, struct weft_msg *msg, str
 			       const struct weft_mr_key *remote, uint64_t remote_off, uint64_t imm);
 weft_status_t weft_tp_no_get(struct weft_conn *conn, struct weft_msg *msg, struct weft_mr *local,
 			     const struct weft_mr_key *remote, uint64_t remote_off);
+void weft_tp_no_connected(struct weft_tp *tp);
 int weft_tp_no_signals(struct weft_conn *conn, struct weft_tp_signal *out, int max);
 
 /* The whole group, for a transport that has none of it. */

@@ -447,7 +447,7 @@ const struct weft_tp_ops weft_tp_shm_ops = {
     .settings = shm_settings,
     .nsettings = sizeof(shm_settings) / sizeof(shm_settings[0]),
     .life = {.init = shm_init, .fini = shm_fini, .abort = shm_abort},
-    .conn = {.score = shm_score, .connect = shm_connect},
+    .conn = {.score = shm_score, .connect = shm_connect, .connected = weft_tp_no_connected},
     .msg = {.isend = weft_tp_shm_isend,
 	    .irecv = weft_tp_shm_irecv,
 	    .progress = weft_tp_shm_progress},

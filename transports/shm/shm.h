@@ -47,6 +47,7 @@
 #include "transports/common/slot_ring.h"
 #include "transports/common/tp_bounce.h"
 #include "transports/common/tp_queue.h"
+#include "transports/common/tp_watchdog.h"
 #include "transports/transport.h"
 
 #define SHM_MAGIC  0x5745465453484d31ull /* "WEFTSHM1" */
@@ -55,8 +56,6 @@
 #define SHM_INLINE WEFT_SLOT_INLINE
 /* No progress on a connection for this long: look at the peer's pid and state. */
 #define SHM_STALL_S 0.1
-/* Stalled polls between clock reads (keeps the clock off the hot path). */
-#define SHM_STALL_POLLS 256
 /* Bytes a single-copy receive moves per progress call. */
 #define SHM_CMA_STEP (1u << 20)
 /* Bounce buffer for reducing single-copy receives: stays in L2. */
@@ -147,9 +146,7 @@ struct shm_conn {
 	uint64_t map_uses;
 	bool map_refused; /* opening the peer's memory files was refused: never again */
 
-	/* Liveness. */
-	unsigned stall_polls;
-	double stall_since;
+	struct weft_watchdog wd; /* liveness */
 };
 
 struct shm_tp {

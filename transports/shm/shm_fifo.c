@@ -7,17 +7,12 @@
 #include "transports/shm/shm.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/uio.h>
-#include <unistd.h>
 
-#include "util/clock.h"
 #include "util/error.h"
-#include "util/proc.h"
 
 /* Receive phases (struct shm_req.phase). */
 enum shm_rx_phase {
@@ -334,7 +329,7 @@ static weft_status_t check_peer(struct shm_conn *c)
 		return conn_fail(c, WEFT_ERR_REMOTE,
 				 "shm: peer rank %d (pid %d) failed (see its log)", c->base.peer,
 				 (int)c->pid);
-	if (!weft_pid_alive(c->pid))
+	if (!weft_tp_pid_alive(c->pid))
 		return conn_fail(c, WEFT_ERR_REMOTE, "shm: peer rank %d (pid %d) died",
 				 c->base.peer, (int)c->pid);
 	return WEFT_SUCCESS;
@@ -346,22 +341,10 @@ static inline bool conn_busy(const struct shm_conn *c)
 }
 
 /* After SHM_STALL_S without progress on a busy connection, look at the peer
- * (and again every SHM_STALL_S). The clock is read once per SHM_STALL_POLLS
- * idle polls only. */
+ * (and again every SHM_STALL_S). */
 static weft_status_t conn_stalled(struct shm_conn *c)
 {
-	if (++c->stall_polls < SHM_STALL_POLLS)
-		return WEFT_SUCCESS;
-	c->stall_polls = 0;
-	double now = weft_now();
-	if (c->stall_since == 0) {
-		c->stall_since = now;
-		return WEFT_SUCCESS;
-	}
-	if (now - c->stall_since < SHM_STALL_S)
-		return WEFT_SUCCESS;
-	c->stall_since = now;
-	return check_peer(c);
+	return weft_watchdog_due(&c->wd, SHM_STALL_S) ? check_peer(c) : WEFT_SUCCESS;
 }
 
 static weft_status_t conn_progress(struct shm_conn *c)
@@ -377,8 +360,7 @@ static weft_status_t conn_progress(struct shm_conn *c)
 	if (st != WEFT_SUCCESS)
 		return st;
 	if (moved) {
-		c->stall_polls = 0;
-		c->stall_since = 0;
+		weft_watchdog_moved(&c->wd);
 		return WEFT_SUCCESS;
 	}
 	return conn_busy(c) ? conn_stalled(c) : WEFT_SUCCESS;

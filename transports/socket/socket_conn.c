@@ -524,6 +524,23 @@ static weft_status_t sock_connect(struct weft_tp *tp, int peer, struct weft_conn
 	return WEFT_SUCCESS;
 }
 
+/* Every peer is connected: nobody has a reason to connect to this rank's
+ * listener any more, and a stranger that does should find the port closed
+ * rather than a socket that accepts and reads it. */
+static void sock_connected(struct weft_tp *tp)
+{
+	struct weft_sock_comm *sc = to_sc(tp);
+	while (sc->npending > 0)
+		pending_drop(sc, sc->npending - 1, "still without a handshake when init ended");
+	if (sc->listen_fd < 0)
+		return;
+	weft_log(WEFT_LOG_INFO, WEFT_SUB_NET, "socket: every peer connected; listener closed");
+	/* shutdown first: a child forked since holds the socket too, and close
+	 * alone would leave it listening (connections queued, never read). */
+	shutdown(sc->listen_fd, SHUT_RDWR);
+	close_fd(&sc->listen_fd);
+}
+
 static void sock_abort(struct weft_tp *tp)
 {
 	struct weft_sock_comm *sc = to_sc(tp);
@@ -644,7 +661,7 @@ const struct weft_tp_ops weft_tp_socket_ops = {
     .settings = sock_settings,
     .nsettings = sizeof(sock_settings) / sizeof(sock_settings[0]),
     .life = {.init = sock_init, .fini = sock_fini, .abort = sock_abort},
-    .conn = {.score = sock_score, .connect = sock_connect},
+    .conn = {.score = sock_score, .connect = sock_connect, .connected = sock_connected},
     .msg = {.isend = weft_tp_socket_isend,
 	    .irecv = weft_tp_socket_irecv,
 	    .progress = weft_tp_socket_progress},

@@ -1,5 +1,5 @@
-/* proc.c — see proc.h. */
-#include "util/proc.h"
+/* tp_watchdog.c — see tp_watchdog.h. */
+#include "transports/common/tp_watchdog.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -8,7 +8,25 @@
 #include <string.h>
 #include <unistd.h>
 
-bool weft_pid_alive(pid_t pid)
+#include "util/clock.h"
+
+bool weft_watchdog_due(struct weft_watchdog *w, double stall_s)
+{
+	if (++w->polls < WEFT_WATCHDOG_POLLS)
+		return false;
+	w->polls = 0;
+	double now = weft_now();
+	if (w->since == 0) {
+		w->since = now;
+		return false;
+	}
+	if (now - w->since < stall_s)
+		return false;
+	w->since = now;
+	return true;
+}
+
+bool weft_tp_pid_alive(pid_t pid)
 {
 	if (kill(pid, 0) != 0 && errno == ESRCH)
 		return false;

@@ -1,0 +1,84 @@
+/* watch_int.h — what watch.c (socket, thread, heartbeats, replies) and
+ * watch_verdict.c (the query at a timeout, the verdict) share. */
+#ifndef WEFT_WATCH_INT_H
+#define WEFT_WATCH_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#define WATCH_MAGIC 0x5745465457415431ull /* "WEFTWAT1" */
+
+enum watch_type {
+	WATCH_HEARTBEAT = 1,
+	WATCH_QUERY = 2,
+	WATCH_REPLY = 3,
+};
+
+enum watch_flags {
+	WATCH_TIMED_OUT = 1u << 0, /* this rank's wait timed out */
+};
+
+/* A rank's state as it crosses the wire. Calls are numbered from 1 here
+ * (call number + 1), so that 0 means none. */
+struct watch_state {
+	uint64_t started;  /* last collective started */
+	uint64_t finished; /* last collective finished (successfully or not) */
+	int32_t coll;	   /* enum weft_coll_kind of the last started */
+	int32_t waiting_for;
+	uint32_t age_ms; /* since it last started or finished one */
+	uint32_t flags;
+};
+
+struct watch_msg {
+	uint64_t magic;
+	uint64_t secret;
+	uint32_t type;
+	int32_t rank;
+	uint64_t timed_out_call; /* in a query: the call it timed out in, or 0 */
+	struct watch_state me;
+	/* what this rank knows of its neighbours rank-1 and rank+1 */
+	uint32_t nb_heard_ms[2]; /* since last heard; UINT32_MAX: never */
+	struct watch_state nb[2];
+};
+
+_Static_assert(sizeof(struct watch_msg) == 136, "watch datagram is 136 bytes");
+
+struct watch_view {
+	double heard; /* when a datagram of it last arrived; 0 never */
+	struct watch_state st;
+	bool replied; /* to the current query */
+	uint32_t nb_heard_ms[2];
+	struct watch_state nb[2];
+};
+
+struct weft_watch {
+	int fd;
+	int stop_pipe[2];
+	pthread_t thread;
+	bool running;
+	int rank, nranks;
+	uint64_t secret;
+	double period_s;
+	struct sockaddr_storage *addrs; /* [rank] */
+	socklen_t *lens;
+
+	/* this rank, written by the calling thread */
+	_Atomic uint64_t started, finished, timed_out_call;
+	_Atomic int coll, waiting_for;
+	_Atomic int64_t changed_ms;
+	/* set by the thread: a peer timed out in call (number + 1) */
+	_Atomic uint64_t peer_timed_out;
+
+	pthread_mutex_t lock; /* guards view */
+	struct watch_view *view;
+};
+
+/* watch.c */
+void watch_state_mine(struct weft_watch *w, struct watch_state *st);
+void watch_send(struct weft_watch *w, int peer, uint32_t type);
+int64_t watch_now_ms(void);
+
+#endif

@@ -1,0 +1,66 @@
+"""The torch.distributed backend "weft" (weft.torch) against Gloo.
+
+- every implemented collective on the same tensors as Gloo (where Gloo
+  has none, reduce_scatter and _all_gather_base, against Gloo's
+  all_reduce/all_gather): all_reduce and reduce for every op x dtype the
+  issue lists, all_reduce_coalesced, all_gather (separate tensors and one
+  buffer) and _all_gather_base, broadcast, gather, scatter, reduce_scatter
+  (list and _reduce_scatter_base), all_to_all_single (equal and uneven),
+  all_to_all lists, barrier, send/recv and isend/irecv, at 2 and 3 ranks;
+- async Work: wait, is_completed, is_success, get_future (before and after
+  completion), a .then() callback that runs off the caller's thread;
+- new_group(backend="weft") on a subset; weft.topo of the process group;
+- clear errors: non-contiguous and non-CPU tensors, a type that cannot be
+  reduced, an unsupported op, several tensors to all_reduce, splits that do
+  not add up; the group stays usable;
+- the timeout: a rank that never joins fails the other's all_reduce in
+  about the process group's timeout; Work.wait(timeout) returns control;
+- a dead peer and mismatched sizes raise instead of hanging.
+"""
+import importlib.util
+
+import pytest
+
+import rankrun
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None, reason="torch is not installed for this interpreter")
+
+
+def run(nranks, body, timeout=240):
+    return rankrun.run(nranks, "bodies_torch", body, timeout=timeout, weft_env=False)
+
+
+@pytest.mark.parametrize("nranks", [2, 3])
+def test_vs_gloo(nranks):
+    values = rankrun.check(run(nranks, "vs_gloo"))
+    failures = [f for v in values for f in v["failures"]]
+    assert not failures, "\n".join(failures[:30])
+    assert all(v["cases"] > 200 for v in values), values
+
+
+def test_timeout():
+    v = rankrun.check(run(2, "timeout", timeout=60))[0]
+    assert v["raised"] and "timeout" in v["raised"], v
+    assert "no progress for 3.0 s" in v["raised"], v
+    assert v["seconds"] < 10, v
+
+
+def test_wait_timeout():
+    values = rankrun.check(run(2, "wait_timeout", timeout=60))
+    assert values[0]["raised"] and "not complete after 200 ms" in values[0]["raised"], values
+    assert all(v["ok"] for v in values), values
+
+
+def test_dead_peer():
+    res = run(2, "dead_peer", timeout=90)
+    v = rankrun.check(res[:1])[0]
+    assert v["raised"], v
+    assert v["seconds"] < 40, v
+
+
+def test_mismatched_sizes():
+    values = rankrun.check(run(2, "mismatch", timeout=90))
+    raised = [v["raised"] for v in values if v["raised"]]
+    assert raised, values
+    assert any("bytes" in r for r in raised), raised

@@ -1,0 +1,68 @@
+/*
+ * tp_liveness.h — is a peer's process still there, for transports whose
+ * provider stays silent when a peer dies (libfabric's rxm retries the
+ * connection to a dead peer for ever; udp's rxd retransmits; an RC queue
+ * pair takes its retry count times its timeout).
+ *
+ * Every rank keeps a TCP listener per communicator that nothing is ever
+ * sent through, bound to the interface the job uses, and publishes its
+ * address with the transport's card. A rank that suspects a peer (its
+ * watchdog says a busy connection has stalled, tp_watchdog.h) connects to
+ * the peer's listener and keeps the connection: the peer's kernel answers
+ * for a live process even if that process is busy elsewhere and never
+ * accepts, refuses when the process is gone, and resets every connection
+ * the listener held when the process dies or closes its communicator. So
+ * a check costs a poll() of one socket, and the answer is the kernel's,
+ * not a timeout. A host that does not answer at all is given up after a
+ * bound.
+ */
+#ifndef WEFT_TP_LIVENESS_H
+#define WEFT_TP_LIVENESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "transports/transport.h"
+
+struct weft_live_card {
+	struct sockaddr_storage addr;
+	uint32_t len; /* 0: the rank has no listener (not checkable) */
+	uint32_t reserved;
+};
+
+struct weft_live {
+	int nranks;
+	int listen_fd;
+	int *fds;      /* nranks: our connection to each peer's listener, -1 none */
+	double *since; /* nranks: when its connect started */
+	int *accepted; /* connections peers made to us, kept open */
+	int naccepted, max_accepted;
+};
+
+enum weft_live_state {
+	WEFT_LIVE_UNKNOWN = 0, /* no answer yet */
+	WEFT_LIVE_ALIVE,
+	WEFT_LIVE_GONE,
+};
+
+/* Listen on env->ifname's address (loopback when NULL) and fill @p card.
+ * Failing to listen is not an error: the card says so (len 0) and peers
+ * do without the check. */
+void weft_live_open(struct weft_live *l, const struct weft_tp_env *env,
+		    struct weft_live_card *card);
+
+/* What the kernels say of @p peer now; never blocks. A connection still
+ * unanswered after @p give_up_s is GONE ("its host does not answer"). On
+ * GONE, @p why says what was seen. */
+enum weft_live_state weft_live_check(struct weft_live *l, int peer,
+				     const struct weft_live_card *card, double give_up_s, char *why,
+				     size_t len);
+
+/* Close the listener and every connection: peers that check see us gone. */
+void weft_live_close(struct weft_live *l);
+
+/* Close (if not yet) and free. */
+void weft_live_fini(struct weft_live *l);
+
+#endif

@@ -1,0 +1,42 @@
+/*
+ * tp_watchdog.h — liveness of a stalled connection: the stall check the
+ * shm transport started with, shared by every transport that can wait on a
+ * peer which says nothing when it dies (shm, ofi over a silent provider,
+ * the RMA protocol of rma_proto.h).
+ *
+ * A connection with messages queued that moves nothing is stalled. The
+ * clock is read only once every WEFT_WATCHDOG_POLLS idle polls, so an idle
+ * poll costs a counter increment; once the stall has lasted @p stall_s the
+ * watchdog says a check is due, and again every @p stall_s after that.
+ * What the check is belongs to the transport: a shared state word, the
+ * peer's pid when it runs on this host, a probe the provider must deliver
+ * or fail.
+ */
+#ifndef WEFT_TP_WATCHDOG_H
+#define WEFT_TP_WATCHDOG_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#define WEFT_WATCHDOG_POLLS 256
+
+struct weft_watchdog {
+	unsigned polls; /* idle polls since the clock was last read */
+	double since;	/* when the stall was first seen (0: not stalled) */
+};
+
+/* The connection moved: the stall, if any, is over. */
+static inline void weft_watchdog_moved(struct weft_watchdog *w)
+{
+	w->polls = 0;
+	w->since = 0;
+}
+
+/* One idle poll of a busy connection; true when a check of the peer is due. */
+bool weft_watchdog_due(struct weft_watchdog *w, double stall_s);
+
+/* Is process @p pid (on this host) alive? A zombie is not: a killed child
+ * stays one until its parent reaps it, and kill(pid, 0) still finds it. */
+bool weft_tp_pid_alive(pid_t pid);
+
+#endif

@@ -190,14 +190,15 @@ $(filter $(BUILD)/tests/test_verbs%,$(TEST_PROGS)): $(FAKE_IBV)
 # mark ever comes, and an unmarked connection at line rate is not held); the test
 # gate that admits one message per connection (core/gate.h), where a send
 # that bypasses the gate or a schedule that needs two in flight shows; the
-# progress thread, which must not change a result; and the generic kernels
+# progress thread, which must not change a result; the generic kernels
 # (WEFT_ISA=generic), tested as the library dispatches them even on an AVX2
-# machine (some multi-rank jobs set it too).
+# machine (some multi-rank jobs set it too); and streaming stores for every
+# output (reduce/stream.h), which the suites' sizes never reach by default.
 RERUNS := $(foreach t,test_colls test_colls_v test_allreduce test_allgather test_algos_a \
 	test_algos_b test_algos_hier test_verbs_colls,WEFT_GATE=one:$(t)) \
 	$(foreach t,test_nonblocking test_colls test_colls_v test_split_group test_verbs_colls, \
 	WEFT_PROGRESS_THREAD=1:$(t)) \
-	WEFT_ISA=generic:test_reduce \
+	WEFT_ISA=generic:test_reduce WEFT_STREAM_MIN=0:test_allreduce WEFT_STREAM_MIN=0:test_mem \
 	$(foreach t,test_colls test_colls_v test_allreduce test_algos_a, \
 	WEFT_PACER=dcqcn+WEFT_PACER_START_RATE=200e6:$(t)) \
 	WEFT_SPRAY=adaptive:test_socket \

@@ -21,6 +21,7 @@ enum weft_algo_id {
 	WEFT_ALGO_DISSEM,   /* barrier: dissemination */
 	WEFT_ALGO_DIRECT,   /* send/recv */
 	WEFT_ALGO_LINEAR,   /* gather, scatter: the root and each rank directly */
+	WEFT_ALGO_SHM,	    /* intra-host, through shared memory (algorithms/shmem/) */
 	WEFT_ALGO_COUNT
 };
 
@@ -58,12 +59,19 @@ struct weft_algo {
 	bool (*supports)(const struct weft_comm *comm, const struct weft_coll_args *args);
 	/* How a task of this algorithm runs (post, progress, finalize). */
 	struct weft_task_ops task;
+	/* Non-zero: an algorithm that adapts after its first step. From calls
+	 * of this many bytes up the tuner chooses it (where it supports the
+	 * call) over the cheapest estimate, which it hands the call to when it
+	 * cannot do better (task->fallback_ops): the shm AllReduce, which only
+	 * learns in its first step whether every buffer can be mapped. */
+	size_t adapts_from;
 };
 
 extern const struct weft_algo weft_allreduce_ring;
 extern const struct weft_algo weft_allreduce_tree;
 extern const struct weft_algo weft_allreduce_rhd;
 extern const struct weft_algo weft_allreduce_hier;
+extern const struct weft_algo weft_allreduce_shm;
 extern const struct weft_algo weft_allgather_ring;
 extern const struct weft_algo weft_allgather_bruck;
 extern const struct weft_algo weft_allgather_hier;

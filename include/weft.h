@@ -677,6 +677,73 @@ WEFT_API weft_status_t weft_request_on_complete(weft_request_t request,
  * timeout. */
 WEFT_API weft_status_t weft_wait(weft_request_t *request);
 
+/* ---- Memory ---- */
+
+/**
+ * Allocate @p size bytes that the ranks of @p comm on this host can map, so
+ * that an intra-host collective whose buffers all come from here reads and
+ * writes them in place, with no staging copy (as NCCL's user buffer
+ * registration). The pages are touched here (huge pages where the kernel
+ * gives them for shared memory), never on a collective's hot path.
+ *
+ * Semantics. Local, not collective: no peer is involved and ranks may
+ * allocate different sizes or none. The memory is an anonymous memory file
+ * (nothing in /dev/shm, nothing left behind if the process dies); each
+ * allocation has a generation this process never reuses. Any part of it
+ * may be passed to any collective of any communicator, as sendbuf or
+ * recvbuf. A collective that finds its buffers inside such memory tells
+ * its local peers (allocation, offset, generation) in its first step; they
+ * map it lazily and cache the mapping, so a buffer used again costs nothing
+ * more. A freed allocation's generation is never matched again: a peer's
+ * cached mapping of it is never used for a later allocation, even at the
+ * same address. Where a peer may not map it (a different user, ptrace
+ * restrictions) or a rank's buffer is not from here, the collective takes
+ * the ordinary path; results are the same either way.
+ * @param comm   a communicator (for the error message; the memory is not
+ *               tied to it and outlives it).
+ * @param size   bytes, > 0.
+ * @param ptr    receives the address (page aligned).
+ * @return WEFT_SUCCESS; WEFT_ERR_INVALID_ARG (comm or ptr NULL, size 0),
+ *         WEFT_ERR_NO_MEMORY, WEFT_ERR_SYSTEM (the message names the call).
+ *         *ptr is NULL after a failure.
+ * Blocking: no (no peer). Thread safety: safe.
+ */
+WEFT_API weft_status_t weft_mem_alloc(weft_comm_t comm, size_t size, void **ptr);
+
+/**
+ * Free memory from weft_mem_alloc. It must not be in use by an operation
+ * still in flight on any communicator.
+ * @return WEFT_SUCCESS; WEFT_ERR_INVALID_ARG if @p ptr is NULL or not the
+ *         start of a live allocation.
+ * Blocking: no. Thread safety: safe.
+ */
+WEFT_API weft_status_t weft_mem_free(weft_comm_t comm, void *ptr);
+
+/** A buffer registered with weft_mem_register. */
+typedef struct weft_mem_reg *weft_mem_handle_t;
+
+/**
+ * Register memory the caller already has ([buf, buf + size), from malloc or
+ * anywhere) with the transports of @p comm that need registration to move
+ * it (RDMA: ofi, verbs), so that their collectives skip registering it on
+ * each call. It never makes the memory mappable by peers (only
+ * weft_mem_alloc memory is): on shared memory and TCP, which need no
+ * registration, it records the region and nothing else. Local, not
+ * collective. The buffer must stay allocated until weft_mem_deregister.
+ * @return WEFT_SUCCESS; WEFT_ERR_INVALID_ARG (comm, buf or handle NULL,
+ *         size 0); WEFT_ERR_NO_MEMORY; a transport's error.
+ * Blocking: no. Thread safety: as the communicator's other calls.
+ */
+WEFT_API weft_status_t weft_mem_register(weft_comm_t comm, void *buf, size_t size,
+					 weft_mem_handle_t *handle);
+
+/**
+ * Undo weft_mem_register; @p handle is invalid afterwards.
+ * @return WEFT_SUCCESS; WEFT_ERR_INVALID_ARG if comm is NULL or @p handle is
+ *         not a live registration of @p comm.
+ */
+WEFT_API weft_status_t weft_mem_deregister(weft_comm_t comm, weft_mem_handle_t handle);
+
 #ifdef __cplusplus
 }
 #endif

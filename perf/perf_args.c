@@ -63,7 +63,7 @@ static void usage(void)
 	perf_algo_setting(algo, sizeof(algo), "ALGO");
 	printf("  -a, --algo ALGO         force an algorithm: sets WEFT_ALGO=%s\n"
 	       "                          (names: the algorithms table of weft-topo)\n"
-	       "  -R                      buffers from weft_mem_alloc (not in this build)\n"
+	       "  -R                      buffers from weft_mem_alloc (local peers map them)\n"
 	       "  -np N                   fork N local ranks (ids passed over a pipe)\n"
 	       "  --bind core|none|auto   -np ranks' CPU binding; auto (default) binds each rank\n"
 	       "                          to one CPU when np <= 2, like Open MPI's default\n"
@@ -189,10 +189,7 @@ static void weft_only(struct perf_opts *o, int key, const char *flag, const char
 		check_algo(flag, v);
 		o->algo = v;
 		break;
-	case 'R':
-		fprintf(stderr, "%s: -R: weft_mem_alloc is not available in this build\n",
-			perf_g_prog);
-		exit(2);
+	case 'R': o->mem_alloc = true; break;
 	case OPT_BIND:
 		if (strcmp(v, "core") == 0)
 			o->bind = PERF_BIND_CORE;

@@ -472,10 +472,8 @@ static int64_t check_periodic(const struct perf_pattern *p, const unsigned char 
 void perf_buf_alloc(struct perf_buf *b, size_t bytes)
 {
 	size_t total = GUARD_BYTES + bytes + GUARD_BYTES;
-	void *p;
+	void *p = perf_rt_buf_alloc(total);
 
-	if (posix_memalign(&p, 4096, total))
-		perf_die("cannot allocate %zu bytes", total);
 	memset(p, 0, total); /* fault every page in before timing */
 	b->base = p;
 	b->p = b->base + GUARD_BYTES;
@@ -484,7 +482,7 @@ void perf_buf_alloc(struct perf_buf *b, size_t bytes)
 
 void perf_buf_free(struct perf_buf *b)
 {
-	free(b->base);
+	perf_rt_buf_free(b->base);
 	b->base = b->p = NULL;
 }
 

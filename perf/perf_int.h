@@ -25,6 +25,7 @@ struct perf_opts {
 	int op;	   /* an enum perf_op, or -1 for all */
 	int root;  /* -r; broadcast and reduce */
 	const char *algo;
+	bool mem_alloc;	     /* -R: buffers from weft_mem_alloc */
 	int np;		     /* local launcher: ranks to fork; 0 when not used */
 	enum perf_bind bind; /* -np ranks' CPU binding */
 };
@@ -108,6 +109,10 @@ void perf_rt_gather_info(const struct perf_rank_info *mine, struct perf_rank_inf
 double perf_rt_wtime(void);
 void perf_rt_describe(char *buf, size_t len);
 void perf_rt_finalize(void);
+/* Memory for a perf buffer (after perf_rt_init): weft_mem_alloc with -R,
+ * else page-aligned heap; dies on failure. */
+void *perf_rt_buf_alloc(size_t bytes);
+void perf_rt_buf_free(void *p);
 void perf_rt_abort(void) __attribute__((noreturn));
 
 #endif /* PERF_INT_H */

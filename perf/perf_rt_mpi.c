@@ -153,6 +153,20 @@ void perf_rt_finalize(void)
 	MPI_Finalize();
 }
 
+void *perf_rt_buf_alloc(size_t bytes)
+{
+	void *p;
+
+	if (posix_memalign(&p, 4096, bytes))
+		perf_die("cannot allocate %zu bytes", bytes);
+	return p;
+}
+
+void perf_rt_buf_free(void *p)
+{
+	free(p);
+}
+
 void perf_rt_abort(void)
 {
 	int up = 0;

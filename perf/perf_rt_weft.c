@@ -23,6 +23,7 @@
 #define CHILD_GRACE_SECONDS 5.0 /* how long -np survivors get after a rank fails */
 
 static weft_comm_t g_comm;
+static bool g_mem_alloc; /* -R */
 static const char *g_launch = "single rank";
 static char g_launch_buf[64];
 
@@ -169,6 +170,7 @@ void perf_rt_init(const struct perf_opts *o)
 	weft_status_t st;
 	char algo[256];
 
+	g_mem_alloc = o->mem_alloc;
 	query_launcher(&info);
 	if (o->algo) {
 		perf_algo_setting(algo, sizeof(algo), o->algo);
@@ -242,6 +244,30 @@ void perf_rt_describe(char *buf, size_t len)
 
 	snprintf(buf, len, "Backend: %s %s (%s%s%s)", perf_g_test->backend, weft_version(),
 		 g_launch, tp ? ", WEFT_TRANSPORTS=" : "", tp ? tp : "");
+}
+
+void *perf_rt_buf_alloc(size_t bytes)
+{
+	void *p;
+
+	if (!g_mem_alloc) {
+		if (posix_memalign(&p, 4096, bytes))
+			perf_die("cannot allocate %zu bytes", bytes);
+		return p;
+	}
+	weft_status_t st = weft_mem_alloc(g_comm, bytes, &p);
+	if (st != WEFT_SUCCESS)
+		perf_die("-R: weft_mem_alloc(%zu): %s: %s", bytes, weft_status_string(st),
+			 weft_comm_last_error(g_comm));
+	return p;
+}
+
+void perf_rt_buf_free(void *p)
+{
+	if (g_mem_alloc)
+		weft_mem_free(g_comm, p);
+	else
+		free(p);
 }
 
 void perf_rt_finalize(void)

@@ -492,7 +492,9 @@ static int body_budget(weft_comm_t comm, int rank, int nranks, void *arg)
 {
 	note_secret(comm);
 	long kib = rss_shmem_kib();
-	/* 7 inbound + 7 outbound FIFOs of 8 x 128 KiB, plus headers. */
+	/* 7 inbound + 7 outbound FIFOs of 8 x 128 KiB, plus headers, and the
+	 * 8 regions of the shm AllReduce (algorithms/shmem/: 16 KiB each
+	 * without staging slots, the default). */
 	if (kib > 20 * 1024)
 		return harness_fail("RssShmem %ld KiB with %d local ranks", kib, nranks);
 	/* Rank 0 hosts the bootstrap root: it leaves only once every rank has

@@ -340,6 +340,47 @@ START_TEST(select_ranges)
 }
 END_TEST
 
+/* An algorithm that adapts after its first step (the shm AllReduce, which
+ * hands plain buffers on) is chosen from its adapts_from up wherever it
+ * can run, unless forced otherwise; below that, and for what it hands the
+ * call to, the estimates decide. The fake communicator gets a stand-in for
+ * the shm module, which is all the shm AllReduce's supports() looks at. */
+START_TEST(select_adapts)
+{
+	static struct fake f;
+	static char module;
+	const struct weft_algo *shm = &weft_allreduce_shm;
+	ck_assert_uint_gt(shm->adapts_from, 0);
+	ck_assert_int_eq(fake_init(&f, NULL, NULL), WEFT_SUCCESS);
+	/* Make shm's estimate lose, so only adapts_from can choose it. */
+	f.comm.tuner->links.intra_host.alpha *= 1e4;
+	f.comm.tuner->links.intra_host.beta *= 1e2;
+	size_t edge = shm->adapts_from / 4;
+	const size_t sizes[] = {1, 1000, edge - 1, edge, edge + 1, 1 << 22};
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		struct weft_coll_args a = call(WEFT_COLL_ALLREDUCE, sizes[i]);
+		const struct weft_algo *plain = cheapest(&f.comm, &a); /* no module: no shm */
+		f.comm.shmem = (struct weft_shmem *)&module;
+		const struct weft_algo *got = weft_tune_select(&f.comm, &a);
+		const struct weft_algo *other = weft_tune_select_other(&f.comm, &a, shm);
+		const struct weft_algo *want = sizes[i] >= edge ? shm : cheapest(&f.comm, &a);
+		ck_assert_ptr_ne(cheapest(&f.comm, &a), shm);
+		f.comm.shmem = NULL;
+		ck_assert_msg(got == want, "count %zu: chose %s, want %s", sizes[i], got->name,
+			      want->name);
+		ck_assert_msg(other == plain, "count %zu: next choice %s, cheapest without shm %s",
+			      sizes[i], other ? other->name : "none", plain->name);
+	}
+	fake_free(&f);
+	ck_assert_int_eq(fake_init(&f, "allreduce:ring", NULL), WEFT_SUCCESS);
+	f.comm.shmem = (struct weft_shmem *)&module;
+	struct weft_coll_args a = call(WEFT_COLL_ALLREDUCE, 1 << 22);
+	ck_assert_ptr_eq(weft_tune_select(&f.comm, &a), &weft_allreduce_ring);
+	f.comm.shmem = NULL;
+	fake_free(&f);
+}
+END_TEST
+
 START_TEST(select_forced_over_ranges)
 {
 	static struct fake f;
@@ -603,6 +644,7 @@ static Suite *tune_suite(void)
 	tc = tcase_create("select");
 	tcase_add_test(tc, select_estimate);
 	tcase_add_test(tc, select_ranges);
+	tcase_add_test(tc, select_adapts);
 	tcase_add_test(tc, select_forced_over_ranges);
 	tcase_add_test(tc, init_bad_overrides);
 	suite_add_tcase(s, tc);

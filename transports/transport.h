@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "reduce/reduce.h"
+#include "reduce/stream.h"
 #include "weft.h"
 
 struct weft_tp;
@@ -71,6 +72,7 @@ struct weft_msg {
 	weft_reduce_fn reduce; /* receive only; NULL: plain copy */
 	const void *local;     /* receive with reduce: the local operand, len bytes */
 	size_t unit;	       /* element size: pieces handed to weft_msg_deliver are multiples */
+	bool stream; /* receive: buf will not be read soon: streaming stores (reduce/stream.h) */
 
 	/* Set by the transport, through weft_msg_complete. */
 	bool done;
@@ -97,8 +99,13 @@ static inline void weft_msg_complete(struct weft_msg *msg, weft_status_t status)
 static inline void weft_msg_deliver(struct weft_msg *msg, size_t off, const void *data, size_t len)
 {
 	char *dst = (char *)msg->buf + off;
-	if (msg->reduce)
-		msg->reduce(dst, (const char *)msg->local + off, data, len / msg->unit);
+	const char *local = (const char *)msg->local + off;
+	if (msg->reduce && msg->stream && dst != local)
+		weft_reduce_stream(msg->reduce, dst, local, data, len / msg->unit, msg->unit);
+	else if (msg->reduce)
+		msg->reduce(dst, local, data, len / msg->unit);
+	else if (msg->stream)
+		weft_copy_stream(dst, data, len);
 	else if (dst != data)
 		memcpy(dst, data, len);
 }

@@ -262,6 +262,26 @@ double weft_tune_estimate(const struct weft_comm *comm, const struct weft_algo *
 	return est;
 }
 
+/* The lowest estimate among the algorithms that can run the call, @p not
+ * left out; NULL if there is none. */
+static const struct weft_algo *cheapest(const struct weft_comm *comm,
+					const struct weft_coll_args *args,
+					const struct weft_algo * not )
+{
+	const struct weft_algo *best = NULL;
+	double best_t = INFINITY;
+	for (const struct weft_algo *const *a = weft_algos_for(args->coll); *a; a++) {
+		if (*a == not || !(*a)->estimate || ((*a)->supports && !(*a)->supports(comm, args)))
+			continue;
+		double est = weft_tune_estimate(comm, *a, args);
+		if (est < best_t) {
+			best_t = est;
+			best = *a;
+		}
+	}
+	return best;
+}
+
 const struct weft_algo *weft_tune_select(const struct weft_comm *comm,
 					 const struct weft_coll_args *args)
 {
@@ -274,19 +294,19 @@ const struct weft_algo *weft_tune_select(const struct weft_comm *comm,
 		if (bytes >= r->lo && bytes < r->hi)
 			return r->algo;
 	}
-	const struct weft_algo *const *algos = weft_algos_for(args->coll);
-	const struct weft_algo *best = algos[0];
-	double best_t = INFINITY;
-	for (const struct weft_algo *const *a = algos; *a; a++) {
-		if (!(*a)->estimate || ((*a)->supports && !(*a)->supports(comm, args)))
-			continue;
-		double est = weft_tune_estimate(comm, *a, args);
-		if (est < best_t) {
-			best_t = est;
-			best = *a;
-		}
-	}
-	return best;
+	for (const struct weft_algo *const *a = weft_algos_for(args->coll); *a; a++)
+		if ((*a)->adapts_from && bytes >= (*a)->adapts_from &&
+		    (!(*a)->supports || (*a)->supports(comm, args)))
+			return *a;
+	const struct weft_algo *best = cheapest(comm, args, NULL);
+	return best ? best : weft_algos_for(args->coll)[0];
+}
+
+const struct weft_algo *weft_tune_select_other(const struct weft_comm *comm,
+					       const struct weft_coll_args *args,
+					       const struct weft_algo * not )
+{
+	return cheapest(comm, args, not );
 }
 
 const struct weft_algo *weft_tune_choose(struct weft_comm *comm, const struct weft_coll_args *args)

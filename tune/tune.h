@@ -67,6 +67,14 @@ double weft_tune_estimate(const struct weft_comm *comm, const struct weft_algo *
 const struct weft_algo *weft_tune_select(const struct weft_comm *comm,
 					 const struct weft_coll_args *args);
 
+/* The lowest estimate among the algorithms that support the call, @p not
+ * excluded (NULL if none is left): what an algorithm that adapts after
+ * its first step hands the call to (the shm AllReduce, when not every
+ * buffer can be mapped). Ignores WEFT_ALGO and WEFT_TUNE. */
+const struct weft_algo *weft_tune_select_other(const struct weft_comm *comm,
+					       const struct weft_coll_args *args,
+					       const struct weft_algo * not );
+
 /* weft_tune_select() through a one-entry memo per collective: what the
  * call path uses, so a repeated size costs no estimates. */
 const struct weft_algo *weft_tune_choose(struct weft_comm *comm, const struct weft_coll_args *args);

@@ -84,6 +84,10 @@ static void recv_item(struct weft_task *task, int q, uint32_t k, struct weft_xfe
 		out->reduce = state(task)->reduce;
 		out->local = (const char *)task->args.sendbuf + off;
 	}
+	/* The last allgather step's chunks are not sent on: nothing reads them
+	 * again here, so a large output skips the write-allocate read. */
+	out->stream = step == 2 * (uint32_t)comm->nranks - 3 &&
+		      weft_engine_stream(task, task->args.count * task->args.esize);
 }
 
 /* WEFT_AVG: divide each chunk of the segment this rank finished, before it

@@ -105,6 +105,7 @@ static weft_status_t post_item(struct weft_engine *eng, struct weft_task *task, 
 	m->tag = weft_p2p_tag(task->seq, x.step);
 	m->reduce = q->send ? NULL : x.reduce;
 	m->local = q->send ? NULL : x.local;
+	m->stream = !q->send && x.stream;
 	m->unit = task->args.esize ? task->args.esize : 1;
 	eng->msg_peer[slot] = x.peer;
 	q->posted++;
@@ -223,4 +224,9 @@ void weft_engine_chunk_span(const struct weft_task *task, size_t first, size_t e
 	size_t n = start >= elems ? 0 : (elems - start < chunk_elems ? elems - start : chunk_elems);
 	*off = (first + (start < elems ? start : 0)) * task->args.esize;
 	*len = n * task->args.esize;
+}
+
+bool weft_engine_stream(const struct weft_task *task, size_t out_bytes)
+{
+	return out_bytes >= task->comm->stream_min;
 }

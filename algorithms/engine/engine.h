@@ -65,6 +65,7 @@ struct weft_xfer {
 	const char *local;     /* receive with reduce: the local operand */
 	uint32_t step;	       /* tag step; preset to the queue's tag_base + k */
 	bool signal;	       /* post even with zero bytes (a barrier's token) */
+	bool stream;	       /* receive: buf is not read again soon (weft_engine_stream) */
 };
 
 struct weft_queue_ops {
@@ -158,6 +159,13 @@ weft_status_t weft_engine_progress(struct weft_engine *eng, struct weft_task *ta
 /* weft_engine_progress on the engine at the start of task->priv: the
  * progress function of every algorithm (struct weft_task_ops). */
 weft_status_t weft_engine_task_progress(struct weft_task *task);
+
+/* Should receives of this call write their destination with streaming
+ * stores (reduce/stream.h)? When the output is larger than
+ * comm->stream_min (WEFT_STREAM_MIN), for receives whose data this rank
+ * does not send on: an algorithm sets struct weft_xfer.stream where
+ * that holds. */
+bool weft_engine_stream(const struct weft_task *task, size_t out_bytes);
 
 /* Items of queue @p q completed so far (for readiness rules). */
 static inline uint32_t weft_engine_done(const struct weft_engine *eng, int q)

@@ -73,6 +73,7 @@ static bool prepare(const struct weft_tree_sched *ts, const struct weft_task *ta
 	x->bytes = sp.len;
 	x->reduce = NULL;
 	x->local = NULL;
+	x->stream = false;
 	switch ((enum tree_kind)s->kind) {
 	case TREE_UP_RECV:
 		if (s->child == 0) {
@@ -96,8 +97,10 @@ static bool prepare(const struct weft_tree_sched *ts, const struct weft_task *ta
 		return true;
 	case TREE_DOWN_RECV:
 		/* Safe to post at once: the parent sends chunk j only after our
-		 * own up send of it has arrived there. */
+		 * own up send of it has arrived there. A leaf sends nothing on:
+		 * a large output skips the write-allocate read. */
 		x->buf = (char *)a->recvbuf + sp.off;
+		x->stream = last < 0 && weft_engine_stream(task, a->count * a->esize);
 		return true;
 	case TREE_DOWN_SEND:
 		if (!root) {

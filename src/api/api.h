@@ -19,6 +19,9 @@ weft_status_t weft_api_config_check(const weft_config_t *config, const char *cal
  * end (hand its request back if it has one) and return true; else false. */
 bool weft_api_group_record(struct weft_task *task, weft_request_t *request);
 
+/* Is a group open on this thread (between weft_group_start and _end)? */
+bool weft_api_group_open(void);
+
 /* comm_secret.c: the bootstrap secret of a job launched without PMIx, its
  * root at @p root (WEFT_SECRET, WEFT_SECRET_FILE, or derived: see there). */
 weft_status_t weft_api_env_secret(const struct weft_launch *l, const struct sockaddr_storage *root,

@@ -7,9 +7,12 @@
 #include <string.h>
 
 #include "algorithms/algo.h"
+#include "algorithms/shmem/shmem.h"
 #include "api/api.h"
 #include "core/comm.h"
+#include "core/tag.h"
 #include "core/task.h"
+#include "core/watch.h"
 #include "tune/tune.h"
 #include "util/dtype.h"
 
@@ -86,6 +89,36 @@ static weft_status_t check_symmetric(struct weft_comm *comm, const char *call, c
 	return st;
 }
 
+/* The latency path (algorithms/shmem/allreduce_shm_small.c): a blocking
+ * small AllReduce for which the tuner chose the shm algorithm runs in the
+ * caller, with no task, when nothing else is in flight on the
+ * communicator (else, or in a group, it runs as the same algorithm's
+ * task, which meets it). True if it ran, its status in *st. */
+static bool latency_path(struct weft_comm *comm, const struct weft_algo *algo,
+			 const struct weft_coll_args *args, weft_request_t *request,
+			 weft_status_t *st)
+{
+	if (request || algo != &weft_allreduce_shm || !comm->shmem ||
+	    args->count * args->esize > SHMEM_SMALL_MAX || weft_api_group_open())
+		return false;
+	weft_comm_lock(comm);
+	bool idle = !comm->active && !comm->aborted;
+	if (idle) {
+		/* As a task would: later tags stay aligned across ranks, and the
+		 * peers see which call this is. */
+		uint32_t word = weft_tag_coll_word(comm->seq, args);
+		uint64_t call = weft_tag_number(word);
+		comm->recent_calls[call % WEFT_RECENT_CALLS] = word | (1ull << 32);
+		weft_watch_op_started(comm, call, (int)args->coll); /* the job's watch */
+		weft_shmem_announce(comm->shmem, comm->seq++, word);
+		*st = weft_shmem_allreduce_small(comm, args);
+		if (*st == WEFT_SUCCESS)
+			weft_watch_op_finished(comm, call);
+	}
+	weft_comm_unlock(comm);
+	return idle;
+}
+
 /* ---- running one call. */
 weft_status_t weft_api_run(struct weft_comm *comm, const struct weft_coll_args *args,
 			   weft_request_t *request)
@@ -103,6 +136,9 @@ weft_status_t weft_api_run(struct weft_comm *comm, const struct weft_coll_args *
 	if (!algo)
 		return weft_comm_fail(comm, WEFT_ERR_NOT_SUPPORTED,
 				      "%s: no algorithm in this build", weft_coll_name(args->coll));
+	weft_status_t st;
+	if (latency_path(comm, algo, args, request, &st))
+		return st;
 	struct weft_task *task = weft_task_get(comm);
 	if (!task)
 		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "%s: no memory for a task",
@@ -110,6 +146,13 @@ weft_status_t weft_api_run(struct weft_comm *comm, const struct weft_coll_args *
 	task->args = *args;
 	task->ops = &algo->task;
 	task->algo_name = algo->name;
+	task->fallback_ops = NULL;
+	task->fallback_name = NULL;
+	if (algo->adapts_from && args->count * args->esize >= algo->adapts_from) {
+		const struct weft_algo *alt = weft_tune_select_other(comm, args, algo);
+		task->fallback_ops = alt ? &alt->task : NULL;
+		task->fallback_name = alt ? alt->name : NULL;
+	}
 	task->started = false;
 	if (weft_api_group_record(task, request))
 		return WEFT_SUCCESS;
@@ -127,7 +170,7 @@ weft_status_t weft_api_run(struct weft_comm *comm, const struct weft_coll_args *
 		return WEFT_SUCCESS;
 	}
 	weft_comm_unlock(comm);
-	weft_status_t st = weft_task_wait(task);
+	st = weft_task_wait(task);
 	weft_task_put(task);
 	return st;
 }

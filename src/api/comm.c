@@ -3,13 +3,16 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "algorithms/shmem/shmem.h"
 #include "api/api.h"
 #include "bootstrap/bootstrap.h"
 #include "tune/tune.h"
 
 weft_status_t weft_api_comm_finish(struct weft_comm *comm, weft_comm_t *out)
 {
-	weft_status_t st = weft_tune_init(comm);
+	weft_status_t st = weft_shmem_init(comm);
+	if (st == WEFT_SUCCESS)
+		st = weft_tune_init(comm);
 	if (st != WEFT_SUCCESS)
 		return weft_comm_abandon(comm, st);
 	st = weft_comm_ready(comm);

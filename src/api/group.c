@@ -82,6 +82,11 @@ weft_status_t weft_group_end(void)
 	return first;
 }
 
+bool weft_api_group_open(void)
+{
+	return group_depth > 0;
+}
+
 bool weft_api_group_record(struct weft_task *task, weft_request_t *request)
 {
 	if (group_depth == 0)

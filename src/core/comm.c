@@ -366,6 +366,9 @@ static weft_status_t agree_chunk(struct weft_comm *comm)
 	if (st != WEFT_SUCCESS)
 		return st;
 	comm->scratch_bytes = WEFT_SCRATCH_CHUNKS * comm->chunk_bytes;
+	long stream_min = 4 << 20;
+	weft_setting_long("WEFT_STREAM_MIN", &stream_min);
+	comm->stream_min = (size_t)stream_min;
 	if (posix_memalign(&comm->scratch, 4096, comm->scratch_bytes) != 0) {
 		comm->scratch = NULL;
 		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY,
@@ -404,6 +407,8 @@ void weft_comm_free(struct weft_comm *comm)
 		weft_bootstrap_close(comm->bs);
 	weft_p2p_abort(comm, WEFT_ERR_ABORTED);
 	weft_stats_close(comm); /* while the connections can still be read */
+	if (comm->mem_regs && comm->mem_regs_free)
+		comm->mem_regs_free(comm);
 	for (int p = 0; comm->peers && p < comm->nranks; p++)
 		comm->peers[p].conn = NULL; /* owned by their transport */
 	for (size_t i = 0; comm->tps && i < comm->ntps; i++)
@@ -422,6 +427,8 @@ void weft_comm_free(struct weft_comm *comm)
 	}
 	if (comm->tuner && comm->tuner_free)
 		comm->tuner_free(comm->tuner);
+	if (comm->shmem && comm->shmem_free)
+		comm->shmem_free(comm->shmem);
 	weft_topo_graph_free(&comm->graph);
 	free(comm->scratch);
 	free(comm->ring);
@@ -546,6 +553,8 @@ void weft_comm_kill(struct weft_comm *comm, weft_status_t status)
 	if (comm->aborted)
 		return;
 	comm->aborted = true;
+	if (comm->shmem && comm->shmem_abort)
+		comm->shmem_abort(comm->shmem);
 	for (size_t i = 0; i < comm->ntps; i++)
 		if (comm->tps[i])
 			comm->tps[i]->ops->life.abort(comm->tps[i]);

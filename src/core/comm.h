@@ -49,6 +49,8 @@ struct weft_tuner;
 struct weft_bootstrap;
 struct weft_progress_thread;
 struct weft_stats;
+struct weft_shmem;
+struct weft_mem_reg;
 struct weft_watch;
 
 struct weft_comm {
@@ -74,6 +76,9 @@ struct weft_comm {
 	int *ring;    /* ring order: ring[pos] is a rank; neighbours share a host, then a leaf */
 	int ring_pos; /* this rank's position in it */
 	size_t chunk_bytes; /* pipelining chunk, agreed by all ranks at init */
+	/* Outputs at least this large are written with streaming stores
+	 * where the algorithm does not read them again (WEFT_STREAM_MIN). */
+	size_t stream_min;
 	/* WEFT_SCRATCH_CHUNKS chunks of staging, pre-faulted at init, for the
 	 * one collective that runs at a time (e.g. partial sums of a reduce on
 	 * ranks whose recvbuf may be NULL). */
@@ -82,6 +87,19 @@ struct weft_comm {
 	/* The cost model and overrides (tune/), freed with the communicator. */
 	struct weft_tuner *tuner;
 	void (*tuner_free)(struct weft_tuner *tuner);
+
+	/* The intra-host shared-memory module (algorithms/shmem/): its
+	 * pre-mapped regions, set up with the tuner; freed with the
+	 * communicator, after the tasks that may use it. */
+	struct weft_shmem *shmem;
+	void (*shmem_free)(struct weft_shmem *shmem);
+	void (*shmem_abort)(struct weft_shmem *shmem); /* tell peers: this rank gave up */
+	/* tell peers which collective this rank starts (number, operation word) */
+	void (*shmem_announce)(struct weft_shmem *shmem, uint64_t number, uint32_t word);
+	/* weft_mem_register's regions (src/api/mem.c), deregistered before
+	 * the transports close. */
+	struct weft_mem_reg *mem_regs;
+	void (*mem_regs_free)(struct weft_comm *comm);
 
 	uint64_t seq; /* next collective's sequence number */
 	/* Operation words (core/tag.h) of the last WEFT_RECENT_CALLS collectives

@@ -151,6 +151,49 @@ size_t weft_p2p_chunk_bytes(const struct weft_comm *comm, int peer)
 	return comm->chunk_bytes;
 }
 
+/* ---- the transport's mem ops, through the peer ---- */
+
+static struct weft_peer *mem_peer(struct weft_comm *comm, int peer)
+{
+	if (peer < 0 || peer >= comm->nranks || peer == comm->rank || !comm->peers[peer].conn)
+		return NULL;
+	return &comm->peers[peer];
+}
+
+weft_status_t weft_p2p_reg(struct weft_comm *comm, int peer, void *buf, size_t len,
+			   struct weft_mr **mr, struct weft_mr_key *key)
+{
+	struct weft_peer *p = mem_peer(comm, peer);
+	*mr = NULL;
+	if (!p)
+		return WEFT_ERR_NOT_SUPPORTED;
+	return p->tp->ops->mem.reg(p->tp, buf, len, mr, key);
+}
+
+void weft_p2p_dereg(struct weft_comm *comm, int peer, struct weft_mr *mr)
+{
+	struct weft_peer *p = mem_peer(comm, peer);
+	if (p)
+		p->tp->ops->mem.dereg(p->tp, mr);
+}
+
+weft_status_t weft_p2p_map(struct weft_comm *comm, int peer, const struct weft_mr_key *key,
+			   void **addr)
+{
+	struct weft_peer *p = mem_peer(comm, peer);
+	*addr = NULL;
+	if (!p)
+		return WEFT_ERR_NOT_SUPPORTED;
+	return p->conn->ops->mem.map(p->conn, key, addr);
+}
+
+void weft_p2p_unmap(struct weft_comm *comm, int peer, void *addr, size_t len)
+{
+	struct weft_peer *p = mem_peer(comm, peer);
+	if (p && addr)
+		p->conn->ops->mem.unmap(p->conn, addr, len);
+}
+
 void weft_p2p_explain(const struct weft_comm *comm, uint64_t sent, uint64_t want, int peer,
 		      char *buf, size_t len)
 {

@@ -27,6 +27,21 @@ weft_status_t weft_p2p_progress(struct weft_comm *comm);
 /* Complete every held send with @p status (the communicator is dying). */
 void weft_p2p_abort(struct weft_comm *comm, weft_status_t status);
 
+/* The mem ops of the transport that serves @p peer (transports/transport.h,
+ * struct weft_tp_mem_ops), so that algorithms reach them through the peer:
+ * reg describes [buf, buf + len) of this rank in a key @p peer can use
+ * (shm: the weft_mem allocation holding it; WEFT_ERR_NOT_SUPPORTED: the
+ * transport cannot offer it to that peer, the ordinary path), dereg
+ * undoes it; map makes @p peer's region named by @p key readable and
+ * writable here (WEFT_ERR_NOT_SUPPORTED: it cannot), unmap releases it.
+ * Never block; a failure other than "not supported" is recorded on the
+ * communicator. */
+weft_status_t weft_p2p_reg(struct weft_comm *comm, int peer, void *buf, size_t len,
+			   struct weft_mr **mr, struct weft_mr_key *key);
+void weft_p2p_dereg(struct weft_comm *comm, int peer, struct weft_mr *mr);
+weft_status_t weft_p2p_map(struct weft_comm *comm, int peer, const struct weft_mr_key *key,
+			   void **addr);
+void weft_p2p_unmap(struct weft_comm *comm, int peer, void *addr, size_t len);
 /* The clause for a transport's tag-mismatch message: what differs between
  * the tag @p sent by rank @p peer and the tag @p want of the receive posted
  * here, as far as their operation words tell (core/tag.h); "" if only the

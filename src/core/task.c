@@ -91,6 +91,8 @@ void weft_task_start(struct weft_task *task, unsigned group)
 		uint64_t call = weft_tag_number((uint32_t)task->seq);
 		comm->recent_calls[call % WEFT_RECENT_CALLS] = task->seq | (1ull << 32);
 		weft_watch_op_started(comm, call, (int)task->args.coll);
+		if (comm->shmem && comm->shmem_announce)
+			comm->shmem_announce(comm->shmem, comm->seq - 1, (uint32_t)task->seq);
 	}
 	task->group = group;
 	task->started = true;

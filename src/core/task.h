@@ -77,6 +77,11 @@ struct weft_task {
 	struct weft_comm *comm;
 	const struct weft_task_ops *ops;
 	const char *algo_name;
+	/* What an algorithm that adapts after its first step may hand the
+	 * call to (the shm AllReduce when not every buffer can be mapped):
+	 * the tuner's next choice, set with the task; NULL: none. */
+	const struct weft_task_ops *fallback_ops;
+	const char *fallback_name;
 	struct weft_coll_args args;
 	uint64_t seq;	      /* upper half of its tags: call number and signature (core/tag.h) */
 	unsigned group;	      /* weft_group_end batch it was started in; 0: none */

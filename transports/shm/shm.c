@@ -358,6 +358,7 @@ static void shm_fini(struct weft_tp *base)
 	}
 	for (int l = 0; tp->conns && l < tp->nlocal; l++) {
 		struct shm_conn *c = &tp->conns[l];
+		weft_tp_shm_unmap_all(c);
 		if (c->peer_fifo_map)
 			munmap(c->peer_fifo_map, c->peer_fifo_len);
 		if (c->peer_ctl)
@@ -450,7 +451,10 @@ const struct weft_tp_ops weft_tp_shm_ops = {
     .msg = {.isend = weft_tp_shm_isend,
 	    .irecv = weft_tp_shm_irecv,
 	    .progress = weft_tp_shm_progress},
-    .mem = WEFT_TP_NO_MEM_OPS,
+    .mem = {.reg = weft_tp_shm_reg,
+	    .dereg = weft_tp_shm_dereg,
+	    .map = weft_tp_shm_map,
+	    .unmap = weft_tp_shm_unmap},
     .rma = WEFT_TP_NO_RMA_OPS,
     .prop = {.props = shm_props, .describe = shm_describe},
     .signal = {.signals = weft_tp_no_signals, .pace = weft_tp_no_pace},

@@ -89,6 +89,21 @@ struct shm_fifo {
 	alignas(SHM_LINE) struct weft_slot_hdr slots[];
 };
 
+/* Mappings of a peer's weft_mem allocations (shm_mem.c), cached: a
+ * collective on the same buffers maps nothing the next time. Keyed by
+ * (fd, generation, length): a freed and reallocated buffer has a new
+ * generation, so a stale entry is never matched; unreferenced entries are
+ * evicted, oldest use first, when the cache is full. */
+#define SHM_MAP_CACHE 8
+
+struct shm_map {
+	void *addr; /* NULL: free entry */
+	size_t len;
+	uint64_t fd, gen;
+	uint32_t refs;
+	uint64_t last_use;
+};
+
 /* A message in flight on a connection. */
 struct shm_req {
 	struct weft_tp_req base;
@@ -125,6 +140,11 @@ struct shm_conn {
 	struct weft_ring_rx rxr;
 	uint64_t rx_cma_done;
 	struct weft_tp_reqq recvq;
+
+	/* The peer's weft_mem allocations mapped here (shm_mem.c). */
+	struct shm_map maps[SHM_MAP_CACHE];
+	uint64_t map_uses;
+	bool map_refused; /* opening the peer's memory files was refused: never again */
 
 	struct weft_watchdog wd; /* liveness */
 };
@@ -168,5 +188,14 @@ weft_status_t weft_tp_shm_irecv(struct weft_conn *conn, struct weft_msg *msg);
 weft_status_t weft_tp_shm_progress(struct weft_tp *tp);
 /* Fail every message queued on @p c with @p status. */
 void weft_tp_shm_fail_all(struct shm_conn *c, weft_status_t status);
+
+/* shm_mem.c: the mem ops (weft_mem_alloc buffers mapped by local peers) */
+weft_status_t weft_tp_shm_reg(struct weft_tp *tp, void *buf, size_t len, struct weft_mr **mr,
+			      struct weft_mr_key *key);
+void weft_tp_shm_dereg(struct weft_tp *tp, struct weft_mr *mr);
+weft_status_t weft_tp_shm_map(struct weft_conn *conn, const struct weft_mr_key *key, void **addr);
+void weft_tp_shm_unmap(struct weft_conn *conn, void *addr, size_t len);
+/* Unmap every cached mapping of @p c (fini). */
+void weft_tp_shm_unmap_all(struct shm_conn *c);
 
 #endif

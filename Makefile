@@ -3,6 +3,8 @@
 #   make test          run the Check suites (what CI runs)
 #   make asan-test     the same suites under ASan + UBSan, in build-asan/
 #   make asan-quick    the suites CI runs under ASan + UBSan (ASAN_QUICK)
+#   make tsan-quick    the threaded suites under ThreadSanitizer (TSAN_QUICK)
+#   make valgrind      a 2-rank AllReduce under valgrind memcheck
 #   make install PREFIX=/usr/local
 #   make fuzz          build the libFuzzer targets (clang) and run each FUZZ_S s
 #   make format        clang-format every source file
@@ -97,7 +99,7 @@ PY_OBJS := $(PY_SRCS:python/csrc/%.cpp=$(BUILD)/python/%.o)
 PY_FLAGS := $(BUILD)/python/torch_flags
 CXXWARN := -Wall -Wextra -Werror -Wno-unused-parameter
 
-.PHONY: all lib perf tests test lint pytest python asan-test asan-quick fuzz fuzz-build install install-python format clean
+.PHONY: all lib perf tests test lint pytest python asan-test asan-quick tsan-quick valgrind fuzz fuzz-build install install-python format clean
 all: lib perf tests $(TOOLS) $(if $(HAVE_TORCH),python)
 lib: $(BUILD)/libweft.so $(BUILD)/libweft.a $(LAUNCH_LIB)
 # Limits the figures are compared with (BENCH.md): libc only, no Weft.
@@ -271,6 +273,31 @@ asan-quick:
 		WEFT_BUILD=build-asan build-asan/tests/$$t || fail="$$fail $$t"; done; \
 	[ -z "$$fail" ] || { echo "failed under ASan:$$fail"; exit 1; }
 
+# ThreadSanitizer on the suites with more than one thread per rank: the
+# progress thread (WEFT_PROGRESS_THREAD=1), the watch's thread (every
+# communicator has one; the verdict suite drives it hardest), abort from
+# another thread, and waits that drive other communicators (split_group's
+# "split" case: parents and children at once). SETTINGS:suite runs a suite
+# with SETTINGS (commas between them). Its own build, build-tsan/;
+# tests/tsan.supp holds only races inside third-party libraries.
+TSAN_SANITIZE := -fsanitize=thread
+TSAN_QUICK := test_verdict test_progress_thread WEFT_PROGRESS_THREAD=1:test_nonblocking \
+	WEFT_PROGRESS_THREAD=1,CK_RUN_CASE=split:test_split_group
+TSAN_PROGS := $(sort $(foreach t,$(TSAN_QUICK),build-tsan/tests/$(lastword $(subst :, ,$(t)))))
+tsan-quick:
+	$(MAKE) BUILD=build-tsan SANITIZE="$(TSAN_SANITIZE)" CFLAGS="-O1 -g" HAVE_TORCH= $(TSAN_PROGS)
+	@fail=; for r in $(TSAN_QUICK); do case $$r in *:*) set=$$(echo $${r%%:*} | tr , ' ');; \
+		*) set=;; esac; t=$${r#*:}; echo "== tsan $$set $$t"; \
+		env $$set WEFT_BUILD=build-tsan TSAN_OPTIONS="halt_on_error=1 exitcode=66 \
+		second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" \
+		build-tsan/tests/$$t || fail="$$fail $${r}"; done; \
+	[ -z "$$fail" ] || { echo "failed under TSan:$$fail"; exit 1; }
+
+# valgrind memcheck on a 2-rank AllReduce of the perf program (each rank
+# its own process: tests/test_valgrind.sh, which make test runs too).
+valgrind: $(BUILD)/allreduce_perf
+	WEFT_BUILD=$(BUILD) tests/test_valgrind.sh
+
 # libFuzzer targets (tests/fuzz/fuzz_*.c): the library built again with
 # clang into build-fuzz/ (-fsanitize=fuzzer-no-link plus ASan and UBSan),
 # each target linked with -fsanitize=fuzzer. `make fuzz FUZZ_S=N` runs each
@@ -329,6 +356,6 @@ format:
 	clang-format -i $(shell git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf build build-asan build-fuzz python/weft/_torch_ext*.so
+	rm -rf build build-asan build-tsan build-fuzz python/weft/_torch_ext*.so
 
 -include $(LIB_OBJS:.o=.d) $(LAUNCH_OBJS:.o=.d) $(PY_OBJS:.o=.d)

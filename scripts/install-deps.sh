@@ -12,6 +12,8 @@ pkgs=(
 	# clang and its runtime (libFuzzer, ASan, UBSan): make fuzz
 	clang libclang-rt-14-dev
 	libpmix-dev slurm-wlm munge util-linux
+	# memcheck on a 2-rank AllReduce: tests/test_valgrind.sh, make valgrind
+	valgrind
 	# Debian's /usr/bin/python3 (the python3 first on PATH may be another
 	# one): the shell tests' JSON checks, the Python package and the
 	# torch.distributed backend; python3-torch also gives torchrun for

@@ -194,6 +194,10 @@ static void rank_main(const struct harness_job *job, struct weft_local_job *lj, 
 		weft_status_t st = weft_comm_destroy(comm);
 		if (st != WEFT_SUCCESS && code == 0)
 			code = harness_fail("weft_comm_destroy: %s", weft_status_string(st));
+		if (job->after_destroy) {
+			int after = clamp_code(job->after_destroy(rank, job->nranks, job->arg));
+			code = code ? code : after;
+		}
 	}
 	harness_progress("exited with %d", code);
 	fflush(NULL);

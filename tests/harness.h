@@ -64,6 +64,9 @@ struct harness_job {
 	 * @p seconds is how long the init call took. */
 	int (*init_failed)(int rank, int nranks, weft_status_t status, const char *message,
 			   double seconds, void *arg);
+	/* In each rank after weft_comm_destroy() returned (whatever the body's
+	 * result); non-zero: exit with it if the rank had not failed already. */
+	int (*after_destroy)(int rank, int nranks, void *arg);
 };
 
 enum harness_end {

@@ -1,26 +1,33 @@
 /*
  * test_faults.c — fault injection in a loop: trials of a 4-rank job running
  * mixed collectives (allreduce small and large, allgather, broadcast,
- * barrier) in which one random rank is killed (SIGKILL) or stopped
- * (SIGSTOP) at a random moment (0–100 ms into the loop, from a timer in the
- * victim itself), over shm and socket, WEFT_TIMEOUT=3. Every survivor must
- * return an error (killed: within 1 s of the fault in the full loop, 3 s in
- * the short one; stopped: within 2 x WEFT_TIMEOUT), nothing may hang, and
- * no /dev/shm/weft-* entry may be left once the job is gone. A stopped
- * victim is killed by the last survivor to fail.
+ * barrier) in which one random rank is killed (SIGKILL), stopped (SIGSTOP)
+ * or aborted (weft_comm_abort from a second thread of its own while the
+ * main one waits in a collective) at a random moment (0–100 ms into the
+ * loop, from a timer or that thread in the victim itself), over shm and
+ * socket, WEFT_TIMEOUT=3. Every survivor must return an error (killed, or
+ * the aborting rank itself: within 1 s of the fault in the full loop, 3 s in
+ * the short one; stopped, or a peer of the aborted rank: within 2 x
+ * WEFT_TIMEOUT), nothing may hang, no /dev/shm/weft-* entry may be left once
+ * the job is gone, and every rank that returned holds, after
+ * weft_comm_destroy(), no more file descriptors than before its init
+ * (/proc/self/fd). A stopped victim is killed by the last survivor to fail.
  *
- * make test runs WEFT_FAULT_TRIALS=4 (the default, two per transport);
- * tests/faults/fault_loop.sh runs 100 and prints the table for the note.
+ * make test runs WEFT_FAULT_TRIALS=6 (the default: each fault once per
+ * transport); tests/faults/fault_loop.sh runs 102 and prints the table for
+ * the note.
  */
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bootstrap/bootstrap.h"
@@ -30,9 +37,13 @@
 #define TIMEOUT_S 3.0
 #define COUNT_BIG (256 * 1024)
 
+enum fault { FAULT_KILL, FAULT_STOP, FAULT_ABORT, FAULT_KINDS };
+static const char *const fault_names[FAULT_KINDS] = {"killed", "stopped", "aborted"};
+static const char *const fault_signals[FAULT_KINDS] = {"SIGKILL", "SIGSTOP", "abort"};
+
 struct fault_plan {
 	int victim;
-	bool stop; /* SIGSTOP, else SIGKILL */
+	enum fault fault;
 	int delay_ms;
 };
 
@@ -43,6 +54,8 @@ struct fault_shared {
 	double fault_at; /* harness_now() as the signal was raised */
 	double error_at[NRANKS];
 	int status[NRANKS];
+	int fds_left[NRANKS]; /* after destroy, beyond those open before init */
+	char fd_names[NRANKS][96];
 };
 
 static const char *const env_shm[] = {"WEFT_TIMEOUT=3", "WEFT_BOOTSTRAP_TIMEOUT=20", NULL};
@@ -58,11 +71,26 @@ static void on_timer(int sig)
 	raise(fault_signal);
 }
 
+struct aborter {
+	weft_comm_t comm;
+	int delay_ms;
+};
+
+static void *abort_later(void *arg)
+{
+	const struct aborter *a = arg;
+	struct timespec ts = {0, (a->delay_ms + 1) * 1000000L};
+	nanosleep(&ts, NULL);
+	((struct fault_shared *)harness_shared())->fault_at = harness_now();
+	weft_comm_abort(a->comm);
+	return NULL;
+}
+
 static void arm(const struct fault_plan *p)
 {
 	struct fault_shared *sh = harness_shared();
 	atomic_store(&sh->victim_pid, (int)getpid());
-	fault_signal = p->stop ? SIGSTOP : SIGKILL;
+	fault_signal = p->fault == FAULT_STOP ? SIGSTOP : SIGKILL;
 	signal(SIGALRM, on_timer);
 	struct itimerval it = {.it_value = {0, (p->delay_ms + 1) * 1000}};
 	setitimer(ITIMER_REAL, &it, NULL);
@@ -88,7 +116,12 @@ static int fault_body(weft_comm_t comm, int rank, int nranks, void *arg)
 	float *gather = calloc((size_t)1024 * nranks, sizeof(float));
 	if (!big || !gather)
 		return harness_fail("no memory");
-	if (rank == p->victim)
+	bool aborts = rank == p->victim && p->fault == FAULT_ABORT;
+	struct aborter ab = {comm, p->delay_ms};
+	pthread_t thread;
+	if (aborts && pthread_create(&thread, NULL, abort_later, &ab))
+		return harness_fail("pthread_create failed");
+	if (rank == p->victim && !aborts)
 		arm(p);
 	weft_status_t st = WEFT_SUCCESS;
 	double t0 = harness_now();
@@ -98,10 +131,49 @@ static int fault_body(weft_comm_t comm, int rank, int nranks, void *arg)
 	free(gather);
 	sh->error_at[rank] = harness_now();
 	sh->status[rank] = st;
+	if (aborts)
+		pthread_join(thread, NULL);
 	if (st == WEFT_SUCCESS)
 		return harness_fail("no error within 30 s of collectives");
-	if (atomic_fetch_add(&sh->failed, 1) + 1 == nranks - 1 && p->stop)
+	if (aborts && st != WEFT_ERR_ABORTED)
+		return harness_fail_status(comm, st, "aborted from a thread: expected aborted");
+	if (atomic_fetch_add(&sh->failed, 1) + 1 == nranks - 1 && p->fault == FAULT_STOP)
 		kill((pid_t)atomic_load(&sh->victim_pid), SIGKILL);
+	return 0;
+}
+
+/* Open descriptors of this process (not the directory being read), and in
+ * @p last (when not NULL) what the highest-numbered one points to. */
+static int count_fds(char *last, size_t cap)
+{
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return -1;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.' || atoi(e->d_name) == dirfd(d))
+			continue;
+		n++;
+		char path[300];
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		ssize_t len = last ? readlink(path, last, cap - 1) : -1;
+		if (len >= 0)
+			last[len] = '\0';
+	}
+	closedir(d);
+	return n;
+}
+
+static int fds_before_init;
+
+static int fds_after_destroy(int rank, int nranks, void *arg)
+{
+	struct fault_shared *sh = harness_shared();
+	char last[96] = "";
+	int n = count_fds(last, sizeof(last));
+	sh->fds_left[rank] = n - fds_before_init;
+	snprintf(sh->fd_names[rank], sizeof(sh->fd_names[rank]), "%s", last);
 	return 0;
 }
 
@@ -110,7 +182,9 @@ static int keep_secret(int rank, int nranks, const weft_unique_id_t *id, void *a
 {
 	struct weft_uid uid;
 	memcpy(&uid, id, sizeof(uid));
-	((struct fault_shared *)harness_shared())->secret = uid.secret;
+	if (rank == 0)
+		((struct fault_shared *)harness_shared())->secret = uid.secret;
+	fds_before_init = count_fds(NULL, 0);
 	return 0;
 }
 
@@ -133,35 +207,61 @@ static int shm_entries(uint64_t secret)
 static int trials(void)
 {
 	const char *s = getenv("WEFT_FAULT_TRIALS");
-	int n = s ? atoi(s) : 4;
-	return n > 0 ? n : 4;
+	int n = s ? atoi(s) : 2 * FAULT_KINDS;
+	return n > 0 ? n : 2 * FAULT_KINDS;
 }
 
 struct tally {
-	int trials, hangs, late, leftovers;
+	int trials, hangs, late, leftovers, fd_leaks;
 	double max_s;
 };
 
-static void run_trial(int t, bool full, struct tally tally[2][2])
+/* The descriptors rank @p r kept after destroy (0 for a rank that did not
+ * return), and one of them in @p name. */
+static int fds_kept(const struct fault_shared *sh, int r, char *name, size_t cap)
 {
-	bool socket = t % 2, stop = (t / 2) % 2;
+	if (sh->fds_left[r] > 0)
+		snprintf(name, cap, "rank %d kept %d (fd -> %s)", r, sh->fds_left[r],
+			 sh->fd_names[r]);
+	return sh->fds_left[r] > 0 ? sh->fds_left[r] : 0;
+}
+
+static void run_trial(int t, bool full, struct tally tally[2][FAULT_KINDS])
+{
+	bool socket = t % 2;
+	enum fault fault = (enum fault)((t / 2) % FAULT_KINDS);
+	bool stop = fault == FAULT_STOP;
 	struct fault_plan plan = {
-	    .victim = rand() % NRANKS, .stop = stop, .delay_ms = rand() % 100};
+	    .victim = rand() % NRANKS, .fault = fault, .delay_ms = rand() % 100};
 	struct harness_job job = {.nranks = NRANKS,
 				  .env = socket ? env_socket : env_shm,
 				  .body = fault_body,
 				  .arg = &plan,
 				  .timeout_s = 60,
-				  .before_init = keep_secret};
+				  .before_init = keep_secret,
+				  .after_destroy = fds_after_destroy};
 	struct harness_result res;
 	harness_run_job(&job, &res);
 	struct fault_shared sh;
 	memcpy(&sh, res.shared, sizeof(sh));
-	struct tally *ty = &tally[socket][stop];
-	double bound = stop ? 2 * TIMEOUT_S : full ? 1.0 : TIMEOUT_S, worst = 0;
+	struct tally *ty = &tally[socket][fault];
+	/* An aborted rank is alive: its shm peers may only see it stall. */
+	double bound = stop || fault == FAULT_ABORT ? 2 * TIMEOUT_S : full ? 1.0 : TIMEOUT_S;
+	double worst = 0;
+	char fd_note[160] = "";
+	int fds = 0;
 	ty->trials++;
 	for (int r = 0; r < NRANKS; r++) {
 		const struct harness_rank_result *rr = &res.rank[r];
+		fds += fds_kept(&sh, r, fd_note, sizeof(fd_note));
+		if (r == plan.victim && fault == FAULT_ABORT) {
+			double s = sh.error_at[r] - sh.fault_at;
+			ck_assert_msg(rr->end == HARNESS_EXITED && rr->code == 0,
+				      "trial %d: the aborting rank %d: %s", t, r, rr->failure);
+			ck_assert_msg(
+			    s <= (full ? 1.0 : TIMEOUT_S),
+			    "trial %d: the aborted rank's collective returned after %.2f s", t, s);
+		}
 		if (r == plan.victim)
 			continue;
 		ck_assert_msg(rr->end != HARNESS_HUNG, "trial %d: rank %d hung: %s", t, r,
@@ -176,30 +276,33 @@ static void run_trial(int t, bool full, struct tally tally[2][2])
 	ty->max_s = worst > ty->max_s ? worst : ty->max_s;
 	int left = shm_entries(sh.secret);
 	ty->leftovers += left > 0;
-	printf("trial %3d: %s, rank %d %s after %3d ms: survivors failed within %.2f s%s\n", t,
-	       socket ? "socket" : "shm", plan.victim, stop ? "stopped" : "killed", plan.delay_ms,
-	       worst, left ? ", /dev/shm entries left" : "");
+	ty->fd_leaks += fds > 0;
+	printf("trial %3d: %s, rank %d %s after %3d ms: survivors failed within %.2f s%s%s%s\n", t,
+	       socket ? "socket" : "shm", plan.victim, fault_names[fault], plan.delay_ms, worst,
+	       left ? ", /dev/shm entries left" : "", fds ? ", descriptors left: " : "", fd_note);
 	fflush(stdout);
 	ck_assert_msg(worst <= bound, "trial %d: a survivor took %.2f s (bound %.1f s)", t, worst,
 		      bound);
 	ck_assert_msg(left == 0, "trial %d: %d /dev/shm entries of the job left", t, left);
+	ck_assert_msg(fds == 0, "trial %d: descriptors left after destroy: %s", t, fd_note);
 }
 
 START_TEST(fault_loop)
 {
 	int n = trials();
 	bool full = n >= 20;
-	struct tally tally[2][2] = {0};
+	struct tally tally[2][FAULT_KINDS] = {0};
 	srand((unsigned)getpid());
 	for (int t = 0; t < n; t++)
 		run_trial(t, full, tally);
 	printf("| transport | fault | trials | max time to error | hangs | over bound | "
-	       "/dev/shm left |\n|---|---|---|---|---|---|---|\n");
+	       "/dev/shm left | fds left |\n|---|---|---|---|---|---|---|---|\n");
 	for (int s = 0; s < 2; s++)
-		for (int k = 0; k < 2; k++)
-			printf("| %s | %s | %d | %.2f s | %d | %d | %d |\n", s ? "socket" : "shm",
-			       k ? "SIGSTOP" : "SIGKILL", tally[s][k].trials, tally[s][k].max_s,
-			       tally[s][k].hangs, tally[s][k].late, tally[s][k].leftovers);
+		for (int k = 0; k < FAULT_KINDS; k++)
+			printf("| %s | %s | %d | %.2f s | %d | %d | %d | %d |\n",
+			       s ? "socket" : "shm", fault_signals[k], tally[s][k].trials,
+			       tally[s][k].max_s, tally[s][k].hangs, tally[s][k].late,
+			       tally[s][k].leftovers, tally[s][k].fd_leaks);
 }
 END_TEST
 

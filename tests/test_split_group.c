@@ -7,7 +7,9 @@
  * nested split, a child of one rank; each child's size and ranks, and its
  * allgather (which shows the order of its members) and allreduce are
  * checked; the parent keeps working while its children live; a negative
- * colour or a NULL newcomm is an invalid argument.
+ * colour or a NULL newcomm is an invalid argument. Log lines written after a
+ * split (whose child ranks differ from the parent's) still carry the
+ * parent's rank: a child's init does not take the process's log rank.
  *
  * Concurrency: non-blocking allreduces and allgathers posted on the parent
  * and on two children at once, with different data, posted and completed
@@ -35,8 +37,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
+#include "util/log.h"
 
 #define JOB_TIMEOUT_S 90.0
 #define MAX_RANKS     HARNESS_MAX_RANKS
@@ -305,6 +309,53 @@ static int body_split(weft_comm_t comm, int rank, int nranks, void *arg)
 	view_destroy(&d, &ret);
 	if (!ret)
 		ret = check_traffic(&world, "parent after destroying every child", salt++);
+	return ret;
+}
+
+/* One WARN line through weft_log with standard error sent to a file; the
+ * line is read back into @p line. 0 on success. */
+static int capture_log_line(char *line, size_t cap)
+{
+	char path[] = "/tmp/weft-split-log-XXXXXX";
+	int fd = mkstemp(path), saved = dup(2);
+	if (fd < 0 || saved < 0)
+		return harness_fail("mkstemp/dup failed");
+	unlink(path);
+	fflush(stderr);
+	dup2(fd, 2);
+	weft_log(WEFT_LOG_WARN, WEFT_SUB_COLL, "split log-rank marker");
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	ssize_t n = pread(fd, line, cap - 1, 0);
+	close(fd);
+	line[n > 0 ? n : 0] = '\0';
+	return 0;
+}
+
+/* The log rank after a split that reverses the ranks: the parent's (the
+ * process's world rank), not the child's, while the child lives and after. */
+static int body_log_rank(weft_comm_t comm, int rank, int nranks, void *arg)
+{
+	struct group_view world, rev = {0};
+	world_view(&world, comm, rank, nranks);
+	if (getenv("WEFT_DEBUG_FILE"))
+		return 0; /* log lines go to that file, not to standard error */
+	int ret = split_and_check(&world, SCHEME_ALL_REVERSED, &rev, 31);
+	char want[32], line[512];
+	int child_rank = rev.me;
+	snprintf(want, sizeof(want), ":%d weft WARN COLL split", rank);
+	for (int pass = 0; pass < 2 && !ret; pass++) {
+		ret = capture_log_line(line, sizeof(line));
+		if (!ret && !strstr(line, want))
+			ret = harness_fail(
+			    "log line %s the split (child rank %d): \"%s\", want \"%s\"",
+			    pass ? "after destroying" : "while the child of", child_rank, line,
+			    want);
+		if (!pass)
+			view_destroy(&rev, &ret);
+	}
+	view_destroy(&rev, &ret);
 	return ret;
 }
 
@@ -949,6 +1000,13 @@ START_TEST(split)
 }
 END_TEST
 
+START_TEST(log_rank)
+{
+	const struct variant v = {"shm", env_shm, 4};
+	run("log rank after a split", body_log_rank, NULL, &v);
+}
+END_TEST
+
 START_TEST(split_one)
 {
 	const struct variant v = {"shm", env_shm, _i};
@@ -1024,6 +1082,7 @@ static Suite *split_group_suite(void)
 	tcase_set_timeout(tc, JOB_TIMEOUT_S + 30);
 	tcase_add_loop_test(tc, split, 0, N(split_variants));
 	tcase_add_loop_test(tc, split_one, 1, 3);
+	tcase_add_test(tc, log_rank);
 	tcase_add_loop_test(tc, concurrent, 0, N(conc_variants));
 	tcase_add_test(tc, concurrent_cross_wait);
 	suite_add_tcase(s, tc);

@@ -361,7 +361,7 @@ weft_status_t weft_tune_calibrate(struct weft_comm *comm)
 	for (int c = WEFT_LINK_NUMA; c < WEFT_LINK_CLASS_COUNT; c++) {
 		if (pair[c].a < 0)
 			continue;
-		struct cal_result r;
+		struct cal_result r = {0};
 		st = measure_class(&pp, pair[c], all, &r);
 		if (st != WEFT_SUCCESS)
 			goto out_free;

@@ -93,13 +93,12 @@ weft_status_t weft_comm_abort(weft_comm_t comm)
 	atomic_store(&comm->abort_requested, true);
 	int none = WEFT_SUCCESS;
 	atomic_compare_exchange_strong(&comm->async_error, &none, (int)WEFT_ERR_ABORTED);
-	if (comm->pt) { /* the progress thread closes the transports at once */
-		weft_comm_lock(comm);
+	weft_comm_lock(comm); /* active changes under it, the transports close under it */
+	if (comm->pt)	      /* the progress thread closes the transports at once */
 		weft_progress_thread_kick(comm);
-		weft_comm_unlock(comm);
-	} else if (!comm->active) {
+	else if (!comm->active)
 		weft_comm_kill(comm, WEFT_ERR_ABORTED);
-	}
+	weft_comm_unlock(comm);
 	return WEFT_SUCCESS;
 }
 

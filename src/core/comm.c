@@ -439,6 +439,7 @@ void weft_comm_free(struct weft_comm *comm)
 	weft_gate_fini(&comm->gate);
 	free(comm->peers);
 	free(comm->cards);
+	pthread_mutex_destroy(&comm->solo_lock);
 	free(comm);
 }
 
@@ -450,6 +451,7 @@ static weft_status_t comm_alloc(struct weft_comm **out, int nranks, const struct
 	if (!comm)
 		return weft_err_set(weft_err_init_record(), WEFT_ERR_NO_MEMORY,
 				    "init: no memory for the communicator");
+	pthread_mutex_init(&comm->solo_lock, NULL);
 	comm->rank = rank;
 	comm->nranks = nranks;
 	comm->secret = uid->secret;

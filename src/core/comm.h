@@ -5,6 +5,7 @@
 #ifndef WEFT_COMM_H
 #define WEFT_COMM_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -113,8 +114,11 @@ struct weft_comm {
 	struct weft_task *free_tasks;
 
 	struct weft_progress_thread *pt; /* WEFT_PROGRESS_THREAD=1, else NULL */
-	struct weft_watch *watch;	 /* the out-of-band watch (core/watch.h) */
-	int progress_thread_mode;	 /* weft_config_t.progress_thread: 1, -1, 0 (setting) */
+	/* weft_comm_lock without a progress thread: what weft_comm_abort from
+	 * another thread holds while it looks at active and closes the transports. */
+	pthread_mutex_t solo_lock;
+	struct weft_watch *watch; /* the out-of-band watch (core/watch.h) */
+	int progress_thread_mode; /* weft_config_t.progress_thread: 1, -1, 0 (setting) */
 
 	struct weft_err err;	 /* last error, for weft_comm_last_error */
 	_Atomic int async_error; /* weft_status_t; fatal for the comm */
@@ -180,9 +184,10 @@ weft_status_t weft_comm_progress(struct weft_comm *comm);
 /* progress_thread.c: WEFT_PROGRESS_THREAD. start follows the config's
  * progress_thread_mode, else reads the setting, and if the answer is 1
  * starts the thread (after init); stop joins it (before free).
- * lock/unlock guard the communicator's operations against the thread (no-ops
- * without one); kick, with the lock held, wakes the thread for work just
- * posted; waiter counts the callers that drive progress themselves. */
+ * lock/unlock guard the communicator's operations against the thread (and,
+ * without one, against weft_comm_abort from another thread); kick, with the
+ * lock held, wakes the thread for work just posted; waiter counts the
+ * callers that drive progress themselves. */
 weft_status_t weft_progress_thread_start(struct weft_comm *comm);
 void weft_progress_thread_stop(struct weft_comm *comm);
 void weft_comm_lock(struct weft_comm *comm);

@@ -136,16 +136,16 @@ void weft_progress_thread_stop(struct weft_comm *comm)
 	free(pt);
 }
 
+/* Without a progress thread the lock is the communicator's own, which only
+ * weft_comm_abort from another thread ever contends for. */
 void weft_comm_lock(struct weft_comm *comm)
 {
-	if (comm->pt)
-		pthread_mutex_lock(&comm->pt->lock);
+	pthread_mutex_lock(comm->pt ? &comm->pt->lock : &comm->solo_lock);
 }
 
 void weft_comm_unlock(struct weft_comm *comm)
 {
-	if (comm->pt)
-		pthread_mutex_unlock(&comm->pt->lock);
+	pthread_mutex_unlock(comm->pt ? &comm->pt->lock : &comm->solo_lock);
 }
 
 void weft_progress_thread_kick(struct weft_comm *comm)

@@ -99,6 +99,7 @@ void weft_task_start(struct weft_task *task, unsigned group)
 	task->posted = false;
 	task->status = WEFT_INPROGRESS;
 	task->waiting_for = -1;
+	task->last_event = weft_now(); /* a wait compares it before the post sets it */
 	task->next = NULL;
 	struct weft_task **link = &comm->active;
 	while (*link)

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# fault_loop.sh — the full fault-injection loop for the note: TRIALS (100)
+# fault_loop.sh — the full fault-injection loop for the note: TRIALS (102)
 # trials of tests/test_faults.c (4 ranks, mixed collectives, a random rank
-# killed or stopped at a random moment, shm and socket, WEFT_TIMEOUT=3),
-# with the killed-peer bound at 1 s; prints one line per trial and the table.
+# killed, stopped or aborted from a thread at a random moment, shm and
+# socket, WEFT_TIMEOUT=3), with the killed-peer bound at 1 s; every trial
+# also checks that no survivor keeps a file descriptor after destroy; prints
+# one line per trial and the table.
 #   tests/faults/fault_loop.sh [TRIALS]     (after make; ~5 s a trial)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${WEFT_BUILD:-build}
-WEFT_FAULT_TRIALS=${1:-100} WEFT_BUILD=$build nice -n 10 "$build/tests/test_faults" 2>/dev/null
+WEFT_FAULT_TRIALS=${1:-102} WEFT_BUILD=$build nice -n 10 "$build/tests/test_faults" 2>/dev/null

@@ -5,7 +5,9 @@
  * or aborted (weft_comm_abort from a second thread of its own while the
  * main one waits in a collective) at a random moment (0–100 ms into the
  * loop, from a timer or that thread in the victim itself), over shm and
- * socket, WEFT_TIMEOUT=3. Every survivor must return an error (killed, or
+ * socket, and ofi (tcp;ofi_rxm on lo) when WEFT_FAULT_OFI=1 (not by
+ * default: a survivor or the aborting rank can crash inside libfabric,
+ * README), WEFT_TIMEOUT=3. Every survivor must return an error (killed, or
  * the aborting rank itself: within 1 s of the fault in the full loop, 3 s in
  * the short one; stopped, or a peer of the aborted rank: within 2 x
  * WEFT_TIMEOUT), nothing may hang, no /dev/shm/weft-* entry may be left once
@@ -61,6 +63,13 @@ struct fault_shared {
 static const char *const env_shm[] = {"WEFT_TIMEOUT=3", "WEFT_BOOTSTRAP_TIMEOUT=20", NULL};
 static const char *const env_socket[] = {"WEFT_TIMEOUT=3", "WEFT_BOOTSTRAP_TIMEOUT=20",
 					 "WEFT_TRANSPORTS=socket", "WEFT_SOCKET_IFNAME=lo", NULL};
+static const char *const env_ofi[] = {"WEFT_TIMEOUT=3",	     "WEFT_BOOTSTRAP_TIMEOUT=20",
+				      "WEFT_TRANSPORTS=ofi", "WEFT_OFI_PROVIDER=tcp;ofi_rxm",
+				      "FI_TCP_IFACE=lo",     NULL};
+
+#define NTRANSPORTS 3
+static const char *const transport_names[NTRANSPORTS] = {"shm", "socket", "ofi"};
+static const char *const *const transport_envs[NTRANSPORTS] = {env_shm, env_socket, env_ofi};
 
 static volatile sig_atomic_t fault_signal;
 
@@ -204,11 +213,18 @@ static int shm_entries(uint64_t secret)
 	return n;
 }
 
+/* The transports in the loop: shm and socket, and ofi with WEFT_FAULT_OFI=1. */
+static int ntransports(void)
+{
+	const char *s = getenv("WEFT_FAULT_OFI");
+	return s && strcmp(s, "1") == 0 ? NTRANSPORTS : NTRANSPORTS - 1;
+}
+
 static int trials(void)
 {
 	const char *s = getenv("WEFT_FAULT_TRIALS");
-	int n = s ? atoi(s) : 2 * FAULT_KINDS;
-	return n > 0 ? n : 2 * FAULT_KINDS;
+	int n = s ? atoi(s) : ntransports() * FAULT_KINDS;
+	return n > 0 ? n : ntransports() * FAULT_KINDS;
 }
 
 struct tally {
@@ -226,15 +242,15 @@ static int fds_kept(const struct fault_shared *sh, int r, char *name, size_t cap
 	return sh->fds_left[r] > 0 ? sh->fds_left[r] : 0;
 }
 
-static void run_trial(int t, bool full, struct tally tally[2][FAULT_KINDS])
+static void run_trial(int t, bool full, struct tally tally[NTRANSPORTS][FAULT_KINDS])
 {
-	bool socket = t % 2;
-	enum fault fault = (enum fault)((t / 2) % FAULT_KINDS);
+	int tp = t % ntransports();
+	enum fault fault = (enum fault)((t / ntransports()) % FAULT_KINDS);
 	bool stop = fault == FAULT_STOP;
 	struct fault_plan plan = {
 	    .victim = rand() % NRANKS, .fault = fault, .delay_ms = rand() % 100};
 	struct harness_job job = {.nranks = NRANKS,
-				  .env = socket ? env_socket : env_shm,
+				  .env = transport_envs[tp],
 				  .body = fault_body,
 				  .arg = &plan,
 				  .timeout_s = 60,
@@ -244,7 +260,7 @@ static void run_trial(int t, bool full, struct tally tally[2][FAULT_KINDS])
 	harness_run_job(&job, &res);
 	struct fault_shared sh;
 	memcpy(&sh, res.shared, sizeof(sh));
-	struct tally *ty = &tally[socket][fault];
+	struct tally *ty = &tally[tp][fault];
 	/* An aborted rank is alive: its shm peers may only see it stall. */
 	double bound = stop || fault == FAULT_ABORT ? 2 * TIMEOUT_S : full ? 1.0 : TIMEOUT_S;
 	double worst = 0;
@@ -278,7 +294,7 @@ static void run_trial(int t, bool full, struct tally tally[2][FAULT_KINDS])
 	ty->leftovers += left > 0;
 	ty->fd_leaks += fds > 0;
 	printf("trial %3d: %s, rank %d %s after %3d ms: survivors failed within %.2f s%s%s%s\n", t,
-	       socket ? "socket" : "shm", plan.victim, fault_names[fault], plan.delay_ms, worst,
+	       transport_names[tp], plan.victim, fault_names[fault], plan.delay_ms, worst,
 	       left ? ", /dev/shm entries left" : "", fds ? ", descriptors left: " : "", fd_note);
 	fflush(stdout);
 	ck_assert_msg(worst <= bound, "trial %d: a survivor took %.2f s (bound %.1f s)", t, worst,
@@ -291,16 +307,16 @@ START_TEST(fault_loop)
 {
 	int n = trials();
 	bool full = n >= 20;
-	struct tally tally[2][FAULT_KINDS] = {0};
+	struct tally tally[NTRANSPORTS][FAULT_KINDS] = {0};
 	srand((unsigned)getpid());
 	for (int t = 0; t < n; t++)
 		run_trial(t, full, tally);
 	printf("| transport | fault | trials | max time to error | hangs | over bound | "
 	       "/dev/shm left | fds left |\n|---|---|---|---|---|---|---|---|\n");
-	for (int s = 0; s < 2; s++)
+	for (int s = 0; s < ntransports(); s++)
 		for (int k = 0; k < FAULT_KINDS; k++)
 			printf("| %s | %s | %d | %.2f s | %d | %d | %d | %d |\n",
-			       s ? "socket" : "shm", fault_signals[k], tally[s][k].trials,
+			       transport_names[s], fault_signals[k], tally[s][k].trials,
 			       tally[s][k].max_s, tally[s][k].hangs, tally[s][k].late,
 			       tally[s][k].leftovers, tally[s][k].fd_leaks);
 }

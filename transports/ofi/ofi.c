@@ -288,11 +288,48 @@ static void close_endpoint(struct ofi_tp *tp)
 	tp->ep_closed = true;
 }
 
+/* Before an abort closes the endpoint under operations still posted:
+ * cancel the receives and read what the provider reports, for at most
+ * 100 ms (50 empty reads in a row end it sooner), so that the close does
+ * not tear down queues with work in them (tcp;ofi_rxm crashed in fi_close
+ * so in the fault loop). The completions are dropped: every message
+ * fails with the abort after. */
+static void cancel_posted(struct ofi_tp *tp)
+{
+	if (tp->idle || !tp->ep || tp->ep_closed)
+		return;
+	struct fid *ep = &tp->ep->fid;
+	for (int r = 0; tp->proto == OFI_PROTO_TAGGED && tp->conns && r < tp->base.env->nranks; r++)
+		for (struct weft_tp_req *q = tp->conns[r].reqs.head; q; q = q->next) {
+			struct ofi_req *o = weft_container_of(q, struct ofi_req, base);
+			if (o->posted)
+				fi_cancel(ep, &o->ctx);
+		}
+	for (size_t i = 0; tp->imm_ctx && i < tp->nimm_ctx; i++)
+		fi_cancel(ep, &tp->imm_ctx[i]);
+	double end = weft_now() + 0.1;
+	for (int empty = 0; empty < 50 && weft_now() < end;) {
+		struct fi_cq_tagged_entry ev[16];
+		ssize_t n = fi_cq_read(tp->cq, ev, 16);
+		if (n == -FI_EAVAIL) {
+			struct fi_cq_err_entry e;
+			memset(&e, 0, sizeof(e));
+			fi_cq_readerr(tp->cq, &e, 0);
+			empty = 0;
+		} else if (n > 0) {
+			empty = 0;
+		} else {
+			empty++;
+		}
+	}
+}
+
 static void ofi_abort(struct weft_tp *base)
 {
 	struct ofi_tp *tp = to_tp(base);
 	/* Closing the endpoint is what peers notice; nothing lands in our
 	 * buffers after it. */
+	cancel_posted(tp);
 	close_endpoint(tp);
 	weft_live_close(&tp->live);
 	if (tp->idle)

@@ -185,181 +185,183 @@ no_offload() {
 		ip netns exec "$ns" ethtool -K "$dev" tso off gso off gro off >/dev/null 2>&1 ||
 			log "note: ethtool -K $dev failed in $ns; offloads left as they are"
 	else
-			if [ "$NOTED_ETHTOOL" -eq 0 ]; then
-				log "note: ethtool not found; limiting gso_max_size with ip(8) instead"
-				NOTED_ETHTOOL=1
-			fi
-			ip -n "$ns" link set dev "$dev" gso_max_size 1500 >/dev/null 2>&1 ||
-				log "note: could not set gso_max_size on $dev in $ns"
-			ip -n "$ns" link set dev "$dev" gro_max_size 1500 >/dev/null 2>&1 || true
+		if [ "$NOTED_ETHTOOL" -eq 0 ]; then
+			log "note: ethtool not found; limiting gso_max_size with ip(8) instead"
+			NOTED_ETHTOOL=1
 		fi
-	}
+		ip -n "$ns" link set dev "$dev" gso_max_size 1500 >/dev/null 2>&1 ||
+			log "note: could not set gso_max_size on $dev in $ns"
+		ip -n "$ns" link set dev "$dev" gro_max_size 1500 >/dev/null 2>&1 || true
+	fi
+}
 
-	# mark_ce NS IFACE... : the bridge in NS marks CE above $ECN_PPS on IFACEs.
-	mark_ce() {
-		local ns=$1 dev rules=""
-		shift
-		for dev in "$@"; do
-			rules="$rules
-			oifname \"$dev\" ip ecn ect0 limit rate over $ECN_PPS/second burst 32 packets counter ip ecn set ce"
-		done
-		ip netns exec "$ns" nft -f - <<-EOF || die "nftables CE marking in $ns failed"
-			table bridge weft_ecn {
-				chain forward {
-					type filter hook forward priority 0; policy accept;$rules
-				}
+# mark_ce FAMILY NS IFACE... : the switch in NS marks CE above $ECN_PPS on
+# IFACEs, in nftables' FAMILY: bridge (a bridged leaf or spine) or ip (a
+# routed one, fabric_routed.sh).
+mark_ce() {
+	local family=$1 ns=$2 dev rules=""
+	shift 2
+	for dev in "$@"; do
+		rules="$rules
+		oifname \"$dev\" ip ecn ect0 limit rate over $ECN_PPS/second burst 32 packets counter ip ecn set ce"
+	done
+	ip netns exec "$ns" nft -f - <<-EOF || die "nftables CE marking in $ns failed"
+		table $family weft_ecn {
+			chain forward {
+				type filter hook forward priority 0; policy accept;$rules
 			}
-		EOF
-	}
+		}
+	EOF
+}
 
-	# A host that negotiates ECN and sends wire-size packets.
-	ecn_host() {
-		local ns=$1
-		ip netns exec "$ns" sysctl -qw net.ipv4.tcp_ecn=1 || die "tcp_ecn in $ns"
-		no_offload "$ns" "$HOST_IF"
-	}
+# A host that negotiates ECN and sends wire-size packets.
+ecn_host() {
+	local ns=$1
+	ip netns exec "$ns" sysctl -qw net.ipv4.tcp_ecn=1 || die "tcp_ecn in $ns"
+	no_offload "$ns" "$HOST_IF"
+}
 
-	shape() {
-		local ns=$1 dev=$2 rate=$3 bps burst limit
-		bps=$(rate_bytes "$rate") || die "bad rate '$rate' (use tc units, e.g. 300mbit)"
-		# 4 ms worth of tokens (at least 32 KiB) and ~25 ms of queue.
-		burst=$((bps / 250))
-		[ "$burst" -ge 32768 ] || burst=32768
-		limit=$((bps / 40 + burst))
-		tc -n "$ns" qdisc replace dev "$dev" root tbf rate "$rate" burst "$burst" limit "$limit" ||
-			die "tc tbf on $dev in $ns failed"
-	}
+shape() {
+	local ns=$1 dev=$2 rate=$3 bps burst limit
+	bps=$(rate_bytes "$rate") || die "bad rate '$rate' (use tc units, e.g. 300mbit)"
+	# 4 ms worth of tokens (at least 32 KiB) and ~25 ms of queue.
+	burst=$((bps / 250))
+	[ "$burst" -ge 32768 ] || burst=32768
+	limit=$((bps / 40 + burst))
+	tc -n "$ns" qdisc replace dev "$dev" root tbf rate "$rate" burst "$burst" limit "$limit" ||
+		die "tc tbf on $dev in $ns failed"
+}
 
-	new_ns() {
-		local ns=$1
-		ip netns add "$ns" || die "cannot create namespace $ns (exists already?)"
-		record "ns $ns"
-		ip -n "$ns" link set lo up || die "lo up in $ns"
-		# No IPv6: keeps router solicitations and MLD off the shaped uplinks.
-		# shellcheck disable=SC2016
-		ip netns exec "$ns" sh -c 'for f in /proc/sys/net/ipv6/conf/all/disable_ipv6 /proc/sys/net/ipv6/conf/default/disable_ipv6; do [ -w "$f" ] && echo 1 > "$f"; done; true'
-	}
+new_ns() {
+	local ns=$1
+	ip netns add "$ns" || die "cannot create namespace $ns (exists already?)"
+	record "ns $ns"
+	ip -n "$ns" link set lo up || die "lo up in $ns"
+	# No IPv6: keeps router solicitations and MLD off the shaped uplinks.
+	# shellcheck disable=SC2016
+	ip netns exec "$ns" sh -c 'for f in /proc/sys/net/ipv6/conf/all/disable_ipv6 /proc/sys/net/ipv6/conf/default/disable_ipv6; do [ -w "$f" ] && echo 1 > "$f"; done; true'
+}
 
-	new_bridge() {
-		local ns=$1
-		ip -n "$ns" link add name br0 type bridge stp_state 0 forward_delay 0 mcast_snooping 0 ||
-			die "bridge in $ns"
-		ip -n "$ns" link set br0 up || die "br0 up in $ns"
-	}
+new_bridge() {
+	local ns=$1
+	ip -n "$ns" link add name br0 type bridge stp_state 0 forward_delay 0 mcast_snooping 0 ||
+		die "bridge in $ns"
+	ip -n "$ns" link set br0 up || die "br0 up in $ns"
+}
 
-	# start_lldpd NS NAME IFACES SOCK
-	start_lldpd() {
-		local ns=$1 name=$2 ifaces=$3 sock=$4 conf pid start i
-		conf="$DIR/$name.conf"
-		cat >"$conf" <<-EOF
-			configure system hostname $name
-			configure system description "weft test fabric $name"
-			configure lldp tx-hold $TX_HOLD
-			configure lldp tx-interval $TX_INTERVAL
-			configure lldp portidsubtype ifname
-		EOF
-		case $name in
-		leaf*) echo "configure system capabilities enabled bridge" >>"$conf" ;;
+# start_lldpd NS NAME IFACES SOCK
+start_lldpd() {
+	local ns=$1 name=$2 ifaces=$3 sock=$4 conf pid start i
+	conf="$DIR/$name.conf"
+	cat >"$conf" <<-EOF
+		configure system hostname $name
+		configure system description "weft test fabric $name"
+		configure lldp tx-hold $TX_HOLD
+		configure lldp tx-interval $TX_INTERVAL
+		configure lldp portidsubtype ifname
+	EOF
+	case $name in
+	leaf*) echo "configure system capabilities enabled bridge" >>"$conf" ;;
+	esac
+	# -d: stay in the foreground so that $! is lldpd's own PID (ip netns exec
+	# execs). -p keeps it off /run/lldpd.pid; -O replaces /etc/lldpd.{conf,d}.
+	ip netns exec "$ns" lldpd -d -k -u "$sock" -p "$DIR/$name.pid" -I "$ifaces" -O "$conf" \
+		</dev/null >"$DIR/$name.log" 2>&1 &
+	pid=$!
+	start=""
+	for ((i = 0; i < 20; i++)); do
+		start=$(proc_start "$pid") && break
+		sleep 0.05
+	done
+	record "pid $pid $ns ${start:-0}"
+}
+
+UP_DONE=1
+up_abort() {
+	local rc=$?
+	trap - EXIT ERR INT TERM
+	if [ "$UP_DONE" -eq 0 ]; then
+		log "up failed; tearing down what was built"
+		do_down
+	fi
+	exit "$rc"
+}
+
+cmd_up() {
+	local leaves=2 hpl=2 rate="" timeout=15 spines=1
+	ECN_PPS=""
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--leaves) leaves=${2:?}; shift 2 ;;
+		--hosts-per-leaf) hpl=${2:?}; shift 2 ;;
+		--spine-rate) rate=${2:?}; shift 2 ;;
+		--ecn-mark) ECN_PPS=${2:?}; shift 2 ;;
+		--spines) spines=${2:?}; shift 2 ;;
+		--prefix) PREFIX=${2:?}; shift 2 ;;
+		--state) STATE=${2:?}; shift 2 ;;
+		--timeout) timeout=${2:?}; shift 2 ;;
+		-h | --help) usage; exit 0 ;;
+		*) die "up: unknown option '$1'" ;;
 		esac
-		# -d: stay in the foreground so that $! is lldpd's own PID (ip netns exec
-		# execs). -p keeps it off /run/lldpd.pid; -O replaces /etc/lldpd.{conf,d}.
-		ip netns exec "$ns" lldpd -d -k -u "$sock" -p "$DIR/$name.pid" -I "$ifaces" -O "$conf" \
-			</dev/null >"$DIR/$name.log" 2>&1 &
-		pid=$!
-		start=""
-		for ((i = 0; i < 20; i++)); do
-			start=$(proc_start "$pid") && break
-			sleep 0.05
-		done
-		record "pid $pid $ns ${start:-0}"
-	}
+	done
+	case $leaves$hpl in *[!0-9]*) die "--leaves/--hosts-per-leaf take numbers" ;; esac
+	if [ "$leaves" -lt 1 ] || [ "$hpl" -lt 1 ]; then die "need at least 1 leaf and 1 host per leaf"; fi
+	[ $((leaves * hpl)) -le 200 ] || die "at most 200 hosts"
+	if [ "$leaves" -gt 64 ] || [ "$hpl" -gt 64 ]; then die "at most 64 leaves and 64 hosts per leaf"; fi
+	case $spines in '' | *[!0-9]*) die "--spines takes a number" ;; esac
+	if [ "$spines" -lt 1 ] || [ "$spines" -gt 8 ]; then die "--spines: 1 to 8"; fi
+	local r1
+	for r1 in ${rate//,/ }; do
+		rate_bytes "$r1" >/dev/null || die "bad --spine-rate '$r1' (e.g. 300mbit)"
+	done
+	[ "$spines" -gt 1 ] || [ "$rate" = "${rate%,*}" ] || die "--spine-rate R1,R2,... needs --spines"
 
-	UP_DONE=1
-	up_abort() {
-		local rc=$?
-		trap - EXIT ERR INT TERM
-		if [ "$UP_DONE" -eq 0 ]; then
-			log "up failed; tearing down what was built"
-			do_down
-		fi
-		exit "$rc"
-	}
+	case $ECN_PPS in *[!0-9]*) die "--ecn-mark takes packets per second" ;; esac
+	check_prereqs
+	if [ -n "$ECN_PPS" ]; then
+		command -v nft >/dev/null 2>&1 || skip "'nft' not found (install nftables) for --ecn-mark"
+		command -v ethtool >/dev/null 2>&1 || skip "'ethtool' not found for --ecn-mark"
+	fi
+	[ -n "$PREFIX" ] || PREFIX="wf$$"
+	[[ $PREFIX =~ ^[A-Za-z][A-Za-z0-9_]{0,15}$ ]] ||
+		die "prefix must be a letter then up to 15 letters, digits or _"
+	[ -n "$STATE" ] || STATE=$(state_default "$PREFIX")
+	[ ! -e "$STATE" ] || die "state file $STATE exists: fabric $PREFIX is up (fabric.sh down --state $STATE)"
+	local n
+	for n in $(ip netns list | awk '{print $1}'); do
+		case $n in "$PREFIX"-*) die "namespace $n exists already; choose another --prefix" ;; esac
+	done
 
-	cmd_up() {
-		local leaves=2 hpl=2 rate="" timeout=15 spines=1
-		ECN_PPS=""
-		while [ $# -gt 0 ]; do
-			case $1 in
-			--leaves) leaves=${2:?}; shift 2 ;;
-			--hosts-per-leaf) hpl=${2:?}; shift 2 ;;
-			--spine-rate) rate=${2:?}; shift 2 ;;
-			--ecn-mark) ECN_PPS=${2:?}; shift 2 ;;
-			--spines) spines=${2:?}; shift 2 ;;
-			--prefix) PREFIX=${2:?}; shift 2 ;;
-			--state) STATE=${2:?}; shift 2 ;;
-			--timeout) timeout=${2:?}; shift 2 ;;
-			-h | --help) usage; exit 0 ;;
-			*) die "up: unknown option '$1'" ;;
-			esac
-		done
-		case $leaves$hpl in *[!0-9]*) die "--leaves/--hosts-per-leaf take numbers" ;; esac
-		if [ "$leaves" -lt 1 ] || [ "$hpl" -lt 1 ]; then die "need at least 1 leaf and 1 host per leaf"; fi
-		[ $((leaves * hpl)) -le 200 ] || die "at most 200 hosts"
-		if [ "$leaves" -gt 64 ] || [ "$hpl" -gt 64 ]; then die "at most 64 leaves and 64 hosts per leaf"; fi
-		case $spines in '' | *[!0-9]*) die "--spines takes a number" ;; esac
-		if [ "$spines" -lt 1 ] || [ "$spines" -gt 8 ]; then die "--spines: 1 to 8"; fi
-		local r1
-		for r1 in ${rate//,/ }; do
-			rate_bytes "$r1" >/dev/null || die "bad --spine-rate '$r1' (e.g. 300mbit)"
-		done
-		[ "$spines" -gt 1 ] || [ "$rate" = "${rate%,*}" ] || die "--spine-rate R1,R2,... needs --spines"
+	local t0=$SECONDS subnet x
+	x=$(printf '%s' "$PREFIX" | cksum | awk '{print 1 + $1 % 254}')
+	subnet="10.77.$x"
+	DIR="/tmp/weft-fabric-$PREFIX.d"
+	: >"$STATE" || die "cannot write $STATE"
+	# From here on, a failure (die, a failed command, a signal) undoes
+	# whatever was recorded.
+	UP_DONE=0
+	trap up_abort EXIT
+	trap 'exit 1' ERR
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	set -E
+	record "# weft test fabric (tests/fabric/fabric.sh), $(date '+%F %T')"
+	record "prefix $PREFIX"
+	record "subnet $subnet"
+	# lldpcli drops root for _lldpd (uid only: the gid stays root), and lldpd
+	# runs it to apply the config: the directory must be searchable by others.
+	mkdir "$DIR" && chmod 755 "$DIR"
+	record "dir $DIR"
+	# lldpd's privilege-separation chroot; lldpd creates it too, but several
+	# instances starting at once could race on it.
+	[ -d /run/lldpd ] || mkdir -m 755 /run/lldpd 2>/dev/null || [ -d /run/lldpd ]
 
-		case $ECN_PPS in *[!0-9]*) die "--ecn-mark takes packets per second" ;; esac
-		check_prereqs
-		if [ -n "$ECN_PPS" ]; then
-			command -v nft >/dev/null 2>&1 || skip "'nft' not found (install nftables) for --ecn-mark"
-			command -v ethtool >/dev/null 2>&1 || skip "'ethtool' not found for --ecn-mark"
-		fi
-		[ -n "$PREFIX" ] || PREFIX="wf$$"
-		[[ $PREFIX =~ ^[A-Za-z][A-Za-z0-9_]{0,15}$ ]] ||
-			die "prefix must be a letter then up to 15 letters, digits or _"
-		[ -n "$STATE" ] || STATE=$(state_default "$PREFIX")
-		[ ! -e "$STATE" ] || die "state file $STATE exists: fabric $PREFIX is up (fabric.sh down --state $STATE)"
-		local n
-		for n in $(ip netns list | awk '{print $1}'); do
-			case $n in "$PREFIX"-*) die "namespace $n exists already; choose another --prefix" ;; esac
-		done
-
-		local t0=$SECONDS subnet x
-		x=$(printf '%s' "$PREFIX" | cksum | awk '{print 1 + $1 % 254}')
-		subnet="10.77.$x"
-		DIR="/tmp/weft-fabric-$PREFIX.d"
-		: >"$STATE" || die "cannot write $STATE"
-		# From here on, a failure (die, a failed command, a signal) undoes
-		# whatever was recorded.
-		UP_DONE=0
-		trap up_abort EXIT
-		trap 'exit 1' ERR
-		trap 'exit 130' INT
-		trap 'exit 143' TERM
-		set -E
-		record "# weft test fabric (tests/fabric/fabric.sh), $(date '+%F %T')"
-		record "prefix $PREFIX"
-		record "subnet $subnet"
-		# lldpcli drops root for _lldpd (uid only: the gid stays root), and lldpd
-		# runs it to apply the config: the directory must be searchable by others.
-		mkdir "$DIR" && chmod 755 "$DIR"
-		record "dir $DIR"
-		# lldpd's privilege-separation chroot; lldpd creates it too, but several
-		# instances starting at once could race on it.
-		[ -d /run/lldpd ] || mkdir -m 755 /run/lldpd 2>/dev/null || [ -d /run/lldpd ]
-
-		local spine="$PREFIX-spine" l h i lns hns ip sock ports
-		if [ "$spines" -gt 1 ]; then
-			# shellcheck source=tests/fabric/fabric_routed.sh
-			. "$(dirname "$FABRIC_SH")/fabric_routed.sh"
-			build_routed "$leaves" "$hpl" "$spines" "$x" "$rate"
-		else
+	local spine="$PREFIX-spine" l h i lns hns ip sock ports
+	if [ "$spines" -gt 1 ]; then
+		# shellcheck source=tests/fabric/fabric_routed.sh
+		. "$(dirname "$FABRIC_SH")/fabric_routed.sh"
+		build_routed "$leaves" "$hpl" "$spines" "$x" "$rate"
+	else
 		new_ns "$spine"
 		new_bridge "$spine"
 		i=0
@@ -378,7 +380,7 @@ no_offload() {
 				shape "$spine" "swp$l" "$rate"
 			fi
 			record "uplink leaf$l $lns $UPLINK_IF $spine swp$l ${rate:-none}"
-			[ -z "$ECN_PPS" ] || mark_ce "$lns" "$UPLINK_IF"
+			[ -z "$ECN_PPS" ] || mark_ce bridge "$lns" "$UPLINK_IF"
 			ports=""
 			for ((h = 1; h <= hpl; h++)); do
 				i=$((i + 1))
@@ -404,7 +406,7 @@ no_offload() {
 		if [ -n "$ECN_PPS" ]; then
 			local -a sports=()
 			for ((l = 1; l <= leaves; l++)); do sports+=("swp$l"); done
-			mark_ce "$spine" "${sports[@]}"
+			mark_ce bridge "$spine" "${sports[@]}"
 			record "ecn $ECN_PPS"
 		fi
 	fi

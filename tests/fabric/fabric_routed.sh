@@ -25,23 +25,6 @@ routed_ns() {
 		die "routing sysctls in $ns"
 }
 
-# mark_ce_ip NS IFACE... : the router in NS marks CE above $ECN_PPS on IFACEs.
-mark_ce_ip() {
-	local ns=$1 dev rules=""
-	shift
-	for dev in "$@"; do
-		rules="$rules
-		oifname \"$dev\" ip ecn ect0 limit rate over $ECN_PPS/second burst 32 packets counter ip ecn set ce"
-	done
-	ip netns exec "$ns" nft -f - <<-EOT || die "nftables CE marking in $ns failed"
-		table ip weft_ecn {
-			chain forward {
-				type filter hook forward priority 0; policy accept;$rules
-			}
-		}
-	EOT
-}
-
 # build_routed LEAVES HOSTS_PER_LEAF SPINES X RATES (RATES: "" or R or R1,R2,...)
 build_routed() {
 	local leaves=$1 hpl=$2 spines=$3 x=$4 rates=$5 l s h m i lns sns hns ip sock ports rate
@@ -81,7 +64,7 @@ build_routed() {
 			record "uplink leaf$l $lns up$s $sns swp$l ${rate:-none}"
 			marked+=("up$s")
 		done
-		[ -z "$ECN_PPS" ] || mark_ce_ip "$lns" "${marked[@]}"
+		[ -z "$ECN_PPS" ] || mark_ce ip "$lns" "${marked[@]}"
 		ports=""
 		for ((h = 1; h <= hpl; h++)); do
 			i=$((i + 1))
@@ -120,7 +103,7 @@ build_routed() {
 		for ((s = 1; s <= spines; s++)); do
 			local -a down=()
 			for ((l = 1; l <= leaves; l++)); do down+=("swp$l"); done
-			mark_ce_ip "$PREFIX-spine$s" "${down[@]}"
+			mark_ce ip "$PREFIX-spine$s" "${down[@]}"
 		done
 		record "ecn $ECN_PPS"
 	fi

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # fault_loop.sh — the full fault-injection loop for the note: TRIALS (102)
 # trials of tests/test_faults.c (4 ranks, mixed collectives, a random rank
-# killed, stopped or aborted from a thread at a random moment, shm and
-# socket (ofi too with WEFT_FAULT_OFI=1), WEFT_TIMEOUT=3), with the killed-peer bound at 1 s; every trial
-# also checks that no survivor keeps a file descriptor after destroy; prints
-# one line per trial and the table.
+# killed, stopped or aborted from a thread at a random moment, over shm,
+# socket and ofi (WEFT_FAULT_OFI=0 leaves ofi out), WEFT_TIMEOUT=3), with
+# the killed-peer bound at 1 s; every trial also checks that no survivor
+# keeps a file descriptor after destroy; prints one line per trial and the
+# table.
 #   tests/faults/fault_loop.sh [TRIALS]     (after make; ~5 s a trial)
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -22,6 +22,7 @@
  */
 #include "transports/ofi/ofi.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,10 +65,44 @@ static weft_status_t read_settings(struct ofi_tp *tp)
 	return WEFT_SUCCESS;
 }
 
+/*
+ * Over rxm, every message of the tagged path goes eager, up to the chunk.
+ * rxm (libfabric 1.17) sends a message above its eager limit (16 KiB) by
+ * rendezvous, and one that arrives before its receive is posted waits as
+ * a header naming its connection. When that peer dies or closes, rxm
+ * closes the connection but leaves the header queued; the receive that
+ * matches it later reads over the closed connection and the process dies
+ * of a NULL endpoint (fi_readv in rxm_rndv_read): a survivor of a failed
+ * peer crashed in fi_trecv so. An eager message is whole once it is
+ * queued, so it outlives its connection. Over tcp, rxm's eager path
+ * receives straight into a posted buffer and sends from the user's
+ * (dynamic receive buffers, direct send), so nothing is copied that
+ * rendezvous did not copy; an unexpected message waits in a buffer of its
+ * size, which the pipeline's chunks bound. rxm reads its settings from
+ * the environment when the endpoint opens; one the user set stays.
+ */
+static void rxm_eager_chunks(const struct ofi_tp *tp)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	if (tp->proto != OFI_PROTO_TAGGED || !strstr(tp->info->fabric_attr->prov_name, "ofi_rxm"))
+		return;
+	char value[32];
+	snprintf(value, sizeof(value), "%zu", tp->chunk);
+	pthread_mutex_lock(&lock);
+	if (!getenv("FI_OFI_RXM_EAGER_LIMIT")) {
+		setenv("FI_OFI_RXM_EAGER_LIMIT", value, 0);
+		weft_log(WEFT_LOG_INFO, WEFT_SUB_NET,
+			 "ofi: FI_OFI_RXM_EAGER_LIMIT=%s (messages up to the chunk go eager)",
+			 value);
+	}
+	pthread_mutex_unlock(&lock);
+}
+
 /* fabric, domain, completion queue, address vector, endpoint. */
 static weft_status_t open_endpoint(struct ofi_tp *tp)
 {
 	struct fi_info *i = tp->info;
+	rxm_eager_chunks(tp);
 	int ret = tp->lib.fabric(i->fabric_attr, &tp->fabric, NULL);
 	if (ret)
 		return weft_ofi_fail(tp, ret, "fi_fabric(%s)", i->fabric_attr->prov_name);
@@ -275,16 +310,20 @@ static weft_status_t ofi_init(const struct weft_tp_env *env, struct weft_tp **ou
 	return WEFT_SUCCESS;
 }
 
-static void close_fid(struct fid *fid)
+/* Close @p fid (named @p what for the log); a close the provider refuses
+ * leaves its descriptors behind, so it is said. */
+static void close_fid(struct ofi_tp *tp, struct fid *fid, const char *what)
 {
-	if (fid)
-		fi_close(fid);
+	int ret = fid ? fi_close(fid) : 0;
+	if (ret)
+		weft_log(WEFT_LOG_WARN, WEFT_SUB_NET, "ofi: fi_close(%s): %s", what,
+			 weft_ofi_strerror(tp, ret));
 }
 
 static void close_endpoint(struct ofi_tp *tp)
 {
 	if (tp->ep && !tp->ep_closed)
-		close_fid(&tp->ep->fid);
+		close_fid(tp, &tp->ep->fid, "endpoint");
 	tp->ep_closed = true;
 }
 
@@ -371,10 +410,10 @@ static void ofi_fini(struct weft_tp *base)
 	if (tp->proto == OFI_PROTO_TAGGED)
 		weft_ofi_tagged_fini(tp);
 	free(tp->imm_ctx);
-	close_fid(tp->av ? &tp->av->fid : NULL);
-	close_fid(tp->cq ? &tp->cq->fid : NULL);
-	close_fid(tp->domain ? &tp->domain->fid : NULL);
-	close_fid(tp->fabric ? &tp->fabric->fid : NULL);
+	close_fid(tp, tp->av ? &tp->av->fid : NULL, "address vector");
+	close_fid(tp, tp->cq ? &tp->cq->fid : NULL, "completion queue");
+	close_fid(tp, tp->domain ? &tp->domain->fid : NULL, "domain");
+	close_fid(tp, tp->fabric ? &tp->fabric->fid : NULL, "fabric");
 	if (tp->info)
 		tp->lib.freeinfo(tp->info);
 	free(tp->addrs);

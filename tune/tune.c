@@ -325,7 +325,7 @@ const struct weft_algo *weft_tune_choose(struct weft_comm *comm, const struct we
 
 void weft_tune_print(const struct weft_comm *comm, FILE *out)
 {
-	static const size_t sizes[] = {8, 256, 4096, 65536, 1 << 20, 16 << 20, 256 << 20};
+	const size_t *sizes = weft_tune_table_sizes;
 	for (int c = 0; c < WEFT_COLL_COUNT; c++) {
 		if (!weft_tune_table_has((enum weft_coll_kind)c))
 			continue;
@@ -335,7 +335,7 @@ void weft_tune_print(const struct weft_comm *comm, FILE *out)
 		for (const struct weft_algo *const *a = algos; *a; a++)
 			fprintf(out, " %12s", (*a)->name);
 		fprintf(out, "   (estimates, us)\n");
-		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		for (size_t i = 0; i < WEFT_TUNE_TABLE_SIZES; i++) {
 			struct weft_coll_args args = {
 			    .coll = (enum weft_coll_kind)c,
 			    .dtype = WEFT_FLOAT32,

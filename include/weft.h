@@ -559,7 +559,7 @@ WEFT_API weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, wef
  *    estimate), "estimate_only" ("name", "description": variants no choice
  *    includes, such as "hier-leaf", the hierarchy grouped by leaf, which
  *    the library does not run), "bandwidth_Bps" ("host_uplink",
- *    "leaf_uplink_per_host") and "sizes": "bytes", "count", "ab_choice",
+ *    "leaf_uplinks", "leaf_uplink_per_host") and "sizes": "bytes", "count", "ab_choice",
  *    "flow_choice", "agree", and per algorithm "ab_us", "flow_us",
  *    "latency_us" and "busiest" ("link": "host-up", "host-down",
  *    "leaf-up" or "leaf-down", "index" of the host or leaf, "bytes"; null

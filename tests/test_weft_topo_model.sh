@@ -125,6 +125,9 @@ for row in flow["sizes"]:
             assert link["link"] in ("host-up", "host-down", "leaf-up", "leaf-down") and link["bytes"] > 0
     leafy = d["nleaves"] > 1 and n > d["nleaves"]
     assert (row["flow_us"]["hier-leaf"] is not None) == leafy, "hier-leaf"
+widest = max(__import__("collections").Counter(l for h, l in set(zip(host, leaf))).values())
+bw = flow["bandwidth_Bps"]
+assert abs(bw["leaf_uplinks"] - widest * bw["leaf_uplink_per_host"]) <= 1e-6 * bw["leaf_uplinks"], "leaf uplinks"
 big, small = flow["sizes"][-1], flow["sizes"][0]
 for a in algos:
     assert big["flow_us"][a] is None or big["flow_us"][a] >= small["flow_us"][a], a
@@ -188,6 +191,14 @@ if [ -s "$OUT/block.json" ]; then
 	expect block "$row[\"busiest\"][\"ring\"][\"link\"], round($row[\"busiest\"][\"ring\"][\"bytes\"])" \
 		"host-up 525686101" "block: ring's busiest link and its bytes at 256 MiB (2 x 47/48 x 256 MiB)"
 	expect block "$row[\"flow_us\"][\"hier-leaf\"] is not None" "True" "block: hier-leaf estimated"
+fi
+
+# A partly filled last leaf (3 hosts, then 1) has the uplinks of the
+# widest: 3 x 1 GB/s.
+"$GEN" 1 2 3 --max-hosts 4 >"$OUT/uneven.conf"
+if model uneven "$OUT/uneven.conf" --ranks-per-host 1; then
+	expect uneven 'round(d["tuner"]["flow"]["bandwidth_Bps"]["leaf_uplinks"])' "3000000000" \
+		"uneven leaves: a leaf's uplinks as the widest leaf's"
 fi
 
 # round-robin: rank r on host r % 12, so rank order leaves a leaf after

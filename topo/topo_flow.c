@@ -26,8 +26,10 @@ weft_status_t weft_topo_flow_init(struct weft_topo_flow *f, const struct weft_to
 		return WEFT_ERR_NO_MEMORY;
 	}
 	/* A host's leaf is its leader's (every rank of a host shares a leaf). */
-	for (int h = 0; h < g->nhosts; h++)
-		f->leaf_hosts[g->leaf_of[g->host_leader[h]]]++;
+	for (int h = 0; h < g->nhosts; h++) {
+		int n = ++f->leaf_hosts[g->leaf_of[g->host_leader[h]]];
+		f->widest_leaf = n > f->widest_leaf ? n : f->widest_leaf;
+	}
 	return WEFT_SUCCESS;
 }
 

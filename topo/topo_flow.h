@@ -28,6 +28,7 @@ struct weft_topo_flow {
 	const struct weft_topo_graph *g;
 	double *bytes[WEFT_FLOW_LINK_COUNT]; /* [host] for HOST_*, [leaf] for LEAF_* */
 	int *leaf_hosts;		     /* [leaf] hosts of the job under it */
+	int widest_leaf;		     /* the most hosts of the job under one leaf */
 	uint64_t transfers;		     /* added since the last clear */
 };
 

@@ -12,7 +12,7 @@ double weft_tune_flow_bandwidth(const struct weft_comm *comm, const struct weft_
 	const struct weft_cost *cls = comm->tuner->links.cls;
 	if (kind == WEFT_FLOW_HOST_UP || kind == WEFT_FLOW_HOST_DOWN)
 		return 1.0 / cls[WEFT_LINK_LEAF].beta;
-	return (double)f->leaf_hosts[index] / cls[WEFT_LINK_SPINE].beta;
+	return (double)f->widest_leaf / cls[WEFT_LINK_SPINE].beta;
 }
 
 /* The link that takes longest to carry its bytes. */

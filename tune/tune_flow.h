@@ -8,9 +8,11 @@
  *
  * Bandwidths come from the tuner's link classes: a host's uplink carries
  * 1 / beta of the leaf class (the NIC); a leaf's uplinks to the spines
- * together carry 1 / beta of the spine class for every host of the job
- * under the leaf (the spine class is a NIC's share of an oversubscribed
- * tier when every host sends across it, tune_costs.c). The alpha-beta
+ * together carry 1 / beta of the spine class (a NIC's share of an
+ * oversubscribed tier when every host sends across it, tune_costs.c) for
+ * every host of the job's widest leaf: leaves are built alike, and one
+ * with fewer of the job's hosts under it (the last of a partly filled
+ * tree) has as many uplinks. The alpha-beta
  * formulas charge every byte the slowest class an algorithm touches; the
  * flow estimate charges it the link it actually crosses, shared with the
  * other flows on it.

@@ -111,10 +111,11 @@ static json_t *algo_lists(json_t **variants)
 	return NULL;
 }
 
-static json_t *bandwidths(const struct weft_comm *comm)
+static json_t *bandwidths(const struct weft_comm *comm, const struct weft_topo_flow *f)
 {
 	const struct weft_cost *cls = comm->tuner->links.cls;
-	return json_pack("{s:f, s:f}", "host_uplink", 1.0 / cls[WEFT_LINK_LEAF].beta,
+	return json_pack("{s:f, s:f, s:f}", "host_uplink", 1.0 / cls[WEFT_LINK_LEAF].beta,
+			 "leaf_uplinks", weft_tune_flow_bandwidth(comm, f, WEFT_FLOW_LEAF_UP, 0),
 			 "leaf_uplink_per_host", 1.0 / cls[WEFT_LINK_SPINE].beta);
 }
 
@@ -127,10 +128,10 @@ weft_status_t weft_describe_flow(const struct weft_comm *comm, json_t *tuner)
 	int bad = !names || !rows;
 	for (int i = 0; i < WEFT_TUNE_FLOW_SIZES && !bad; i++)
 		bad |= json_array_append_new(rows, size_row(comm, weft_tune_flow_sizes[i], &f));
-	weft_topo_flow_free(&f);
 	bad |= json_object_set_new(tuner, "flow",
 				   json_pack("{s:s, s:o, s:o, s:o, s:o}", "collective", "allreduce",
 					     "algorithms", names, "estimate_only", variants,
-					     "bandwidth_Bps", bandwidths(comm), "sizes", rows));
+					     "bandwidth_Bps", bandwidths(comm, &f), "sizes", rows));
+	weft_topo_flow_free(&f);
 	return bad ? WEFT_ERR_NO_MEMORY : WEFT_SUCCESS;
 }

@@ -234,10 +234,11 @@ static void text_flow(const json_t *flow, FILE *out)
 	fprintf(
 	    out,
 	    "\nallreduce, alpha-beta against flow (us). flow: the busiest fabric link's bytes / "
-	    "its bandwidth\n  (host uplink %.1f GB/s; a leaf's uplinks %.1f GB/s per host under "
-	    "it; no core tier) + the\n  alpha-beta latency terms, no reduction time. "
-	    "* estimate only, never chosen:\n",
+	    "its bandwidth\n  (host uplink %.1f GB/s; a leaf's uplinks %.1f GB/s, %.1f per host "
+	    "of the widest leaf;\n  no core tier) + the alpha-beta latency terms, no reduction "
+	    "time. * estimate only, never chosen:\n",
 	    json_number_value(json_object_get(bw, "host_uplink")) / 1e9,
+	    json_number_value(json_object_get(bw, "leaf_uplinks")) / 1e9,
 	    json_number_value(json_object_get(bw, "leaf_uplink_per_host")) / 1e9);
 	json_array_foreach(extra, k, a)
 	    fprintf(out, "  * %s: %s\n", weft_tool_str(a, "name"), weft_tool_str(a, "description"));

@@ -10,6 +10,7 @@
 #include "util/error.h"
 
 struct weft_comm;
+struct weft_topo_flow;
 
 enum weft_algo_id {
 	WEFT_ALGO_RING = 0, /* ring, chunked and pipelined */
@@ -43,6 +44,8 @@ struct weft_links {
 	struct weft_cost ring;	     /* the ring's slowest edge, flows sharing an uplink counted */
 	struct weft_cost intra_host; /* among the ranks of one host */
 	struct weft_cost inter_host; /* among host leaders */
+	struct weft_cost intra_leaf; /* among the ranks under one leaf */
+	struct weft_cost inter_leaf; /* among leaf leaders */
 };
 
 struct weft_algo {
@@ -57,6 +60,12 @@ struct weft_algo {
 	/* False if the algorithm cannot run this call (e.g. no root support);
 	 * NULL: it always can. */
 	bool (*supports)(const struct weft_comm *comm, const struct weft_coll_args *args);
+	/* The bytes this call moves between ranks, added pair by pair to
+	 * @p flow (topo/topo_flow.h), in O(n log n) for n ranks: what the
+	 * tuner's flow estimate loads the fabric's links with. NULL: no flow
+	 * estimate. */
+	void (*flow)(const struct weft_comm *comm, const struct weft_coll_args *args,
+		     struct weft_topo_flow *flow);
 	/* How a task of this algorithm runs (post, progress, finalize). */
 	struct weft_task_ops task;
 	/* Non-zero: an algorithm that adapts after its first step. From calls
@@ -72,6 +81,10 @@ extern const struct weft_algo weft_allreduce_tree;
 extern const struct weft_algo weft_allreduce_rhd;
 extern const struct weft_algo weft_allreduce_hier;
 extern const struct weft_algo weft_allreduce_shm;
+/* Estimate only: hier grouped by leaf, which the runtime hier cannot run
+ * (it groups by host). No task; never in the table, so never chosen,
+ * forced or run (weft_algo_variants_for). */
+extern const struct weft_algo weft_allreduce_hier_leaf;
 extern const struct weft_algo weft_allgather_ring;
 extern const struct weft_algo weft_allgather_bruck;
 extern const struct weft_algo weft_allgather_hier;
@@ -89,6 +102,11 @@ extern const struct weft_algo weft_recv_direct;
 
 /* Every algorithm of @p coll, NULL-terminated. */
 const struct weft_algo *const *weft_algos_for(enum weft_coll_kind coll);
+
+/* What the tuner's flow table shows beside @p coll's algorithms: variants
+ * with an estimate and a flow but no task, NULL-terminated (for AllReduce,
+ * hier-leaf). Never chosen. */
+const struct weft_algo *const *weft_algo_variants_for(enum weft_coll_kind coll);
 
 /* Look up by collective and name; NULL if there is none. */
 const struct weft_algo *weft_algo_find(enum weft_coll_kind coll, const char *name);

@@ -47,6 +47,13 @@ const struct weft_algo *const *weft_algos_for(enum weft_coll_kind coll)
 	return colls[coll].algos;
 }
 
+const struct weft_algo *const *weft_algo_variants_for(enum weft_coll_kind coll)
+{
+	static const struct weft_algo *const allreduce[] = {&weft_allreduce_hier_leaf, NULL};
+	static const struct weft_algo *const none[] = {NULL};
+	return coll == WEFT_COLL_ALLREDUCE ? allreduce : none;
+}
+
 const struct weft_algo *weft_algo_find(enum weft_coll_kind coll, const char *name)
 {
 	for (const struct weft_algo *const *a = colls[coll].algos; *a; a++)

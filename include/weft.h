@@ -552,7 +552,18 @@ WEFT_API weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, wef
  *  - "tuner": "collectives", each with "name", "algorithms" and "sizes":
  *    per message size (8 B to 256 MiB) "bytes", "count", "choice" and
  *    "estimates_us" (algorithm name to microseconds, null where the tuner
- *    would never choose it);
+ *    would never choose it); and "flow": AllReduce at 8 B, 64 KiB, 4 MiB
+ *    and 256 MiB by the alpha-beta model and by a flow estimate (the
+ *    busiest fabric link's bytes over its bandwidth, plus the alpha-beta
+ *    latency terms): "collective", "algorithms" (those with a flow
+ *    estimate), "estimate_only" ("name", "description": variants no choice
+ *    includes, such as "hier-leaf", the hierarchy grouped by leaf, which
+ *    the library does not run), "bandwidth_Bps" ("host_uplink",
+ *    "leaf_uplinks", "leaf_uplink_per_host") and "sizes": "bytes", "count", "ab_choice",
+ *    "flow_choice", "agree", and per algorithm "ab_us", "flow_us",
+ *    "latency_us" and "busiest" ("link": "host-up", "host-down",
+ *    "leaf-up" or "leaf-down", "index" of the host or leaf, "bytes"; null
+ *    where no fabric link is used), null where it does not apply;
  *  - "pacer": "mode" ("off": there is no pacer yet) and "state".
  *
  * Nothing in it grows faster than the number of ranks: per-pair facts are

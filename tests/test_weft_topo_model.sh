@@ -4,13 +4,19 @@
 #   (a) known answers on a small tree (2 spines x 2 leaves x 3 hosts, 4 ranks
 #       per host): counts, ring leaf and spine crossings for the placement
 #       and for plain rank order under block, round-robin and random orders,
-#       tree depths, pairs per link class;
+#       tree depths, pairs per link class; the ring's flow estimate on one
+#       leaf, by hand;
 #   (b) invariants on trees of 16 to 4,096 hosts: every rank once in the
 #       ring; the ring crosses leaves once per leaf used and spines once per
 #       spine used; rank-order crossings and pair counts recomputed here
 #       from "ranks" agree with the library's; trees no deeper than
 #       ceil(log2 n) + 3 levels; one leader per host and per leaf; the
-#       tuner's choices the same under every rank order;
+#       tuner's choices the same under every rank order; the tuner's table
+#       has 8 B, 64 KiB, 4 MiB and 256 MiB; the flow table ("tuner"."flow")
+#       at those sizes, its alpha-beta figures and choice the tuner's, every
+#       flow estimate at least its latency part, hier-leaf present exactly
+#       when there are several leaves, its choices the same under every
+#       order too;
 #   (c) a rankfile round trip: --rankfile of a round-robin model, read back
 #       as --order, puts consecutive ranks on consecutive ring positions
 #       (rank order then crosses leaves as often as the placement);
@@ -90,6 +96,41 @@ assert pairs.get("host", 0) == same_host, "host pairs %s != %d" % (pairs.get("ho
 assert pairs.get("leaf", 0) == same_leaf - same_host, "leaf pairs"
 assert pairs.get("spine", 0) == n * (n - 1) - same_leaf, "spine pairs"
 assert sum(pairs.values()) == n * n
+ar = next(c for c in d["tuner"]["collectives"] if c["name"] == "allreduce")
+table = {s["bytes"]: s for s in ar["sizes"]}
+flow = d["tuner"]["flow"]
+sizes = [8, 65536, 4194304, 268435456]
+assert all(b in table for b in sizes), "tuner table sizes %s" % sorted(table)
+assert [s["bytes"] for s in flow["sizes"]] == sizes, "flow sizes"
+assert [v["name"] for v in flow["estimate_only"]] == ["hier-leaf"]
+algos = flow["algorithms"]
+assert algos == ["ring", "tree", "rhd", "hier"], algos
+for row in flow["sizes"]:
+    t = table[row["bytes"]]
+    assert row["ab_choice"] == t["choice"], "a-b choice %s, tuner %s" % (row["ab_choice"], t["choice"])
+    assert row["flow_choice"] in algos and row["agree"] == (row["ab_choice"] == row["flow_choice"])
+    for a in algos:
+        want = t["estimates_us"][a]
+        assert (row["ab_us"][a] is None) == (want is None), a
+        assert want is None or abs(row["ab_us"][a] - want) <= 1e-6 * want, a
+    for a in algos + ["hier-leaf"]:
+        ab, fl, lat = row["ab_us"][a], row["flow_us"][a], row["latency_us"][a]
+        assert (fl is None) == (ab is None), a
+        if fl is None:
+            continue
+        assert 0 <= lat <= fl and lat <= ab * (1 + 1e-9), "%s: latency %s flow %s a-b %s" % (a, lat, fl, ab)
+        link = row["busiest"][a]
+        assert (link is None) == (d["nhosts"] == 1), a
+        if link is not None:
+            assert link["link"] in ("host-up", "host-down", "leaf-up", "leaf-down") and link["bytes"] > 0
+    leafy = d["nleaves"] > 1 and n > d["nleaves"]
+    assert (row["flow_us"]["hier-leaf"] is not None) == leafy, "hier-leaf"
+widest = max(__import__("collections").Counter(l for h, l in set(zip(host, leaf))).values())
+bw = flow["bandwidth_Bps"]
+assert abs(bw["leaf_uplinks"] - widest * bw["leaf_uplink_per_host"]) <= 1e-6 * bw["leaf_uplinks"], "leaf uplinks"
+big, small = flow["sizes"][-1], flow["sizes"][0]
+for a in algos:
+    assert big["flow_us"][a] is None or big["flow_us"][a] >= small["flow_us"][a], a
 '
 
 # The tuner's choices, one line per (collective, size).
@@ -99,6 +140,8 @@ d = json.load(open(sys.argv[1]))
 for c in d["tuner"]["collectives"]:
     for s in c["sizes"]:
         print(c["name"], s["bytes"], s["choice"])
+for s in d["tuner"]["flow"]["sizes"]:
+    print("flow", s["bytes"], s["ab_choice"], s["flow_choice"])
 '
 
 # ---- (a) known answers ----
@@ -126,6 +169,38 @@ if model block "$OUT/small.conf" --ranks-per-host 4; then
 	expect block '[s["name"] for s in d["model"]["steps"]][:5]' \
 		"['load', 'ranks', 'graph', 'placement', 'tuner init']" "block: model steps"
 fi
+# One leaf of 4 hosts, 2 ranks each: the ring leaves every host once, and
+# each of its edges carries 2 (n-1)/n x 256 MiB = 469,762,048 bytes, over a
+# 3 GB/s host uplink 156,587.35 us; plus its 2 (n-1) = 14 latencies of 10 us
+# (the leaf class): 156,727.35 us. No hier-leaf with one leaf.
+"$GEN" 1 1 4 >"$OUT/oneleaf.conf"
+if model oneleaf "$OUT/oneleaf.conf" --ranks-per-host 2; then
+	row='[r for r in d["tuner"]["flow"]["sizes"] if r["bytes"] == 268435456][0]'
+	expect oneleaf "$row[\"busiest\"][\"ring\"][\"link\"], round($row[\"busiest\"][\"ring\"][\"bytes\"])" \
+		"host-up 469762048" "one leaf: ring's busiest link and its bytes at 256 MiB"
+	expect oneleaf "abs($row[\"flow_us\"][\"ring\"] - 156727.35) < 0.01" "True" \
+		"one leaf: ring's flow estimate at 256 MiB (156727.35 us)"
+	expect oneleaf "$row[\"flow_us\"][\"hier-leaf\"], $row[\"ab_us\"][\"hier-leaf\"]" "None None" \
+		"one leaf: no hier-leaf"
+fi
+# Four leaves of 3 hosts (small.conf), 4 ranks each: the placement ring
+# leaves each leaf once, so a leaf's uplinks (3 hosts x 1 GB/s) carry one
+# ring edge, as much as a host's uplink: the host uplink, found first, decides.
+if [ -s "$OUT/block.json" ]; then
+	row='[r for r in d["tuner"]["flow"]["sizes"] if r["bytes"] == 268435456][0]'
+	expect block "$row[\"busiest\"][\"ring\"][\"link\"], round($row[\"busiest\"][\"ring\"][\"bytes\"])" \
+		"host-up 525686101" "block: ring's busiest link and its bytes at 256 MiB (2 x 47/48 x 256 MiB)"
+	expect block "$row[\"flow_us\"][\"hier-leaf\"] is not None" "True" "block: hier-leaf estimated"
+fi
+
+# A partly filled last leaf (3 hosts, then 1) has the uplinks of the
+# widest: 3 x 1 GB/s.
+"$GEN" 1 2 3 --max-hosts 4 >"$OUT/uneven.conf"
+if model uneven "$OUT/uneven.conf" --ranks-per-host 1; then
+	expect uneven 'round(d["tuner"]["flow"]["bandwidth_Bps"]["leaf_uplinks"])' "3000000000" \
+		"uneven leaves: a leaf's uplinks as the widest leaf's"
+fi
+
 # round-robin: rank r on host r % 12, so rank order leaves a leaf after
 # hosts 2, 5, 8 and 11 (4 of every 12 steps, 16 in all) and a spine after
 # hosts 5 and 11 (8); the placement still crosses once per leaf, per spine.
@@ -156,7 +231,9 @@ if "$TOPO" --model "$OUT/small.conf" --ranks-per-host 4 --order round-robin >"$O
 		"order: 48 (0 -> 12 -> 24 -> 36 -> 1 -> 13 -> 25 -> 37 -> ...)" \
 		"leaf crossings: 4 (plain rank order: 16)" "spine crossings: 2 (plain rank order: 8)" \
 		"host leaders: 12 (0 1 2 3 4 5 6 7 ...)" "leaf leaders: 4 (0 3 6 9)" \
-		"spine      1728 pairs: net 1728" "model steps:" "tuner init" "weft-topo"; do
+		"spine      1728 pairs: net 1728" "model steps:" "tuner init" "weft-topo" \
+		"allreduce, alpha-beta against flow (us)" "hier-leaf*" "busiest link" \
+		"* hier-leaf: estimate only"; do
 		grep -qF -- "$want" "$OUT/rr.txt" || missing="$missing [$want]"
 	done
 	[ -z "$missing" ] && ok "text summary" || fail "text summary lacks$missing"

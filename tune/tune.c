@@ -186,7 +186,9 @@ static struct weft_cost ring_worst(const struct weft_comm *comm)
  * ranks that is 10^5 steps instead of 5 x 10^9. Host leaders sit on
  * different hosts, so they are joined through a leaf when some leaf has
  * two hosts (every leaf has at least one), and across the spine when there
- * are two leaves.
+ * are two leaves. The ranks under one leaf are joined by the classes of
+ * one host and, where some leaf has two hosts, the leaf's; leaf leaders
+ * across the spine.
  */
 static weft_status_t derive_costs(struct weft_comm *comm)
 {
@@ -194,7 +196,8 @@ static weft_status_t derive_costs(struct weft_comm *comm)
 	const struct weft_topo_graph *g = &comm->graph;
 	uint64_t pairs[WEFT_LINK_CLASS_COUNT];
 	bool any[WEFT_LINK_CLASS_COUNT] = {false}, intra[WEFT_LINK_CLASS_COUNT] = {false};
-	bool leaders[WEFT_LINK_CLASS_COUNT] = {false};
+	bool leaders[WEFT_LINK_CLASS_COUNT] = {false}, leaf[WEFT_LINK_CLASS_COUNT] = {false};
+	bool leaf_leaders[WEFT_LINK_CLASS_COUNT] = {false};
 
 	if (weft_topo_class_pairs(g, pairs) != WEFT_SUCCESS)
 		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "tune: no memory");
@@ -204,9 +207,14 @@ static weft_status_t derive_costs(struct weft_comm *comm)
 	intra[WEFT_LINK_HOST] = any[WEFT_LINK_HOST];
 	leaders[WEFT_LINK_LEAF] = g->nhosts > g->nleaves;
 	leaders[WEFT_LINK_SPINE] = g->nleaves > 1;
+	memcpy(leaf, intra, sizeof(leaf));
+	leaf[WEFT_LINK_LEAF] = any[WEFT_LINK_LEAF];
+	leaf_leaders[WEFT_LINK_SPINE] = g->nleaves > 1;
 	t->links.worst = worst_of(comm, any);
 	t->links.intra_host = worst_of(comm, intra);
 	t->links.inter_host = worst_of(comm, leaders);
+	t->links.intra_leaf = worst_of(comm, leaf);
+	t->links.inter_leaf = worst_of(comm, leaf_leaders);
 	t->links.ring = ring_worst(comm);
 	return WEFT_SUCCESS;
 }
@@ -325,7 +333,7 @@ const struct weft_algo *weft_tune_choose(struct weft_comm *comm, const struct we
 
 void weft_tune_print(const struct weft_comm *comm, FILE *out)
 {
-	static const size_t sizes[] = {8, 256, 4096, 65536, 1 << 20, 16 << 20, 256 << 20};
+	const size_t *sizes = weft_tune_table_sizes;
 	for (int c = 0; c < WEFT_COLL_COUNT; c++) {
 		if (!weft_tune_table_has((enum weft_coll_kind)c))
 			continue;
@@ -335,7 +343,7 @@ void weft_tune_print(const struct weft_comm *comm, FILE *out)
 		for (const struct weft_algo *const *a = algos; *a; a++)
 			fprintf(out, " %12s", (*a)->name);
 		fprintf(out, "   (estimates, us)\n");
-		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		for (size_t i = 0; i < WEFT_TUNE_TABLE_SIZES; i++) {
 			struct weft_coll_args args = {
 			    .coll = (enum weft_coll_kind)c,
 			    .dtype = WEFT_FLOAT32,

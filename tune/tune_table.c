@@ -6,7 +6,7 @@
 #include "tune/tune.h"
 
 const size_t weft_tune_table_sizes[WEFT_TUNE_TABLE_SIZES] = {
-    8, 256, 4096, 65536, 1 << 20, 16 << 20, 256 << 20,
+    8, 256, 4096, 65536, 1 << 20, 4 << 20, 16 << 20, 256 << 20,
 };
 
 bool weft_tune_table_has(enum weft_coll_kind coll)

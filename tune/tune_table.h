@@ -12,7 +12,7 @@
 
 struct weft_comm;
 
-#define WEFT_TUNE_TABLE_SIZES 7
+#define WEFT_TUNE_TABLE_SIZES 8
 
 /* 8 B .. 256 MiB: the bytes a call moves in total (allgather, reduce_scatter
  * and alltoall: across all ranks' blocks), as weft_tune_print() shows. */

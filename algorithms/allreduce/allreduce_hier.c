@@ -42,6 +42,7 @@
 #include "algorithms/patterns/ring.h"
 #include "core/comm.h"
 #include "reduce/reduce.h"
+#include "topo/topo_flow.h"
 
 /* The schedule's phases; each has a queue of receives and one of sends. */
 enum hier_phase {
@@ -269,24 +270,64 @@ static weft_status_t hier_post(struct weft_task *task)
 	return WEFT_SUCCESS;
 }
 
-static double hier_estimate(const struct weft_comm *comm, const struct weft_links *links,
-			    const struct weft_coll_args *args)
+/* The cost of the header's formula for @p m ranks in the largest group and
+ * @p ngroups groups, chained over @p in and joined over @p among. */
+static double hier_cost(const struct weft_comm *comm, const struct weft_coll_args *args, int m,
+			int ngroups, struct weft_cost in, struct weft_cost among)
 {
 	double bytes = (double)args->count * (double)args->esize;
 	double chunk = (double)comm->chunk_bytes < bytes ? (double)comm->chunk_bytes : bytes;
 	double k = chunk > 0 ? bytes / chunk : 1;
-	int m = weft_hier_max_local(comm), nh = comm->graph.nhosts;
 	double t = 0;
-	if (m > 1) {
-		struct weft_cost c = links->intra_host;
-		t += 2.0 * (m - 2 + k) * (c.alpha + chunk * c.beta) + bytes * c.gamma;
-	}
-	if (nh > 1) {
-		struct weft_cost c = links->inter_host;
-		double seg = bytes / nh;
-		t += 2.0 * (nh - 1) * (c.alpha + seg * c.beta) + (nh - 1) * seg * c.gamma;
+	if (m > 1)
+		t += 2.0 * (m - 2 + k) * (in.alpha + chunk * in.beta) + bytes * in.gamma;
+	if (ngroups > 1) {
+		double seg = bytes / ngroups;
+		t += 2.0 * (ngroups - 1) * (among.alpha + seg * among.beta) +
+		     (ngroups - 1) * seg * among.gamma;
 	}
 	return t;
+}
+
+static double hier_estimate(const struct weft_comm *comm, const struct weft_links *links,
+			    const struct weft_coll_args *args)
+{
+	return hier_cost(comm, args, weft_hier_max_local(comm), comm->graph.nhosts,
+			 links->intra_host, links->inter_host);
+}
+
+struct hier_flow {
+	struct weft_topo_flow *flow;
+	double chain_bytes, ring_bytes;
+};
+
+/* A chain edge carries the vector up and back down; a leaders' ring edge
+ * 2 (G-1) segments of S/G. */
+static void flow_edge(void *ctx, bool chain, int from, int to)
+{
+	struct hier_flow *h = ctx;
+	if (chain) {
+		weft_topo_flow_add(h->flow, to, from, h->chain_bytes);
+		weft_topo_flow_add(h->flow, from, to, h->chain_bytes);
+	} else {
+		weft_topo_flow_add(h->flow, from, to, h->ring_bytes);
+	}
+}
+
+static void grouped_flow(const struct weft_comm *comm, const struct weft_coll_args *args,
+			 bool by_leaf, struct weft_topo_flow *flow)
+{
+	struct weft_hier_groups gr;
+	weft_hier_groups(comm, by_leaf, &gr);
+	double bytes = (double)args->count * (double)args->esize;
+	struct hier_flow h = {flow, bytes, gr.n > 1 ? 2.0 * (gr.n - 1) * bytes / gr.n : 0};
+	weft_hier_walk(comm, &gr, flow_edge, &h);
+}
+
+static void hier_flow(const struct weft_comm *comm, const struct weft_coll_args *args,
+		      struct weft_topo_flow *flow)
+{
+	grouped_flow(comm, args, false, flow);
 }
 
 const struct weft_algo weft_allreduce_hier = {
@@ -297,5 +338,47 @@ const struct weft_algo weft_allreduce_hier = {
 		   "broadcast down the chain",
     .estimate = hier_estimate,
     .supports = weft_hier_supports,
+    .flow = hier_flow,
     .task = {.post = hier_post, .progress = weft_engine_task_progress},
+};
+
+/*
+ * hier-leaf: the same three stages with the leaf as the group, what the
+ * tuner's table shows at scale (issue 13) and the runtime does not run:
+ * the chain runs through every rank under a leaf (across its hosts'
+ * NICs), the ring among the leaf leaders, so the network ring has one
+ * member per leaf instead of one per host: 2 (L-1) latency terms instead
+ * of 2 (H-1), for a chain of up to a leaf's ranks. weft_hier_layout would
+ * need the groups as a parameter to run it.
+ */
+static double hier_leaf_estimate(const struct weft_comm *comm, const struct weft_links *links,
+				 const struct weft_coll_args *args)
+{
+	struct weft_hier_groups gr;
+	weft_hier_groups(comm, true, &gr);
+	return hier_cost(comm, args, weft_hier_max_members(comm, &gr), gr.n, links->intra_leaf,
+			 links->inter_leaf);
+}
+
+static void hier_leaf_flow(const struct weft_comm *comm, const struct weft_coll_args *args,
+			   struct weft_topo_flow *flow)
+{
+	grouped_flow(comm, args, true, flow);
+}
+
+/* Several leaves, and more ranks than leaves (some chain to walk). */
+static bool hier_leaf_supports(const struct weft_comm *comm, const struct weft_coll_args *args)
+{
+	return comm->graph.nleaves > 1 && comm->nranks > comm->graph.nleaves;
+}
+
+const struct weft_algo weft_allreduce_hier_leaf = {
+    .id = WEFT_ALGO_HIER,
+    .coll = WEFT_COLL_ALLREDUCE,
+    .name = "hier-leaf",
+    .description = "estimate only (the runtime hier groups by host): hier with the leaf as the "
+		   "group, a chain through each leaf's ranks and a ring among leaf leaders",
+    .estimate = hier_leaf_estimate,
+    .supports = hier_leaf_supports,
+    .flow = hier_leaf_flow,
 };

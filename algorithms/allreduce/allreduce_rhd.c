@@ -36,6 +36,7 @@
 #include "algorithms/patterns/ring.h"
 #include "core/comm.h"
 #include "reduce/reduce.h"
+#include "topo/topo_flow.h"
 
 /* Doubling moves the whole vector k times, halving-doubling 2 (p-1)/p of
  * it in 2k messages: with alpha/beta around 10-40 KB on our links, doubling
@@ -265,6 +266,29 @@ static double rhd_estimate(const struct weft_comm *comm, const struct weft_links
 	return t;
 }
 
+/* Positions p..n-1 hand their whole vector to v - p and get the result
+ * back. Doubling: every step each position sends the whole vector to its
+ * partner. Halving then doubling: at step s each position sends its
+ * partner S / 2^(s+1) (segments are equal to within an element) on the
+ * way down and as much on the way back. */
+static void rhd_flow(const struct weft_comm *comm, const struct weft_coll_args *args,
+		     struct weft_topo_flow *flow)
+{
+	int n = comm->nranks, p = weft_rd_pow2(n), k = weft_rd_nsteps(n);
+	const int *at = comm->ring;
+	double S = (double)args->count * (double)args->esize;
+	bool small = use_doubling(comm, args->count * args->esize);
+	for (int v = p; v < n; v++) {
+		weft_topo_flow_add(flow, at[v], at[v - p], S);
+		weft_topo_flow_add(flow, at[v - p], at[v], S);
+	}
+	for (int s = 0; s < k; s++) {
+		double bytes = small ? S : 2 * S / (double)(2 << s);
+		for (int v = 0; v < p; v++)
+			weft_topo_flow_add(flow, at[v], at[weft_rd_partner(v, s)], bytes);
+	}
+}
+
 const struct weft_algo weft_allreduce_rhd = {
     .id = WEFT_ALGO_RHD,
     .coll = WEFT_COLL_ALLREDUCE,
@@ -272,5 +296,6 @@ const struct weft_algo weft_allreduce_rhd = {
     .description = "recursive doubling for small messages, recursive halving then doubling "
 		   "(Rabenseifner) for large; any rank count by folding the extra ranks",
     .estimate = rhd_estimate,
+    .flow = rhd_flow,
     .task = {.post = rhd_post, .progress = weft_engine_task_progress},
 };

@@ -25,6 +25,7 @@
 #include "algorithms/patterns/ring.h"
 #include "core/comm.h"
 #include "reduce/reduce.h"
+#include "topo/topo_flow.h"
 
 enum { Q_RECV = 0, Q_SEND };
 
@@ -147,11 +148,22 @@ static double ring_estimate(const struct weft_comm *comm, const struct weft_link
 	return 2.0 * (n - 1) * (c.alpha + seg * c.beta) + (n - 1) * seg * c.gamma;
 }
 
+/* Every ring edge carries 2(n-1) segments of S/n bytes. */
+static void ring_flow(const struct weft_comm *comm, const struct weft_coll_args *args,
+		      struct weft_topo_flow *flow)
+{
+	int n = comm->nranks;
+	double bytes = 2.0 * (n - 1) * (double)args->count * (double)args->esize / n;
+	for (int p = 0; p < n && n > 1; p++)
+		weft_topo_flow_add(flow, comm->ring[p], comm->ring[weft_ring_next(p, n)], bytes);
+}
+
 const struct weft_algo weft_allreduce_ring = {
     .id = WEFT_ALGO_RING,
     .coll = WEFT_COLL_ALLREDUCE,
     .name = "ring",
     .description = "reduce-scatter then allgather around the placement ring, chunked and pipelined",
     .estimate = ring_estimate,
+    .flow = ring_flow,
     .task = {.post = ring_post, .progress = weft_engine_task_progress},
 };

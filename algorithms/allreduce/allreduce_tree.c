@@ -30,7 +30,9 @@
 
 #include "algorithms/algo.h"
 #include "algorithms/engine/sched_tree.h"
+#include "algorithms/patterns/shape.h"
 #include "core/comm.h"
+#include "topo/topo_flow.h"
 
 _Static_assert(sizeof(struct weft_tree_task) <= WEFT_TASK_PRIV_BYTES, "task state too big");
 
@@ -70,6 +72,28 @@ static double tree_estimate(const struct weft_comm *comm, const struct weft_link
 	return (2 * d + k - 1) * (c.alpha + 4 * chunk * c.beta) + bytes * c.gamma;
 }
 
+/* Each tree's half goes up every edge and comes down it. The trees are
+ * laid over ring positions from ring[0], as tree_post places them, so a
+ * position's parent is found without the per-rank search of
+ * weft_shape_place (which would make this n^2). */
+static void tree_flow(const struct weft_comm *comm, const struct weft_coll_args *args,
+		      struct weft_topo_flow *flow)
+{
+	static const weft_shape_fn shapes[2] = {weft_shape_dbtree0, weft_shape_dbtree1};
+	int n = comm->nranks, parent, child[WEFT_TREE_MAX_CHILDREN];
+	size_t elems[2] = {(args->count + 1) / 2, args->count / 2};
+	for (int t = 0; t < 2 && n > 1; t++) {
+		double half = (double)elems[t] * (double)args->esize;
+		for (int v = 0; v < n; v++) {
+			shapes[t](n, v, &parent, child);
+			if (parent < 0)
+				continue;
+			weft_topo_flow_add(flow, comm->ring[v], comm->ring[parent], half);
+			weft_topo_flow_add(flow, comm->ring[parent], comm->ring[v], half);
+		}
+	}
+}
+
 const struct weft_algo weft_allreduce_tree = {
     .id = WEFT_ALGO_TREE,
     .coll = WEFT_COLL_ALLREDUCE,
@@ -77,5 +101,6 @@ const struct weft_algo weft_allreduce_tree = {
     .description =
 	"double binary tree (half the data each), reduce up and broadcast down, pipelined",
     .estimate = tree_estimate,
+    .flow = tree_flow,
     .task = {.post = tree_post, .progress = weft_engine_task_progress},
 };

@@ -1,6 +1,8 @@
 /* hier.c — see hier.h. */
 #include "algorithms/patterns/hier.h"
 
+#include <stdlib.h>
+
 #include "core/comm.h"
 
 static bool is_leader(const struct weft_topo_graph *g, int r)
@@ -80,6 +82,79 @@ int weft_hier_max_local(const struct weft_comm *comm)
 		if ((int)comm->cards[r].local_count > m)
 			m = (int)comm->cards[r].local_count;
 	return m;
+}
+
+void weft_hier_groups(const struct weft_comm *comm, bool by_leaf, struct weft_hier_groups *out)
+{
+	const struct weft_topo_graph *g = &comm->graph;
+	out->n = by_leaf ? g->nleaves : g->nhosts;
+	out->of = by_leaf ? g->leaf_of : g->host_of;
+	out->leader = by_leaf ? g->leaf_leader : g->host_leader;
+}
+
+int weft_hier_max_members(const struct weft_comm *comm, const struct weft_hier_groups *gr)
+{
+	int *count = calloc((size_t)gr->n, sizeof(int)), m = 1;
+	if (!count)
+		return comm->nranks;
+	for (int r = 0; r < comm->nranks; r++)
+		if (++count[gr->of[r]] > m)
+			m = count[gr->of[r]];
+	free(count);
+	return m;
+}
+
+/* The chains: a group's members in ring order, wrapping round to start at
+ * its leader (as weft_hier_layout walks them), are the edges between
+ * members that follow each other in ring order, except the one into the
+ * leader. */
+static void walk_chains(const struct weft_comm *comm, const struct weft_hier_groups *gr, int *first,
+			int *last, weft_hier_edge_fn edge, void *ctx)
+{
+	for (int k = 0; k < gr->n; k++)
+		first[k] = last[k] = -1;
+	for (int p = 0; p < comm->nranks; p++) {
+		int r = comm->ring[p], k = gr->of[r];
+		if (last[k] >= 0 && r != gr->leader[k])
+			edge(ctx, true, last[k], r);
+		if (first[k] < 0)
+			first[k] = r;
+		last[k] = r;
+	}
+	for (int k = 0; k < gr->n; k++)
+		if (first[k] >= 0 && first[k] != gr->leader[k])
+			edge(ctx, true, last[k], first[k]);
+}
+
+static int walk_leaders(const struct weft_comm *comm, const struct weft_hier_groups *gr,
+			weft_hier_edge_fn edge, void *ctx)
+{
+	int first = -1, prev = -1, count = 0;
+	for (int p = 0; p < comm->nranks; p++) {
+		int r = comm->ring[p];
+		if (gr->leader[gr->of[r]] != r)
+			continue;
+		if (prev >= 0)
+			edge(ctx, false, prev, r);
+		else
+			first = r;
+		prev = r;
+		count++;
+	}
+	if (count > 1)
+		edge(ctx, false, prev, first);
+	return count;
+}
+
+int weft_hier_walk(const struct weft_comm *comm, const struct weft_hier_groups *gr,
+		   weft_hier_edge_fn edge, void *ctx)
+{
+	int *first = malloc(2 * (size_t)gr->n * sizeof(int));
+	if (!first)
+		return -1;
+	walk_chains(comm, gr, first, first + gr->n, edge, ctx);
+	free(first);
+	return walk_leaders(comm, gr, edge, ctx);
 }
 
 bool weft_hier_pays(const struct weft_comm *comm)

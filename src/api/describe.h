@@ -40,6 +40,10 @@ weft_status_t weft_describe_transports(struct weft_comm *comm, json_t **out);
 /* "tuner" (describe_tune.c). */
 weft_status_t weft_describe_tuner(const struct weft_comm *comm, json_t *root);
 
+/* "flow" in the tuner's object @p tuner: AllReduce by alpha-beta and by
+ * flow at a few sizes (describe_flow.c). */
+weft_status_t weft_describe_flow(const struct weft_comm *comm, json_t *tuner);
+
 /* "pacer": the mode and, with a pacer on, this rank's paced connections
  * (describe_pacer.c). */
 weft_status_t weft_describe_pacer(const struct weft_comm *comm, json_t *root);

@@ -2,7 +2,8 @@
  * describe_tune.c — the self-description's "tuner": for each collective
  * with a choice, the tuner's pick at 8 B .. 256 MiB and every algorithm's
  * estimate (microseconds; null where the tuner would never pick it), the
- * table weft_tune_print() writes to the TUNE log.
+ * table weft_tune_print() writes to the TUNE log; then "flow", AllReduce's
+ * alpha-beta and flow estimates side by side (describe_flow.c).
  */
 #include "algorithms/algo.h"
 #include "api/describe.h"
@@ -55,6 +56,8 @@ weft_status_t weft_describe_tuner(const struct weft_comm *comm, json_t *root)
 		if (weft_tune_table_has((enum weft_coll_kind)c))
 			bad |=
 			    json_array_append_new(colls, coll_entry(comm, (enum weft_coll_kind)c));
-	bad |= json_object_set_new(root, "tuner", json_pack("{s:o}", "collectives", colls));
+	json_t *tuner = json_pack("{s:o}", "collectives", colls);
+	bad |= !tuner || weft_describe_flow(comm, tuner) != WEFT_SUCCESS;
+	bad |= json_object_set_new(root, "tuner", tuner);
 	return bad ? WEFT_ERR_NO_MEMORY : WEFT_SUCCESS;
 }

@@ -181,6 +181,84 @@ static void text_collective(const json_t *c, FILE *out)
 	}
 }
 
+/* A number, or "-" for null. */
+static void flow_cell(const json_t *e, FILE *out)
+{
+	if (json_is_number(e))
+		fprintf(out, " %11.1f", json_number_value(e));
+	else
+		fprintf(out, " %11s", "-");
+}
+
+/* One row of the flow table: @p what ("a-b", "flow") for every name in
+ * @p names (then @p extra), from @p row's member @p key. */
+static void flow_line(const json_t *row, const char *what, const char *choice, const char *key,
+		      const json_t *names, const json_t *extra, FILE *out)
+{
+	const json_t *est = json_object_get(row, key), *a;
+	size_t k;
+	fprintf(out, "  %-5s %-9s", what, choice);
+	json_array_foreach(names, k, a) flow_cell(json_object_get(est, json_string_value(a)), out);
+	json_array_foreach(extra, k, a)
+	    flow_cell(json_object_get(est, weft_tool_str(a, "name")), out);
+}
+
+/* Which link decides each algorithm's flow estimate. */
+static void flow_links(const json_t *row, const json_t *names, const json_t *extra, FILE *out)
+{
+	const json_t *busy = json_object_get(row, "busiest"), *a;
+	size_t k;
+	fprintf(out, "  %10s  %-15s", "", "busiest link");
+	json_array_foreach(names, k, a)
+	{
+		const json_t *l = json_object_get(busy, json_string_value(a));
+		fprintf(out, " %11s", json_is_object(l) ? weft_tool_str(l, "link") : "-");
+	}
+	json_array_foreach(extra, k, a)
+	{
+		const json_t *l = json_object_get(busy, weft_tool_str(a, "name"));
+		fprintf(out, " %11s", json_is_object(l) ? weft_tool_str(l, "link") : "-");
+	}
+	fputc('\n', out);
+}
+
+/* "tuner"."flow": AllReduce by alpha-beta and by flow, per size. */
+static void text_flow(const json_t *flow, FILE *out)
+{
+	const json_t *names = json_object_get(flow, "algorithms"), *a, *row;
+	const json_t *extra = json_object_get(flow, "estimate_only");
+	const json_t *bw = json_object_get(flow, "bandwidth_Bps");
+	size_t i, k;
+	if (!json_is_object(flow))
+		return;
+	fprintf(
+	    out,
+	    "\nallreduce, alpha-beta against flow (us). flow: the busiest fabric link's bytes / "
+	    "its bandwidth\n  (host uplink %.1f GB/s; a leaf's uplinks %.1f GB/s, %.1f per host "
+	    "of the widest leaf;\n  no core tier) + the alpha-beta latency terms, no reduction "
+	    "time. * estimate only, never chosen:\n",
+	    json_number_value(json_object_get(bw, "host_uplink")) / 1e9,
+	    json_number_value(json_object_get(bw, "leaf_uplinks")) / 1e9,
+	    json_number_value(json_object_get(bw, "leaf_uplink_per_host")) / 1e9);
+	json_array_foreach(extra, k, a)
+	    fprintf(out, "  * %s: %s\n", weft_tool_str(a, "name"), weft_tool_str(a, "description"));
+	fprintf(out, "  %10s  %-5s %-9s", "bytes", "model", "choice");
+	json_array_foreach(names, k, a) fprintf(out, " %11s", json_string_value(a));
+	json_array_foreach(extra, k, a) fprintf(out, " %10s*", weft_tool_str(a, "name"));
+	fputc('\n', out);
+	json_array_foreach(json_object_get(flow, "sizes"), i, row)
+	{
+		bool agree = json_is_true(json_object_get(row, "agree"));
+		fprintf(out, "  %10lld", weft_tool_int(row, "bytes"));
+		flow_line(row, "a-b", weft_tool_str(row, "ab_choice"), "ab_us", names, extra, out);
+		fprintf(out, "\n  %10s", "");
+		flow_line(row, "flow", weft_tool_str(row, "flow_choice"), "flow_us", names, extra,
+			  out);
+		fprintf(out, "%s\n", agree ? "" : "   <- the choices differ");
+		flow_links(row, names, extra, out);
+	}
+}
+
 /* The pacer's mode, and each of the describing rank's paced connections
  * (a model has none: its state is null). */
 static void text_pacer(const json_t *pacer, FILE *out)
@@ -215,6 +293,7 @@ void weft_tool_text_tail(const json_t *doc, FILE *out)
 	fprintf(out, "\nalgorithms (tuner's choice per message size):\n");
 	json_array_foreach(json_object_get(json_object_get(doc, "tuner"), "collectives"), i, c)
 	    text_collective(c, out);
+	text_flow(json_object_get(json_object_get(doc, "tuner"), "flow"), out);
 	text_pacer(json_object_get(doc, "pacer"), out);
 }
 

@@ -23,6 +23,8 @@
 #define _GNU_SOURCE
 #include <check.h>
 #include <dlfcn.h>
+#include <linux/tcp.h> /* tcpi_bytes_acked: glibc's <netinet/tcp.h> lacks it */
+#include <netinet/in.h>
 #include <rdma/fabric.h>
 #include <signal.h>
 #include <stdio.h>
@@ -724,6 +726,11 @@ static const struct init_error init_errors[] = {
      {"WEFT_OFI_SLOT_BYTES=100", "multiple of 64"},
      WEFT_ERR_INVALID_ARG},
     {"tcp;ofi_rxm", {"WEFT_OFI_STALL=0"}, {"WEFT_OFI_STALL=0"}, WEFT_ERR_INVALID_ARG},
+    {"tcp;ofi_rxm", {"WEFT_OFI_EPS=9"}, {"WEFT_OFI_EPS=9", "1 to 8"}, WEFT_ERR_INVALID_ARG},
+    {"tcp;ofi_rxm",
+     {"WEFT_OFI_EPS=2", "WEFT_OFI_PROTO=rma"},
+     {"WEFT_OFI_EPS=2", "tagged path"},
+     WEFT_ERR_INVALID_ARG},
 };
 #define NINIT_ERRORS ((int)(sizeof(init_errors) / sizeof(init_errors[0])))
 
@@ -765,7 +772,7 @@ START_TEST(settings_listed)
 {
 	static const char *const names[] = {
 	    "WEFT_OFI_PROVIDER",   "WEFT_OFI_PROTO", "WEFT_OFI_CHUNK", "WEFT_OFI_SLOTS",
-	    "WEFT_OFI_SLOT_BYTES", "WEFT_OFI_STALL", "WEFT_OFI_LIB"};
+	    "WEFT_OFI_SLOT_BYTES", "WEFT_OFI_STALL", "WEFT_OFI_LIB",   "WEFT_OFI_EPS"};
 	size_t n;
 	const struct weft_setting *all = weft_settings_all(&n);
 	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
@@ -774,6 +781,95 @@ START_TEST(settings_listed)
 			found |= strcmp(all[i].name, names[k]) == 0 && all[i].help[0];
 		ck_assert_msg(found, "%s is not declared", names[k]);
 	}
+}
+END_TEST
+
+/* ---- sub-flows (WEFT_OFI_EPS) ---- */
+
+/* This process's TCP sockets that sent at least @p least bytes (acked:
+ * TCP_INFO's tcpi_bytes_acked), libfabric's among them. */
+static int busy_sockets(uint64_t least)
+{
+	int n = 0;
+	for (int fd = 0; fd < 1024; fd++) {
+		struct tcp_info ti;
+		socklen_t len = sizeof(ti);
+		memset(&ti, 0, sizeof(ti));
+		if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 &&
+		    ti.tcpi_bytes_acked >= least)
+			n++;
+	}
+	return n;
+}
+
+/* An 8 MiB AllReduce on 2 ranks over WEFT_OFI_EPS=@p arg endpoints: right,
+ * described with its endpoints, and every endpoint's connection carried a
+ * share (each rank sends 8 MiB: with k endpoints, k sockets of at least
+ * 8 MiB / (4 k)), against one busy socket with 1 endpoint. */
+static int body_subflows(weft_comm_t comm, int rank, int nranks, void *arg)
+{
+	int eps = *(const int *)arg;
+	size_t count = 2u << 20, bytes = count * sizeof(float);
+	float *buf = malloc(bytes);
+	if (!buf)
+		return harness_fail("out of memory");
+	for (size_t i = 0; i < count; i++)
+		buf[i] = (float)((rank + 1) * (i % 1000));
+	weft_status_t st = weft_allreduce(buf, buf, count, WEFT_FLOAT32, WEFT_SUM, comm);
+	if (st != WEFT_SUCCESS)
+		return harness_fail_status(comm, st, "allreduce");
+	for (size_t i = 0; i < count; i++)
+		if (buf[i] != (float)(3 * (i % 1000)))
+			return harness_fail("element %zu is %g", i, buf[i]);
+	free(buf);
+	char d[256] = "";
+	struct weft_tp *tp = comm->peers[1 - rank].tp;
+	tp->ops->prop.describe(tp, 1 - rank, d, sizeof(d));
+	char want[32];
+	snprintf(want, sizeof(want), "%d endpoints", eps);
+	if (tp->ops != &weft_tp_ofi_ops || (eps > 1) != (strstr(d, want) != NULL))
+		return harness_fail("described as \"%s\"", d);
+	int busy = busy_sockets(bytes / (4 * (size_t)eps));
+	if (eps > 1 ? busy < eps : busy != 1)
+		return harness_fail("%d endpoints: %d sockets carried a share", eps, busy);
+	return weft_barrier(comm) == WEFT_SUCCESS ? 0 : harness_fail("barrier");
+}
+
+START_TEST(subflows)
+{
+	static const int eps[] = {1, 4};
+	char set[32];
+	snprintf(set, sizeof(set), "WEFT_OFI_EPS=%d", eps[_i]);
+	const char *const extra[] = {set, "WEFT_ALGO=allreduce:ring", NULL};
+	struct env_set e;
+	struct harness_job job = {.nranks = 2,
+				  .env = make_env(&e, &variants[0], extra),
+				  .body = body_subflows,
+				  .arg = (void *)&eps[_i],
+				  .timeout_s = JOB_TIMEOUT_S};
+	run_ok(&job);
+}
+END_TEST
+
+/* Ranks that disagree on WEFT_OFI_EPS fail init, naming it. */
+static int eps_differ(int rank, int nranks, const weft_unique_id_t *id, void *arg)
+{
+	return setenv("WEFT_OFI_EPS", rank ? "2" : "3", 1) != 0;
+}
+
+START_TEST(subflows_differ)
+{
+	static const struct init_error ie = {
+	    "tcp;ofi_rxm", {NULL}, {"WEFT_OFI_EPS differs", "has 2", "has 3"}, WEFT_ERR_INVALID_ARG};
+	struct env_set e;
+	struct harness_job job = {.nranks = 2,
+				  .env = make_env(&e, &variants[0], NULL),
+				  .body = body_unreached,
+				  .arg = (void *)&ie,
+				  .before_init = eps_differ,
+				  .timeout_s = JOB_TIMEOUT_S,
+				  .init_failed = expect_init_error};
+	run_ok(&job);
 }
 END_TEST
 
@@ -788,6 +884,7 @@ static Suite *ofi_suite(void)
 	tcase_add_loop_test(tc, mismatch, 0, 10);
 	tcase_add_loop_test(tc, shm_and_ofi, 0, 2);
 	tcase_add_loop_test(tc, describe_and_score, 0, 2);
+	tcase_add_loop_test(tc, subflows, 0, 2);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("failures");
@@ -796,6 +893,7 @@ static Suite *ofi_suite(void)
 	tcase_add_loop_test(tc, abort_peer, 0, 2);
 	tcase_add_loop_test(tc, idle_unless_asked, 0, 2);
 	tcase_add_loop_test(tc, init_error, 0, NINIT_ERRORS);
+	tcase_add_test(tc, subflows_differ);
 	tcase_add_test(tc, settings_listed);
 	suite_add_tcase(s, tc);
 	return s;

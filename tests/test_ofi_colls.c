@@ -2,7 +2,8 @@
  * test_ofi_colls.c — every collective with every algorithm of the
  * library's table over the libfabric transport, through the public API:
  * tcp;ofi_rxm and sockets (pinned to lo), WEFT_OFI_PROTO=tagged and rma,
- * 1 to 8 ranks.
+ * 1 to 8 ranks, and the tagged path over 3 endpoints (3 ranks) and 8 (2
+ * ranks: WEFT_OFI_EPS).
  *
  * One set of rank processes per (provider, path, nranks) runs every case
  * in turn, forcing each algorithm through the communicator's tuner between
@@ -233,14 +234,18 @@ static int matrix_body(weft_comm_t comm, int rank, int nranks, void *arg)
 struct job {
 	const char *prov, *proto;
 	int nranks;
+	int eps; /* WEFT_OFI_EPS (0: unset) */
 };
 
 static const struct job jobs_all[] = {
-    {"tcp;ofi_rxm", "tagged", 1}, {"tcp;ofi_rxm", "tagged", 2}, {"tcp;ofi_rxm", "tagged", 3},
-    {"tcp;ofi_rxm", "tagged", 5}, {"tcp;ofi_rxm", "tagged", 8}, {"tcp;ofi_rxm", "rma", 2},
-    {"tcp;ofi_rxm", "rma", 3},	  {"tcp;ofi_rxm", "rma", 5},	{"tcp;ofi_rxm", "rma", 8},
-    {"sockets", "tagged", 2},	  {"sockets", "tagged", 4},	{"sockets", "rma", 3},
-    {"sockets", "rma", 4},
+    {"tcp;ofi_rxm", "tagged", 1, 0}, {"tcp;ofi_rxm", "tagged", 2, 0},
+    {"tcp;ofi_rxm", "tagged", 3, 0}, {"tcp;ofi_rxm", "tagged", 5, 0},
+    {"tcp;ofi_rxm", "tagged", 8, 0}, {"tcp;ofi_rxm", "rma", 2, 0},
+    {"tcp;ofi_rxm", "rma", 3, 0},    {"tcp;ofi_rxm", "rma", 5, 0},
+    {"tcp;ofi_rxm", "rma", 8, 0},    {"sockets", "tagged", 2, 0},
+    {"sockets", "tagged", 4, 0},     {"sockets", "rma", 3, 0},
+    {"sockets", "rma", 4, 0},	     {"tcp;ofi_rxm", "tagged", 3, 3},
+    {"tcp;ofi_rxm", "tagged", 2, 8},
 };
 #define NJOBS ((int)(sizeof(jobs_all) / sizeof(jobs_all[0])))
 static const struct job *const jobs = jobs_all;
@@ -248,9 +253,10 @@ static const struct job *const jobs = jobs_all;
 START_TEST(matrix)
 {
 	const struct job *j = &jobs[_i];
-	char prov[64], proto[64];
+	char prov[64], proto[64], eps[32];
 	snprintf(prov, sizeof(prov), "WEFT_OFI_PROVIDER=%s", j->prov);
 	snprintf(proto, sizeof(proto), "WEFT_OFI_PROTO=%s", j->proto);
+	snprintf(eps, sizeof(eps), "WEFT_OFI_EPS=%d", j->eps ? j->eps : 1);
 	const char *const env[] = {"WEFT_TRANSPORTS=ofi",
 				   "FI_TCP_IFACE=lo",
 				   "FI_SOCKETS_IFACE=lo",
@@ -258,12 +264,15 @@ START_TEST(matrix)
 				   "WEFT_TIMEOUT=60",
 				   prov,
 				   proto,
+				   eps,
 				   NULL};
 	struct harness_result res;
 	harness_run(j->nranks, env, matrix_body, NULL, JOB_TIMEOUT_S, &res);
-	printf("ofi colls %s %s nranks %d: %.1f s\n", j->prov, j->proto, j->nranks, res.seconds);
+	printf("ofi colls %s %s nranks %d %s: %.1f s\n", j->prov, j->proto, j->nranks, eps,
+	       res.seconds);
 	fflush(stdout);
-	ck_assert_msg(res.ok, "%s %s nranks %d:\n%s", j->prov, j->proto, j->nranks, res.summary);
+	ck_assert_msg(res.ok, "%s %s nranks %d %s:\n%s", j->prov, j->proto, j->nranks, eps,
+		      res.summary);
 }
 END_TEST
 

@@ -9,6 +9,10 @@
 #   --pairs N       interleaved trials per mode (3)
 #   --size BYTES    AllReduce size (32M)
 #   --k K           sub-flows (WEFT_SOCKET_NSOCKS) when spraying (8)
+#   --transport T   socket (default) or ofi: tcp;ofi_rxm with K endpoints
+#                   per rank (WEFT_OFI_EPS, at most 8) against one; ofi
+#                   picks a message's endpoint from its tag, so it has no
+#                   adaptive mode: only the equal fabric runs
 #
 # Two fabrics, one after the other, each 2 leaves x 1 host with 2 spines
 # (fabric.sh --spines 2: routed leaves, multipath routes hashed on L4), 2
@@ -35,13 +39,14 @@ REPO=$(cd "$HERE/../.." && pwd)
 BUILD=${WEFT_BUILD:-build}
 case $BUILD in /*) ;; *) BUILD=$REPO/$BUILD ;; esac
 
-RATE=200mbit PAIRS=3 SIZE=32M K=8 OUTDIR="" PHASE=""
+RATE=200mbit PAIRS=3 SIZE=32M K=8 OUTDIR="" PHASE="" TRANSPORT=socket
 while [ $# -gt 0 ]; do
 	case $1 in
 	--rate) RATE=${2:?}; shift 2 ;;
 	--pairs) PAIRS=${2:?}; shift 2 ;;
 	--size) SIZE=${2:?}; shift 2 ;;
 	--k) K=${2:?}; shift 2 ;;
+	--transport) TRANSPORT=${2:?}; shift 2 ;;
 	--phase) PHASE=${2:?}; shift 2 ;;
 	-h | --help) sed -n '2,/^# shellcheck/{/^# shellcheck/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
 	*) OUTDIR=$1; shift ;;
@@ -50,18 +55,28 @@ done
 [ -n "$OUTDIR" ] || { echo "usage: bench_spray.sh [options] OUTDIR"; exit 1; }
 mkdir -p "$OUTDIR"
 OUTDIR=$(cd "$OUTDIR" && pwd)
-opts=(--rate "$RATE" --pairs "$PAIRS" --size "$SIZE" --k "$K")
+case $TRANSPORT in
+socket | ofi) ;;
+*) echo "error: --transport $TRANSPORT: expected socket or ofi"; exit 1 ;;
+esac
+if [ "$TRANSPORT" = ofi ] && { [ "$K" -lt 1 ] || [ "$K" -gt 8 ]; }; then
+	echo "error: --k $K: ofi takes 1 to 8 endpoints"; exit 1
+fi
+opts=(--rate "$RATE" --pairs "$PAIRS" --size "$SIZE" --k "$K" --transport "$TRANSPORT")
 
 if [ -z "$PHASE" ]; then
 	[ -x "$BUILD/allreduce_perf" ] || { echo "error: $BUILD/allreduce_perf not built"; exit 1; }
 	: >"$OUTDIR/trials.txt"
 	half=$(awk -v r="$RATE" 'BEGIN {match(r, /^[0-9.]+/); printf "%g%s", substr(r, 1, RLENGTH) / 2, substr(r, RLENGTH + 1)}')
-	echo "# bench_spray: 2 leaves x 1 host, 2 spines, $SIZE AllReduce, K=$K, $PAIRS pairs;" \
-		"equal: $RATE + $RATE, unequal: $RATE + $half" | tee "$OUTDIR/summary.txt"
+	echo "# bench_spray: 2 leaves x 1 host, 2 spines, $SIZE AllReduce, K=$K, $PAIRS pairs," \
+		"over $TRANSPORT; equal: $RATE + $RATE, unequal: $RATE + $half" | tee "$OUTDIR/summary.txt"
 	"$HERE/fabric.sh" with --leaves 2 --hosts-per-leaf 1 --spines 2 --spine-rate "$RATE" -- \
 		"$0" "${opts[@]}" --phase equal "$OUTDIR" || exit $?
-	"$HERE/fabric.sh" with --leaves 2 --hosts-per-leaf 1 --spines 2 --spine-rate "$RATE,$half" -- \
-		"$0" "${opts[@]}" --phase unequal "$OUTDIR" || exit $?
+	if [ "$TRANSPORT" = socket ]; then
+		"$HERE/fabric.sh" with --leaves 2 --hosts-per-leaf 1 --spines 2 \
+			--spine-rate "$RATE,$half" -- "$0" "${opts[@]}" --phase unequal "$OUTDIR" ||
+			exit $?
+	fi
 	python3 - "$OUTDIR/trials.txt" <<'PY' | tee -a "$OUTDIR/summary.txt"
 import statistics, sys
 rows = {}
@@ -76,8 +91,9 @@ for (fab, mode), r in rows.items():
 def ratio(a, b):
     return med[a] / med[b] if a in med and b in med and med[b] > 0 else float("nan")
 sp = [m for f, m in med if f == "equal" and m != "k1"]
-print("spray ratio %.2f, adaptive ratio %.2f" % (ratio(("equal", sp[0]), ("equal", "k1")),
-      ratio(("unequal", "adaptive"), ("unequal", "rr"))))
+adaptive = ratio(("unequal", "adaptive"), ("unequal", "rr"))
+print("spray ratio %.2f, adaptive ratio %s" % (ratio(("equal", sp[0]), ("equal", "k1")),
+      "n/a" if adaptive != adaptive else "%.2f" % adaptive))
 PY
 	exit 0
 fi
@@ -86,7 +102,9 @@ fi
 # shellcheck source=tests/fabric/lib.sh
 . "$HERE/lib.sh"
 fabric_ranks interleaved
-if [ "$PHASE" = equal ]; then
+if [ "$PHASE" = equal ] && [ "$TRANSPORT" = ofi ]; then
+	modes=(k1 rr)
+elif [ "$PHASE" = equal ]; then
 	modes=(k1 adaptive)
 else
 	modes=(rr adaptive)
@@ -96,13 +114,16 @@ port=29700
 uplinks() { "$FABRIC_SH" spines | awk '{print $1, $2, $4}'; }
 for ((p = 1; p <= PAIRS; p++)); do
 	for m in "${modes[@]}"; do
-		case $m in
-		k1) env=(WEFT_SOCKET_NSOCKS=1) ;;
-		rr) env=(WEFT_SOCKET_NSOCKS="$K" WEFT_SPRAY=rr) ;;
-		adaptive) env=(WEFT_SOCKET_NSOCKS="$K" WEFT_SPRAY=adaptive) ;;
+		case $TRANSPORT/$m in
+		socket/k1) env=(WEFT_TRANSPORTS=socket WEFT_SOCKET_NSOCKS=1) ;;
+		socket/rr) env=(WEFT_TRANSPORTS=socket WEFT_SOCKET_NSOCKS="$K" WEFT_SPRAY=rr) ;;
+		socket/adaptive)
+			env=(WEFT_TRANSPORTS=socket WEFT_SOCKET_NSOCKS="$K" WEFT_SPRAY=adaptive) ;;
+		ofi/k1) env=(WEFT_TRANSPORTS=ofi "WEFT_OFI_PROVIDER=tcp;ofi_rxm" WEFT_OFI_EPS=1) ;;
+		ofi/*) env=(WEFT_TRANSPORTS=ofi "WEFT_OFI_PROVIDER=tcp;ofi_rxm" WEFT_OFI_EPS="$K") ;;
 		esac
 		before=$(uplinks)
-		fabric_run_job "$OUTDIR" "$PHASE-$m.$p" "$port" WEFT_TRANSPORTS=socket "${env[@]}" -- \
+		fabric_run_job "$OUTDIR" "$PHASE-$m.$p" "$port" "${env[@]}" -- \
 			"$BUILD/allreduce_perf" -b "$SIZE" -e "$SIZE" -n 3 -w 1 >/dev/null || exit 1
 		port=$((port + 1))
 		out=$OUTDIR/$PHASE-$m.$p.0.out

@@ -45,6 +45,7 @@ static struct ofi_tp *to_tp(struct weft_tp *base)
 static weft_status_t read_settings(struct ofi_tp *tp)
 {
 	const struct weft_tp_env *env = tp->base.env;
+	tp->neps = 1;
 	const char *proto = weft_setting_str("WEFT_OFI_PROTO");
 	if (strcmp(proto, "tagged") == 0)
 		tp->proto = OFI_PROTO_TAGGED;
@@ -62,6 +63,14 @@ static weft_status_t read_settings(struct ofi_tp *tp)
 		return weft_ofi_bad_setting(env, "WEFT_OFI_STALL",
 					    "seconds, more than 0 and at most 60");
 	tp->stall_s = stall;
+	long eps = 1;
+	if (!weft_setting_long("WEFT_OFI_EPS", &eps) || eps < 1 || eps > OFI_EPS_MAX)
+		return weft_ofi_bad_setting(env, "WEFT_OFI_EPS", "endpoints from 1 to 8");
+	if (eps > 1 && tp->proto == OFI_PROTO_RMA)
+		return weft_ofi_bad_setting(env, "WEFT_OFI_EPS",
+					    "1 with WEFT_OFI_PROTO=rma (sub-flows are the "
+					    "tagged path's)");
+	tp->neps = (unsigned)eps;
 	return WEFT_SUCCESS;
 }
 
@@ -114,13 +123,50 @@ static weft_status_t open_endpoint(struct ofi_tp *tp)
 	struct fi_av_attr av_attr = {.type = FI_AV_TABLE, .count = (size_t)tp->base.env->nranks};
 	if ((ret = fi_av_open(tp->domain, &av_attr, &tp->av, NULL)))
 		return weft_ofi_fail(tp, ret, "fi_av_open");
-	if ((ret = fi_endpoint(tp->domain, i, &tp->ep, NULL)))
-		return weft_ofi_fail(tp, ret, "fi_endpoint");
-	if ((ret = fi_ep_bind(tp->ep, &tp->cq->fid, FI_TRANSMIT | FI_RECV)) ||
-	    (ret = fi_ep_bind(tp->ep, &tp->av->fid, 0)))
-		return weft_ofi_fail(tp, ret, "fi_ep_bind");
-	if ((ret = fi_enable(tp->ep)))
-		return weft_ofi_fail(tp, ret, "fi_enable");
+	if (tp->neps > 1 && (i->domain_attr->mr_mode & FI_MR_ENDPOINT))
+		return weft_tp_fail(tp->base.env, WEFT_ERR_NOT_SUPPORTED,
+				    "ofi: %s binds registrations to one endpoint: WEFT_OFI_EPS=%u "
+				    "needs a provider without FI_MR_ENDPOINT",
+				    i->fabric_attr->prov_name, tp->neps);
+	for (unsigned e = 0; e < tp->neps; e++) {
+		struct fid_ep *ep;
+		if ((ret = fi_endpoint(tp->domain, i, &ep, NULL)))
+			return weft_ofi_fail(tp, ret, "fi_endpoint %u of %u", e + 1, tp->neps);
+		tp->eps[e] = ep;
+		if ((ret = fi_ep_bind(ep, &tp->cq->fid, FI_TRANSMIT | FI_RECV)) ||
+		    (ret = fi_ep_bind(ep, &tp->av->fid, 0)))
+			return weft_ofi_fail(tp, ret, "fi_ep_bind");
+		if ((ret = fi_enable(ep)))
+			return weft_ofi_fail(tp, ret, "fi_enable");
+	}
+	tp->ep = tp->eps[0];
+	return WEFT_SUCCESS;
+}
+
+/* Every endpoint's name, one after the other, all of one length. */
+static weft_status_t card_names(struct ofi_tp *tp, struct ofi_card *card)
+{
+	size_t off = 0;
+	for (unsigned e = 0; e < tp->neps; e++) {
+		size_t len = sizeof(card->name) - off;
+		int ret = fi_getname(&tp->eps[e]->fid, card->name + off, &len);
+		if (ret == -FI_ETOOSMALL)
+			return weft_tp_fail(tp->base.env, WEFT_ERR_NOT_SUPPORTED,
+					    "ofi: %u endpoint names of %s do not fit a card's %zu "
+					    "bytes (set WEFT_OFI_EPS lower)",
+					    tp->neps, tp->info->fabric_attr->prov_name,
+					    sizeof(card->name));
+		if (!ret && e > 0 && len != card->namelen)
+			return weft_tp_fail(tp->base.env, WEFT_ERR_NOT_SUPPORTED,
+					    "ofi: %s gave endpoint names of %zu and %u bytes "
+					    "(WEFT_OFI_EPS needs them alike)",
+					    tp->info->fabric_attr->prov_name, len, card->namelen);
+		if (ret)
+			return weft_ofi_fail(tp, ret, "fi_getname");
+		card->namelen = (uint32_t)len;
+		off += len;
+	}
+	card->neps = tp->neps;
 	return WEFT_SUCCESS;
 }
 
@@ -150,11 +196,9 @@ static weft_status_t setup_local(struct ofi_tp *tp, struct ofi_card *card)
 	if (st != WEFT_SUCCESS)
 		return st;
 	weft_live_open(&tp->live, tp->base.env, &card->live);
-	size_t len = sizeof(card->name);
-	int ret = fi_getname(&tp->ep->fid, card->name, &len);
-	if (ret)
-		return weft_ofi_fail(tp, ret, "fi_getname");
-	card->namelen = (uint32_t)len;
+	st = card_names(tp, card);
+	if (st != WEFT_SUCCESS)
+		return st;
 	snprintf(card->prov, sizeof(card->prov), "%s", tp->info->fabric_attr->prov_name);
 	if (tp->proto == OFI_PROTO_RMA)
 		weft_rma_card(&tp->rma, &card->rma);
@@ -212,18 +256,27 @@ static weft_status_t join_peers(struct ofi_tp *tp, bool asked)
 					    "runs %s, rank %d %s)",
 					    env->rank, tp->proto ? "rma" : "tagged", r,
 					    c->proto ? "rma" : "tagged");
+		if (usable_peer(tp, r) && c->neps != tp->neps)
+			return weft_tp_fail(env, WEFT_ERR_INVALID_ARG,
+					    "ofi: WEFT_OFI_EPS differs between ranks (rank %d has "
+					    "%u endpoints, rank %d has %u)",
+					    env->rank, tp->neps, r, c->neps);
 	}
 	for (int r = 0; r < env->nranks; r++) {
-		tp->addrs[r] = FI_ADDR_NOTAVAIL;
-		if (!usable_peer(tp, r))
-			continue;
-		/* FI_AV_TABLE hands out indices in insertion order: rank r is
-		 * index r only if every rank is inserted, so insert one at a
-		 * time and keep what comes back. */
-		int ret = fi_av_insert(tp->av, tp->cards[r].name, 1, &tp->addrs[r], 0, NULL);
-		if (ret != 1)
-			return weft_ofi_fail(tp, ret < 0 ? ret : -FI_EADDRNOTAVAIL,
-					     "fi_av_insert of rank %d", r);
+		fi_addr_t *at = &tp->addrs[(size_t)r * tp->neps];
+		for (unsigned e = 0; e < tp->neps; e++)
+			at[e] = FI_ADDR_NOTAVAIL;
+		/* FI_AV_TABLE hands out indices in insertion order: insert one
+		 * name at a time and keep what comes back. */
+		for (unsigned e = 0; usable_peer(tp, r) && e < tp->neps; e++) {
+			const struct ofi_card *c = &tp->cards[r];
+			int ret = fi_av_insert(tp->av, c->name + (size_t)e * c->namelen, 1, &at[e],
+					       0, NULL);
+			if (ret != 1)
+				return weft_ofi_fail(tp, ret < 0 ? ret : -FI_EADDRNOTAVAIL,
+						     "fi_av_insert of rank %d's endpoint %u", r,
+						     e);
+		}
 	}
 	return WEFT_SUCCESS;
 }
@@ -287,11 +340,11 @@ static weft_status_t ofi_init(const struct weft_tp_env *env, struct weft_tp **ou
 	tp->base.env = env;
 	tp->live.listen_fd = -1;
 	tp->cards = cards;
-	tp->conns = calloc((size_t)env->nranks, sizeof(*tp->conns));
-	tp->addrs = calloc((size_t)env->nranks, sizeof(*tp->addrs));
 	bool asked = weft_ofi_requested();
 	struct ofi_card *card = &cards[env->rank];
 	weft_status_t st = read_settings(tp);
+	tp->conns = calloc((size_t)env->nranks, sizeof(*tp->conns));
+	tp->addrs = calloc((size_t)env->nranks * (tp->neps ? tp->neps : 1), sizeof(*tp->addrs));
 	if (st == WEFT_SUCCESS && (!tp->conns || !tp->addrs))
 		st = weft_tp_fail(env, WEFT_ERR_NO_MEMORY, "ofi: no memory");
 	if (st == WEFT_SUCCESS)
@@ -322,8 +375,8 @@ static void close_fid(struct ofi_tp *tp, struct fid *fid, const char *what)
 
 static void close_endpoint(struct ofi_tp *tp)
 {
-	if (tp->ep && !tp->ep_closed)
-		close_fid(tp, &tp->ep->fid, "endpoint");
+	for (unsigned e = 0; !tp->ep_closed && e < OFI_EPS_MAX; e++)
+		close_fid(tp, tp->eps[e] ? &tp->eps[e]->fid : NULL, "endpoint");
 	tp->ep_closed = true;
 }
 
@@ -342,7 +395,7 @@ static void cancel_posted(struct ofi_tp *tp)
 		for (struct weft_tp_req *q = tp->conns[r].reqs.head; q; q = q->next) {
 			struct ofi_req *o = weft_container_of(q, struct ofi_req, base);
 			if (o->posted)
-				fi_cancel(ep, &o->ctx);
+				fi_cancel(&tp->eps[o->flow]->fid, &o->ctx);
 		}
 	for (size_t i = 0; tp->imm_ctx && i < tp->nimm_ctx; i++)
 		fi_cancel(ep, &tp->imm_ctx[i]);
@@ -447,7 +500,8 @@ static weft_status_t ofi_connect(struct weft_tp *base, int peer, struct weft_con
 		c->base.tp = base;
 		c->base.peer = peer;
 		c->tp = tp;
-		c->addr = tp->addrs[peer];
+		c->addrs = &tp->addrs[(size_t)peer * tp->neps];
+		c->addr = c->addrs[0];
 		/* The provider connects on the first message (rxm does); nothing
 		 * here waits. */
 		if (tp->proto == OFI_PROTO_RMA) {
@@ -519,6 +573,9 @@ static void ofi_describe(struct weft_tp *base, int peer, char *buf, size_t len)
 	struct ofi_tp *tp = to_tp(base);
 	if (tp->idle)
 		snprintf(buf, len, "ofi(idle: %s)", tp->idle);
+	else if (tp->neps > 1)
+		snprintf(buf, len, "ofi(%s, %u endpoints)", tp->info->fabric_attr->prov_name,
+			 tp->neps);
 	else
 		snprintf(buf, len, "ofi(%s)", tp->info->fabric_attr->prov_name);
 }
@@ -531,6 +588,9 @@ static const struct weft_setting ofi_settings[] = {
      "ofi path: 'tagged' (fi_tsend/fi_trecv) or 'rma' (writes with immediate data into "
      "landing slots and receiver-registered buffers: the protocol verbs runs)"},
     {"WEFT_OFI_CHUNK", "512K", "bytes per pipelined chunk over libfabric"},
+    {"WEFT_OFI_EPS", "1",
+     "tagged path: endpoints per rank (1-8), sub-flows a message's tag picks; over a "
+     "connection-based provider each has its own connections, and ECMP its own path"},
     {"WEFT_OFI_SLOTS", NULL,
      "rma: landing slots per peer, a power of two (default 16, fewer "
      "for large jobs)"},

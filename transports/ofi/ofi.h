@@ -5,10 +5,17 @@
  * ofi_rma.c (the rma path: the primitives under transports/common/rma_proto.h).
  * Not included outside transports/ofi/.
  *
- * One fabric, domain, endpoint (FI_EP_RDM), completion queue and address
- * vector per communicator. Endpoint names travel in the card every rank
- * allgathers at init, with the RMA region's key; fi_av_insert puts rank r
- * at index r. Progress is manual: only weft's progress calls move data.
+ * One fabric, domain, completion queue and address vector per
+ * communicator, and one endpoint (FI_EP_RDM) or, on the tagged path,
+ * WEFT_OFI_EPS of them: sub-flows. Every endpoint of a rank talks to the
+ * same-numbered endpoint of each peer, and a message takes the one its tag
+ * picks (on both sides alike, so the receive is posted where the message
+ * lands); a connection-based provider (tcp;ofi_rxm) opens a connection
+ * per endpoint pair, with its own source port, so ECMP hashes the
+ * sub-flows onto different paths. Endpoint names travel in the card every
+ * rank allgathers at init, with the RMA region's key; the address vector
+ * holds every peer's endpoints. Progress is manual: only weft's progress
+ * calls move data.
  *
  * Two paths, one per communicator (WEFT_OFI_PROTO, the same on every rank):
  *  - tagged: fi_tsend / fi_trecv, directed receives (FI_DIRECTED_RECV),
@@ -44,7 +51,8 @@
 #include "transports/ofi/ofi_ops.h"
 #include "transports/transport.h"
 
-#define OFI_NAME_MAX   128 /* endpoint name bytes in a card */
+#define OFI_NAME_MAX   256 /* endpoint name bytes in a card: every endpoint's, end to end */
+#define OFI_EPS_MAX    8   /* endpoints per rank (WEFT_OFI_EPS) */
 #define OFI_PROV_MAX   32
 #define OFI_CARD_MAGIC 0x57454654304f4649ull /* "WEFT0OFI" */
 #define OFI_API	       FI_VERSION(1, 17)
@@ -73,8 +81,8 @@ struct ofi_card {
 	uint32_t proto;
 	uint64_t chunk;
 	char prov[OFI_PROV_MAX];
-	uint32_t namelen;
-	uint32_t reserved;
+	uint32_t namelen; /* of one endpoint's name */
+	uint32_t neps;	  /* endpoints, their names one after the other in name */
 	unsigned char name[OFI_NAME_MAX];
 	struct weft_rma_card rma;
 	struct weft_live_card live;
@@ -93,6 +101,7 @@ struct ofi_req {
 	struct weft_tp_req base;
 	struct fi_context2 ctx; /* what the provider gets: FI_CONTEXT, FI_CONTEXT2 */
 	enum ofi_op op;
+	unsigned flow; /* the endpoint it is posted on */
 	struct ofi_conn *conn;
 	struct weft_mr_entry *mr;
 	void *bounce; /* an in-place reducing receive lands here */
@@ -104,7 +113,8 @@ struct ofi_tp;
 struct ofi_conn {
 	struct weft_conn base;
 	struct ofi_tp *tp;
-	fi_addr_t addr;
+	fi_addr_t addr;		  /* the peer's first endpoint (probes, rma) */
+	const fi_addr_t *addrs;	  /* all its endpoints: tp->addrs + peer * tp->neps */
 	bool broken;
 	weft_status_t fail_status;
 	/* tagged */
@@ -133,14 +143,16 @@ struct ofi_tp {
 	struct fi_info *info;
 	struct fid_fabric *fabric;
 	struct fid_domain *domain;
-	struct fid_ep *ep;
+	struct fid_ep *ep; /* eps[0] */
+	struct fid_ep *eps[OFI_EPS_MAX];
+	unsigned neps; /* WEFT_OFI_EPS: 1 on the rma path */
 	struct fid_cq *cq;
 	struct fid_av *av;
 	bool ep_closed;
 	bool hardware;	   /* a provider with a NIC behind it: outranks the socket transport */
 	bool rank_in_data; /* the writer's rank rides in the CQ data's upper half */
 	uint64_t next_key; /* requested keys (no FI_MR_PROV_KEY) */
-	fi_addr_t *addrs;  /* nranks */
+	fi_addr_t *addrs;  /* nranks x neps: rank r's endpoint i at r * neps + i */
 	struct ofi_card *cards;
 	struct ofi_conn *conns; /* nranks */
 	size_t chunk;

@@ -67,12 +67,35 @@ static uint64_t ofi_tag(const struct ofi_tp *tp, uint64_t wtag)
 	return tp->comm_bits | word_bits(tp, (uint32_t)(wtag >> 32)) << 32 | (wtag & 0xffffffffull);
 }
 
+/* Which endpoint a message takes: from the bits of its ofi tag that a
+ * receive matches (not a collective's signature, so that a mismatched
+ * call still lands where the receive waits and is reported at once), the
+ * same on both sides: a hash, so an operation's chunks spread over every
+ * endpoint whatever the stride of their steps. */
+static unsigned flow_of(const struct ofi_tp *tp, uint64_t wtag);
+
 /* What a receive leaves out of the match: a collective's signature. */
 static uint64_t ofi_ignore(const struct ofi_tp *tp, uint64_t wtag)
 {
 	if ((uint32_t)(wtag >> 32) & WEFT_TAG_P2P)
 		return 0;
 	return (uint64_t)(WEFT_TAG_SIGNATURE >> (32 - tp->tag_seq_bits)) << 32;
+}
+
+static unsigned flow_of(const struct ofi_tp *tp, uint64_t wtag)
+{
+	if (tp->neps < 2)
+		return 0;
+	/* A mix of every bit (MurmurHash3's finaliser): a rank's steps to one
+	 * peer are often every other one (a ring of two sends the even, its
+	 * peer the odd), which step % neps would put on half the endpoints. */
+	uint64_t x = ofi_tag(tp, wtag) & ~ofi_ignore(tp, wtag);
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return (unsigned)(x % tp->neps);
 }
 
 static bool word_in_data(const struct ofi_tp *tp)
@@ -226,7 +249,7 @@ void weft_ofi_tagged_fail_conn(struct ofi_conn *c, weft_status_t status)
 		if (!r->base.msg)
 			continue;
 		if (r->op == OFI_OP_RECV && !tp->ep_closed)
-			fi_cancel(&tp->ep->fid, &r->ctx);
+			fi_cancel(&tp->eps[r->flow]->fid, &r->ctx);
 		finish(r, c->fail_status, false);
 	}
 }
@@ -271,12 +294,13 @@ static int post(struct ofi_req *r)
 			return -FI_ENOMEM;
 	}
 	void *desc = r->mr ? r->mr->reg.desc : NULL;
+	struct fid_ep *ep = tp->eps[r->flow];
+	fi_addr_t addr = c->addrs[r->flow];
 	if (r->op == OFI_OP_RECV)
-		return (int)fi_trecv(tp->ep, buf, m->len, desc, c->addr, tag,
-				     ofi_ignore(tp, m->tag), &r->ctx);
+		return (int)fi_trecv(ep, buf, m->len, desc, addr, tag, ofi_ignore(tp, m->tag),
+				     &r->ctx);
 	return weft_ofi_retry_connect(
-	    c,
-	    (int)fi_tsenddata(tp->ep, buf, m->len, desc, send_data(tp, m), c->addr, tag, &r->ctx));
+	    c, (int)fi_tsenddata(ep, buf, m->len, desc, send_data(tp, m), addr, tag, &r->ctx));
 }
 
 static weft_status_t post_failed(struct ofi_req *r, int ret)
@@ -322,6 +346,7 @@ static struct ofi_req *new_req(struct ofi_conn *c, struct weft_msg *m, enum ofi_
 	}
 	r->base.msg = m;
 	r->op = op;
+	r->flow = flow_of(c->tp, m->tag);
 	r->conn = c;
 	c->nmsgs++;
 	if (!c->on_work) { /* the watchdog watches it from now on */

@@ -204,8 +204,8 @@ static bool tcp_scan(bool (*fn)(const struct tcp_entry *e, void *arg), void *arg
 		while (f && !stop && fgets(line, sizeof(line), f)) {
 			char local[64], remote[64];
 			struct tcp_entry e;
-			if (sscanf(line, " %*d: %63s %63s %x %*s %*s %*s %*d %*d %lu", local, remote,
-				   &e.state, &e.inode) != 4)
+			if (sscanf(line, " %*d: %63s %63s %x %*s %*s %*s %*d %*d %lu", local,
+				   remote, &e.state, &e.inode) != 4)
 				continue;
 			char *lp = strchr(local, ':'), *rp = strchr(remote, ':');
 			e.local_port = lp ? strtoul(lp + 1, NULL, 16) : 0;
@@ -234,7 +234,8 @@ static bool own_socket(unsigned long inode)
 		char path[64], target[64];
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 		ssize_t len = open[fd] ? readlink(path, target, sizeof(target) - 1) : -1;
-		if (len > 0 && (size_t)len == strlen(want) && memcmp(target, want, (size_t)len) == 0)
+		if (len > 0 && (size_t)len == strlen(want) &&
+		    memcmp(target, want, (size_t)len) == 0)
 			return true;
 	}
 	return false;
@@ -455,8 +456,8 @@ static void run_trial(int t, bool full, struct tally tally[NTRANSPORTS][FAULT_KI
 	ty->provider_leaks += provider > 0;
 	printf("trial %3d: %s, rank %d %s after %3d ms: survivors failed within %.2f s%s%s%s\n", t,
 	       transport_names[tp], plan.victim, fault_names[fault], plan.delay_ms, worst,
-	       left ? ", /dev/shm entries left" : "",
-	       fds || provider ? ", descriptors left: " : "", fd_note);
+	       left ? ", /dev/shm entries left" : "", fds || provider ? ", descriptors left: " : "",
+	       fd_note);
 	fflush(stdout);
 	ck_assert_msg(worst <= bound, "trial %d: a survivor took %.2f s (bound %.1f s)", t, worst,
 		      bound);
@@ -488,8 +489,10 @@ END_TEST
 int main(void)
 {
 	if (ntransports() == 0) {
-		fprintf(stderr, "test_faults: WEFT_FAULT_ONLY=%s names no transport (shm, socket, "
-				"ofi)\n", getenv("WEFT_FAULT_ONLY"));
+		fprintf(stderr,
+			"test_faults: WEFT_FAULT_ONLY=%s names no transport (shm, socket, "
+			"ofi)\n",
+			getenv("WEFT_FAULT_ONLY"));
 		return EXIT_FAILURE;
 	}
 	const char *kind = getenv("WEFT_FAULT_KIND");

@@ -859,8 +859,10 @@ static int eps_differ(int rank, int nranks, const weft_unique_id_t *id, void *ar
 
 START_TEST(subflows_differ)
 {
-	static const struct init_error ie = {
-	    "tcp;ofi_rxm", {NULL}, {"WEFT_OFI_EPS differs", "has 2", "has 3"}, WEFT_ERR_INVALID_ARG};
+	static const struct init_error ie = {"tcp;ofi_rxm",
+					     {NULL},
+					     {"WEFT_OFI_EPS differs", "has 2", "has 3"},
+					     WEFT_ERR_INVALID_ARG};
 	struct env_set e;
 	struct harness_job job = {.nranks = 2,
 				  .env = make_env(&e, &variants[0], NULL),

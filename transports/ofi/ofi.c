@@ -274,8 +274,7 @@ static weft_status_t join_peers(struct ofi_tp *tp, bool asked)
 					       0, NULL);
 			if (ret != 1)
 				return weft_ofi_fail(tp, ret < 0 ? ret : -FI_EADDRNOTAVAIL,
-						     "fi_av_insert of rank %d's endpoint %u", r,
-						     e);
+						     "fi_av_insert of rank %d's endpoint %u", r, e);
 		}
 	}
 	return WEFT_SUCCESS;

@@ -113,8 +113,8 @@ struct ofi_tp;
 struct ofi_conn {
 	struct weft_conn base;
 	struct ofi_tp *tp;
-	fi_addr_t addr;		  /* the peer's first endpoint (probes, rma) */
-	const fi_addr_t *addrs;	  /* all its endpoints: tp->addrs + peer * tp->neps */
+	fi_addr_t addr;		/* the peer's first endpoint (probes, rma) */
+	const fi_addr_t *addrs; /* all its endpoints: tp->addrs + peer * tp->neps */
 	bool broken;
 	weft_status_t fail_status;
 	/* tagged */

@@ -45,25 +45,46 @@ static bool started(const struct weft_local_job *job, int r)
 	return r == 0 || r >= 64 || !(job->skip & (1ull << r));
 }
 
+/* Bind a loopback TCP socket to @p port (0: any) and return it, its port
+ * in *got; -1 if the port is taken. */
+static int bind_loopback(int port, int *got)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+				 .sin_port = htons((uint16_t)port)};
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+			getsockname(fd, (struct sockaddr *)&sa, &len) != 0)) {
+		close(fd);
+		fd = -1;
+	}
+	*got = fd >= 0 ? ntohs(sa.sin_port) : 0;
+	return fd;
+}
+
 /* WEFT_ROOT on a loopback port that was free a moment ago (the root binds
- * it with SO_REUSEADDR), and a fresh secret. */
+ * it with SO_REUSEADDR) and whose next port was free too: a program that
+ * runs torch under weft-run may put its c10d store there
+ * (examples/ddp_train.py); and a fresh secret. */
 static weft_status_t env_mode_setup(struct weft_local_job *job, char *why, size_t why_len)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(sa);
 	uint64_t secret;
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	if (fd < 0)
-		return fail(why, why_len, "socket: %s", strerror(errno));
-	int rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
-	if (rc == 0)
-		rc = getsockname(fd, (struct sockaddr *)&sa, &len);
-	close(fd);
-	if (rc != 0)
-		return fail(why, why_len, "finding a free port: %s", strerror(errno));
+	int port = 0;
+	for (int tries = 0; tries < 32; tries++) {
+		int next, fd = bind_loopback(0, &port);
+		if (fd < 0)
+			return fail(why, why_len, "finding a free port: %s", strerror(errno));
+		int fd2 = port < 65535 ? bind_loopback(port + 1, &next) : -1;
+		close(fd);
+		if (fd2 >= 0) {
+			close(fd2);
+			break;
+		}
+	}
 	if (getrandom(&secret, sizeof(secret), 0) != (ssize_t)sizeof(secret))
 		return fail(why, why_len, "getrandom: %s", strerror(errno));
-	snprintf(job->root, sizeof(job->root), "127.0.0.1:%d", ntohs(sa.sin_port));
+	snprintf(job->root, sizeof(job->root), "127.0.0.1:%d", port);
 	snprintf(job->secret, sizeof(job->secret), "%016llx", (unsigned long long)secret);
 	return WEFT_SUCCESS;
 }

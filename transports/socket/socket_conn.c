@@ -460,6 +460,10 @@ static bool pending_route(struct weft_sock_comm *sc, struct weft_sock_pending *p
 	weft_tp_socket_fill_hello(sc, &s->hello_buf, h->index);
 	s->hello_done = 0;
 	s->phase = WEFT_SOCK_HELLO_OUT;
+	/* Lazily this rank may have nothing for the peer yet: progress sends
+	 * the reply, so the connector is not kept waiting for our first message. */
+	if (env->connect_lazy)
+		weft_tp_socket_list_connecting(sc, c);
 	return true;
 }
 

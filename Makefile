@@ -204,8 +204,8 @@ $(filter $(BUILD)/tests/test_verbs%,$(TEST_PROGS)): $(FAKE_IBV)
 # and connections made on each peer's first message (WEFT_CONNECT=lazy) for
 # every collective over shm and TCP at 1 to 8 ranks (test_colls and
 # test_colls_v run both transports and every forced algorithm;
-# test_allreduce and test_allgather their TCP matrix), with and without a
-# progress thread.
+# test_allreduce and test_allgather their TCP matrix; test_ofi_colls
+# libfabric's), with and without a progress thread.
 RERUNS := $(foreach t,test_colls test_colls_v test_allreduce test_allgather test_algos_a \
 	test_algos_b test_algos_hier test_verbs_colls,WEFT_GATE=one:$(t)) \
 	$(foreach t,test_nonblocking test_colls test_colls_v test_split_group test_verbs_colls, \
@@ -218,7 +218,7 @@ RERUNS := $(foreach t,test_colls test_colls_v test_allreduce test_allgather test
 	WEFT_CONNECT=lazy:test_colls WEFT_CONNECT=lazy:test_colls_v \
 	WEFT_CONNECT=lazy+CK_RUN_CASE=socket:test_allreduce \
 	WEFT_CONNECT=lazy+CK_RUN_CASE=socket:test_allgather \
-	WEFT_CONNECT=lazy+WEFT_PROGRESS_THREAD=1:test_nonblocking
+	WEFT_CONNECT=lazy+WEFT_PROGRESS_THREAD=1:test_nonblocking WEFT_CONNECT=lazy:test_ofi_colls
 
 # Inside a Slurm step the tests would learn leaves from the step's own
 # topology: they build their own (test_topo_sources, tests/fabric/).

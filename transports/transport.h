@@ -304,6 +304,11 @@ struct weft_tp {
 	const struct weft_tp_ops *ops;
 	const struct weft_tp_env *env;
 	size_t chunk_bytes; /* pipelining chunk this transport moves best */
+	/* Its connections must exist before a peer's first message arrives
+	 * (ofi's RMA protocol posts the receives for a peer's writes when it
+	 * connects), so the communicator connects its peers at init even when
+	 * connecting lazily. Set by init. */
+	bool connect_at_init;
 };
 
 struct weft_conn {

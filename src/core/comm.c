@@ -314,19 +314,16 @@ const char *weft_comm_connect_mode_name(const struct weft_comm *comm)
 	return comm->connect_mode == WEFT_CONNECT_LAZY ? "lazy" : "eager";
 }
 
-/* Eager: every peer now, within one timeout; then the transports close
- * what only connecting needed (the socket listener). Lazy: none here
- * (core/p2p.h connects on the first message), and the listeners stay
- * open for the peers still to come. */
-static weft_status_t connect_peers(struct weft_comm *comm)
+/* Every peer (@p all) or those whose transport must connect at init,
+ * within one timeout. */
+static weft_status_t connect_all(struct weft_comm *comm, bool all)
 {
-	if (comm->connect_mode == WEFT_CONNECT_LAZY)
-		return weft_stats_open(comm);
 	double deadline = weft_now() + comm->timeout_s;
 	for (;;) {
 		int pending = 0, first_pending = -1;
 		for (int p = 0; p < comm->nranks; p++) {
-			if (p == comm->rank || comm->peers[p].conn)
+			struct weft_peer *peer = &comm->peers[p];
+			if (p == comm->rank || peer->conn || (!all && !peer->tp->connect_at_init))
 				continue;
 			weft_status_t st = weft_p2p_connect(comm, p);
 			if (st == WEFT_INPROGRESS) {
@@ -337,12 +334,8 @@ static weft_status_t connect_peers(struct weft_comm *comm)
 				return st;
 			}
 		}
-		if (!pending) {
-			for (size_t i = 0; i < comm->ntps; i++)
-				if (comm->tps[i])
-					comm->tps[i]->ops->conn.connected(comm->tps[i]);
-			return weft_stats_open(comm);
-		}
+		if (!pending)
+			return WEFT_SUCCESS;
 		if (weft_now() > deadline)
 			return weft_comm_fail(
 			    comm, WEFT_ERR_TIMEOUT,
@@ -353,6 +346,23 @@ static weft_status_t connect_peers(struct weft_comm *comm)
 			    comm->peers[first_pending].tp->ops->name);
 		usleep(50);
 	}
+}
+
+/* Eager: every peer now; then the transports close what only connecting
+ * needed (the socket listener). Lazy: only the peers of transports that
+ * must connect at init (ofi's RMA protocol; none holds a descriptor per
+ * peer), the rest on their first message (core/p2p.h), and the listeners
+ * stay open for the peers still to come. */
+static weft_status_t connect_peers(struct weft_comm *comm)
+{
+	bool lazy = comm->connect_mode == WEFT_CONNECT_LAZY;
+	weft_status_t st = connect_all(comm, !lazy);
+	if (st != WEFT_SUCCESS)
+		return st;
+	for (size_t i = 0; !lazy && i < comm->ntps; i++)
+		if (comm->tps[i])
+			comm->tps[i]->ops->conn.connected(comm->tps[i]);
+	return weft_stats_open(comm);
 }
 
 /* Every rank must pipeline with the same chunk size: take the smallest that

@@ -103,7 +103,7 @@ CXXWARN := -Wall -Wextra -Werror -Wno-unused-parameter
 all: lib perf tests $(TOOLS) $(if $(HAVE_TORCH),python)
 lib: $(BUILD)/libweft.so $(BUILD)/libweft.a $(LAUNCH_LIB)
 # Limits the figures are compared with (BENCH.md): libc only, no Weft.
-PERF_LIMITS := $(BUILD)/copy_limit $(BUILD)/tcp_limit
+PERF_LIMITS := $(BUILD)/copy_limit $(BUILD)/tcp_limit $(BUILD)/connect_probe
 perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF) $(PERF_LIMITS) $(OFI_STREAM)
 tests: $(TEST_PROGS) $(FAKE_IBV)
 
@@ -134,6 +134,11 @@ $(BUILD)/%_perf: perf/%_perf.c $(PERF_COMMON) $(PERF_HDRS) $(BUILD)/libweft.so $
 $(BUILD)/%_limit: perf/%_limit.c $(BUILD)/obj/src/util/parse.o
 	@mkdir -p $(dir $@)
 	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $^ $(SANITIZE)
+
+# Descriptors per rank by connection mode (perf/connect_scale runs it).
+$(BUILD)/connect_probe: perf/connect_probe.c $(BUILD)/libweft.so $(LAUNCH_LIB)
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $< $(LAUNCH_LIB) -L$(BUILD) -lweft \
+		-Wl,-rpath,'$$ORIGIN' $(SANITIZE)
 
 $(OFI_STREAM): perf/ofi_stream.c
 	@mkdir -p $(dir $@)
@@ -194,8 +199,13 @@ $(filter $(BUILD)/tests/test_verbs%,$(TEST_PROGS)): $(FAKE_IBV)
 # that bypasses the gate or a schedule that needs two in flight shows; the
 # progress thread, which must not change a result; the generic kernels
 # (WEFT_ISA=generic), tested as the library dispatches them even on an AVX2
-# machine (some multi-rank jobs set it too); and streaming stores for every
-# output (reduce/stream.h), which the suites' sizes never reach by default.
+# machine (some multi-rank jobs set it too); streaming stores for every
+# output (reduce/stream.h), which the suites' sizes never reach by default;
+# and connections made on each peer's first message (WEFT_CONNECT=lazy) for
+# every collective over shm and TCP at 1 to 8 ranks (test_colls and
+# test_colls_v run both transports and every forced algorithm;
+# test_allreduce and test_allgather their TCP matrix; test_ofi_colls
+# libfabric's), with and without a progress thread.
 RERUNS := $(foreach t,test_colls test_colls_v test_allreduce test_allgather test_algos_a \
 	test_algos_b test_algos_hier test_verbs_colls,WEFT_GATE=one:$(t)) \
 	$(foreach t,test_nonblocking test_colls test_colls_v test_split_group test_verbs_colls, \
@@ -204,7 +214,11 @@ RERUNS := $(foreach t,test_colls test_colls_v test_allreduce test_allgather test
 	$(foreach t,test_colls test_colls_v test_allreduce test_algos_a, \
 	WEFT_PACER=dcqcn+WEFT_PACER_START_RATE=200e6:$(t)) \
 	WEFT_SPRAY=adaptive:test_socket \
-	WEFT_SPRAY=adaptive+WEFT_SOCKET_NSOCKS=4:test_colls
+	WEFT_SPRAY=adaptive+WEFT_SOCKET_NSOCKS=4:test_colls \
+	WEFT_CONNECT=lazy:test_colls WEFT_CONNECT=lazy:test_colls_v \
+	WEFT_CONNECT=lazy+CK_RUN_CASE=socket:test_allreduce \
+	WEFT_CONNECT=lazy+CK_RUN_CASE=socket:test_allgather \
+	WEFT_CONNECT=lazy+WEFT_PROGRESS_THREAD=1:test_nonblocking WEFT_CONNECT=lazy:test_ofi_colls
 
 # Inside a Slurm step the tests would learn leaves from the step's own
 # topology: they build their own (test_topo_sources, tests/fabric/).
@@ -264,7 +278,7 @@ asan-test:
 # What CI runs under ASan + UBSan within its time (.ci/run): the suites of
 # bootstrap, failures, faults and the verdict, the parsers, and a sample of
 # the collectives over every transport here. make asan-test runs them all.
-ASAN_QUICK := test_bootstrap_unit test_secret test_doors test_verdict test_faults test_failures \
+ASAN_QUICK := test_bootstrap_unit test_secret test_doors test_lazy test_verdict test_faults test_failures \
 	test_parse test_topo_json test_tune test_colls test_split_group test_nonblocking test_ofi_colls
 asan-quick:
 	$(MAKE) BUILD=build-asan SANITIZE="$(ASAN_SANITIZE)" CFLAGS="-O1 -g" HAVE_TORCH= \
@@ -282,6 +296,7 @@ asan-quick:
 # tests/tsan.supp holds only races inside third-party libraries.
 TSAN_SANITIZE := -fsanitize=thread
 TSAN_QUICK := test_verdict test_progress_thread WEFT_PROGRESS_THREAD=1:test_nonblocking \
+	WEFT_PROGRESS_THREAD=1,WEFT_CONNECT=lazy:test_nonblocking \
 	WEFT_PROGRESS_THREAD=1,CK_RUN_CASE=split:test_split_group
 TSAN_PROGS := $(sort $(foreach t,$(TSAN_QUICK),build-tsan/tests/$(lastword $(subst :, ,$(t)))))
 tsan-quick:

@@ -127,6 +127,12 @@ struct weft_tp_env {
 	uint64_t secret;	    /* proves membership on every connection */
 	uint64_t comm_id;	    /* unique per communicator: segment names, tags */
 	double timeout_s;	    /* bound on any wait */
+	/* Connections are made on demand during the job (WEFT_CONNECT=lazy):
+	 * connect is first called for a peer when a message needs it, possibly
+	 * on one side only for a while, and connected is never called. A
+	 * transport whose side of a pair waits for the other must get the other
+	 * to start (the socket transport's acceptor asks its connector). */
+	bool connect_lazy;
 	/* Interface whose address this rank offers peers: NULL for loopback
 	 * (a job on one host), else WEFT_SOCKET_IFNAME's or the NIC's. */
 	const char *ifname;
@@ -206,10 +212,15 @@ struct weft_tp_life_ops {
 
 /* Connections. score: 0 cannot reach @p peer, otherwise higher is
  * preferred (called after init). connect returns WEFT_INPROGRESS until the
- * connection is up and is called again; it never blocks. connected: every
- * peer of the communicator is connected (on every transport), so whatever
- * only connecting needed closes now, e.g. a listening socket; no connect
- * follows (weft_tp_no_connected where there is nothing to close). */
+ * connection is up and is called again; it never blocks. At init
+ * (eager) every rank connects to every peer; lazily (env->connect_lazy)
+ * connect is called during the job, from the point-to-point layer, when a
+ * message first needs the peer, and progress must keep whatever the peer
+ * starts moving too. connected: every peer of the communicator is
+ * connected (on every transport), so whatever only connecting needed
+ * closes now, e.g. a listening socket; no connect follows
+ * (weft_tp_no_connected where there is nothing to close). Never called
+ * when connecting lazily. */
 struct weft_tp_conn_ops {
 	int (*score)(struct weft_tp *tp, int peer);
 	weft_status_t (*connect)(struct weft_tp *tp, int peer, struct weft_conn **out);
@@ -293,6 +304,11 @@ struct weft_tp {
 	const struct weft_tp_ops *ops;
 	const struct weft_tp_env *env;
 	size_t chunk_bytes; /* pipelining chunk this transport moves best */
+	/* Its connections must exist before a peer's first message arrives
+	 * (ofi's RMA protocol posts the receives for a peer's writes when it
+	 * connects), so the communicator connects its peers at init even when
+	 * connecting lazily. Set by init. */
+	bool connect_at_init;
 };
 
 struct weft_conn {

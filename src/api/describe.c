@@ -101,12 +101,15 @@ weft_status_t weft_comm_describe(weft_comm_t comm, char **json)
 				      "weft_comm_describe: json is NULL");
 	/* The collective part first, before anything that could fail locally,
 	 * so that no rank leaves the others waiting in the allgather. */
-	json_t *transports, *root;
-	weft_status_t st = weft_describe_transports(comm, &transports);
+	json_t *transports, *conns, *root;
+	weft_status_t st = weft_describe_transports(comm, &transports, &conns);
 	if (st != WEFT_SUCCESS)
 		return st;
 	st = weft_describe_build(comm, transports, NULL, &root);
 	json_decref(transports);
+	if (st == WEFT_SUCCESS && json_object_set(root, "connections", conns) != 0)
+		st = WEFT_ERR_NO_MEMORY;
+	json_decref(conns);
 	if (st == WEFT_SUCCESS)
 		st = weft_describe_dump(root, json);
 	if (st != WEFT_SUCCESS)

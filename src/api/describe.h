@@ -33,9 +33,11 @@ weft_status_t weft_describe_topo(const struct weft_comm *comm, json_t *root);
 weft_status_t weft_describe_ring(const struct weft_comm *comm, json_t *root);
 weft_status_t weft_describe_trees(const struct weft_comm *comm, json_t *root);
 
-/* The value of "transports" into *out: collective, it gathers every rank's
- * view (describe_transports.c). Errors are recorded on @p comm. */
-weft_status_t weft_describe_transports(struct weft_comm *comm, json_t **out);
+/* The value of "transports" into *out and of "connections" (WEFT_CONNECT's
+ * mode, and the fewest, most and all peers the ranks were connected to)
+ * into *conns: collective, it gathers every rank's view
+ * (describe_transports.c). Errors are recorded on @p comm. */
+weft_status_t weft_describe_transports(struct weft_comm *comm, json_t **out, json_t **conns);
 
 /* "tuner" (describe_tune.c). */
 weft_status_t weft_describe_tuner(const struct weft_comm *comm, json_t *root);

@@ -7,8 +7,10 @@
  * class, transport name) into a small fixed record, the records are
  * allgathered, and every rank merges them. Names rather than indices cross
  * the wire: only weft_comm_peer_transport() is asked, so a new transport
- * shows up here with no line in this file. The records cost
- * sizeof(struct tp_record) (288 bytes) per rank on every rank.
+ * shows up here with no line in this file. The same records carry how many
+ * peers each rank is connected to (WEFT_CONNECT=lazy connects only those
+ * its algorithms used), for "connections". The records cost
+ * sizeof(struct tp_record) (292 bytes) per rank on every rank.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -27,6 +29,7 @@
 struct tp_record {
 	char name[TP_SLOTS][TP_NAME_BYTES]; /* "" unused */
 	uint32_t count[WEFT_LINK_CLASS_COUNT][TP_SLOTS];
+	uint32_t connected; /* peers whose connection is up */
 };
 
 /* The job's: pairs are up to n^2, beyond 32 bits from 65,536 ranks. */
@@ -55,6 +58,23 @@ static void count_mine(const struct weft_comm *comm, struct tp_record *rec)
 		enum weft_link_class c = weft_topo_link(&comm->graph, comm->rank, peer);
 		rec->count[c][slot_of(rec->name, weft_comm_peer_transport(comm, peer))]++;
 	}
+	rec->connected = (uint32_t)comm->nconnected;
+}
+
+/* "connections": the mode and the peers each rank was connected to when
+ * the description started (before its own allgather connected more). */
+static json_t *connections(const struct weft_comm *comm, const struct tp_record *all)
+{
+	uint32_t lo = UINT32_MAX, hi = 0;
+	uint64_t total = 0;
+	for (int r = 0; r < comm->nranks; r++) {
+		lo = all[r].connected < lo ? all[r].connected : lo;
+		hi = all[r].connected > hi ? all[r].connected : hi;
+		total += all[r].connected;
+	}
+	return json_pack("{s:s, s:{s:I, s:I, s:I}}", "mode", weft_comm_connect_mode_name(comm),
+			 "connected_peers", "min", (json_int_t)lo, "max", (json_int_t)hi, "total",
+			 (json_int_t)total);
 }
 
 /* Every rank's records merged into @p sum (its own name table). */
@@ -93,13 +113,14 @@ static json_t *class_entry(const struct tp_sum *sum, enum weft_link_class c)
 			 (json_int_t)pairs, "by_transport", by);
 }
 
-weft_status_t weft_describe_transports(struct weft_comm *comm, json_t **out)
+weft_status_t weft_describe_transports(struct weft_comm *comm, json_t **out, json_t **conns)
 {
 	int n = comm->nranks;
 	struct tp_record *all = calloc((size_t)n, sizeof(*all));
 	struct tp_sum sum;
 
 	*out = NULL;
+	*conns = NULL;
 	if (!all)
 		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "weft_comm_describe: no memory");
 	count_mine(comm, &all[comm->rank]);
@@ -109,6 +130,7 @@ weft_status_t weft_describe_transports(struct weft_comm *comm, json_t **out)
 		return st;
 	}
 	merge(all, n, &sum);
+	*conns = connections(comm, all);
 	free(all);
 
 	json_t *list = json_array();
@@ -121,8 +143,10 @@ weft_status_t weft_describe_transports(struct weft_comm *comm, json_t **out)
 			bad |=
 			    json_array_append_new(list, class_entry(&sum, (enum weft_link_class)c));
 	}
-	if (bad || !list) {
+	if (bad || !list || !*conns) {
 		json_decref(list);
+		json_decref(*conns);
+		*conns = NULL;
 		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "weft_comm_describe: no memory");
 	}
 	*out = list;

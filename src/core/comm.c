@@ -283,34 +283,49 @@ static weft_status_t init_transports(struct weft_comm *comm)
 	return st == WEFT_SUCCESS ? choose_transports(comm) : st;
 }
 
-/* Every connection is up: the gate gives the network ones a pacer
- * (WEFT_PACER). */
-static weft_status_t attach_pacers(struct weft_comm *comm)
+/* WEFT_CONNECT (see its help in util/settings.c). auto is lazy above
+ * WEFT_CONNECT_AUTO_RANKS: eager connections cost (n - 1) x sockets per
+ * peer descriptors on every rank (about 500 ranks over TCP exhaust a
+ * default ulimit -n of 1,024), while a small job keeps what eager gives:
+ * a peer that cannot be reached fails init rather than the first
+ * collective, and the TCP listener closes after init (issue 12). Every
+ * rank reads the same value (like WEFT_TRANSPORTS). */
+#define WEFT_CONNECT_AUTO_RANKS 64
+
+static weft_status_t read_connect_mode(struct weft_comm *comm)
 {
-	for (int p = 0; p < comm->nranks; p++) {
-		struct weft_peer *peer = &comm->peers[p];
-		if (!peer->conn)
-			continue;
-		struct weft_tp_props props;
-		peer->tp->ops->prop.props(peer->tp, p, &props);
-		weft_status_t st = weft_gate_attach(&comm->gate, &peer->link, peer->conn,
-						    props.bandwidth_Bps, &comm->err);
-		if (st != WEFT_SUCCESS)
-			return st;
-	}
+	const char *mode = weft_setting_str("WEFT_CONNECT");
+	if (strcmp(mode, "eager") == 0)
+		comm->connect_mode = WEFT_CONNECT_EAGER;
+	else if (strcmp(mode, "lazy") == 0)
+		comm->connect_mode = WEFT_CONNECT_LAZY;
+	else if (strcmp(mode, "auto") == 0)
+		comm->connect_mode =
+		    comm->nranks > WEFT_CONNECT_AUTO_RANKS ? WEFT_CONNECT_LAZY : WEFT_CONNECT_EAGER;
+	else
+		return weft_comm_fail(comm, WEFT_ERR_INVALID_ARG,
+				      "WEFT_CONNECT=%s: expected eager, lazy or auto", mode);
+	comm->env.connect_lazy = comm->connect_mode == WEFT_CONNECT_LAZY;
 	return WEFT_SUCCESS;
 }
 
-static weft_status_t connect_peers(struct weft_comm *comm)
+const char *weft_comm_connect_mode_name(const struct weft_comm *comm)
+{
+	return comm->connect_mode == WEFT_CONNECT_LAZY ? "lazy" : "eager";
+}
+
+/* Every peer (@p all) or those whose transport must connect at init,
+ * within one timeout. */
+static weft_status_t connect_all(struct weft_comm *comm, bool all)
 {
 	double deadline = weft_now() + comm->timeout_s;
 	for (;;) {
 		int pending = 0, first_pending = -1;
 		for (int p = 0; p < comm->nranks; p++) {
 			struct weft_peer *peer = &comm->peers[p];
-			if (p == comm->rank || peer->conn)
+			if (p == comm->rank || peer->conn || (!all && !peer->tp->connect_at_init))
 				continue;
-			weft_status_t st = peer->tp->ops->conn.connect(peer->tp, p, &peer->conn);
+			weft_status_t st = weft_p2p_connect(comm, p);
 			if (st == WEFT_INPROGRESS) {
 				pending++;
 				if (first_pending < 0)
@@ -319,13 +334,8 @@ static weft_status_t connect_peers(struct weft_comm *comm)
 				return st;
 			}
 		}
-		if (!pending) {
-			for (size_t i = 0; i < comm->ntps; i++)
-				if (comm->tps[i])
-					comm->tps[i]->ops->conn.connected(comm->tps[i]);
-			weft_status_t st = attach_pacers(comm);
-			return st == WEFT_SUCCESS ? weft_stats_open(comm) : st;
-		}
+		if (!pending)
+			return WEFT_SUCCESS;
 		if (weft_now() > deadline)
 			return weft_comm_fail(
 			    comm, WEFT_ERR_TIMEOUT,
@@ -336,6 +346,23 @@ static weft_status_t connect_peers(struct weft_comm *comm)
 			    comm->peers[first_pending].tp->ops->name);
 		usleep(50);
 	}
+}
+
+/* Eager: every peer now; then the transports close what only connecting
+ * needed (the socket listener). Lazy: only the peers of transports that
+ * must connect at init (ofi's RMA protocol; none holds a descriptor per
+ * peer), the rest on their first message (core/p2p.h), and the listeners
+ * stay open for the peers still to come. */
+static weft_status_t connect_peers(struct weft_comm *comm)
+{
+	bool lazy = comm->connect_mode == WEFT_CONNECT_LAZY;
+	weft_status_t st = connect_all(comm, !lazy);
+	if (st != WEFT_SUCCESS)
+		return st;
+	for (size_t i = 0; !lazy && i < comm->ntps; i++)
+		if (comm->tps[i])
+			comm->tps[i]->ops->conn.connected(comm->tps[i]);
+	return weft_stats_open(comm);
 }
 
 /* Every rank must pipeline with the same chunk size: take the smallest that
@@ -505,6 +532,8 @@ weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct 
 	}
 	if (st == WEFT_SUCCESS)
 		st = build_env(comm);
+	if (st == WEFT_SUCCESS)
+		st = read_connect_mode(comm);
 	if (st == WEFT_SUCCESS)
 		st = init_transports(comm);
 	if (st == WEFT_SUCCESS)

@@ -41,9 +41,25 @@ struct weft_card {
 };
 
 struct weft_peer {
-	struct weft_conn *conn; /* NULL for self */
-	struct weft_tp *tp;	/* the transport that serves it */
+	/* NULL for self, and, when connecting lazily, until the connection is
+	 * up (core/p2p.h). */
+	struct weft_conn *conn;
+	struct weft_tp *tp; /* the transport that serves it */
 	struct weft_p2p_link link;
+	/* Lazily (WEFT_CONNECT=lazy): when connecting started (0: not
+	 * started), the receives posted before the connection was up, in
+	 * post order (the sends wait on link's held queue), and the
+	 * communicator's list of peers being connected. */
+	double connect_since;
+	struct weft_msg *held_recv_head, *held_recv_tail;
+	bool connecting;
+	struct weft_peer *next_connecting;
+};
+
+/* WEFT_CONNECT: when peers are connected. */
+enum weft_connect_mode {
+	WEFT_CONNECT_EAGER = 0, /* every peer at init */
+	WEFT_CONNECT_LAZY,	/* each peer on its first message (core/p2p.h) */
 };
 
 struct weft_tuner;
@@ -69,7 +85,10 @@ struct weft_comm {
 	struct weft_bootstrap *bs; /* open only during init */
 	struct weft_gate gate;
 	struct weft_p2p_link *held_links; /* links whose gate holds sends */
-	struct weft_stats *stats;	  /* WEFT_STATS_FILE (core/stats.h), else NULL */
+	enum weft_connect_mode connect_mode;
+	struct weft_peer *connecting; /* lazy: peers whose connection is under way */
+	int nconnected;		      /* peers whose connection is up */
+	struct weft_stats *stats;     /* WEFT_STATS_FILE (core/stats.h), else NULL */
 
 	struct weft_topo_graph graph;
 	bool placement_by_rank; /* WEFT_PLACEMENT=rank */
@@ -173,6 +192,9 @@ weft_status_t weft_comm_local_address(struct weft_comm *comm, struct sockaddr_st
 /* Name of the transport that serves @p peer ("self" for this rank, "none"
  * if no transport reaches it): what weft-topo and the self-description show. */
 const char *weft_comm_peer_transport(const struct weft_comm *comm, int peer);
+
+/* "eager" or "lazy": how this communicator connects (WEFT_CONNECT). */
+const char *weft_comm_connect_mode_name(const struct weft_comm *comm);
 
 /* True if the peer is on this rank's host. */
 bool weft_comm_same_host(const struct weft_comm *comm, int peer);

@@ -1,10 +1,13 @@
 /* p2p.c — route a message through its connection's gate to the transport
- * that serves its peer. */
+ * that serves its peer, connecting to the peer first when connections are
+ * made on demand (WEFT_CONNECT=lazy, core/p2p.h). */
 #include "core/p2p.h"
 
 #include <stdio.h>
 
 #include "core/tag.h"
+#include "transports/common/tp_stubs.h"
+#include "util/log.h"
 
 static void reset(struct weft_msg *msg)
 {
@@ -15,18 +18,96 @@ static void reset(struct weft_msg *msg)
 		msg->unit = 1;
 }
 
-static struct weft_peer *peer_of(struct weft_comm *comm, int peer, struct weft_msg *msg)
+/* The connection to @p p came up: the gate (and its pacer) and the
+ * statistics see it from now on, and the receives posted meanwhile go to
+ * the transport in post order. */
+static weft_status_t peer_up(struct weft_comm *comm, struct weft_peer *p, struct weft_conn *conn)
 {
+	struct weft_tp_props props;
+	p->tp->ops->prop.props(p->tp, p->link.peer, &props);
+	p->conn = conn;
+	comm->nconnected++;
+	weft_status_t st =
+	    weft_gate_attach(&comm->gate, &p->link, conn, props.bandwidth_Bps, &comm->err);
+	if (comm->connect_mode == WEFT_CONNECT_LAZY)
+		weft_log(WEFT_LOG_INFO, WEFT_SUB_NET,
+			 "connected to rank %d over %s in %.3f s (%d of %d peers)", p->link.peer,
+			 p->tp->ops->name, weft_now() - p->connect_since, comm->nconnected,
+			 comm->nranks - 1);
+	while (p->held_recv_head) {
+		struct weft_msg *msg = p->held_recv_head;
+		p->held_recv_head = msg->p2p_next;
+		msg->p2p_next = NULL;
+		weft_status_t rst = st == WEFT_SUCCESS ? conn->ops->msg.irecv(conn, msg) : st;
+		if (rst != WEFT_SUCCESS && !msg->done)
+			weft_msg_complete(msg, rst);
+		if (st == WEFT_SUCCESS)
+			st = rst;
+	}
+	p->held_recv_tail = NULL;
+	return st;
+}
+
+/* Move the connection to @p p along once (it never blocks): WEFT_SUCCESS
+ * once it is up, WEFT_INPROGRESS, or the error that ends it (recorded on
+ * the communicator, naming the peer). */
+static weft_status_t connect_step(struct weft_comm *comm, struct weft_peer *p)
+{
+	if (p->conn)
+		return WEFT_SUCCESS;
+	double now = weft_now();
+	if (p->connect_since == 0)
+		p->connect_since = now;
+	struct weft_conn *conn = NULL;
+	weft_status_t st = p->tp->ops->conn.connect(p->tp, p->link.peer, &conn);
+	if (st == WEFT_SUCCESS)
+		return peer_up(comm, p, conn);
+	if (st != WEFT_INPROGRESS)
+		return st;
+	/* At init (eager) the communicator bounds all connections at once. */
+	if (comm->connect_mode != WEFT_CONNECT_LAZY || now - p->connect_since <= comm->timeout_s)
+		return WEFT_INPROGRESS;
+	int r = p->link.peer;
+	return weft_comm_fail(comm, WEFT_ERR_TIMEOUT,
+			      "connecting to rank %d (%s, over %s): not connected within %.1f s", r,
+			      comm->cards[r].hostname, p->tp->ops->name, comm->timeout_s);
+}
+
+static void list_connecting(struct weft_comm *comm, struct weft_peer *p)
+{
+	if (p->connecting)
+		return;
+	p->connecting = true;
+	p->next_connecting = comm->connecting;
+	comm->connecting = p;
+}
+
+/* The peer a message goes to or comes from, its connection started if it
+ * has none yet (lazily; in eager mode every peer is connected at init).
+ * NULL with *st set on error; *st is WEFT_INPROGRESS while connecting. */
+static struct weft_peer *peer_of(struct weft_comm *comm, int peer, weft_status_t *st)
+{
+	*st = WEFT_SUCCESS;
 	if (peer < 0 || peer >= comm->nranks || peer == comm->rank) {
-		weft_comm_fail(comm, WEFT_ERR_INTERNAL, "p2p: bad peer %d", peer);
+		*st = weft_comm_fail(comm, WEFT_ERR_INTERNAL, "p2p: bad peer %d", peer);
 		return NULL;
 	}
 	struct weft_peer *p = &comm->peers[peer];
-	if (!p->conn) {
-		weft_comm_fail(comm, WEFT_ERR_INTERNAL, "p2p: no connection to rank %d", peer);
+	if (p->conn)
+		return p;
+	if (comm->connect_mode != WEFT_CONNECT_LAZY || !p->tp) {
+		*st =
+		    weft_comm_fail(comm, WEFT_ERR_INTERNAL, "p2p: no connection to rank %d", peer);
 		return NULL;
 	}
-	return p;
+	if (p->connecting) { /* progress drives it */
+		*st = WEFT_INPROGRESS;
+		return p;
+	}
+	*st = connect_step(comm, p);
+	if (*st == WEFT_INPROGRESS)
+		list_connecting(comm, p);
+	return *st == WEFT_SUCCESS || *st == WEFT_INPROGRESS ? p : NULL;
 }
 
 /* The transport finished a send: it is no longer in flight. */
@@ -67,16 +148,18 @@ weft_status_t weft_p2p_isend(struct weft_comm *comm, int peer, struct weft_msg *
 	reset(msg);
 	msg->reduce = NULL;
 	msg->local = NULL;
-	struct weft_peer *p = peer_of(comm, peer, msg);
+	weft_status_t st;
+	struct weft_peer *p = peer_of(comm, peer, &st);
 	if (!p) {
 		msg->on_done = NULL;
-		weft_msg_complete(msg, WEFT_ERR_INTERNAL);
-		return WEFT_ERR_INTERNAL;
+		weft_msg_complete(msg, st);
+		return st;
 	}
 	msg->on_done = send_done;
 	msg->p2p_link = &p->link;
-	/* Behind held sends, or held: either way in post order. */
-	if (p->link.held_head || !weft_gate_admit(&comm->gate, &p->link, msg->len)) {
+	/* Behind held sends, or held (by the gate, or until the connection is
+	 * up): either way in post order. */
+	if (!p->conn || p->link.held_head || !weft_gate_admit(&comm->gate, &p->link, msg->len)) {
 		hold(comm, &p->link, msg);
 		return WEFT_SUCCESS;
 	}
@@ -88,10 +171,19 @@ weft_status_t weft_p2p_irecv(struct weft_comm *comm, int peer, struct weft_msg *
 	reset(msg);
 	msg->on_done = NULL;
 	msg->p2p_link = NULL;
-	struct weft_peer *p = peer_of(comm, peer, msg);
+	weft_status_t st;
+	struct weft_peer *p = peer_of(comm, peer, &st);
 	if (!p) {
-		weft_msg_complete(msg, WEFT_ERR_INTERNAL);
-		return WEFT_ERR_INTERNAL;
+		weft_msg_complete(msg, st);
+		return st;
+	}
+	if (!p->conn) {
+		if (p->held_recv_tail)
+			p->held_recv_tail->p2p_next = msg;
+		else
+			p->held_recv_head = msg;
+		p->held_recv_tail = msg;
+		return WEFT_SUCCESS;
 	}
 	return p->conn->ops->msg.irecv(p->conn, msg);
 }
@@ -100,6 +192,8 @@ weft_status_t weft_p2p_irecv(struct weft_comm *comm, int peer, struct weft_msg *
 static bool drain(struct weft_comm *comm, struct weft_p2p_link *link, weft_status_t *st)
 {
 	struct weft_peer *p = &comm->peers[link->peer];
+	if (!p->conn) /* connecting: sent once it is up */
+		return link->held_head != NULL;
 	while (link->held_head && *st == WEFT_SUCCESS &&
 	       weft_gate_admit(&comm->gate, link, link->held_head->len)) {
 		struct weft_msg *msg = link->held_head;
@@ -112,9 +206,45 @@ static bool drain(struct weft_comm *comm, struct weft_p2p_link *link, weft_statu
 	return link->held_head != NULL;
 }
 
+static void fail_held_recvs(struct weft_peer *p, weft_status_t status)
+{
+	while (p->held_recv_head) {
+		struct weft_msg *msg = p->held_recv_head;
+		p->held_recv_head = msg->p2p_next;
+		weft_msg_complete(msg, status);
+	}
+	p->held_recv_tail = NULL;
+}
+
+/* Drive the connections under way; a peer whose connection is up leaves
+ * the list (its held sends then drain below). */
+static weft_status_t progress_connecting(struct weft_comm *comm)
+{
+	weft_status_t ret = WEFT_SUCCESS;
+	struct weft_peer **prev = &comm->connecting;
+	while (*prev) {
+		struct weft_peer *p = *prev;
+		weft_status_t st = connect_step(comm, p);
+		if (st == WEFT_INPROGRESS) {
+			prev = &p->next_connecting;
+			continue;
+		}
+		*prev = p->next_connecting;
+		p->connecting = false;
+		p->next_connecting = NULL;
+		if (st != WEFT_SUCCESS)
+			fail_held_recvs(p, st);
+		if (st != WEFT_SUCCESS && ret == WEFT_SUCCESS)
+			ret = st;
+	}
+	return ret;
+}
+
 weft_status_t weft_p2p_progress(struct weft_comm *comm)
 {
-	weft_status_t st = WEFT_SUCCESS;
+	weft_status_t st = comm->connecting ? progress_connecting(comm) : WEFT_SUCCESS;
+	if (st != WEFT_SUCCESS)
+		return st;
 	weft_gate_tick(&comm->gate);
 	struct weft_p2p_link **prev = &comm->held_links;
 	while (*prev) {
@@ -144,6 +274,37 @@ void weft_p2p_abort(struct weft_comm *comm, weft_status_t status)
 		}
 		link->held_tail = NULL;
 	}
+	while (comm->connecting) {
+		struct weft_peer *p = comm->connecting;
+		comm->connecting = p->next_connecting;
+		p->connecting = false;
+		fail_held_recvs(p, status);
+	}
+}
+
+weft_status_t weft_p2p_connect(struct weft_comm *comm, int peer)
+{
+	return connect_step(comm, &comm->peers[peer]);
+}
+
+int weft_p2p_connected_peers(const struct weft_comm *comm)
+{
+	return comm->nconnected;
+}
+
+void weft_p2p_connecting_note(const struct weft_comm *comm, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	int n = 0;
+	const struct weft_peer *first = NULL;
+	for (const struct weft_peer *p = comm->connecting; p; p = p->next_connecting) {
+		n++;
+		if (!first || p->connect_since < first->connect_since)
+			first = p;
+	}
+	if (first)
+		snprintf(buf, len, "; connecting to %d peer(s), rank %d (over %s) for %.1f s", n,
+			 first->link.peer, first->tp->ops->name, weft_now() - first->connect_since);
 }
 
 size_t weft_p2p_chunk_bytes(const struct weft_comm *comm, int peer)
@@ -153,11 +314,22 @@ size_t weft_p2p_chunk_bytes(const struct weft_comm *comm, int peer)
 
 /* ---- the transport's mem ops, through the peer ---- */
 
+/* The peer whose transport's mem ops serve a call, connected if it can be
+ * at once (shm's connections were all mapped at init: lazily, the first
+ * reg or map connects). A transport without mem ops needs no connection
+ * for them: the stubs answer "not supported". */
 static struct weft_peer *mem_peer(struct weft_comm *comm, int peer)
 {
-	if (peer < 0 || peer >= comm->nranks || peer == comm->rank || !comm->peers[peer].conn)
+	if (peer < 0 || peer >= comm->nranks || peer == comm->rank || !comm->peers[peer].tp)
 		return NULL;
-	return &comm->peers[peer];
+	struct weft_peer *p = &comm->peers[peer];
+	if (p->conn || comm->connect_mode != WEFT_CONNECT_LAZY ||
+	    p->tp->ops->mem.reg == weft_tp_no_reg)
+		return p->conn ? p : NULL;
+	weft_status_t st = connect_step(comm, p);
+	if (st == WEFT_INPROGRESS)
+		list_connecting(comm, p);
+	return st == WEFT_SUCCESS ? p : NULL;
 }
 
 weft_status_t weft_p2p_reg(struct weft_comm *comm, int peer, void *buf, size_t len,

@@ -14,6 +14,18 @@ static inline uint64_t weft_p2p_tag(uint64_t seq, uint32_t step)
 	return (seq << 32) | step;
 }
 
+/*
+ * Connections. With WEFT_CONNECT=eager the communicator connects every
+ * peer at init. Lazily, the first message posted to or from a peer (send
+ * or receive) starts its connection here: the message and those after it
+ * wait (sends on the link's held queue, receives on the peer's) while
+ * progress drives the transport's non-blocking connect, and go to the
+ * transport in post order once it is up, when the gate, its pacer and the
+ * statistics take the connection on. A connection not up within
+ * WEFT_TIMEOUT fails the communicator naming the peer; a transport that
+ * sees the peer gone fails it sooner.
+ */
+
 /* Post a send of msg->buf/len to @p peer. The message must stay alive until
  * done; the gate may hold it back before it reaches the transport. */
 weft_status_t weft_p2p_isend(struct weft_comm *comm, int peer, struct weft_msg *msg);
@@ -24,8 +36,21 @@ weft_status_t weft_p2p_irecv(struct weft_comm *comm, int peer, struct weft_msg *
 /* Post the sends the gate held back and now admits. Never blocks. */
 weft_status_t weft_p2p_progress(struct weft_comm *comm);
 
-/* Complete every held send with @p status (the communicator is dying). */
+/* Complete every held send (and, lazily, every receive waiting for its
+ * connection) with @p status (the communicator is dying). */
 void weft_p2p_abort(struct weft_comm *comm, weft_status_t status);
+
+/* Move the connection to @p peer (not this rank) along once; never
+ * blocks. WEFT_SUCCESS once it is up (the gate has it), WEFT_INPROGRESS,
+ * or the transport's error. What init calls for every peer when eager. */
+weft_status_t weft_p2p_connect(struct weft_comm *comm, int peer);
+
+/* Peers whose connection is up. */
+int weft_p2p_connected_peers(const struct weft_comm *comm);
+
+/* For a timeout message: "; connecting to N peer(s), rank R (over T) for
+ * S s" naming the longest under way, or "" if none is. */
+void weft_p2p_connecting_note(const struct weft_comm *comm, char *buf, size_t len);
 
 /* The mem ops of the transport that serves @p peer (transports/transport.h,
  * struct weft_tp_mem_ops), so that algorithms reach them through the peer:

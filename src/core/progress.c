@@ -47,13 +47,14 @@ static weft_status_t timed_out(struct weft_comm *comm, struct weft_task *t, doub
 	char who[48] = "";
 	if (t->waiting_for >= 0)
 		snprintf(who, sizeof(who), " waiting for rank %d", t->waiting_for);
-	char verdict[WEFT_ERR_MSG_BYTES];
+	char verdict[WEFT_ERR_MSG_BYTES], connecting[128];
 	weft_watch_verdict(comm, t, verdict, sizeof(verdict));
-	return weft_comm_fail(comm, WEFT_ERR_TIMEOUT, "%s seq %llu: no progress for %.1f s%s%s; %s",
-			      weft_coll_name(t->args.coll),
-			      (unsigned long long)weft_tag_number((uint32_t)t->seq),
-			      now - t->last_event, who, told ? " (a peer timed out)" : "",
-			      verdict[0] ? verdict : "no verdict (no watch)");
+	weft_p2p_connecting_note(comm, connecting, sizeof(connecting));
+	return weft_comm_fail(
+	    comm, WEFT_ERR_TIMEOUT, "%s seq %llu: no progress for %.1f s%s%s%s; %s",
+	    weft_coll_name(t->args.coll), (unsigned long long)weft_tag_number((uint32_t)t->seq),
+	    now - t->last_event, who, told ? " (a peer timed out)" : "", connecting,
+	    verdict[0] ? verdict : "no verdict (no watch)");
 }
 
 static weft_status_t step_task(struct weft_comm *comm, struct weft_task *t, double *now)

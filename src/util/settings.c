@@ -39,6 +39,9 @@ static const struct weft_setting settings[] = {
     {"WEFT_SOCKET_IFNAME", NULL,
      "interface for TCP, e.g. lo or eth0 (default: loopback on one host, else the NIC nearest "
      "the rank's cores)"},
+    {"WEFT_CONNECT", "auto",
+     "when peers are connected: 'eager' (all at init), 'lazy' (each on its first message: "
+     "descriptors only for the peers the algorithms use) or 'auto' (lazy above 64 ranks)"},
     {"WEFT_PROGRESS_THREAD", "0",
      "1: a thread per communicator drives non-blocking operations while the caller computes"},
     {"WEFT_GATE", "open",

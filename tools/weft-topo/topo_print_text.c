@@ -154,6 +154,14 @@ void weft_tool_text_transports(const json_t *doc, FILE *out)
 		    fprintf(out, " %s %lld", name, (long long)json_integer_value(count));
 		fputc('\n', out);
 	}
+	const json_t *conns = json_object_get(doc, "connections"); /* a real job's only */
+	const json_t *peers = json_object_get(conns, "connected_peers");
+	if (conns)
+		fprintf(out,
+			"connections: %s; peers connected per rank before this description: "
+			"%lld to %lld (%lld in all)\n",
+			weft_tool_str(conns, "mode"), weft_tool_int(peers, "min"),
+			weft_tool_int(peers, "max"), weft_tool_int(peers, "total"));
 }
 
 /* The rows of weft_tune_print(), from the document. */

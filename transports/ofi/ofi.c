@@ -358,6 +358,8 @@ static weft_status_t ofi_init(const struct weft_tp_env *env, struct weft_tp **ou
 		ofi_fini(&tp->base);
 		return st;
 	}
+	/* A peer's first write must find our receives for it posted. */
+	tp->base.connect_at_init = tp->proto == OFI_PROTO_RMA;
 	*out = &tp->base;
 	return WEFT_SUCCESS;
 }

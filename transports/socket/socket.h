@@ -8,6 +8,15 @@
  * the connector and the same hello back from the acceptor once it has
  * checked it; nothing else is read before the secret is proven.
  *
+ * Connecting lazily (env->connect_lazy), a pair connects when one of its
+ * ranks first has a message for the other. If that is the higher rank, it
+ * cannot connect itself (the lower always does, so that two ranks starting
+ * at once still make one connection): it sends a call, a hello with index
+ * WEFT_SOCK_CALL_INDEX, to the lower rank's listener, which the lower rank
+ * answers by connecting as usual. Both keep the call's socket open until
+ * the connection is up, so that the caller hears at once (refused, reset)
+ * if the peer is gone.
+ *
  * After that each direction of each socket carries frames: a 32-byte header
  * (magic, message tag, message length, offset in the message, fragment
  * length) and the fragment's bytes. A message of len bytes is cut into
@@ -45,6 +54,7 @@
 #define WEFT_SOCK_MAX_NSOCKS  16
 #define WEFT_SOCK_HELLO_MAGIC 0x57454654534f4b31ull /* "WEFTSOK1" */
 #define WEFT_SOCK_FRAME_MAGIC 0x57465446u	    /* "WFTF" */
+#define WEFT_SOCK_CALL_INDEX  0xffffffffu	    /* a hello that asks for a connection */
 
 struct weft_sock_hello {
 	uint64_t magic;
@@ -77,6 +87,14 @@ enum weft_sock_phase {
 	WEFT_SOCK_HELLO_IN,   /* connector: waiting for the acceptor's reply */
 	WEFT_SOCK_UP,
 	WEFT_SOCK_CLOSED,
+};
+
+/* The higher rank's call to the lower (lazy connections). */
+enum weft_sock_call {
+	WEFT_SOCK_CALL_NONE = 0,
+	WEFT_SOCK_CALL_CONNECTING,
+	WEFT_SOCK_CALL_SENDING,
+	WEFT_SOCK_CALL_SENT, /* waiting for the connection; watching the call for EOF */
 };
 
 /* Small frames queued on one socket leave in one sendmsg, up to this many
@@ -143,6 +161,15 @@ struct weft_sock_conn {
 	bool active;	      /* in sc->active */
 	uint32_t rtt_us;      /* the kernel's RTT once connected (properties) */
 	weft_status_t failed; /* != 0: every message fails with this */
+	/* Lazily: in sc->connecting (progress moves it), since when; the call
+	 * (ours to the lower rank, or the higher rank's to us), kept open until
+	 * the connection is up. */
+	bool listed;
+	double since;
+	int call_fd;
+	enum weft_sock_call call;
+	size_t call_done;
+	struct weft_sock_hello call_hello;
 	struct weft_sock_queue sendq, recvq;
 	struct weft_sock sock[WEFT_SOCK_MAX_NSOCKS];
 };
@@ -184,6 +211,11 @@ struct weft_sock_comm {
 	int nactive;
 	struct weft_sock_pending *pending; /* accepted, hello unread */
 	int npending, max_pending;
+	/* Lazily: connections under way, moved by progress (nranks room);
+	 * progress calls since the listener was last looked at. */
+	struct weft_sock_conn **connecting;
+	int nconnecting;
+	unsigned idle_polls;
 };
 
 extern const struct weft_tp_ops weft_tp_socket_ops;
@@ -194,6 +226,30 @@ weft_status_t weft_tp_socket_irecv(struct weft_conn *conn, struct weft_msg *msg)
 weft_status_t weft_tp_socket_progress(struct weft_tp *tp);
 /* Fail every queued message of @p c with @p status and close its sockets. */
 void weft_tp_socket_conn_fail(struct weft_sock_conn *c, weft_status_t status);
+
+/* socket_conn.c: the connection to @p peer (created on first use; NULL:
+ * no memory); the hello this rank sends on socket @p index (or a call);
+ * accept what waits on the listener and route the hellos that are
+ * complete; move a connection's sockets along once (WEFT_SUCCESS when up,
+ * WEFT_INPROGRESS, or the recorded error with the connection failed). */
+struct weft_sock_conn *weft_tp_socket_conn_get(struct weft_sock_comm *sc, int peer);
+void weft_tp_socket_fill_hello(struct weft_sock_comm *sc, struct weft_sock_hello *h,
+			       unsigned index);
+void weft_tp_socket_accept(struct weft_sock_comm *sc);
+weft_status_t weft_tp_socket_conn_step(struct weft_sock_conn *c);
+
+/* socket_lazy.c: lazily, from progress: take new sockets from the listener,
+ * read their hellos and move the connections under way (ours, and those
+ * peers asked for). A no-op once the listener is closed (eager, after
+ * init). */
+weft_status_t weft_tp_socket_setup_progress(struct weft_sock_comm *sc);
+/* Put @p c on the list progress moves (once). */
+void weft_tp_socket_list_connecting(struct weft_sock_comm *sc, struct weft_sock_conn *c);
+/* The higher rank's call while its peer's sockets have not arrived. */
+weft_status_t weft_tp_socket_call_step(struct weft_sock_conn *c);
+/* A hello with the call index and the job's secret arrived on @p fd. */
+bool weft_tp_socket_route_call(struct weft_sock_comm *sc, int fd, const struct weft_sock_hello *h,
+			       const char **why);
 
 /* socket_pace.c: congestion signals from TCP_INFO and the pacer's rate
  * (the signal ops); the settings and socket options pacing needs. */

@@ -10,7 +10,9 @@
  * whatever arrives, reads a hello from each socket and routes it by
  * (rank, index); a socket whose hello is garbage, carries another job's
  * secret or claims a slot that is taken is closed with a warning and the
- * job goes on.
+ * job goes on. Connecting lazily, the same happens during the job, and the
+ * higher rank calls the lower one when it needs the pair first
+ * (socket_lazy.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -194,7 +196,8 @@ static weft_status_t sock_init(const struct weft_tp_env *env, struct weft_tp **o
 	sc->cards = calloc((size_t)env->nranks, sizeof(*sc->cards));
 	sc->conns = calloc((size_t)env->nranks, sizeof(*sc->conns));
 	sc->active = calloc((size_t)env->nranks, sizeof(*sc->active));
-	if (!sc->cards || !sc->conns || !sc->active ||
+	sc->connecting = calloc((size_t)env->nranks, sizeof(*sc->connecting));
+	if (!sc->cards || !sc->conns || !sc->active || !sc->connecting ||
 	    weft_tp_pool_init(&sc->reqs, sizeof(struct weft_sock_req)) != WEFT_SUCCESS) {
 		sock_fini(&sc->base);
 		return weft_tp_fail(env, WEFT_ERR_NO_MEMORY, "socket: out of memory");
@@ -221,7 +224,7 @@ static weft_status_t sock_init(const struct weft_tp_env *env, struct weft_tp **o
 	return WEFT_SUCCESS;
 }
 
-static struct weft_sock_conn *conn_get(struct weft_sock_comm *sc, int peer)
+struct weft_sock_conn *weft_tp_socket_conn_get(struct weft_sock_comm *sc, int peer)
 {
 	struct weft_sock_conn *c = sc->conns[peer];
 	if (c)
@@ -233,6 +236,7 @@ static struct weft_sock_conn *conn_get(struct weft_sock_comm *sc, int peer)
 	c->base.tp = &sc->base;
 	c->base.peer = peer;
 	c->sc = sc;
+	c->call_fd = -1;
 	for (unsigned i = 0; i < sc->nsocks; i++) {
 		c->sock[i].fd = -1;
 		/* Pre-faulted now so the first reduce receive pays no page faults. */
@@ -250,7 +254,7 @@ static struct weft_sock_conn *conn_get(struct weft_sock_comm *sc, int peer)
 	return c;
 }
 
-static void fill_hello(struct weft_sock_comm *sc, struct weft_sock_hello *h, unsigned index)
+void weft_tp_socket_fill_hello(struct weft_sock_comm *sc, struct weft_sock_hello *h, unsigned index)
 {
 	memset(h, 0, sizeof(*h));
 	h->magic = WEFT_SOCK_HELLO_MAGIC;
@@ -362,7 +366,7 @@ static weft_status_t connector_step(struct weft_sock_conn *c, unsigned i)
 			    env, err, "socket: connecting to peer rank %d at %s", c->base.peer,
 			    addr_str(addr, where, sizeof(where)));
 		}
-		fill_hello(sc, &s->hello_buf, i);
+		weft_tp_socket_fill_hello(sc, &s->hello_buf, i);
 		s->hello_done = 0;
 		s->phase = WEFT_SOCK_HELLO_OUT;
 	}
@@ -438,11 +442,13 @@ static bool pending_route(struct weft_sock_comm *sc, struct weft_sock_pending *p
 		return *why = "not a Weft handshake", false;
 	if (h->secret != env->secret)
 		return *why = "wrong secret (another job?)", false;
+	if (h->index == WEFT_SOCK_CALL_INDEX && h->nsocks == sc->nsocks)
+		return weft_tp_socket_route_call(sc, p->fd, h, why);
 	if (h->rank < 0 || h->rank >= env->rank)
 		return *why = "rank out of range (only lower ranks connect)", false;
 	if (h->index >= sc->nsocks || h->nsocks != sc->nsocks)
 		return *why = "socket index or count does not match", false;
-	struct weft_sock_conn *c = conn_get(sc, h->rank);
+	struct weft_sock_conn *c = weft_tp_socket_conn_get(sc, h->rank);
 	if (!c)
 		return *why = "out of memory", false;
 	struct weft_sock *s = &c->sock[h->index];
@@ -451,9 +457,13 @@ static bool pending_route(struct weft_sock_comm *sc, struct weft_sock_pending *p
 	s->fd = p->fd;
 	set_nodelay(s->fd);
 	weft_tp_socket_tune(c->sc, s->fd);
-	fill_hello(sc, &s->hello_buf, h->index);
+	weft_tp_socket_fill_hello(sc, &s->hello_buf, h->index);
 	s->hello_done = 0;
 	s->phase = WEFT_SOCK_HELLO_OUT;
+	/* Lazily this rank may have nothing for the peer yet: progress sends
+	 * the reply, so the connector is not kept waiting for our first message. */
+	if (env->connect_lazy)
+		weft_tp_socket_list_connecting(sc, c);
 	return true;
 }
 
@@ -518,6 +528,52 @@ static void pending_progress(struct weft_sock_comm *sc)
 	}
 }
 
+void weft_tp_socket_accept(struct weft_sock_comm *sc)
+{
+	accept_new(sc);
+	pending_progress(sc);
+}
+
+/* Both sides: the connection is up. */
+static void conn_up(struct weft_sock_conn *c)
+{
+	struct weft_sock_comm *sc = c->sc;
+	c->up = true;
+	c->rtt_us = tcp_rtt_us(c->sock[0].fd);
+	weft_tp_socket_check_ecn(c);
+	sc->active[sc->nactive++] = c;
+	close_fd(&c->call_fd); /* a call, made or answered, has done its work */
+	char where[80];
+	weft_log(WEFT_LOG_INFO, WEFT_SUB_NET,
+		 "socket: connected to peer rank %d at %s (%u sockets)", c->base.peer,
+		 addr_str(&sc->cards[c->base.peer].addr, where, sizeof(where)), sc->nsocks);
+}
+
+weft_status_t weft_tp_socket_conn_step(struct weft_sock_conn *c)
+{
+	struct weft_sock_comm *sc = c->sc;
+	const struct weft_tp_env *env = sc->base.env;
+	bool connector = env->rank < c->base.peer, all = true, none = true;
+	for (unsigned i = 0; i < sc->nsocks; i++) {
+		weft_status_t st = connector ? connector_step(c, i) : acceptor_step(c, i);
+		if (st < 0) {
+			weft_tp_socket_conn_fail(c, st);
+			return st;
+		}
+		all = all && st == WEFT_SUCCESS;
+		none = none && c->sock[i].phase == WEFT_SOCK_IDLE;
+	}
+	if (all) {
+		conn_up(c);
+		return WEFT_SUCCESS;
+	}
+	/* Lazily the lower rank may have no reason to connect yet: ask it
+	 * (and watch the call until its sockets arrive). */
+	if (!connector && env->connect_lazy && (none || c->call != WEFT_SOCK_CALL_NONE))
+		return weft_tp_socket_call_step(c);
+	return WEFT_INPROGRESS;
+}
+
 static weft_status_t sock_connect(struct weft_tp *tp, int peer, struct weft_conn **out)
 {
 	struct weft_sock_comm *sc = to_sc(tp);
@@ -525,32 +581,21 @@ static weft_status_t sock_connect(struct weft_tp *tp, int peer, struct weft_conn
 	*out = NULL;
 	if (peer < 0 || peer >= env->nranks || peer == env->rank || sc->listen_fd < 0)
 		return weft_tp_fail(env, WEFT_ERR_INTERNAL, "socket: connect to peer %d", peer);
-	struct weft_sock_conn *c = conn_get(sc, peer);
+	struct weft_sock_conn *c = weft_tp_socket_conn_get(sc, peer);
 	if (!c)
 		return weft_tp_fail(env, WEFT_ERR_NO_MEMORY, "socket: out of memory");
 	if (c->failed)
 		return c->failed;
+	if (c->listed) /* lazily: progress moves it */
+		return WEFT_INPROGRESS;
 	if (!c->up) {
 		accept_new(sc);
 		pending_progress(sc);
-		bool all = true;
-		for (unsigned i = 0; i < sc->nsocks; i++) {
-			weft_status_t st =
-			    env->rank < peer ? connector_step(c, i) : acceptor_step(c, i);
-			if (st < 0)
-				return st;
-			all = all && st == WEFT_SUCCESS;
-		}
-		if (!all)
-			return WEFT_INPROGRESS;
-		c->up = true;
-		c->rtt_us = tcp_rtt_us(c->sock[0].fd);
-		weft_tp_socket_check_ecn(c);
-		sc->active[sc->nactive++] = c;
-		char where[80];
-		weft_log(WEFT_LOG_INFO, WEFT_SUB_NET,
-			 "socket: connected to peer rank %d at %s (%u sockets)", peer,
-			 addr_str(&sc->cards[peer].addr, where, sizeof(where)), sc->nsocks);
+		weft_status_t st = c->listed ? WEFT_INPROGRESS : weft_tp_socket_conn_step(c);
+		if (st == WEFT_INPROGRESS && env->connect_lazy)
+			weft_tp_socket_list_connecting(sc, c);
+		if (st != WEFT_SUCCESS)
+			return st;
 	}
 	*out = &c->base;
 	return WEFT_SUCCESS;
@@ -602,6 +647,7 @@ static void sock_fini(struct weft_tp *tp)
 	free(sc->pending);
 	free(sc->conns);
 	free(sc->active);
+	free(sc->connecting);
 	free(sc->cards);
 	free(sc);
 }

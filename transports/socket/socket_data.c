@@ -200,6 +200,10 @@ void weft_tp_socket_conn_fail(struct weft_sock_conn *c, weft_status_t status)
 		c->failed = status;
 	for (unsigned i = 0; i < c->sc->nsocks; i++)
 		close_sock(&c->sock[i]);
+	if (c->call_fd >= 0) {
+		close(c->call_fd);
+		c->call_fd = -1;
+	}
 	c->sendq.deal = NULL;
 	while (c->sendq.q.head)
 		req_finish(c, &c->sendq, req_of(c->sendq.q.head), c->failed);
@@ -591,7 +595,7 @@ static weft_status_t rx_spray(struct weft_sock_conn *c, unsigned s)
 weft_status_t weft_tp_socket_progress(struct weft_tp *tp)
 {
 	struct weft_sock_comm *sc = weft_container_of(tp, struct weft_sock_comm, base);
-	weft_status_t ret = WEFT_SUCCESS;
+	weft_status_t ret = weft_tp_socket_setup_progress(sc);
 	for (int k = 0; k < sc->nactive; k++) {
 		struct weft_sock_conn *c = sc->active[k];
 		if (c->failed || (!c->sendq.q.head && !c->recvq.q.head))

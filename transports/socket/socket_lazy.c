@@ -1,0 +1,207 @@
+/*
+ * socket_lazy.c — the TCP transport's connections made during the job
+ * (WEFT_CONNECT=lazy, env->connect_lazy): the higher rank's call to the
+ * lower, the lower rank's answer, and the progress that moves connections
+ * under way while the job runs.
+ *
+ * The lower rank of a pair always connects (socket.h), so two ranks that
+ * start at once (A sends to B while B sends to A) still make one
+ * connection. When the higher rank needs the pair first, it calls: it
+ * connects a socket to the lower rank's listener and sends a hello with
+ * index WEFT_SOCK_CALL_INDEX and the job's secret; the lower rank, on
+ * reading it, starts its connector as if it had a message for the caller.
+ * A call that meets a connection already under way changes nothing.
+ *
+ * The call's socket stays open on both sides until the connection is up,
+ * and the caller watches it: a peer that is gone refuses the call, one that
+ * dies meanwhile resets it, so the caller fails at once naming the peer
+ * instead of waiting for WEFT_TIMEOUT. A connection still not up after
+ * WEFT_TIMEOUT fails naming the peer (a host that does not answer).
+ *
+ * The listener stays open for the whole job. Progress looks at it on every
+ * call while anything is connecting or a hello is unread, and otherwise
+ * every SOCK_IDLE_POLLS calls, so an idle job pays one accept4() per that
+ * many polls. Whatever arrives is routed as at init: a socket whose hello
+ * is garbage or carries another secret is dropped with a warning.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "bootstrap/netaddr.h"
+#include "transports/socket/socket.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+#define SOCK_IDLE_POLLS 64
+
+void weft_tp_socket_list_connecting(struct weft_sock_comm *sc, struct weft_sock_conn *c)
+{
+	if (c->listed || c->up)
+		return;
+	c->listed = true;
+	if (c->since == 0)
+		c->since = weft_now();
+	sc->connecting[sc->nconnecting++] = c;
+}
+
+/* The call could not be made or was closed before the connection was up:
+ * the peer is gone (or closed its communicator). */
+static weft_status_t call_failed(struct weft_sock_conn *c, int err)
+{
+	const struct weft_tp_env *env = c->sc->base.env;
+	int peer = c->base.peer;
+	char where[80];
+	weft_addr_str((const struct sockaddr *)&c->sc->cards[peer].addr, where, sizeof(where));
+	weft_status_t st;
+	if (err == 0 || err == ECONNRESET || err == ECONNREFUSED || err == EPIPE)
+		st = weft_tp_fail(env, WEFT_ERR_REMOTE,
+				  "socket: peer rank %d (%s, listening at %s) %s while this rank "
+				  "was connecting to it",
+				  peer, env->peers[peer].hostname, where,
+				  err == ECONNREFUSED ? "refused the connection (is it gone?)"
+				  : err == 0	      ? "closed the call"
+						      : "reset the call");
+	else
+		st =
+		    weft_tp_fail_errno(env, err, "socket: calling peer rank %d at %s", peer, where);
+	weft_tp_socket_conn_fail(c, st);
+	return st;
+}
+
+static bool call_send(struct weft_sock_conn *c, int *err)
+{
+	const char *p = (const char *)&c->call_hello;
+	while (c->call_done < sizeof(c->call_hello)) {
+		ssize_t n = send(c->call_fd, p + c->call_done, sizeof(c->call_hello) - c->call_done,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n > 0) {
+			c->call_done += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		*err = n == 0 ? 0 : errno;
+		return false;
+	}
+	return true;
+}
+
+/* The higher rank's side while its sockets have not arrived: call the lower
+ * rank, then watch the call. WEFT_INPROGRESS until the peer connects. */
+weft_status_t weft_tp_socket_call_step(struct weft_sock_conn *c)
+{
+	struct weft_sock_comm *sc = c->sc;
+	const struct weft_sock_card *card = &sc->cards[c->base.peer];
+	int err = 0;
+	switch (c->call) {
+	case WEFT_SOCK_CALL_NONE:
+		c->call_fd =
+		    socket(card->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (c->call_fd < 0)
+			return call_failed(c, errno);
+		if (connect(c->call_fd, (const struct sockaddr *)&card->addr, card->addr_len) !=
+			0 &&
+		    errno != EINPROGRESS)
+			return call_failed(c, errno);
+		c->call = WEFT_SOCK_CALL_CONNECTING;
+		/* fall through */
+	case WEFT_SOCK_CALL_CONNECTING: {
+		struct pollfd p = {.fd = c->call_fd, .events = POLLOUT};
+		if (poll(&p, 1, 0) <= 0)
+			return WEFT_INPROGRESS;
+		socklen_t len = sizeof(err);
+		if (getsockopt(c->call_fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+			err = errno;
+		if (err != 0)
+			return call_failed(c, err);
+		weft_tp_socket_fill_hello(sc, &c->call_hello, WEFT_SOCK_CALL_INDEX);
+		c->call_done = 0;
+		c->call = WEFT_SOCK_CALL_SENDING;
+	}
+		/* fall through */
+	case WEFT_SOCK_CALL_SENDING:
+		if (!call_send(c, &err))
+			return err == EAGAIN || err == EWOULDBLOCK ? WEFT_INPROGRESS
+								   : call_failed(c, err);
+		c->call = WEFT_SOCK_CALL_SENT;
+		weft_log(WEFT_LOG_INFO, WEFT_SUB_NET, "socket: asked peer rank %d to connect",
+			 c->base.peer);
+		/* fall through */
+	case WEFT_SOCK_CALL_SENT: {
+		char b;
+		ssize_t n = recv(c->call_fd, &b, 1, MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+			return call_failed(c, n == 0 ? 0 : errno);
+		return WEFT_INPROGRESS;
+	}
+	}
+	return WEFT_ERR_INTERNAL;
+}
+
+/* A complete hello with the job's secret and the call index, on socket @p fd
+ * of the listener: the higher rank @p h->rank asks this rank to connect.
+ * True if taken (the connection owns @p fd), false with *why if not. */
+bool weft_tp_socket_route_call(struct weft_sock_comm *sc, int fd, const struct weft_sock_hello *h,
+			       const char **why)
+{
+	const struct weft_tp_env *env = sc->base.env;
+	if (!env->connect_lazy)
+		return *why = "a call for a connection, but this job connects at init", false;
+	if (h->rank <= env->rank || h->rank >= env->nranks)
+		return *why = "a call from a rank out of range (only higher ranks call)", false;
+	struct weft_sock_conn *c = weft_tp_socket_conn_get(sc, h->rank);
+	if (!c)
+		return *why = "out of memory", false;
+	if (c->call_fd >= 0)
+		return *why = "a second call from the same rank", false;
+	if (c->failed || c->up) { /* it came up (or failed) before we read the call */
+		close(fd);
+		return true;
+	}
+	c->call_fd = fd;
+	weft_log(WEFT_LOG_INFO, WEFT_SUB_NET, "socket: peer rank %d asked for a connection",
+		 h->rank);
+	weft_tp_socket_list_connecting(sc, c);
+	return true;
+}
+
+static weft_status_t setup_timeout(struct weft_sock_conn *c)
+{
+	const struct weft_tp_env *env = c->sc->base.env;
+	int peer = c->base.peer;
+	weft_status_t st = weft_tp_fail(
+	    env, WEFT_ERR_TIMEOUT, "socket: no connection with peer rank %d (%s) within %.1f s",
+	    peer, env->peers[peer].hostname, env->timeout_s);
+	weft_tp_socket_conn_fail(c, st);
+	return st;
+}
+
+weft_status_t weft_tp_socket_setup_progress(struct weft_sock_comm *sc)
+{
+	if (sc->listen_fd < 0)
+		return WEFT_SUCCESS;
+	if (!sc->nconnecting && !sc->npending && ++sc->idle_polls < SOCK_IDLE_POLLS)
+		return WEFT_SUCCESS;
+	sc->idle_polls = 0;
+	weft_tp_socket_accept(sc);
+	double now = sc->nconnecting ? weft_now() : 0;
+	weft_status_t ret = WEFT_SUCCESS;
+	for (int k = sc->nconnecting - 1; k >= 0; k--) {
+		struct weft_sock_conn *c = sc->connecting[k];
+		weft_status_t st = c->failed ? c->failed : weft_tp_socket_conn_step(c);
+		if (st == WEFT_INPROGRESS && now - c->since > sc->base.env->timeout_s)
+			st = setup_timeout(c);
+		if (st == WEFT_INPROGRESS)
+			continue;
+		c->listed = false;
+		sc->connecting[k] = sc->connecting[--sc->nconnecting];
+		if (st != WEFT_SUCCESS && ret == WEFT_SUCCESS)
+			ret = st;
+	}
+	return ret;
+}

@@ -67,13 +67,6 @@ static uint64_t ofi_tag(const struct ofi_tp *tp, uint64_t wtag)
 	return tp->comm_bits | word_bits(tp, (uint32_t)(wtag >> 32)) << 32 | (wtag & 0xffffffffull);
 }
 
-/* Which endpoint a message takes: from the bits of its ofi tag that a
- * receive matches (not a collective's signature, so that a mismatched
- * call still lands where the receive waits and is reported at once), the
- * same on both sides: a hash, so an operation's chunks spread over every
- * endpoint whatever the stride of their steps. */
-static unsigned flow_of(const struct ofi_tp *tp, uint64_t wtag);
-
 /* What a receive leaves out of the match: a collective's signature. */
 static uint64_t ofi_ignore(const struct ofi_tp *tp, uint64_t wtag)
 {
@@ -82,13 +75,18 @@ static uint64_t ofi_ignore(const struct ofi_tp *tp, uint64_t wtag)
 	return (uint64_t)(WEFT_TAG_SIGNATURE >> (32 - tp->tag_seq_bits)) << 32;
 }
 
+/* Which endpoint a message takes: from the bits of its ofi tag that a
+ * receive matches (not a collective's signature, so that a mismatched
+ * call still lands where the receive waits and is reported at once), the
+ * same on both sides. A mix of every bit (MurmurHash3's finaliser), so an
+ * operation's chunks spread over every endpoint whatever the stride of
+ * their steps: a rank's steps to one peer are often every other one (a
+ * ring of two sends the even, its peer the odd), which step % neps would
+ * put on half the endpoints. */
 static unsigned flow_of(const struct ofi_tp *tp, uint64_t wtag)
 {
 	if (tp->neps < 2)
 		return 0;
-	/* A mix of every bit (MurmurHash3's finaliser): a rank's steps to one
-	 * peer are often every other one (a ring of two sends the even, its
-	 * peer the odd), which step % neps would put on half the endpoints. */
 	uint64_t x = ofi_tag(tp, wtag) & ~ofi_ignore(tp, wtag);
 	x ^= x >> 33;
 	x *= 0xff51afd7ed558ccdull;

@@ -12,6 +12,7 @@
  */
 #include "harness.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <netinet/in.h>
@@ -935,4 +936,37 @@ long harness_guard_check(const void *guard, size_t bytes)
 		if (p[k] != (unsigned char)(0xa5u ^ (k * 7u)))
 			return (long)k;
 	return -1;
+}
+
+bool harness_own_socket(unsigned long inode)
+{
+	DIR *d = opendir("/proc/self/fd");
+	bool found = false;
+	struct dirent *e;
+	while (d && !found && (e = readdir(d))) {
+		char path[300], link[64];
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		ssize_t n = readlink(path, link, sizeof(link) - 1);
+		if (n <= 0)
+			continue;
+		link[n] = '\0';
+		unsigned long ino;
+		found = sscanf(link, "socket:[%lu]", &ino) == 1 && ino == inode;
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+int harness_count_in_file(const char *path, const char *needle)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	char line[1024];
+	int n = 0;
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, needle) != NULL;
+	fclose(f);
+	return n;
 }

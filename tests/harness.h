@@ -125,6 +125,14 @@ void *harness_shared(void);
 /* Seconds on CLOCK_MONOTONIC: comparable between the job's processes. */
 double harness_now(void);
 
+/* Is socket inode @p inode (as /proc/net/tcp names it) open in this
+ * process (/proc/self/fd)? */
+bool harness_own_socket(unsigned long inode);
+
+/* Lines of the file at @p path that contain @p needle; -1 if it cannot be
+ * opened. */
+int harness_count_in_file(const char *path, const char *needle);
+
 /* --- Test data: inputs whose results are exact in every datatype. ---
  *
  * AllReduce inputs are small integers (halves for floating point) chosen per

@@ -23,26 +23,6 @@
 #include "harness.h"
 #include "transports/socket/socket.h"
 
-static bool own_socket(unsigned long inode)
-{
-	DIR *d = opendir("/proc/self/fd");
-	bool found = false;
-	struct dirent *e;
-	while (d && !found && (e = readdir(d))) {
-		char path[300], link[64];
-		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
-		ssize_t n = readlink(path, link, sizeof(link) - 1);
-		if (n <= 0)
-			continue;
-		link[n] = '\0';
-		unsigned long ino;
-		found = sscanf(link, "socket:[%lu]", &ino) == 1 && ino == inode;
-	}
-	if (d)
-		closedir(d);
-	return found;
-}
-
 /* TCP sockets of this process in LISTEN (state 0A); the port of the last
  * one into *port if not NULL. */
 static int listening_at(unsigned *port)
@@ -58,7 +38,7 @@ static int listening_at(unsigned *port)
 			unsigned p;
 			if (sscanf(line, "%*s %*[0-9A-Fa-f]:%x %*s %7s %*s %*s %*s %*s %*s %lu", &p,
 				   state, &inode) == 3 &&
-			    strcmp(state, "0A") == 0 && own_socket(inode)) {
+			    strcmp(state, "0A") == 0 && harness_own_socket(inode)) {
 				count++;
 				if (port)
 					*port = p;
@@ -125,19 +105,6 @@ static int dial(unsigned port, const void *data, size_t len)
 	return fd;
 }
 
-static int count_in_file(const char *path, const char *needle)
-{
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return 0;
-	char line[1024];
-	int n = 0;
-	while (fgets(line, sizeof(line), f))
-		n += strstr(line, needle) != NULL;
-	fclose(f);
-	return n;
-}
-
 static int allreduce_ones(weft_comm_t comm, int nranks)
 {
 	float x = 1;
@@ -171,8 +138,8 @@ static int strangers_body(weft_comm_t comm, int rank, int nranks, void *arg)
 	 * few. The ranks agree on when to stop (every rank has its 3). */
 	double t0 = harness_now();
 	for (int all = 0; !ret && !all;) {
-		int mine =
-		    count_in_file(path, "dropped a connection") >= 3 || harness_now() - t0 > 10;
+		int mine = harness_count_in_file(path, "dropped a connection") >= 3 ||
+			   harness_now() - t0 > 10;
 		weft_status_t st = weft_allreduce(&mine, &all, 1, WEFT_INT32, WEFT_MIN, comm);
 		if (st != WEFT_SUCCESS)
 			ret = harness_fail_status(comm, st, "allreduce with strangers at the door");
@@ -184,9 +151,9 @@ static int strangers_body(weft_comm_t comm, int rank, int nranks, void *arg)
 		return ret;
 	if (fds[0] < 0 || fds[1] < 0 || fds[2] < 0)
 		return harness_fail("a stranger could not reach the door at port %u", port);
-	int drops = count_in_file(path, "dropped a connection");
-	if (drops != 3 || count_in_file(path, "wrong secret") != 2 ||
-	    count_in_file(path, "not a Weft handshake") != 1)
+	int drops = harness_count_in_file(path, "dropped a connection");
+	if (drops != 3 || harness_count_in_file(path, "wrong secret") != 2 ||
+	    harness_count_in_file(path, "not a Weft handshake") != 1)
 		return harness_fail("expected 3 strangers dropped in %s, found %d", path, drops);
 	return allreduce_ones(comm, nranks);
 }

@@ -224,27 +224,10 @@ static bool tcp_scan(bool (*fn)(const struct tcp_entry *e, void *arg), void *arg
 static unsigned long listen_ports[32];
 static int nlisten_ports;
 
-static bool own_socket(unsigned long inode)
-{
-	char want[48];
-	snprintf(want, sizeof(want), "socket:[%lu]", inode);
-	bool open[MAX_FDS];
-	list_fds(open);
-	for (int fd = 0; fd < MAX_FDS; fd++) {
-		char path[64], target[64];
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		ssize_t len = open[fd] ? readlink(path, target, sizeof(target) - 1) : -1;
-		if (len > 0 && (size_t)len == strlen(want) &&
-		    memcmp(target, want, (size_t)len) == 0)
-			return true;
-	}
-	return false;
-}
-
 static bool add_listener(const struct tcp_entry *e, void *arg)
 {
 	(void)arg;
-	if (e->state == 10 && nlisten_ports < 32 && own_socket(e->inode))
+	if (e->state == 10 && nlisten_ports < 32 && harness_own_socket(e->inode))
 		listen_ports[nlisten_ports++] = e->local_port;
 	return false;
 }

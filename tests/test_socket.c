@@ -455,19 +455,6 @@ static int stranger_before_init(int rank, int nranks, const weft_unique_id_t *id
 	return 0;
 }
 
-static int count_in_file(const char *path, const char *needle)
-{
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return -1;
-	char line[1024];
-	int n = 0;
-	while (fgets(line, sizeof(line), f))
-		n += strstr(line, needle) != NULL;
-	fclose(f);
-	return n;
-}
-
 static int body_stranger(weft_comm_t comm, int rank, int nranks, void *arg)
 {
 	if (rank == 0 && stranger_fds[0] < 0)
@@ -475,9 +462,9 @@ static int body_stranger(weft_comm_t comm, int rank, int nranks, void *arg)
 	if (rank == 1) {
 		char path[256];
 		snprintf(path, sizeof(path), "%s/sock_%d.log", (const char *)arg, (int)getpid());
-		int drops = count_in_file(path, "dropped a connection");
-		if (drops < 3 || count_in_file(path, "wrong secret") < 1 ||
-		    count_in_file(path, "not a Weft handshake") < 1)
+		int drops = harness_count_in_file(path, "dropped a connection");
+		if (drops < 3 || harness_count_in_file(path, "wrong secret") < 1 ||
+		    harness_count_in_file(path, "not a Weft handshake") < 1)
 			return harness_fail("expected 3 dropped strangers in %s, found %d", path,
 					    drops);
 	}

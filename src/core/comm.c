@@ -1,6 +1,7 @@
 /* comm.c — communicator creation and destruction, errors, and what the
  * transports see of it (struct weft_tp_env). The public calls are in
  * src/api/comm.c, progress in core/progress.c. */
+#define _GNU_SOURCE
 #include "core/comm.h"
 
 #include <stdarg.h>
@@ -142,6 +143,43 @@ static const char *me_nic(const struct weft_comm *comm)
 	return comm->cards[comm->rank].topo.nic;
 }
 
+static int by_host(const void *a, const void *b, void *cards_arg)
+{
+	const struct weft_card *cards = cards_arg;
+	int ra = *(const int *)a, rb = *(const int *)b;
+	int c = strcmp(cards[ra].host_id, cards[rb].host_id);
+
+	return c ? c : (ra > rb) - (ra < rb);
+}
+
+/* Every card's index among the ranks of its host, and their count: ranks
+ * sorted by host id, then rank (O(n log n): a job may have 100,000). */
+static weft_status_t number_locals(struct weft_comm *comm)
+{
+	int n = comm->nranks;
+	int *order = malloc((size_t)n * sizeof(*order));
+
+	if (!order)
+		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "init: %d ranks' host order", n);
+	for (int r = 0; r < n; r++)
+		order[r] = r;
+	qsort_r(order, (size_t)n, sizeof(*order), by_host, comm->cards);
+	for (int i = 0; i < n;) {
+		int j = i;
+
+		while (j < n &&
+		       strcmp(comm->cards[order[j]].host_id, comm->cards[order[i]].host_id) == 0)
+			j++;
+		for (int k = i; k < j; k++) {
+			comm->cards[order[k]].local_rank = (uint32_t)(k - i);
+			comm->cards[order[k]].local_count = (uint32_t)(j - i);
+		}
+		i = j;
+	}
+	free(order);
+	return WEFT_SUCCESS;
+}
+
 static weft_status_t exchange_cards(struct weft_comm *comm, const struct weft_topo_card *known)
 {
 	struct weft_card *me = &comm->cards[comm->rank];
@@ -166,19 +204,7 @@ static weft_status_t exchange_cards(struct weft_comm *comm, const struct weft_to
 		comm->cards[r].hostname[WEFT_HOSTNAME_BYTES - 1] = '\0';
 		weft_topo_card_terminate(&comm->cards[r].topo);
 	}
-	for (int r = 0; r < comm->nranks; r++) {
-		uint32_t idx = 0, cnt = 0;
-		for (int q = 0; q < comm->nranks; q++) {
-			if (strcmp(comm->cards[q].host_id, comm->cards[r].host_id) == 0) {
-				if (q < r)
-					idx++;
-				cnt++;
-			}
-		}
-		comm->cards[r].local_rank = idx;
-		comm->cards[r].local_count = cnt;
-	}
-	return WEFT_SUCCESS;
+	return number_locals(comm);
 }
 
 /* ---- What the transports see ---- */

@@ -5,7 +5,7 @@ set -euo pipefail
 
 pkgs=(
 	build-essential pkg-config
-	libhwloc-dev libfabric-dev libfabric-bin libjansson-dev check
+	libhwloc-dev libfabric-dev libfabric-bin libjansson-dev check zlib1g-dev
 	openmpi-bin libopenmpi-dev mpich libmpich-dev
 	liblldpctl-dev lldpd libibverbs-dev rdma-core
 	iproute2 nftables ethtool time graphviz hwloc clang-format

@@ -23,7 +23,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/bootstrap_wire.h"
 
 #define MAX_SLOTS	16
 #define SHORT_TIMEOUT_S 1.5
@@ -36,11 +39,13 @@ struct slot {
 };
 
 enum rank_mode {
-	MODE_GATHER,   /* three allgathers of distinct blocks, a barrier */
-	MODE_JOIN,     /* join and report */
-	MODE_MISMATCH, /* rank 1 passes a different size */
-	MODE_LEAVE,    /* the last rank exits without closing */
-	MODE_LINGER,   /* join, allgather, stay 0.6 s, barrier */
+	MODE_GATHER,	   /* three allgathers of distinct blocks, a barrier */
+	MODE_JOIN,	   /* join and report */
+	MODE_MISMATCH,	   /* rank 1 passes a different size */
+	MODE_LEAVE,	   /* the last rank exits without closing */
+	MODE_LINGER,	   /* join, allgather, stay 0.6 s, barrier */
+	MODE_BIG,	   /* an allgather of 300,000-byte blocks (relayed in pieces) */
+	MODE_RELAY_LEAVES, /* rank 1 (a relay when the fan-out is 1) exits after the join */
 };
 
 struct job {
@@ -153,6 +158,12 @@ static void rank_body(const struct job *job, int rank, struct slot *s)
 		if (rank == job->nranks - 1)
 			_exit(0); /* the kernel closes the socket; no goodbye */
 		sleep_s(0.1);
+		ok = gather_check(bs, rank, job->nranks, 0, 8, &err);
+		break;
+	case MODE_BIG: ok = gather_check(bs, rank, job->nranks, 0, 300000, &err); break;
+	case MODE_RELAY_LEAVES:
+		if (rank == 1)
+			_exit(0);
 		ok = gather_check(bs, rank, job->nranks, 0, 8, &err);
 		break;
 	case MODE_LINGER:
@@ -492,6 +503,151 @@ START_TEST(test_silent_root)
 }
 END_TEST
 
+/* The relay tree's shapes: a chain (fan-out 1: every result passes
+ * through every rank, and a 2.4 MB one in pieces), an uneven binary tree,
+ * and the root sending to every rank itself (fan-out past the job). */
+static void run_fanout(const char *fanout, int nranks, enum rank_mode mode)
+{
+	setenv("WEFT_BOOTSTRAP_FANOUT", fanout, 1);
+	run_job(nranks, mode, 5.0);
+	unsetenv("WEFT_BOOTSTRAP_FANOUT");
+	assert_all_verified(nranks);
+}
+
+START_TEST(test_relay_chain)
+{
+	run_fanout("1", 6, MODE_GATHER);
+}
+END_TEST
+
+START_TEST(test_relay_chain_big)
+{
+	run_fanout("1", 8, MODE_BIG);
+}
+END_TEST
+
+START_TEST(test_relay_binary)
+{
+	run_fanout("2", 13, MODE_GATHER);
+}
+END_TEST
+
+START_TEST(test_relay_star)
+{
+	run_fanout("100", 5, MODE_GATHER);
+}
+END_TEST
+
+/* A relay that dies after the join: the ranks below it are cut off from
+ * the results, and every rank fails naming it, well before the timeout. */
+START_TEST(test_relay_leaves)
+{
+	setenv("WEFT_BOOTSTRAP_FANOUT", "1", 1);
+	run_job(4, MODE_RELAY_LEAVES, 5.0);
+	unsetenv("WEFT_BOOTSTRAP_FANOUT");
+	for (int r = 0; r < 4; r++) {
+		if (r == 1)
+			continue;
+		ck_assert_msg(slots[r].status == WEFT_ERR_REMOTE, "rank %d: %d %s", r,
+			      slots[r].status, slots[r].msg);
+		ck_assert_msg(strstr(slots[r].msg, "rank 1 left the bootstrap"), "rank %d: %s", r,
+			      slots[r].msg);
+		ck_assert_msg(slots[r].elapsed < 2.5, "rank %d took %.2f s", r, slots[r].elapsed);
+	}
+}
+END_TEST
+
+START_TEST(test_fanout_setting)
+{
+	static const char *bad[] = {"0", "-1", "two", "1000001"};
+	struct sockaddr_in a = loopback(0);
+	struct weft_uid uid;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct weft_err err = {0};
+
+		setenv("WEFT_BOOTSTRAP_FANOUT", bad[i], 1);
+		ck_assert_int_eq(
+		    weft_bootstrap_root_start((struct sockaddr *)&a, sizeof(a), 1, 1.0, &uid, &err),
+		    WEFT_ERR_INVALID_ARG);
+		ck_assert_msg(strstr(err.msg, "WEFT_BOOTSTRAP_FANOUT=") && strstr(err.msg, bad[i]),
+			      "%s", err.msg);
+	}
+	unsetenv("WEFT_BOOTSTRAP_FANOUT");
+}
+END_TEST
+
+static void read_exact(int fd, void *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = recv(fd, (char *)buf + got, len - got, 0);
+
+		ck_assert_int_gt(n, 0);
+		got += (size_t)n;
+	}
+}
+
+/* A root (here, by hand) whose result is not a zlib stream of the right
+ * size: the rank says it is garbled, and does not return it. */
+START_TEST(test_garbled_result)
+{
+	static const char *kinds[] = {"garbage", "short", "long"};
+
+	for (int k = 0; k < 3; k++) {
+		struct sockaddr_in a = loopback(0);
+		socklen_t len = sizeof(a);
+		struct job job = {.nranks = 1, .timeout_s = 2.0, .mode = MODE_GATHER};
+		int lfd = socket(AF_INET, SOCK_STREAM, 0), fd;
+		struct frame_hdr h;
+		struct hello hello;
+		struct ready ready = {.fanout = 4};
+		unsigned char block[8], packed[64], out[64];
+		uLongf plen = sizeof(packed);
+		pid_t pid;
+
+		ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+		ck_assert_int_eq(listen(lfd, 4), 0);
+		ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&a, &len), 0);
+		start_root(0.1, 5, 0, &job.uid);
+		memcpy(&job.uid.addr.in4, &a, sizeof(a));
+		pid = spawn_rank(&job, 0, k);
+		fd = accept(lfd, NULL, NULL);
+		ck_assert_int_ge(fd, 0);
+		read_exact(fd, &h, sizeof(h));
+		read_exact(fd, &hello, sizeof(hello));
+		ck_assert_int_eq(h.type, FRAME_HELLO);
+		ck_assert_uint_ne(hello.relay_port, 0);
+		h = (struct frame_hdr){.type = FRAME_READY, .len = sizeof(ready)};
+		ck_assert_int_eq(send(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+		ck_assert_int_eq(send(fd, &ready, sizeof(ready), 0), (ssize_t)sizeof(ready));
+		read_exact(fd, &h, sizeof(h));
+		ck_assert_int_eq(h.len, 8); /* MODE_GATHER's first block */
+		read_exact(fd, block, sizeof(block));
+		memset(out, 0x5a, sizeof(out));
+		if (k == 0) {
+			memset(packed, 0xa5, 16);
+			plen = 16;
+		} else {
+			ck_assert_int_eq(compress2(packed, &plen, out, k == 1 ? 7 : 9, 1), Z_OK);
+		}
+		h = (struct frame_hdr){.type = FRAME_GATHER, .seq = 0, .len = plen};
+		ck_assert_int_eq(send(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+		ck_assert_int_eq(send(fd, packed, plen, 0), (ssize_t)plen);
+		reap(&pid, 1);
+		close(fd);
+		close(lfd);
+		ck_assert_msg(slots[k].status == WEFT_ERR_REMOTE, "%s: %d %s", kinds[k],
+			      slots[k].status, slots[k].msg);
+		ck_assert_msg(strstr(slots[k].msg, k == 0   ? "is garbled (zlib: "
+						   : k == 1 ? "inflates to 7 bytes, not 8"
+							    : "inflates past its 8 bytes"),
+			      "%s: %s", kinds[k], slots[k].msg);
+	}
+}
+END_TEST
+
 START_TEST(test_too_big)
 {
 	struct job job = {.nranks = 1, .timeout_s = 2.0};
@@ -501,7 +657,7 @@ START_TEST(test_too_big)
 
 	start_root(2.0, 11, 0, &job.uid);
 	ck_assert_int_eq(weft_bootstrap_join(&job.uid, 0, 1, 2.0, &bs, &err), WEFT_SUCCESS);
-	ck_assert_int_eq(weft_bootstrap_allgather(bs, &c, (size_t)65 << 20, &err),
+	ck_assert_int_eq(weft_bootstrap_allgather(bs, &c, (size_t)1025 << 20, &err),
 			 WEFT_ERR_INVALID_ARG);
 	ck_assert_msg(strstr(err.msg, "limit"), "%s", err.msg);
 	weft_bootstrap_close(bs);
@@ -553,6 +709,13 @@ static Suite *bootstrap_suite(void)
 	tcase_add_test(tc, test_root_late);
 	tcase_add_test(tc, test_no_root);
 	tcase_add_test(tc, test_silent_root);
+	tcase_add_test(tc, test_relay_chain);
+	tcase_add_test(tc, test_relay_chain_big);
+	tcase_add_test(tc, test_relay_binary);
+	tcase_add_test(tc, test_relay_star);
+	tcase_add_test(tc, test_relay_leaves);
+	tcase_add_test(tc, test_fanout_setting);
+	tcase_add_test(tc, test_garbled_result);
 	tcase_add_test(tc, test_too_big);
 	tcase_add_test(tc, test_many_ranks);
 	suite_add_tcase(s, tc);

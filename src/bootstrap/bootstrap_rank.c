@@ -1,7 +1,8 @@
 /*
  * bootstrap_rank.c — the rank side of the bootstrap: check the unique id,
- * join through the root, allgather and barrier, close. The protocol is
- * described in bootstrap_wire.h.
+ * join through the root and link into the relay tree, allgather (blocks up
+ * to the root, results down the tree, forwarded as they arrive) and
+ * barrier, close. The protocol is described in bootstrap_wire.h.
  */
 #define _GNU_SOURCE
 #include "bootstrap/bootstrap.h"
@@ -17,12 +18,15 @@
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
+#include "bootstrap/bootstrap_rank.h"
 #include "bootstrap/bootstrap_wire.h"
 #include "util/clock.h"
 #include "util/log.h"
 
-#define JOIN_GRACE_S 1.0 /* rank waits this long past its timeout for the root */
+#define HELLO_WAIT_S 2.0	       /* a connection to the relay listener owes its hello */
+#define RELAY_PIECE  ((size_t)1 << 20) /* forwarded as soon as it is in */
 
 weft_status_t weft_bootstrap_uid_check(const struct weft_uid *uid, struct weft_err *err)
 {
@@ -44,218 +48,192 @@ weft_status_t weft_bootstrap_uid_check(const struct weft_uid *uid, struct weft_e
 	return WEFT_SUCCESS;
 }
 
-struct weft_bootstrap {
-	int fd;
-	int rank;
-	int nranks;
-	double timeout_s;
-	uint32_t seq;
-	bool failed;
-	char root[ADDR_STR_BYTES];
-};
-
-/* Wait for @p events on the root connection; false once @p deadline passes. */
-static bool wait_fd(int fd, short events, double deadline, short *revents)
+/* The relay listener, on the address this rank's root connection leaves
+ * from (so its peers can reach it where the root reached it). */
+static weft_status_t relay_listen(struct weft_bootstrap *bs, uint32_t *port, struct weft_err *err)
 {
-	for (;;) {
-		double now = weft_bootstrap_wire_now_s();
-		struct pollfd p = {.fd = fd, .events = events};
-		int rc;
+	union weft_uid_addr a;
+	socklen_t len = sizeof(a);
+	int fd;
 
-		if (now >= deadline)
-			return false;
-		rc = poll(&p, 1, weft_bootstrap_wire_ms_until(deadline, now));
-		if (rc > 0) {
-			*revents = p.revents;
-			return true;
-		}
-		if (rc < 0 && errno != EINTR)
-			return false;
+	if (getsockname(bs->fd, &a.sa, &len) < 0 ||
+	    !weft_bootstrap_wire_addr_len_ok(a.sa.sa_family, len))
+		return weft_err_errno(err, errno ? errno : EAFNOSUPPORT,
+				      "rank %d: bootstrap: address of the root connection",
+				      bs->rank);
+	if (a.sa.sa_family == AF_INET)
+		a.in4.sin_port = 0;
+	else
+		a.in6.sin6_port = 0;
+	fd = socket(a.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return weft_err_errno(err, errno, "rank %d: bootstrap: relay socket", bs->rank);
+	if (bind(fd, &a.sa, len) < 0 || listen(fd, SOMAXCONN) < 0 ||
+	    getsockname(fd, &a.sa, &len) < 0) {
+		char where[ADDR_STR_BYTES];
+		int e = errno;
+
+		weft_bootstrap_wire_addr_format(&a.sa, where, sizeof(where));
+		close(fd);
+		return weft_err_errno(err, e, "rank %d: bootstrap: relay listen on %s", bs->rank,
+				      where);
 	}
+	bs->listen_fd = fd;
+	*port = ntohs(a.sa.sa_family == AF_INET ? a.in4.sin_port : a.in6.sin6_port);
+	return WEFT_SUCCESS;
 }
 
-/* Read exactly @p len bytes before @p deadline. */
-static weft_status_t read_full(struct weft_bootstrap *bs, void *buf, size_t len, double deadline,
-			       const char *what, struct weft_err *err)
+/*
+ * One connection to the relay listener: it must say, within HELLO_WAIT_S,
+ * that it is one of this rank's children not yet in. Anything else is
+ * logged and closed, and the wait goes on.
+ */
+static void relay_take(struct weft_bootstrap *bs, int fd, double deadline)
 {
+	double until = weft_bootstrap_wire_now_s() + HELLO_WAIT_S;
+	struct {
+		struct frame_hdr h;
+		struct hello hello;
+	} in;
 	size_t got = 0;
+	int child;
 
-	while (got < len) {
-		ssize_t n = recv(bs->fd, (char *)buf + got, len - got, MSG_DONTWAIT);
+	if (until > deadline)
+		until = deadline;
+	while (got < sizeof(in)) {
+		ssize_t n = recv(fd, (char *)&in + got, sizeof(in) - got, MSG_DONTWAIT);
 		short rev;
 
 		if (n > 0) {
 			got += (size_t)n;
+			bs->bytes_in += (uint64_t)n;
 			continue;
 		}
-		if (n == 0)
-			return weft_err_set(
-			    err, WEFT_ERR_REMOTE,
-			    "rank %d: bootstrap: root %s closed the connection during %s", bs->rank,
-			    bs->root, what);
-		if (errno == EINTR)
+		if (n < 0 && errno == EINTR)
 			continue;
-		if (errno != EAGAIN && errno != EWOULDBLOCK)
-			return weft_err_errno(err, errno,
-					      "rank %d: bootstrap: read from root %s during %s",
-					      bs->rank, bs->root, what);
-		if (!wait_fd(bs->fd, POLLIN, deadline, &rev))
-			return weft_err_set(
-			    err, WEFT_ERR_TIMEOUT,
-			    "rank %d: bootstrap: no answer from root %s within %.1f s "
-			    "(%s)",
-			    bs->rank, bs->root, bs->timeout_s, what);
+		if ((n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) &&
+		    bs_wait(NULL, fd, POLLIN, until, &rev) == WAKE_FD)
+			continue;
+		weft_log(
+		    WEFT_LOG_WARN, WEFT_SUB_BOOT,
+		    "rank %d: bootstrap: dropped a relay connection: %s after %zu bytes of its "
+		    "hello",
+		    bs->rank,
+		    n == 0  ? "closed"
+		    : n < 0 ? "no more"
+			    : "?",
+		    got);
+		close(fd);
+		return;
 	}
-	return WEFT_SUCCESS;
+	child = in.hello.rank - bs->first_child;
+	if (in.h.type != FRAME_RELAY_HELLO || in.h.len != sizeof(in.hello) ||
+	    in.hello.magic != WEFT_UID_MAGIC || in.hello.version != WEFT_UID_VERSION ||
+	    in.hello.secret != bs->secret || in.hello.nranks != bs->nranks || child < 0 ||
+	    child >= bs->nchildren || bs->child_fd[child] >= 0) {
+		weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT,
+			 "rank %d: bootstrap: dropped a relay connection: not a child of this "
+			 "rank's (frame type %u, rank %d, %s secret)",
+			 bs->rank, in.h.type, in.hello.rank,
+			 in.hello.secret == bs->secret ? "the job's" : "a wrong");
+		close(fd);
+		return;
+	}
+	bs->child_fd[child] = fd;
 }
 
-/* The root sent an ERROR frame: hand its status and text to the caller. */
-static weft_status_t read_error(struct weft_bootstrap *bs, const struct frame_hdr *h,
-				double deadline, const char *what, struct weft_err *err)
+/* After READY: connect to the parent, take the children's connections. */
+static weft_status_t relay_link(struct weft_bootstrap *bs, const struct ready *ready,
+				double deadline, struct weft_err *err)
 {
-	char buf[MAX_ERROR_BYTES + 1];
-	int32_t status;
-	size_t text_len;
+	char what[] = "join (relay links)", who[ADDR_STR_BYTES + 32];
+	int missing;
 	weft_status_t rc;
 
-	if (h->len < sizeof(status) || h->len > MAX_ERROR_BYTES)
-		return weft_err_set(
-		    err, WEFT_ERR_REMOTE,
-		    "rank %d: bootstrap: root %s sent a malformed error (%llu bytes) "
-		    "during %s",
-		    bs->rank, bs->root, (unsigned long long)h->len, what);
-	rc = read_full(bs, buf, (size_t)h->len, deadline, what, err);
-	if (rc != WEFT_SUCCESS)
-		return rc;
-	memcpy(&status, buf, sizeof(status));
-	text_len = (size_t)h->len - sizeof(status);
-	memmove(buf, buf + sizeof(status), text_len);
-	buf[text_len] = '\0';
-	for (size_t i = 0; i < text_len; i++)
-		if ((unsigned char)buf[i] < 0x20 || (unsigned char)buf[i] > 0x7e)
-			buf[i] = '?';
-	if (status >= 0 || status < WEFT_ERR_ABORTED)
-		status = WEFT_ERR_REMOTE;
-	return weft_err_set(err, (weft_status_t)status, "rank %d: %s", bs->rank, buf);
-}
-
-/*
- * Read one frame header and check it is @p type with @p seq and @p len; an
- * ERROR frame instead becomes the caller's error.
- */
-static weft_status_t expect_frame(struct weft_bootstrap *bs, uint32_t type, uint32_t seq,
-				  uint64_t len, double deadline, const char *what,
-				  struct weft_err *err)
-{
-	struct frame_hdr h;
-	weft_status_t rc = read_full(bs, &h, sizeof(h), deadline, what, err);
-
-	if (rc != WEFT_SUCCESS)
-		return rc;
-	if (h.type == FRAME_ERROR)
-		return read_error(bs, &h, deadline, what, err);
-	if (h.type != type || h.seq != seq || h.len != len)
-		return weft_err_set(
-		    err, WEFT_ERR_REMOTE,
-		    "rank %d: bootstrap: root %s sent an unexpected frame during %s "
-		    "(type %u seq %u, %llu bytes; expected type %u seq %u, %llu bytes)",
-		    bs->rank, bs->root, what, h.type, h.seq, (unsigned long long)h.len, type, seq,
-		    (unsigned long long)len);
-	return WEFT_SUCCESS;
-}
-
-/*
- * Send a frame. While the root does not read, watch for what it sends
- * instead: an ERROR (the job failed) must end the wait, not the deadline.
- */
-static weft_status_t send_frame(struct weft_bootstrap *bs, uint32_t type, uint32_t seq,
-				const void *payload, size_t len, double deadline, const char *what,
-				struct weft_err *err)
-{
-	struct frame_hdr h = {.type = type, .seq = seq, .len = len};
-	size_t total = sizeof(h) + len, off = 0;
-
-	while (off < total) {
-		struct iovec iov[2];
-		struct msghdr mh = {.msg_iov = iov};
-		ssize_t n;
-		short rev;
-
-		if (off < sizeof(h)) {
-			iov[0] = (struct iovec){(char *)&h + off, sizeof(h) - off};
-			iov[1] = (struct iovec){(void *)payload, len};
-			mh.msg_iovlen = len ? 2 : 1;
-		} else {
-			iov[0] = (struct iovec){(char *)payload + (off - sizeof(h)), total - off};
-			mh.msg_iovlen = 1;
-		}
-		n = sendmsg(bs->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n >= 0) {
-			off += (size_t)n;
-			continue;
-		}
-		if (errno == EINTR)
-			continue;
-		if (errno != EAGAIN && errno != EWOULDBLOCK)
-			return weft_err_errno(err, errno,
-					      "rank %d: bootstrap: send to root %s during %s",
-					      bs->rank, bs->root, what);
-		if (!wait_fd(bs->fd, POLLOUT | POLLIN, deadline, &rev))
-			return weft_err_set(
-			    err, WEFT_ERR_TIMEOUT,
-			    "rank %d: bootstrap: root %s took no data within %.1f s (%s)", bs->rank,
-			    bs->root, bs->timeout_s, what);
-		if ((rev & POLLIN) && !(rev & POLLOUT))
-			return expect_frame(bs, FRAME_ERROR, 0, 0, deadline, what, err);
+	bs->broken_fd = -1;
+	bs->fanout = (int)ready->fanout;
+	bs->parent = relay_parent(bs->rank, bs->fanout);
+	bs->nchildren = relay_children(bs->rank, bs->fanout, bs->nranks, &bs->first_child);
+	if (bs->nchildren) {
+		bs->child_fd = malloc((size_t)bs->nchildren * sizeof(*bs->child_fd));
+		if (!bs->child_fd)
+			return weft_err_set(err, WEFT_ERR_NO_MEMORY, "rank %d: bootstrap: relay",
+					    bs->rank);
+		for (int i = 0; i < bs->nchildren; i++)
+			bs->child_fd[i] = -1;
 	}
-	return WEFT_SUCCESS;
-}
+	if (bs->parent >= 0) {
+		struct hello hello = {.magic = WEFT_UID_MAGIC,
+				      .secret = bs->secret,
+				      .version = WEFT_UID_VERSION,
+				      .rank = bs->rank,
+				      .nranks = bs->nranks};
+		char where[ADDR_STR_BYTES];
+		int fd = -1;
 
-/* Non-blocking connect, retried while the root is not listening yet. */
-static weft_status_t connect_root(struct weft_bootstrap *bs, const struct weft_uid *uid,
-				  double deadline, struct weft_err *err)
-{
-	double backoff = 0.01;
-	int one = 1;
-
-	for (;;) {
-		int fd =
-		    socket(uid->addr.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-		int e = 0;
-		socklen_t elen = sizeof(e);
+		weft_bootstrap_wire_addr_format(&ready->parent.sa, where, sizeof(where));
+		snprintf(who, sizeof(who), "relay parent rank %d at %s", bs->parent, where);
+		rc = bs_connect(bs, &ready->parent.sa, (socklen_t)ready->parent_len, false,
+				deadline, who, &fd, err);
+		if (rc != WEFT_SUCCESS)
+			return bs_relay_failed(bs, rc, what, err);
+		bs->up_fd = fd;
+		rc = bs_send_frame(bs, fd, FRAME_RELAY_HELLO, 0, &hello, sizeof(hello), deadline,
+				   what, err);
+		if (rc != WEFT_SUCCESS)
+			return bs_relay_failed(bs, rc, what, err);
+	}
+	for (missing = bs->nchildren; missing > 0;) {
 		short rev;
+		int fd;
 
-		if (fd < 0)
-			return weft_err_errno(err, errno, "rank %d: bootstrap: socket", bs->rank);
-		if (connect(fd, &uid->addr.sa, uid->addr_len) < 0) {
-			e = errno;
-			if (e == EINPROGRESS || e == EINTR) {
-				if (!wait_fd(fd, POLLOUT, deadline, &rev))
-					e = ETIMEDOUT;
-				else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &elen) < 0)
-					e = errno;
+		switch (bs_wait(bs, bs->listen_fd, POLLIN, deadline, &rev)) {
+		case WAKE_ROOT: return bs_root_verdict(bs, deadline, what, err);
+		case WAKE_TIMEOUT: {
+			bool *absent = calloc((size_t)bs->nchildren, sizeof(*absent));
+			char ranks[300] = "?";
+
+			if (absent) {
+				for (int i = 0; i < bs->nchildren; i++)
+					absent[i] = bs->child_fd[i] < 0;
+				weft_bootstrap_wire_ranks_format(
+				    absent, bs->nchildren, bs->first_child, ranks, sizeof(ranks));
+				free(absent);
 			}
+			rc = weft_err_set(err, WEFT_ERR_TIMEOUT,
+					  "rank %d: bootstrap: relay child %s did not connect "
+					  "within %.1f s",
+					  bs->rank, ranks, bs->timeout_s);
+			return bs_relay_failed(bs, rc, what, err);
 		}
-		if (e == 0) {
-			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-			bs->fd = fd;
-			return WEFT_SUCCESS;
+		case WAKE_FD: break;
 		}
-		close(fd);
-		if (e == ECONNREFUSED && weft_bootstrap_wire_now_s() + backoff < deadline) {
-			struct timespec ts = {0, (long)(backoff * 1e9)};
-
-			nanosleep(&ts, NULL);
-			backoff = backoff * 2 < 0.2 ? backoff * 2 : 0.2;
-			continue;
-		}
-		if (e == ECONNREFUSED || e == ETIMEDOUT)
-			return weft_err_set(err, WEFT_ERR_TIMEOUT,
-					    "rank %d: bootstrap: connect to root %s: %s for %.1f s",
-					    bs->rank, bs->root, strerror(e), bs->timeout_s);
-		return weft_err_errno(err, e, "rank %d: bootstrap: connect to root %s", bs->rank,
-				      bs->root);
+		fd = accept4(bs->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			continue; /* EAGAIN, EINTR, ECONNABORTED; the wait decides */
+		relay_take(bs, fd, deadline);
+		missing = 0;
+		for (int i = 0; i < bs->nchildren; i++)
+			missing += bs->child_fd[i] < 0;
 	}
+	close(bs->listen_fd);
+	bs->listen_fd = -1;
+	return WEFT_SUCCESS;
+}
+
+static void bs_free(struct weft_bootstrap *bs)
+{
+	if (bs->up_fd >= 0 && bs->up_fd != bs->fd)
+		close(bs->up_fd);
+	for (int i = 0; i < bs->nchildren && bs->child_fd; i++)
+		if (bs->child_fd[i] >= 0)
+			close(bs->child_fd[i]);
+	if (bs->listen_fd >= 0)
+		close(bs->listen_fd);
+	if (bs->fd >= 0)
+		close(bs->fd);
+	free(bs->child_fd);
+	free(bs);
 }
 
 weft_status_t weft_bootstrap_join(const struct weft_uid *uid, int rank, int nranks,
@@ -263,6 +241,7 @@ weft_status_t weft_bootstrap_join(const struct weft_uid *uid, int rank, int nran
 				  struct weft_err *err)
 {
 	struct hello hello = {0};
+	struct ready ready;
 	struct weft_bootstrap *bs;
 	double start = weft_bootstrap_wire_now_s();
 	weft_status_t rc;
@@ -283,36 +262,154 @@ weft_status_t weft_bootstrap_join(const struct weft_uid *uid, int rank, int nran
 	bs = calloc(1, sizeof(*bs));
 	if (!bs)
 		return weft_err_set(err, WEFT_ERR_NO_MEMORY, "rank %d: bootstrap: state", rank);
-	bs->fd = -1;
+	bs->fd = bs->up_fd = bs->listen_fd = bs->broken_fd = -1;
 	bs->rank = rank;
 	bs->nranks = nranks;
+	bs->secret = uid->secret;
 	bs->timeout_s = timeout_s;
 	weft_bootstrap_wire_addr_format(&uid->addr.sa, bs->root, sizeof(bs->root));
 
-	rc = connect_root(bs, uid, start + timeout_s, err);
+	{
+		char who[ADDR_STR_BYTES + 8];
+
+		snprintf(who, sizeof(who), "root %s", bs->root);
+		rc = bs_connect(bs, &uid->addr.sa, uid->addr_len, true, start + timeout_s, who,
+				&bs->fd, err);
+	}
+	if (rc == WEFT_SUCCESS)
+		rc = relay_listen(bs, &hello.relay_port, err);
 	if (rc != WEFT_SUCCESS)
 		goto out_free;
+	bs->up_fd = bs->fd;
 	hello.magic = WEFT_UID_MAGIC;
 	hello.secret = uid->secret;
 	hello.version = WEFT_UID_VERSION;
 	hello.rank = rank;
 	hello.nranks = nranks;
-	rc = send_frame(bs, FRAME_HELLO, 0, &hello, sizeof(hello), start + timeout_s, "join", err);
+	rc = bs_send_frame(bs, bs->fd, FRAME_HELLO, 0, &hello, sizeof(hello), start + timeout_s,
+			   "join", err);
+	if (rc == WEFT_SUCCESS)
+		rc = bs_expect(bs, bs->fd, FRAME_READY, 0, sizeof(ready),
+			       start + timeout_s + JOIN_GRACE_S, "join", err);
+	if (rc == WEFT_SUCCESS)
+		rc = bs_read(bs, bs->fd, &ready, sizeof(ready), start + timeout_s + JOIN_GRACE_S,
+			     "join", err);
+	if (rc == WEFT_SUCCESS &&
+	    (ready.fanout < 1 || ready.fanout > WEFT_MAX_RANKS ||
+	     (relay_parent(rank, (int)ready.fanout) < 0) != (ready.parent_len == 0) ||
+	     (ready.parent_len &&
+	      !weft_bootstrap_wire_addr_len_ok(ready.parent.sa.sa_family, ready.parent_len))))
+		rc = weft_err_set(err, WEFT_ERR_REMOTE,
+				  "rank %d: bootstrap: root %s sent a malformed ready (fan-out %u, "
+				  "parent address of %u bytes)",
+				  rank, bs->root, ready.fanout, ready.parent_len);
+	if (rc == WEFT_SUCCESS)
+		rc = relay_link(bs, &ready, start + timeout_s + JOIN_GRACE_S, err);
 	if (rc != WEFT_SUCCESS)
-		goto out_close;
-	rc = expect_frame(bs, FRAME_READY, 0, 0, start + timeout_s + JOIN_GRACE_S, "join", err);
-	if (rc != WEFT_SUCCESS)
-		goto out_close;
-	weft_log(WEFT_LOG_INFO, WEFT_SUB_BOOT, "rank %d: bootstrap: joined %d ranks at root %s",
-		 rank, nranks, bs->root);
+		goto out_free;
+	weft_log(WEFT_LOG_INFO, WEFT_SUB_BOOT,
+		 "rank %d: bootstrap: joined %d ranks at root %s; relay parent %d, %d children",
+		 rank, nranks, bs->root, bs->parent, bs->nchildren);
 	*out = bs;
 	return WEFT_SUCCESS;
 
-out_close:
-	close(bs->fd);
 out_free:
-	free(bs);
+	bs_free(bs);
 	return rc;
+}
+
+/* Inflate @p len packed bytes of a result into @p zs's output. */
+static weft_status_t unpack(struct weft_bootstrap *bs, z_stream *zs, const void *in, size_t len,
+			    const char *what, struct weft_err *err)
+{
+	int zrc = Z_OK;
+
+	zs->next_in = (Bytef *)in;
+	zs->avail_in = (uInt)len;
+	while (zs->avail_in > 0 && zrc == Z_OK)
+		zrc = inflate(zs, Z_NO_FLUSH);
+	if (zrc == Z_OK || (zrc == Z_STREAM_END && zs->avail_in == 0))
+		return WEFT_SUCCESS;
+	if (zs->avail_out == 0)
+		return weft_err_set(
+		    err, WEFT_ERR_REMOTE,
+		    "rank %d: bootstrap: %s: the result inflates past its %lu bytes", bs->rank,
+		    what, zs->total_out);
+	return weft_err_set(err, WEFT_ERR_REMOTE,
+			    "rank %d: bootstrap: %s: the result from %s is garbled (zlib: %s)",
+			    bs->rank, what, bs->parent >= 0 ? "its relay parent" : "the root",
+			    zrc == Z_STREAM_END ? "data past its end"
+			    : zs->msg		? zs->msg
+						: "stream error");
+}
+
+/*
+ * Receive allgather #seq's result (@p total bytes, packed) from the parent,
+ * forward it to the children piece by piece as it comes in, still packed,
+ * and inflate it into @p buf.
+ */
+static weft_status_t relay_result(struct weft_bootstrap *bs, uint32_t seq, void *buf, size_t total,
+				  double deadline, const char *what, struct weft_err *err)
+{
+	uint64_t most = total ? compressBound((uLong)total) : 0;
+	struct frame_hdr h;
+	z_stream zs = {0};
+	unsigned char *piece_buf = NULL;
+	weft_status_t rc;
+
+	bs->broken_fd = -1;
+	rc = bs_read(bs, bs->up_fd, &h, sizeof(h), deadline, what, err);
+	if (rc == WEFT_SUCCESS && h.type == FRAME_ERROR && bs->up_fd == bs->fd)
+		return bs_read_error(bs, &h, deadline, what, err);
+	if (rc == WEFT_SUCCESS &&
+	    (h.type != FRAME_GATHER || h.seq != seq || h.len > most || (total && h.len == 0))) {
+		char who[ADDR_STR_BYTES + 32];
+
+		bs->broken_fd = bs->up_fd;
+		bs_link_name(bs, bs->up_fd, who, sizeof(who));
+		rc =
+		    weft_err_set(err, WEFT_ERR_REMOTE,
+				 "rank %d: bootstrap: %s sent an unexpected frame during %s "
+				 "(type %u seq %u, %llu bytes; expected type %u seq %u, a %zu-byte "
+				 "result in at most %llu bytes)",
+				 bs->rank, who, what, h.type, h.seq, (unsigned long long)h.len,
+				 FRAME_GATHER, seq, total, (unsigned long long)most);
+	}
+	for (int i = 0; rc == WEFT_SUCCESS && i < bs->nchildren; i++)
+		rc = bs_send_all(bs, bs->child_fd[i], &h, NULL, 0, deadline, what, err);
+	if (rc == WEFT_SUCCESS && total) {
+		piece_buf = malloc(h.len < RELAY_PIECE ? (size_t)h.len : RELAY_PIECE);
+		if (!piece_buf || inflateInit(&zs) != Z_OK) {
+			free(piece_buf);
+			return weft_err_set(err, WEFT_ERR_NO_MEMORY, "rank %d: %s: buffers",
+					    bs->rank, what);
+		}
+		zs.next_out = buf;
+		zs.avail_out = (uInt)total;
+	}
+	for (size_t off = 0; rc == WEFT_SUCCESS && off < h.len;) {
+		size_t piece = h.len - off < RELAY_PIECE ? (size_t)h.len - off : RELAY_PIECE;
+
+		rc = bs_read(bs, bs->up_fd, piece_buf, piece, deadline, what, err);
+		for (int i = 0; rc == WEFT_SUCCESS && i < bs->nchildren; i++)
+			rc = bs_send_all(bs, bs->child_fd[i], NULL, piece_buf, piece, deadline,
+					 what, err);
+		if (rc == WEFT_SUCCESS)
+			rc = unpack(bs, &zs, piece_buf, piece, what, err);
+		off += piece;
+	}
+	if (rc == WEFT_SUCCESS && total &&
+	    (zs.total_out != total || inflate(&zs, Z_FINISH) != Z_STREAM_END))
+		rc = weft_err_set(err, WEFT_ERR_REMOTE,
+				  "rank %d: bootstrap: %s: the result inflates to %lu bytes%s, not "
+				  "%zu",
+				  bs->rank, what, zs.total_out,
+				  zs.total_out == total ? " and no stream end" : "", total);
+	if (piece_buf) {
+		inflateEnd(&zs);
+		free(piece_buf);
+	}
+	return bs_relay_failed(bs, rc, what, err);
 }
 
 weft_status_t weft_bootstrap_allgather(struct weft_bootstrap *bs, void *buf, size_t bytes,
@@ -342,15 +439,12 @@ weft_status_t weft_bootstrap_allgather(struct weft_bootstrap *bs, void *buf, siz
 				    what);
 	bs->seq++;
 	deadline = weft_bootstrap_wire_now_s() + bs->timeout_s;
-	rc =
-	    send_frame(bs, FRAME_GATHER, seq, bytes ? (char *)buf + (size_t)bs->rank * bytes : NULL,
-		       bytes, deadline, what, err);
+	rc = bs_send_frame(bs, bs->fd, FRAME_GATHER, seq,
+			   bytes ? (char *)buf + (size_t)bs->rank * bytes : NULL, bytes, deadline,
+			   what, err);
 	if (rc == WEFT_SUCCESS)
-		rc = expect_frame(bs, FRAME_GATHER, seq, (uint64_t)bs->nranks * bytes,
-				  deadline + JOIN_GRACE_S, what, err);
-	if (rc == WEFT_SUCCESS && bytes)
-		rc = read_full(bs, buf, (size_t)bs->nranks * bytes, deadline + JOIN_GRACE_S, what,
-			       err);
+		rc = relay_result(bs, seq, buf, (size_t)bs->nranks * bytes, deadline + JOIN_GRACE_S,
+				  what, err);
 	if (rc != WEFT_SUCCESS)
 		bs->failed = true;
 	return rc;
@@ -368,8 +462,12 @@ void weft_bootstrap_close(struct weft_bootstrap *bs)
 	if (!bs)
 		return;
 	/* Best effort: if the root cannot take 16 bytes now, our EOF says the same. */
-	if (!bs->failed)
-		(void)!send(bs->fd, &bye, sizeof(bye), MSG_NOSIGNAL | MSG_DONTWAIT);
-	close(bs->fd);
-	free(bs);
+	if (!bs->failed && send(bs->fd, &bye, sizeof(bye), MSG_NOSIGNAL | MSG_DONTWAIT) > 0)
+		bs->bytes_out += sizeof(bye);
+	weft_log(WEFT_LOG_INFO, WEFT_SUB_BOOT,
+		 "rank %d: bootstrap: done: received %llu bytes, sent %llu bytes, over the root "
+		 "and %d relay links",
+		 bs->rank, (unsigned long long)bs->bytes_in, (unsigned long long)bs->bytes_out,
+		 (bs->parent >= 0) + bs->nchildren);
+	bs_free(bs);
 }

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include "bootstrap/bootstrap.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -22,6 +23,7 @@
 #include "bootstrap/bootstrap_wire.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/settings.h"
 
 /* The job is over: every rank still connected is told why. */
 static void root_fail(struct root *r, weft_status_t status, const char *text)
@@ -62,10 +64,32 @@ static void root_all_joined(struct root *r)
 	close(r->listen_fd);
 	r->listen_fd = -1;
 	weft_log(WEFT_LOG_INFO, WEFT_SUB_BOOT,
-		 "bootstrap root %s: all %d ranks joined; listener closed", r->addr, r->nranks);
-	for (size_t i = 0; i < r->nconns; i++)
-		if (r->conns[i]->phase == CONN_JOINED)
-			conn_queue(r->conns[i], FRAME_READY, 0, NULL);
+		 "bootstrap root %s: all %d ranks joined; listener closed; relay fan-out %d",
+		 r->addr, r->nranks, r->fanout);
+	for (int rank = 0; rank < r->nranks; rank++) {
+		struct blob *b = blob_new(sizeof(struct ready));
+		int parent = relay_parent(rank, r->fanout);
+		struct ready ready = {.fanout = (uint32_t)r->fanout};
+
+		if (!b) {
+			root_fail(r, WEFT_ERR_NO_MEMORY, "bootstrap: root is out of memory");
+			return;
+		}
+		if (parent >= 0) {
+			const struct conn *p = r->by_rank[parent];
+
+			ready.parent_len = (uint32_t)p->addr_len;
+			memcpy(&ready.parent, &p->addr, p->addr_len);
+			/* the port the parent listens on, where it connected from */
+			if (p->addr.sa.sa_family == AF_INET)
+				ready.parent.in4.sin_port = htons((uint16_t)p->hello.relay_port);
+			else
+				ready.parent.in6.sin6_port = htons((uint16_t)p->hello.relay_port);
+		}
+		memcpy(b->data, &ready, sizeof(ready));
+		conn_queue(r->by_rank[rank], FRAME_READY, 0, b);
+		blob_put(b);
+	}
 }
 
 static void root_on_hello(struct root *r, struct conn *c)
@@ -100,6 +124,14 @@ static void root_on_hello(struct root *r, struct conn *c)
 		snprintf(text, sizeof(text),
 			 "bootstrap: rank %d says nranks %d, but rank %d joined with nranks %d",
 			 h->rank, h->nranks, r->nranks_from, r->nranks);
+		conn_refuse(r, c, WEFT_ERR_INVALID_ARG, text);
+		return;
+	}
+	if (h->relay_port == 0 || h->relay_port > 65535 || c->addr_len == 0) {
+		snprintf(text, sizeof(text),
+			 "bootstrap: rank %d's hello names no relay port (%u) or comes from an "
+			 "address that is not IPv4 or IPv6",
+			 h->rank, h->relay_port);
 		conn_refuse(r, c, WEFT_ERR_INVALID_ARG, text);
 		return;
 	}
@@ -152,7 +184,7 @@ static bool root_op_start(struct root *r, struct conn *c, size_t bytes)
 		any |= r->gone[i];
 	}
 	if (any) {
-		ranks_format(r->scratch, r->nranks, who, sizeof(who));
+		weft_bootstrap_wire_ranks_format(r->scratch, r->nranks, 0, who, sizeof(who));
 		snprintf(text, sizeof(text),
 			 "bootstrap allgather #%u: %s closed the bootstrap before it", r->op_seq,
 			 who);
@@ -244,9 +276,26 @@ static void root_on_rank_frame(struct root *r, struct conn *c, const struct fram
 	r->op_have[c->rank] = true;
 	if (++r->op_count < r->nranks)
 		return;
-	for (size_t i = 0; i < r->nconns; i++)
-		if (r->conns[i]->phase == CONN_JOINED)
-			conn_queue(r->conns[i], FRAME_GATHER, r->op_seq, r->op_blob);
+	/* Packed once, to the relay tree's top; each rank forwards it to its
+	 * children. */
+	{
+		int first, count = relay_children(-1, r->fanout, r->nranks, &first);
+		struct blob *z = r->op_blob->len ? blob_deflate(r->op_blob) : r->op_blob;
+
+		if (!z) {
+			snprintf(text, sizeof(text),
+				 "bootstrap allgather #%u: root could not compress its %zu-byte "
+				 "result (out of memory)",
+				 r->op_seq, r->op_blob->len);
+			root_fail(r, WEFT_ERR_NO_MEMORY, text);
+			return;
+		}
+		for (int i = first; i < first + count; i++)
+			if (r->by_rank[i])
+				conn_queue(r->by_rank[i], FRAME_GATHER, r->op_seq, z);
+		if (z != r->op_blob)
+			blob_put(z);
+	}
 	blob_put(r->op_blob);
 	r->op_blob = NULL;
 	r->op_pending = false;
@@ -395,7 +444,7 @@ static double root_check_deadlines(struct root *r, double now)
 			return deadline < next ? deadline : next;
 		for (int i = 0; i < r->nranks; i++)
 			r->scratch[i] = !r->by_rank[i];
-		ranks_format(r->scratch, r->nranks, who, sizeof(who));
+		weft_bootstrap_wire_ranks_format(r->scratch, r->nranks, 0, who, sizeof(who));
 		snprintf(text, sizeof(text), "bootstrap: %s did not join within %.1f s", who,
 			 r->timeout_s);
 		root_fail(r, WEFT_ERR_TIMEOUT, text);
@@ -406,7 +455,7 @@ static double root_check_deadlines(struct root *r, double now)
 			return deadline < next ? deadline : next;
 		for (int i = 0; i < r->nranks; i++)
 			r->scratch[i] = !r->op_have[i];
-		ranks_format(r->scratch, r->nranks, who, sizeof(who));
+		weft_bootstrap_wire_ranks_format(r->scratch, r->nranks, 0, who, sizeof(who));
 		snprintf(text, sizeof(text),
 			 "bootstrap allgather #%u: %s did not arrive within %.1f s", r->op_seq, who,
 			 r->timeout_s);
@@ -573,6 +622,21 @@ weft_status_t weft_bootstrap_root_start(const struct sockaddr *addr, socklen_t a
 	if (!r) {
 		close(fd);
 		return weft_err_set(err, WEFT_ERR_NO_MEMORY, "bootstrap: root state");
+	}
+	{
+		long v = 0;
+
+		if (!weft_setting_long("WEFT_BOOTSTRAP_FANOUT", &v) || v < 1 ||
+		    v > WEFT_MAX_RANKS) {
+			close(fd);
+			free(r);
+			return weft_err_set(err, WEFT_ERR_INVALID_ARG,
+					    "WEFT_BOOTSTRAP_FANOUT=%s: must be a whole number of "
+					    "ranks, 1 to %d",
+					    weft_setting_str("WEFT_BOOTSTRAP_FANOUT"),
+					    WEFT_MAX_RANKS);
+		}
+		r->fanout = (int)v;
 	}
 	r->listen_fd = fd;
 	r->secret = secret;

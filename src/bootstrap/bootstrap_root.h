@@ -41,6 +41,8 @@ struct conn {
 	bool drain; /* read and drop everything from now on */
 	double deadline;
 	char peer[ADDR_STR_BYTES];
+	union weft_uid_addr addr; /* the peer's, as accepted */
+	socklen_t addr_len;
 	/* input: a header, then its payload into in_dst */
 	struct frame_hdr hdr;
 	size_t hdr_got;
@@ -57,6 +59,7 @@ struct root {
 	double timeout_s;
 	double start;
 	char addr[ADDR_STR_BYTES];
+	int fanout; /* of the relay tree (bootstrap_wire.h) */
 
 	struct conn **conns;
 	size_t nconns, conns_cap;
@@ -94,9 +97,10 @@ struct root {
 void root_conn_lost(struct root *r, struct conn *c, const char *why);
 
 /* bootstrap_root_io.c */
-void ranks_format(const bool *missing, int nranks, char *buf, size_t size);
 struct blob *blob_new(size_t len);
 void blob_put(struct blob *b);
+/* @p b's bytes as one zlib stream, in a new blob; NULL without memory. */
+struct blob *blob_deflate(const struct blob *b);
 void conn_close(struct conn *c);
 void conn_queue(struct conn *c, uint32_t type, uint32_t seq, struct blob *blob);
 struct blob *error_blob(weft_status_t status, const char *text);

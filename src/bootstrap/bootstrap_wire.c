@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "bootstrap/bootstrap.h"
@@ -60,4 +61,40 @@ bool weft_bootstrap_wire_addr_len_ok(int family, socklen_t len)
 	if (family == AF_INET6)
 		return len == sizeof(struct sockaddr_in6);
 	return false;
+}
+
+/*
+ * "rank 3" or "ranks 3,5,7-9" for the ranks where @p missing is true (entry
+ * i is rank first + i); stops before overflowing and then says how many
+ * there are in all.
+ */
+void weft_bootstrap_wire_ranks_format(const bool *missing, int nranks, int first, char *buf,
+				      size_t size)
+{
+	int count = 0, shown = 0;
+	size_t used;
+
+	for (int i = 0; i < nranks; i++)
+		count += missing[i];
+	used = (size_t)snprintf(buf, size, "%s ", count == 1 ? "rank" : "ranks");
+	for (int i = 0; i < nranks && used < size; i++) {
+		int j = i;
+
+		if (!missing[i])
+			continue;
+		while (j + 1 < nranks && missing[j + 1])
+			j++;
+		if (used + 48 > size) {
+			snprintf(buf + used, size - used, "... (%d in all)", count);
+			return;
+		}
+		if (j > i)
+			used += (size_t)snprintf(buf + used, size - used, "%s%d-%d",
+						 shown ? "," : "", first + i, first + j);
+		else
+			used += (size_t)snprintf(buf + used, size - used, "%s%d", shown ? "," : "",
+						 first + i);
+		shown += j - i + 1;
+		i = j;
+	}
 }

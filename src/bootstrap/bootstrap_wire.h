@@ -8,13 +8,26 @@
  * Wire protocol (host byte order: every rank runs the same build). Every
  * message is a frame: struct frame_hdr {u32 type, u32 seq, u64 len} and then
  * len payload bytes; len is checked against a maximum for the type first.
- *   rank -> root  HELLO {magic, secret, version, rank, nranks}, within 2 s of
- *                 connecting; then GATHER (seq n, one block) per collective,
- *                 and BYE (empty) when it closes.
- *   root -> rank  READY (empty) once all nranks ranks joined; GATHER (seq n,
- *                 the nranks blocks) once every block of op n is in; ERROR
- *                 {i32 status, text} when the job fails or the hello is
- *                 refused; after an ERROR the root reads nothing more from it.
+ *   rank -> root  HELLO {magic, secret, version, rank, nranks, relay port},
+ *                 within 2 s of connecting; then GATHER (seq n, one block)
+ *                 per collective, and BYE (empty) when it closes.
+ *   root -> rank  READY {fan-out, the rank's relay parent's address} once all
+ *                 nranks ranks joined; GATHER (seq n, the nranks blocks as
+ *                 one zlib stream; empty when they are) to the ranks whose
+ *                 parent is the root, once every block of op n is in; ERROR {i32 status, text} to
+ * every rank when the job fails or the hello is refused; after an ERROR the root reads nothing more
+ * from it. rank -> rank  The relay tree (fan-out F, WEFT_BOOTSTRAP_FANOUT at the root): the root's
+ * children are ranks 0..F-1, rank p's are F(p+1)..F(p+1)+F-1. Each rank listens on the address its
+ *                 root connection leaves from; after READY it connects to
+ *                 its parent and sends RELAY_HELLO {magic, secret, version,
+ *                 rank}, and accepts its children's. A rank forwards every
+ *                 GATHER result it receives from its parent to its children
+ *                 while it reads it, piece by piece, still compressed, and
+ *                 inflates it for itself. So the root sends each result F
+ *                 times, not nranks times, and cards (mostly zero padding
+ *                 and names shared by a host's ranks) shrink some 40-fold;
+ *                 blocks still go straight to the root, and so do its
+ *                 verdicts.
  *
  * The root is one thread with one poll() over the listener and every
  * connection, all non-blocking, so a slow or silent peer only ever costs its
@@ -24,7 +37,8 @@
  * arrives. When one passes, the root tells every waiting rank which ranks are
  * missing. Ranks wait timeout_s plus a short grace, so that the root's
  * verdict (which names the missing ranks) normally reaches them before their
- * own deadline does.
+ * own deadline does. A rank whose relay link breaks waits that grace for the
+ * root's verdict too before it names the link.
  */
 #ifndef WEFT_BOOTSTRAP_WIRE_H
 #define WEFT_BOOTSTRAP_WIRE_H
@@ -34,7 +48,10 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#define MAX_TOTAL_BYTES ((uint64_t)64 << 20) /* nranks * block bytes */
+#include "bootstrap/bootstrap.h"
+
+/* nranks * block bytes: 1,000,000 ranks of today's 872-byte cards fit. */
+#define MAX_TOTAL_BYTES ((uint64_t)1 << 30)
 #define MAX_ERROR_BYTES 1024u
 #define ADDR_STR_BYTES	64
 
@@ -44,6 +61,7 @@ enum frame_type {
 	FRAME_GATHER = 3,
 	FRAME_ERROR = 4,
 	FRAME_BYE = 5,
+	FRAME_RELAY_HELLO = 6,
 };
 
 struct frame_hdr {
@@ -58,11 +76,36 @@ struct hello {
 	uint32_t version;
 	int32_t rank;
 	int32_t nranks;
-	uint32_t reserved;
+	uint32_t relay_port; /* the rank's relay listener, host order; 0 is refused */
 };
+
+/* READY's payload: the tree's fan-out and where this rank's parent listens
+ * (parent_len 0: the root is its parent, over the root connection). */
+struct ready {
+	uint32_t fanout;
+	uint32_t parent_len;
+	union weft_uid_addr parent;
+};
+
+/* The parent of @p rank in a tree of fan-out @p fanout: -1 for the root. */
+static inline int relay_parent(int rank, int fanout)
+{
+	return rank < fanout ? -1 : rank / fanout - 1;
+}
+
+/* The first of @p rank's children (the root's: -1) and how many there are. */
+static inline int relay_children(int rank, int fanout, int nranks, int *first)
+{
+	long lo = ((long)rank + 1) * fanout;
+	long count = nranks - lo;
+
+	*first = (int)(lo < nranks ? lo : nranks);
+	return count <= 0 ? 0 : (int)(count < fanout ? count : fanout);
+}
 
 _Static_assert(sizeof(struct frame_hdr) == 16, "frame header is 16 bytes on the wire");
 _Static_assert(sizeof(struct hello) == 32, "hello is 32 bytes on the wire");
+_Static_assert(sizeof(struct ready) == 36, "ready is 36 bytes on the wire");
 
 /* CLOCK_MONOTONIC in seconds. */
 double weft_bootstrap_wire_now_s(void);
@@ -72,6 +115,10 @@ int weft_bootstrap_wire_ms_until(double deadline, double now);
 
 /* "1.2.3.4:5" or "[::1]:5" into @p buf; other families by number only. */
 void weft_bootstrap_wire_addr_format(const struct sockaddr *sa, char *buf, size_t size);
+
+/* "rank 3" or "ranks 3,5,7-9": the ranks first + i where @p missing[i]. */
+void weft_bootstrap_wire_ranks_format(const bool *missing, int nranks, int first, char *buf,
+				      size_t size);
 
 /* True when @p len is the address length of @p family (IPv4 or IPv6 only). */
 bool weft_bootstrap_wire_addr_len_ok(int family, socklen_t len);

@@ -21,6 +21,9 @@ static const struct weft_setting settings[] = {
     {"WEFT_TIMEOUT", "300", "seconds any wait may last (bootstrap and operations) before failing"},
     {"WEFT_BOOTSTRAP_TIMEOUT", NULL,
      "seconds to wait for all ranks at init (default: WEFT_TIMEOUT)"},
+    {"WEFT_BOOTSTRAP_FANOUT", "4",
+     "children per rank in the bootstrap's relay tree, read where the root starts (1: a chain; "
+     "the rank count or more: the root sends to every rank)"},
     {"WEFT_ROOT", NULL, "host:port of the bootstrap root for weft_comm_init_env (rank 0 listens)"},
     {"WEFT_SECRET", NULL, "16 hex digits shared by all ranks of a weft_comm_init_env job"},
     {"WEFT_SECRET_FILE", NULL,

@@ -64,6 +64,8 @@ static void patch_hellos(uint8_t *s, size_t size)
 			he.magic = WEFT_UID_MAGIC;
 			he.secret = FUZZ_SECRET;
 			he.version = WEFT_UID_VERSION;
+			if (he.relay_port == 0 || he.relay_port > 65535)
+				he.relay_port = 9; /* the root never connects to it */
 			memcpy(s + off, &he, sizeof(he));
 		}
 		off += h.len < size - off ? (size_t)h.len : size - off;

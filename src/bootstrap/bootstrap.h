@@ -7,8 +7,9 @@
  * secret, its rank and the size first; anything else — a wrong secret,
  * garbage, a duplicate rank, a different size — is logged and dropped, and
  * the job still initialises. Every message is length-prefixed and checked.
- * Collectives here are star-shaped through the root: they run a handful of
- * times during communicator creation, never on the data path.
+ * Allgathers send blocks to the root and bring results down a relay tree of
+ * ranks, packed (bootstrap_wire.h): they run a handful of times during
+ * communicator creation, never on the data path.
  */
 #ifndef WEFT_BOOTSTRAP_H
 #define WEFT_BOOTSTRAP_H
@@ -24,13 +25,11 @@
 /*
  * The most ranks a job may have. Nothing in the bootstrap's own state is
  * sized by it (the root grows its tables as ranks join), so it is only a
- * sanity bound on a size that came from a user or the wire. What does stop
- * a large job today is the design, not this number: every rank receives
- * every card (the allgather of cards is capped at MAX_TOTAL_BYTES, 64 MiB,
- * some 70,000 ranks of ~900-byte cards; the init fails there with a message
- * naming the limit), the root serves every rank over its own socket (one
- * descriptor per rank), and every rank connects to every peer at init.
- * README "Scale" says what a 100,000-rank bootstrap needs instead.
+ * sanity bound on a size that came from a user or the wire. What grows
+ * with the job is the design, not this number: every rank receives every
+ * card (an allgather may carry MAX_TOTAL_BYTES, 1 GiB, a million cards;
+ * init fails past it with a message naming the limit), and the root holds
+ * a socket per rank through init. README "Scale" says what is left.
  */
 #define WEFT_MAX_RANKS 1000000
 

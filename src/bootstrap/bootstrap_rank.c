@@ -95,34 +95,14 @@ static void relay_take(struct weft_bootstrap *bs, int fd, double deadline)
 		struct frame_hdr h;
 		struct hello hello;
 	} in;
-	size_t got = 0;
+	struct weft_err why = {0};
 	int child;
 
 	if (until > deadline)
 		until = deadline;
-	while (got < sizeof(in)) {
-		ssize_t n = recv(fd, (char *)&in + got, sizeof(in) - got, MSG_DONTWAIT);
-		short rev;
-
-		if (n > 0) {
-			got += (size_t)n;
-			bs->bytes_in += (uint64_t)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if ((n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) &&
-		    bs_wait(NULL, fd, POLLIN, until, &rev) == WAKE_FD)
-			continue;
-		weft_log(
-		    WEFT_LOG_WARN, WEFT_SUB_BOOT,
-		    "rank %d: bootstrap: dropped a relay connection: %s after %zu bytes of its "
-		    "hello",
-		    bs->rank,
-		    n == 0  ? "closed"
-		    : n < 0 ? "no more"
-			    : "?",
-		    got);
+	if (bs_read_alone(bs, fd, &in, sizeof(in), until, "a relay hello", &why) != WEFT_SUCCESS) {
+		weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT,
+			 "rank %d: bootstrap: dropped a relay connection: %s", bs->rank, why.msg);
 		close(fd);
 		return;
 	}

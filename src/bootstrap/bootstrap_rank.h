@@ -64,6 +64,12 @@ weft_status_t bs_root_verdict(struct weft_bootstrap *bs, double deadline, const 
 weft_status_t bs_read(struct weft_bootstrap *bs, int fd, void *buf, size_t len, double deadline,
 		      const char *what, struct weft_err *err);
 
+/* bs_read without the watch on the root: for a connection that must say
+ * who it is before anything it sends counts (what the root says meanwhile
+ * waits for the next bs_read). */
+weft_status_t bs_read_alone(struct weft_bootstrap *bs, int fd, void *buf, size_t len,
+			    double deadline, const char *what, struct weft_err *err);
+
 /* The root sent an ERROR frame: hand its status and text to the caller. */
 weft_status_t bs_read_error(struct weft_bootstrap *bs, const struct frame_hdr *h, double deadline,
 			    const char *what, struct weft_err *err);

@@ -66,8 +66,9 @@ weft_status_t bs_root_verdict(struct weft_bootstrap *bs, double deadline, const 
 	return bs_expect(bs, bs->fd, FRAME_ERROR, 0, 0, deadline, what, err);
 }
 
-weft_status_t bs_read(struct weft_bootstrap *bs, int fd, void *buf, size_t len, double deadline,
-		      const char *what, struct weft_err *err)
+static weft_status_t read_core(struct weft_bootstrap *bs, int fd, void *buf, size_t len,
+			       double deadline, bool watch_root, const char *what,
+			       struct weft_err *err)
 {
 	char who[ADDR_STR_BYTES + 32];
 	size_t got = 0;
@@ -95,7 +96,7 @@ weft_status_t bs_read(struct weft_bootstrap *bs, int fd, void *buf, size_t len, 
 			return weft_err_errno(err, errno,
 					      "rank %d: bootstrap: read from %s during %s",
 					      bs->rank, who, what);
-		switch (bs_wait(bs, fd, POLLIN, deadline, &rev)) {
+		switch (bs_wait(watch_root ? bs : NULL, fd, POLLIN, deadline, &rev)) {
 		case WAKE_FD: break;
 		case WAKE_ROOT: return bs_root_verdict(bs, deadline, what, err);
 		case WAKE_TIMEOUT:
@@ -107,6 +108,18 @@ weft_status_t bs_read(struct weft_bootstrap *bs, int fd, void *buf, size_t len, 
 		}
 	}
 	return WEFT_SUCCESS;
+}
+
+weft_status_t bs_read(struct weft_bootstrap *bs, int fd, void *buf, size_t len, double deadline,
+		      const char *what, struct weft_err *err)
+{
+	return read_core(bs, fd, buf, len, deadline, true, what, err);
+}
+
+weft_status_t bs_read_alone(struct weft_bootstrap *bs, int fd, void *buf, size_t len,
+			    double deadline, const char *what, struct weft_err *err)
+{
+	return read_core(bs, fd, buf, len, deadline, false, what, err);
 }
 
 weft_status_t bs_read_error(struct weft_bootstrap *bs, const struct frame_hdr *h, double deadline,

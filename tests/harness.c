@@ -938,14 +938,16 @@ long harness_guard_check(const void *guard, size_t bytes)
 	return -1;
 }
 
-bool harness_own_socket(unsigned long inode)
+bool harness_pid_socket(pid_t pid, unsigned long inode)
 {
-	DIR *d = opendir("/proc/self/fd");
+	char dir[64];
+	snprintf(dir, sizeof(dir), "/proc/%ld/fd", (long)pid);
+	DIR *d = opendir(dir);
 	bool found = false;
 	struct dirent *e;
 	while (d && !found && (e = readdir(d))) {
-		char path[300], link[64];
-		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		char path[64 + sizeof(e->d_name)], link[64];
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
 		ssize_t n = readlink(path, link, sizeof(link) - 1);
 		if (n <= 0)
 			continue;
@@ -956,6 +958,34 @@ bool harness_own_socket(unsigned long inode)
 	if (d)
 		closedir(d);
 	return found;
+}
+
+bool harness_own_socket(unsigned long inode)
+{
+	return harness_pid_socket(getpid(), inode);
+}
+
+unsigned harness_listen_port_of(pid_t pid, unsigned except)
+{
+	const char *files[] = {"/proc/net/tcp", "/proc/net/tcp6"};
+	unsigned port = 0;
+	for (int f = 0; f < 2 && !port; f++) {
+		FILE *fp = fopen(files[f], "r");
+		char line[512];
+		while (fp && !port && fgets(line, sizeof(line), fp)) {
+			char state[8];
+			unsigned long inode;
+			unsigned p;
+			if (sscanf(line, "%*s %*[0-9A-Fa-f]:%x %*s %7s %*s %*s %*s %*s %*s %lu", &p,
+				   state, &inode) == 3 &&
+			    strcmp(state, "0A") == 0 && p != except &&
+			    harness_pid_socket(pid, inode))
+				port = p;
+		}
+		if (fp)
+			fclose(fp);
+	}
+	return port;
 }
 
 int harness_count_in_file(const char *path, const char *needle)

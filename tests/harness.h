@@ -128,6 +128,11 @@ double harness_now(void);
 /* Is socket inode @p inode (as /proc/net/tcp names it) open in this
  * process (/proc/self/fd)? */
 bool harness_own_socket(unsigned long inode);
+/* The same for process @p pid. */
+bool harness_pid_socket(pid_t pid, unsigned long inode);
+/* The port of a TCP socket of process @p pid in LISTEN other than port
+ * @p except (a forked child holds its parent's listeners too), 0 if none. */
+unsigned harness_listen_port_of(pid_t pid, unsigned except);
 
 /* Lines of the file at @p path that contain @p needle; -1 if it cannot be
  * opened. */

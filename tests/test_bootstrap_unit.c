@@ -27,6 +27,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/bootstrap_wire.h"
+#include "harness.h"
 
 #define MAX_SLOTS	16
 #define SHORT_TIMEOUT_S 1.5
@@ -557,6 +558,62 @@ START_TEST(test_relay_leaves)
 }
 END_TEST
 
+/*
+ * Strangers at a rank's relay listener, there before its child: garbage,
+ * a relay hello with another secret, one that claims a rank that is not
+ * its child, and one that says nothing. Each is dropped (the silent one
+ * after 2 s, so rank 0's join takes that long: the strangers did reach its
+ * door, not the root's) and the child still links in; the job gathers.
+ */
+START_TEST(test_relay_strangers)
+{
+	struct job job = {.nranks = 2, .timeout_s = 6.0, .mode = MODE_GATHER};
+	struct {
+		struct frame_hdr h;
+		struct hello hello;
+	} hello = {.h = {.type = FRAME_RELAY_HELLO, .len = sizeof(struct hello)},
+		   .hello = {.magic = WEFT_UID_MAGIC, .version = WEFT_UID_VERSION, .nranks = 2}};
+	unsigned char garbage[64];
+	pid_t pids[2];
+	unsigned port = 0;
+	int fds[4];
+
+	setenv("WEFT_BOOTSTRAP_FANOUT", "1", 1);
+	start_root(6.0, 0x5151515151515151ull, 0, &job.uid);
+	unsetenv("WEFT_BOOTSTRAP_FANOUT");
+	pids[0] = spawn_rank(&job, 0, 0); /* its child, rank 1, comes later */
+	for (int i = 0; i < 300 && !port; i++) {
+		port = harness_listen_port_of(pids[0], ntohs(job.uid.addr.in4.sin_port));
+		if (!port)
+			sleep_s(0.01);
+	}
+	ck_assert_msg(port, "rank 0's relay listener not found");
+	for (int i = 0; i < 4; i++) {
+		struct sockaddr_in a = loopback((uint16_t)port);
+
+		fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+		ck_assert_int_eq(connect(fds[i], (struct sockaddr *)&a, sizeof(a)), 0);
+	}
+	memset(garbage, 0xff, sizeof(garbage));
+	ck_assert_int_eq(send(fds[0], garbage, sizeof(garbage), 0), (ssize_t)sizeof(garbage));
+	hello.hello.secret = job.uid.secret ^ 1;
+	hello.hello.rank = 1;
+	ck_assert_int_eq(send(fds[1], &hello, sizeof(hello), 0), (ssize_t)sizeof(hello));
+	hello.hello.secret = job.uid.secret;
+	hello.hello.rank = 0; /* rank 0's own number: not its child */
+	ck_assert_int_eq(send(fds[2], &hello, sizeof(hello), 0), (ssize_t)sizeof(hello));
+	/* fds[3] stays silent */
+	pids[1] = spawn_rank(&job, 1, 1);
+	reap(pids, 2);
+	for (int i = 0; i < 4; i++)
+		close(fds[i]);
+	assert_all_verified(2);
+	/* the silent one was waited for: the strangers reached rank 0's door */
+	ck_assert_msg(slots[0].elapsed > 1.9 && slots[0].elapsed < 5.0, "rank 0 took %.2f s",
+		      slots[0].elapsed);
+}
+END_TEST
+
 START_TEST(test_fanout_setting)
 {
 	static const char *bad[] = {"0", "-1", "two", "1000001"};
@@ -714,6 +771,7 @@ static Suite *bootstrap_suite(void)
 	tcase_add_test(tc, test_relay_binary);
 	tcase_add_test(tc, test_relay_star);
 	tcase_add_test(tc, test_relay_leaves);
+	tcase_add_test(tc, test_relay_strangers);
 	tcase_add_test(tc, test_fanout_setting);
 	tcase_add_test(tc, test_garbled_result);
 	tcase_add_test(tc, test_too_big);

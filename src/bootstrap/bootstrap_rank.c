@@ -101,8 +101,15 @@ static void relay_take(struct weft_bootstrap *bs, int fd, double deadline)
 	if (until > deadline)
 		until = deadline;
 	if (bs_read_alone(bs, fd, &in, sizeof(in), until, "a relay hello", &why) != WEFT_SUCCESS) {
-		weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT,
-			 "rank %d: bootstrap: dropped a relay connection: %s", bs->rank, why.msg);
+		if (why.status == WEFT_ERR_TIMEOUT)
+			weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT,
+				 "rank %d: bootstrap: dropped a relay connection: no hello within "
+				 "%.1f s",
+				 bs->rank, HELLO_WAIT_S);
+		else
+			weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT,
+				 "rank %d: bootstrap: dropped a relay connection: %s", bs->rank,
+				 why.msg);
 		close(fd);
 		return;
 	}

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,6 +35,7 @@ static void root_fail(struct root *r, weft_status_t status, const char *text)
 		return;
 	r->failed = true;
 	r->fail_time = weft_bootstrap_wire_now_s();
+	snprintf(r->fail_text, sizeof(r->fail_text), "%s", text);
 	weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT, "bootstrap root %s: job failed: %s", r->addr, text);
 	b = error_blob(status, text);
 	for (size_t i = 0; i < r->nconns; i++) {
@@ -92,6 +94,69 @@ static void root_all_joined(struct root *r)
 	}
 }
 
+/*
+ * The root holds a connection per rank until init ends: a job of @p nranks
+ * needs that many descriptors in this process, and more. Raise the soft
+ * limit toward the hard one if need be; false (and why in @p text) when
+ * even the hard limit is too low, so that the job fails at once, saying
+ * so, rather than the accepts failing and the join timing out.
+ */
+static bool root_fd_budget(struct root *r, int nranks, char *text, size_t size)
+{
+	rlim_t need = (rlim_t)nranks + MAX_STRANGERS + FD_SLACK;
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
+	    rl.rlim_cur >= need)
+		return true;
+	if (rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need) {
+		rlim_t was = rl.rlim_cur;
+
+		rl.rlim_cur = need;
+		if (setrlimit(RLIMIT_NOFILE, &rl) == 0) {
+			weft_log(WEFT_LOG_INFO, WEFT_SUB_BOOT,
+				 "bootstrap root %s: raised the descriptor limit from %llu to %llu "
+				 "for %d ranks",
+				 r->addr, (unsigned long long)was, (unsigned long long)need,
+				 nranks);
+			return true;
+		}
+	}
+	snprintf(text, size,
+		 "bootstrap: the root holds a connection per rank until init ends: %d ranks need "
+		 "about %llu descriptors in its process, and its limit is %llu (hard limit %llu); "
+		 "raise `ulimit -n` where the root runs",
+		 nranks, (unsigned long long)need, (unsigned long long)rl.rlim_cur,
+		 (unsigned long long)rl.rlim_max);
+	return false;
+}
+
+/* The first valid hello gives the job's size: the tables, the descriptors. */
+static bool root_size_job(struct root *r, struct conn *c)
+{
+	const struct hello *h = &c->hello;
+	size_t n = (size_t)h->nranks;
+	char text[400];
+
+	if (!root_fd_budget(r, h->nranks, text, sizeof(text))) {
+		root_fail(r, WEFT_ERR_SYSTEM, text);
+		conn_refuse(r, c, WEFT_ERR_SYSTEM, text);
+		return false;
+	}
+	r->by_rank = calloc(n, sizeof(*r->by_rank));
+	r->gone = calloc(n, sizeof(*r->gone));
+	r->scratch = calloc(n, sizeof(*r->scratch));
+	r->op_have = calloc(n, sizeof(*r->op_have));
+	if (!r->by_rank || !r->gone || !r->scratch || !r->op_have) {
+		conn_refuse(r, c, WEFT_ERR_NO_MEMORY, "bootstrap: root is out of memory");
+		return false;
+	}
+	r->nranks = h->nranks;
+	r->nranks_from = h->rank;
+	r->join_start = weft_bootstrap_wire_now_s();
+	return true;
+}
+
 static void root_on_hello(struct root *r, struct conn *c)
 {
 	const struct hello *h = &c->hello;
@@ -109,8 +174,9 @@ static void root_on_hello(struct root *r, struct conn *c)
 		return;
 	}
 	if (r->failed) {
-		snprintf(text, sizeof(text), "bootstrap: rank %d arrived after the job failed",
-			 h->rank);
+		snprintf(text, sizeof(text),
+			 "bootstrap: rank %d arrived after the job failed: %.300s", h->rank,
+			 r->fail_text);
 		conn_refuse(r, c, WEFT_ERR_TIMEOUT, text);
 		return;
 	}
@@ -141,21 +207,8 @@ static void root_on_hello(struct root *r, struct conn *c)
 		conn_refuse(r, c, WEFT_ERR_INVALID_ARG, text);
 		return;
 	}
-	if (!r->nranks) {
-		size_t n = (size_t)h->nranks;
-
-		r->by_rank = calloc(n, sizeof(*r->by_rank));
-		r->gone = calloc(n, sizeof(*r->gone));
-		r->scratch = calloc(n, sizeof(*r->scratch));
-		r->op_have = calloc(n, sizeof(*r->op_have));
-		if (!r->by_rank || !r->gone || !r->scratch || !r->op_have) {
-			conn_refuse(r, c, WEFT_ERR_NO_MEMORY, "bootstrap: root is out of memory");
-			return;
-		}
-		r->nranks = h->nranks;
-		r->nranks_from = h->rank;
-		r->join_start = weft_bootstrap_wire_now_s();
-	}
+	if (!r->nranks && !root_size_job(r, c))
+		return;
 	if (r->by_rank[h->rank] || r->gone[h->rank]) {
 		snprintf(text, sizeof(text), "bootstrap: rank %d already joined%s%s", h->rank,
 			 r->by_rank[h->rank] ? " from " : "",
@@ -545,7 +598,10 @@ static void *root_main(void *arg)
 			pfds = grown;
 			pfds_cap = n + 1;
 		}
-		pfds[0] = (struct pollfd){.fd = r->listen_fd, .events = POLLIN};
+		pfds[0] = (struct pollfd){.fd = now < r->accept_rest_until ? -1 : r->listen_fd,
+					  .events = POLLIN};
+		if (now < r->accept_rest_until && r->accept_rest_until < next)
+			next = r->accept_rest_until;
 		for (size_t i = 0; i < n; i++) {
 			struct conn *c = r->conns[i];
 

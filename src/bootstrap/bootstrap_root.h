@@ -11,7 +11,8 @@
 #include "bootstrap/bootstrap_wire.h"
 
 #define HELLO_TIMEOUT_S 2.0
-#define MAX_STRANGERS	64 /* connections still owing a hello, beyond nranks */
+#define MAX_STRANGERS	64  /* connections still owing a hello, beyond nranks */
+#define FD_SLACK	128 /* descriptors the root's process keeps for all else */
 
 struct blob {
 	size_t refs;
@@ -85,6 +86,10 @@ struct root {
 
 	bool failed;
 	double fail_time;
+	char fail_text[400]; /* why, for ranks that arrive later */
+	/* accept() ran out of descriptors: the listener rests until then
+	 * rather than wake poll() at once again */
+	double accept_rest_until;
 
 	/* What the root moved, for the INFO line at its end (perf/bootstrap_scale
 	 * fits how it grows with the job): bytes read and written on every

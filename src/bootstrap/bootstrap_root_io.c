@@ -195,6 +195,17 @@ void root_accept(struct root *r)
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
+			if (errno == EMFILE || errno == ENFILE) {
+				/* the connection waits in the backlog; poll() would
+				 * report it again at once */
+				if (r->accept_rest_until == 0)
+					weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT,
+						 "bootstrap root %s: accept: %s (%zu connections "
+						 "open); raise `ulimit -n`",
+						 r->addr, strerror(errno), r->nconns);
+				r->accept_rest_until = weft_bootstrap_wire_now_s() + 0.1;
+				return;
+			}
 			if (errno != EAGAIN && errno != EWOULDBLOCK)
 				weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT,
 					 "bootstrap root %s: accept: %s", r->addr, strerror(errno));

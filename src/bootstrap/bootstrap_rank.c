@@ -196,6 +196,11 @@ static weft_status_t relay_link(struct weft_bootstrap *bs, const struct ready *r
 		case WAKE_FD: break;
 		}
 		fd = accept4(bs->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+			rc = weft_err_errno(
+			    err, errno, "rank %d: bootstrap: accepting a relay child", bs->rank);
+			return bs_relay_failed(bs, rc, what, err);
+		}
 		if (fd < 0)
 			continue; /* EAGAIN, EINTR, ECONNABORTED; the wait decides */
 		relay_take(bs, fd, deadline);
@@ -342,6 +347,7 @@ static weft_status_t relay_result(struct weft_bootstrap *bs, uint32_t seq, void 
 	struct frame_hdr h;
 	z_stream zs = {0};
 	unsigned char *piece_buf = NULL;
+	bool garbled = false; /* what came is wrong: no verdict to wait for */
 	weft_status_t rc;
 
 	bs->broken_fd = -1;
@@ -381,12 +387,15 @@ static weft_status_t relay_result(struct weft_bootstrap *bs, uint32_t seq, void 
 		for (int i = 0; rc == WEFT_SUCCESS && i < bs->nchildren; i++)
 			rc = bs_send_all(bs, bs->child_fd[i], NULL, piece_buf, piece, deadline,
 					 what, err);
-		if (rc == WEFT_SUCCESS)
+		if (rc == WEFT_SUCCESS) {
 			rc = unpack(bs, &zs, piece_buf, piece, what, err);
+			garbled = rc != WEFT_SUCCESS;
+		}
 		off += piece;
 	}
-	if (rc == WEFT_SUCCESS && total &&
-	    (zs.total_out != total || inflate(&zs, Z_FINISH) != Z_STREAM_END))
+	garbled |= rc == WEFT_SUCCESS && total &&
+		   (zs.total_out != total || inflate(&zs, Z_FINISH) != Z_STREAM_END);
+	if (rc == WEFT_SUCCESS && garbled)
 		rc = weft_err_set(err, WEFT_ERR_REMOTE,
 				  "rank %d: bootstrap: %s: the result inflates to %lu bytes%s, not "
 				  "%zu",
@@ -396,7 +405,7 @@ static weft_status_t relay_result(struct weft_bootstrap *bs, uint32_t seq, void 
 		inflateEnd(&zs);
 		free(piece_buf);
 	}
-	return bs_relay_failed(bs, rc, what, err);
+	return garbled ? rc : bs_relay_failed(bs, rc, what, err);
 }
 
 weft_status_t weft_bootstrap_allgather(struct weft_bootstrap *bs, void *buf, size_t bytes,

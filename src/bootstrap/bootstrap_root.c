@@ -141,6 +141,8 @@ static bool root_size_job(struct root *r, struct conn *c)
 	if (!root_fd_budget(r, h->nranks, text, sizeof(text))) {
 		root_fail(r, WEFT_ERR_SYSTEM, text);
 		conn_refuse(r, c, WEFT_ERR_SYSTEM, text);
+		r->fail_nranks = h->nranks;
+		r->told = 1;
 		return false;
 	}
 	r->by_rank = calloc(n, sizeof(*r->by_rank));
@@ -178,6 +180,7 @@ static void root_on_hello(struct root *r, struct conn *c)
 			 "bootstrap: rank %d arrived after the job failed: %.300s", h->rank,
 			 r->fail_text);
 		conn_refuse(r, c, WEFT_ERR_TIMEOUT, text);
+		r->told++;
 		return;
 	}
 	if (h->nranks < 1 || h->nranks > WEFT_MAX_RANKS) {
@@ -524,6 +527,14 @@ static bool root_done(struct root *r, double now)
 	double linger = r->timeout_s > 1.0 ? r->timeout_s : 1.0;
 
 	if (!r->nranks) {
+		/* Failed before the job was sized (its descriptors): done once every
+		 * rank has been told, or as below. */
+		if (r->failed && r->fail_nranks && r->told >= r->fail_nranks) {
+			for (size_t i = 0; i < r->nconns; i++)
+				if (r->conns[i]->phase == CONN_CLOSING)
+					return false;
+			return true;
+		}
 		if (now >= r->start + r->timeout_s) {
 			weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT,
 				 "bootstrap root %s: no rank joined within %.1f s; closing",

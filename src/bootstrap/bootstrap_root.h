@@ -87,6 +87,10 @@ struct root {
 	bool failed;
 	double fail_time;
 	char fail_text[400]; /* why, for ranks that arrive later */
+	/* Failed before the job was sized: its size, and hellos refused since
+	 * (once all are told, the thread may end: root_done) */
+	int fail_nranks;
+	int told;
 	/* accept() ran out of descriptors: the listener rests until then
 	 * rather than wake poll() at once again */
 	double accept_rest_until;

@@ -14,20 +14,23 @@
  *   root -> rank  READY {fan-out, the rank's relay parent's address} once all
  *                 nranks ranks joined; GATHER (seq n, the nranks blocks as
  *                 one zlib stream; empty when they are) to the ranks whose
- *                 parent is the root, once every block of op n is in; ERROR {i32 status, text} to
- * every rank when the job fails or the hello is refused; after an ERROR the root reads nothing more
- * from it. rank -> rank  The relay tree (fan-out F, WEFT_BOOTSTRAP_FANOUT at the root): the root's
- * children are ranks 0..F-1, rank p's are F(p+1)..F(p+1)+F-1. Each rank listens on the address its
- *                 root connection leaves from; after READY it connects to
- *                 its parent and sends RELAY_HELLO {magic, secret, version,
- *                 rank}, and accepts its children's. A rank forwards every
- *                 GATHER result it receives from its parent to its children
- *                 while it reads it, piece by piece, still compressed, and
- *                 inflates it for itself. So the root sends each result F
- *                 times, not nranks times, and cards (mostly zero padding
- *                 and names shared by a host's ranks) shrink some 40-fold;
- *                 blocks still go straight to the root, and so do its
- *                 verdicts.
+ *                 parent is the root, once every block of op n is in;
+ *                 ERROR {i32 status, text} to every rank when the job
+ *                 fails or the hello is refused; after an ERROR the root
+ *                 reads nothing more from it.
+ *   rank -> rank  The relay tree (fan-out F, WEFT_BOOTSTRAP_FANOUT at the
+ *                 root): the root's children are ranks 0..F-1, rank p's
+ *                 are F(p+1)..F(p+1)+F-1. Each rank listens on the address
+ *                 its root connection leaves from; after READY it connects
+ *                 to its parent and sends RELAY_HELLO {magic, secret,
+ *                 version, rank}, and accepts its children's. A rank
+ *                 forwards every GATHER result it receives from its parent
+ *                 to its children while it reads it, piece by piece, still
+ *                 compressed, and inflates it for itself. So the root sends
+ *                 each result F times, not nranks times, and cards (mostly
+ *                 zero padding and names shared by a host's ranks) shrink
+ *                 some 35-fold; blocks still go straight to the root, and
+ *                 so do its verdicts.
  *
  * The root is one thread with one poll() over the listener and every
  * connection, all non-blocking, so a slow or silent peer only ever costs its

@@ -82,30 +82,31 @@ static weft_status_t read_core(struct weft_bootstrap *bs, int fd, void *buf, siz
 			bs->bytes_in += (uint64_t)n;
 			continue;
 		}
-		if (n < 0 && errno == EINTR)
+		int e = n < 0 ? errno : 0;
+
+		if (e == EINTR)
 			continue;
+		if (e == EAGAIN || e == EWOULDBLOCK) {
+			switch (bs_wait(watch_root ? bs : NULL, fd, POLLIN, deadline, &rev)) {
+			case WAKE_FD: continue;
+			case WAKE_ROOT: return bs_root_verdict(bs, deadline, what, err);
+			case WAKE_TIMEOUT: break;
+			}
+		}
+		/* The link failed: only now is it worth naming. */
+		bs->broken_fd = fd;
 		bs_link_name(bs, fd, who, sizeof(who));
-		if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
-			bs->broken_fd = fd;
 		if (n == 0)
 			return weft_err_set(
 			    err, WEFT_ERR_REMOTE,
 			    "rank %d: bootstrap: %s closed the connection during %s", bs->rank, who,
 			    what);
-		if (errno != EAGAIN && errno != EWOULDBLOCK)
-			return weft_err_errno(err, errno,
-					      "rank %d: bootstrap: read from %s during %s",
+		if (e != EAGAIN && e != EWOULDBLOCK)
+			return weft_err_errno(err, e, "rank %d: bootstrap: read from %s during %s",
 					      bs->rank, who, what);
-		switch (bs_wait(watch_root ? bs : NULL, fd, POLLIN, deadline, &rev)) {
-		case WAKE_FD: break;
-		case WAKE_ROOT: return bs_root_verdict(bs, deadline, what, err);
-		case WAKE_TIMEOUT:
-			bs->broken_fd = fd;
-			return weft_err_set(
-			    err, WEFT_ERR_TIMEOUT,
-			    "rank %d: bootstrap: no answer from %s within %.1f s (%s)", bs->rank,
-			    who, bs->timeout_s, what);
-		}
+		return weft_err_set(err, WEFT_ERR_TIMEOUT,
+				    "rank %d: bootstrap: no answer from %s within %.1f s (%s)",
+				    bs->rank, who, bs->timeout_s, what);
 	}
 	return WEFT_SUCCESS;
 }
@@ -189,6 +190,7 @@ weft_status_t bs_send_all(struct weft_bootstrap *bs, int fd, const struct frame_
 		struct msghdr mh = {.msg_iov = iov};
 		ssize_t n;
 		short rev;
+		int e;
 
 		if (off < hlen) {
 			iov[0] = (struct iovec){(char *)h + off, hlen - off};
@@ -204,29 +206,29 @@ weft_status_t bs_send_all(struct weft_bootstrap *bs, int fd, const struct frame_
 			bs->bytes_out += (uint64_t)n;
 			continue;
 		}
-		if (errno == EINTR)
+		e = errno;
+		if (e == EINTR)
 			continue;
+		if (e == EAGAIN || e == EWOULDBLOCK) {
+			switch (bs_wait(bs, fd, fd == bs->fd ? POLLOUT | POLLIN : POLLOUT, deadline,
+					&rev)) {
+			case WAKE_FD:
+				if (fd == bs->fd && (rev & POLLIN) && !(rev & POLLOUT))
+					return bs_root_verdict(bs, deadline, what, err);
+				continue;
+			case WAKE_ROOT: return bs_root_verdict(bs, deadline, what, err);
+			case WAKE_TIMEOUT: break;
+			}
+		}
+		/* The link failed: only now is it worth naming. */
+		bs->broken_fd = fd;
 		bs_link_name(bs, fd, who, sizeof(who));
-		if (errno != EAGAIN && errno != EWOULDBLOCK) {
-			bs->broken_fd = fd;
-			return weft_err_errno(err, errno,
-					      "rank %d: bootstrap: send to %s during %s", bs->rank,
-					      who, what);
-		}
-		switch (
-		    bs_wait(bs, fd, fd == bs->fd ? POLLOUT | POLLIN : POLLOUT, deadline, &rev)) {
-		case WAKE_FD:
-			if (fd == bs->fd && (rev & POLLIN) && !(rev & POLLOUT))
-				return bs_root_verdict(bs, deadline, what, err);
-			break;
-		case WAKE_ROOT: return bs_root_verdict(bs, deadline, what, err);
-		case WAKE_TIMEOUT:
-			bs->broken_fd = fd;
-			return weft_err_set(
-			    err, WEFT_ERR_TIMEOUT,
-			    "rank %d: bootstrap: %s took no data within %.1f s (%s)", bs->rank, who,
-			    bs->timeout_s, what);
-		}
+		if (e != EAGAIN && e != EWOULDBLOCK)
+			return weft_err_errno(err, e, "rank %d: bootstrap: send to %s during %s",
+					      bs->rank, who, what);
+		return weft_err_set(err, WEFT_ERR_TIMEOUT,
+				    "rank %d: bootstrap: %s took no data within %.1f s (%s)",
+				    bs->rank, who, bs->timeout_s, what);
 	}
 	return WEFT_SUCCESS;
 }
@@ -244,24 +246,13 @@ weft_status_t bs_relay_failed(struct weft_bootstrap *bs, weft_status_t rc, const
 			      struct weft_err *err)
 {
 	double until = weft_bootstrap_wire_now_s() + JOIN_GRACE_S;
-	struct pollfd p = {.fd = bs->fd, .events = POLLIN};
 	struct weft_err verdict = {0};
+	short rev;
 
 	/* A failure on the root connection is the root's word already. */
-	if (rc == WEFT_SUCCESS || bs->broken_fd == bs->fd)
+	if (rc == WEFT_SUCCESS || bs->broken_fd == bs->fd ||
+	    bs_wait(NULL, bs->fd, POLLIN, until, &rev) != WAKE_FD)
 		return rc;
-	for (;;) {
-		double now = weft_bootstrap_wire_now_s();
-		int n;
-
-		if (now >= until)
-			return rc;
-		n = poll(&p, 1, weft_bootstrap_wire_ms_until(until, now));
-		if (n > 0)
-			break;
-		if (n < 0 && errno != EINTR)
-			return rc;
-	}
 	bs->verdict = false;
 	(void)bs_root_verdict(bs, until, what, &verdict);
 	if (!bs->verdict)

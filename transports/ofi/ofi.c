@@ -343,7 +343,7 @@ static weft_status_t ofi_init(const struct weft_tp_env *env, struct weft_tp **ou
 	struct ofi_card *card = &cards[env->rank];
 	weft_status_t st = read_settings(tp);
 	tp->conns = calloc((size_t)env->nranks, sizeof(*tp->conns));
-	tp->addrs = calloc((size_t)env->nranks * (tp->neps ? tp->neps : 1), sizeof(*tp->addrs));
+	tp->addrs = calloc((size_t)env->nranks * tp->neps, sizeof(*tp->addrs));
 	if (st == WEFT_SUCCESS && (!tp->conns || !tp->addrs))
 		st = weft_tp_fail(env, WEFT_ERR_NO_MEMORY, "ofi: no memory");
 	if (st == WEFT_SUCCESS)

@@ -44,7 +44,7 @@ START_TEST(dcqcn_first_mark_halves)
 	weft_pacer_feedback(&pc, &clean, T0);
 	ck_assert_double_eq(pc.rc_Bps, LINE);
 	weft_pacer_feedback(&pc, &marked, T0);
-	/* alpha starts at 1 and stays 1: (1 - g) + g; R_C = R_C (1 - 1/2). */
+	/* alpha waits at 1 until the first cut: R_C = R_C (1 - 1/2). */
 	ck_assert_double_eq_tol(pc.alpha, 1.0, 1e-12);
 	ck_assert_double_eq_tol(pc.rc_Bps, LINE / 2, 1e-3);
 	ck_assert_double_eq(pc.rt_Bps, LINE);
@@ -53,6 +53,8 @@ START_TEST(dcqcn_first_mark_halves)
 }
 END_TEST
 
+/* alpha is the EWMA of the marked fraction, one sample per period that
+ * saw deliveries; a cut takes R_C (1 - alpha / 2). */
 START_TEST(dcqcn_cut_by_alpha_over_two)
 {
 	struct weft_pacer pc;
@@ -60,13 +62,23 @@ START_TEST(dcqcn_cut_by_alpha_over_two)
 	weft_pacer_init(&pc, &params, LINE, T0);
 	weft_pacer_feedback(&pc, &marked, T0);
 	/* 256 periods without marks: alpha = (1 - g)^256. */
-	weft_pacer_advance(&pc, T0 + 256 * TICK);
+	for (int i = 1; i <= 256; i++)
+		weft_pacer_feedback(&pc, &clean, T0 + i * TICK);
 	double g = params.g, a = pow(1 - g, 256);
 	ck_assert_double_eq_tol(pc.alpha, a, 1e-12);
+	/* Periods with no deliveries say nothing: alpha stays. */
+	const struct weft_pacer_signal none = {0};
+	for (int i = 257; i <= 300; i++)
+		weft_pacer_feedback(&pc, &none, T0 + i * TICK);
+	ck_assert_double_eq_tol(pc.alpha, a, 1e-12);
+	/* One period of 200 segments, 10 marked (two reads): F = 1/20. */
 	double rc = pc.rc_Bps;
-	weft_pacer_feedback(&pc, &marked, T0 + 256 * TICK);
-	double a2 = (1 - g) * a + g;
+	weft_pacer_feedback(&pc, &clean, T0 + 300.5 * TICK);
+	ck_assert_double_eq_tol(pc.alpha, a, 1e-12);
+	weft_pacer_feedback(&pc, &marked, T0 + 301 * TICK);
+	double a2 = (1 - g) * a + g / 20;
 	ck_assert_double_eq_tol(pc.alpha, a2, 1e-12);
+	ck_assert_uint_eq(pc.cuts, 2);
 	ck_assert_double_eq_tol(pc.rc_Bps, rc * (1 - a2 / 2), 1e-3);
 	ck_assert_double_eq_tol(pc.rt_Bps, rc, 1e-3);
 }
@@ -86,6 +98,17 @@ START_TEST(dcqcn_alpha_waits_for_the_first_cut)
 }
 END_TEST
 
+/* Cut twice so that R_T is well below the line rate, then count. */
+static void cut_twice(struct weft_pacer *pc, double *now)
+{
+	weft_pacer_init(pc, &params, LINE, T0);
+	weft_pacer_feedback(pc, &marked, T0);
+	*now = T0 + TICK / 2;
+	weft_pacer_feedback(pc, &marked, *now);
+	ck_assert_uint_eq(pc->cuts, 2);
+	ck_assert_double_eq_tol(pc->rt_Bps, LINE / 2, 1e-3);
+}
+
 START_TEST(dcqcn_one_cut_per_interval)
 {
 	struct weft_pacer pc;
@@ -101,6 +124,107 @@ START_TEST(dcqcn_one_cut_per_interval)
 }
 END_TEST
 
+/* A TCP flow that sends far below the line rate is cut from the rate its
+ * data was delivered at: R_T = measured, R_C = R_T (1 - a/2). A measure
+ * above R_C is not a reason to cut from higher. */
+START_TEST(dcqcn_cut_from_delivery_rate)
+{
+	struct weft_pacer pc;
+	weft_pacer_init(&pc, &params, LINE, T0);
+	struct weft_pacer_signal sig = marked;
+	sig.delivery_Bps = LINE / 64;
+	weft_pacer_feedback(&pc, &sig, T0);
+	ck_assert_double_eq_tol(pc.rt_Bps, LINE / 64, 1e-3);
+	ck_assert_double_eq_tol(pc.rc_Bps, LINE / 128, 1e-3);
+	/* A measure above R_C: the cut starts from R_C. */
+	sig.delivery_Bps = LINE;
+	weft_pacer_feedback(&pc, &sig, T0 + TICK / 2);
+	ck_assert_uint_eq(pc.cuts, 2);
+	ck_assert_double_eq_tol(pc.rt_Bps, LINE / 128, 1e-3);
+	ck_assert_double_eq_tol(pc.rc_Bps, LINE / 128 * (1 - pc.alpha / 2), 1e-3);
+}
+END_TEST
+
+/* The cut takes the largest delivery rate of the last rate_window RTTs
+ * (here timer periods: no RTT is known), not one low sample. */
+START_TEST(dcqcn_delivery_rate_windowed_max)
+{
+	struct weft_pacer pc;
+	params.rate_window = 4;
+	weft_pacer_init(&pc, &params, LINE, T0);
+	struct weft_pacer_signal hi = {.delivered = 10, .delivery_Bps = LINE / 8};
+	struct weft_pacer_signal lo = marked;
+	lo.delivery_Bps = LINE / 512;
+	weft_pacer_feedback(&pc, &hi, T0);
+	weft_pacer_feedback(&pc, &lo, T0 + 2 * TICK); /* within the window: LINE / 8 holds */
+	ck_assert_uint_eq(pc.cuts, 1);
+	ck_assert_double_eq_tol(pc.rt_Bps, LINE / 8, 1e-3);
+	/* Older than the window: the low sample replaces it. */
+	weft_pacer_feedback(&pc, &lo, T0 + 7 * TICK);
+	ck_assert_uint_eq(pc.cuts, 2);
+	ck_assert_double_eq_tol(pc.rt_Bps, LINE / 512, 1e-3);
+	/* A measure below the floor starts the cut from the floor. */
+	lo.delivery_Bps = params.min_rate_Bps / 4;
+	weft_pacer_feedback(&pc, &lo, T0 + 12 * TICK);
+	ck_assert_double_eq(pc.rt_Bps, params.min_rate_Bps);
+	ck_assert_double_eq(pc.rc_Bps, params.min_rate_Bps);
+}
+END_TEST
+
+/* With an RTT longer than the CNP interval and the timer, at most one cut
+ * per RTT (the marks of the RTT after a cut were earned before it), and
+ * one rate-increase timer event per RTT. */
+START_TEST(dcqcn_one_cut_and_one_increase_per_rtt)
+{
+	struct weft_pacer pc;
+	weft_pacer_init(&pc, &params, LINE, T0);
+	const double rtt = 8 * TICK;
+	struct weft_pacer_signal sig = marked, calm = clean;
+	sig.rtt_us = calm.rtt_us = (uint32_t)(rtt * 1e6);
+	weft_pacer_feedback(&pc, &sig, T0);
+	const double rtt_s = sig.rtt_us * 1e-6; /* as the pacer sees it, in whole us */
+	weft_pacer_feedback(&pc, &sig, T0 + 4 * TICK);
+	ck_assert_uint_eq(pc.cuts, 1);
+	const double eps = 1e-9; /* the sums below are not exact in binary */
+	weft_pacer_feedback(&pc, &sig, T0 + rtt_s + eps);
+	ck_assert_uint_eq(pc.cuts, 2);
+	/* Timer events: none before an RTT has passed, then one. */
+	double rc = pc.rc_Bps, cut = T0 + rtt_s + eps;
+	weft_pacer_feedback(&pc, &calm, cut + rtt_s / 2);
+	ck_assert_double_eq(pc.rc_Bps, rc);
+	ck_assert_int_eq(pc.t_events, 0);
+	weft_pacer_feedback(&pc, &calm, cut + rtt_s + eps);
+	ck_assert_int_eq(pc.t_events, 1);
+	ck_assert_double_eq_tol(pc.rc_Bps, (rc + pc.rt_Bps) / 2, 1e-3);
+}
+END_TEST
+
+/* An idle connection earns no increase: its rate waits for its next send
+ * (alpha too: an idle period says nothing of the path); busy again, the
+ * timer counts from there. */
+START_TEST(dcqcn_idle_keeps_the_rate)
+{
+	struct weft_pacer pc;
+	double now;
+	cut_twice(&pc, &now);
+	struct weft_pacer_signal idle = {.idle = true};
+	/* The first idle read closes alpha's period of the marks before. */
+	weft_pacer_feedback(&pc, &idle, now + TICK);
+	double rc = pc.rc_Bps, alpha = pc.alpha;
+	for (int i = 2; i <= 100; i++)
+		weft_pacer_feedback(&pc, &idle, now + i * TICK);
+	now += 100 * TICK;
+	ck_assert_double_eq(pc.rc_Bps, rc);
+	ck_assert_int_eq(pc.t_events, 0);
+	ck_assert_double_eq(pc.alpha, alpha);
+	weft_pacer_feedback(&pc, &clean, now + TICK / 2);
+	ck_assert_int_eq(pc.t_events, 0);
+	weft_pacer_feedback(&pc, &clean, now + TICK);
+	ck_assert_int_eq(pc.t_events, 1);
+	ck_assert_double_gt(pc.rc_Bps, rc);
+}
+END_TEST
+
 START_TEST(dcqcn_no_increase_before_a_cut)
 {
 	struct weft_pacer pc;
@@ -112,17 +236,6 @@ START_TEST(dcqcn_no_increase_before_a_cut)
 	ck_assert_double_eq(pc.rc_Bps, LINE / 4);
 }
 END_TEST
-
-/* Cut twice so that R_T is well below the line rate, then count. */
-static void cut_twice(struct weft_pacer *pc, double *now)
-{
-	weft_pacer_init(pc, &params, LINE, T0);
-	weft_pacer_feedback(pc, &marked, T0);
-	*now = T0 + TICK / 2;
-	weft_pacer_feedback(pc, &marked, *now);
-	ck_assert_uint_eq(pc->cuts, 2);
-	ck_assert_double_eq_tol(pc->rt_Bps, LINE / 2, 1e-3);
-}
 
 START_TEST(dcqcn_fast_recovery_five_stages)
 {
@@ -356,6 +469,10 @@ static Suite *pacer_suite(void)
 	tcase_add_test(tc, dcqcn_alpha_waits_for_the_first_cut);
 	tcase_add_test(tc, dcqcn_one_cut_per_interval);
 	tcase_add_test(tc, dcqcn_no_increase_before_a_cut);
+	tcase_add_test(tc, dcqcn_cut_from_delivery_rate);
+	tcase_add_test(tc, dcqcn_delivery_rate_windowed_max);
+	tcase_add_test(tc, dcqcn_one_cut_and_one_increase_per_rtt);
+	tcase_add_test(tc, dcqcn_idle_keeps_the_rate);
 	tcase_add_test(tc, dcqcn_fast_recovery_five_stages);
 	tcase_add_test(tc, dcqcn_byte_counter_recovers_too);
 	tcase_add_test(tc, dcqcn_hyper_increase);

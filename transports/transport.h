@@ -186,6 +186,11 @@ struct weft_tp_signal {
 	uint32_t delivered_ce; /* of which ECN CE-marked */
 	uint32_t rtt_us;       /* smoothed round-trip time, 0 unknown */
 	uint64_t bytes_acked;
+	/* The rate data was last delivered at (TCP's tcpi_delivery_rate),
+	 * bytes/s, 0 unknown; app_limited: the sender had nothing more to
+	 * send then, so the network could have taken more. */
+	uint64_t delivery_Bps;
+	bool app_limited;
 };
 
 /* A registered region as a peer can name it. */

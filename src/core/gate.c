@@ -75,13 +75,23 @@ static void read_signals(struct weft_p2p_link *link, struct weft_pacer_signal *s
 	int n = link->conn->ops->signal.signals(link->conn, sig, WEFT_GATE_MAX_SUBFLOWS);
 	struct weft_link_signals *acc = &link->sig;
 	*sum = (struct weft_pacer_signal){0};
+	uint64_t acked = 0;
+	bool limited_by_network = false;
 	for (int i = 0; i < n; i++) {
 		sum->delivered += sig[i].delivered;
 		sum->delivered_ce += sig[i].delivered_ce;
 		if (sig[i].rtt_us > sum->rtt_us)
 			sum->rtt_us = sig[i].rtt_us;
+		sum->delivery_Bps += (double)sig[i].delivery_Bps;
+		limited_by_network |= sig[i].delivery_Bps && !sig[i].app_limited;
+		acked += sig[i].bytes_acked;
 		acc->sub_bytes[i] += sig[i].bytes_acked;
 	}
+	/* A rate measured while every sub-flow ran out of data says what the
+	 * application sent, not what the network took: unknown. */
+	if (!limited_by_network)
+		sum->delivery_Bps = 0;
+	sum->idle = acked == 0 && link->inflight_bytes == 0 && !link->held_head;
 	acc->delivered += sum->delivered;
 	acc->delivered_ce += sum->delivered_ce;
 	if (n > 0)

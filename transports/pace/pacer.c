@@ -63,37 +63,76 @@ static void increase(struct weft_pacer *pc)
 	pc->rc_Bps = clamp_rate(pc, (pc->rt_Bps + pc->rc_Bps) / 2);
 }
 
-/* Timers of dcqcn: alpha decays once per period without a cut; the
- * increase timer fires once per period after a cut. A long gap between
- * calls runs every period it covered (the increase at most 64 times: by
- * then the rate is back at line rate for any sane setting). */
-static void dcqcn_advance(struct weft_pacer *pc, double now)
+/* alpha: once per period that saw deliveries, the EWMA takes the
+ * fraction of them that were marked (a period with none says nothing of
+ * the path and leaves it). */
+static void dcqcn_alpha(struct weft_pacer *pc, const struct weft_pacer_signal *sig, double now)
 {
 	const struct weft_pacer_params *p = pc->p;
 	if (pc->cut_at < 0)
 		return; /* no rate limiter yet: alpha waits at 1 */
-	double n = floor((now - pc->alpha_at) / p->alpha_period_s);
-	if (n >= 1) {
-		pc->alpha *= pow(1 - p->g, n);
-		pc->alpha_at += n * p->alpha_period_s;
+	pc->alpha_delivered += sig->delivered;
+	pc->alpha_ce += sig->delivered_ce < sig->delivered ? sig->delivered_ce : sig->delivered;
+	if (now - pc->alpha_at < p->alpha_period_s)
+		return;
+	if (pc->alpha_delivered == 0) {
+		pc->alpha_at = now; /* an empty period: the next one starts now */
+		return;
 	}
-	for (int i = 0; i < 64 && now - pc->timer_at >= p->timer_s; i++) {
-		pc->timer_at += p->timer_s;
+	double f = (double)pc->alpha_ce / (double)pc->alpha_delivered;
+	pc->alpha = (1 - p->g) * pc->alpha + p->g * f;
+	pc->alpha_at = now;
+	pc->alpha_delivered = pc->alpha_ce = 0;
+}
+
+/* The increase timer of dcqcn fires once per period after a cut. A long
+ * gap between calls runs every period it covered (the increase at most 64
+ * times: by then the rate is back at line rate for any sane setting). */
+static void dcqcn_advance(struct weft_pacer *pc, double now, bool idle)
+{
+	const struct weft_pacer_params *p = pc->p;
+	if (pc->cut_at < 0)
+		return; /* no rate limiter yet */
+	double period = p->timer_s > pc->rtt_s ? p->timer_s : pc->rtt_s;
+	if (idle) {
+		pc->timer_at = now; /* an idle interval earns no increase */
+		return;
+	}
+	for (int i = 0; i < 64 && now - pc->timer_at >= period; i++) {
+		pc->timer_at += period;
 		increase(pc);
 		pc->t_events++;
 	}
-	if (now - pc->timer_at >= p->timer_s)
+	if (now - pc->timer_at >= period)
 		pc->timer_at = now;
 	release_at_line(pc);
 }
 
+/* The largest delivery rate of the last rate_window RTTs (at least as
+ * many timer periods): a sample replaces it when larger, or when it is
+ * older than that. */
+static void note_delivery(struct weft_pacer *pc, double sample, double now)
+{
+	if (!(sample > 0))
+		return;
+	double rtt = pc->rtt_s > pc->p->timer_s ? pc->rtt_s : pc->p->timer_s;
+	if (sample >= pc->delivery_Bps || now - pc->delivery_at > pc->p->rate_window * rtt) {
+		pc->delivery_Bps = sample;
+		pc->delivery_at = now;
+	}
+}
+
+/* The cut starts from the delivery rate when the connection sent slower
+ * than R_C allowed (pacer.h). */
 static void dcqcn_cut(struct weft_pacer *pc, double now)
 {
-	const struct weft_pacer_params *p = pc->p;
-	pc->rt_Bps = pc->rc_Bps;
-	pc->alpha = (1 - p->g) * pc->alpha + p->g;
-	pc->rc_Bps = clamp_rate(pc, pc->rc_Bps * (1 - pc->alpha / 2));
-	pc->alpha_at = now;
+	double from = pc->rc_Bps;
+	if (pc->delivery_Bps > 0 && pc->delivery_Bps < from)
+		from = clamp_rate(pc, pc->delivery_Bps);
+	pc->rt_Bps = from;
+	pc->rc_Bps = clamp_rate(pc, from * (1 - pc->alpha / 2));
+	if (pc->cut_at < 0)
+		pc->alpha_at = now; /* alpha's periods start with the rate limiter */
 	pc->timer_at = now;
 	pc->cut_at = now;
 	pc->bytes = 0;
@@ -105,7 +144,8 @@ static void dcqcn_feedback(struct weft_pacer *pc, const struct weft_pacer_signal
 {
 	if (sig->delivered_ce == 0)
 		return;
-	if (pc->cut_at >= 0 && now - pc->cut_at < pc->p->cnp_interval_s)
+	double interval = pc->p->cnp_interval_s > pc->rtt_s ? pc->p->cnp_interval_s : pc->rtt_s;
+	if (pc->cut_at >= 0 && now - pc->cut_at < interval)
 		return;
 	dcqcn_cut(pc, now);
 }
@@ -141,7 +181,7 @@ static void delay_feedback(struct weft_pacer *pc, const struct weft_pacer_signal
 void weft_pacer_advance(struct weft_pacer *pc, double now)
 {
 	if (pc->p->mode == WEFT_PACER_DCQCN)
-		dcqcn_advance(pc, now);
+		dcqcn_advance(pc, now, false);
 }
 
 void weft_pacer_feedback(struct weft_pacer *pc, const struct weft_pacer_signal *sig, double now)
@@ -149,7 +189,11 @@ void weft_pacer_feedback(struct weft_pacer *pc, const struct weft_pacer_signal *
 	pc->delivered += sig->delivered;
 	pc->marks += sig->delivered_ce;
 	if (pc->p->mode == WEFT_PACER_DCQCN) {
-		dcqcn_advance(pc, now);
+		if (sig->rtt_us)
+			pc->rtt_s = sig->rtt_us * 1e-6;
+		note_delivery(pc, sig->delivery_Bps, now);
+		dcqcn_advance(pc, now, sig->idle);
+		dcqcn_alpha(pc, sig, now);
 		dcqcn_feedback(pc, sig, now);
 	} else if (pc->p->mode == WEFT_PACER_DELAY) {
 		delay_feedback(pc, sig, now);

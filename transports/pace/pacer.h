@@ -16,13 +16,18 @@
  * dcqcn — the reaction point of DCQCN (Zhu et al., SIGCOMM 2015). Feedback
  *   with CE marks counts as one congestion notification (at most one per
  *   WEFT_PACER_CNP_INTERVAL, as a DCQCN notification point sends at most
- *   one CNP per interval): target rate R_T = R_C, R_C = R_C (1 - a/2),
- *   a = (1 - g) a + g. Every WEFT_PACER_ALPHA_PERIOD without one,
- *   a = (1 - g) a: a is the EWMA (g = 1/256) of the fraction of periods
- *   that saw marks. After a cut, rate-increase events come from a timer
- *   (WEFT_PACER_TIMER) and a byte counter (WEFT_PACER_BYTES sent); with T
- *   timer events and BC byte events since the cut and F =
- *   WEFT_PACER_STAGES: while max(T, BC) < F, fast recovery
+ *   one CNP per interval): target rate R_T = R_C, R_C = R_C (1 - a/2).
+ *   a is the EWMA (g = 1/256) of the marked fraction: once per
+ *   WEFT_PACER_ALPHA_PERIOD that saw deliveries, a = (1 - g) a + g f, f
+ *   the fraction of the period's delivered segments that were CE-marked
+ *   (a period with none leaves a). DCQCN's own a takes one bit per
+ *   period (a CNP or not), which suits a RED-like switch whose marking
+ *   probability grows with its queue; a rate marker (the fabric here, and
+ *   any switch that marks every packet above a threshold) marks in every
+ *   period of even a small excess, where one bit would drive a to 1 and
+ *   halve every cut, and the fraction measures the excess. After a cut, rate-increase events come
+ * from a timer (WEFT_PACER_TIMER) and a byte counter (WEFT_PACER_BYTES sent); with T timer events
+ * and BC byte events since the cut and F = WEFT_PACER_STAGES: while max(T, BC) < F, fast recovery
  *   R_C = (R_T + R_C) / 2; then additive increase R_T += R_AI, and once
  *   min(T, BC) >= F hyper increase R_T += i R_HAI (i = min(T, BC) - F + 1),
  *   each followed by R_C = (R_T + R_C) / 2. Rates stay within
@@ -30,6 +35,28 @@
  *   rate limiter until its first notification (alpha waits at 1, so the
  *   first cut halves), and loses it when it is back at line rate (the next
  *   congestion starts afresh).
+ *
+ *   Three changes carry DCQCN from a NIC's queue pair to a host transport
+ *   (TCP), where the feedback comes an RTT late and the rate limiter is
+ *   not what limits an unpaced flow:
+ *   - the cut starts from the rate the connection's data was delivered
+ *     at (the transport's measure, taken while it had more to send; the
+ *     largest in the last WEFT_PACER_RATE_WINDOW RTTs, since one sample
+ *     after a loss or a stall can be far below what the path carries)
+ *     when that is below R_C. A NIC's unlimited flow sends at line rate, so
+ *     there R_C is the sending rate; a TCP flow sends at what its window
+ *     allows, often a small fraction of the line rate, and halving a
+ *     nominal line rate would leave it unpaced (R_T = measured,
+ *     R_C = R_T (1 - a/2));
+ *   - at most one cut per max(CNP interval, RTT): the marks of the RTT
+ *     after a cut were earned by the rate before it (TCP reduces once per
+ *     window for the same reason), and rate-increase timer events come at
+ *     most once per RTT, the soonest their effect can be seen;
+ *   - increase is earned only while the connection has data in the
+ *     network (feedback not idle): an idle connection keeps its rate, so
+ *     the next collective's burst starts at the rate the fabric took last,
+ *     not at line rate (as TCP does not grow an application-limited
+ *     window, RFC 7661).
  *
  * delay — for paths with no ECN signal, in the manner of Swift (Kumar et
  *   al., SIGCOMM 2020): target delay = base RTT (the smallest seen) +
@@ -70,6 +97,7 @@ struct weft_pacer_params {
 	double min_rate_Bps;   /* floor */
 	double start_rate_Bps; /* > 0: start here (dcqcn rises only after a cut) */
 	double window_s;       /* bytes in flight: rate x window */
+	double rate_window;    /* dcqcn: RTTs a delivery rate is remembered for */
 	double hop_delay_s;    /* delay: allowance per hop */
 	int hops;	       /* delay: hops on the path */
 	double delay_ai_Bps;   /* delay: increase per RTT below target */
@@ -82,6 +110,12 @@ struct weft_pacer_signal {
 	uint32_t delivered;    /* segments delivered */
 	uint32_t delivered_ce; /* of which CE-marked */
 	uint32_t rtt_us;       /* smoothed RTT (largest sub-flow's), 0 unknown */
+	/* The rate the connection's data was delivered at while it had more
+	 * to send (summed over sub-flows), bytes/s; 0 unknown. */
+	double delivery_Bps;
+	/* Nothing of the connection's was in the network: no rate increase
+	 * is earned (the rate is kept for the next send, not raised). */
+	bool idle;
 };
 
 struct weft_pacer {
@@ -89,13 +123,16 @@ struct weft_pacer {
 	double line_Bps;       /* the most the connection may send */
 	double rc_Bps, rt_Bps; /* current and target rate */
 	double alpha;
-	double alpha_at, timer_at; /* when alpha and the timer last moved */
-	double cut_at;		   /* last cut (dcqcn) or decrease (delay), < 0 none */
-	uint64_t bytes;		   /* sent since the last byte-counter event */
-	int t_events, bc_events;   /* increase events since the last cut */
-	double release_at;	   /* the next chunk may go at or after this */
-	double base_rtt_s;	   /* delay: smallest RTT seen (0 none) */
-	double rtt_s;		   /* delay: last RTT sample */
+	double alpha_at, timer_at;	    /* when alpha and the timer last moved */
+	uint64_t alpha_delivered, alpha_ce; /* alpha's period so far: segments, marked */
+	double cut_at;			    /* last cut (dcqcn) or decrease (delay), < 0 none */
+	uint64_t bytes;			    /* sent since the last byte-counter event */
+	int t_events, bc_events;	    /* increase events since the last cut */
+	double release_at;		    /* the next chunk may go at or after this */
+	double base_rtt_s;		    /* delay: smallest RTT seen (0 none) */
+	double rtt_s;			    /* last RTT sample (0 none) */
+	double delivery_Bps;		    /* largest delivery rate in the window, 0 none */
+	double delivery_at;		    /* when it was seen */
 	/* Counters for logs and statistics. */
 	uint64_t cuts, marks, delivered;
 };

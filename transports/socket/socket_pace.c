@@ -120,6 +120,8 @@ int weft_tp_socket_signals(struct weft_conn *conn, struct weft_tp_signal *out, i
 		    .delivered_ce = ti.tcpi_delivered_ce - s->seen.delivered_ce,
 		    .rtt_us = ti.tcpi_rtt,
 		    .bytes_acked = ti.tcpi_bytes_acked - s->seen.bytes_acked,
+		    .delivery_Bps = ti.tcpi_delivery_rate,
+		    .app_limited = ti.tcpi_delivery_rate_app_limited,
 		};
 		s->seen.delivered = ti.tcpi_delivered;
 		s->seen.delivered_ce = ti.tcpi_delivered_ce;

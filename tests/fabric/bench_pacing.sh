@@ -9,18 +9,32 @@
 #   --pairs N          A/B pairs, interleaved (3)
 #   --modes "A B"      WEFT_PACER values compared (off dcqcn; the first is
 #                      the reference of the ratios)
-#   --seconds S        foreground length per trial (20)
-#   --calls N          foreground calls at most (1000)
+#   --seconds S        foreground length per trial at most (90)
+#   --calls N          foreground calls (1000; a trial ends after them)
+#   --fg-period P      a foreground call starts every P seconds (0.04), or
+#                      at once when the one before took longer; 0: back to
+#                      back
 #   --env "V=X ..."    more settings for every rank of every trial
+#   --stats S          each job's connection statistics every S seconds
+#                      (WEFT_STATS_FILE): OUTDIR/MODE.PAIR.{bg,fg}.stats.RANK
 #   --no-spray         skip the path-spraying half (bench_spray.sh)
 #
 # Fabric: 2 leaves x 2 hosts (fabric.sh --ecn-mark: ECN on in the hosts,
 # TSO/GSO/GRO off, CE marks above PPS on every uplink port). Per trial,
 # the same 4 hosts run two jobs at once, both with WEFT_PACER=MODE:
 #   background  step_time -c alltoall -s 1M  (every host sends 2 MiB per
-#               call across the spine: each uplink carries 4 flows)
-#   foreground  step_time -c allreduce -s 64K, up to --calls calls or
-#               --seconds, every call timed (p50, p99, max)
+#               call across the spine: each uplink carries 4 flows), from
+#               1 s before the foreground until it ends
+#   foreground  step_time -c allreduce -s 64K -p P, --calls calls (or
+#               until --seconds), every call timed (p50, p99, max). On a
+#               fixed schedule it offers the same load in every mode: a
+#               closed loop would send more the faster its calls return,
+#               and take it from the background (at 5 ms a call, a back-
+#               to-back foreground alone fills most of an uplink)
+# The background's throughput is taken over the foreground's run (from
+# both jobs' call times, step_time -w): the time the background runs
+# alone before and after does not count, so a foreground that is done
+# sooner does not flatter its mode.
 # while the tbf backlog of leaf1's uplink is sampled every 0.2 s and the
 # CE marks of the trial are counted (fabric.sh marks, before and after),
 # and the machine's 1-minute load average noted (the jobs share 2 cores
@@ -80,7 +94,7 @@ if [ -z "${FABRIC_STATE:-}" ]; then
 	exit 0
 fi
 
-PAIRS=3 MODES="off dcqcn" SECS=20 CALLS=1000 EXTRA="" OUTDIR=""
+PAIRS=3 MODES="off dcqcn" SECS=90 CALLS=1000 EXTRA="" OUTDIR="" STATS="" PERIOD=0.04
 while [ $# -gt 0 ]; do
 	case $1 in
 	--pairs) PAIRS=${2:?}; shift 2 ;;
@@ -88,6 +102,8 @@ while [ $# -gt 0 ]; do
 	--seconds) SECS=${2:?}; shift 2 ;;
 	--calls) CALLS=${2:?}; shift 2 ;;
 	--env) EXTRA=${2:?}; shift 2 ;;
+	--stats) STATS=${2:?}; shift 2 ;;
+	--fg-period) PERIOD=${2:?}; shift 2 ;;
 	--no-spray) shift ;;
 	*) OUTDIR=$1; shift ;;
 	esac
@@ -111,40 +127,78 @@ sample_backlog() {
 	done >"$1"
 }
 
+# Bytes the leaves' uplink qdiscs (tbf) have sent toward the spine, in all.
+uplink_sent() {
+	local leaf
+	for leaf in $(awk '$1 == "leaf" {print $2}' "$FABRIC_STATE"); do
+		tc -n "$PREFIX-$leaf" -s qdisc show dev uplink | awk '/Sent/ {print $2; exit}'
+	done | awk '{n += $1} END {print n + 0}'
+}
+
+# bg_during FG.when BG.when BYTES NRANKS: the background's alltoall busbw
+# (GB/s) between the foreground's first start and last end, its
+# completed calls interpolated between their end times.
+bg_during() {
+	awk -v bytes="$3" -v n="$4" 'FNR == 1 {f++}
+		f == 1 {if (FNR == 1) fs = $1; fe = $2; next}
+		{e[++k] = $2}
+		function done(t,   i) {
+			if (k == 0 || t <= e[1]) return 0
+			for (i = 2; i <= k; i++) if (t <= e[i]) return i - 2 + (t - e[i-1]) / (e[i] - e[i-1])
+			return k - 1
+		}
+		END {if (fe <= fs || k < 2) {print "0"; exit}
+			printf "%.4f", (done(fe) - done(fs)) * bytes * n * (n - 1) / n / (fe - fs) / 1e9}' "$1" "$2"
+}
+
 # trial MODE PAIR PORT: one line into trials.txt.
 trial() {
 	local mode=$1 pair=$2 port=$3 tag="$1.$2" bgpid rc=0
-	local -a env=(WEFT_PACER="$mode")
+	local -a env=(WEFT_PACER="$mode") bgenv=() fgenv=()
 	# shellcheck disable=SC2206
 	[ -z "$EXTRA" ] || env+=($EXTRA)
-	local m0
+	if [ -n "$STATS" ]; then
+		bgenv=(WEFT_STATS_INTERVAL="$STATS" WEFT_STATS_FILE="$OUTDIR/$tag.bg.stats.%r")
+		fgenv=(WEFT_STATS_INTERVAL="$STATS" WEFT_STATS_FILE="$OUTDIR/$tag.fg.stats.%r")
+	fi
+	local m0 s0 t0
 	m0=$("$FABRIC_SH" marks | awk '{n += $3} END {print n + 0}')
-	(fabric_run_job "$OUTDIR" "$tag.bg" "$port" "${env[@]}" -- \
-		"$STEP" -c alltoall -s 1048576 -n 1000000 -t $((SECS + 3))) >"$OUTDIR/$tag.bg.log" &
+	s0=$(uplink_sent) t0=$(date +%s.%N)
+	rm -f "$OUTDIR/$tag.done" "$OUTDIR/$tag.stop"
+	(fabric_run_job "$OUTDIR" "$tag.bg" "$port" "${env[@]}" "${bgenv[@]}" -- \
+		"$STEP" -c alltoall -s 1048576 -n 1000000 -t $((SECS + 30)) -x "$OUTDIR/$tag.stop" \
+		-w "$OUTDIR/$tag.bg.when") >"$OUTDIR/$tag.bg.log" &
 	bgpid=$!
 	sleep 1
-	rm -f "$OUTDIR/$tag.done"
 	sample_backlog "$OUTDIR/$tag.backlog" "$OUTDIR/$tag.done" &
-	fabric_run_job "$OUTDIR" "$tag.fg" $((port + 1)) "${env[@]}" -- \
-		"$STEP" -c allreduce -s 65536 -n "$CALLS" -t "$SECS" -o "$OUTDIR/fg-$mode-$pair.lat" \
-		>"$OUTDIR/$tag.fg.log" || rc=1
-	touch "$OUTDIR/$tag.done"
+	fabric_run_job "$OUTDIR" "$tag.fg" $((port + 1)) "${env[@]}" "${fgenv[@]}" -- \
+		"$STEP" -c allreduce -s 65536 -n "$CALLS" -t "$SECS" -p "$PERIOD" -o "$OUTDIR/fg-$mode-$pair.lat" \
+		-w "$OUTDIR/$tag.fg.when" >"$OUTDIR/$tag.fg.log" || rc=1
+	touch "$OUTDIR/$tag.done" "$OUTDIR/$tag.stop"
 	wait "$bgpid" || rc=1
 	wait
-	local marks fg bg bl
+	local marks fg bg bl use during
 	marks=$("$FABRIC_SH" marks | awk -v m0="$m0" '{n += $3} END {print n - m0}')
+	# What both jobs got through the spine: the uplinks' bytes over the
+	# trial against their rate (BENCH_SPINE_RATE, in bits, per uplink).
+	use=$(awk -v s0="$s0" -v s1="$(uplink_sent)" -v t0="$t0" -v t1="$(date +%s.%N)" \
+		-v r="$BENCH_SPINE_RATE" -v n="$(awk '$1 == "leaf"' "$FABRIC_STATE" | wc -l)" 'BEGIN {
+		m = r + 0; if (r ~ /[gG]bit/) m *= 1e9; else if (r ~ /[mM]bit/) m *= 1e6;
+		else if (r ~ /[kK]bit/) m *= 1e3
+		printf "%.3f", (s1 - s0) * 8 / ((t1 - t0) * m * n)}')
 	fg=$(cat "$OUTDIR/$tag.fg.0.out")
 	bg=$(cat "$OUTDIR/$tag.bg.0.out")
+	during=$(bg_during "$OUTDIR/$tag.fg.when" "$OUTDIR/$tag.bg.when" 1048576 "$NRANKS")
 	bl=$(awk '{s += $1; if ($1 > m) m = $1; n++} END {printf "%.0f %.0f", n ? s / n : 0, m}' \
 		"$OUTDIR/$tag.backlog")
-	echo "$mode $pair fg: $fg | bg: $bg | backlog_mean_max $bl | marks $marks | load $(cut -d' ' -f1 /proc/loadavg)" |
+	echo "$mode $pair fg: $fg | bg: $bg | bg_during_fg $during | backlog_mean_max $bl | marks $marks | spine_use $use | load $(cut -d' ' -f1 /proc/loadavg)" |
 		tee -a "$OUTDIR/trials.txt"
 	[ "$rc" -eq 0 ] || { cat "$OUTDIR/$tag.bg.log" "$OUTDIR/$tag.fg.log"; return 1; }
 }
 
 : >"$OUTDIR/trials.txt"
 echo "# bench_pacing: spine $BENCH_SPINE_RATE, CE marks above $BENCH_PPS pkt/s, modes $MODES," \
-	"$PAIRS pairs, ${SECS}s or $CALLS calls, extra: ${EXTRA:-none}" | tee "$OUTDIR/summary.txt"
+	"$PAIRS pairs, ${SECS}s or $CALLS calls every ${PERIOD}s, extra: ${EXTRA:-none}" | tee "$OUTDIR/summary.txt"
 fabric_print_ranks | tee -a "$OUTDIR/summary.txt"
 port=29100
 for ((p = 1; p <= PAIRS; p++)); do
@@ -164,18 +218,27 @@ for line in open(sys.argv[1]):
     f = dict(re.findall(r"(\w+) ([\d.]+)", fg)); b = dict(re.findall(r"(\w+) ([\d.]+)", bg))
     bl = re.search(r"backlog_mean_max (\d+) (\d+)", line).groups()
     marks = re.search(r"marks (\d+)", line).group(1)
+    use = re.search(r"spine_use ([\d.]+)", line)
+    during = float(re.search(r"bg_during_fg ([\d.]+)", line).group(1))
     rows.setdefault(mode, []).append(dict(p50=float(f["p50_us"]), p99=float(f["p99_us"]),
-        mx=float(f["max_us"]), calls=int(f["calls"]), bg=float(b["busbw"]),
-        blm=float(bl[0]), blx=float(bl[1]), marks=int(marks)))
+        mx=float(f["max_us"]), calls=int(f["calls"]), bg=during, bgrun=float(b["busbw"]),
+        blm=float(bl[0]), blx=float(bl[1]), marks=int(marks),
+        use=float(use.group(1)) if use else 0.0))
 modes = sys.argv[2].split()
 med = lambda m, k: statistics.median(r[k] for r in rows[m])
 loads = [float(re.search(r"load ([\d.]+)", l).group(1)) for l in open(sys.argv[1]) if "load " in l]
-print("%-6s %5s %10s %10s %10s %12s %12s %12s %9s" % ("mode", "calls", "fg_p50_us", "fg_p99_us",
-      "fg_max_us", "bg_busbw_GB", "backlog_avg", "backlog_max", "marks"))
+print("%-6s %5s %10s %10s %10s %12s %12s %12s %12s %9s %9s" % ("mode", "calls", "fg_p50_us",
+      "fg_p99_us", "fg_max_us", "bg_busbw_GB", "bg_whole_GB", "backlog_avg", "backlog_max",
+      "marks", "spine_use"))
 for m in modes:
-    print("%-6s %5d %10.0f %10.0f %10.0f %12.4f %12.0f %12.0f %9d" % (m, med(m, "calls"),
-          med(m, "p50"), med(m, "p99"), med(m, "mx"), med(m, "bg"), med(m, "blm"), med(m, "blx"),
-          med(m, "marks")))
+    print("%-6s %5d %10.0f %10.0f %10.0f %12.4f %12.4f %12.0f %12.0f %9d %9.3f" % (m,
+          med(m, "calls"), med(m, "p50"), med(m, "p99"), med(m, "mx"), med(m, "bg"),
+          med(m, "bgrun"), med(m, "blm"), med(m, "blx"), med(m, "marks"), med(m, "use")))
+print("bg_busbw_GB: the background's while the foreground ran (the ratio's); bg_whole_GB: "
+      "over its whole run")
+few = [m for m in modes if min(r["calls"] for r in rows[m]) < 1000]
+if few:
+    print("note: fewer than 1000 foreground calls in a trial of %s (--seconds ran out)" % ", ".join(few))
 if loads:
     print("load average during the trials: %.1f to %.1f (2 cores)" % (min(loads), max(loads)))
 a = modes[0]

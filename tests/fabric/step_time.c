@@ -3,16 +3,24 @@
  * tests/fabric/bench_pacing.sh (which builds it against build/libweft.so).
  *
  *   step_time [-c allreduce|alltoall] [-s BYTES] [-n CALLS] [-t SECONDS]
- *             [-o FILE]
+ *             [-o FILE] [-w FILE] [-x FILE] [-p PERIOD]
  *
  * Every rank runs the collective on BYTES (per rank) until CALLS calls or
- * SECONDS have passed (rank 0 decides; every 16 calls the ranks agree on
- * it with an 8-byte broadcast that is not timed). Each call is polled with
+ * SECONDS have passed, or (-x) FILE exists (rank 0 decides; every 16
+ * calls, or with -x after every call, the ranks agree on it with an
+ * 8-byte broadcast that is not timed). With -p, call k starts PERIOD
+ * seconds after call k-1 started, or at once when that one took longer (a
+ * training step's compute between calls): the job then offers the same
+ * load whatever its latency, where a closed loop would send more the
+ * faster its calls return. Each call is polled with
  * weft_test and a 20 us nap (run() says why). Rank 0 prints one line:
  *   calls N bytes B seconds S busbw GBPS p50_us X p99_us Y max_us Z
  * (busbw as nccl-tests: 2(n-1)/n for allreduce; for alltoall, BYTES is
  * each block and S the whole array of n blocks, times (n-1)/n),
- * and with -o writes every call's time in microseconds, one a line.
+ * with -o writes every call's time in microseconds, one a line, and with
+ * -w every call's start and end (CLOCK_MONOTONIC seconds, which processes
+ * of all the fabric's namespaces share), so that another job's throughput
+ * can be taken over exactly this job's run.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,25 +46,37 @@ struct opts {
 	int alltoall;
 	size_t bytes;
 	long calls;
-	double seconds;
-	const char *out;
+	double seconds, period;
+	const char *out, *when, *stop;
 };
 
 static int parse(int argc, char **argv, struct opts *o)
 {
-	*o = (struct opts){0, 64 << 10, 1000, 60, NULL};
+	*o = (struct opts){0, 64 << 10, 1000, 60, 0, NULL, NULL, NULL};
 	int c;
-	while ((c = getopt(argc, argv, "c:s:n:t:o:")) != -1) {
+	while ((c = getopt(argc, argv, "c:s:n:t:o:w:x:p:")) != -1) {
 		switch (c) {
 		case 'c': o->alltoall = strcmp(optarg, "alltoall") == 0; break;
 		case 's': o->bytes = strtoull(optarg, NULL, 0); break;
 		case 'n': o->calls = strtol(optarg, NULL, 0); break;
 		case 't': o->seconds = strtod(optarg, NULL); break;
 		case 'o': o->out = optarg; break;
+		case 'w': o->when = optarg; break;
+		case 'x': o->stop = optarg; break;
+		case 'p': o->period = strtod(optarg, NULL); break;
 		default: return -1;
 		}
 	}
-	return o->bytes >= 8 && o->calls > 0 ? 0 : -1;
+	return o->bytes >= 8 && o->calls > 0 && o->period >= 0 ? 0 : -1;
+}
+
+static void write_when(const char *path, const double *start, const double *lat, long n)
+{
+	FILE *f = fopen(path, "w");
+	for (long i = 0; f && i < n; i++)
+		fprintf(f, "%.6f %.6f\n", start[i], start[i] + lat[i]);
+	if (f)
+		fclose(f);
 }
 
 static void report(const struct opts *o, double *lat, long n, double secs, int nranks)
@@ -99,7 +119,7 @@ int main(int argc, char **argv)
 	struct opts o;
 	if (parse(argc, argv, &o) != 0) {
 		fprintf(stderr, "usage: step_time [-c allreduce|alltoall] [-s BYTES] [-n CALLS] "
-				"[-t SECONDS] [-o FILE]\n");
+				"[-t SECONDS] [-o FILE] [-w FILE] [-x FILE] [-p PERIOD]\n");
 		return 2;
 	}
 	weft_comm_t comm;
@@ -113,7 +133,8 @@ int main(int argc, char **argv)
 	size_t total = o.alltoall ? o.bytes * (size_t)nranks : o.bytes;
 	char *src = malloc(total), *dst = malloc(total);
 	double *lat = malloc(sizeof(double) * (size_t)o.calls);
-	if (!src || !dst || !lat)
+	double *start = malloc(sizeof(double) * (size_t)o.calls);
+	if (!src || !dst || !lat || !start)
 		return 1;
 	memset(src, 1, total);
 	memset(dst, 0, total);
@@ -121,21 +142,33 @@ int main(int argc, char **argv)
 	long n = 0;
 	double t0 = now_s();
 	int64_t stop = 0;
+	long every = o.stop ? 1 : 16;
 	while (st == WEFT_SUCCESS && n < o.calls && !stop) {
-		double t = now_s();
+		double due = n ? start[n - 1] + o.period : 0, t;
+		while ((t = now_s()) < due) {
+			double left = due - t;
+			struct timespec ts = {(time_t)left,
+					      (long)((left - (double)(time_t)left) * 1e9)};
+			nanosleep(&ts, NULL);
+		}
 		st = run(&o, src, dst, comm);
+		start[n] = t;
 		lat[n++] = now_s() - t;
-		if (st == WEFT_SUCCESS && n % 16 == 0) {
-			stop = rank == 0 && now_s() - t0 >= o.seconds;
+		if (st == WEFT_SUCCESS && n % every == 0) {
+			stop = rank == 0 &&
+			       (now_s() - t0 >= o.seconds || (o.stop && access(o.stop, F_OK) == 0));
 			st = weft_broadcast(&stop, &stop, 1, WEFT_INT64, 0, comm);
 		}
 	}
 	double secs = now_s() - t0;
 	if (st != WEFT_SUCCESS)
 		fprintf(stderr, "step_time: rank %d: %s\n", rank, weft_comm_last_error(comm));
-	else if (rank == 0)
+	else if (rank == 0 && o.when)
+		write_when(o.when, start, lat, n);
+	if (st == WEFT_SUCCESS && rank == 0)
 		report(&o, lat, n, secs, nranks);
 	weft_comm_destroy(comm);
+	free(start);
 	free(lat);
 	free(src);
 	free(dst);

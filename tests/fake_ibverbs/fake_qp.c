@@ -16,6 +16,24 @@
 #include "fake_ibverbs.h"
 
 static uint32_t qp_counter;
+static unsigned qps_created;
+
+/* FAKE_IBVERBS_SLOW_QP=N:RATE: the rate of the QP created @p index-th
+ * (0: not slowed), or -1 when the value is malformed. */
+static double slow_rate(unsigned index)
+{
+	const char *v = getenv("FAKE_IBVERBS_SLOW_QP");
+	if (!v || !*v)
+		return 0;
+	char *end = NULL;
+	unsigned long n = strtoul(v, &end, 10);
+	double rate = end && *end == ':' ? strtod(end + 1, &end) : -1;
+	if (!end || *end || !(rate > 0)) {
+		fprintf(stderr, "fake ibverbs: FAKE_IBVERBS_SLOW_QP=%s: expected N:RATE\n", v);
+		return -1;
+	}
+	return n == index ? rate : 0;
+}
 
 struct fake_qp *fake_qp_by_num(uint32_t qpn)
 {
@@ -87,6 +105,11 @@ FAKE_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *ibv_pd, struct ibv_qp_in
 	}
 	pthread_mutex_lock(&fake_lock);
 	if (!err) {
+		qp->index = qps_created;
+		qp->slow_Bps = slow_rate(qp->index);
+		err = qp->slow_Bps < 0 ? EINVAL : 0;
+	}
+	if (!err) {
 		qp->pd = (struct fake_pd *)ibv_pd;
 		err = create_file(qp);
 	}
@@ -117,6 +140,7 @@ FAKE_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *ibv_pd, struct ibv_qp_in
 	qp->ibv.handle = qp->ibv.qp_num;
 	qp->next = fake_qps;
 	fake_qps = qp;
+	qps_created++;
 	pthread_mutex_unlock(&fake_lock);
 	return &qp->ibv;
 }

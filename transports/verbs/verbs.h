@@ -33,14 +33,13 @@
  * so which QP delivers it does not matter to the receiver, and only the
  * sender chooses (WEFT_SPRAY, which the ranks need not agree on):
  *   rr        lane after lane, so each carries 1/K of the pieces
- *   adaptive  the lane that would finish the piece soonest: bytes posted
- *             there and not completed, plus the piece, over the lane's
- *             drain rate (an EWMA of bytes per second from post, or the
- *             previous completion, to completion; bounded by what its
- *             oldest write has managed while it waits), so a lane whose
- *             path is congested or slower carries less. An idle lane
- *             that has not been given a piece for VERBS_LANE_PROBE_S takes
- *             the next one, so that its rate is measured again.
+ *   adaptive  pieces in proportion to each lane's drain rate (an EWMA of
+ *             bytes completed per second of the lane having data in
+ *             flight; bounded by what its oldest write has managed while
+ *             it waits), by smooth weighted round robin, so a lane
+ *             whose path is congested or slower carries less, and still
+ *             a trickle that keeps its rate measured (verbs_lanes.c says
+ *             why this and not "the lane that would finish soonest").
  * With more than one lane, rendezvous pieces are at most VERBS_LANE_PIECE
  * bytes (the receiver cuts them), so that one chunk spreads over lanes.
  * Every lane has its receives posted (zero-SGE); a receive's wr_id names
@@ -109,10 +108,13 @@
 #define VERBS_MAX_LANES 8
 /* With lanes, the largest rendezvous piece (the receiver cuts them). */
 #define VERBS_LANE_PIECE (128u << 10)
-/* Adaptive spraying: an idle lane not given a piece for this long takes
- * the next one (its rate is measured again), and the EWMA's gain. */
-#define VERBS_LANE_PROBE_S 0.05
-#define VERBS_LANE_GAIN	   0.25
+/* Adaptive spraying (verbs_lanes.c): a lane's rate is sampled over this
+ * many bytes or this much busy time, into an EWMA of this gain; the most
+ * credit (in pieces) a lane may bank or owe. */
+#define VERBS_LANE_WINDOW_BYTES (256u << 10)
+#define VERBS_LANE_WINDOW_S	1e-3
+#define VERBS_LANE_GAIN		0.25
+#define VERBS_LANE_CREDIT_MAX	2.0
 
 enum verbs_state {
 	VERBS_STATE_NONE = 0, /* not written yet */
@@ -171,14 +173,18 @@ struct verbs_lane {
 	uint32_t sq_out;  /* send queue entries not completed */
 	uint32_t rq_owed; /* receives consumed here that the protocol has not reposted */
 	/* Sending: what the lane has in flight and has carried. */
-	uint64_t out_bytes;  /* posted, not completed */
+	uint64_t out_bytes;  /* rendezvous data posted, not completed */
 	uint32_t out_writes; /* the same, in writes */
-	uint64_t bytes;	     /* completed writes' bytes, since init */
+	uint64_t bytes;	     /* every completed write's bytes, since init */
 	uint64_t seen_bytes; /* bytes at the last signals query */
-	/* Adaptive: the drain rate, and when the oldest write in flight
-	 * began to drain (its post, or the completion before it). */
+	/* Adaptive: the data drain rate; when the oldest data write in flight
+	 * began to drain (its post, or the completion before it); the window
+	 * being measured (bytes completed, busy seconds, the last event). */
 	double rate_Bps; /* 0: not measured yet */
-	double head_since, last_pick;
+	double head_since;
+	uint64_t win_bytes;
+	double win_busy, busy_mark;
+	double credit; /* smooth weighted round robin, in pieces */
 };
 
 struct verbs_conn {
@@ -186,7 +192,7 @@ struct verbs_conn {
 	struct verbs_tp *tp;
 	int idx;				 /* in tp->conns */
 	struct verbs_lane lane[VERBS_MAX_LANES]; /* tp->nlanes; lane 0 takes the control traffic */
-	unsigned rr_next;			 /* WEFT_SPRAY=rr: the next lane for data */
+	unsigned rr_next;			 /* the lane after the last data write's */
 	bool recvs_posted;			 /* every lane's receives were posted */
 	bool up;				 /* connected at init, both ends */
 	enum verbs_peer_why why;
@@ -314,8 +320,8 @@ static inline enum verbs_state weft_verbs_peer_state(const struct verbs_conn *c)
 /* verbs_lanes.c */
 /* WEFT_IB_QPS_PER_CONN and WEFT_SPRAY. */
 weft_status_t weft_verbs_read_lanes(struct verbs_tp *tp);
-/* The lane a rendezvous data write of @p len bytes takes. */
-unsigned weft_verbs_lane_pick(struct verbs_conn *c, size_t len);
+/* The lane the next rendezvous data write takes. */
+unsigned weft_verbs_lane_pick(struct verbs_conn *c);
 /* @p op (of op->len bytes) was posted on @p lane. */
 void weft_verbs_lane_posted(struct verbs_conn *c, unsigned lane, struct weft_rma_op *op);
 /* @p op completed (@p ok: successfully); its lane. */

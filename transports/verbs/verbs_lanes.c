@@ -5,18 +5,32 @@
  * the signals op, which reports the bytes per lane (the statistics'
  * sub-flows) and the port's congestion counters.
  *
- * Adaptive choice. A lane's cost for a piece of L bytes is the time it
- * would take to finish it: (bytes in flight there + L) / its drain rate.
- * The rate is an EWMA (gain VERBS_LANE_GAIN) of each completed write's
- * bytes over its drain time, from its post or, if it queued behind
- * another, from the previous completion on the lane (a QP completes in
- * order); while writes are in flight it is also bounded by their bytes
- * over the time the oldest has waited, so a lane whose path stalls looks
- * slow at once, not only when its write completes. A lane not measured yet
- * counts at the fastest rate measured on the connection (the port's rate
- * before any), so new lanes are tried. A lane that gets nothing (its rate
- * measured low once) would never be measured again: an idle lane not given
- * a piece for VERBS_LANE_PROBE_S takes the next one.
+ * Adaptive choice: pieces in proportion to each lane's drain rate, by
+ * smooth weighted round robin (each pick adds every lane's weight, its
+ * rate over the sum, to its credit; the lane with the most credit takes
+ * the piece and gives back 1), so lanes of equal rate take turns and a
+ * lane at a tenth of the others' rate takes a tenth of their share. Only
+ * data writes count, in flight and as samples: lane 0's control writes
+ * are a few bytes each, and their delay measures the per-write latency,
+ * not the path's rate. The rate is an EWMA (gain VERBS_LANE_GAIN) of the
+ * bytes completed over the time the lane had data in flight, taken over
+ * windows of VERBS_LANE_WINDOW_BYTES or VERBS_LANE_WINDOW_S of busy time:
+ * a per-write time (post to completion) would count two completions read
+ * in one poll as an infinitely fast drain. While data writes are in flight
+ * the rate is also bounded by their bytes over the time the oldest has
+ * waited (since its post, or the completion before it), so a lane
+ * whose path stalls loses its share at once, not only when its write
+ * completes. A lane not measured yet counts at the fastest rate measured
+ * on the connection (the port's before any), so every lane is tried.
+ *
+ * Why not the lane that would finish a piece soonest (bytes in flight
+ * plus the piece over its rate)? Where queues do not build (a fast path,
+ * light load, the test double) every lane has nothing in flight, and that
+ * rule hands every piece to whichever lane was measured fastest, by noise:
+ * the lanes then share no path diversity. And a lane measured slow once
+ * would get nothing again, to be re-measured only by a probe timer. Rate
+ * proportions keep equal lanes equal and give a slow lane a trickle that
+ * keeps its rate current.
  */
 #include <stdio.h>
 #include <string.h>
@@ -28,7 +42,6 @@
 /* What a write's op keeps for its completion (in op->prov, which verbs
  * leaves otherwise unused). */
 struct verbs_op_ctx {
-	double posted;
 	uint32_t lane;
 };
 
@@ -67,81 +80,124 @@ static double lane_rate(const struct verbs_lane *l, double fastest, double now)
 	return r;
 }
 
-static unsigned pick_adaptive(struct verbs_conn *c, size_t len)
+static bool has_room(const struct verbs_tp *tp, const struct verbs_lane *l)
+{
+	return l->sq_out + 1 < tp->sq_depth; /* else post_write would refuse it */
+}
+
+static unsigned pick_adaptive(struct verbs_conn *c)
 {
 	const struct verbs_tp *tp = c->tp;
-	double now = weft_now(), fastest = 0;
+	double now = weft_now(), fastest = 0, rate[VERBS_MAX_LANES], sum = 0;
 	for (unsigned i = 0; i < tp->nlanes; i++)
 		if (c->lane[i].rate_Bps > fastest)
 			fastest = c->lane[i].rate_Bps;
 	if (fastest == 0)
 		fastest = tp->port_Bps > 0 ? tp->port_Bps : 1e9;
-	/* None with room: the post will wait for one (EAGAIN). */
+	for (unsigned i = 0; i < tp->nlanes; i++) {
+		rate[i] = has_room(tp, &c->lane[i]) ? lane_rate(&c->lane[i], fastest, now) : 0;
+		sum += rate[i];
+	}
+	if (!(sum > 0))
+		return c->rr_next; /* none with room: the post waits for one (EAGAIN) */
 	unsigned best = c->rr_next;
-	double best_cost = -1;
+	double top = -1e300;
 	/* From the lane after the last one chosen, so that ties rotate. */
 	for (unsigned k = 0; k < tp->nlanes; k++) {
 		unsigned i = (c->rr_next + k) % tp->nlanes;
-		const struct verbs_lane *l = &c->lane[i];
-		if (l->sq_out + 1 >= tp->sq_depth)
-			continue; /* full: post_write would refuse it */
-		if (l->out_writes == 0 && now - l->last_pick > VERBS_LANE_PROBE_S)
-			return i;
-		double cost = ((double)l->out_bytes + (double)len) / lane_rate(l, fastest, now);
-		if (best_cost < 0 || cost < best_cost) {
+		struct verbs_lane *l = &c->lane[i];
+		if (rate[i] <= 0)
+			continue;
+		l->credit += rate[i] / sum;
+		if (l->credit > top) {
+			top = l->credit;
 			best = i;
-			best_cost = cost;
 		}
 	}
+	/* Credits sum to about 0; lanes that were full for a while, or
+	 * weights that moved, must not bank a burst. */
+	struct verbs_lane *b = &c->lane[best];
+	b->credit -= 1;
+	if (b->credit < -VERBS_LANE_CREDIT_MAX)
+		b->credit = -VERBS_LANE_CREDIT_MAX;
+	for (unsigned i = 0; i < tp->nlanes; i++)
+		if (c->lane[i].credit > VERBS_LANE_CREDIT_MAX)
+			c->lane[i].credit = VERBS_LANE_CREDIT_MAX;
 	return best;
 }
 
-unsigned weft_verbs_lane_pick(struct verbs_conn *c, size_t len)
+unsigned weft_verbs_lane_pick(struct verbs_conn *c)
 {
-	unsigned lane = c->tp->spray == VERBS_SPRAY_ADAPTIVE ? pick_adaptive(c, len) : c->rr_next;
+	unsigned lane = c->tp->spray == VERBS_SPRAY_ADAPTIVE ? pick_adaptive(c) : c->rr_next;
 	return lane < c->tp->nlanes ? lane : 0;
+}
+
+static bool measuring(const struct verbs_conn *c)
+{
+	return c->tp->spray == VERBS_SPRAY_ADAPTIVE && c->tp->nlanes > 1;
+}
+
+/* The lane was busy (data in flight) since its last event: count it. */
+static void busy_until(struct verbs_lane *l, double now)
+{
+	if (l->out_writes > 0 && now > l->busy_mark)
+		l->win_busy += now - l->busy_mark;
+	l->busy_mark = now;
 }
 
 void weft_verbs_lane_posted(struct verbs_conn *c, unsigned lane, struct weft_rma_op *op)
 {
 	struct verbs_lane *l = &c->lane[lane];
 	struct verbs_op_ctx ctx = {.lane = lane};
-	bool adaptive = c->tp->spray == VERBS_SPRAY_ADAPTIVE && c->tp->nlanes > 1;
-	if (adaptive)
-		ctx.posted = weft_now();
 	memcpy(op->prov, &ctx, sizeof(ctx));
-	if (l->out_writes++ == 0)
-		l->head_since = ctx.posted;
-	l->out_bytes += op->len;
-	if (op->kind == WEFT_RMA_IMM_DATA) {
-		l->last_pick = ctx.posted;
-		c->rr_next = (lane + 1) % c->tp->nlanes;
+	if (op->kind != WEFT_RMA_IMM_DATA)
+		return;
+	if (measuring(c)) {
+		double now = weft_now();
+		busy_until(l, now);
+		if (l->out_writes == 0)
+			l->head_since = now;
 	}
+	l->out_writes++;
+	l->out_bytes += op->len;
+	c->rr_next = (lane + 1) % c->tp->nlanes;
+}
+
+/* A window of the lane's busy time is full: its bytes over it are a
+ * sample of the drain rate. */
+static void sample(struct verbs_lane *l)
+{
+	if (l->win_bytes < VERBS_LANE_WINDOW_BYTES && l->win_busy < VERBS_LANE_WINDOW_S)
+		return;
+	if (l->win_bytes > 0 && l->win_busy > 0) {
+		double r = (double)l->win_bytes / l->win_busy;
+		l->rate_Bps =
+		    l->rate_Bps > 0 ? l->rate_Bps + VERBS_LANE_GAIN * (r - l->rate_Bps) : r;
+	}
+	l->win_bytes = 0;
+	l->win_busy = 0;
 }
 
 unsigned weft_verbs_lane_done(struct verbs_conn *c, struct weft_rma_op *op, bool ok)
 {
 	struct verbs_op_ctx ctx;
 	memcpy(&ctx, op->prov, sizeof(ctx));
-	struct verbs_lane *l = &c->lane[ctx.lane < c->tp->nlanes ? ctx.lane : 0];
+	unsigned lane = ctx.lane < c->tp->nlanes ? ctx.lane : 0;
+	struct verbs_lane *l = &c->lane[lane];
+	if (ok)
+		l->bytes += op->len;
+	if (op->kind != WEFT_RMA_IMM_DATA)
+		return lane;
+	if (measuring(c)) {
+		double now = weft_now();
+		busy_until(l, now);
+		l->head_since = now; /* the next write in flight drains from here */
+		l->win_bytes += ok ? op->len : 0;
+		sample(l);
+	}
 	l->out_writes--;
 	l->out_bytes -= op->len;
-	if (!ok)
-		return ctx.lane;
-	l->bytes += op->len;
-	if (c->tp->spray != VERBS_SPRAY_ADAPTIVE || c->tp->nlanes == 1)
-		return ctx.lane;
-	/* Its drain began at its post, or at the completion before it. */
-	double now = weft_now();
-	double began = ctx.posted > l->head_since ? ctx.posted : l->head_since;
-	if (op->len > 0 && now > began) {
-		double sample = (double)op->len / (now - began);
-		l->rate_Bps = l->rate_Bps > 0
-				  ? l->rate_Bps + VERBS_LANE_GAIN * (sample - l->rate_Bps)
-				  : sample;
-	}
-	l->head_since = now;
-	return ctx.lane;
+	return lane;
 }
 
 void weft_verbs_lanes_describe(const struct verbs_tp *tp, char *buf, size_t len)

@@ -43,7 +43,7 @@ static weft_status_t prim_write(struct weft_rma_conn *rc, struct weft_rma_op *op
 	const struct ibv_mr *mr = src_desc;
 	/* Rendezvous data may go on any lane; the rest stays on lane 0. */
 	unsigned lane =
-	    op->kind == WEFT_RMA_IMM_DATA && c->tp->nlanes > 1 ? weft_verbs_lane_pick(c, len) : 0;
+	    op->kind == WEFT_RMA_IMM_DATA && c->tp->nlanes > 1 ? weft_verbs_lane_pick(c) : 0;
 	struct verbs_write w = {.wr_id = (uint64_t)(uintptr_t)op,
 				.local = src,
 				.lkey = mr ? mr->lkey : 0,

@@ -285,15 +285,16 @@ static void fail_qp(struct fake_qp *qp, const struct fake_swr *w, int status)
 	fake_qp_flush(qp);
 }
 
-/* A slowed QP (FAKE_IBVERBS_SLOW_QP): may its head write @p w go at
- * @p now? Its time is set when it first reaches the head. */
-static bool slow_due(struct fake_qp *qp, const struct fake_swr *w, double now)
+/* A QP with a path rate (FAKE_IBVERBS_QP_RATE, FAKE_IBVERBS_SLOW_QP): may
+ * its head write @p w go at @p now? Its time is set when it first reaches
+ * the head. */
+static bool path_ready(struct fake_qp *qp, const struct fake_swr *w, double now)
 {
-	if (qp->slow_Bps <= 0)
+	if (qp->path_Bps <= 0)
 		return true;
-	if (qp->slow_due == 0)
-		qp->slow_due = (now > qp->slow_free ? now : qp->slow_free) + w->len / qp->slow_Bps;
-	return now >= qp->slow_due;
+	if (qp->path_due == 0)
+		qp->path_due = (now > qp->path_free ? now : qp->path_free) + w->len / qp->path_Bps;
+	return now >= qp->path_due;
 }
 
 /* Execute the waiting requests of @p qp in order. */
@@ -305,7 +306,7 @@ static void progress_qp(struct fake_qp *qp, double now)
 	}
 	while (qp->sq_exec < qp->sq_posted) {
 		const struct fake_swr *w = &qp->sq[qp->sq_exec % qp->cap.max_send_wr];
-		if (!slow_due(qp, w, now))
+		if (!path_ready(qp, w, now))
 			return;
 		int st = execute(qp, w, now);
 		if (st == FAKE_WAIT) {
@@ -316,9 +317,9 @@ static void progress_qp(struct fake_qp *qp, double now)
 			st = IBV_WC_RETRY_EXC_ERR;
 		}
 		qp->stuck_since = 0;
-		if (qp->slow_due > 0)
-			qp->slow_free = qp->slow_due;
-		qp->slow_due = 0;
+		if (qp->path_due > 0)
+			qp->path_free = qp->path_due;
+		qp->path_due = 0;
 		if (st != IBV_WC_SUCCESS) {
 			fail_qp(qp, w, st);
 			return;

@@ -33,10 +33,10 @@
  * so which QP delivers it does not matter to the receiver, and only the
  * sender chooses (WEFT_SPRAY, which the ranks need not agree on):
  *   rr        lane after lane, so each carries 1/K of the pieces
- *   adaptive  pieces in proportion to each lane's drain rate (an EWMA of
- *             bytes completed per second of the lane having data in
- *             flight; bounded by what its oldest write has managed while
- *             it waits), by smooth weighted round robin, so a lane
+ *   adaptive  pieces in proportion to each lane's drain rate (bytes
+ *             completed per second of the lane having data in flight,
+ *             over its last few completions; bounded by what its oldest
+ *             write has managed while it waits), by smooth weighted round robin, so a lane
  *             whose path is congested or slower carries less, and still
  *             a trickle that keeps its rate measured (verbs_lanes.c says
  *             why this and not "the lane that would finish soonest").
@@ -108,13 +108,11 @@
 #define VERBS_MAX_LANES 8
 /* With lanes, the largest rendezvous piece (the receiver cuts them). */
 #define VERBS_LANE_PIECE (128u << 10)
-/* Adaptive spraying (verbs_lanes.c): a lane's rate is sampled over this
- * many bytes or this much busy time, into an EWMA of this gain; the most
- * credit (in pieces) a lane may bank or owe. */
-#define VERBS_LANE_WINDOW_BYTES (256u << 10)
-#define VERBS_LANE_WINDOW_S	1e-3
-#define VERBS_LANE_GAIN		0.25
-#define VERBS_LANE_CREDIT_MAX	2.0
+/* Adaptive spraying (verbs_lanes.c): the gain of the EWMAs of a lane's
+ * bytes and busy time per completion, and the most credit (in pieces) a
+ * lane may bank or owe. */
+#define VERBS_LANE_GAIN	      0.125
+#define VERBS_LANE_CREDIT_MAX 2.0
 
 enum verbs_state {
 	VERBS_STATE_NONE = 0, /* not written yet */
@@ -177,13 +175,14 @@ struct verbs_lane {
 	uint32_t out_writes; /* the same, in writes */
 	uint64_t bytes;	     /* every completed write's bytes, since init */
 	uint64_t seen_bytes; /* bytes at the last signals query */
-	/* Adaptive: the data drain rate; when the oldest data write in flight
-	 * began to drain (its post, or the completion before it); the window
-	 * being measured (bytes completed, busy seconds, the last event). */
+	/* Adaptive: the data drain rate (acc_bytes / acc_busy, EWMAs per
+	 * completion); when the oldest data write in flight began to drain
+	 * (its post, or the completion before it); busy seconds since the
+	 * last completion, and the last event. */
 	double rate_Bps; /* 0: not measured yet */
+	double acc_bytes, acc_busy;
 	double head_since;
-	uint64_t win_bytes;
-	double win_busy, busy_mark;
+	double busy, busy_mark;
 	double credit; /* smooth weighted round robin, in pieces */
 };
 

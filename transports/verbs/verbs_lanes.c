@@ -12,11 +12,13 @@
  * lane at a tenth of the others' rate takes a tenth of their share. Only
  * data writes count, in flight and as samples: lane 0's control writes
  * are a few bytes each, and their delay measures the per-write latency,
- * not the path's rate. The rate is an EWMA (gain VERBS_LANE_GAIN) of the
- * bytes completed over the time the lane had data in flight, taken over
- * windows of VERBS_LANE_WINDOW_BYTES or VERBS_LANE_WINDOW_S of busy time:
- * a per-write time (post to completion) would count two completions read
- * in one poll as an infinitely fast drain. While data writes are in flight
+ * not the path's rate. The rate is the ratio of two EWMAs (gain
+ * VERBS_LANE_GAIN, per completion): of the bytes completed, and of the
+ * time the lane had data in flight since the completion before. A time per
+ * write (post to completion) would count two completions read in one poll
+ * as an infinitely fast drain, and windows cut at completions misplace the
+ * time of the writes that straddle them; the ratio spreads both over the
+ * last few completions. While data writes are in flight
  * the rate is also bounded by their bytes over the time the oldest has
  * waited (since its post, or the completion before it), so a lane
  * whose path stalls loses its share at once, not only when its write
@@ -141,7 +143,7 @@ static bool measuring(const struct verbs_conn *c)
 static void busy_until(struct verbs_lane *l, double now)
 {
 	if (l->out_writes > 0 && now > l->busy_mark)
-		l->win_busy += now - l->busy_mark;
+		l->busy += now - l->busy_mark;
 	l->busy_mark = now;
 }
 
@@ -163,19 +165,15 @@ void weft_verbs_lane_posted(struct verbs_conn *c, unsigned lane, struct weft_rma
 	c->rr_next = (lane + 1) % c->tp->nlanes;
 }
 
-/* A window of the lane's busy time is full: its bytes over it are a
- * sample of the drain rate. */
-static void sample(struct verbs_lane *l)
+/* A data write of @p len bytes completed: a sample of bytes over the busy
+ * time since the completion before. */
+static void sample(struct verbs_lane *l, size_t len)
 {
-	if (l->win_bytes < VERBS_LANE_WINDOW_BYTES && l->win_busy < VERBS_LANE_WINDOW_S)
-		return;
-	if (l->win_bytes > 0 && l->win_busy > 0) {
-		double r = (double)l->win_bytes / l->win_busy;
-		l->rate_Bps =
-		    l->rate_Bps > 0 ? l->rate_Bps + VERBS_LANE_GAIN * (r - l->rate_Bps) : r;
-	}
-	l->win_bytes = 0;
-	l->win_busy = 0;
+	l->acc_bytes += VERBS_LANE_GAIN * ((double)len - l->acc_bytes);
+	l->acc_busy += VERBS_LANE_GAIN * (l->busy - l->acc_busy);
+	l->busy = 0;
+	if (l->acc_busy > 0)
+		l->rate_Bps = l->acc_bytes / l->acc_busy;
 }
 
 unsigned weft_verbs_lane_done(struct verbs_conn *c, struct weft_rma_op *op, bool ok)
@@ -192,8 +190,8 @@ unsigned weft_verbs_lane_done(struct verbs_conn *c, struct weft_rma_op *op, bool
 		double now = weft_now();
 		busy_until(l, now);
 		l->head_since = now; /* the next write in flight drains from here */
-		l->win_bytes += ok ? op->len : 0;
-		sample(l);
+		if (ok)
+			sample(l, op->len);
 	}
 	l->out_writes--;
 	l->out_bytes -= op->len;

@@ -15,7 +15,8 @@
  *    FAKE_IBVERBS_SLOW_QP: lane 2 at 4 MB/s): adaptive gives it a small
  *    share and the others about a third each, round robin each its 1/K;
  *  - ranks that disagree on K fail init, each naming both values and
- *    ranks (bad values of K and WEFT_SPRAY: test_verbs_settings.c).
+ *    ranks (bad values of K and WEFT_SPRAY: test_verbs_settings.c); K is
+ *    declared with its default and help.
  * Results are checked element by element.
  */
 #define _GNU_SOURCE
@@ -28,6 +29,7 @@
 #include <unistd.h>
 
 #include "fake_ibverbs/fake_ibverbs_api.h"
+#include "util/settings.h"
 #include "verbs_p2p.h"
 
 #define COUNT	  (2u << 20) /* floats: 8 MiB */
@@ -395,6 +397,21 @@ START_TEST(k_mismatch)
 }
 END_TEST
 
+/* Declared with its default and a line of help (weft-topo --settings). */
+START_TEST(setting_declared)
+{
+	size_t n;
+	const struct weft_setting *all = weft_settings_all(&n);
+	const struct weft_setting *k = NULL;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(all[i].name, "WEFT_IB_QPS_PER_CONN") == 0)
+			k = &all[i];
+	ck_assert_msg(k, "WEFT_IB_QPS_PER_CONN is not declared");
+	ck_assert_str_eq(k->default_value, "1");
+	ck_assert_msg(strstr(k->help, "QPs"), "help: %s", k->help);
+}
+END_TEST
+
 static Suite *lanes_suite(void)
 {
 	Suite *s = suite_create("verbs_lanes");
@@ -404,6 +421,7 @@ static Suite *lanes_suite(void)
 	tcase_add_test(tc, one_lane);
 	tcase_add_loop_test(tc, slow_lane, 0, 2);
 	tcase_add_test(tc, k_mismatch);
+	tcase_add_test(tc, setting_declared);
 	suite_add_tcase(s, tc);
 	return s;
 }

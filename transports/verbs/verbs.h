@@ -36,14 +36,17 @@
  *   adaptive  pieces in proportion to each lane's drain rate (bytes
  *             completed per second of the lane having data in flight,
  *             over its last few completions; bounded by what its oldest
- *             write has managed while it waits), by smooth weighted round robin, so a lane
- *             whose path is congested or slower carries less, and still
- *             a trickle that keeps its rate measured (verbs_lanes.c says
- *             why this and not "the lane that would finish soonest").
+ *             write has managed while it waits), by smooth weighted round
+ *             robin, so a lane whose path is congested or slower carries
+ *             less, and still a trickle that keeps its rate measured
+ *             (verbs_lanes.c says why this and not "the lane that would
+ *             finish soonest").
  * With more than one lane, rendezvous pieces are at most VERBS_LANE_PIECE
  * bytes (the receiver cuts them), so that one chunk spreads over lanes.
  * Every lane has its receives posted (zero-SGE); a receive's wr_id names
- * its connection and lane, so the lane that consumed one gets it back.
+ * its connection and lane, so the lane that consumed one gets it back. A
+ * lane whose path dies fails its own data writes (IBV_WC_RETRY_EXC_ERR),
+ * which fails the connection's messages as a failed write on lane 0 would.
  *
  * Pacing. On verbs Weft's pacer stays off (the transport's properties say
  * rate_controlled, and core/gate.c then gives its connections no pacer,
@@ -58,11 +61,11 @@
  * takes each write's completion), one zero-SGE receive per immediate, the
  * CQ, and ibv_reg_mr for its region and the rendezvous buffers.
  *
- * wr_id: a write's is its struct weft_rma_op (16-byte aligned; the lane
- * and the time it was posted are kept in the op's transport context); a
- * state write's carries the connection's index and a receive's the
- * connection's index and lane, tagged in the low bits (VERBS_WR_*), since
- * an error completion has no opcode.
+ * wr_id: a write's is its struct weft_rma_op (16-byte aligned; its lane
+ * is kept in the op's transport context); a state write's carries the
+ * connection's index and a receive's the connection's index and lane,
+ * tagged in the low bits (VERBS_WR_*), since an error completion has no
+ * opcode.
  *
  * State lines. Besides the protocol's region, a small registered region
  * holds one line per peer that the peer writes its state into (abort and

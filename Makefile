@@ -206,7 +206,9 @@ $(filter $(BUILD)/tests/test_verbs%,$(TEST_PROGS)): $(FAKE_IBV)
 # every collective over shm and TCP at 1 to 8 ranks (test_colls and
 # test_colls_v run both transports and every forced algorithm;
 # test_allreduce and test_allgather their TCP matrix; test_ofi_colls
-# libfabric's), with and without a progress thread.
+# libfabric's), with and without a progress thread; and every collective
+# over verbs with 3 QPs per connection (WEFT_IB_QPS_PER_CONN), rendezvous
+# data sprayed round robin and adaptively.
 RERUNS := $(foreach t,test_colls test_colls_v test_allreduce test_allgather test_algos_a \
 	test_algos_b test_algos_hier test_verbs_colls,WEFT_GATE=one:$(t)) \
 	$(foreach t,test_nonblocking test_colls test_colls_v test_split_group test_verbs_colls, \
@@ -216,6 +218,8 @@ RERUNS := $(foreach t,test_colls test_colls_v test_allreduce test_allgather test
 	WEFT_PACER=dcqcn+WEFT_PACER_START_RATE=200e6:$(t)) \
 	WEFT_SPRAY=adaptive:test_socket \
 	WEFT_SPRAY=adaptive+WEFT_SOCKET_NSOCKS=4:test_colls \
+	WEFT_IB_QPS_PER_CONN=3:test_verbs_colls \
+	WEFT_IB_QPS_PER_CONN=3+WEFT_SPRAY=adaptive:test_verbs_colls \
 	WEFT_CONNECT=lazy:test_colls WEFT_CONNECT=lazy:test_colls_v \
 	WEFT_CONNECT=lazy+CK_RUN_CASE=socket:test_allreduce \
 	WEFT_CONNECT=lazy+CK_RUN_CASE=socket:test_allgather \

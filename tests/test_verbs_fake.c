@@ -22,6 +22,10 @@
  *  - registrations that are not a mapping of their own (user buffers
  *    from malloc's heap, sharing pages), written into through
  *    process_vm_writev; which registrations move their pages;
+ *  - paths with a rate (FAKE_IBVERBS_QP_RATE for every QP,
+ *    FAKE_IBVERBS_SLOW_QP for one): a QP's writes take len / rate each,
+ *    one after the other, and another QP's do not wait for them; a
+ *    malformed value fails create_qp;
  *  - teardown order (EBUSY) and no file left in /dev/shm.
  *
  * Two QPs of one process talk to each other (one on mlx5_0, one on
@@ -732,6 +736,72 @@ START_TEST(which_pages_move)
 }
 END_TEST
 
+/* Each test runs in a child of its own (Check forks), which loads the
+ * double afresh: side a's QP is the first this process creates, index 0. */
+START_TEST(slow_qp)
+{
+	ck_assert_int_eq(setenv("FAKE_IBVERBS_QP_RATE", "2e6", 1), 0);
+	ck_assert_int_eq(setenv("FAKE_IBVERBS_SLOW_QP", "0:1e6", 1), 0);
+	load();
+	struct side a, b;
+	int rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	open_side(&a, "mlx5_0", 16, 16, rw);
+	open_side(&b, "mlx5_1", 16, 16, rw);
+	connect_pair(&a, &b);
+	ck_assert_int_eq(post_recvs(&a, 4, 200), 0);
+	ck_assert_int_eq(post_recvs(&b, 4, 100), 0);
+	/* a: two writes of 8 KiB at 1 MB/s, the second done 16.4 ms after the
+	 * posts; b: one at 2 MB/s (4.1 ms), not held up by a's. */
+	double t0 = now();
+	ck_assert_int_eq(write_to(&a, &b, 0, BUF_BYTES, true, 1, IBV_SEND_SIGNALED, 1), 0);
+	ck_assert_int_eq(write_to(&a, &b, 0, BUF_BYTES, true, 2, IBV_SEND_SIGNALED, 2), 0);
+	ck_assert_int_eq(write_to(&b, &a, 0, BUF_BYTES, true, 3, IBV_SEND_SIGNALED, 3), 0);
+	struct ibv_wc wc[3];
+	double t[3];
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(poll_n(&b, &wc[i], 1, 1.0), 1);
+		t[i] = now() - t0;
+	}
+	ck_assert_uint_eq(wc[0].wr_id, 3); /* b's send first */
+	ck_assert_uint_eq(ntohl(wc[1].imm_data), 1);
+	ck_assert_uint_eq(ntohl(wc[2].imm_data), 2);
+	ck_assert_msg(t[0] >= BUF_BYTES / 2e6 && t[0] < t[1] && t[1] >= BUF_BYTES / 1e6 &&
+			  t[2] >= 2 * BUF_BYTES / 1e6,
+		      "8 KiB writes at 2 MB/s, then two at 1 MB/s, done after %.2f, %.2f, %.2f ms",
+		      t[0] * 1e3, t[1] * 1e3, t[2] * 1e3);
+	ck_assert_int_eq(poll_n(&a, wc, 3, 1.0), 3); /* b's write landed, a's two sends done */
+	close_side(&a);
+	close_side(&b);
+	/* Values that are not N:RATE, or not a rate, fail the QP's creation. */
+	static const char *const bad[][2] = {
+	    {"FAKE_IBVERBS_SLOW_QP", "0:fast"},
+	    {"FAKE_IBVERBS_SLOW_QP", "1e6"},
+	    {"FAKE_IBVERBS_QP_RATE", "-5"},
+	};
+	struct ibv_context *ctx = open_dev("mlx5_0");
+	struct ibv_pd *pd = T->alloc_pd(ctx);
+	struct ibv_cq *cq = T->create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_qp_init_attr ia = {.send_cq = cq,
+				      .recv_cq = cq,
+				      .cap = {.max_send_wr = 4, .max_recv_wr = 4},
+				      .qp_type = IBV_QPT_RC};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		unsetenv("FAKE_IBVERBS_SLOW_QP");
+		unsetenv("FAKE_IBVERBS_QP_RATE");
+		ck_assert_int_eq(setenv(bad[i][0], bad[i][1], 1), 0);
+		errno = 0;
+		ck_assert_msg(!T->create_qp(pd, &ia) && errno == EINVAL, "%s=%s: a QP", bad[i][0],
+			      bad[i][1]);
+	}
+	unsetenv("FAKE_IBVERBS_SLOW_QP");
+	unsetenv("FAKE_IBVERBS_QP_RATE");
+	ck_assert_int_eq(T->destroy_cq(cq), 0);
+	ck_assert_int_eq(T->dealloc_pd(pd), 0);
+	ck_assert_int_eq(T->close_device(ctx), 0);
+	ck_assert_int_eq(files_of(getpid()), 0);
+}
+END_TEST
+
 START_TEST(teardown_order)
 {
 	load();
@@ -775,6 +845,7 @@ static Suite *fake_suite(void)
 	tcase_add_test(tc, dead_peer);
 	tcase_add_test(tc, shared_pages);
 	tcase_add_test(tc, which_pages_move);
+	tcase_add_test(tc, slow_qp);
 	tcase_add_test(tc, teardown_order);
 	suite_add_tcase(s, tc);
 	return s;

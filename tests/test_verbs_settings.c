@@ -1,8 +1,9 @@
 /*
- * test_verbs_settings.c — bad WEFT_IB_* values fail init on every rank
- * with WEFT_ERR_INVALID_ARG and a message that names the variable and the
- * value it was given, promptly (not by a timeout); over the test double,
- * so that the transport gets as far as each setting is read.
+ * test_verbs_settings.c — bad WEFT_IB_* values (and WEFT_SPRAY, which
+ * verbs reads too) fail init on every rank with WEFT_ERR_INVALID_ARG and
+ * a message that names the variable and the value it was given, promptly
+ * (not by a timeout); over the test double, so that the transport gets as
+ * far as each setting is read.
  */
 #define _GNU_SOURCE
 #include <check.h>
@@ -28,6 +29,10 @@ static const char *const bad[][2] = {
     {"WEFT_IB_GID_INDEX=300", "WEFT_IB_GID_INDEX=300"},
     {"WEFT_IB_GID_INDEX=x", "WEFT_IB_GID_INDEX=x"},
     {"WEFT_IB_HCA=mlx5_0:x", "WEFT_IB_HCA=mlx5_0:x"},
+    {"WEFT_IB_QPS_PER_CONN=9", "WEFT_IB_QPS_PER_CONN=9"},
+    {"WEFT_IB_QPS_PER_CONN=0", "WEFT_IB_QPS_PER_CONN=0"},
+    {"WEFT_IB_QPS_PER_CONN=2x", "WEFT_IB_QPS_PER_CONN=2x"},
+    {"WEFT_SPRAY=fastest", "WEFT_SPRAY=fastest"},
 };
 #define NBAD (sizeof(bad) / sizeof(bad[0]))
 

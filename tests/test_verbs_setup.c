@@ -46,12 +46,12 @@ static int check_qp(weft_comm_t comm, int peer, const struct qp_expect *e)
 	struct verbs_tp *tp = c->tp;
 	weft_fake_qp_attr_fn attr = fake_attr_fn();
 	struct weft_fake_qp_attr mine, theirs;
-	if (!attr || attr(c->qp->qp_num, &mine) || attr(mine.dest_qpn, &theirs))
+	if (!attr || attr(c->lane[0].qp->qp_num, &mine) || attr(mine.dest_qpn, &theirs))
 		return harness_fail("cannot read the double's record of the QP to %d", peer);
-	if (mine.state != IBV_QPS_RTS || theirs.dest_qpn != c->qp->qp_num ||
+	if (mine.state != IBV_QPS_RTS || theirs.dest_qpn != c->lane[0].qp->qp_num ||
 	    theirs.pid != comm->cards[peer].pid)
 		return harness_fail("QP %u to rank %d: state %u, peer QP %u points at %u",
-				    c->qp->qp_num, peer, mine.state, mine.dest_qpn,
+				    c->lane[0].qp->qp_num, peer, mine.state, mine.dest_qpn,
 				    theirs.dest_qpn);
 	if (mine.sq_psn != theirs.rq_psn || mine.rq_psn != theirs.sq_psn)
 		return harness_fail("PSNs disagree with rank %d", peer);

@@ -285,6 +285,18 @@ static void fail_qp(struct fake_qp *qp, const struct fake_swr *w, int status)
 	fake_qp_flush(qp);
 }
 
+/* A QP with a path rate (FAKE_IBVERBS_QP_RATE, FAKE_IBVERBS_SLOW_QP): may
+ * its head write @p w go at @p now? Its time is set when it first reaches
+ * the head. */
+static bool path_ready(struct fake_qp *qp, const struct fake_swr *w, double now)
+{
+	if (qp->path_Bps <= 0)
+		return true;
+	if (qp->path_due == 0)
+		qp->path_due = (now > qp->path_free ? now : qp->path_free) + w->len / qp->path_Bps;
+	return now >= qp->path_due;
+}
+
 /* Execute the waiting requests of @p qp in order. */
 static void progress_qp(struct fake_qp *qp, double now)
 {
@@ -294,6 +306,8 @@ static void progress_qp(struct fake_qp *qp, double now)
 	}
 	while (qp->sq_exec < qp->sq_posted) {
 		const struct fake_swr *w = &qp->sq[qp->sq_exec % qp->cap.max_send_wr];
+		if (!path_ready(qp, w, now))
+			return;
 		int st = execute(qp, w, now);
 		if (st == FAKE_WAIT) {
 			if (qp->stuck_since == 0)
@@ -303,6 +317,9 @@ static void progress_qp(struct fake_qp *qp, double now)
 			st = IBV_WC_RETRY_EXC_ERR;
 		}
 		qp->stuck_since = 0;
+		if (qp->path_due > 0)
+			qp->path_free = qp->path_due;
+		qp->path_due = 0;
 		if (st != IBV_WC_SUCCESS) {
 			fail_qp(qp, w, st);
 			return;

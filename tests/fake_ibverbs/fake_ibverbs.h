@@ -42,6 +42,17 @@
  *              IBV_WC_LOC_PROT_ERR and IBV_WC_REM_ACCESS_ERR. An error
  *              moves the QP to ERR and flushes everything posted on it
  *              (IBV_WC_WR_FLUSH_ERR), as hardware does.
+ *   paths      a QP's writes are placed at once, unless it has a rate:
+ *              FAKE_IBVERBS_QP_RATE=RATE gives every QP a path of RATE
+ *              bytes per second, FAKE_IBVERBS_SLOW_QP=N:RATE the N-th QP
+ *              each process creates (0-based, in creation order) one of
+ *              its own (a slower or congested path). A paced QP executes
+ *              each write (places it, pushes its immediate, queues its
+ *              completion) no earlier than len / RATE after it reached the
+ *              head of the send queue or after the QP's previous write was
+ *              placed, whichever is later; QPs do not hold each other up.
+ *              A malformed value makes ibv_create_qp fail with EINVAL (and
+ *              says so on stderr).
  *   limits     send queue slots are freed when the completion of a later
  *              signaled request is polled (unsignaled requests need one);
  *              a full send queue is ENOMEM; a full CQ is an overrun
@@ -209,6 +220,10 @@ struct fake_qp {
 	bool told;	    /* the debug note for the current wait is out */
 	struct fake_rmr rmr[FAKE_RMR_CACHE];
 	int nrmr;
+	/* Its path's rate (FAKE_IBVERBS_QP_RATE, _SLOW_QP; 0: none), when its
+	 * head write is due (0: not timed yet), when the previous was placed. */
+	unsigned index; /* among the QPs this process created */
+	double path_Bps, path_due, path_free;
 	struct fake_qp *next;
 };
 

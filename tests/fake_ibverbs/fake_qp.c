@@ -16,6 +16,37 @@
 #include "fake_ibverbs.h"
 
 static uint32_t qp_counter;
+static unsigned qps_created;
+
+/* A rate in bytes per second from @p v, or -1 when it is not one. */
+static double parse_rate(const char *v, const char *name, const char *whole)
+{
+	char *end = NULL;
+	double rate = strtod(v, &end);
+	if (end == v || *end || !(rate > 0)) {
+		fprintf(stderr, "fake ibverbs: %s=%s: expected %s\n", name, whole,
+			strcmp(name, "FAKE_IBVERBS_QP_RATE") ? "N:RATE" : "RATE (bytes/s)");
+		return -1;
+	}
+	return rate;
+}
+
+/* The rate of the QP created @p index-th: FAKE_IBVERBS_SLOW_QP=N:RATE for
+ * the N-th, else FAKE_IBVERBS_QP_RATE, else 0 (not paced); -1 when a value
+ * is malformed. */
+static double path_rate(unsigned index)
+{
+	const char *slow = getenv("FAKE_IBVERBS_SLOW_QP"), *all = getenv("FAKE_IBVERBS_QP_RATE");
+	double base = all && *all ? parse_rate(all, "FAKE_IBVERBS_QP_RATE", all) : 0;
+	if (base < 0 || !slow || !*slow)
+		return base;
+	char *end = NULL;
+	unsigned long n = strtoul(slow, &end, 10);
+	if (end == slow || *end != ':')
+		return parse_rate("", "FAKE_IBVERBS_SLOW_QP", slow);
+	double rate = parse_rate(end + 1, "FAKE_IBVERBS_SLOW_QP", slow);
+	return rate < 0 || n == index ? rate : base;
+}
 
 struct fake_qp *fake_qp_by_num(uint32_t qpn)
 {
@@ -87,6 +118,11 @@ FAKE_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *ibv_pd, struct ibv_qp_in
 	}
 	pthread_mutex_lock(&fake_lock);
 	if (!err) {
+		qp->index = qps_created;
+		qp->path_Bps = path_rate(qp->index);
+		err = qp->path_Bps < 0 ? EINVAL : 0;
+	}
+	if (!err) {
 		qp->pd = (struct fake_pd *)ibv_pd;
 		err = create_file(qp);
 	}
@@ -117,6 +153,7 @@ FAKE_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *ibv_pd, struct ibv_qp_in
 	qp->ibv.handle = qp->ibv.qp_num;
 	qp->next = fake_qps;
 	fake_qps = qp;
+	qps_created++;
 	pthread_mutex_unlock(&fake_lock);
 	return &qp->ibv;
 }

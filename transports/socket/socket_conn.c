@@ -706,9 +706,10 @@ static const struct weft_setting sock_settings[] = {
     {"WEFT_SOCKET_CHUNK", NULL,
      "bytes per fragment on a socket (default 512K; 64K with WEFT_SPRAY=adaptive)"},
     {"WEFT_SPRAY", "rr",
-     "how fragments spread over a peer's sockets: rr (round robin, placed by length) or "
-     "adaptive (a socket takes the next fragment when the kernel has room, so a slower "
-     "path carries less)"},
+     "how fragments spread over a peer's sockets (and verbs' rendezvous pieces over its "
+     "QPs): rr (round robin) or adaptive (by each path's drain rate: a socket takes the "
+     "next fragment when the kernel has room, a QP by completion delay; a slower path "
+     "carries less)"},
     {"WEFT_SOCKET_NOTSENT_LOWAT", NULL,
      "TCP_NOTSENT_LOWAT on every socket: unsent bytes the kernel may hold (default: 128K "
      "with WEFT_PACER on or WEFT_SPRAY=adaptive, else the kernel's; 0: the kernel's)"},

@@ -2,17 +2,19 @@
  * verbs.c — the RDMA verbs transport: settings, init (collective), score,
  * connect, abort, fini, properties. Objects and protocol: verbs.h.
  *
- * init runs the same two allgathers on every rank, whether or not it has
- * a device, so ranks without one (or without libibverbs) still let the
+ * init runs the same allgathers on every rank, whether or not it has a
+ * device, so ranks without one (or without libibverbs) still let the
  * others finish:
  *   1. load libibverbs (WEFT_IBVERBS_LIB), choose the port and GID,
  *      register the RMA protocol's region, and for every peer served
- *      create a QP (to INIT) and its state line; any step that finds
- *      nothing to use leaves a reason (tp->why) and the transport serves
- *      no peer
- *   2. allgather cards: the port's address (GID or LID), MTU, PSN, the
+ *      create its lanes' QPs (to INIT) and its state line; any step that
+ *      finds nothing to use leaves a reason (tp->why) and the transport
+ *      serves no peer
+ *   2. allgather hellos (step 0 below: whether any rank can use verbs,
+ *      whether one failed, and each rank's WEFT_IB_QPS_PER_CONN, which
+ *      must agree and sizes the cards), then cards: the port's address (GID or LID), MTU, PSN, the
  *      protocol's card (region, key, geometry), the state lines' address
- *      and key, and per peer the QP number and line
+ *      and key, and per peer its line and the QP number of each lane
  *   3. take every served peer whose card is usable with ours to RTR and
  *      RTS, and join the protocol to it (which posts its receives)
  *   4. allgather which QPs reached RTS: a pair is served only if both
@@ -36,7 +38,7 @@
 #include "util/parse.h"
 #include "util/settings.h"
 
-#define VERBS_CARD_MAGIC 0x5745465456425331ull /* "WEFTVBS1" */
+#define VERBS_CARD_MAGIC 0x5745465456425332ull /* "WEFTVBS2": lanes */
 #define PAGE		 4096u
 /* A small RDMA write, one way, on the fabrics this is for: the tuner's
  * figure until it measures (no cheaper way to know before the first one). */
@@ -92,6 +94,8 @@ static weft_status_t read_settings(struct verbs_tp *tp)
 		st = read_byte("WEFT_IB_RETRY_CNT", 0, 7, &tp->retry_cnt, env);
 	if (st == WEFT_SUCCESS)
 		st = weft_verbs_read_geom(tp);
+	if (st == WEFT_SUCCESS)
+		st = weft_verbs_read_lanes(tp);
 	tp->sysfs = weft_setting_str("WEFT_IB_SYSFS");
 	return st;
 }
@@ -162,27 +166,40 @@ static weft_status_t prepare(struct verbs_tp *tp)
 
 /* ---- the cards ---- */
 
-static size_t card_bytes(int nranks)
+/* Words of one peer entry: the line's index, then a QPN per lane. */
+static size_t peer_words(const struct verbs_tp *tp)
 {
-	return sizeof(struct verbs_card) + (size_t)nranks * sizeof(struct verbs_card_peer);
+	return 1 + tp->nlanes;
 }
 
-static struct verbs_card *card_at(unsigned char *cards, int nranks, int r)
+static size_t card_bytes(const struct verbs_tp *tp)
 {
-	return (struct verbs_card *)(cards + (size_t)r * card_bytes(nranks));
+	size_t n = sizeof(struct verbs_card) +
+		   (size_t)tp->base.env->nranks * peer_words(tp) * sizeof(uint32_t);
+	return (n + 7) / 8 * 8; /* the next card's 64-bit fields stay aligned */
 }
 
-static struct verbs_card_peer *card_peer(struct verbs_card *card, int p)
+static struct verbs_card *card_at(const struct verbs_tp *tp, unsigned char *cards, int r)
 {
-	return (struct verbs_card_peer *)(card + 1) + p;
+	return (struct verbs_card *)(cards + (size_t)r * card_bytes(tp));
+}
+
+/* @p card's entry for rank @p p: [0] the index of its line, [1 + l] lane
+ * l's QP number. */
+static uint32_t *card_peer(const struct verbs_tp *tp, struct verbs_card *card, int p)
+{
+	return (uint32_t *)(card + 1) + (size_t)p * peer_words(tp);
 }
 
 static void fill_card(struct verbs_tp *tp, struct verbs_card *me, weft_status_t local)
 {
 	const struct weft_tp_env *env = tp->base.env;
 	*me = (struct verbs_card){.magic = VERBS_CARD_MAGIC, .status = local};
-	for (int p = 0; p < env->nranks; p++)
-		*card_peer(me, p) = (struct verbs_card_peer){.idx = UINT32_MAX};
+	for (int p = 0; p < env->nranks; p++) {
+		uint32_t *e = card_peer(tp, me, p);
+		memset(e, 0, peer_words(tp) * sizeof(*e));
+		e[0] = UINT32_MAX;
+	}
 	if (!tp->usable || local != WEFT_SUCCESS)
 		return;
 	me->usable = 1;
@@ -195,9 +212,12 @@ static void fill_card(struct verbs_tp *tp, struct verbs_card *me, weft_status_t 
 	weft_rma_card(&tp->rma, &me->rma);
 	me->ctl_addr = (uint64_t)(uintptr_t)tp->ctlr;
 	me->ctl_rkey = tp->ctl_mr->rkey;
-	for (int i = 0; i < tp->nconns; i++)
-		*card_peer(me, tp->conns[i].base.peer) =
-		    (struct verbs_card_peer){.qpn = tp->conns[i].qp->qp_num, .idx = (uint32_t)i};
+	for (int i = 0; i < tp->nconns; i++) {
+		uint32_t *e = card_peer(tp, me, tp->conns[i].base.peer);
+		e[0] = (uint32_t)i;
+		for (unsigned l = 0; l < tp->nlanes; l++)
+			e[1 + l] = tp->conns[i].lane[l].qp->qp_num;
+	}
 }
 
 /* Step 3 for one served peer: its state line there, RTR, RTS, and the
@@ -206,9 +226,9 @@ static void fill_card(struct verbs_tp *tp, struct verbs_card *me, weft_status_t 
 static weft_status_t connect_peer(struct verbs_tp *tp, struct verbs_conn *c, unsigned char *cards)
 {
 	const struct weft_tp_env *env = tp->base.env;
-	struct verbs_card *pc = card_at(cards, env->nranks, c->base.peer);
-	const struct verbs_card_peer *pe = card_peer(pc, env->rank);
-	if (!pc->usable || pe->qpn == 0 || pe->idx == UINT32_MAX) {
+	struct verbs_card *pc = card_at(tp, cards, c->base.peer);
+	const uint32_t *pe = card_peer(tp, pc, env->rank);
+	if (!pc->usable || pe[1] == 0 || pe[0] == UINT32_MAX) {
 		tp->peer_why[c->base.peer] = VERBS_PEER_REMOTE;
 		return WEFT_SUCCESS;
 	}
@@ -216,13 +236,14 @@ static weft_status_t connect_peer(struct verbs_tp *tp, struct verbs_conn *c, uns
 		tp->peer_why[c->base.peer] = VERBS_PEER_LINK;
 		return WEFT_SUCCESS;
 	}
-	c->ctl_addr = pc->ctl_addr + (uint64_t)pe->idx * sizeof(struct verbs_ctl);
+	c->ctl_addr = pc->ctl_addr + (uint64_t)pe[0] * sizeof(struct verbs_ctl);
 	c->ctl_rkey = pc->ctl_rkey;
-	int err = weft_verbs_qp_connect(tp, c, pc, pe->qpn);
+	int err = weft_verbs_qp_connect(tp, c, pc, pe + 1);
 	if (err) {
 		weft_log(WEFT_LOG_WARN, WEFT_SUB_NET,
-			 "verbs: QP %u to rank %d (QP %u) would not go to RTR/RTS: %s",
-			 c->qp->qp_num, c->base.peer, pe->qpn, strerror(err));
+			 "verbs: the QPs to rank %d (QP %u to QP %u, %u lanes) would not go to "
+			 "RTR/RTS: %s",
+			 c->base.peer, c->lane[0].qp->qp_num, pe[1], tp->nlanes, strerror(err));
 		tp->peer_why[c->base.peer] = VERBS_PEER_CONNECT;
 		return WEFT_SUCCESS;
 	}
@@ -239,7 +260,7 @@ static weft_status_t check_cards(struct verbs_tp *tp, unsigned char *cards)
 {
 	const struct weft_tp_env *env = tp->base.env;
 	for (int r = 0; r < env->nranks; r++) {
-		const struct verbs_card *c = card_at(cards, env->nranks, r);
+		const struct verbs_card *c = card_at(tp, cards, r);
 		if (c->magic != VERBS_CARD_MAGIC || c->status != WEFT_SUCCESS)
 			return weft_tp_fail(env, WEFT_ERR_REMOTE,
 					    "verbs: rank %d could not set up its transport (%s)", r,
@@ -299,12 +320,14 @@ static void log_outcome(struct verbs_tp *tp)
 		weft_log(
 		    WEFT_LOG_INFO, WEFT_SUB_NET,
 		    "verbs: %s:%d (%s, gid %d %s %s, lid %#x), %u x %zu B slots, %d of %d "
-		    "peers connected, hw_counters %s",
+		    "peers connected, %u QP%s each (spray %s), hw_counters %s",
 		    tp->port.dev, tp->port.port,
 		    tp->port.link == WEFT_VERBS_LINK_IB ? "InfiniBand" : "RoCE", tp->gid.index,
 		    weft_verbs_gid_type_name(tp->gid.type, tp->port.link == WEFT_VERBS_LINK_IB),
 		    weft_verbs_gid_str(tp->gid.raw, gid, sizeof(gid)), tp->pattr.lid,
-		    tp->geom.nslots, tp->geom.slot_bytes, up, tp->nconns,
+		    tp->geom.nslots, tp->geom.slot_bytes, up, tp->nconns, tp->nlanes,
+		    tp->nlanes > 1 ? "s" : "",
+		    tp->spray == VERBS_SPRAY_ADAPTIVE ? "adaptive" : "rr",
 		    tp->counters.present ? "read for signals" : "absent");
 		return;
 	}
@@ -318,16 +341,42 @@ static void log_outcome(struct verbs_tp *tp)
 static void verbs_fini(struct weft_tp *base);
 
 /*
- * Step 0: whether any rank can use verbs at all, and whether any failed, in
- * 8 bytes a rank. Where no rank has a device (most machines) the job stops
- * here: the cards carry a QP number per peer, n x 8 bytes on every rank,
- * n^2 in all, too much to send only to learn that no pair is served. A
- * rank that failed fails the job here, as check_cards() would have.
+ * Step 0: whether any rank can use verbs at all, whether any failed, and
+ * the lanes per connection, in 12 bytes a rank. Where no rank has a device
+ * (most machines) the job stops here: the cards carry a line and the QP
+ * numbers per peer, n x 4 (K + 1) bytes on every rank, n^2 in all, too
+ * much to send only to learn that no pair is served. A rank that failed
+ * fails the job here, as check_cards() would have; so do ranks that
+ * disagree on WEFT_IB_QPS_PER_CONN where some rank can use verbs (the
+ * lanes of a pair are QPs paired one to one, and the cards' size is
+ * computed from it).
  */
 struct verbs_hello {
 	int32_t status;
 	int32_t usable;
+	uint32_t nlanes;
 };
+
+static weft_status_t check_hellos(struct verbs_tp *tp, const struct verbs_hello *all, bool *any)
+{
+	const struct weft_tp_env *env = tp->base.env;
+	for (int r = 0; r < env->nranks; r++) {
+		if (all[r].status != WEFT_SUCCESS)
+			return weft_tp_fail(env, WEFT_ERR_REMOTE,
+					    "verbs: rank %d could not set up its transport (%s)", r,
+					    weft_status_string(all[r].status));
+		*any |= all[r].usable != 0;
+	}
+	for (int r = 0; *any && r < env->nranks; r++)
+		if (all[r].nlanes != tp->nlanes)
+			return weft_tp_fail(
+			    env, WEFT_ERR_INVALID_ARG,
+			    "verbs: WEFT_IB_QPS_PER_CONN differs between ranks (rank "
+			    "%d has %u QPs per connection, rank %d has %u; set it "
+			    "alike on every rank)",
+			    env->rank, tp->nlanes, r, all[r].nlanes);
+	return WEFT_SUCCESS;
+}
 
 static weft_status_t say_hello(struct verbs_tp *tp, weft_status_t local, bool *any)
 {
@@ -339,17 +388,13 @@ static weft_status_t say_hello(struct verbs_tp *tp, weft_status_t local, bool *a
 		env->allgather(env->ctx, none, 0); /* fails the collective for the others */
 		return weft_tp_fail(env, WEFT_ERR_NO_MEMORY, "verbs: no memory");
 	}
-	all[env->rank] = (struct verbs_hello){local, local == WEFT_SUCCESS && tp->usable};
+	all[env->rank] =
+	    (struct verbs_hello){local, local == WEFT_SUCCESS && tp->usable, tp->nlanes};
 	weft_status_t st = env->allgather(env->ctx, all, sizeof(*all));
 	if (local != WEFT_SUCCESS)
 		st = local; /* ours is the root cause, and its message is recorded */
-	for (int r = 0; st == WEFT_SUCCESS && r < env->nranks; r++) {
-		if (all[r].status != WEFT_SUCCESS)
-			st = weft_tp_fail(env, WEFT_ERR_REMOTE,
-					  "verbs: rank %d could not set up its transport (%s)", r,
-					  weft_status_string(all[r].status));
-		*any |= all[r].usable != 0;
-	}
+	if (st == WEFT_SUCCESS)
+		st = check_hellos(tp, all, any);
 	free(all);
 	return st;
 }
@@ -358,14 +403,14 @@ static weft_status_t say_hello(struct verbs_tp *tp, weft_status_t local, bool *a
 static weft_status_t exchange_cards(struct verbs_tp *tp)
 {
 	const struct weft_tp_env *env = tp->base.env;
-	unsigned char *cards = calloc((size_t)env->nranks, card_bytes(env->nranks));
+	unsigned char *cards = calloc((size_t)env->nranks, card_bytes(tp));
 	if (!cards) {
 		uint8_t none[1];
 		env->allgather(env->ctx, none, 0);
 		return weft_tp_fail(env, WEFT_ERR_NO_MEMORY, "verbs: no memory");
 	}
-	fill_card(tp, card_at(cards, env->nranks, env->rank), WEFT_SUCCESS);
-	weft_status_t st = env->allgather(env->ctx, cards, card_bytes(env->nranks));
+	fill_card(tp, card_at(tp, cards, env->rank), WEFT_SUCCESS);
+	weft_status_t st = env->allgather(env->ctx, cards, card_bytes(tp));
 	if (st == WEFT_SUCCESS) {
 		weft_status_t checked = check_cards(tp, cards);
 		for (int i = 0; checked == WEFT_SUCCESS && tp->usable && i < tp->nconns; i++)
@@ -417,11 +462,13 @@ static void tell_peers(struct verbs_tp *tp, enum verbs_state state)
 		    theirs == VERBS_STATE_ABORTED)
 			continue;
 		c->ctl->state_src = state;
-		c->state_pending =
-		    weft_verbs_post_write(c, weft_verbs_wr_tagged(i, VERBS_WR_STATE),
-					  &c->ctl->state_src, tp->ctl_mr->lkey, sizeof(uint64_t),
-					  c->ctl_addr + offsetof(struct verbs_ctl, state),
-					  c->ctl_rkey, false, 0, true) == 0;
+		struct verbs_write w = {.wr_id = weft_verbs_wr_tagged(i, VERBS_WR_STATE),
+					.local = &c->ctl->state_src,
+					.lkey = tp->ctl_mr->lkey,
+					.len = sizeof(uint64_t),
+					.raddr = c->ctl_addr + offsetof(struct verbs_ctl, state),
+					.rkey = c->ctl_rkey};
+		c->state_pending = weft_verbs_post_write(c, 0, &w, true) == 0;
 	}
 	weft_verbs_qp_drain(tp, VERBS_DRAIN_S);
 }
@@ -435,10 +482,8 @@ static void verbs_abort(struct weft_tp *base)
 	tell_peers(tp, VERBS_STATE_ABORTED);
 	/* In ERR our QPs take no more writes: a peer that writes to us fails
 	 * even before it reads our state. */
-	struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
 	for (int i = 0; i < tp->nconns; i++)
-		if (tp->conns[i].qp)
-			tp->ibv->modify_qp(tp->conns[i].qp, &a, IBV_QP_STATE);
+		weft_verbs_qp_error(&tp->conns[i]);
 	weft_rma_abort(&tp->rma);
 }
 
@@ -488,9 +533,9 @@ static weft_status_t verbs_connect(struct weft_tp *base, int peer, struct weft_c
 	return WEFT_SUCCESS;
 }
 
-/* Bandwidth: the port's signalling rate. Weft's pacer stays off by
- * default on verbs: a RoCE NIC runs DCQCN in hardware, and a second
- * controller on top would fight it. */
+/* Bandwidth: the port's signalling rate (the lanes share the port). Weft's
+ * pacer stays off on verbs: a RoCE NIC runs DCQCN in hardware, and a
+ * second controller on top would fight it (verbs.h, "Pacing"). */
 static void verbs_props(struct weft_tp *base, int peer, struct weft_tp_props *out)
 {
 	struct verbs_tp *tp = verbs_tp_of(base);
@@ -507,17 +552,19 @@ static void verbs_describe(struct weft_tp *base, int peer, char *buf, size_t len
 {
 	struct verbs_tp *tp = verbs_tp_of(base);
 	bool ib = tp->port.link == WEFT_VERBS_LINK_IB;
+	char lanes[48];
+	weft_verbs_lanes_describe(tp, lanes, sizeof(lanes));
 	switch ((enum verbs_peer_why)tp->peer_why[peer]) {
 	case VERBS_PEER_UP:
 		if (ib)
-			snprintf(buf, len, "verbs(%s:%d lid %#x, %u x %zu B slots)", tp->port.dev,
-				 tp->port.port, tp->pattr.lid, tp->geom.nslots,
-				 tp->geom.slot_bytes);
+			snprintf(buf, len, "verbs(%s:%d lid %#x, %u x %zu B slots%s)", tp->port.dev,
+				 tp->port.port, tp->pattr.lid, tp->geom.nslots, tp->geom.slot_bytes,
+				 lanes);
 		else
-			snprintf(buf, len, "verbs(%s:%d gid %d %s, %u x %zu B slots)", tp->port.dev,
-				 tp->port.port, tp->gid.index,
+			snprintf(buf, len, "verbs(%s:%d gid %d %s, %u x %zu B slots%s)",
+				 tp->port.dev, tp->port.port, tp->gid.index,
 				 weft_verbs_gid_type_name(tp->gid.type, false), tp->geom.nslots,
-				 tp->geom.slot_bytes);
+				 tp->geom.slot_bytes, lanes);
 		return;
 	case VERBS_PEER_SELF: snprintf(buf, len, "verbs: self"); return;
 	case VERBS_PEER_LOCAL:
@@ -554,6 +601,10 @@ static const struct weft_setting verbs_settings[] = {
      "verbs: landing slots per peer, a power of two (default 16, fewer for large jobs)"},
     {"WEFT_IB_SLOT_BYTES", NULL,
      "verbs: bytes per landing slot; larger messages go by rendezvous (default 16K)"},
+    {"WEFT_IB_QPS_PER_CONN", "1",
+     "verbs: RC QPs (lanes, 1-8) per peer, as NCCL_IB_QPS_PER_CONNECTION; rendezvous data "
+     "spreads over them by WEFT_SPRAY, and on RoCE v2 each has its own UDP source port "
+     "for ECMP; the same on every rank"},
     {"WEFT_IB_STALL", NULL,
      "seconds a busy verbs connection may stall before the peer is checked (default 0.1)"},
     {"WEFT_IB_SYSFS", "/sys", "root of the sysfs tree read for RDMA ports and GIDs (tests)"},

@@ -11,13 +11,48 @@
  *   verbs_rma.c     the message path: transports/common/rma_proto.h (the
  *                   protocol ofi's rma path runs too) over those primitives,
  *                   with registration and the peer's state as liveness
+ *   verbs_lanes.c   the sub-flows of a connection: WEFT_IB_QPS_PER_CONN
+ *                   and WEFT_SPRAY, which lane a write takes, what each
+ *                   lane carried (the signals op)
  *   verbs_counters.c  congestion signals from the port's hw_counters
  *   verbs.c         init, the card exchange, score, props, abort, fini
  *
  * One device port per rank, one protection domain, one CQ for sends and
- * receives, and one RC queue pair per peer served. The peers served are
- * every other rank, except, when shm is enabled, the ranks of this host
- * (shm outranks verbs there: no QP or pinned memory is spent on them).
+ * receives, and per peer served WEFT_IB_QPS_PER_CONN RC queue pairs
+ * (lanes; 1 by default). The peers served are every other rank, except,
+ * when shm is enabled, the ranks of this host (shm outranks verbs there:
+ * no QP or pinned memory is spent on them).
+ *
+ * Lanes. Each QP of a connection has its own QPN, and on RoCE v2 the NIC
+ * derives the UDP source port from it, so a fat tree's ECMP hashes the
+ * lanes onto different spines. Lane 0 carries everything but rendezvous
+ * data: slots, descriptors, credits, probes and state writes, so what
+ * liveness and ordering rest on is what it was with one QP. Rendezvous
+ * data writes (the large pieces) go to any lane: the protocol assumes no
+ * order between writes (a piece is visible when its immediate is taken),
+ * so which QP delivers it does not matter to the receiver, and only the
+ * sender chooses (WEFT_SPRAY, which the ranks need not agree on):
+ *   rr        lane after lane, so each carries 1/K of the pieces
+ *   adaptive  pieces in proportion to each lane's drain rate (bytes
+ *             completed per second of the lane having data in flight,
+ *             over its last few completions; bounded by what its oldest
+ *             write has managed while it waits), by smooth weighted round
+ *             robin, so a lane whose path is congested or slower carries
+ *             less, and still a trickle that keeps its rate measured
+ *             (verbs_lanes.c says why this and not "the lane that would
+ *             finish soonest").
+ * With more than one lane, rendezvous pieces are at most VERBS_LANE_PIECE
+ * bytes (the receiver cuts them), so that one chunk spreads over lanes.
+ * Every lane has its receives posted (zero-SGE); a receive's wr_id names
+ * its connection and lane, so the lane that consumed one gets it back. A
+ * lane whose path dies fails its own data writes (IBV_WC_RETRY_EXC_ERR),
+ * which fails the connection's messages as a failed write on lane 0 would.
+ *
+ * Pacing. On verbs Weft's pacer stays off (the transport's properties say
+ * rate_controlled, and core/gate.c then gives its connections no pacer,
+ * whatever WEFT_PACER says): a RoCE NIC runs DCQCN on every QP in
+ * hardware, and a second controller stacked on it would fight it. What
+ * Weft keeps is the spraying weights, from completion delay.
  *
  * Messages: rma_proto.h says how (eager landing slots with credits,
  * receiver-driven rendezvous through a descriptor ring, bounce pieces for
@@ -26,9 +61,11 @@
  * takes each write's completion), one zero-SGE receive per immediate, the
  * CQ, and ibv_reg_mr for its region and the rendezvous buffers.
  *
- * wr_id: a write's is its struct weft_rma_op (16-byte aligned); a
- * receive's and a state write's carry the connection's index, tagged in
- * the low bits (VERBS_WR_*), since an error completion has no opcode.
+ * wr_id: a write's is its struct weft_rma_op (16-byte aligned; its lane
+ * is kept in the op's transport context); a state write's carries the
+ * connection's index and a receive's the connection's index and lane,
+ * tagged in the low bits (VERBS_WR_*), since an error completion has no
+ * opcode.
  *
  * State lines. Besides the protocol's region, a small registered region
  * holds one line per peer that the peer writes its state into (abort and
@@ -70,6 +107,15 @@
 #define VERBS_CHUNK (512u << 10)
 /* At fini and abort, how long to wait for the state writes to peers. */
 #define VERBS_DRAIN_S 0.05
+/* Lanes (QPs) per connection: WEFT_IB_QPS_PER_CONN, at most this many. */
+#define VERBS_MAX_LANES 8
+/* With lanes, the largest rendezvous piece (the receiver cuts them). */
+#define VERBS_LANE_PIECE (128u << 10)
+/* Adaptive spraying (verbs_lanes.c): the gain of the EWMAs of a lane's
+ * bytes and busy time per completion, and the most credit (in pieces) a
+ * lane may bank or owe. */
+#define VERBS_LANE_GAIN	      0.125
+#define VERBS_LANE_CREDIT_MAX 2.0
 
 enum verbs_state {
 	VERBS_STATE_NONE = 0, /* not written yet */
@@ -104,19 +150,53 @@ enum verbs_peer_why {
 	VERBS_PEER_CONNECT,  /* a QP transition failed on one side */
 };
 
+enum verbs_spray {
+	VERBS_SPRAY_RR = 0,
+	VERBS_SPRAY_ADAPTIVE,
+};
+
 static inline uint64_t weft_verbs_wr_tagged(int idx, enum verbs_wr_tag tag)
 {
 	return (uint64_t)idx << 4 | tag;
 }
 
+/* A receive's wr_id: its connection and lane. */
+static inline uint64_t weft_verbs_wr_recv(int idx, unsigned lane)
+{
+	return weft_verbs_wr_tagged(idx * VERBS_MAX_LANES + (int)lane, VERBS_WR_RECV);
+}
+
 struct verbs_tp;
+
+/* One QP of a connection. */
+struct verbs_lane {
+	struct ibv_qp *qp;
+	uint32_t sq_out;  /* send queue entries not completed */
+	uint32_t rq_owed; /* receives consumed here that the protocol has not reposted */
+	/* Sending: what the lane has in flight and has carried. */
+	uint64_t out_bytes;  /* rendezvous data posted, not completed */
+	uint32_t out_writes; /* the same, in writes */
+	uint64_t bytes;	     /* every completed write's bytes, since init */
+	uint64_t seen_bytes; /* bytes at the last signals query */
+	/* Adaptive: the data drain rate (acc_bytes / acc_busy, EWMAs per
+	 * completion); when the oldest data write in flight began to drain
+	 * (its post, or the completion before it); busy seconds since the
+	 * last completion, and the last event. */
+	double rate_Bps; /* 0: not measured yet */
+	double acc_bytes, acc_busy;
+	double head_since;
+	double busy, busy_mark;
+	double credit; /* smooth weighted round robin, in pieces */
+};
 
 struct verbs_conn {
 	struct weft_conn base;
 	struct verbs_tp *tp;
-	int idx; /* in tp->conns */
-	struct ibv_qp *qp;
-	bool up; /* connected at init, both ends */
+	int idx;				 /* in tp->conns */
+	struct verbs_lane lane[VERBS_MAX_LANES]; /* tp->nlanes; lane 0 takes the control traffic */
+	unsigned rr_next;			 /* the lane after the last data write's */
+	bool recvs_posted;			 /* every lane's receives were posted */
+	bool up;				 /* connected at init, both ends */
 	enum verbs_peer_why why;
 	struct weft_rma_conn rc; /* the protocol's side of it */
 
@@ -124,7 +204,6 @@ struct verbs_conn {
 	uint32_t ctl_rkey;
 	struct verbs_ctl *ctl; /* its line here */
 
-	uint32_t sq_out;	   /* send queue entries not completed */
 	bool state_pending;	   /* a state write (abort, fini) is in flight */
 	uint64_t seen_tx, seen_ce; /* hw counters at this connection's last signals query */
 };
@@ -140,6 +219,8 @@ struct verbs_tp {
 	const char *sysfs;
 	struct weft_rma_geom geom;
 	uint8_t tc, sl, timeout, retry_cnt;
+	unsigned nlanes; /* WEFT_IB_QPS_PER_CONN */
+	enum verbs_spray spray;
 
 	/* The device. */
 	struct ibv_context *ctx;
@@ -167,8 +248,9 @@ struct verbs_tp {
 	uint8_t *peer_why;	  /* rank -> enum verbs_peer_why */
 };
 
-/* What each rank publishes at init (allgathered), followed by one struct
- * verbs_card_peer per rank. */
+/* What each rank publishes at init (allgathered), followed by one peer
+ * entry per rank: its index in our conns (state lines; UINT32_MAX none)
+ * and the QP number of each lane toward it (0 none), nlanes + 1 words. */
 struct verbs_card {
 	uint64_t magic;
 	int32_t status; /* of this rank's init so far */
@@ -182,11 +264,6 @@ struct verbs_card {
 	uint64_t ctl_addr;
 	uint32_t ctl_rkey;
 	struct weft_rma_card rma;
-};
-
-struct verbs_card_peer {
-	uint32_t qpn; /* of the QP toward that rank; 0 none */
-	uint32_t idx; /* its index in our conns (state lines) */
 };
 
 static inline struct verbs_tp *verbs_tp_of(struct weft_tp *tp)
@@ -207,17 +284,30 @@ void weft_verbs_dev_close(struct verbs_tp *tp);
 /* verbs_qp.c */
 weft_status_t weft_verbs_qp_setup(struct verbs_tp *tp);
 void weft_verbs_qp_teardown(struct verbs_tp *tp);
-/* INIT -> RTR -> RTS toward the peer described by @p card and @p qpn. */
+/* INIT -> RTR -> RTS of every lane toward the peer described by @p card,
+ * whose lanes toward us are @p qpn[0 .. nlanes). */
 int weft_verbs_qp_connect(struct verbs_tp *tp, struct verbs_conn *c, const struct verbs_card *card,
-			  uint32_t qpn);
-/* Post one signaled RDMA write of [local, local + len) (under @p lkey) to
- * (@p raddr, @p rkey), with immediate @p imm, as @p wr_id. 0, EAGAIN if
- * the send queue is full (one entry stays free for a state write unless
- * @p last), else the errno of the post. */
-int weft_verbs_post_write(struct verbs_conn *c, uint64_t wr_id, const void *local, uint32_t lkey,
-			  uint32_t len, uint64_t raddr, uint32_t rkey, bool imm, uint32_t imm_value,
+			  const uint32_t *qpn);
+/* Move every lane of @p c to ERR (abort). */
+void weft_verbs_qp_error(struct verbs_conn *c);
+/* A signaled RDMA write of [local, local + len) (under lkey) to (raddr,
+ * rkey), with an immediate when imm. */
+struct verbs_write {
+	uint64_t wr_id;
+	const void *local;
+	uint32_t lkey, len;
+	uint64_t raddr;
+	uint32_t rkey;
+	bool imm;
+	uint32_t imm_value;
+};
+/* Post @p w on @p lane of @p c. 0, EAGAIN if the lane's send queue is full
+ * (one entry stays free for a state write unless @p last), else the errno
+ * of the post. */
+int weft_verbs_post_write(struct verbs_conn *c, unsigned lane, const struct verbs_write *w,
 			  bool last);
-int weft_verbs_post_recvs(struct verbs_conn *c, uint32_t n);
+/* @p n receives on @p lane. */
+int weft_verbs_post_recvs(struct verbs_conn *c, unsigned lane, uint32_t n);
 /* Read up to @p max completions into the protocol's form (state writes
  * are taken here); the number, or WEFT_ERR_SYSTEM when the CQ failed. */
 int weft_verbs_poll(struct verbs_tp *tp, struct weft_rma_cqe *out, int max);
@@ -228,6 +318,19 @@ static inline enum verbs_state weft_verbs_peer_state(const struct verbs_conn *c)
 {
 	return (enum verbs_state)atomic_load_explicit(&c->ctl->state, memory_order_acquire);
 }
+
+/* verbs_lanes.c */
+/* WEFT_IB_QPS_PER_CONN and WEFT_SPRAY. */
+weft_status_t weft_verbs_read_lanes(struct verbs_tp *tp);
+/* The lane the next rendezvous data write takes. */
+unsigned weft_verbs_lane_pick(struct verbs_conn *c);
+/* @p op (of op->len bytes) was posted on @p lane. */
+void weft_verbs_lane_posted(struct verbs_conn *c, unsigned lane, struct weft_rma_op *op);
+/* @p op completed (@p ok: successfully); its lane. */
+unsigned weft_verbs_lane_done(struct verbs_conn *c, struct weft_rma_op *op, bool ok);
+/* ", 4 QPs, spray adaptive" where there is more than one lane, else "". */
+void weft_verbs_lanes_describe(const struct verbs_tp *tp, char *buf, size_t len);
+int weft_tp_verbs_signals(struct weft_conn *conn, struct weft_tp_signal *out, int max);
 
 /* verbs_rma.c */
 /* The geometry from WEFT_IB_SLOTS and WEFT_IB_SLOT_BYTES (and the port's
@@ -243,7 +346,6 @@ void weft_verbs_rma_flush(struct verbs_tp *tp);
 weft_status_t weft_tp_verbs_isend(struct weft_conn *conn, struct weft_msg *msg);
 weft_status_t weft_tp_verbs_irecv(struct weft_conn *conn, struct weft_msg *msg);
 weft_status_t weft_tp_verbs_progress(struct weft_tp *tp);
-int weft_tp_verbs_signals(struct weft_conn *conn, struct weft_tp_signal *out, int max);
 /* A failed completion's words: the status, and what the peer's state line
  * says of it. */
 void weft_verbs_wc_why(struct verbs_conn *c, const struct ibv_wc *wc, char *buf, size_t len);

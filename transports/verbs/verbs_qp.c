@@ -43,7 +43,7 @@ static weft_status_t map_ctl(struct verbs_tp *tp)
 	return WEFT_ERR_NOT_SUPPORTED;
 }
 
-static weft_status_t create_qp(struct verbs_tp *tp, struct verbs_conn *c)
+static weft_status_t create_qp(struct verbs_tp *tp, struct verbs_conn *c, struct verbs_lane *l)
 {
 	struct ibv_qp_init_attr ia = {
 	    .qp_context = c,
@@ -55,8 +55,8 @@ static weft_status_t create_qp(struct verbs_tp *tp, struct verbs_conn *c)
 		    .max_recv_sge = 1},
 	    .qp_type = IBV_QPT_RC,
 	};
-	c->qp = tp->ibv->create_qp(tp->pd, &ia);
-	if (!c->qp) {
+	l->qp = tp->ibv->create_qp(tp->pd, &ia);
+	if (!l->qp) {
 		snprintf(tp->why, sizeof(tp->why), "ibv_create_qp (%u + %u entries): %s",
 			 tp->sq_depth, tp->rq_depth, strerror(errno));
 		return WEFT_ERR_NOT_SUPPORTED;
@@ -68,11 +68,11 @@ static weft_status_t create_qp(struct verbs_tp *tp, struct verbs_conn *c)
 	    .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
 	};
 	int err = tp->ibv->modify_qp(
-	    c->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	    l->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
 	/* The protocol posts the receives when it joins the peer (from INIT
 	 * on they may be posted), before any peer can write. */
 	if (err) {
-		snprintf(tp->why, sizeof(tp->why), "QP %u to INIT: %s", c->qp->qp_num,
+		snprintf(tp->why, sizeof(tp->why), "QP %u to INIT: %s", l->qp->qp_num,
 			 strerror(err));
 		return WEFT_ERR_NOT_SUPPORTED;
 	}
@@ -86,7 +86,9 @@ weft_status_t weft_verbs_qp_setup(struct verbs_tp *tp)
 		return st;
 	/* Every write the protocol can have in flight to one peer is bounded
 	 * by what it can have landing there: the same depth both ways, plus
-	 * the state write. */
+	 * the state write. Any lane may take all of a connection's data
+	 * writes, so each gets the whole depth (receives cost no memory but
+	 * their entries). */
 	tp->rq_depth = weft_rma_imm_depth(&tp->geom);
 	tp->sq_depth = tp->rq_depth + 1;
 	if (tp->max_wr && tp->sq_depth > tp->max_wr)
@@ -98,7 +100,7 @@ weft_status_t weft_verbs_qp_setup(struct verbs_tp *tp)
 			 tp->max_wr, tp->rq_depth);
 		return WEFT_ERR_NOT_SUPPORTED;
 	}
-	int cqe = tp->nconns * (int)(tp->sq_depth + tp->rq_depth) + 1;
+	int cqe = tp->nconns * (int)(tp->nlanes * (tp->sq_depth + tp->rq_depth)) + 1;
 	tp->cq = tp->ibv->create_cq(tp->ctx, cqe, NULL, NULL, 0);
 	if (!tp->cq) {
 		snprintf(tp->why, sizeof(tp->why), "ibv_create_cq(%d): %s", cqe, strerror(errno));
@@ -107,7 +109,8 @@ weft_status_t weft_verbs_qp_setup(struct verbs_tp *tp)
 	for (int i = 0; st == WEFT_SUCCESS && i < tp->nconns; i++) {
 		struct verbs_conn *c = &tp->conns[i];
 		c->ctl = (struct verbs_ctl *)(tp->ctlr + (size_t)i * sizeof(struct verbs_ctl));
-		st = create_qp(tp, c);
+		for (unsigned l = 0; st == WEFT_SUCCESS && l < tp->nlanes; l++)
+			st = create_qp(tp, c, &c->lane[l]);
 	}
 	return st;
 }
@@ -118,9 +121,11 @@ void weft_verbs_qp_teardown(struct verbs_tp *tp)
 {
 	const struct weft_ibv *ibv = tp->ibv;
 	for (int i = 0; i < tp->nconns; i++)
-		if (tp->conns[i].qp) {
-			ibv->destroy_qp(tp->conns[i].qp);
-			tp->conns[i].qp = NULL;
+		for (unsigned l = 0; l < VERBS_MAX_LANES; l++) {
+			struct verbs_lane *lane = &tp->conns[i].lane[l];
+			if (lane->qp)
+				ibv->destroy_qp(lane->qp);
+			lane->qp = NULL;
 		}
 	if (tp->cq && ibv->destroy_cq(tp->cq) != 0)
 		weft_log(WEFT_LOG_WARN, WEFT_SUB_NET, "verbs: ibv_destroy_cq: still in use");
@@ -136,7 +141,7 @@ void weft_verbs_qp_teardown(struct verbs_tp *tp)
 	tp->ctlr = NULL;
 }
 
-static int to_rtr(struct verbs_tp *tp, struct verbs_conn *c, const struct verbs_card *peer,
+static int to_rtr(struct verbs_tp *tp, struct ibv_qp *qp, const struct verbs_card *peer,
 		  uint32_t qpn)
 {
 	struct ibv_qp_attr a = {
@@ -161,18 +166,14 @@ static int to_rtr(struct verbs_tp *tp, struct verbs_conn *c, const struct verbs_
 	} else {
 		a.ah_attr.dlid = peer->lid; /* InfiniBand: within the subnet, by LID */
 	}
-	return tp->ibv->modify_qp(c->qp, &a,
+	return tp->ibv->modify_qp(qp, &a,
 				  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 				      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
 				      IBV_QP_MIN_RNR_TIMER);
 }
 
-int weft_verbs_qp_connect(struct verbs_tp *tp, struct verbs_conn *c, const struct verbs_card *peer,
-			  uint32_t qpn)
+static int to_rts(struct verbs_tp *tp, struct ibv_qp *qp)
 {
-	int err = to_rtr(tp, c, peer, qpn);
-	if (err)
-		return err;
 	struct ibv_qp_attr a = {
 	    .qp_state = IBV_QPS_RTS,
 	    .timeout = tp->timeout,
@@ -181,45 +182,66 @@ int weft_verbs_qp_connect(struct verbs_tp *tp, struct verbs_conn *c, const struc
 	    .sq_psn = tp->psn,
 	    .max_rd_atomic = 1,
 	};
-	return tp->ibv->modify_qp(c->qp, &a,
+	return tp->ibv->modify_qp(qp, &a,
 				  IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 				      IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
+int weft_verbs_qp_connect(struct verbs_tp *tp, struct verbs_conn *c, const struct verbs_card *peer,
+			  const uint32_t *qpn)
+{
+	int err = 0;
+	for (unsigned l = 0; !err && l < tp->nlanes; l++) {
+		err = qpn[l] ? to_rtr(tp, c->lane[l].qp, peer, qpn[l]) : EINVAL;
+		if (!err)
+			err = to_rts(tp, c->lane[l].qp);
+	}
+	return err;
+}
+
+void weft_verbs_qp_error(struct verbs_conn *c)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+	for (unsigned l = 0; l < VERBS_MAX_LANES; l++)
+		if (c->lane[l].qp)
+			c->tp->ibv->modify_qp(c->lane[l].qp, &a, IBV_QP_STATE);
+}
+
 /* ---- primitives ---- */
 
-int weft_verbs_post_write(struct verbs_conn *c, uint64_t wr_id, const void *local, uint32_t lkey,
-			  uint32_t len, uint64_t raddr, uint32_t rkey, bool imm, uint32_t imm_value,
+int weft_verbs_post_write(struct verbs_conn *c, unsigned lane, const struct verbs_write *w,
 			  bool last)
 {
-	if (c->sq_out + (last ? 0 : 1) >= c->tp->sq_depth)
+	struct verbs_lane *l = &c->lane[lane];
+	if (l->sq_out + (last ? 0 : 1) >= c->tp->sq_depth)
 		return EAGAIN;
-	struct ibv_sge sge = {.addr = (uint64_t)(uintptr_t)local, .length = len, .lkey = lkey};
+	struct ibv_sge sge = {
+	    .addr = (uint64_t)(uintptr_t)w->local, .length = w->len, .lkey = w->lkey};
 	struct ibv_send_wr wr = {
-	    .wr_id = wr_id,
-	    .sg_list = len ? &sge : NULL,
-	    .num_sge = len ? 1 : 0,
-	    .opcode = imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE,
+	    .wr_id = w->wr_id,
+	    .sg_list = w->len ? &sge : NULL,
+	    .num_sge = w->len ? 1 : 0,
+	    .opcode = w->imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE,
 	    .send_flags = IBV_SEND_SIGNALED,
-	    .imm_data = htonl(imm_value),
-	    .wr.rdma = {.remote_addr = raddr, .rkey = rkey},
+	    .imm_data = htonl(w->imm_value),
+	    .wr.rdma = {.remote_addr = w->raddr, .rkey = w->rkey},
 	};
 	struct ibv_send_wr *bad = NULL;
-	int err = ibv_post_send(c->qp, &wr, &bad); /* verbs.h inline: ctx->ops */
+	int err = ibv_post_send(l->qp, &wr, &bad); /* verbs.h inline: ctx->ops */
 	if (err)
 		return err;
-	c->sq_out++;
+	l->sq_out++;
 	return 0;
 }
 
-int weft_verbs_post_recvs(struct verbs_conn *c, uint32_t n)
+int weft_verbs_post_recvs(struct verbs_conn *c, unsigned lane, uint32_t n)
 {
 	/* No scatter list: a write with immediate places its data by address
 	 * and consumes the receive only for the immediate. */
 	for (uint32_t i = 0; i < n; i++) {
-		struct ibv_recv_wr wr = {.wr_id = weft_verbs_wr_tagged(c->idx, VERBS_WR_RECV)};
+		struct ibv_recv_wr wr = {.wr_id = weft_verbs_wr_recv(c->idx, lane)};
 		struct ibv_recv_wr *bad = NULL;
-		int err = ibv_post_recv(c->qp, &wr, &bad); /* verbs.h inline: ctx->ops */
+		int err = ibv_post_recv(c->lane[lane].qp, &wr, &bad); /* verbs.h inline: ctx->ops */
 		if (err)
 			return err;
 	}
@@ -235,25 +257,31 @@ static bool take(struct verbs_tp *tp, const struct ibv_wc *wc, struct weft_rma_c
 	if (tag == VERBS_WR_OP) {
 		struct weft_rma_op *op = (struct weft_rma_op *)(uintptr_t)wc->wr_id;
 		struct verbs_conn *c = verbs_conn_of(op->conn);
-		c->sq_out--;
+		c->lane[weft_verbs_lane_done(c, op, wc->status == IBV_WC_SUCCESS)].sq_out--;
 		*out = (struct weft_rma_cqe){.kind = WEFT_RMA_CQE_LOCAL, .op = op};
 		out->status = wc->status == IBV_WC_SUCCESS ? WEFT_SUCCESS : WEFT_ERR_REMOTE;
 		if (wc->status != IBV_WC_SUCCESS)
 			weft_verbs_wc_why(c, wc, out->why, sizeof(out->why));
 		return true;
 	}
-	uint64_t idx = wc->wr_id >> 4;
-	if (idx >= (uint64_t)tp->nconns)
+	uint64_t idx = wc->wr_id >> 4, lane = 0;
+	if (tag == VERBS_WR_RECV) {
+		lane = idx % VERBS_MAX_LANES;
+		idx /= VERBS_MAX_LANES;
+	}
+	if (idx >= (uint64_t)tp->nconns || lane >= tp->nlanes)
 		return false;
 	struct verbs_conn *c = &tp->conns[idx];
 	if (tag == VERBS_WR_STATE) {
-		c->sq_out--;
+		c->lane[0].sq_out--;
 		c->state_pending = false;
 		return false;
 	}
 	if (tag != VERBS_WR_RECV || wc->status != IBV_WC_SUCCESS ||
 	    wc->opcode != IBV_WC_RECV_RDMA_WITH_IMM || !(wc->wc_flags & IBV_WC_WITH_IMM))
 		return false;
+	/* The protocol reposts one receive for each it takes: on this lane. */
+	c->lane[lane].rq_owed++;
 	*out = (struct weft_rma_cqe){
 	    .kind = WEFT_RMA_CQE_REMOTE, .conn = &c->rc, .imm = ntohl(wc->imm_data)};
 	return true;

@@ -10,7 +10,7 @@
  *   registration           ibv_reg_mr (local write, remote write)
  *   peer_gone              the peer's state line (it aborted or destroyed
  *                          its communicator)
- * and the congestion signals of the port (verbs_counters.h).
+ * and, for rendezvous data, the lane it goes on (verbs_lanes.c).
  */
 #include <errno.h>
 #include <stdalign.h>
@@ -41,10 +41,22 @@ static weft_status_t prim_write(struct weft_rma_conn *rc, struct weft_rma_op *op
 {
 	struct verbs_conn *c = verbs_conn_of(rc);
 	const struct ibv_mr *mr = src_desc;
-	int err = weft_verbs_post_write(c, (uint64_t)(uintptr_t)op, src, mr ? mr->lkey : 0,
-					(uint32_t)len, raddr, (uint32_t)rkey, true, imm, false);
-	if (err == 0)
+	/* Rendezvous data may go on any lane; the rest stays on lane 0. */
+	unsigned lane =
+	    op->kind == WEFT_RMA_IMM_DATA && c->tp->nlanes > 1 ? weft_verbs_lane_pick(c) : 0;
+	struct verbs_write w = {.wr_id = (uint64_t)(uintptr_t)op,
+				.local = src,
+				.lkey = mr ? mr->lkey : 0,
+				.len = (uint32_t)len,
+				.raddr = raddr,
+				.rkey = (uint32_t)rkey,
+				.imm = true,
+				.imm_value = imm};
+	int err = weft_verbs_post_write(c, lane, &w, false);
+	if (err == 0) {
+		weft_verbs_lane_posted(c, lane, op);
 		return WEFT_SUCCESS;
+	}
 	if (err == EAGAIN)
 		return WEFT_INPROGRESS;
 	snprintf(c->tp->rma.why, sizeof(c->tp->rma.why), "ibv_post_send to rank %d (host %s): %s",
@@ -52,10 +64,35 @@ static weft_status_t prim_write(struct weft_rma_conn *rc, struct weft_rma_op *op
 	return WEFT_ERR_REMOTE;
 }
 
+/* The protocol asks for its depth once, at connect: every lane gets it.
+ * Then one for each remote completion it took: the lane that consumed it
+ * (take() in verbs_qp.c counted it there). */
+static int post_recvs(struct verbs_conn *c, unsigned n)
+{
+	unsigned nlanes = c->tp->nlanes;
+	int err = 0;
+	if (!c->recvs_posted) {
+		for (unsigned l = 0; !err && l < nlanes; l++)
+			err = weft_verbs_post_recvs(c, l, n);
+		c->recvs_posted = err == 0;
+		return err;
+	}
+	for (unsigned l = 0; !err && n > 0 && l < nlanes; l++) {
+		struct verbs_lane *lane = &c->lane[l];
+		unsigned k = lane->rq_owed < n ? lane->rq_owed : n;
+		err = k ? weft_verbs_post_recvs(c, l, k) : 0;
+		if (!err) {
+			lane->rq_owed -= k;
+			n -= k;
+		}
+	}
+	return err;
+}
+
 static weft_status_t prim_post_recvs(struct weft_rma_conn *rc, unsigned n)
 {
 	struct verbs_conn *c = verbs_conn_of(rc);
-	int err = weft_verbs_post_recvs(c, n);
+	int err = post_recvs(c, n);
 	if (err == 0)
 		return WEFT_SUCCESS;
 	weft_log(WEFT_LOG_WARN, WEFT_SUB_NET, "verbs: ibv_post_recv for rank %d: %s", c->base.peer,
@@ -188,6 +225,9 @@ weft_status_t weft_verbs_rma_init(struct verbs_tp *tp)
 	 * what an SGE's 32-bit length holds). */
 	uint32_t max = tp->pattr.max_msg_sz;
 	tp->geom.max_write = max && max < (1u << 30) ? max : (1u << 30);
+	/* With lanes, pieces small enough that one chunk spreads over them. */
+	if (tp->nlanes > 1 && tp->geom.max_write > VERBS_LANE_PIECE)
+		tp->geom.max_write = VERBS_LANE_PIECE;
 	tp->rma_ready = true; /* from here on, teardown frees what init made */
 	return weft_rma_init(&tp->rma, &prims, tp->base.env, &tp->geom, "verbs");
 }
@@ -232,26 +272,4 @@ weft_status_t weft_tp_verbs_progress(struct weft_tp *base)
 	if (!tp->usable || tp->closing)
 		return WEFT_SUCCESS;
 	return weft_rma_progress(&tp->rma);
-}
-
-/* The port's deltas since this connection's last query: every QP of the
- * port shares the counters, so each connection sees the port's marked
- * fraction (CNPs per packet sent), which is what a rate controller of the
- * port's traffic needs; the counts themselves are the port's. */
-int weft_tp_verbs_signals(struct weft_conn *conn, struct weft_tp_signal *out, int max)
-{
-	struct verbs_conn *c = weft_container_of(conn, struct verbs_conn, base);
-	struct weft_verbs_sample s;
-	if (max < 1 || !weft_verbs_counters_read(&c->tp->counters, &s))
-		return 0;
-	uint64_t tx = s.tx_packets - c->seen_tx, ce = s.cnp_handled - c->seen_ce;
-	if (s.tx_packets < c->seen_tx || s.cnp_handled < c->seen_ce)
-		tx = ce = 0; /* the counters were reset */
-	out[0] = (struct weft_tp_signal){
-	    .delivered = tx > UINT32_MAX ? UINT32_MAX : (uint32_t)tx,
-	    .delivered_ce = (uint32_t)(ce < tx ? ce : tx),
-	};
-	c->seen_tx = s.tx_packets;
-	c->seen_ce = s.cnp_handled;
-	return 1;
 }

@@ -4,8 +4,12 @@
 #
 # Usage: tests/fabric/bench_pacing.sh [options] OUTDIR
 #   --spine-rate RATE  tbf rate of each leaf uplink, both ways (300mbit)
-#   --ecn-mark PPS     CE-marking packet rate on the uplinks (24000: 92 % of
-#                      300 Mbit at 1500-byte frames)
+#   --ecn-mark PPS     CE-marking packet rate on the uplinks (24000, DESIGN.md's
+#                      example: 97 % of the 24770 full frames/s of 300 Mbit,
+#                      not the 92 % it says; 23500 is 95 %, the top of the
+#                      issue's 90-95 %. The marker is a phantom queue: the
+#                      background cannot get more of the link than it lets
+#                      through unmarked)
 #   --pairs N          A/B pairs, interleaved (3)
 #   --modes "A B"      WEFT_PACER values compared (off dcqcn; the first is
 #                      the reference of the ratios)

@@ -18,7 +18,8 @@
 # `oifname "uplink" ip ecn ect0 limit rate over PPS/second burst 32 packets
 # counter ip ecn set ce`). nftables cannot see the tbf queue, so the packet
 # rate stands in for it: set PPS at 90-95 % of the bottleneck's packet rate
-# (24000/s is 92 % of 300 Mbit at 1500-byte frames). `fabric.sh marks`
+# (300 Mbit/s carries 24770 full frames/s, 1500 bytes of IP and the 14 of
+# Ethernet that tbf counts: 24000/s is 97 %, 23500/s 95 %, 22800/s 92 %). `fabric.sh marks`
 # prints the packets each rule marked.
 #
 # With --spines S (S >= 2) the fabric is routed instead, as a fat tree's

@@ -1,7 +1,6 @@
 /* pacer.c — see pacer.h. */
 #include "transports/pace/pacer.h"
 
-#include <math.h>
 #include <string.h>
 
 static const char *const mode_names[] = {"off", "dcqcn", "delay"};
@@ -41,6 +40,7 @@ static void release_at_line(struct weft_pacer *pc)
 	if (pc->p->mode != WEFT_PACER_DCQCN || pc->cut_at < 0 || pc->rc_Bps < pc->line_Bps)
 		return;
 	pc->alpha = 1.0;
+	pc->alpha_delivered = pc->alpha_ce = 0;
 	pc->cut_at = -1;
 	pc->t_events = pc->bc_events = 0;
 	pc->bytes = 0;

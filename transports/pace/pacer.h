@@ -87,7 +87,7 @@ enum weft_pacer_mode {
 struct weft_pacer_params {
 	enum weft_pacer_mode mode;
 	double g;	       /* alpha's EWMA gain */
-	double alpha_period_s; /* K: alpha decays once per period without marks */
+	double alpha_period_s; /* K: alpha takes one sample of the marked fraction per period */
 	double timer_s;	       /* T: rate-increase timer */
 	uint64_t byte_counter; /* B: rate-increase byte counter */
 	int stages;	       /* F: fast-recovery stages */
@@ -152,7 +152,7 @@ void weft_pacer_init(struct weft_pacer *pc, const struct weft_pacer_params *p, d
 /* Feedback (since the previous call) at @p now; runs the timers first. */
 void weft_pacer_feedback(struct weft_pacer *pc, const struct weft_pacer_signal *sig, double now);
 
-/* Run the timers up to @p now (alpha decay, rate-increase timer). */
+/* Run the rate-increase timer up to @p now, the connection busy. */
 void weft_pacer_advance(struct weft_pacer *pc, double now);
 
 /* A chunk of @p bytes went at @p now: the byte counter and release time. */

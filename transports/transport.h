@@ -153,6 +153,18 @@ struct weft_tp_env {
 	void (*explain)(void *ctx, uint64_t sent, uint64_t want, int peer, char *buf, size_t len);
 };
 
+/* How a connection's data spreads over its sub-flows (WEFT_SPRAY): the
+ * socket transport's sockets, verbs' QPs. */
+enum weft_spray {
+	WEFT_SPRAY_RR = 0,   /* in turn */
+	WEFT_SPRAY_ADAPTIVE, /* by each sub-flow's drain rate: a slower path carries less */
+};
+
+/* WEFT_SPRAY into @p out; a bad value fails through env->fail, naming
+ * @p who (the transport) and the value (tp_util.c). */
+weft_status_t weft_tp_read_spray(const struct weft_tp_env *env, const char *who,
+				 enum weft_spray *out);
+
 /* printf-style wrappers around env->fail; the errno variant appends
  * ": strerror(errnum)" and returns WEFT_ERR_SYSTEM (tp_util.c). */
 weft_status_t weft_tp_fail(const struct weft_tp_env *env, weft_status_t status, const char *fmt,

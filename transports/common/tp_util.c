@@ -1,10 +1,12 @@
-/* tp_util.c — the transports' error reporting (transport.h). */
+/* tp_util.c — the transports' error reporting, and the WEFT_SPRAY setting
+ * they share (transport.h). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "transports/transport.h"
 #include "util/error.h"
+#include "util/settings.h"
 
 static weft_status_t vfail(const struct weft_tp_env *env, weft_status_t status, int errnum,
 			   const char *fmt, va_list ap)
@@ -33,4 +35,18 @@ weft_status_t weft_tp_fail_errno(const struct weft_tp_env *env, int errnum, cons
 	weft_status_t st = vfail(env, WEFT_ERR_SYSTEM, errnum, fmt, ap);
 	va_end(ap);
 	return st;
+}
+
+weft_status_t weft_tp_read_spray(const struct weft_tp_env *env, const char *who,
+				 enum weft_spray *out)
+{
+	const char *spray = weft_setting_str("WEFT_SPRAY");
+	if (strcmp(spray, "rr") == 0)
+		*out = WEFT_SPRAY_RR;
+	else if (strcmp(spray, "adaptive") == 0)
+		*out = WEFT_SPRAY_ADAPTIVE;
+	else
+		return weft_tp_fail(env, WEFT_ERR_INVALID_ARG,
+				    "%s: WEFT_SPRAY=%s: expected rr or adaptive", who, spray);
+	return WEFT_SUCCESS;
 }

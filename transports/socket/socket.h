@@ -74,12 +74,6 @@ struct weft_sock_frame {
 	uint64_t seq; /* the message's index among this direction's messages */
 };
 
-/* How a message's fragments are spread over a peer's sockets. */
-enum weft_sock_spray {
-	WEFT_SPRAY_RR = 0,   /* fragment i on socket (s0 + i) % nsocks */
-	WEFT_SPRAY_ADAPTIVE, /* each socket takes the next fragment when it has room */
-};
-
 enum weft_sock_phase {
 	WEFT_SOCK_IDLE = 0,   /* connector: not created yet; acceptor: not arrived */
 	WEFT_SOCK_CONNECTING, /* connector: non-blocking connect() in flight */
@@ -189,7 +183,7 @@ struct weft_sock_card {
 	uint32_t nsocks;
 	uint64_t chunk;
 	uint32_t addr_len;
-	uint32_t spray;		      /* enum weft_sock_spray */
+	uint32_t spray;		      /* enum weft_spray */
 	struct sockaddr_storage addr; /* IPv4, or IPv6 if the interface has only that */
 };
 
@@ -198,7 +192,7 @@ struct weft_sock_comm {
 	struct weft_tp_pool reqs;
 	int listen_fd;
 	unsigned nsocks;
-	enum weft_sock_spray spray;
+	enum weft_spray spray;
 	int notsent_lowat; /* 0: the kernel's */
 	int tos;	   /* < 0: the kernel's */
 	bool paced;	   /* WEFT_PACER is on: say if ECN is not negotiated */

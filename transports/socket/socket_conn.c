@@ -80,14 +80,9 @@ static weft_status_t pick_address(const struct weft_tp_env *env, struct weft_soc
 static weft_status_t read_spray(struct weft_sock_comm *sc, long *chunk)
 {
 	const struct weft_tp_env *env = sc->base.env;
-	const char *spray = weft_setting_str("WEFT_SPRAY");
-	if (strcmp(spray, "rr") == 0)
-		sc->spray = WEFT_SPRAY_RR;
-	else if (strcmp(spray, "adaptive") == 0)
-		sc->spray = WEFT_SPRAY_ADAPTIVE;
-	else
-		return weft_tp_fail(env, WEFT_ERR_INVALID_ARG,
-				    "WEFT_SPRAY=%s: expected rr or adaptive", spray);
+	weft_status_t st = weft_tp_read_spray(env, "socket", &sc->spray);
+	if (st != WEFT_SUCCESS)
+		return st;
 	const char *set = weft_setting_str("WEFT_SOCKET_CHUNK");
 	*chunk = sc->spray == WEFT_SPRAY_ADAPTIVE ? 64L << 10 : 512L << 10;
 	if (set && (!weft_setting_long("WEFT_SOCKET_CHUNK", chunk) ||

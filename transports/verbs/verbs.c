@@ -326,8 +326,7 @@ static void log_outcome(struct verbs_tp *tp)
 		    weft_verbs_gid_type_name(tp->gid.type, tp->port.link == WEFT_VERBS_LINK_IB),
 		    weft_verbs_gid_str(tp->gid.raw, gid, sizeof(gid)), tp->pattr.lid,
 		    tp->geom.nslots, tp->geom.slot_bytes, up, tp->nconns, tp->nlanes,
-		    tp->nlanes > 1 ? "s" : "",
-		    tp->spray == VERBS_SPRAY_ADAPTIVE ? "adaptive" : "rr",
+		    tp->nlanes > 1 ? "s" : "", tp->spray == WEFT_SPRAY_ADAPTIVE ? "adaptive" : "rr",
 		    tp->counters.present ? "read for signals" : "absent");
 		return;
 	}

@@ -150,11 +150,6 @@ enum verbs_peer_why {
 	VERBS_PEER_CONNECT,  /* a QP transition failed on one side */
 };
 
-enum verbs_spray {
-	VERBS_SPRAY_RR = 0,
-	VERBS_SPRAY_ADAPTIVE,
-};
-
 static inline uint64_t weft_verbs_wr_tagged(int idx, enum verbs_wr_tag tag)
 {
 	return (uint64_t)idx << 4 | tag;
@@ -220,7 +215,7 @@ struct verbs_tp {
 	struct weft_rma_geom geom;
 	uint8_t tc, sl, timeout, retry_cnt;
 	unsigned nlanes; /* WEFT_IB_QPS_PER_CONN */
-	enum verbs_spray spray;
+	enum weft_spray spray;
 
 	/* The device. */
 	struct ibv_context *ctx;

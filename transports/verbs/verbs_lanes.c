@@ -61,15 +61,7 @@ weft_status_t weft_verbs_read_lanes(struct verbs_tp *tp)
 		    "verbs: WEFT_IB_QPS_PER_CONN=%s: expected an integer from 1 to %d",
 		    weft_setting_str("WEFT_IB_QPS_PER_CONN"), VERBS_MAX_LANES);
 	tp->nlanes = (unsigned)k;
-	const char *spray = weft_setting_str("WEFT_SPRAY");
-	if (strcmp(spray, "rr") == 0)
-		tp->spray = VERBS_SPRAY_RR;
-	else if (strcmp(spray, "adaptive") == 0)
-		tp->spray = VERBS_SPRAY_ADAPTIVE;
-	else
-		return weft_tp_fail(env, WEFT_ERR_INVALID_ARG,
-				    "verbs: WEFT_SPRAY=%s: expected rr or adaptive", spray);
-	return WEFT_SUCCESS;
+	return weft_tp_read_spray(env, "verbs", &tp->spray);
 }
 
 /* The lane's drain rate as of @p now (see the top of the file). */
@@ -130,13 +122,13 @@ static unsigned pick_adaptive(struct verbs_conn *c)
 
 unsigned weft_verbs_lane_pick(struct verbs_conn *c)
 {
-	unsigned lane = c->tp->spray == VERBS_SPRAY_ADAPTIVE ? pick_adaptive(c) : c->rr_next;
+	unsigned lane = c->tp->spray == WEFT_SPRAY_ADAPTIVE ? pick_adaptive(c) : c->rr_next;
 	return lane < c->tp->nlanes ? lane : 0;
 }
 
 static bool measuring(const struct verbs_conn *c)
 {
-	return c->tp->spray == VERBS_SPRAY_ADAPTIVE && c->tp->nlanes > 1;
+	return c->tp->spray == WEFT_SPRAY_ADAPTIVE && c->tp->nlanes > 1;
 }
 
 /* The lane was busy (data in flight) since its last event: count it. */
@@ -202,7 +194,7 @@ void weft_verbs_lanes_describe(const struct verbs_tp *tp, char *buf, size_t len)
 {
 	if (tp->nlanes > 1)
 		snprintf(buf, len, ", %u QPs, spray %s", tp->nlanes,
-			 tp->spray == VERBS_SPRAY_ADAPTIVE ? "adaptive" : "rr");
+			 tp->spray == WEFT_SPRAY_ADAPTIVE ? "adaptive" : "rr");
 	else if (len > 0)
 		buf[0] = '\0';
 }

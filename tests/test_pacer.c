@@ -202,26 +202,33 @@ END_TEST
 /* An idle connection earns no increase: its rate waits for its next send
  * (alpha too: an idle period says nothing of the path); busy again, the
  * timer counts from there. */
-START_TEST(dcqcn_idle_keeps_the_rate)
+START_TEST(dcqcn_idle_recovers_only_to_the_target)
 {
 	struct weft_pacer pc;
 	double now;
 	cut_twice(&pc, &now);
+	double rt = pc.rt_Bps, rc0 = pc.rc_Bps;
 	struct weft_pacer_signal idle = {.idle = true};
 	/* The first idle read closes alpha's period of the marks before. */
 	weft_pacer_feedback(&pc, &idle, now + TICK);
-	double rc = pc.rc_Bps, alpha = pc.alpha;
+	ck_assert_double_eq_tol(pc.rc_Bps, (rc0 + rt) / 2, 1e-3);
+	double alpha = pc.alpha;
 	for (int i = 2; i <= 100; i++)
 		weft_pacer_feedback(&pc, &idle, now + i * TICK);
 	now += 100 * TICK;
-	ck_assert_double_eq(pc.rc_Bps, rc);
+	/* Back at R_T, no further: no stage counted, R_T not raised. */
+	ck_assert_double_eq_tol(pc.rc_Bps, rt, 1e-3);
+	ck_assert_double_le(pc.rc_Bps, rt);
+	ck_assert_double_eq(pc.rt_Bps, rt);
 	ck_assert_int_eq(pc.t_events, 0);
+	ck_assert(weft_pacer_limiting(&pc));
 	ck_assert_double_eq(pc.alpha, alpha);
+	/* Busy again: fast recovery's stages count from here. */
 	weft_pacer_feedback(&pc, &clean, now + TICK / 2);
 	ck_assert_int_eq(pc.t_events, 0);
 	weft_pacer_feedback(&pc, &clean, now + TICK);
 	ck_assert_int_eq(pc.t_events, 1);
-	ck_assert_double_gt(pc.rc_Bps, rc);
+	ck_assert_double_eq(pc.rt_Bps, rt);
 }
 END_TEST
 
@@ -472,7 +479,7 @@ static Suite *pacer_suite(void)
 	tcase_add_test(tc, dcqcn_cut_from_delivery_rate);
 	tcase_add_test(tc, dcqcn_delivery_rate_windowed_max);
 	tcase_add_test(tc, dcqcn_one_cut_and_one_increase_per_rtt);
-	tcase_add_test(tc, dcqcn_idle_keeps_the_rate);
+	tcase_add_test(tc, dcqcn_idle_recovers_only_to_the_target);
 	tcase_add_test(tc, dcqcn_fast_recovery_five_stages);
 	tcase_add_test(tc, dcqcn_byte_counter_recovers_too);
 	tcase_add_test(tc, dcqcn_hyper_increase);

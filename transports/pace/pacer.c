@@ -94,12 +94,14 @@ static void dcqcn_advance(struct weft_pacer *pc, double now, bool idle)
 	if (pc->cut_at < 0)
 		return; /* no rate limiter yet */
 	double period = p->timer_s > pc->rtt_s ? p->timer_s : pc->rtt_s;
-	if (idle) {
-		pc->timer_at = now; /* an idle interval earns no increase */
-		return;
-	}
 	for (int i = 0; i < 64 && now - pc->timer_at >= period; i++) {
 		pc->timer_at += period;
+		if (idle) {
+			/* Idle: back toward R_T, the rate the path took before the
+			 * cut, but no stage counted and R_T never raised (pacer.h). */
+			pc->rc_Bps = clamp_rate(pc, (pc->rt_Bps + pc->rc_Bps) / 2);
+			continue;
+		}
 		increase(pc);
 		pc->t_events++;
 	}

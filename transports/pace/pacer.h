@@ -52,11 +52,14 @@
  *     after a cut were earned by the rate before it (TCP reduces once per
  *     window for the same reason), and rate-increase timer events come at
  *     most once per RTT, the soonest their effect can be seen;
- *   - increase is earned only while the connection has data in the
- *     network (feedback not idle): an idle connection keeps its rate, so
- *     the next collective's burst starts at the rate the fabric took last,
- *     not at line rate (as TCP does not grow an application-limited
- *     window, RFC 7661).
+ *   - increase beyond R_T is earned only while the connection has data in
+ *     the network (feedback not idle): an idle connection's timer events
+ *     only bring R_C back toward R_T, the rate the path took before the
+ *     last cut, and count no stage, so the next collective's burst starts
+ *     at that rate, not at line rate (as TCP does not grow an
+ *     application-limited window, RFC 7661); and a sparse connection (a
+ *     small AllReduce every 100 ms) is not left at the bottom of its last
+ *     cuts, which one that earned nothing while idle would be.
  *
  * delay — for paths with no ECN signal, in the manner of Swift (Kumar et
  *   al., SIGCOMM 2020): target delay = base RTT (the smallest seen) +
@@ -113,8 +116,8 @@ struct weft_pacer_signal {
 	/* The rate the connection's data was delivered at while it had more
 	 * to send (summed over sub-flows), bytes/s; 0 unknown. */
 	double delivery_Bps;
-	/* Nothing of the connection's was in the network: no rate increase
-	 * is earned (the rate is kept for the next send, not raised). */
+	/* Nothing of the connection's was in the network: no increase beyond
+	 * R_T is earned (pacer.h). */
 	bool idle;
 };
 

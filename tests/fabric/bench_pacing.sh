@@ -13,7 +13,8 @@
 #   --pairs N          A/B pairs, interleaved (3)
 #   --modes "A B"      WEFT_PACER values compared (off dcqcn; the first is
 #                      the reference of the ratios)
-#   --seconds S        foreground length per trial at most (90)
+#   --seconds S        foreground length per trial at most (default: 1.5 x
+#                      calls x period + 30, 90 at the defaults)
 #   --calls N          foreground calls (1000; a trial ends after them)
 #   --fg-period P      a foreground call starts every P seconds (0.04), or
 #                      at once when the one before took longer; 0: back to
@@ -98,7 +99,7 @@ if [ -z "${FABRIC_STATE:-}" ]; then
 	exit 0
 fi
 
-PAIRS=3 MODES="off dcqcn" SECS=90 CALLS=1000 EXTRA="" OUTDIR="" STATS="" PERIOD=0.04
+PAIRS=3 MODES="off dcqcn" SECS="" CALLS=1000 EXTRA="" OUTDIR="" STATS="" PERIOD=0.04
 while [ $# -gt 0 ]; do
 	case $1 in
 	--pairs) PAIRS=${2:?}; shift 2 ;;
@@ -113,6 +114,9 @@ while [ $# -gt 0 ]; do
 	esac
 done
 [ -n "$OUTDIR" ] || { echo "usage: bench_pacing.sh [options] OUTDIR"; exit 1; }
+[ -n "$SECS" ] || SECS=$(awk -v n="$CALLS" -v p="$PERIOD" 'BEGIN {printf "%d", 1.5 * n * p + 30}')
+# A job may run its whole length, and the background a little longer.
+export FABRIC_JOB_TIMEOUT=${FABRIC_JOB_TIMEOUT:-$((SECS + 60))}
 mkdir -p "$OUTDIR"
 OUTDIR=$(cd "$OUTDIR" && pwd)
 # shellcheck source=tests/fabric/lib.sh

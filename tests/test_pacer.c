@@ -199,9 +199,9 @@ START_TEST(dcqcn_one_cut_and_one_increase_per_rtt)
 }
 END_TEST
 
-/* An idle connection earns no increase: its rate waits for its next send
- * (alpha too: an idle period says nothing of the path); busy again, the
- * timer counts from there. */
+/* An idle connection's timer only brings R_C back to R_T: no stage is
+ * counted and R_T is not raised (alpha stays too: an idle period says
+ * nothing of the path); busy again, the stages count from there. */
 START_TEST(dcqcn_idle_recovers_only_to_the_target)
 {
 	struct weft_pacer pc;

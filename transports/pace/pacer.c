@@ -85,8 +85,9 @@ static void dcqcn_alpha(struct weft_pacer *pc, const struct weft_pacer_signal *s
 	pc->alpha_delivered = pc->alpha_ce = 0;
 }
 
-/* The increase timer of dcqcn fires once per period after a cut. A long
- * gap between calls runs every period it covered (the increase at most 64
+/* The increase timer of dcqcn fires once per period (the timer, or the
+ * RTT if longer) after a cut; while idle its events only recover toward
+ * R_T. A long gap between calls runs every period it covered (at most 64
  * times: by then the rate is back at line rate for any sane setting). */
 static void dcqcn_advance(struct weft_pacer *pc, double now, bool idle)
 {

@@ -10,6 +10,10 @@
 #                      issue's 90-95 %. The marker is a phantom queue: the
 #                      background cannot get more of the link than it lets
 #                      through unmarked)
+#   --ecn-burst N      the marker's burst in packets (fabric.sh's default: 4 ms
+#                      of PPS, the depth of the tbf's own bucket; DESIGN.md's
+#                      example has 32, which marks bursts the tbf passes
+#                      without a queue: fabric.sh says what was measured)
 #   --pairs N          A/B pairs, interleaved (3)
 #   --modes "A B"      WEFT_PACER values compared (off dcqcn; the first is
 #                      the reference of the ratios)
@@ -67,12 +71,13 @@ BUILD=${WEFT_BUILD:-build}
 case $BUILD in /*) ;; *) BUILD=$REPO/$BUILD ;; esac
 
 if [ -z "${FABRIC_STATE:-}" ]; then
-	RATE=300mbit PPS=24000
+	RATE=300mbit PPS=24000 BURST=""
 	args=()
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--spine-rate) RATE=${2:?}; shift 2 ;;
 		--ecn-mark) PPS=${2:?}; shift 2 ;;
+		--ecn-burst) BURST=${2:?}; shift 2 ;;
 		-h | --help) sed -n '2,/^# shellcheck/{/^# shellcheck/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
 		*) args+=("$1"); shift ;;
 		esac
@@ -87,7 +92,7 @@ if [ -z "${FABRIC_STATE:-}" ]; then
 		case $a in --no-spray) spray=0 ;; -*) ;; *) out=$a ;; esac
 	done
 	"$HERE/fabric.sh" with --leaves 2 --hosts-per-leaf 2 --spine-rate "$RATE" \
-		--ecn-mark "$PPS" -- "$0" "${args[@]}" || exit $?
+		--ecn-mark "$PPS" ${BURST:+--ecn-burst "$BURST"} -- "$0" "${args[@]}" || exit $?
 	[ "$spray" -eq 1 ] || exit 0
 	# Then path spraying, on its own two-spine fabrics; one line each.
 	env -u FABRIC_STATE "$HERE/bench_spray.sh" "$out/spray" >"$out/spray.log" 2>&1 ||
@@ -205,7 +210,8 @@ trial() {
 }
 
 : >"$OUTDIR/trials.txt"
-echo "# bench_pacing: spine $BENCH_SPINE_RATE, CE marks above $BENCH_PPS pkt/s, modes $MODES," \
+echo "# bench_pacing: spine $BENCH_SPINE_RATE, CE marks above $BENCH_PPS pkt/s" \
+	"(burst $(awk '$1 == "ecn" {print $3}' "$FABRIC_STATE")), modes $MODES," \
 	"$PAIRS pairs, ${SECS}s or $CALLS calls every ${PERIOD}s, extra: ${EXTRA:-none}" | tee "$OUTDIR/summary.txt"
 fabric_print_ranks | tee -a "$OUTDIR/summary.txt"
 port=29100

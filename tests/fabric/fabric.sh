@@ -15,12 +15,22 @@
 # each leaf's bridge marks CE on ECN-capable packets leaving its uplink
 # above PPS packets per second, and the spine's bridge does the same on the
 # ports toward the leaves (nftables, table bridge weft_ecn:
-# `oifname "uplink" ip ecn ect0 limit rate over PPS/second burst 32 packets
+# `oifname "uplink" ip ecn ect0 limit rate over PPS/second burst B packets
 # counter ip ecn set ce`). nftables cannot see the tbf queue, so the packet
 # rate stands in for it: set PPS at 90-95 % of the bottleneck's packet rate
 # (300 Mbit/s carries 24770 full frames/s, 1500 bytes of IP and the 14 of
 # Ethernet that tbf counts: 24000/s is 97 %, 23500/s 95 %, 22800/s 92 %). `fabric.sh marks`
 # prints the packets each rule marked.
+# The marker's burst B (--ecn-burst) is by default 4 ms of PPS, at least 22
+# packets: the same depth as the tbf's own bucket (4 ms of its rate, at
+# least 32 KiB; see shape), so the marker starts marking where the tbf
+# would start to queue at the marking rate. A shallower marker marks what
+# the tbf passes without a queue: packets reach the bridge in bursts of
+# the senders' and softirqs' scheduling, so with DESIGN.md's example of 32
+# a single flow paced at 5 MB/s (14 % of 300 Mbit, 3400 packets/s) had 4-7 %
+# of its packets marked, 10 MB/s 14 %, 20 MB/s 28 %; at the default (96 at
+# 24000/s) none of them was, and an unpaced flow at the tbf's rate 4-6 %
+# (tests/fabric/probe_marks.sh [--ecn-burst 32] measures it).
 #
 # With --spines S (S >= 2) the fabric is routed instead, as a fat tree's
 # ECMP is: S spines, every leaf a router with one uplink per spine and a
@@ -41,7 +51,8 @@
 #
 # Usage:
 #   fabric.sh up   [--leaves L] [--hosts-per-leaf H] [--spine-rate RATE]
-#                  [--ecn-mark PPS] [--spines S] [--prefix NAME] [--state FILE]
+#                  [--ecn-mark PPS [--ecn-burst PACKETS]] [--spines S]
+#                  [--prefix NAME] [--state FILE]
 #                  [--timeout SECS]
 #   fabric.sh down [--prefix NAME | --state FILE]      (idempotent)
 #   fabric.sh run  [--prefix NAME | --state FILE] HOST -- CMD [ARGS...]
@@ -71,7 +82,7 @@
 #   ns NAMESPACE              (every namespace created)
 #   pid PID NAMESPACE STARTTIME   (every lldpd started; STARTTIME from /proc)
 #   uplink LEAF LEAFNS IF SPINENS IF RATE
-#   ecn PPS                   (--ecn-mark: switches that mark, hosts with ECN on)
+#   ecn PPS BURST             (--ecn-mark: switches that mark, hosts with ECN on)
 #   leaf LEAF NS SOCK
 #   host NAME NS IP LEAF SOCK IFNAME
 #   ready
@@ -196,15 +207,15 @@ no_offload() {
 	fi
 }
 
-# mark_ce FAMILY NS IFACE... : the switch in NS marks CE above $ECN_PPS on
-# IFACEs, in nftables' FAMILY: bridge (a bridged leaf or spine) or ip (a
-# routed one, fabric_routed.sh).
+# mark_ce FAMILY NS IFACE... : the switch in NS marks CE above $ECN_PPS
+# (with a burst of $ECN_BURST packets) on IFACEs, in nftables' FAMILY:
+# bridge (a bridged leaf or spine) or ip (a routed one, fabric_routed.sh).
 mark_ce() {
 	local family=$1 ns=$2 dev rules=""
 	shift 2
 	for dev in "$@"; do
 		rules="$rules
-		oifname \"$dev\" ip ecn ect0 limit rate over $ECN_PPS/second burst 32 packets counter ip ecn set ce"
+		oifname \"$dev\" ip ecn ect0 limit rate over $ECN_PPS/second burst $ECN_BURST packets counter ip ecn set ce"
 	done
 	ip netns exec "$ns" nft -f - <<-EOF || die "nftables CE marking in $ns failed"
 		table $family weft_ecn {
@@ -290,13 +301,14 @@ up_abort() {
 
 cmd_up() {
 	local leaves=2 hpl=2 rate="" timeout=15 spines=1
-	ECN_PPS=""
+	ECN_PPS="" ECN_BURST=""
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--leaves) leaves=${2:?}; shift 2 ;;
 		--hosts-per-leaf) hpl=${2:?}; shift 2 ;;
 		--spine-rate) rate=${2:?}; shift 2 ;;
 		--ecn-mark) ECN_PPS=${2:?}; shift 2 ;;
+		--ecn-burst) ECN_BURST=${2:?}; shift 2 ;;
 		--spines) spines=${2:?}; shift 2 ;;
 		--prefix) PREFIX=${2:?}; shift 2 ;;
 		--state) STATE=${2:?}; shift 2 ;;
@@ -318,6 +330,13 @@ cmd_up() {
 	[ "$spines" -gt 1 ] || [ "$rate" = "${rate%,*}" ] || die "--spine-rate R1,R2,... needs --spines"
 
 	case $ECN_PPS in *[!0-9]*) die "--ecn-mark takes packets per second" ;; esac
+	case $ECN_BURST in *[!0-9]*) die "--ecn-burst takes a number of packets" ;; esac
+	[ -z "$ECN_BURST" ] || [ -n "$ECN_PPS" ] || die "--ecn-burst needs --ecn-mark"
+	if [ -n "$ECN_PPS" ] && [ -z "$ECN_BURST" ]; then
+		ECN_BURST=$((ECN_PPS / 250))
+		[ "$ECN_BURST" -ge 22 ] || ECN_BURST=22
+	fi
+	[ -z "$ECN_BURST" ] || [ "$ECN_BURST" -ge 1 ] || die "--ecn-burst: at least 1 packet"
 	check_prereqs
 	if [ -n "$ECN_PPS" ]; then
 		command -v nft >/dev/null 2>&1 || skip "'nft' not found (install nftables) for --ecn-mark"
@@ -408,7 +427,7 @@ cmd_up() {
 			local -a sports=()
 			for ((l = 1; l <= leaves; l++)); do sports+=("swp$l"); done
 			mark_ce bridge "$spine" "${sports[@]}"
-			record "ecn $ECN_PPS"
+			record "ecn $ECN_PPS $ECN_BURST"
 		fi
 	fi
 

@@ -105,6 +105,6 @@ build_routed() {
 			for ((l = 1; l <= leaves; l++)); do down+=("swp$l"); done
 			mark_ce ip "$PREFIX-spine$s" "${down[@]}"
 		done
-		record "ecn $ECN_PPS"
+		record "ecn $ECN_PPS $ECN_BURST"
 	fi
 }

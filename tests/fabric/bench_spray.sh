@@ -25,6 +25,11 @@
 # sub-flow takes differs from job to job, and each trial records the
 # split (up1 share of each leaf's bytes). Round robin puts 1/K of the bytes
 # on every sub-flow whatever its path; adaptive follows the paths' rates.
+# Round robin's busbw is bounded by its split: with a share s of a leaf's
+# sub-flows on the faster spine it cannot beat min(R / s, R/2 / (1 - s)),
+# which summary.txt gives per trial (32.9 MB/s for 5 of 8 at 200 Mbit,
+# against 37.5 for both spines), so the adaptive ratio of a sitting says
+# how well adaptive does and also how the hash happened to split rr's.
 # OUTDIR: trials.txt, MODE.N.RANK.{out,err}, summary.txt; the last line:
 # "spray ratio X, adaptive ratio Y" (medians: K sprayed over K=1 on the
 # equal fabric, adaptive over rr on the unequal one; targets 1.6 and 1.3).
@@ -77,8 +82,8 @@ if [ -z "$PHASE" ]; then
 			--spine-rate "$RATE,$half" -- "$0" "${opts[@]}" --phase unequal "$OUTDIR" ||
 			exit $?
 	fi
-	python3 - "$OUTDIR/trials.txt" <<'PY' | tee -a "$OUTDIR/summary.txt"
-import statistics, sys
+	python3 - "$OUTDIR/trials.txt" "$RATE" <<'PY' | tee -a "$OUTDIR/summary.txt"
+import re, statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
     f = line.split()
@@ -92,6 +97,21 @@ def ratio(a, b):
     return med[a] / med[b] if a in med and b in med and med[b] > 0 else float("nan")
 sp = [m for f, m in med if f == "equal" and m != "k1"]
 adaptive = ratio(("unequal", "adaptive"), ("unequal", "rr"))
+# Round robin gives every sub-flow 1/K of the bytes, so with a share s of
+# a leaf's sub-flows on spine 1 (at R) and 1 - s on spine 2 (at R/2) it can
+# reach at most min(R / s, R/2 / (1 - s)): how far the hash's split of
+# each trial let it go, against R + R/2 for a sender that follows the rates.
+num, unit = re.match(r"([0-9.]+)([a-zA-Z]*)", sys.argv[2]).groups()
+r1 = float(num) * {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9}.get(unit.lower(), 1) / 8e6
+def rr_limit(split):
+    lim = []
+    for s in map(float, split.split(",")):
+        lim.append(min(r1 / s if s > 0 else float("inf"), r1 / 2 / (1 - s) if s < 1 else float("inf")))
+    return min(lim)
+if ("unequal", "rr") in rows:
+    print("unequal rr: the paths' limit for each trial's split, equal bytes per sub-flow: %s MB/s"
+          " (both spines: %.1f)" % ("; ".join("%.1f" % rr_limit(sp) for _, sp in rows["unequal", "rr"]),
+                                    1.5 * r1))
 print("spray ratio %.2f, adaptive ratio %s" % (ratio(("equal", sp[0]), ("equal", "k1")),
       "n/a" if adaptive != adaptive else "%.2f" % adaptive))
 PY

@@ -706,8 +706,9 @@ static const struct weft_setting sock_settings[] = {
      "next fragment when the kernel has room, a QP by completion delay; a slower path "
      "carries less)"},
     {"WEFT_SOCKET_NOTSENT_LOWAT", NULL,
-     "TCP_NOTSENT_LOWAT on every socket: unsent bytes the kernel may hold (default: 128K "
-     "with WEFT_PACER on or WEFT_SPRAY=adaptive, else the kernel's; 0: the kernel's)"},
+     "TCP_NOTSENT_LOWAT on every socket: unsent bytes the kernel may hold (default: 32K "
+     "with WEFT_SPRAY=adaptive, 128K with WEFT_PACER on, else the kernel's; 0: the "
+     "kernel's)"},
     {"WEFT_SOCKET_TOS", NULL,
      "IP TOS byte (DSCP << 2) on every socket, for the fabric's ECN-marked class; the ECN "
      "bits are the kernel's"},

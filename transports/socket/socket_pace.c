@@ -38,6 +38,14 @@
 #include "util/settings.h"
 
 #define SOCK_PACED_LOWAT (128 << 10)
+/* Sprayed, less: what a socket holds unsent (and the fragment it is
+ * writing) is what it still owes when the others have finished, and a
+ * slower path's sockets then hold the message back. On the two-spine
+ * fabric with one spine at half rate (tests/fabric/bench_spray.sh's
+ * unequal one, 8 sub-flows, 32 MiB AllReduce), two interleaved A/Bs of 4
+ * trials each gave medians of 32.4 and 32.3 MB/s with 32K, of the 37.5
+ * the two spines carry, and 28.8 and 23.8 with 128K. */
+#define SOCK_SPRAY_LOWAT (32 << 10)
 
 static struct weft_sock_conn *to_conn(struct weft_conn *conn)
 {
@@ -51,7 +59,11 @@ weft_status_t weft_tp_socket_read_pacing(struct weft_sock_comm *sc)
 	sc->paced = pacer && strcmp(pacer, "off") != 0;
 	/* Spraying needs it as much as pacing: a socket's kernel buffer that
 	 * takes megabytes unsent would make every path look equally fast. */
-	long lowat = sc->paced || sc->spray == WEFT_SPRAY_ADAPTIVE ? SOCK_PACED_LOWAT : 0, tos = -1;
+	long lowat = 0, tos = -1;
+	if (sc->spray == WEFT_SPRAY_ADAPTIVE)
+		lowat = SOCK_SPRAY_LOWAT;
+	else if (sc->paced)
+		lowat = SOCK_PACED_LOWAT;
 	if (weft_setting_str("WEFT_SOCKET_NOTSENT_LOWAT") &&
 	    (!weft_setting_long("WEFT_SOCKET_NOTSENT_LOWAT", &lowat) || lowat > (1L << 30)))
 		return weft_tp_fail(env, WEFT_ERR_INVALID_ARG,

@@ -27,10 +27,10 @@
 # would start to queue at the marking rate. A shallower marker marks what
 # the tbf passes without a queue: packets reach the bridge in bursts of
 # the senders' and softirqs' scheduling, so with DESIGN.md's example of 32
-# a single flow paced at 5 MB/s (14 % of 300 Mbit, 3400 packets/s) had 4-7 %
-# of its packets marked, 10 MB/s 14 %, 20 MB/s 28 %; at the default (96 at
-# 24000/s) none of them was, and an unpaced flow at the tbf's rate 4-6 %
-# (tests/fabric/probe_marks.sh [--ecn-burst 32] measures it).
+# a single flow paced at 5 MB/s (14 % of 300 Mbit, 3400 packets/s) had 4-8 %
+# of its packets marked, 10 MB/s 14-22 %, 20 MB/s 27-28 %; at the default
+# (96 at 24000/s) none of them was, and an unpaced flow at the tbf's rate
+# about 4 % (tests/fabric/probe_marks.sh [--ecn-burst 32] measures it).
 #
 # With --spines S (S >= 2) the fabric is routed instead, as a fat tree's
 # ECMP is: S spines, every leaf a router with one uplink per spine and a

@@ -11,6 +11,7 @@ test fails instead of hanging. Traffic stays on loopback
 import json
 import os
 import secrets
+import signal
 import socket
 import subprocess
 import sys
@@ -31,7 +32,7 @@ class Result:
 
     def describe(self):
         what = "hung (killed)" if self.hung else f"exit {self.code}"
-        tail = "\n".join(self.err.strip().splitlines()[-25:])
+        tail = "\n".join(self.err.strip().splitlines()[-(60 if self.hung else 25):])
         return f"rank {self.rank}: {what}\n{tail}"
 
 
@@ -47,6 +48,9 @@ def base_env(extra=None):
     env.setdefault("WEFT_SOCKET_IFNAME", "lo")
     env.setdefault("WEFT_TIMEOUT", "60")
     env.setdefault("OMP_NUM_THREADS", "1")  # 2 cores, several ranks
+    # A rank that hangs is sent SIGABRT before it is killed: its Python
+    # stacks (every thread's) then end its stderr, which describe() shows.
+    env.setdefault("PYTHONFAULTHANDLER", "1")
     for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT",
               "TORCHELASTIC_RUN_ID", "WEFT_RANK", "WEFT_NRANKS", "WEFT_ROOT"):
         env.pop(k, None)
@@ -81,6 +85,10 @@ def run(nranks, module, function, args=None, env=None, timeout=120, weft_env=Tru
             out, err = p.communicate(timeout=max(0.1, deadline - time.monotonic()))
             results.append(Result(r, p.returncode, out, err, False))
         except subprocess.TimeoutExpired:
+            for q in procs:
+                if q.poll() is None:
+                    q.send_signal(signal.SIGABRT)  # faulthandler: the stacks
+            time.sleep(2)
             for q in procs:
                 if q.poll() is None:
                     q.kill()

@@ -127,6 +127,7 @@ OUTDIR=$(cd "$OUTDIR" && pwd)
 # shellcheck source=tests/fabric/lib.sh
 . "$HERE/lib.sh"
 STEP=$BUILD/fabric/step_time
+SPINE_BPS=$("$FABRIC_SH" rate-bytes "$BENCH_SPINE_RATE") || exit 1
 PREFIX=$(awk '$1 == "prefix" {print $2}' "$FABRIC_STATE")
 fabric_ranks interleaved
 
@@ -193,12 +194,10 @@ trial() {
 	local marks fg bg bl use during
 	marks=$("$FABRIC_SH" marks | awk -v m0="$m0" '{n += $3} END {print n - m0}')
 	# What both jobs got through the spine: the uplinks' bytes over the
-	# trial against their rate (BENCH_SPINE_RATE, in bits, per uplink).
+	# trial against their rate (SPINE_BPS, bytes/s per uplink).
 	use=$(awk -v s0="$s0" -v s1="$(uplink_sent)" -v t0="$t0" -v t1="$(date +%s.%N)" \
-		-v r="$BENCH_SPINE_RATE" -v n="$(awk '$1 == "leaf"' "$FABRIC_STATE" | wc -l)" 'BEGIN {
-		m = r + 0; if (r ~ /[gG]bit/) m *= 1e9; else if (r ~ /[mM]bit/) m *= 1e6;
-		else if (r ~ /[kK]bit/) m *= 1e3
-		printf "%.3f", (s1 - s0) * 8 / ((t1 - t0) * m * n)}')
+		-v bps="$SPINE_BPS" -v n="$(awk '$1 == "leaf"' "$FABRIC_STATE" | wc -l)" 'BEGIN {
+		printf "%.3f", (s1 - s0) / ((t1 - t0) * bps * n)}')
 	fg=$(cat "$OUTDIR/$tag.fg.0.out")
 	bg=$(cat "$OUTDIR/$tag.bg.0.out")
 	during=$(bg_during "$OUTDIR/$tag.fg.when" "$OUTDIR/$tag.bg.when" 1048576 "$NRANKS")

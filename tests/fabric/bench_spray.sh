@@ -84,8 +84,9 @@ if [ -z "$PHASE" ]; then
 			--spine-rate "$RATE,$half" -- "$0" "${opts[@]}" --phase unequal "$OUTDIR" ||
 			exit $?
 	fi
-	python3 - "$OUTDIR/trials.txt" "$RATE" <<'PY' | tee -a "$OUTDIR/summary.txt"
-import re, statistics, sys
+	rate_Bps=$("$HERE/fabric.sh" rate-bytes "$RATE") || exit 1
+	python3 - "$OUTDIR/trials.txt" "$rate_Bps" <<'PY' | tee -a "$OUTDIR/summary.txt"
+import statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
     f = line.split()
@@ -103,8 +104,7 @@ adaptive = ratio(("unequal", "adaptive"), ("unequal", "rr"))
 # a leaf's sub-flows on spine 1 (at R) and 1 - s on spine 2 (at R/2) it can
 # reach at most min(R / s, R/2 / (1 - s)): how far the hash's split of
 # each trial let it go, against R + R/2 for a sender that follows the rates.
-num, unit = re.match(r"([0-9.]+)([a-zA-Z]*)", sys.argv[2]).groups()
-r1 = float(num) * {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9}.get(unit.lower(), 1) / 8e6
+r1 = float(sys.argv[2]) / 1e6  # MB/s
 def rr_limit(split):
     lim = []
     for s in map(float, split.split(",")):

@@ -65,6 +65,8 @@
 #   fabric.sh spines [--prefix NAME | --state FILE]
 #                  bytes each leaf sent up each uplink: "LEAF UPLINK SPINE BYTES"
 #                  (--spines)
+#   fabric.sh rate-bytes RATE
+#                  a tc rate (300mbit, 1gbit, 10mbps ...) in bytes per second
 #
 # Without --prefix/--state, down/run/show use $FABRIC_STATE.
 # HOST is a host's name (its namespace, e.g. wf123-h1), its short name (h1) or
@@ -760,6 +762,8 @@ show) cmd_show "$@" ;;
 marks) cmd_marks "$@" ;;
 spines) cmd_spines "$@" ;;
 with) cmd_with "$@" ;;
+rate-bytes) [ $# -eq 1 ] || die "rate-bytes takes one rate"
+	rate_bytes "$1" || die "bad rate '$1' (use tc units, e.g. 300mbit)" ;;
 -h | --help | help) usage ;;
-*) die "unknown subcommand '$sub' (up, down, run, show, marks, spines, with)" ;;
+*) die "unknown subcommand '$sub' (up, down, run, show, marks, spines, with, rate-bytes)" ;;
 esac

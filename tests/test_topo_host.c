@@ -186,6 +186,25 @@ static const char *pick_in(const char *cpus, const struct weft_topo_iface *ifs, 
 	return nic;
 }
 
+/* The last-level cache is the deepest cache level, every instance summed;
+ * a topology without caches says 0 (unknown), never a guess. */
+START_TEST(test_synthetic_llc)
+{
+	char path[128];
+	synthetic_xml("package:2 l3:2(size=8388608) l2:2(size=1048576) core:1 pu:1", path,
+		      sizeof(path));
+	struct weft_topo_card c = fill(NULL, path, NULL);
+	ck_assert_int_eq(c.llc_bytes, 4 * 8388608LL);
+	synthetic_xml("package:1 l2:4(size=2097152) core:1 pu:1", path, sizeof(path));
+	c = fill(NULL, path, NULL);
+	ck_assert_int_eq(c.llc_bytes, 4 * 2097152LL);
+	synthetic_xml("core:4 pu:2", path, sizeof(path));
+	c = fill(NULL, path, NULL);
+	ck_assert_int_eq(c.llc_bytes, 0);
+	unlink(path);
+}
+END_TEST
+
 START_TEST(test_pick_nearest)
 {
 	struct weft_topo_iface ifs[] = {
@@ -718,6 +737,7 @@ static Suite *topo_host_suite(void)
 	tcase_add_test(hw, test_fixture_nic_numa);
 	tcase_add_test(hw, test_fixture_bad_input);
 	tcase_add_test(hw, test_synthetic_one_numa);
+	tcase_add_test(hw, test_synthetic_llc);
 	tcase_add_test(hw, test_pick_nearest);
 	tcase_add_test(hw, test_pick_fallbacks);
 	tcase_add_test(hw, test_bind_targets);

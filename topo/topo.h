@@ -56,6 +56,7 @@ struct weft_topo_card {
 	int32_t cores;	     /* cores on the host */
 	int32_t numa_nodes;  /* NUMA nodes on the host */
 	int32_t packages;    /* sockets on the host */
+	int64_t llc_bytes;   /* the host's last-level caches, every instance summed; 0 unknown */
 };
 
 enum weft_link_class {
@@ -139,7 +140,7 @@ weft_status_t weft_topo_class_pairs(const struct weft_topo_graph *g,
 /* ---- Local facts, gathered once per rank at init (each never fails the
  * job for lack of information: unknown stays unknown, with an INFO line). */
 
-/* hwloc: fill numa, nic_numa, cores, numa_nodes, packages for this process
+/* hwloc: fill numa, nic_numa, cores, numa_nodes, packages, llc_bytes for this process
  * (its current CPU binding) and NIC @p nic. @p xml_path: load that hwloc XML
  * instead of this machine (tests). */
 weft_status_t weft_topo_hwloc_fill(struct weft_topo_card *card, const char *nic,

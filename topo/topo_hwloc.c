@@ -131,6 +131,26 @@ static int nic_numa(hwloc_topology_t t, const char *nic)
 	return loc ? numa_of_nodeset(t, loc->nodeset) : -1;
 }
 
+/* The host's last-level cache: every object of the deepest cache level
+ * with a size, summed (several L3s on a many-core package). */
+static int64_t llc_total(hwloc_topology_t t)
+{
+	static const hwloc_obj_type_t levels[] = {HWLOC_OBJ_L5CACHE, HWLOC_OBJ_L4CACHE,
+						  HWLOC_OBJ_L3CACHE, HWLOC_OBJ_L2CACHE,
+						  HWLOC_OBJ_L1CACHE};
+	for (size_t l = 0; l < sizeof(levels) / sizeof(levels[0]); l++) {
+		int64_t sum = 0;
+		int n = hwloc_get_nbobjs_by_type(t, levels[l]);
+		for (int i = 0; i < n; i++) {
+			hwloc_obj_t cache = hwloc_get_obj_by_type(t, levels[l], (unsigned)i);
+			sum += (int64_t)cache->attr->cache.size;
+		}
+		if (sum > 0)
+			return sum;
+	}
+	return 0;
+}
+
 static void fill_counts(hwloc_topology_t t, struct weft_topo_card *card)
 {
 	int cores = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE);
@@ -139,6 +159,7 @@ static void fill_counts(hwloc_topology_t t, struct weft_topo_card *card)
 	card->cores = cores;
 	card->numa_nodes = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_NUMANODE);
 	card->packages = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PACKAGE);
+	card->llc_bytes = llc_total(t);
 }
 
 weft_status_t weft_topo_hwloc_fill_at(struct weft_topo_card *card, const char *nic,
@@ -149,6 +170,7 @@ weft_status_t weft_topo_hwloc_fill_at(struct weft_topo_card *card, const char *n
 	card->numa = -1;
 	card->nic_numa = -1;
 	card->cores = card->numa_nodes = card->packages = 0;
+	card->llc_bytes = 0;
 
 	hwloc_topology_t t;
 	weft_status_t st = topo_load(&t, xml_path, err);
@@ -167,10 +189,10 @@ weft_status_t weft_topo_hwloc_fill_at(struct weft_topo_card *card, const char *n
 	card->numa = numa_of_cpus(t, set);
 	card->nic_numa = nic_numa(t, card->nic);
 	weft_log(WEFT_LOG_INFO, WEFT_SUB_TOPO,
-		 "hwloc: %d packages, %d NUMA nodes, %d cores; this process on NUMA node %d, "
-		 "NIC '%s' on NUMA node %d (-1: unknown)",
-		 card->packages, card->numa_nodes, card->cores, card->numa, card->nic,
-		 card->nic_numa);
+		 "hwloc: %d packages, %d NUMA nodes, %d cores, %lld KiB of last-level cache; this "
+		 "process on NUMA node %d, NIC '%s' on NUMA node %d (-1: unknown)",
+		 card->packages, card->numa_nodes, card->cores, (long long)(card->llc_bytes >> 10),
+		 card->numa, card->nic, card->nic_numa);
 out_free_set:
 	hwloc_bitmap_free(set);
 out_destroy:

@@ -1,6 +1,7 @@
 /* engine.c — see engine.h. */
 #include "algorithms/engine/engine.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "core/comm.h"
@@ -228,5 +229,8 @@ void weft_engine_chunk_span(const struct weft_task *task, size_t first, size_t e
 
 bool weft_engine_stream(const struct weft_task *task, size_t out_bytes)
 {
-	return out_bytes >= task->comm->stream_min;
+	size_t min = task->comm->stream_min;
+	if (task->args.in_place) /* half the footprint: no second buffer */
+		min = min > SIZE_MAX / 2 ? SIZE_MAX : 2 * min;
+	return out_bytes > min;
 }

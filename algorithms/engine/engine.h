@@ -162,9 +162,10 @@ weft_status_t weft_engine_task_progress(struct weft_task *task);
 
 /* Should receives of this call write their destination with streaming
  * stores (reduce/stream.h)? When the output is larger than
- * comm->stream_min (WEFT_STREAM_MIN), for receives whose data this rank
- * does not send on: an algorithm sets struct weft_xfer.stream where
- * that holds. */
+ * comm->stream_min (WEFT_STREAM_MIN), twice that in place, where the
+ * call's buffers would not stay in the cache anyway; for receives whose
+ * data this rank does not send on: an algorithm sets struct
+ * weft_xfer.stream where that holds. */
 bool weft_engine_stream(const struct weft_task *task, size_t out_bytes);
 
 /* Items of queue @p q completed so far (for readiness rules). */

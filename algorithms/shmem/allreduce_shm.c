@@ -140,7 +140,10 @@ static weft_status_t shm_post(struct weft_task *task)
 	task->waiting_for = -1;
 	ar->reduce = weft_reduce_kernel(a->dtype, a->op);
 	ar->bytes = a->count * a->esize;
-	ar->stream = weft_engine_stream(task, ar->bytes);
+	/* In place each output line is one this rank has just read (its own
+	 * input, or a peer's it reduced): a plain store finds it in the cache.
+	 * np=2, 64 MiB in place: 9.5-12 GB/s plain, 7.0-7.6 streamed. */
+	ar->stream = !a->in_place && weft_engine_stream(task, ar->bytes);
 	if (ar->bytes <= SHMEM_SMALL_MAX) {
 		ar->phase = PH_SMALL;
 		weft_shmem_small_publish(sh, a, ar->call, (uint32_t)task->seq);

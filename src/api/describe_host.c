@@ -40,13 +40,14 @@ static json_t *host_object(const char *hostname, const char *host_id,
 			   const struct weft_topo_card *c)
 {
 	return json_pack(
-	    "{s:o, s:o, s:i, s:i, s:i, s:o, s:i, s:i, s:o, s:o, s:o, s:o, s:s, s:o}", "hostname",
-	    weft_describe_text(hostname), "host", weft_describe_text(host_id), "packages",
-	    c->packages, "numa_nodes", c->numa_nodes, "cores", c->cores, "nic",
-	    weft_describe_text(c->nic), "nic_numa", c->nic_numa, "numa", c->numa, "leaf",
-	    weft_describe_text(c->leaf_name), "leaf_id", weft_describe_text(c->leaf_id),
-	    "leaf_port", weft_describe_text(c->leaf_port), "spine", weft_describe_text(c->spine),
-	    "leaf_source", weft_topo_leaf_source_name(c->leaf_source), "interfaces", interfaces());
+	    "{s:o, s:o, s:i, s:i, s:i, s:I, s:o, s:i, s:i, s:o, s:o, s:o, s:o, s:s, s:o}",
+	    "hostname", weft_describe_text(hostname), "host", weft_describe_text(host_id),
+	    "packages", c->packages, "numa_nodes", c->numa_nodes, "cores", c->cores, "llc_bytes",
+	    (json_int_t)c->llc_bytes, "nic", weft_describe_text(c->nic), "nic_numa", c->nic_numa,
+	    "numa", c->numa, "leaf", weft_describe_text(c->leaf_name), "leaf_id",
+	    weft_describe_text(c->leaf_id), "leaf_port", weft_describe_text(c->leaf_port), "spine",
+	    weft_describe_text(c->spine), "leaf_source", weft_topo_leaf_source_name(c->leaf_source),
+	    "interfaces", interfaces());
 }
 
 weft_status_t weft_host_describe(char **json)

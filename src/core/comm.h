@@ -96,8 +96,9 @@ struct weft_comm {
 	int *ring;    /* ring order: ring[pos] is a rank; neighbours share a host, then a leaf */
 	int ring_pos; /* this rank's position in it */
 	size_t chunk_bytes; /* pipelining chunk, agreed by all ranks at init */
-	/* Outputs at least this large are written with streaming stores
-	 * where the algorithm does not read them again (WEFT_STREAM_MIN). */
+	/* Outputs larger than this (twice this in place) are written with
+	 * streaming stores where the algorithm does not read them again
+	 * (WEFT_STREAM_MIN; default from the last-level cache, comm.c). */
 	size_t stream_min;
 	/* WEFT_SCRATCH_CHUNKS chunks of staging, pre-faulted at init, for the
 	 * one collective that runs at a time (e.g. partial sums of a reduce on

@@ -70,8 +70,10 @@ static const struct weft_setting settings[] = {
      "such calls to the tuner's next choice"},
     {"WEFT_SHMEM_STAGE", "256K",
      "bytes per staging slot of the 'shm' AllReduce for buffers not from weft_mem_alloc"},
-    {"WEFT_STREAM_MIN", "4M",
-     "outputs this large are written with streaming (non-temporal) stores where not read again"},
+    {"WEFT_STREAM_MIN", NULL,
+     "outputs larger than this (twice this in place) are written with streaming (non-temporal) "
+     "stores where not read again; default: the last-level cache / (4 x local ranks), 4M "
+     "where unknown"},
     {"WEFT_ISA", NULL,
      "reduction kernels: 'generic' (SSE2) or 'avx2' (default: the best this CPU has)"},
     {"WEFT_ALGO", NULL, "force algorithms, e.g. 'allreduce:ring;allgather:ring'"},

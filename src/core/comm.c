@@ -135,8 +135,9 @@ weft_status_t weft_comm_local_address(struct weft_comm *comm, struct sockaddr_st
  * last-level cache anyway: out of place every local rank holds an input
  * and an output, so 2 x local ranks x bytes, and streaming starts above
  * half the cache (others use it too; AMD's L3 only holds what the L2s
- * evict). np=2, 32 MiB L3: -R out of place at 4 MiB, 12.2 GB/s with plain
- * stores against 10.5 streamed; at 8 MiB 13.5 streamed against 7. */
+ * evict). np=2, 32 MiB L3: -R out of place at 4 MiB, 13.3 GB/s with plain
+ * stores against 10.6 streamed (medians of 6 pairs); at 8 MiB 13.5
+ * streamed against 7. */
 static size_t stream_min_default(const struct weft_comm *comm)
 {
 	const struct weft_card *me = &comm->cards[comm->rank];

@@ -137,9 +137,9 @@ $(BUILD)/%_limit: perf/%_limit.c $(BUILD)/obj/src/util/parse.o
 	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $^ $(SANITIZE)
 
 # The core-to-core round trip now (perf/compare prints it per run).
-$(BUILD)/c2c_latency: perf/c2c_latency.c
+$(BUILD)/c2c_latency: perf/c2c_latency.c $(BUILD)/obj/src/util/parse.o
 	@mkdir -p $(dir $@)
-	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $< -pthread $(SANITIZE)
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $^ -pthread $(SANITIZE)
 
 # Descriptors per rank by connection mode (perf/connect_scale runs it).
 $(BUILD)/connect_probe: perf/connect_probe.c $(BUILD)/libweft.so $(LAUNCH_LIB)

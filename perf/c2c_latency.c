@@ -17,14 +17,18 @@
  * "median NS". Exit 2 for bad arguments, 1 if the threads cannot be pinned.
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+
+#include "util/parse.h"
 
 struct line {
 	_Alignas(64) atomic_long v;
@@ -70,37 +74,39 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static int arg_long(const char *s, long lo, long hi, long *out)
+/* A decimal count in [lo, hi], digits only (Weft's strict parser). */
+static bool count_arg(const char *s, uint64_t lo, uint64_t hi, long *out)
 {
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi)
-		return -1;
-	*out = v;
-	return 0;
+	uint64_t v;
+	if (weft_parse_size(s, hi, WEFT_PARSE_NO_SUFFIX, &v, NULL) != WEFT_SUCCESS || v < lo)
+		return false;
+	*out = (long)v;
+	return true;
 }
 
 int main(int argc, char **argv)
 {
 	long cpu_a = 0, b = 1, n = trips, r = bursts;
-	for (int i = 1; i < argc; i++) {
-		long *dst = NULL, lo = 0, hi = 0;
-		if (strcmp(argv[i], "-a") == 0)
-			dst = &cpu_a, lo = 0, hi = CPU_SETSIZE - 1;
-		else if (strcmp(argv[i], "-b") == 0)
-			dst = &b, lo = 0, hi = CPU_SETSIZE - 1;
-		else if (strcmp(argv[i], "-n") == 0)
-			dst = &n, lo = 1, hi = 100000000;
-		else if (strcmp(argv[i], "-r") == 0)
-			dst = &r, lo = 1, hi = 1000;
-		if (!dst || i + 1 >= argc || arg_long(argv[i + 1], lo, hi, dst) != 0) {
+	int c;
+	while ((c = getopt(argc, argv, "a:b:n:r:")) != -1) {
+		bool ok = false;
+		switch (c) {
+		case 'a': ok = count_arg(optarg, 0, CPU_SETSIZE - 1, &cpu_a); break;
+		case 'b': ok = count_arg(optarg, 0, CPU_SETSIZE - 1, &b); break;
+		case 'n': ok = count_arg(optarg, 1, 100000000, &n); break;
+		case 'r': ok = count_arg(optarg, 1, 1000, &r); break;
+		default: break;
+		}
+		if (!ok) {
 			fprintf(stderr,
 				"usage: c2c_latency [-a CPU] [-b CPU] [-n ROUND_TRIPS 1..1e8] "
 				"[-r BURSTS 1..1000]\n");
 			return 2;
 		}
-		i++;
+	}
+	if (optind < argc) {
+		fprintf(stderr, "c2c_latency: unexpected argument '%s'\n", argv[optind]);
+		return 2;
 	}
 	if (cpu_a == b) {
 		fprintf(stderr, "c2c_latency: -a and -b name the same CPU (%ld)\n", b);

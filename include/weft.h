@@ -587,9 +587,9 @@ WEFT_API weft_status_t weft_comm_describe(weft_comm_t comm, char **json);
  * "host" (host id), "packages", "numa_nodes", "cores", "llc_bytes" (its
  * last-level caches summed, 0 unknown), "numa" (of this process), "nic"
  * (the one a rank here would use) and "nic_numa", "leaf", "leaf_id",
- * "leaf_port", "spine", "leaf_source" (as in weft_comm_describe()), and "interfaces" ("name", "up",
- * "loopback"). It reads the environment as a communicator would (WEFT_SOCKET_IFNAME,
- * WEFT_TOPO_FILE, WEFT_LLDP, ...).
+ * "leaf_port", "spine", "leaf_source" (as in weft_comm_describe()), and
+ * "interfaces" ("name", "up", "loopback"). It reads the environment as a
+ * communicator would (WEFT_SOCKET_IFNAME, WEFT_TOPO_FILE, WEFT_LLDP, ...).
  *
  * @param[out] json  as for weft_comm_describe().
  * @return WEFT_SUCCESS; WEFT_ERR_INVALID_ARG (json NULL, a bad topology

@@ -127,6 +127,19 @@ static void report(const struct shared *sh, int np, int k, size_t s)
 	fflush(stdout);
 }
 
+/* A decimal count in [lo, hi], digits only (Weft's strict parser), or exit 2
+ * naming @p what. */
+static int count_arg(const char *s, const char *what, uint64_t lo, uint64_t hi)
+{
+	uint64_t v;
+	if (weft_parse_size(s, hi, WEFT_PARSE_NO_SUFFIX, &v, NULL) != WEFT_SUCCESS || v < lo) {
+		fprintf(stderr, "copy_limit: %s '%s': expected an integer from %llu to %llu\n",
+			what, s, (unsigned long long)lo, (unsigned long long)hi);
+		exit(2);
+	}
+	return (int)v;
+}
+
 int main(int argc, char **argv)
 {
 	int np = 2, factor = 2, iters = 0, warmup = 3;
@@ -135,17 +148,21 @@ int main(int argc, char **argv)
 	int c;
 	while ((c = getopt_long_only(argc, argv, "b:e:f:n:w:", opts, NULL)) != -1) {
 		switch (c) {
-		case 'p': np = atoi(optarg); break;
+		case 'p': np = count_arg(optarg, "-np", 1, MAX_NP); break;
 		case 'b': lo = parse_size(optarg); break;
 		case 'e': hi = parse_size(optarg); break;
-		case 'f': factor = atoi(optarg); break;
-		case 'n': iters = atoi(optarg); break;
-		case 'w': warmup = atoi(optarg); break;
+		case 'f': factor = count_arg(optarg, "-f", 1, 1024); break;
+		case 'n': iters = count_arg(optarg, "-n", 1, 100000000); break;
+		case 'w': warmup = count_arg(optarg, "-w", 0, 100000000); break;
 		default:
 			fprintf(stderr, "usage: copy_limit [-np N] [-b MIN] [-e MAX] [-f FACTOR] "
 					"[-n ITERS] [-w WARMUP]\n");
 			return 2;
 		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "copy_limit: unexpected argument '%s'\n", argv[optind]);
+		return 2;
 	}
 	if (np < 1 || np > MAX_NP || lo == 0 || hi < lo || factor < 1) {
 		fprintf(stderr, "copy_limit: need 1 <= np <= %d, 0 < min <= max, factor >= 1\n",

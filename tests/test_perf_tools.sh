@@ -17,25 +17,14 @@
 set -u
 set -o pipefail
 
-HERE=$(cd "$(dirname "$0")" && pwd)
-REPO=$(cd "$HERE/.." && pwd)
-BUILD=${WEFT_BUILD:-build}
-case $BUILD in /*) ;; *) BUILD=$REPO/$BUILD ;; esac
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=$(command -v python3 || true)
-[ -n "$PY" ] || { echo "SKIP: python3 not found"; exit 77; }
+. "$(dirname "$0")/lib.sh"
+weft_test_dirs
+weft_test_python
 for p in tcp_limit copy_limit c2c_latency allreduce_perf; do
 	[ -x "$BUILD/$p" ] || { echo "FAIL: $BUILD/$p not built"; exit 1; }
 done
 
-OUT=$(mktemp -d /tmp/weft-perf-tools.XXXXXX)
-trap 'rm -rf -- "$OUT"' EXIT
-FAILS=0
-fail() {
-	echo "FAIL: $*"
-	FAILS=$((FAILS + 1))
-}
-ok() { echo "ok: $*"; }
+weft_test_scratch perf-tools
 
 export WEFT_LLDP=0 WEFT_TIMEOUT=60 WEFT_SOCKET_IFNAME=lo
 unset WEFT_TRANSPORTS WEFT_ALGO WEFT_SOCKET_NSOCKS
@@ -120,17 +109,6 @@ else
 fi
 
 # ---- (d) bad input ----
-expect_fail() {
-	local want=$1 pattern=$2
-	shift 2
-	"$@" >"$OUT/bad.out" 2>"$OUT/bad.err"
-	local rc=$?
-	if [ $rc -eq "$want" ] && grep -qE -- "$pattern" "$OUT/bad.err"; then
-		ok "$* -> $rc, '$pattern'"
-	else
-		fail "$*: exit $rc (want $want), stderr: $(head -c 300 "$OUT/bad.err")"
-	fi
-}
 expect_fail 2 "-n 'x': expected an integer" "$T" -n x
 expect_fail 2 "-n '0': expected an integer from 1" "$T" -n 0
 expect_fail 2 "--nsocks '17': expected an integer from 1 to 16" "$T" --nsocks 17
@@ -143,9 +121,4 @@ expect_fail 2 "unexpected argument 'extra'" "$BUILD/copy_limit" extra
 expect_fail 2 "usage: c2c_latency" "$BUILD/c2c_latency" -n x
 expect_fail 2 "--pairs must be at least 1" "$REPO/perf/ab" --a "$BUILD" --b "$BUILD" --pairs 0
 
-if [ "$FAILS" -eq 0 ]; then
-	echo "PASS: test_perf_tools"
-	exit 0
-fi
-echo "FAIL: test_perf_tools ($FAILS failed)"
-exit 1
+weft_test_end test_perf_tools

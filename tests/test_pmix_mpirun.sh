@@ -15,10 +15,8 @@
 set -u
 set -o pipefail
 
-HERE=$(cd "$(dirname "$0")" && pwd)
-REPO=$(cd "$HERE/.." && pwd)
-BUILD=${WEFT_BUILD:-build}
-case $BUILD in /*) ;; *) BUILD=$REPO/$BUILD ;; esac
+. "$(dirname "$0")/lib.sh"
+weft_test_dirs
 PERF=$BUILD/allreduce_perf
 TOPO=$BUILD/weft-topo
 if [ ! -x "$PERF" ] || [ ! -x "$TOPO" ]; then
@@ -38,13 +36,7 @@ pkg-config --exists pmix 2>/dev/null || { echo "SKIP: built without PMIx's heade
 # The PMIx path must not lean on anything a user would set by hand.
 unset WEFT_ROOT WEFT_SECRET WEFT_RANK WEFT_NRANKS WEFT_PMIX WEFT_SOCKET_IFNAME
 export WEFT_LLDP=0 WEFT_TIMEOUT=60
-OUT=$(mktemp -d /tmp/weft-pmix-test.XXXXXX)
-trap 'rm -rf -- "$OUT"' EXIT
-FAILS=0
-fail() {
-	echo "FAIL: $*"
-	FAILS=$((FAILS + 1))
-}
+weft_test_scratch pmix-test
 
 # run LABEL NP [VAR=VALUE ...] -- CMD...: mpirun on this host, standard output
 # in OUT/LABEL and standard error (Weft's log) in OUT/LABEL.err: kept apart, a
@@ -121,9 +113,4 @@ else
 	tail -n 20 "$OUT/topo" | sed 's/^/    | /'
 fi
 
-if [ "$FAILS" -eq 0 ]; then
-	echo "PASS: test_pmix_mpirun"
-	exit 0
-fi
-echo "FAIL: test_pmix_mpirun ($FAILS failed)"
-exit 1
+weft_test_end test_pmix_mpirun

@@ -21,27 +21,16 @@
 set -u
 set -o pipefail
 
-HERE=$(cd "$(dirname "$0")" && pwd)
-REPO=$(cd "$HERE/.." && pwd)
-BUILD=${WEFT_BUILD:-build}
-case $BUILD in /*) ;; *) BUILD=$REPO/$BUILD ;; esac
+. "$(dirname "$0")/lib.sh"
+weft_test_dirs
 TOPO=$BUILD/weft-topo
 PERF=$BUILD/sendrecv_perf
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=$(command -v python3 || true)
-[ -n "$PY" ] || { echo "SKIP: python3 not found"; exit 77; }
+weft_test_python
 for p in "$TOPO" "$PERF"; do
 	[ -x "$p" ] || { echo "FAIL: $p not built"; exit 1; }
 done
 
-OUT=$(mktemp -d /tmp/weft-stats-test.XXXXXX)
-trap 'rm -rf -- "$OUT"' EXIT
-FAILS=0
-fail() {
-	echo "FAIL: $*"
-	FAILS=$((FAILS + 1))
-}
-ok() { echo "ok: $*"; }
+weft_test_scratch stats-test
 
 export WEFT_LLDP=0 WEFT_TIMEOUT=60 WEFT_TRANSPORTS=socket WEFT_SOCKET_IFNAME=lo
 unset WEFT_TOPO_FILE WEFT_HOSTID WEFT_PACER WEFT_STATS_FILE WEFT_STATS_INTERVAL
@@ -199,17 +188,6 @@ fi
 
 # ---- (d) bad input ----
 # expect_fail RC PATTERN CMD...: CMD exits RC and says PATTERN on stderr.
-expect_fail() {
-	local want=$1 pattern=$2
-	shift 2
-	"$@" >"$OUT/bad.out" 2>"$OUT/bad.err"
-	local rc=$?
-	if [ $rc -eq "$want" ] && grep -qE -- "$pattern" "$OUT/bad.err"; then
-		ok "$* -> $rc, '$pattern'"
-	else
-		fail "$*: exit $rc (want $want), stderr: $(head -c 300 "$OUT/bad.err")"
-	fi
-}
 { line 0 1 a b 1 0 1; echo 'this is not json'; } >"$OUT/garbage"
 { line 0 1 a b 1 0 1; line 0 2 a b 1 0 1 | sed 's/"bytes":1,//'; } >"$OUT/nobytes"
 expect_fail 1 "--stats $OUT/missing: No such file" "$TOPO" --stats "$OUT/hw.0" "$OUT/missing"
@@ -224,9 +202,4 @@ for v in abc 0 -1; do
 		WEFT_STATS_FILE="$OUT/iv" WEFT_STATS_INTERVAL=$v "$TOPO" -np 1
 done
 
-if [ "$FAILS" -eq 0 ]; then
-	echo "PASS: test_stats"
-	exit 0
-fi
-echo "FAIL: test_stats ($FAILS failed)"
-exit 1
+weft_test_end test_stats

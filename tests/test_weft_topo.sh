@@ -19,24 +19,13 @@
 set -u
 set -o pipefail
 
-HERE=$(cd "$(dirname "$0")" && pwd)
-REPO=$(cd "$HERE/.." && pwd)
-BUILD=${WEFT_BUILD:-build}
-case $BUILD in /*) ;; *) BUILD=$REPO/$BUILD ;; esac
+. "$(dirname "$0")/lib.sh"
+weft_test_dirs
 TOPO=$BUILD/weft-topo
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=$(command -v python3 || true)
-[ -n "$PY" ] || { echo "SKIP: python3 not found"; exit 77; }
+weft_test_python
 [ -x "$TOPO" ] || { echo "FAIL: $TOPO not built"; exit 1; }
 
-OUT=$(mktemp -d /tmp/weft-topo-test.XXXXXX)
-trap 'rm -rf -- "$OUT"' EXIT
-FAILS=0
-fail() {
-	echo "FAIL: $*"
-	FAILS=$((FAILS + 1))
-}
-ok() { echo "ok: $*"; }
+weft_test_scratch topo-test
 
 # Keep the jobs off any real fabric and quick to fail.
 export WEFT_LLDP=0 WEFT_TIMEOUT=30
@@ -230,9 +219,4 @@ else
 	fail "weft-topo does not link libweft.so"
 fi
 
-if [ "$FAILS" -eq 0 ]; then
-	echo "PASS: test_weft_topo"
-	exit 0
-fi
-echo "FAIL: test_weft_topo ($FAILS failed)"
-exit 1
+weft_test_end test_weft_topo

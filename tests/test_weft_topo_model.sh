@@ -26,25 +26,14 @@
 set -u
 set -o pipefail
 
-HERE=$(cd "$(dirname "$0")" && pwd)
-REPO=$(cd "$HERE/.." && pwd)
-BUILD=${WEFT_BUILD:-build}
-case $BUILD in /*) ;; *) BUILD=$REPO/$BUILD ;; esac
+. "$(dirname "$0")/lib.sh"
+weft_test_dirs
 TOPO=$BUILD/weft-topo
 GEN=$REPO/tools/gen_topology
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=$(command -v python3 || true)
-[ -n "$PY" ] || { echo "SKIP: python3 not found"; exit 77; }
+weft_test_python
 [ -x "$TOPO" ] || { echo "FAIL: $TOPO not built"; exit 1; }
 
-OUT=$(mktemp -d /tmp/weft-topo-model.XXXXXX)
-trap 'rm -rf -- "$OUT"' EXIT
-FAILS=0
-fail() {
-	echo "FAIL: $*"
-	FAILS=$((FAILS + 1))
-}
-ok() { echo "ok: $*"; }
+weft_test_scratch topo-model
 unset WEFT_PLACEMENT WEFT_ALGO WEFT_TUNE WEFT_TUNE_CALIBRATE WEFT_TOPO_FILE
 
 # model NAME ARGS...: weft-topo --model ARGS --format json into $OUT/NAME.json

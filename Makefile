@@ -132,14 +132,14 @@ $(BUILD)/%_perf: perf/%_perf.c $(PERF_COMMON) $(PERF_HDRS) $(BUILD)/libweft.so $
 	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -Iperf -o $@ $< $(PERF_COMMON) $(LAUNCH_LIB) -L$(BUILD) -lweft \
 		-Wl,-rpath,'$$ORIGIN' $(SANITIZE) -lm
 
-$(BUILD)/%_limit: perf/%_limit.c $(BUILD)/obj/src/util/parse.o
+$(BUILD)/%_limit: perf/%_limit.c perf/limit_args.h $(BUILD)/obj/src/util/parse.o
 	@mkdir -p $(dir $@)
-	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $^ $(SANITIZE)
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $(filter-out %.h,$^) $(SANITIZE)
 
 # The core-to-core round trip now (perf/compare prints it per run).
-$(BUILD)/c2c_latency: perf/c2c_latency.c $(BUILD)/obj/src/util/parse.o
+$(BUILD)/c2c_latency: perf/c2c_latency.c perf/limit_args.h $(BUILD)/obj/src/util/parse.o
 	@mkdir -p $(dir $@)
-	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $^ -pthread $(SANITIZE)
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $(filter-out %.h,$^) -pthread $(SANITIZE)
 
 # Descriptors per rank by connection mode (perf/connect_scale runs it).
 $(BUILD)/connect_probe: perf/connect_probe.c $(BUILD)/libweft.so $(LAUNCH_LIB)

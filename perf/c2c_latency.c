@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "limit_args.h"
 #include "util/parse.h"
 
 struct line {
@@ -74,11 +75,10 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* A decimal count in [lo, hi], digits only (Weft's strict parser). */
 static bool count_arg(const char *s, uint64_t lo, uint64_t hi, long *out)
 {
 	uint64_t v;
-	if (weft_parse_size(s, hi, WEFT_PARSE_NO_SUFFIX, &v, NULL) != WEFT_SUCCESS || v < lo)
+	if (!limit_count(s, lo, hi, &v))
 		return false;
 	*out = (long)v;
 	return true;

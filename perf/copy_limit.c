@@ -17,6 +17,7 @@
  * no Weft transport in it.
  */
 #define _GNU_SOURCE
+#include "limit_args.h"
 #include "util/parse.h"
 
 #include <errno.h>
@@ -127,17 +128,9 @@ static void report(const struct shared *sh, int np, int k, size_t s)
 	fflush(stdout);
 }
 
-/* A decimal count in [lo, hi], digits only (Weft's strict parser), or exit 2
- * naming @p what. */
 static int count_arg(const char *s, const char *what, uint64_t lo, uint64_t hi)
 {
-	uint64_t v;
-	if (weft_parse_size(s, hi, WEFT_PARSE_NO_SUFFIX, &v, NULL) != WEFT_SUCCESS || v < lo) {
-		fprintf(stderr, "copy_limit: %s '%s': expected an integer from %llu to %llu\n",
-			what, s, (unsigned long long)lo, (unsigned long long)hi);
-		exit(2);
-	}
-	return (int)v;
+	return limit_count_or_exit("copy_limit", what, s, lo, hi);
 }
 
 int main(int argc, char **argv)

@@ -29,6 +29,7 @@
  * Only libc, loopback and Weft's size parser: no Weft transport in it.
  */
 #define _GNU_SOURCE
+#include "limit_args.h"
 #include "util/parse.h"
 
 #include <arpa/inet.h>
@@ -305,17 +306,9 @@ static void side_main(int side, const struct opts *o, int listen_fd, int port, i
 	}
 }
 
-/* A decimal count in [lo, hi], digits only (Weft's strict parser), or exit 2
- * naming @p what. */
 static int count_arg(const char *s, const char *what, uint64_t lo, uint64_t hi)
 {
-	uint64_t v;
-	if (weft_parse_size(s, hi, WEFT_PARSE_NO_SUFFIX, &v, NULL) != WEFT_SUCCESS || v < lo) {
-		fprintf(stderr, "tcp_limit: %s '%s': expected an integer from %llu to %llu\n", what,
-			s, (unsigned long long)lo, (unsigned long long)hi);
-		exit(2);
-	}
-	return (int)v;
+	return limit_count_or_exit("tcp_limit", what, s, lo, hi);
 }
 
 static void usage(void)

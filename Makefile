@@ -28,14 +28,14 @@ SOMAJOR := 0
 HAVE_LLDPCTL := $(shell pkg-config --exists lldpctl && echo 1)
 # Detected for the verbs transport to come.
 HAVE_VERBS   := $(shell pkg-config --exists libibverbs && echo 1)
-# PMIx (src/launch/launch_pmix.c): only its headers at build time, and only
+# PMIx (launch/launch_pmix.c): only its headers at build time, and only
 # for that file; libpmix itself is dlopen'd at run time, so libweft loads
 # where it is missing.
 HAVE_PMIX    := $(shell pkg-config --exists pmix && echo 1)
 PMIX_CFLAGS  := $(if $(HAVE_PMIX),$(shell pkg-config --cflags pmix) -DWEFT_HAVE_PMIX \
 	-DWEFT_PMIX_LIBDIR='"$(shell pkg-config --variable=libdir pmix)"')
 # jansson reads topology files and writes the communicator's self-description;
-# zlib packs the bootstrap's allgather results (src/bootstrap/bootstrap_wire.h).
+# zlib packs the bootstrap's allgather results (bootstrap/bootstrap_wire.h).
 PKGS      := hwloc libfabric jansson zlib $(if $(HAVE_LLDPCTL),lldpctl)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(if $(HAVE_LLDPCTL),-DWEFT_HAVE_LLDPCTL)
 # libfabric's headers only: the ofi transport loads the library with dlopen
@@ -47,12 +47,12 @@ CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
 CFLAGS  ?= -O2 -g
 ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden -pthread \
-	-Iinclude -Isrc -I. $(PKG_CFLAGS) $(SANITIZE) -MMD -MP
+	-Iinclude -I. $(PKG_CFLAGS) $(SANITIZE) -MMD -MP
 LDLIBS_LIB := $(PKG_LIBS) -pthread -ldl -lm $(SANITIZE)
 
-# The library: every .c under these folders (a new transport or algorithm
-# folder needs no line here).
-LIB_DIRS := src tune algorithms transports topo
+# The library: every .c under the layers' folders (scripts/layers.txt, the
+# one list of them; a new transport or algorithm folder needs no line here).
+LIB_DIRS := $(shell awk '$$2 == "lib" { print $$3 }' scripts/layers.txt)
 LIB_SRCS := $(sort $(shell find $(LIB_DIRS) -name '*.c'))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 
@@ -64,7 +64,7 @@ LAUNCH_LIB  := $(BUILD)/libweft_launch.a
 
 # The perf programs compile the size parser themselves: it is internal to
 # libweft, and the MPI baselines do not link libweft at all.
-PERF_COMMON := $(filter-out %_perf.c,$(wildcard perf/perf_*.c)) src/util/parse.c
+PERF_COMMON := $(filter-out %_perf.c,$(wildcard perf/perf_*.c)) util/parse.c
 PERF_HDRS   := $(wildcard perf/*.h)
 PERF_PROGS  := $(patsubst perf/%.c,$(BUILD)/%,$(filter-out perf/mpi_%,$(wildcard perf/*_perf.c)))
 MPI_PERF    := $(if $(MPICC),$(patsubst perf/%.c,$(BUILD)/%,$(wildcard perf/mpi_*_perf.c)))
@@ -83,7 +83,8 @@ OFI_STREAM := $(BUILD)/ofi_stream
 
 # The test double for libibverbs (tests/fake_ibverbs/), which the verbs
 # tests load through WEFT_IBVERBS_LIB; FAKE_EXPORT marks what it exports.
-FAKE_IBV_SRCS := $(wildcard tests/fake_ibverbs/*.c)
+# It shares the library's liveness check (util/proc.c), compiled in.
+FAKE_IBV_SRCS := $(wildcard tests/fake_ibverbs/*.c) util/proc.c
 FAKE_IBV      := $(BUILD)/tests/libfake_ibverbs.so
 
 # The Python package (python/weft) and its torch extension: Debian's
@@ -112,10 +113,10 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(call say,CC,$<)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/obj/src/launch/launch_pmix.o: ALL_CFLAGS += $(PMIX_CFLAGS)
+$(BUILD)/obj/launch/launch_pmix.o: ALL_CFLAGS += $(PMIX_CFLAGS)
 
-$(BUILD)/libweft.so: $(LIB_OBJS) src/weft.map
-	$(call say,CC,$@)$(CC) -shared -Wl,-soname,libweft.so.$(SOMAJOR) -Wl,--version-script=src/weft.map \
+$(BUILD)/libweft.so: $(LIB_OBJS) api/weft.map
+	$(call say,CC,$@)$(CC) -shared -Wl,-soname,libweft.so.$(SOMAJOR) -Wl,--version-script=api/weft.map \
 		-Wl,--no-undefined -o $@ $(LIB_OBJS) $(LDLIBS_LIB)
 	ln -sf libweft.so $(BUILD)/libweft.so.$(SOMAJOR)
 
@@ -132,12 +133,12 @@ $(BUILD)/%_perf: perf/%_perf.c $(PERF_COMMON) $(PERF_HDRS) $(BUILD)/libweft.so $
 	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -Iperf -o $@ $< $(PERF_COMMON) $(LAUNCH_LIB) -L$(BUILD) -lweft \
 		-Wl,-rpath,'$$ORIGIN' $(SANITIZE) -lm
 
-$(BUILD)/%_limit: perf/%_limit.c perf/limit_args.h $(BUILD)/obj/src/util/parse.o
+$(BUILD)/%_limit: perf/%_limit.c perf/limit_args.h $(BUILD)/obj/util/parse.o
 	@mkdir -p $(dir $@)
 	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $(filter-out %.h,$^) $(SANITIZE)
 
 # The core-to-core round trip now (perf/compare prints it per run).
-$(BUILD)/c2c_latency: perf/c2c_latency.c perf/limit_args.h $(BUILD)/obj/src/util/parse.o
+$(BUILD)/c2c_latency: perf/c2c_latency.c perf/limit_args.h $(BUILD)/obj/util/parse.o
 	@mkdir -p $(dir $@)
 	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $(filter-out %.h,$^) -pthread $(SANITIZE)
 
@@ -172,9 +173,9 @@ $(PY_EXT): $(PY_OBJS) $(BUILD)/libweft.so $(PY_FLAGS)
 
 # weft-topo sits on the public API: it sees include/ and jansson only, and
 # links the shared library (and the local launcher for -np).
-TOPO_TOOL_SRCS := $(wildcard tools/weft-topo/*.c) src/util/parse.c
+TOPO_TOOL_SRCS := $(wildcard tools/weft-topo/*.c) util/parse.c
 TOPO_TOOL_HDRS := $(wildcard tools/weft-topo/*.h)
-TOOL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -pthread -Iinclude -Isrc -I. \
+TOOL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -pthread -Iinclude -I. \
 	$(shell pkg-config --cflags jansson 2>/dev/null) $(SANITIZE)
 $(BUILD)/weft-topo: $(TOPO_TOOL_SRCS) $(TOPO_TOOL_HDRS) $(BUILD)/libweft.so $(LAUNCH_LIB)
 	$(call say,CC,$@)$(CC) $(TOOL_CFLAGS) -o $@ $(TOPO_TOOL_SRCS) $(LAUNCH_LIB) -L$(BUILD) -lweft -Wl,-rpath,'$$ORIGIN' \
@@ -190,7 +191,7 @@ $(BUILD)/tests/%: tests/%.c $(TEST_HARNESS) tests/harness.h $(BUILD)/libweft.a $
 	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -Itests -o $@ $< $(TEST_HARNESS) $(LAUNCH_LIB) \
 		$(BUILD)/libweft.a $(CHECK_LIBS) $(LDLIBS_LIB)
 
-$(FAKE_IBV): $(FAKE_IBV_SRCS) $(wildcard tests/fake_ibverbs/*.h)
+$(FAKE_IBV): $(FAKE_IBV_SRCS) $(wildcard tests/fake_ibverbs/*.h) util/proc.h
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -MMD -MP,$(ALL_CFLAGS)) -shared \
 		-Wl,-soname,libfake_ibverbs.so -o $@ $(FAKE_IBV_SRCS) -pthread $(SANITIZE)
@@ -198,7 +199,7 @@ $(FAKE_IBV): $(FAKE_IBV_SRCS) $(wildcard tests/fake_ibverbs/*.h)
 $(filter $(BUILD)/tests/test_verbs%,$(TEST_PROGS)): $(FAKE_IBV)
 
 # Suites that run again under settings (SETTING=VALUE[+SETTING=VALUE]:suite):
-# the pacer (WEFT_PACER=dcqcn, transports/pace/) started below line rate, so
+# the pacer (WEFT_PACER=dcqcn, core/pace/) started below line rate, so
 # that every socket connection is paced from its first send (on loopback no
 # mark ever comes, and an unmarked connection at line rate is not held); the test
 # gate that admits one message per connection (core/gate.h), where a send
@@ -266,7 +267,7 @@ test: lint tests $(PERF_PROGS) $(PERF_LIMITS) $(TOOLS) $(if $(HAVE_TORCH),$(PY_E
 # includes that only point down the layers (STYLE.md, DESIGN.md), and
 # clang-format's layout (.clang-format).
 FORMAT_FILES = $(or $(shell git ls-files '*.c' '*.h' 2>/dev/null),\
-	$(shell find include src algorithms transports tune topo tools perf tests -name '*.[ch]'))
+	$(shell find include $(LIB_DIRS) tools perf tests -name '*.[ch]'))
 lint:
 	$(call say,LINT,sizes)scripts/check-sizes
 	$(call say,LINT,layers)scripts/check-layers

@@ -114,8 +114,10 @@ static void format_time(char *buf, size_t len, double us)
 		snprintf(buf, len, "%7.0f", us);
 	else if (us >= 100.0)
 		snprintf(buf, len, "%7.1f", us);
-	else
+	else if (us >= 1.0)
 		snprintf(buf, len, "%7.2f", us);
+	else /* shared-memory latencies: a hundredth of a us is 5 % of them */
+		snprintf(buf, len, "%7.3f", us);
 }
 
 /* Point the call at the buffers, aliased as perf_common.h says in place. */

@@ -578,7 +578,7 @@ END_TEST
  * (a rank may finish a call in which it received nothing: a broadcast root,
  * or every rank of a broadcast whose ranks disagree on the root); a timeout
  * does not count. At least one rank's message must name what differs: the
- * tags carry each call's signature (src/core/tag.h). */
+ * tags carry each call's signature (core/tag.h). */
 
 enum mm_call { MM_ALLREDUCE, MM_ALLGATHER, MM_BROADCAST, MM_REDUCE, MM_GATHER };
 

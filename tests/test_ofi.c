@@ -33,7 +33,8 @@
 #include <unistd.h>
 
 #include "core/comm.h"
-#include "core/p2p.h"
+#include "core/p2p_msg.h"
+#include "core/progress.h"
 #include "harness.h"
 #include "reduce/reduce.h"
 #include "transports/ofi/ofi.h"
@@ -117,7 +118,7 @@ static int sync_peers(weft_comm_t comm, uint32_t step)
 		m[n] = (struct weft_msg){.buf = &out, .len = 8, .tag = weft_p2p_tag(999, step)};
 		m[n + 1] =
 		    (struct weft_msg){.buf = &in[r], .len = 8, .tag = weft_p2p_tag(999, step)};
-		if (weft_p2p_isend(comm, r, &m[n]) || weft_p2p_irecv(comm, r, &m[n + 1]))
+		if (weft_p2p_isend_msg(comm, r, &m[n]) || weft_p2p_irecv_msg(comm, r, &m[n + 1]))
 			return harness_fail("sync: posting to %d failed", r);
 		p[n] = &m[n];
 		p[n + 1] = &m[n + 1];
@@ -171,8 +172,8 @@ static int post_sizes(weft_comm_t comm, struct weft_msg *msgs, struct weft_msg *
 				for (size_t i = 0; !recv && i < sizes[k]; i++)
 					((unsigned char *)m->buf)[i] =
 					    pattern(rank, p, i, (unsigned)k);
-				weft_status_t st =
-				    recv ? weft_p2p_irecv(comm, p, m) : weft_p2p_isend(comm, p, m);
+				weft_status_t st = recv ? weft_p2p_irecv_msg(comm, p, m)
+							: weft_p2p_isend_msg(comm, p, m);
 				if (st != WEFT_SUCCESS)
 					return harness_fail_status(comm, st, "posting to %d", p);
 				ptrs[n++] = m;
@@ -248,9 +249,9 @@ static int body_reduce(weft_comm_t comm, int rank, int nranks, void *arg)
 				      .reduce = sum,
 				      .local = in_place ? dst : local};
 		struct weft_msg *both[] = {&tx, &rx};
-		weft_status_t st = weft_p2p_irecv(comm, prev, &rx);
+		weft_status_t st = weft_p2p_irecv_msg(comm, prev, &rx);
 		if (st == WEFT_SUCCESS)
-			st = weft_p2p_isend(comm, next, &tx);
+			st = weft_p2p_isend_msg(comm, next, &tx);
 		if (st == WEFT_SUCCESS)
 			st = wait_all(comm, both, 2, WAIT_S);
 		if (st != WEFT_SUCCESS)
@@ -311,8 +312,8 @@ static int body_queued(weft_comm_t comm, int rank, int nranks, void *arg)
 	for (int pass = 0; pass < 2; pass++)
 		for (size_t i = 0; i < NQUEUED; i++) {
 			bool recv = (rank == 1) == (pass == 0);
-			weft_status_t st = recv ? weft_p2p_irecv(comm, peer, &r[i])
-						: weft_p2p_isend(comm, peer, &s[i]);
+			weft_status_t st = recv ? weft_p2p_irecv_msg(comm, peer, &r[i])
+						: weft_p2p_isend_msg(comm, peer, &s[i]);
 			if (st != WEFT_SUCCESS)
 				return harness_fail_status(comm, st, "post %zu", i);
 		}
@@ -358,7 +359,8 @@ static int body_mismatch(weft_comm_t comm, int rank, int nranks, void *arg)
 	char *buf = calloc(1, len + 1);
 	struct weft_msg m = {.buf = buf, .len = len, .tag = rank == 0 ? mm->stag : mm->rtag};
 	struct weft_msg *one[] = {&m};
-	weft_status_t st = rank == 0 ? weft_p2p_isend(comm, 1, &m) : weft_p2p_irecv(comm, 0, &m);
+	weft_status_t st =
+	    rank == 0 ? weft_p2p_isend_msg(comm, 1, &m) : weft_p2p_irecv_msg(comm, 0, &m);
 	if (st == WEFT_SUCCESS)
 		st = wait_all(comm, one, 1, WAIT_S);
 	if (rank == 0)
@@ -434,13 +436,13 @@ static int body_kill(weft_comm_t comm, int rank, int nranks, void *arg)
 			if (!(k ? recv : send))
 				continue;
 			m[n] = (struct weft_msg){.buf = calloc(1, len), .len = len, .tag = 7};
-			k ? weft_p2p_irecv(comm, r, &m[n]) : weft_p2p_isend(comm, r, &m[n]);
+			k ? weft_p2p_irecv_msg(comm, r, &m[n]) : weft_p2p_isend_msg(comm, r, &m[n]);
 			p[n] = &m[n];
 			n++;
 		}
 		if (rank != ka->victim) {
 			m[n] = (struct weft_msg){.buf = calloc(1, 64), .len = 64, .tag = 8};
-			weft_p2p_irecv(comm, r, &m[n]);
+			weft_p2p_irecv_msg(comm, r, &m[n]);
 			p[n] = &m[n];
 			n++;
 		}
@@ -514,7 +516,7 @@ static int body_abort(weft_comm_t comm, int rank, int nranks, void *arg)
 	char buf[64];
 	struct weft_msg m = {.buf = buf, .len = sizeof(buf), .tag = 3};
 	struct weft_msg *one[] = {&m};
-	weft_p2p_irecv(comm, 1 - rank, &m);
+	weft_p2p_irecv_msg(comm, 1 - rank, &m);
 	if (rank == 0) {
 		weft_comm_abort(comm);
 		weft_status_t st = wait_all(comm, one, 1, 5);
@@ -563,8 +565,8 @@ static int body_mixed(weft_comm_t comm, int rank, int nranks, void *arg)
 		bufs[p][0] = rank * 10 + p;
 		m[n] = (struct weft_msg){.buf = &bufs[p][0], .len = 4, .tag = 1};
 		m[n + 1] = (struct weft_msg){.buf = &bufs[p][1], .len = 4, .tag = 1};
-		weft_p2p_isend(comm, p, &m[n]);
-		weft_p2p_irecv(comm, p, &m[n + 1]);
+		weft_p2p_isend_msg(comm, p, &m[n]);
+		weft_p2p_irecv_msg(comm, p, &m[n + 1]);
 		ptr[n] = &m[n];
 		ptr[n + 1] = &m[n + 1];
 		n += 2;

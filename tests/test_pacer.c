@@ -1,5 +1,5 @@
 /*
- * test_pacer.c — the pacer's controllers (transports/pace/pacer.h) driven
+ * test_pacer.c — the pacer's controllers (core/pace/pacer.h) driven
  * by synthetic signals and a fake clock: DCQCN's cut by alpha/2, alpha's
  * EWMA and decay, the five fast-recovery stages, additive and hyper
  * increase from the timer and the byte counter, the floor and the line
@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "transports/pace/pacer.h"
-#include "transports/pace/pacer_settings.h"
+#include "core/pace/pacer.h"
+#include "core/pace/pacer_settings.h"
 #include "transports/registry.h"
 #include "util/settings.h"
 

@@ -1,6 +1,6 @@
 /*
  * test_secret.c — the bootstrap secret of a job without PMIx
- * (src/api/comm_secret.c): WEFT_SECRET, WEFT_SECRET_FILE (only a file of
+ * (api/comm_secret.c): WEFT_SECRET, WEFT_SECRET_FILE (only a file of
  * the user's that no one else can read), the derived one with its
  * warning, and the error that a manual launch across hosts without one
  * gets at init instead of "wrong secret" at the root. No network: the

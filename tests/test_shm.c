@@ -16,7 +16,8 @@
 #include <unistd.h>
 
 #include "core/comm.h"
-#include "core/p2p.h"
+#include "core/p2p_msg.h"
+#include "core/progress.h"
 #include "harness.h"
 #include "reduce/reduce.h"
 #include "transports/shm/shm.h"
@@ -148,8 +149,8 @@ static int body_sizes(weft_comm_t comm, int rank, int nranks, void *arg)
 			for (int p = 0, seen = 0; p < nranks; p++)
 				if (p != rank && seen++ == c)
 					peer = p;
-			weft_status_t st = send ? weft_p2p_isend(comm, peer, ptrs[i])
-						: weft_p2p_irecv(comm, peer, ptrs[i]);
+			weft_status_t st = send ? weft_p2p_isend_msg(comm, peer, ptrs[i])
+						: weft_p2p_irecv_msg(comm, peer, ptrs[i]);
 			if (st != WEFT_SUCCESS)
 				return harness_fail_status(comm, st, "post %d", i);
 		}
@@ -209,9 +210,9 @@ static int body_reduce(weft_comm_t comm, int rank, int nranks, void *arg)
 			rx.local = dst;
 		}
 		struct weft_msg *both[2] = {&tx, &rx};
-		weft_status_t st = weft_p2p_irecv(comm, prev, &rx);
+		weft_status_t st = weft_p2p_irecv_msg(comm, prev, &rx);
 		if (st == WEFT_SUCCESS)
-			st = weft_p2p_isend(comm, next, &tx);
+			st = weft_p2p_isend_msg(comm, next, &tx);
 		if (st == WEFT_SUCCESS)
 			st = wait_all(comm, both, 2, 10);
 		if (st != WEFT_SUCCESS)
@@ -250,8 +251,8 @@ static int body_ordering(weft_comm_t comm, int rank, int nranks, void *arg)
 		msgs[i] = (struct weft_msg){
 		    .buf = bufs[i], .len = len, .tag = weft_p2p_tag(1, i), .unit = 1};
 		ptrs[i] = &msgs[i];
-		weft_status_t st = rank == 0 ? weft_p2p_isend(comm, peer, &msgs[i])
-					     : weft_p2p_irecv(comm, peer, &msgs[i]);
+		weft_status_t st = rank == 0 ? weft_p2p_isend_msg(comm, peer, &msgs[i])
+					     : weft_p2p_irecv_msg(comm, peer, &msgs[i]);
 		if (st != WEFT_SUCCESS)
 			return harness_fail_status(comm, st, "post %d", i);
 	}
@@ -274,12 +275,12 @@ static int body_mismatch(weft_comm_t comm, int rank, int nranks, void *arg)
 	struct weft_msg m = {.buf = buf, .len = kind == 2 ? big : 100, .tag = 5, .unit = 1};
 	struct weft_msg *one[1] = {&m};
 	if (rank == 0) {
-		if (weft_p2p_isend(comm, 1, &m) != WEFT_SUCCESS)
+		if (weft_p2p_isend_msg(comm, 1, &m) != WEFT_SUCCESS)
 			return harness_fail("isend");
 		/* The receiver fails; we must hear of it, not hang. */
 		struct weft_msg r = {.buf = buf, .len = 8, .tag = 6, .unit = 1};
 		struct weft_msg *rr[1] = {&r};
-		weft_p2p_irecv(comm, 1, &r);
+		weft_p2p_irecv_msg(comm, 1, &r);
 		double t0 = harness_now();
 		weft_status_t st = wait_all(comm, rr, 1, 5);
 		if (st != WEFT_ERR_REMOTE)
@@ -294,7 +295,7 @@ static int body_mismatch(weft_comm_t comm, int rank, int nranks, void *arg)
 		m.tag = 9;
 	else
 		m.len = kind == 2 ? 2 * big : 200;
-	weft_p2p_irecv(comm, 0, &m);
+	weft_p2p_irecv_msg(comm, 0, &m);
 	weft_status_t st = wait_all(comm, one, 1, 5);
 	if (st != WEFT_ERR_REMOTE)
 		return harness_fail_status(comm, st, "receiver: expected a remote error");
@@ -318,28 +319,28 @@ static int body_kill(weft_comm_t comm, int rank, int nranks, void *arg)
 	struct weft_msg ps = {.buf = &ping, .len = 8, .tag = 0, .unit = 1};
 	struct weft_msg pr = {.buf = &pong, .len = 8, .tag = 0, .unit = 1};
 	struct weft_msg *pp[2] = {&ps, &pr};
-	weft_p2p_isend(comm, 1 - rank, &ps);
-	weft_p2p_irecv(comm, 1 - rank, &pr);
+	weft_p2p_isend_msg(comm, 1 - rank, &ps);
+	weft_p2p_irecv_msg(comm, 1 - rank, &pr);
 	if (wait_all(comm, pp, 2, 5) != WEFT_SUCCESS || pong != 1)
 		return harness_fail("ping");
 	if (rank == victim) {
 		if (rank == 0) {
-			weft_p2p_isend(comm, 1, &m);
+			weft_p2p_isend_msg(comm, 1, &m);
 			for (int i = 0; i < 3; i++)
 				weft_comm_progress(comm);
 		} else {
 			/* Take part of the message, then die. */
-			weft_p2p_irecv(comm, 0, &m);
+			weft_p2p_irecv_msg(comm, 0, &m);
 			usleep(20000);
 			weft_comm_progress(comm);
 		}
 		raise(SIGKILL);
 	}
 	if (rank == 0) {
-		weft_p2p_isend(comm, 1, &m);
+		weft_p2p_isend_msg(comm, 1, &m);
 	} else {
 		usleep(20000);
-		weft_p2p_irecv(comm, 0, &m);
+		weft_p2p_irecv_msg(comm, 0, &m);
 	}
 	double t0 = harness_now();
 	weft_status_t st = wait_all(comm, one, 1, 5);
@@ -356,7 +357,7 @@ static int body_abort(weft_comm_t comm, int rank, int nranks, void *arg)
 	char buf[64];
 	struct weft_msg m = {.buf = buf, .len = sizeof(buf), .tag = 3, .unit = 1};
 	struct weft_msg *one[1] = {&m};
-	weft_p2p_irecv(comm, 1 - rank, &m);
+	weft_p2p_irecv_msg(comm, 1 - rank, &m);
 	if (rank == 0) {
 		weft_comm_abort(comm);
 		weft_status_t st = wait_all(comm, one, 1, 5);
@@ -508,8 +509,8 @@ static int body_budget(weft_comm_t comm, int rank, int nranks, void *arg)
 			continue;
 		m[n] = (struct weft_msg){.buf = &words[p], .len = 8, .tag = 1, .unit = 1};
 		ptrs[n] = &m[n];
-		weft_status_t st =
-		    rank == 0 ? weft_p2p_irecv(comm, p, &m[n]) : weft_p2p_isend(comm, 0, &m[n]);
+		weft_status_t st = rank == 0 ? weft_p2p_irecv_msg(comm, p, &m[n])
+					     : weft_p2p_isend_msg(comm, 0, &m[n]);
 		if (st != WEFT_SUCCESS)
 			return harness_fail_status(comm, st, "post");
 		n++;

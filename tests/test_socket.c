@@ -26,7 +26,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "core/comm.h"
-#include "core/p2p.h"
+#include "core/p2p_msg.h"
 #include "harness.h"
 #include "reduce/reduce.h"
 #include "transports/socket/socket.h"
@@ -107,8 +107,8 @@ static int sync_peers(weft_comm_t comm)
 		msgs[n] = (struct weft_msg){.buf = &out, .len = sizeof(out), .tag = UINT32_MAX};
 		msgs[n + 1] =
 		    (struct weft_msg){.buf = &in[p], .len = sizeof(out), .tag = UINT32_MAX};
-		if (weft_p2p_isend(comm, p, &msgs[n]) != WEFT_SUCCESS ||
-		    weft_p2p_irecv(comm, p, &msgs[n + 1]) != WEFT_SUCCESS)
+		if (weft_p2p_isend_msg(comm, p, &msgs[n]) != WEFT_SUCCESS ||
+		    weft_p2p_irecv_msg(comm, p, &msgs[n + 1]) != WEFT_SUCCESS)
 			return harness_fail("sync: post to %d failed", p);
 		ptrs[n] = &msgs[n];
 		ptrs[n + 1] = &msgs[n + 1];
@@ -174,9 +174,9 @@ static int body_sizes(weft_comm_t comm, int rank, int nranks, void *arg)
 			*r = (struct weft_msg){.buf = rbuf + off,
 					       .len = sizes[k],
 					       .tag = weft_p2p_tag(1, (uint32_t)k)};
-			weft_status_t st = weft_p2p_isend(comm, p, s);
+			weft_status_t st = weft_p2p_isend_msg(comm, p, s);
 			if (st == WEFT_SUCCESS)
-				st = weft_p2p_irecv(comm, p, r);
+				st = weft_p2p_irecv_msg(comm, p, r);
 			if (st != WEFT_SUCCESS)
 				return harness_fail_status(comm, st, "posting to %d", p);
 			ptrs[n] = s;
@@ -264,9 +264,9 @@ static int body_reduce(weft_comm_t comm, int rank, int nranks, void *arg)
 					     .unit = unit,
 					     .reduce = weft_reduce_kernel(dtype, WEFT_SUM),
 					     .local = mine};
-			weft_status_t st = weft_p2p_isend(comm, peer, &s);
+			weft_status_t st = weft_p2p_isend_msg(comm, peer, &s);
 			if (st == WEFT_SUCCESS)
-				st = weft_p2p_irecv(comm, peer, &r);
+				st = weft_p2p_irecv_msg(comm, peer, &r);
 			struct weft_msg *both[] = {&s, &r};
 			if (st == WEFT_SUCCESS)
 				st = drive(comm, both, 2, WAIT_S);
@@ -322,16 +322,16 @@ static int body_order(weft_comm_t comm, int rank, int nranks, void *arg)
 		r[i] = (struct weft_msg){
 		    .buf = rbuf[i], .len = len, .tag = weft_p2p_tag(9, (uint32_t)i)};
 		/* Rank 1 posts its receives before its sends, rank 0 after. */
-		weft_status_t st =
-		    rank ? weft_p2p_irecv(comm, peer, &r[i]) : weft_p2p_isend(comm, peer, &s[i]);
+		weft_status_t st = rank ? weft_p2p_irecv_msg(comm, peer, &r[i])
+					: weft_p2p_isend_msg(comm, peer, &s[i]);
 		if (st != WEFT_SUCCESS)
 			return harness_fail_status(comm, st, "post %zu", i);
 		ptrs[2 * i] = &s[i];
 		ptrs[2 * i + 1] = &r[i];
 	}
 	for (size_t i = 0; i < NQUEUED; i++) {
-		weft_status_t st =
-		    rank ? weft_p2p_isend(comm, peer, &s[i]) : weft_p2p_irecv(comm, peer, &r[i]);
+		weft_status_t st = rank ? weft_p2p_isend_msg(comm, peer, &s[i])
+					: weft_p2p_irecv_msg(comm, peer, &r[i]);
 		if (st != WEFT_SUCCESS)
 			return harness_fail_status(comm, st, "post %zu", i);
 	}
@@ -364,14 +364,14 @@ static int body_mismatch(weft_comm_t comm, int rank, int nranks, void *arg)
 		return 1;
 	if (rank == 0) {
 		struct weft_msg s1 = {.buf = buf, .len = 100, .tag = 5}, s2 = s1;
-		weft_p2p_isend(comm, 1, &s1);
-		weft_p2p_isend(comm, 2, &s2);
+		weft_p2p_isend_msg(comm, 1, &s1);
+		weft_p2p_isend_msg(comm, 2, &s2);
 		struct weft_msg *both[] = {&s1, &s2};
 		weft_status_t st = drive(comm, both, 2, WAIT_S);
 		return st == WEFT_SUCCESS ? 0 : harness_fail_status(comm, st, "sends");
 	}
 	struct weft_msg r = {.buf = buf, .len = rank == 1 ? 100 : 120, .tag = rank == 1 ? 6 : 5};
-	weft_p2p_irecv(comm, 0, &r);
+	weft_p2p_irecv_msg(comm, 0, &r);
 	struct weft_msg *one[] = {&r};
 	weft_status_t st = drive(comm, one, 1, WAIT_S);
 	if (st != WEFT_ERR_REMOTE)
@@ -522,9 +522,9 @@ static int body_killed(weft_comm_t comm, int rank, int nranks, void *arg)
 	/* Rank 0 sends the big message, rank 1 receives it; both wait for a
 	 * small one that never comes. */
 	weft_status_t st =
-	    rank == 0 ? weft_p2p_isend(comm, peer, &big) : weft_p2p_irecv(comm, peer, &big);
+	    rank == 0 ? weft_p2p_isend_msg(comm, peer, &big) : weft_p2p_irecv_msg(comm, peer, &big);
 	if (st == WEFT_SUCCESS)
-		st = weft_p2p_irecv(comm, peer, &r);
+		st = weft_p2p_irecv_msg(comm, peer, &r);
 	if (st != WEFT_SUCCESS)
 		return harness_fail_status(comm, st, "post");
 	struct weft_tp *tc = sock_tc(comm);
@@ -579,7 +579,7 @@ static int body_abort(weft_comm_t comm, int rank, int nranks, void *arg)
 	if (sync_peers(comm))
 		return 1;
 	struct weft_msg r = {.buf = buf, .len = sizeof(buf), .tag = 1};
-	weft_status_t st = weft_p2p_irecv(comm, 1 - rank, &r);
+	weft_status_t st = weft_p2p_irecv_msg(comm, 1 - rank, &r);
 	if (st != WEFT_SUCCESS)
 		return harness_fail_status(comm, st, "post");
 	struct weft_tp *tc = sock_tc(comm);
@@ -589,7 +589,7 @@ static int body_abort(weft_comm_t comm, int rank, int nranks, void *arg)
 			return harness_fail("abort left the receive %s",
 					    r.done ? "failed wrongly" : "queued");
 		struct weft_msg late = {.buf = buf, .len = 1, .tag = 2};
-		if (weft_p2p_isend(comm, 1, &late) != WEFT_ERR_ABORTED || !late.done)
+		if (weft_p2p_isend_msg(comm, 1, &late) != WEFT_ERR_ABORTED || !late.done)
 			return harness_fail("a send after abort was accepted");
 		return 0;
 	}

@@ -69,9 +69,9 @@ static int body_reduce(weft_comm_t comm, int rank, int nranks, void *arg)
 					     .unit = unit,
 					     .reduce = weft_reduce_kernel(dtype, WEFT_SUM),
 					     .local = mine};
-			weft_status_t st = weft_p2p_isend(comm, peer, &s);
+			weft_status_t st = weft_p2p_isend_msg(comm, peer, &s);
 			if (st == WEFT_SUCCESS)
-				st = weft_p2p_irecv(comm, peer, &r);
+				st = weft_p2p_irecv_msg(comm, peer, &r);
 			struct weft_msg *both[] = {&s, &r};
 			if (st == WEFT_SUCCESS)
 				st = drive(comm, both, 2, WAIT_S);
@@ -126,7 +126,7 @@ static int body_order(weft_comm_t comm, int rank, int nranks, void *arg)
 		r[i] = (struct weft_msg){.buf = rbuf[i], .len = len, .tag = tag};
 		ptrs[2 * i] = &s[i];
 		ptrs[2 * i + 1] = &r[i];
-		if (weft_p2p_isend(comm, peer, &s[i]) != WEFT_SUCCESS)
+		if (weft_p2p_isend_msg(comm, peer, &s[i]) != WEFT_SUCCESS)
 			return harness_fail("post send %zu", i);
 	}
 	if (rank == 1 && delay > 0) {
@@ -137,7 +137,7 @@ static int body_order(weft_comm_t comm, int rank, int nranks, void *arg)
 			tp->ops->msg.progress(tp);
 	}
 	for (size_t i = 0; i < NQUEUED; i++)
-		if (weft_p2p_irecv(comm, peer, &r[i]) != WEFT_SUCCESS)
+		if (weft_p2p_irecv_msg(comm, peer, &r[i]) != WEFT_SUCCESS)
 			return harness_fail("post receive %zu", i);
 	weft_status_t st = drive(comm, ptrs, 2 * NQUEUED, WAIT_S);
 	if (st != WEFT_SUCCESS)
@@ -184,14 +184,14 @@ static int body_mismatch(weft_comm_t comm, int rank, int nranks, void *arg)
 		return 1;
 	if (rank == 0) {
 		struct weft_msg s1 = {.buf = buf, .len = 100, .tag = 5}, s2 = s1;
-		weft_p2p_isend(comm, 1, &s1);
-		weft_p2p_isend(comm, 2, &s2);
+		weft_p2p_isend_msg(comm, 1, &s1);
+		weft_p2p_isend_msg(comm, 2, &s2);
 		struct weft_msg *both[] = {&s1, &s2};
 		weft_status_t st = drive(comm, both, 2, WAIT_S);
 		return st == WEFT_SUCCESS ? 0 : harness_fail_status(comm, st, "sends");
 	}
 	struct weft_msg r = {.buf = buf, .len = rank == 1 ? 100 : 120, .tag = rank == 1 ? 6 : 5};
-	weft_p2p_irecv(comm, 0, &r);
+	weft_p2p_irecv_msg(comm, 0, &r);
 	struct weft_msg *one[] = {&r};
 	weft_status_t st = drive(comm, one, 1, WAIT_S);
 	if (st != WEFT_ERR_REMOTE)
@@ -257,9 +257,9 @@ static int body_killed(weft_comm_t comm, int rank, int nranks, void *arg)
 	struct weft_msg big = {.buf = buf, .len = BIG, .tag = 77};
 	struct weft_msg r = {.buf = small, .len = sizeof(small), .tag = 78};
 	weft_status_t st =
-	    rank == 0 ? weft_p2p_isend(comm, peer, &big) : weft_p2p_irecv(comm, peer, &big);
+	    rank == 0 ? weft_p2p_isend_msg(comm, peer, &big) : weft_p2p_irecv_msg(comm, peer, &big);
 	if (st == WEFT_SUCCESS)
-		st = weft_p2p_irecv(comm, peer, &r);
+		st = weft_p2p_irecv_msg(comm, peer, &r);
 	if (st != WEFT_SUCCESS)
 		return harness_fail_status(comm, st, "post");
 	struct weft_tp *tp = verbs_of(comm);
@@ -322,7 +322,7 @@ static int body_abort(weft_comm_t comm, int rank, int nranks, void *arg)
 	if (sync_peers(comm))
 		return 1;
 	struct weft_msg r = {.buf = buf, .len = sizeof(buf), .tag = 1};
-	weft_status_t st = weft_p2p_irecv(comm, 1 - rank, &r);
+	weft_status_t st = weft_p2p_irecv_msg(comm, 1 - rank, &r);
 	if (st != WEFT_SUCCESS)
 		return harness_fail_status(comm, st, "post");
 	struct weft_tp *tp = verbs_of(comm);
@@ -332,7 +332,7 @@ static int body_abort(weft_comm_t comm, int rank, int nranks, void *arg)
 			return harness_fail("abort left the receive %s",
 					    r.done ? "failed wrongly" : "queued");
 		struct weft_msg late = {.buf = buf, .len = 1, .tag = 2};
-		if (weft_p2p_isend(comm, 1, &late) != WEFT_ERR_ABORTED || !late.done)
+		if (weft_p2p_isend_msg(comm, 1, &late) != WEFT_ERR_ABORTED || !late.done)
 			return harness_fail("a send after abort was accepted");
 		return 0;
 	}

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "core/comm.h"
-#include "core/p2p.h"
+#include "core/p2p_msg.h"
 #include "harness.h"
 #include "transports/verbs/verbs.h"
 #include "verbs_env.h"
@@ -99,8 +99,8 @@ static inline int sync_peers(weft_comm_t comm)
 		msgs[n] = (struct weft_msg){.buf = &out, .len = sizeof(out), .tag = UINT32_MAX};
 		msgs[n + 1] =
 		    (struct weft_msg){.buf = &in[p], .len = sizeof(out), .tag = UINT32_MAX};
-		if (weft_p2p_isend(comm, p, &msgs[n]) != WEFT_SUCCESS ||
-		    weft_p2p_irecv(comm, p, &msgs[n + 1]) != WEFT_SUCCESS)
+		if (weft_p2p_isend_msg(comm, p, &msgs[n]) != WEFT_SUCCESS ||
+		    weft_p2p_irecv_msg(comm, p, &msgs[n + 1]) != WEFT_SUCCESS)
 			return harness_fail("sync: post to %d failed", p);
 		ptrs[n] = &msgs[n];
 		ptrs[n + 1] = &msgs[n + 1];
@@ -173,9 +173,9 @@ static inline int body_sizes(weft_comm_t comm, int rank, int nranks, void *arg)
 			uint64_t tag = weft_p2p_tag(1, (uint32_t)k);
 			*s = (struct weft_msg){.buf = sbuf + off, .len = sizes[k], .tag = tag};
 			*r = (struct weft_msg){.buf = rbuf + off, .len = sizes[k], .tag = tag};
-			weft_status_t st = weft_p2p_isend(comm, p, s);
+			weft_status_t st = weft_p2p_isend_msg(comm, p, s);
 			if (st == WEFT_SUCCESS)
-				st = weft_p2p_irecv(comm, p, r);
+				st = weft_p2p_irecv_msg(comm, p, r);
 			if (st != WEFT_SUCCESS)
 				return harness_fail_status(comm, st, "posting to %d", p);
 			ptrs[n] = s;

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "transports/ofi/ofi_ops.h"
-#include "transports/pace/pacer_settings.h"
 #include "transports/shm/shm.h"
 #include "transports/socket/socket.h"
 #include "transports/verbs/verbs_ops.h"
@@ -77,7 +76,6 @@ static void declare_settings(void)
 {
 	for (size_t i = 0; i < NTRANSPORTS; i++)
 		weft_settings_add(transports[i]->settings, transports[i]->nsettings);
-	weft_settings_add(weft_pacer_settings, weft_pacer_nsettings);
 }
 
 void weft_registry_init(void)

@@ -40,6 +40,8 @@
 
 #include "reduce/reduce.h"
 #include "reduce/stream.h"
+#include "util/mr_key.h"
+#include "util/wire_tag.h"
 #include "weft.h"
 
 struct weft_tp;
@@ -48,17 +50,7 @@ struct weft_mr;
 
 /* ---- Messages ---- */
 
-/*
- * Tags. The upper 32 bits are the operation word (core/tag.h): bit 31 set
- * for sends and receives (the rest their number); clear for a collective,
- * whose bits 30..19 are the call number and WEFT_TAG_SIGNATURE the
- * signature of its arguments. The signature only checks the call: a
- * transport that matches by tag may leave it out of the match and compare
- * it when the message lands, so that mismatched calls fail at once instead
- * of never matching.
- */
-#define WEFT_TAG_P2P	   (1u << 31)
-#define WEFT_TAG_SIGNATURE 0x0007ffffu
+/* Tags: util/wire_tag.h. */
 
 /*
  * One message. For a receive, the bytes go to buf (copied), or, when
@@ -205,13 +197,7 @@ struct weft_tp_signal {
 	bool app_limited;
 };
 
-/* A registered region as a peer can name it. */
-struct weft_mr_key {
-	uint64_t addr; /* in the owner's address space */
-	uint64_t len;
-	uint64_t key; /* the transport's handle (segment id, rkey, ...) */
-	uint64_t gen; /* generation: a freed and reused region has a new one */
-};
+/* A registered region as a peer can name it: struct weft_mr_key (util/mr_key.h). */
 
 /* ---- Ops, in groups ---- */
 
@@ -290,7 +276,7 @@ struct weft_tp_prop_ops {
 /* Signals: congestion feedback per sub-flow of @p conn since the previous
  * call, into out[0 .. max); returns how many sub-flows it filled (0: the
  * transport sees none). Never blocks; a failure to read is "none". pace
- * hands the transport the rate the pacer (transports/pace/) chose for
+ * hands the transport the rate the pacer (core/pace/) chose for
  * @p conn, in bytes per second (0: unlimited), for a transport that can
  * enforce it below Weft (TCP's SO_MAX_PACING_RATE); absent: a no-op. */
 struct weft_tp_signal_ops {

@@ -11,6 +11,7 @@
  * the lowest estimate wins, unless WEFT_ALGO or WEFT_TUNE says otherwise.
  */
 #include "tune/tune.h"
+#include "core/fail.h"
 #include "tune/tune_table.h"
 
 #include <errno.h>

@@ -38,7 +38,9 @@
 
 #include "bootstrap/bootstrap.h"
 #include "core/comm.h"
+#include "core/fail.h"
 #include "core/p2p.h"
+#include "core/progress.h"
 #include "core/task.h"
 #include "reduce/reduce.h"
 #include "tune/tune.h"
@@ -113,13 +115,15 @@ static int find_pairs(const struct weft_comm *comm, struct cal_pair pair[WEFT_LI
 	return found;
 }
 
-static weft_status_t wait_msgs(struct pingpong *pp, struct weft_msg *m1, struct weft_msg *m2)
+/* Wait until @p req (NULL: none) is done, and give it back. */
+static weft_status_t wait_req(struct pingpong *pp, struct weft_p2p_req *req)
 {
 	struct weft_comm *comm = pp->comm;
 	double start = weft_now();
 	unsigned spins = 0;
-	while (!m1->done || !m2->done) {
-		weft_status_t st = weft_comm_progress(comm);
+	weft_status_t st;
+	while (req && !weft_p2p_done(req, &st)) {
+		st = weft_comm_progress(comm);
 		if (st != WEFT_SUCCESS && st != WEFT_INPROGRESS)
 			return st;
 		if (weft_now() - start > comm->timeout_s)
@@ -129,35 +133,41 @@ static weft_status_t wait_msgs(struct pingpong *pp, struct weft_msg *m1, struct 
 			    comm->timeout_s);
 		weft_wait_backoff(comm, &spins, start);
 	}
-	return m1->status != WEFT_SUCCESS ? m1->status : m2->status;
+	if (!req)
+		return WEFT_SUCCESS;
+	weft_p2p_release(comm, req);
+	return st;
+}
+
+static struct weft_p2p_post make_post(struct pingpong *pp, void *buf, size_t len)
+{
+	return (struct weft_p2p_post){
+	    .buf = buf, .len = len, .tag = weft_p2p_tag(CAL_SEQ, pp->step++)};
 }
 
 /* Post a receive and a send (either may be NULL) and wait for both. */
-static weft_status_t exchange(struct pingpong *pp, struct weft_msg *recv, struct weft_msg *send)
+static weft_status_t exchange(struct pingpong *pp, const struct weft_p2p_post *recv,
+			      const struct weft_p2p_post *send)
 {
-	struct weft_msg none = {.done = true, .status = WEFT_SUCCESS};
+	struct weft_p2p_req *rreq = NULL, *sreq = NULL;
 	weft_status_t st = WEFT_SUCCESS;
 	if (recv)
-		st = weft_p2p_irecv(pp->comm, pp->peer, recv);
+		st = weft_p2p_irecv(pp->comm, pp->peer, recv, &rreq);
 	if (st == WEFT_SUCCESS && send)
-		st = weft_p2p_isend(pp->comm, pp->peer, send);
+		st = weft_p2p_isend(pp->comm, pp->peer, send, &sreq);
 	if (st != WEFT_SUCCESS)
 		return st;
-	return wait_msgs(pp, recv ? recv : &none, send ? send : &none);
-}
-
-static struct weft_msg make_msg(struct pingpong *pp, void *buf, size_t len)
-{
-	struct weft_msg m = {.buf = buf, .len = len, .tag = weft_p2p_tag(CAL_SEQ, pp->step++)};
-	return m;
+	st = wait_req(pp, rreq);
+	weft_status_t sst = wait_req(pp, sreq);
+	return st != WEFT_SUCCESS ? st : sst;
 }
 
 /* Driver: one round trip of @p len bytes announcing @p next. */
 static weft_status_t round_trip(struct pingpong *pp, size_t len, enum cal_next next)
 {
 	pp->out[0] = (unsigned char)next;
-	struct weft_msg ping = make_msg(pp, pp->out, len);
-	struct weft_msg pong = make_msg(pp, pp->in, len);
+	struct weft_p2p_post ping = make_post(pp, pp->out, len);
+	struct weft_p2p_post pong = make_post(pp, pp->in, len);
 	return exchange(pp, &pong, &ping);
 }
 
@@ -215,12 +225,12 @@ static weft_status_t echo(struct pingpong *pp)
 {
 	size_t len = SMALL_BYTES;
 	for (;;) {
-		struct weft_msg ping = make_msg(pp, pp->in, len);
+		struct weft_p2p_post ping = make_post(pp, pp->in, len);
 		weft_status_t st = exchange(pp, &ping, NULL);
 		if (st != WEFT_SUCCESS)
 			return st;
 		unsigned char next = pp->in[0];
-		struct weft_msg pong = make_msg(pp, pp->in, len);
+		struct weft_p2p_post pong = make_post(pp, pp->in, len);
 		st = exchange(pp, NULL, &pong);
 		if (st != WEFT_SUCCESS)
 			return st;

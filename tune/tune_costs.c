@@ -21,6 +21,9 @@
 
 #include "bootstrap/bootstrap.h"
 #include "core/comm.h"
+#include "core/fail.h"
+#include "core/p2p.h"
+#include "transports/transport.h"
 #include "tune/tune.h"
 
 #define SPINE_BETA  3.0
@@ -47,14 +50,10 @@ static void local_view(const struct weft_comm *comm, struct seen *mine)
 	for (int c = 0; c < WEFT_LINK_CLASS_COUNT; c++)
 		mine->alpha[c] = mine->beta[c] = -1;
 	for (int p = 0; comm->peers && p < comm->nranks; p++) {
-		const struct weft_peer *peer = &comm->peers[p];
-		if (p == comm->rank || !peer->tp)
+		struct weft_tp_props props;
+		if (!weft_p2p_props(comm, p, &props) || props.bandwidth_Bps <= 0)
 			continue;
 		enum weft_link_class c = weft_topo_link(&comm->graph, comm->rank, p);
-		struct weft_tp_props props;
-		peer->tp->ops->prop.props(peer->tp, p, &props);
-		if (props.bandwidth_Bps <= 0)
-			continue;
 		mine->alpha[c] = fmax(mine->alpha[c], props.latency_s);
 		mine->beta[c] = fmax(mine->beta[c], 1.0 / props.bandwidth_Bps);
 	}

@@ -100,23 +100,22 @@ static weft_status_t post_item(struct weft_engine *eng, struct weft_task *task, 
 	uint32_t slot = q->first + k % q->window;
 	struct weft_xfer x = {.peer = q->peer, .step = q->tag_base + k};
 	q->ops->item(task, qi, k, &x);
-	struct weft_msg *m = &eng->msgs[slot];
-	m->buf = x.buf;
-	m->len = x.bytes;
-	m->tag = weft_p2p_tag(task->seq, x.step);
-	m->reduce = q->send ? NULL : x.reduce;
-	m->local = q->send ? NULL : x.local;
-	m->stream = !q->send && x.stream;
-	m->unit = task->args.esize ? task->args.esize : 1;
 	eng->msg_peer[slot] = x.peer;
+	eng->reqs[slot] = NULL;
 	q->posted++;
-	if (x.bytes == 0 && !x.signal) {
-		m->done = true;
-		m->status = WEFT_SUCCESS;
+	if (x.bytes == 0 && !x.signal)
 		return WEFT_SUCCESS;
-	}
-	return q->send ? weft_p2p_isend(task->comm, x.peer, m)
-		       : weft_p2p_irecv(task->comm, x.peer, m);
+	struct weft_p2p_post post = {
+	    .buf = x.buf,
+	    .len = x.bytes,
+	    .tag = weft_p2p_tag(task->seq, x.step),
+	    .reduce = q->send ? NULL : x.reduce,
+	    .local = q->send ? NULL : x.local,
+	    .stream = !q->send && x.stream,
+	    .unit = task->args.esize ? task->args.esize : 1,
+	};
+	return q->send ? weft_p2p_isend(task->comm, x.peer, &post, &eng->reqs[slot])
+		       : weft_p2p_irecv(task->comm, x.peer, &post, &eng->reqs[slot]);
 }
 
 /* Reap finished items in order, then post while the window and readiness
@@ -126,11 +125,16 @@ static weft_status_t queue_progress(struct weft_engine *eng, struct weft_task *t
 {
 	struct weft_queue *q = &eng->q[qi];
 	while (q->done < q->posted) {
-		struct weft_msg *m = &eng->msgs[q->first + q->done % q->window];
-		if (!m->done)
-			break;
-		if (m->status != WEFT_SUCCESS)
-			return m->status;
+		struct weft_p2p_req **req = &eng->reqs[q->first + q->done % q->window];
+		if (*req) {
+			weft_status_t st;
+			if (!weft_p2p_done(*req, &st))
+				break;
+			if (st != WEFT_SUCCESS)
+				return st;
+			weft_p2p_release(task->comm, *req);
+			*req = NULL;
+		}
 		if (q->ops->done)
 			q->ops->done(task, qi, q->done);
 		q->done++;

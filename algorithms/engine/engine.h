@@ -49,7 +49,8 @@
 
 #include "core/task.h"
 #include "reduce/reduce.h"
-#include "transports/transport.h"
+
+struct weft_p2p_req;
 
 #define WEFT_ENGINE_MAX_QUEUES 12 /* a double binary tree: 2 trees x 3 neighbours x 2 ways */
 #define WEFT_ENGINE_MSGS       24 /* messages in flight per task */
@@ -99,7 +100,8 @@ struct weft_engine {
 	bool finished;
 	int nq;
 	struct weft_queue q[WEFT_ENGINE_MAX_QUEUES];
-	struct weft_msg msgs[WEFT_ENGINE_MSGS];
+	/* The messages in flight, by slot (NULL: a zero-byte item, done at once). */
+	struct weft_p2p_req *reqs[WEFT_ENGINE_MSGS];
 	int msg_peer[WEFT_ENGINE_MSGS];
 	/* Items of list queues (weft_engine_add_list), by queue. */
 	struct weft_xfer list[WEFT_ENGINE_MAX_QUEUES][WEFT_ENGINE_LIST_MAX];

@@ -5,7 +5,8 @@
  * into every rank's output. Flags in shared memory, no messages.
  *
  * Steps (call number m, the module's own count, the same on every rank):
- *  0. Up to SHMEM_SMALL_MAX bytes: the latency path (allreduce_shm_small.c).
+ *  0. Up to SHMEM_SMALL_MAX bytes: the latency path (allreduce_shm_small.c),
+ *     which a blocking call polls alone (shm_alone).
  *  1. Describe: each rank looks its sendbuf and recvbuf up with the
  *     transport's reg op (a weft_mem_alloc buffer gives a key; any other
  *     is "not mappable"), writes both descriptors to its control lines and
@@ -48,6 +49,7 @@
 #include "algorithms/patterns/ring.h"
 #include "algorithms/shmem/shmem.h"
 #include "core/comm.h"
+#include "core/fail.h"
 #include "core/p2p.h"
 #include "reduce/reduce.h"
 #include "reduce/stream.h"
@@ -141,20 +143,22 @@ static weft_status_t shm_post(struct weft_task *task)
 		task->algo_name = weft_allreduce_ring.name;
 		return task->ops->post(task);
 	}
-	memset(ar, 0, offsetof(struct allreduce_shm, v));
-	ar->call = ++sh->calls;
 	task->waiting_for = -1;
-	ar->reduce = weft_reduce_kernel(a->dtype, a->op);
+	ar->call = ++sh->calls;
 	ar->bytes = a->count * a->esize;
-	/* In place each output line is one this rank has just read (its own
-	 * input, or a peer's it reduced): a plain store finds it in the cache.
-	 * np=2, 64 MiB in place: 9.5-12 GB/s plain, 7.0-7.6 streamed. */
-	ar->stream = !a->in_place && weft_engine_stream(task, ar->bytes);
-	if (ar->bytes <= SHMEM_SMALL_MAX) {
+	if (ar->bytes <= SHMEM_SMALL_MAX) { /* the latency path needs nothing more */
 		ar->phase = PH_SMALL;
 		weft_shmem_small_publish(sh, a, ar->call, (uint32_t)task->seq);
 		return WEFT_SUCCESS;
 	}
+	memset(ar, 0, offsetof(struct allreduce_shm, v));
+	ar->call = sh->calls;
+	ar->bytes = a->count * a->esize;
+	ar->reduce = weft_reduce_kernel(a->dtype, a->op);
+	/* In place each output line is one this rank has just read (its own
+	 * input, or a peer's it reduced): a plain store finds it in the cache.
+	 * np=2, 64 MiB in place: 9.5-12 GB/s plain, 7.0-7.6 streamed. */
+	ar->stream = !a->in_place && weft_engine_stream(task, ar->bytes);
 	memset(ar->v, 0, sizeof(ar->v));
 	struct shmem_ctl *me = shmem_ctl_of(sh, sh->rank);
 	describe(task, &me->desc);
@@ -425,16 +429,24 @@ static bool reduce_ready(struct weft_task *task, weft_status_t *st)
 
 static weft_status_t run_round_phase(struct weft_task *task, weft_status_t *st);
 
+static weft_status_t shm_progress_large(struct weft_task *task);
+
 static weft_status_t shm_progress(struct weft_task *task)
+{
+	struct allreduce_shm *ar = state(task);
+	if (ar->phase == PH_SMALL) /* polled alone, once per poll: kept short */
+		return weft_shmem_small_collect(task->comm, &task->args, ar->call,
+						&task->waiting_for);
+	return shm_progress_large(task);
+}
+
+__attribute__((noinline)) static weft_status_t shm_progress_large(struct weft_task *task)
 {
 	struct allreduce_shm *ar = state(task);
 	struct weft_shmem *sh = task->comm->shmem;
 	weft_status_t st = WEFT_INPROGRESS;
 	for (;;) {
 		switch (ar->phase) {
-		case PH_SMALL:
-			return weft_shmem_small_collect(task->comm, &task->args, ar->call,
-							&task->waiting_for);
 		case PH_DESC:
 			if (!wait_all(task, CTL(desc_seq), ar->call, NULL, &st) ||
 			    !same_call(task, &st))
@@ -496,6 +508,12 @@ static weft_status_t run_round_phase(struct weft_task *task, weft_status_t *st)
 	}
 }
 
+/* The latency path moves nothing but flags and slots in shared memory. */
+static bool shm_alone(const struct weft_task *task)
+{
+	return state(task)->phase == PH_SMALL;
+}
+
 static void shm_finalize(struct weft_task *task)
 {
 	struct allreduce_shm *ar = state(task);
@@ -540,7 +558,10 @@ const struct weft_algo weft_allreduce_shm = {
 		   "WEFT_SHMEM_STAGED=1); flags, no messages",
     .estimate = shm_estimate,
     .supports = shm_supports,
-    .task = {.post = shm_post, .progress = shm_progress, .finalize = shm_finalize},
+    .task = {.post = shm_post,
+	     .progress = shm_progress,
+	     .finalize = shm_finalize,
+	     .alone = shm_alone},
     /* From here up its first step (one flag round, under 1 us) costs
      * plain buffers about 2 % of the call and gives weft_mem_alloc
      * buffers the direct path, 3x faster. */

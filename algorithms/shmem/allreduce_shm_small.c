@@ -1,8 +1,9 @@
 /*
  * allreduce_shm_small.c — the latency path: AllReduce of at most
- * SHMEM_SMALL_MAX bytes among the ranks of one host, with no task and no
- * message (the single documented exception to "every collective is a
- * task on the engine", shmem.h).
+ * SHMEM_SMALL_MAX bytes among the ranks of one host, with no message: the
+ * two steps of the shm AllReduce's PH_SMALL phase (allreduce_shm.c). A
+ * blocking call on an idle communicator polls them alone, with no
+ * transport between its polls (struct weft_task_ops.alone, core/progress.c).
  *
  * Steps (module call number m):
  *  1. Each rank writes its input to its latency slot of parity m & 1 —
@@ -21,21 +22,13 @@
  *
  * Cost: one cache line written and n - 1 read per rank for 8 bytes
  * (alpha: one line handed between cores), S / 64 lines each otherwise.
- *
- * The blocking form (weft_shmem_allreduce_small) runs in the caller with
- * the communicator's lock held, when nothing else is in flight on it; the
- * task form (allreduce_shm.c, phase PH_SMALL) runs the same two steps, so
- * ranks that take different forms of one call still meet.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "algorithms/shmem/shmem.h"
 #include "core/comm.h"
-#include "core/tag.h"
-#include "core/watch.h"
 #include "reduce/reduce.h"
-#include "util/clock.h"
 
 static unsigned char *slot_data(struct shmem_small_hdr *h, size_t bytes)
 {
@@ -84,52 +77,4 @@ weft_status_t weft_shmem_small_collect(struct weft_comm *comm, const struct weft
 	if (a->op == WEFT_AVG)
 		weft_reduce_scale(a->recvbuf, a->count, a->dtype, sh->n);
 	return WEFT_SUCCESS;
-}
-
-/* The timeout, as a task's (core/progress.c): the job-wide verdict
- * (core/watch.h) follows the local view; @p told: a peer timed out in this
- * call or a later one. */
-static weft_status_t small_timed_out(struct weft_comm *comm, const struct weft_coll_args *a,
-				     int waiting_for, double waited, bool told)
-{
-	struct weft_task t = {.comm = comm, .args = *a, .waiting_for = waiting_for};
-	t.seq = (uint32_t)comm->shmem->op; /* the word announced for this call */
-	char who[48] = "", verdict[WEFT_ERR_MSG_BYTES];
-	if (waiting_for >= 0)
-		snprintf(who, sizeof(who), " waiting for rank %d", waiting_for);
-	weft_watch_verdict(comm, &t, verdict, sizeof(verdict));
-	return weft_comm_fail(
-	    comm, WEFT_ERR_TIMEOUT, "allreduce seq %llu: no progress for %.1f s%s%s; %s",
-	    (unsigned long long)weft_tag_number((uint32_t)t.seq), waited, who,
-	    told ? " (a peer timed out)" : "", verdict[0] ? verdict : "no verdict (no watch)");
-}
-
-weft_status_t weft_shmem_allreduce_small(struct weft_comm *comm, const struct weft_coll_args *a)
-{
-	struct weft_shmem *sh = comm->shmem;
-	uint64_t call = ++sh->calls;
-	weft_shmem_small_publish(sh, a, call, (uint32_t)sh->op);
-	int waiting_for = -1;
-	unsigned spins = 0;
-	double start = weft_now();
-	weft_status_t st;
-	while ((st = weft_shmem_small_collect(comm, a, call, &waiting_for)) == WEFT_INPROGRESS) {
-		if ((spins & 1023) == 1023) {
-			double now = weft_now();
-			uint64_t number = weft_tag_number((uint32_t)sh->op);
-			bool told = weft_watch_peer_timed_out(comm) &&
-				    number + 1 >= weft_watch_peer_timed_out_call(comm);
-			if (atomic_load(&comm->abort_requested))
-				st = weft_comm_fail(comm, WEFT_ERR_ABORTED,
-						    "communicator aborted by weft_comm_abort");
-			else if (now - start > comm->timeout_s || told)
-				st = small_timed_out(comm, a, waiting_for, now - start, told);
-			if (st != WEFT_INPROGRESS)
-				break;
-		}
-		weft_wait_backoff(comm, &spins, start);
-	}
-	if (st != WEFT_SUCCESS)
-		weft_comm_kill(comm, st);
-	return st;
 }

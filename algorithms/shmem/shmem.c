@@ -21,12 +21,13 @@
 #include <sys/mman.h>
 
 #include "core/comm.h"
+#include "core/fail.h"
 #include "core/p2p.h"
 #include "core/tag.h"
-#include "transports/common/tp_watchdog.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/memfd.h"
+#include "util/proc.h"
 #include "util/settings.h"
 
 struct shmem_card {
@@ -63,8 +64,7 @@ static void shmem_abort(struct weft_shmem *sh)
 static bool all_shm(const struct weft_comm *comm)
 {
 	for (int p = 0; p < comm->nranks; p++)
-		if (p != comm->rank &&
-		    (!comm->peers[p].tp || strcmp(comm->peers[p].tp->ops->name, "shm") != 0))
+		if (p != comm->rank && strcmp(weft_comm_peer_transport(comm, p), "shm") != 0)
 			return false;
 	return true;
 }
@@ -138,14 +138,14 @@ static weft_status_t run_steps(struct weft_comm *comm, struct weft_shmem *sh,
 {
 	struct shmem_card *me = &all[comm->rank];
 	me->ok = setup_mine(comm, sh, me);
-	weft_status_t st = comm->env.allgather(comm->env.ctx, all, sizeof(*all));
+	weft_status_t st = weft_comm_allgather(comm, all, sizeof(*all));
 	if (st != WEFT_SUCCESS)
 		return st;
 	bool ok = all_ok(all, sh->n, sh) && map_peers(comm, sh, all);
 	for (int p = 0; p < sh->n; p++)
 		all[p].ok = 0;
 	me->ok = ok;
-	st = comm->env.allgather(comm->env.ctx, all, sizeof(*all));
+	st = weft_comm_allgather(comm, all, sizeof(*all));
 	if (st != WEFT_SUCCESS)
 		return st;
 	for (int p = 0; p < sh->n; p++)
@@ -263,7 +263,7 @@ bool weft_shmem_reached(struct weft_comm *comm, int r, _Atomic uint64_t *flag, u
 		*st = weft_comm_fail(comm, WEFT_ERR_REMOTE,
 				     "shm: peer rank %d (pid %d) aborted its communicator", r,
 				     sh->pid[r]);
-	else if (!weft_tp_pid_alive(sh->pid[r]))
+	else if (!weft_pid_alive(sh->pid[r]))
 		*st = weft_comm_fail(comm, WEFT_ERR_REMOTE, "shm: peer rank %d (pid %d) died", r,
 				     sh->pid[r]);
 	return false;

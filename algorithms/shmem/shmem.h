@@ -48,7 +48,7 @@
 #include <stdint.h>
 
 #include "core/task.h"
-#include "transports/transport.h"
+#include "util/mr_key.h"
 
 #define SHMEM_LINE	    64
 #define SHMEM_SMALL_MAX	    4096 /* largest AllReduce on the latency path */
@@ -168,13 +168,9 @@ bool weft_shmem_mismatch(struct weft_comm *comm, int r, uint32_t theirs, uint32_
 bool weft_shmem_reached(struct weft_comm *comm, int r, _Atomic uint64_t *flag, uint64_t want,
 			weft_status_t *st);
 
-/* The latency path: a blocking AllReduce of at most SHMEM_SMALL_MAX bytes
- * with no task (allreduce_shm_small.c). The caller checked that the tuner
- * chose this module and that no other operation is in flight. */
-weft_status_t weft_shmem_allreduce_small(struct weft_comm *comm, const struct weft_coll_args *a);
-
-/* One step of the small protocol for the task form: WEFT_INPROGRESS until
- * every peer's contribution to call @p call is there, then the result. */
+/* The latency path (allreduce_shm_small.c): publish this rank's input to
+ * call @p call; then collect, WEFT_INPROGRESS until every peer's
+ * contribution is there, then the result. */
 void weft_shmem_small_publish(struct weft_shmem *sh, const struct weft_coll_args *a, uint64_t call,
 			      uint32_t word);
 weft_status_t weft_shmem_small_collect(struct weft_comm *comm, const struct weft_coll_args *a,

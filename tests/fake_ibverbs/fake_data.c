@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "fake_ibverbs.h"
+#include "util/proc.h"
 
 /* A request that cannot be delivered yet (the peer is not there, not
  * ready, or addressed wrongly): it is retried until the QP's retry time. */
@@ -104,7 +105,7 @@ static const char *not_ready(struct fake_qp *qp, double now)
 	if (!p)
 		return "no QP with the destination number";
 	if (now - qp->peer_seen > FAKE_PEER_RECHECK) {
-		if (!fake_pid_alive(p->pid))
+		if (!weft_pid_alive(p->pid))
 			return "the peer's process is dead";
 		qp->peer_seen = now;
 	}

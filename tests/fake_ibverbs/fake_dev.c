@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "fake_ibverbs.h"
+#include "util/proc.h"
 
 #undef ibv_get_device_list
 #undef ibv_query_port
@@ -61,26 +62,6 @@ void fake_debug(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	va_end(ap);
-}
-
-/* A killed child stays a zombie until it is reaped, and kill(pid, 0)
- * still finds a zombie: look at its state too. */
-bool fake_pid_alive(pid_t pid)
-{
-	if (kill(pid, 0) != 0 && errno == ESRCH)
-		return false;
-	char path[64], buf[512];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno != ENOENT;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return true;
-	buf[n] = '\0';
-	const char *p = strrchr(buf, ')');
-	return !(p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'));
 }
 
 /* ---- the fake sysfs tree ---- */
@@ -191,7 +172,7 @@ static int sweep(int pid)
 			continue;
 		if (owner == pid)
 			mine++;
-		else if (!fake_pid_alive(owner))
+		else if (!weft_pid_alive(owner))
 			unlinkat(dirfd(dir), e->d_name, 0);
 	}
 	closedir(dir);

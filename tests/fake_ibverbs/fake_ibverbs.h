@@ -249,7 +249,6 @@ extern pthread_mutex_t fake_lock;
 extern struct fake_qp *fake_qps; /* every live QP of this process */
 double fake_now(void);
 void fake_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-bool fake_pid_alive(pid_t pid);
 struct fake_mr *fake_mr_find(uint32_t lkey);
 int fake_port_gid(struct fake_dev *dev, int port, int index, union ibv_gid *gid);
 

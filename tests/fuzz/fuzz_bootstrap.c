@@ -1,6 +1,6 @@
 /*
  * fuzz_bootstrap.c — libFuzzer target: the bootstrap root's frame reader
- * (src/bootstrap/bootstrap_root*.c), over a real connection on loopback.
+ * (bootstrap/bootstrap_root*.c), over a real connection on loopback.
  * Each input is a byte stream sent to a root listening on 127.0.0.1; when
  * the first byte is odd, every HELLO frame found at a frame boundary gets
  * the right magic and secret, so that the fuzzer gets past the secret and

@@ -1,6 +1,6 @@
 /*
  * fuzz_bootstrap_rank.c — libFuzzer target: the rank side of the bootstrap
- * (src/bootstrap/bootstrap_rank*.c) reading what a root sends. Each input
+ * (bootstrap/bootstrap_rank*.c) reading what a root sends. Each input
  * is the byte stream a root on 127.0.0.1 sends to rank 0 of a 1-rank job
  * (rank 0's relay parent is always the root, so nothing in the input can
  * make the rank connect anywhere else) after its hello; the rank joins,

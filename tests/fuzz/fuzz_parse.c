@@ -1,5 +1,5 @@
 /* fuzz_parse.c — libFuzzer target: the size parser and the ';'/',' list
- * iterator of src/util/parse.c (WEFT_TUNE-style nesting), on any bytes. */
+ * iterator of util/parse.c (WEFT_TUNE-style nesting), on any bytes. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -3,7 +3,7 @@
  * program on this host, each with WEFT_RANK, WEFT_NRANKS, WEFT_LOCAL_RANK,
  * WEFT_LOCAL_SIZE, WEFT_ROOT (a free loopback port) and a random
  * WEFT_SECRET, which weft_comm_init_env(), weft.Comm.from_env() and
- * weft.launch_info() read (the one launcher table, src/launch/).
+ * weft.launch_info() read (the one launcher table, launch/).
  *
  *   weft-run -np 2 /usr/bin/python3 examples/ddp_train.py --backend weft
  *

@@ -1,7 +1,7 @@
 /*
  * topo_stats.c — weft-topo --stats: the files that WEFT_STATS_FILE made
  * (one JSON object per line per connection, written every interval; see
- * src/core/stats.h), read back into two tables: each connection as its
+ * core/stats.h), read back into two tables: each connection as its
  * last line left it, and each leaf's uplink (the bytes its ranks sent to
  * ranks under other leaves).
  *

@@ -16,6 +16,7 @@
 
 #include "util/error.h"
 #include "util/log.h"
+#include "util/proc.h"
 
 #define RMA_POLL_BATCH	16
 #define RMA_POLL_ROUNDS 4
@@ -390,7 +391,7 @@ static void check_peer(struct weft_rma_conn *c)
 	struct weft_rma *rp = c->rp;
 	const struct weft_tp_env *env = rp->env;
 	if (weft_tp_same_host(env, c->peer) && env->peers[c->peer].pid > 0 &&
-	    !weft_tp_pid_alive(env->peers[c->peer].pid)) {
+	    !weft_pid_alive(env->peers[c->peer].pid)) {
 		weft_rma_fail(c, WEFT_ERR_REMOTE, "%s: peer rank %d (pid %d) died", rp->name,
 			      c->peer, env->peers[c->peer].pid);
 		return;

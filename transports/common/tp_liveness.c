@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bootstrap/netaddr.h"
 #include "util/clock.h"
+#include "util/netaddr.h"
 
 void weft_live_open(struct weft_live *l, const struct weft_tp_env *env, struct weft_live_card *card)
 {

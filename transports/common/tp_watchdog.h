@@ -16,7 +16,6 @@
 #define WEFT_TP_WATCHDOG_H
 
 #include <stdbool.h>
-#include <sys/types.h>
 
 #define WEFT_WATCHDOG_POLLS 256
 
@@ -34,9 +33,5 @@ static inline void weft_watchdog_moved(struct weft_watchdog *w)
 
 /* One idle poll of a busy connection; true when a check of the peer is due. */
 bool weft_watchdog_due(struct weft_watchdog *w, double stall_s);
-
-/* Is process @p pid (on this host) alive? A zombie is not: a killed child
- * stays one until its parent reaps it, and kill(pid, 0) still finds it. */
-bool weft_tp_pid_alive(pid_t pid);
 
 #endif

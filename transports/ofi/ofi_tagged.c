@@ -39,6 +39,7 @@
 #include "transports/ofi/ofi.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/proc.h"
 
 #define OFI_CQ_BATCH  16
 #define OFI_CQ_ROUNDS 4
@@ -556,7 +557,7 @@ static void check_peer(struct ofi_conn *c)
 	const struct weft_tp_env *env = tp->base.env;
 	int peer = c->base.peer;
 	if (weft_tp_same_host(env, peer) && env->peers[peer].pid > 0 &&
-	    !weft_tp_pid_alive(env->peers[peer].pid)) {
+	    !weft_pid_alive(env->peers[peer].pid)) {
 		conn_fail(c, WEFT_ERR_REMOTE, "ofi: peer rank %d (pid %d) died", peer,
 			  env->peers[peer].pid);
 		return;

@@ -13,6 +13,7 @@
 #include <sys/uio.h>
 
 #include "util/error.h"
+#include "util/proc.h"
 
 /* Receive phases (struct shm_req.phase). */
 enum shm_rx_phase {
@@ -329,7 +330,7 @@ static weft_status_t check_peer(struct shm_conn *c)
 		return conn_fail(c, WEFT_ERR_REMOTE,
 				 "shm: peer rank %d (pid %d) failed (see its log)", c->base.peer,
 				 (int)c->pid);
-	if (!weft_tp_pid_alive(c->pid))
+	if (!weft_pid_alive(c->pid))
 		return conn_fail(c, WEFT_ERR_REMOTE, "shm: peer rank %d (pid %d) died",
 				 c->base.peer, (int)c->pid);
 	return WEFT_SUCCESS;

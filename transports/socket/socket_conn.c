@@ -25,11 +25,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "bootstrap/netaddr.h"
 #include "transports/common/tp_stubs.h"
 #include "transports/socket/socket.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/netaddr.h"
 #include "util/settings.h"
 
 #define SOCK_CARD_MAGIC 0x57454654534f4b43ull /* "WEFTSOKC" */

@@ -32,10 +32,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "bootstrap/netaddr.h"
 #include "transports/socket/socket.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/netaddr.h"
 
 #define SOCK_IDLE_POLLS 64
 

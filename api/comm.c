@@ -1,0 +1,135 @@
+/* comm.c — the public communicator calls: init, destroy, abort, errors,
+ * rank and size. */
+#include <stddef.h>
+#include <string.h>
+
+#include "algorithms/shmem/shmem.h"
+#include "api/api.h"
+#include "bootstrap/bootstrap.h"
+#include "core/comm_init.h"
+#include "core/progress.h"
+#include "core/progress_thread.h"
+#include "tune/tune.h"
+
+weft_status_t weft_api_comm_finish(struct weft_comm *comm, weft_comm_t *out)
+{
+	weft_status_t st = weft_shmem_init(comm);
+	if (st == WEFT_SUCCESS)
+		st = weft_tune_init(comm);
+	if (st != WEFT_SUCCESS)
+		return weft_comm_abandon(comm, st);
+	st = weft_comm_ready(comm);
+	if (st != WEFT_SUCCESS)
+		return st;
+	*out = comm;
+	return WEFT_SUCCESS;
+}
+
+weft_status_t weft_api_config_check(const weft_config_t *config, const char *call,
+				    struct weft_err *err)
+{
+	/* Older callers' configs end before the fields added since. */
+	size_t first = offsetof(weft_config_t, timeout_seconds) + sizeof(double);
+	if (config && (config->size < first || config->size > sizeof(weft_config_t)))
+		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
+				    "%s: config->size is %zu, expected %zu "
+				    "(initialise with WEFT_CONFIG_INIT)",
+				    call, config->size, sizeof(weft_config_t));
+	if (config && config->timeout_seconds < 0)
+		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
+				    "%s: config->timeout_seconds is negative", call);
+	bool has_pt =
+	    config && config->size >= offsetof(weft_config_t, progress_thread) + sizeof(int);
+	if (has_pt && (config->progress_thread < -1 || config->progress_thread > 1))
+		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
+				    "%s: config->progress_thread is %d, expected -1, 0 or 1", call,
+				    config->progress_thread);
+	return WEFT_SUCCESS;
+}
+
+weft_status_t weft_comm_init_rank(weft_comm_t *comm, int nranks, weft_unique_id_t id, int rank,
+				  const weft_config_t *config)
+{
+	struct weft_err *ierr = weft_err_init_record();
+	weft_err_clear(ierr);
+	if (!comm)
+		return weft_err_set(ierr, WEFT_ERR_INVALID_ARG,
+				    "weft_comm_init_rank: comm is NULL");
+	*comm = NULL;
+	if (nranks < 1 || nranks > WEFT_MAX_RANKS)
+		return weft_err_set(ierr, WEFT_ERR_INVALID_ARG,
+				    "weft_comm_init_rank: nranks %d is out of range 1..%d", nranks,
+				    WEFT_MAX_RANKS);
+	if (rank < 0 || rank >= nranks)
+		return weft_err_set(ierr, WEFT_ERR_INVALID_ARG,
+				    "weft_comm_init_rank: rank %d is out of range 0..%d", rank,
+				    nranks - 1);
+	weft_status_t st = weft_api_config_check(config, "weft_comm_init_rank", ierr);
+	if (st != WEFT_SUCCESS)
+		return st;
+	struct weft_uid uid;
+	memcpy(&uid, id.internal, sizeof(uid));
+	st = weft_bootstrap_uid_check(&uid, ierr);
+	if (st != WEFT_SUCCESS)
+		return st;
+	struct weft_comm *c;
+	st = weft_comm_create(&c, nranks, &uid, rank, config, NULL);
+	return st == WEFT_SUCCESS ? weft_api_comm_finish(c, comm) : st;
+}
+
+weft_status_t weft_comm_destroy(weft_comm_t comm)
+{
+	if (!comm)
+		return WEFT_ERR_INVALID_ARG;
+	weft_thread_comm_forget(comm);
+	weft_comm_free(comm);
+	return WEFT_SUCCESS;
+}
+
+weft_status_t weft_comm_abort(weft_comm_t comm)
+{
+	if (!comm)
+		return WEFT_ERR_INVALID_ARG;
+	/* Another thread may be inside a call: only raise the flag here; the
+	 * owner's next progress closes the transports. With no call in flight,
+	 * do it now. */
+	atomic_store(&comm->abort_requested, true);
+	int none = WEFT_SUCCESS;
+	atomic_compare_exchange_strong(&comm->async_error, &none, (int)WEFT_ERR_ABORTED);
+	weft_comm_lock(comm); /* active changes under it, the transports close under it */
+	if (comm->pt)	      /* the progress thread closes the transports at once */
+		weft_progress_thread_kick(comm);
+	else if (!comm->active)
+		weft_comm_kill(comm, WEFT_ERR_ABORTED);
+	weft_comm_unlock(comm);
+	return WEFT_SUCCESS;
+}
+
+weft_status_t weft_comm_get_async_error(weft_comm_t comm, weft_status_t *async_error)
+{
+	if (!comm || !async_error)
+		return WEFT_ERR_INVALID_ARG;
+	*async_error = (weft_status_t)atomic_load(&comm->async_error);
+	return WEFT_SUCCESS;
+}
+
+const char *weft_comm_last_error(weft_comm_t comm)
+{
+	return comm ? comm->err.msg : "comm is NULL";
+}
+
+weft_status_t weft_comm_rank(weft_comm_t comm, int *rank)
+{
+	if (!comm || !rank)
+		return WEFT_ERR_INVALID_ARG;
+	*rank = comm->rank;
+	return WEFT_SUCCESS;
+}
+
+weft_status_t weft_comm_size(weft_comm_t comm, int *nranks)
+{
+	if (!comm || !nranks)
+		return WEFT_ERR_INVALID_ARG;
+	*nranks = comm->nranks;
+	return WEFT_SUCCESS;
+}

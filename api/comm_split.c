@@ -1,0 +1,105 @@
+/* comm_split.c — weft_comm_split: ranks of one colour form a new
+ * communicator, ordered by key then parent rank, with fresh connections (so
+ * its messages never mix with the parent's) and the parent's topology. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "bootstrap/bootstrap.h"
+#include "core/comm_init.h"
+#include "core/fail.h"
+
+struct split_entry {
+	int32_t color, key;
+};
+
+static weft_status_t make_child_id(struct weft_comm *comm, struct weft_uid *uid)
+{
+	struct sockaddr_storage addr;
+	socklen_t len;
+	weft_status_t st = weft_comm_local_address(comm, &addr, &len); /* where peers reach us */
+	if (st != WEFT_SUCCESS)
+		return st;
+	uint64_t secret = comm->secret ^ ((uint64_t)comm->seq << 20) ^ (uint64_t)comm->rank;
+	return weft_bootstrap_root_start((struct sockaddr *)&addr, len, secret, comm->timeout_s,
+					 uid, &comm->err);
+}
+
+weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, weft_comm_t *newcomm)
+{
+	if (!comm)
+		return weft_err_set(weft_err_init_fresh(), WEFT_ERR_INVALID_ARG,
+				    "weft_comm_split: comm is NULL");
+	if (!newcomm) /* the parent is there: its last error says so */
+		return weft_comm_fail(comm, WEFT_ERR_INVALID_ARG,
+				      "weft_comm_split: newcomm is NULL");
+	*newcomm = NULL;
+	if (color < 0 && color != WEFT_SPLIT_NOCOLOR)
+		return weft_comm_fail(
+		    comm, WEFT_ERR_INVALID_ARG,
+		    "weft_comm_split: color %d is negative (use WEFT_SPLIT_NOCOLOR)", color);
+	int n = comm->nranks;
+	struct split_entry *all = calloc((size_t)n, sizeof(*all));
+	weft_unique_id_t *ids = calloc((size_t)n, sizeof(*ids));
+	weft_status_t st = WEFT_SUCCESS;
+	if (!all || !ids) {
+		st = weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "weft_comm_split: no memory");
+		goto out_free;
+	}
+	all[comm->rank].color = color;
+	all[comm->rank].key = key;
+	st = weft_allgather(WEFT_IN_PLACE, all, sizeof(*all), WEFT_UINT8, comm);
+	if (st != WEFT_SUCCESS)
+		goto out_free;
+
+	/* My new rank: how many members sort before me; the leader is the one
+	 * that sorts first. */
+	int size = 0, newrank = 0, leader = -1;
+	for (int r = 0; r < n && color != WEFT_SPLIT_NOCOLOR; r++) {
+		if (all[r].color != color)
+			continue;
+		size++;
+		bool before = all[r].key < key || (all[r].key == key && r < comm->rank);
+		if (before)
+			newrank++;
+		if (leader < 0 || all[r].key < all[leader].key)
+			leader = r;
+	}
+	/* A leader that cannot start its root still takes part in the
+	 * exchange (with an empty id), so that its group fails at once. */
+	weft_status_t leader_st = WEFT_SUCCESS;
+	if (leader == comm->rank) {
+		struct weft_uid uid;
+		memset(&uid, 0, sizeof(uid));
+		leader_st = make_child_id(comm, &uid);
+		if (leader_st == WEFT_SUCCESS)
+			memcpy(ids[comm->rank].internal, &uid, sizeof(uid));
+	}
+	st = weft_allgather(WEFT_IN_PLACE, ids, sizeof(*ids), WEFT_UINT8, comm);
+	if (st == WEFT_SUCCESS)
+		st = leader_st;
+	if (st != WEFT_SUCCESS || color == WEFT_SPLIT_NOCOLOR)
+		goto out_free;
+
+	struct weft_uid uid;
+	memcpy(&uid, ids[leader].internal, sizeof(uid));
+	if (uid.magic != WEFT_UID_MAGIC) {
+		st = weft_comm_fail(
+		    comm, WEFT_ERR_REMOTE,
+		    "weft_comm_split: rank %d could not start the new group's bootstrap", leader);
+		goto out_free;
+	}
+	weft_config_t config = WEFT_CONFIG_INIT;
+	config.timeout_seconds = comm->timeout_s;
+	config.progress_thread = comm->pt ? 1 : -1; /* as the parent, whatever the setting says */
+	struct weft_comm *child;
+	st = weft_comm_create(&child, size, &uid, newrank, &config, &comm->cards[comm->rank].topo);
+	if (st == WEFT_SUCCESS)
+		st = weft_api_comm_finish(child, newcomm);
+	if (st != WEFT_SUCCESS)
+		weft_comm_fail(comm, st, "weft_comm_split: %s", weft_init_last_error());
+out_free:
+	free(ids);
+	free(all);
+	return st;
+}

@@ -1,0 +1,63 @@
+/* comm.c — what every layer may ask of a communicator: how a peer is
+ * reached, whether it shares this host, the address offered to peers, and
+ * the communicator's lock. Creation and destruction are in
+ * core/comm_init.c, errors in core/fail.c, progress in core/progress.c. */
+#include "core/comm.h"
+
+#include <string.h>
+
+#include "bootstrap/bootstrap.h"
+#include "core/fail.h"
+#include "transports/transport.h"
+#include "util/netaddr.h"
+
+const char *weft_comm_peer_transport(const struct weft_comm *comm, int peer)
+{
+	if (peer == comm->rank)
+		return "self";
+	const struct weft_tp *tp = comm->peers[peer].tp;
+	return tp ? tp->ops->name : "none";
+}
+
+bool weft_comm_same_host(const struct weft_comm *comm, int peer)
+{
+	return strcmp(comm->cards[peer].host_id, comm->cards[comm->rank].host_id) == 0;
+}
+
+weft_status_t weft_comm_local_address(struct weft_comm *comm, struct sockaddr_storage *addr,
+				      socklen_t *len)
+{
+	return weft_addr_of_interface(comm->env->ifname, addr, len, &comm->err);
+}
+
+const char *weft_comm_connect_mode_name(const struct weft_comm *comm)
+{
+	return comm->connect_mode == WEFT_CONNECT_LAZY ? "lazy" : "eager";
+}
+
+/* One lock per communicator: the progress thread's (core/progress_thread.c)
+ * when there is one, else contended only by weft_comm_abort from another
+ * thread. */
+void weft_comm_lock(struct weft_comm *comm)
+{
+	pthread_mutex_lock(&comm->lock);
+}
+
+void weft_comm_unlock(struct weft_comm *comm)
+{
+	pthread_mutex_unlock(&comm->lock);
+}
+
+void weft_comm_waiter(struct weft_comm *comm, int delta)
+{
+	if (comm->pt) /* only a progress thread reads it */
+		atomic_fetch_add(&comm->waiters, delta);
+}
+
+weft_status_t weft_comm_allgather(struct weft_comm *comm, void *buf, size_t bytes)
+{
+	if (!comm->bs)
+		return weft_comm_fail(comm, WEFT_ERR_INTERNAL,
+				      "allgather after init (the bootstrap is closed)");
+	return weft_bootstrap_allgather(comm->bs, buf, bytes, &comm->err);
+}

@@ -1,0 +1,43 @@
+/* fail.c — see fail.h. */
+#include "core/fail.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/comm.h"
+#include "util/error.h"
+
+static bool status_is_fatal(weft_status_t st)
+{
+	return st == WEFT_ERR_REMOTE || st == WEFT_ERR_TIMEOUT || st == WEFT_ERR_ABORTED ||
+	       st == WEFT_ERR_SYSTEM || st == WEFT_ERR_INTERNAL;
+}
+
+weft_status_t weft_comm_fail(struct weft_comm *comm, weft_status_t status, const char *fmt, ...)
+{
+	char msg[WEFT_ERR_MSG_BYTES];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (!status_is_fatal(comm->err.status))
+		weft_err_clear(&comm->err);
+	weft_err_set(&comm->err, status, "rank %d: %s", comm->rank, msg);
+	int none = WEFT_SUCCESS;
+	if (status_is_fatal(status))
+		atomic_compare_exchange_strong(&comm->async_error, &none, (int)status);
+	return status;
+}
+
+/* As weft_comm_fail, with strerror(errnum) after the message (as
+ * weft_err_errno words it). */
+weft_status_t weft_comm_fail_errno(struct weft_comm *comm, int errnum, const char *fmt, ...)
+{
+	char msg[WEFT_ERR_MSG_BYTES];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return weft_comm_fail(comm, WEFT_ERR_SYSTEM, "%s: %s", msg, strerror(errnum));
+}

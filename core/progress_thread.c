@@ -1,0 +1,142 @@
+/*
+ * progress_thread.c — WEFT_PROGRESS_THREAD=1: a thread per communicator
+ * that drives its non-blocking operations while the caller computes.
+ *
+ * With the thread, the communicator has a lock, and every call that
+ * touches its operations holds it (weft_comm_lock): the thread's progress,
+ * the caller's posts, tests and waits. A blocking call still drives
+ * progress itself (a message then costs no hand-over between threads);
+ * while it does, the thread stands aside (waiters > 0). With nothing
+ * active the thread sleeps on a condition that a post signals; with work
+ * it spins while messages move and naps once they stop, so that a peer
+ * descheduled on a busy host gets the core.
+ *
+ * Completion callbacks (weft_task.on_complete) run in whichever thread
+ * finishes the operation, with the lock held.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "core/progress_thread.h"
+
+#include "core/comm.h"
+#include "core/fail.h"
+#include "core/progress.h"
+#include "util/log.h"
+#include "util/settings.h"
+
+#define PT_SPIN_SECONDS 50e-6 /* keep spinning this long after the last event */
+#define PT_NAP_NS	20000 /* then nap this long between polls */
+#define PT_IDLE_MS	10    /* with nothing active, wake up this often anyway */
+
+struct weft_progress_thread {
+	pthread_t thread;
+	pthread_cond_t cond; /* with the communicator's lock */
+	bool stop;
+};
+
+static void nap(long ns)
+{
+	struct timespec t = {0, ns};
+	nanosleep(&t, NULL);
+}
+
+/* When the oldest active operation last saw a message complete. */
+static double last_event(const struct weft_comm *comm)
+{
+	return comm->active ? comm->active->last_event : 0;
+}
+
+static void idle_wait(struct weft_comm *comm, struct weft_progress_thread *pt)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += PT_IDLE_MS * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&pt->cond, &comm->lock, &until);
+}
+
+static void *pt_main(void *arg)
+{
+	struct weft_comm *comm = arg;
+	struct weft_progress_thread *pt = comm->pt;
+	double quiet_since = 0;
+	pthread_mutex_lock(&comm->lock);
+	while (!pt->stop) {
+		bool abort = atomic_load(&comm->abort_requested) && !comm->aborted;
+		if (!comm->active && !abort) {
+			idle_wait(comm, pt);
+			continue;
+		}
+		if (atomic_load(&comm->waiters) > 0) { /* a blocking call drives */
+			pthread_mutex_unlock(&comm->lock);
+			nap(PT_NAP_NS);
+			pthread_mutex_lock(&comm->lock);
+			continue;
+		}
+		double before = last_event(comm);
+		weft_comm_progress(comm); /* errors land in the tasks */
+		bool moved = last_event(comm) != before;
+		pthread_mutex_unlock(&comm->lock);
+		double now = weft_now();
+		if (moved || quiet_since == 0)
+			quiet_since = now;
+		if (now - quiet_since > PT_SPIN_SECONDS)
+			nap(PT_NAP_NS);
+		pthread_mutex_lock(&comm->lock);
+	}
+	pthread_mutex_unlock(&comm->lock);
+	return NULL;
+}
+
+weft_status_t weft_progress_thread_start(struct weft_comm *comm)
+{
+	long on = comm->progress_thread_mode > 0;
+	if (comm->progress_thread_mode == 0 &&
+	    (!weft_setting_long("WEFT_PROGRESS_THREAD", &on) || (on != 0 && on != 1)))
+		return weft_comm_fail(comm, WEFT_ERR_INVALID_ARG,
+				      "WEFT_PROGRESS_THREAD=%s: expected 0 or 1",
+				      weft_setting_str("WEFT_PROGRESS_THREAD"));
+	if (!on)
+		return WEFT_SUCCESS;
+	struct weft_progress_thread *pt = calloc(1, sizeof(*pt));
+	if (!pt)
+		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "progress thread: no memory");
+	pthread_cond_init(&pt->cond, NULL);
+	comm->pt = pt;
+	int err = pthread_create(&pt->thread, NULL, pt_main, comm);
+	if (err) {
+		comm->pt = NULL;
+		pthread_cond_destroy(&pt->cond);
+		free(pt);
+		return weft_comm_fail_errno(comm, err, "progress thread: pthread_create");
+	}
+	weft_log(WEFT_LOG_INFO, WEFT_SUB_INIT, "progress thread started");
+	return WEFT_SUCCESS;
+}
+
+void weft_progress_thread_stop(struct weft_comm *comm)
+{
+	struct weft_progress_thread *pt = comm->pt;
+	if (!pt)
+		return;
+	pthread_mutex_lock(&comm->lock);
+	pt->stop = true;
+	pthread_cond_signal(&pt->cond);
+	pthread_mutex_unlock(&comm->lock);
+	pthread_join(pt->thread, NULL);
+	comm->pt = NULL;
+	pthread_cond_destroy(&pt->cond);
+	free(pt);
+}
+
+void weft_progress_thread_kick(struct weft_comm *comm)
+{
+	if (comm->pt)
+		pthread_cond_signal(&comm->pt->cond);
+}

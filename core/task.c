@@ -1,0 +1,108 @@
+/* task.c — the task pool, starting and retiring tasks. */
+#include "core/task.h"
+
+#include <stdlib.h>
+
+#include "core/comm.h"
+#include "core/tag.h"
+#include "core/watch.h"
+
+static const char *const coll_names[WEFT_COLL_COUNT] = {
+    [WEFT_COLL_ALLREDUCE] = "allreduce",
+    [WEFT_COLL_ALLGATHER] = "allgather",
+    [WEFT_COLL_REDUCE_SCATTER] = "reduce_scatter",
+    [WEFT_COLL_BROADCAST] = "broadcast",
+    [WEFT_COLL_REDUCE] = "reduce",
+    [WEFT_COLL_ALLTOALL] = "alltoall",
+    [WEFT_COLL_BARRIER] = "barrier",
+    [WEFT_COLL_SEND] = "send",
+    [WEFT_COLL_RECV] = "recv",
+    [WEFT_COLL_ALLTOALLV] = "alltoallv",
+    [WEFT_COLL_GATHER] = "gather",
+    [WEFT_COLL_SCATTER] = "scatter",
+};
+
+const char *weft_coll_name(enum weft_coll_kind coll)
+{
+	return (unsigned)coll < WEFT_COLL_COUNT ? coll_names[coll] : "unknown";
+}
+
+struct weft_task *weft_task_get(struct weft_comm *comm)
+{
+	struct weft_task *t = comm->free_tasks;
+	if (t)
+		comm->free_tasks = t->next;
+	else if (posix_memalign((void **)&t, 64, sizeof(*t)) != 0)
+		return NULL;
+	t->comm = comm;
+	t->next = NULL;
+	t->on_complete = NULL;
+	t->status = WEFT_INPROGRESS;
+	t->waiting_for = -1;
+	return t;
+}
+
+void weft_task_put(struct weft_task *task)
+{
+	struct weft_comm *comm = task->comm;
+	task->next = comm->free_tasks;
+	comm->free_tasks = task;
+}
+
+void weft_task_retire(struct weft_task *task)
+{
+	task->next = NULL;
+	if (task->posted && task->ops->finalize)
+		task->ops->finalize(task);
+	task->posted = false;
+}
+
+void weft_task_notify(struct weft_task *task)
+{
+	void (*fn)(void *, weft_status_t) = task->on_complete;
+	task->on_complete = NULL;
+	if (fn)
+		fn(task->on_complete_arg, task->status);
+}
+
+void weft_task_touch(struct weft_task *task)
+{
+	task->last_event = weft_now();
+}
+
+/* Collectives are numbered in call order, which every rank shares; sends
+ * and receives per peer and direction, which is what both ends share. The
+ * number and the call's signature make the upper half of every tag of the
+ * task (core/tag.h), so that mismatched calls fail at the first message. */
+static uint64_t next_seq(struct weft_comm *comm, const struct weft_task *task)
+{
+	switch (task->args.coll) {
+	case WEFT_COLL_SEND: return weft_tag_p2p_word(comm->p2p_sent[task->args.root]++);
+	case WEFT_COLL_RECV: return weft_tag_p2p_word(comm->p2p_received[task->args.root]++);
+	default: return weft_tag_coll_word(comm->seq++, &task->args);
+	}
+}
+
+void weft_task_start(struct weft_task *task, unsigned group)
+{
+	struct weft_comm *comm = task->comm;
+	task->seq = next_seq(comm, task);
+	if (!weft_task_is_p2p(task)) {
+		uint64_t call = weft_tag_number((uint32_t)task->seq);
+		comm->recent_calls[call % WEFT_RECENT_CALLS] = task->seq | (1ull << 32);
+		weft_watch_op_started(comm, call, (int)task->args.coll);
+		if (comm->shmem && comm->shmem_announce)
+			comm->shmem_announce(comm->shmem, comm->seq - 1, (uint32_t)task->seq);
+	}
+	task->group = group;
+	task->started = true;
+	task->posted = false;
+	task->status = WEFT_INPROGRESS;
+	task->waiting_for = -1;
+	task->last_event = 0; /* the post sets it (a wait compares it before) */
+	task->next = NULL;
+	struct weft_task **link = &comm->active;
+	while (*link)
+		link = &(*link)->next;
+	*link = task;
+}

@@ -1,0 +1,286 @@
+/* watch.c — the out-of-band watch's socket and thread: heartbeats to the
+ * neighbours, answers to queries, and what this rank publishes of itself
+ * (watch.h says why; watch_verdict.c uses it at a timeout). */
+#define _GNU_SOURCE /* pipe2 */
+#include "core/watch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/comm.h"
+#include "core/fail.h"
+#include "core/watch_int.h"
+#include "util/log.h"
+
+int64_t watch_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void watch_state_mine(struct weft_watch *w, struct watch_state *st)
+{
+	int64_t age = watch_now_ms() - atomic_load_explicit(&w->changed_ms, memory_order_relaxed);
+	st->started = atomic_load_explicit(&w->started, memory_order_relaxed);
+	st->finished = atomic_load_explicit(&w->finished, memory_order_relaxed);
+	st->coll = atomic_load_explicit(&w->coll, memory_order_relaxed);
+	st->waiting_for = atomic_load_explicit(&w->waiting_for, memory_order_relaxed);
+	st->age_ms = age < 0 ? 0 : age > UINT32_MAX ? UINT32_MAX : (uint32_t)age;
+	st->flags = atomic_load(&w->timed_out_call) ? WATCH_TIMED_OUT : 0;
+}
+
+static int neighbour(const struct weft_watch *w, int side)
+{
+	return (w->rank + (side ? 1 : w->nranks - 1)) % w->nranks;
+}
+
+static uint32_t heard_ms(const struct watch_view *v, double now)
+{
+	if (v->heard == 0)
+		return UINT32_MAX;
+	double ms = (now - v->heard) * 1e3;
+	return ms < 0 ? 0 : ms >= UINT32_MAX ? UINT32_MAX - 1 : (uint32_t)ms;
+}
+
+/* With w->lock held when type is a reply (it reads the view). */
+void watch_send(struct weft_watch *w, int peer, uint32_t type)
+{
+	struct watch_msg m = {
+	    .magic = WATCH_MAGIC, .secret = w->secret, .type = type, .rank = w->rank};
+	m.timed_out_call = atomic_load(&w->timed_out_call);
+	watch_state_mine(w, &m.me);
+	if (type == WATCH_REPLY) {
+		double now = weft_now();
+		for (int s = 0; s < 2; s++) {
+			const struct watch_view *v = &w->view[neighbour(w, s)];
+			m.nb_heard_ms[s] = heard_ms(v, now);
+			m.nb[s] = v->st;
+		}
+	}
+	/* Best effort: a lost datagram is a rank not heard from. */
+	(void)sendto(w->fd, &m, sizeof(m), MSG_DONTWAIT, (const struct sockaddr *)&w->addrs[peer],
+		     w->lens[peer]);
+}
+
+static bool same_addr(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET) {
+		const struct sockaddr_in *x = (const void *)a, *y = (const void *)b;
+		return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
+	}
+	const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)b;
+	return x->sin6_port == y->sin6_port && !memcmp(&x->sin6_addr, &y->sin6_addr, 16);
+}
+
+/* A datagram counts only with the job's secret, from the address the rank
+ * registered at init: anything else is dropped unread beyond its header. */
+static void handle(struct weft_watch *w, const struct watch_msg *m, ssize_t len,
+		   const struct sockaddr_storage *from)
+{
+	if (len != (ssize_t)sizeof(*m) || m->magic != WATCH_MAGIC || m->secret != w->secret ||
+	    m->rank < 0 || m->rank >= w->nranks || m->rank == w->rank ||
+	    !same_addr(from, &w->addrs[m->rank]))
+		return;
+	pthread_mutex_lock(&w->lock);
+	struct watch_view *v = &w->view[m->rank];
+	v->heard = weft_now();
+	v->st = m->me;
+	if (m->type == WATCH_REPLY) {
+		v->replied = true;
+		memcpy(v->nb_heard_ms, m->nb_heard_ms, sizeof(v->nb_heard_ms));
+		memcpy(v->nb, m->nb, sizeof(v->nb));
+	}
+	if (m->type == WATCH_QUERY) {
+		if (m->timed_out_call)
+			atomic_store(&w->peer_timed_out, m->timed_out_call);
+		watch_send(w, m->rank, WATCH_REPLY);
+	}
+	pthread_mutex_unlock(&w->lock);
+}
+
+static void *watch_thread(void *arg)
+{
+	struct weft_watch *w = arg;
+	double next_beat = 0;
+	for (;;) {
+		double now = weft_now();
+		if (now >= next_beat) {
+			watch_send(w, neighbour(w, 1), WATCH_HEARTBEAT);
+			if (w->nranks > 2)
+				watch_send(w, neighbour(w, 0), WATCH_HEARTBEAT);
+			next_beat = now + w->period_s;
+		}
+		struct pollfd fds[2] = {{.fd = w->fd, .events = POLLIN},
+					{.fd = w->stop_pipe[0], .events = POLLIN}};
+		int ms = (int)((next_beat - now) * 1e3) + 1;
+		if (poll(fds, 2, ms) < 0 && errno != EINTR)
+			break;
+		if (fds[1].revents)
+			break;
+		for (;;) {
+			struct watch_msg m;
+			struct sockaddr_storage from;
+			socklen_t flen = sizeof(from);
+			ssize_t n = recvfrom(w->fd, &m, sizeof(m), MSG_DONTWAIT | MSG_TRUNC,
+					     (struct sockaddr *)&from, &flen);
+			if (n < 0)
+				break;
+			handle(w, &m, n, &from);
+		}
+	}
+	return NULL;
+}
+
+/* The address every rank registers, as the bootstrap allgathers it. */
+struct watch_addr {
+	struct sockaddr_storage ss;
+	uint32_t len;
+	uint32_t pad;
+};
+
+static weft_status_t open_socket(struct weft_comm *comm, struct weft_watch *w,
+				 struct watch_addr *mine)
+{
+	socklen_t len = sizeof(mine->ss);
+	weft_status_t st = weft_comm_local_address(comm, &mine->ss, &len);
+	if (st != WEFT_SUCCESS)
+		return st;
+	w->fd = socket(mine->ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (w->fd < 0 || bind(w->fd, (struct sockaddr *)&mine->ss, len) != 0 ||
+	    getsockname(w->fd, (struct sockaddr *)&mine->ss, &len) != 0)
+		return weft_comm_fail_errno(comm, errno, "init: watch socket");
+	mine->len = len;
+	return WEFT_SUCCESS;
+}
+
+static weft_status_t exchange(struct weft_comm *comm, struct weft_watch *w)
+{
+	struct watch_addr *all = calloc((size_t)w->nranks, sizeof(*all));
+	if (!all)
+		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "init: no memory for the watch");
+	weft_status_t st = open_socket(comm, w, &all[w->rank]);
+	/* Every rank joins the allgather, even one whose socket failed: an
+	 * empty address tells the others (and the bootstrap stays in step). */
+	weft_status_t gst = weft_bootstrap_allgather(comm->bs, all, sizeof(*all), &comm->err);
+	for (int r = 0; st == WEFT_SUCCESS && gst == WEFT_SUCCESS && r < w->nranks; r++) {
+		if (all[r].len == 0 || all[r].len > sizeof(all[r].ss))
+			st = weft_comm_fail(comm, WEFT_ERR_REMOTE,
+					    "init: rank %d has no watch socket", r);
+		w->addrs[r] = all[r].ss;
+		w->lens[r] = all[r].len;
+	}
+	free(all);
+	return st != WEFT_SUCCESS ? st : gst;
+}
+
+/* A quarter of the timeout, between 0.1 s and 5 s: a stopped rank is
+ * missed by its neighbours well before anyone's operation times out. */
+static double period(double timeout_s)
+{
+	double p = timeout_s / 4;
+	return p < 0.1 ? 0.1 : p > 5 ? 5 : p;
+}
+
+static void watch_free(struct weft_watch *w)
+{
+	if (w->fd >= 0)
+		close(w->fd);
+	for (int i = 0; i < 2; i++)
+		if (w->stop_pipe[i] >= 0)
+			close(w->stop_pipe[i]);
+	pthread_mutex_destroy(&w->lock);
+	free(w->addrs);
+	free(w->lens);
+	free(w->view);
+	free(w);
+}
+
+weft_status_t weft_watch_start(struct weft_comm *comm)
+{
+	if (comm->nranks < 2)
+		return WEFT_SUCCESS;
+	struct weft_watch *w = calloc(1, sizeof(*w));
+	if (!w)
+		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "init: no memory for the watch");
+	w->fd = w->stop_pipe[0] = w->stop_pipe[1] = -1;
+	pthread_mutex_init(&w->lock, NULL);
+	w->rank = comm->rank;
+	w->nranks = comm->nranks;
+	w->secret = comm->secret;
+	w->period_s = period(comm->timeout_s);
+	atomic_store(&w->waiting_for, -1);
+	atomic_store(&w->changed_ms, watch_now_ms());
+	w->addrs = calloc((size_t)w->nranks, sizeof(*w->addrs));
+	w->lens = calloc((size_t)w->nranks, sizeof(*w->lens));
+	w->view = calloc((size_t)w->nranks, sizeof(*w->view));
+	comm->watch = w;
+	if (!w->addrs || !w->lens || !w->view)
+		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "init: no memory for the watch");
+	weft_status_t st = exchange(comm, w);
+	if (st != WEFT_SUCCESS)
+		return st;
+	if (pipe2(w->stop_pipe, O_CLOEXEC) != 0)
+		return weft_comm_fail_errno(comm, errno, "init: watch pipe");
+	int rc = pthread_create(&w->thread, NULL, watch_thread, w);
+	if (rc != 0)
+		return weft_comm_fail_errno(comm, rc, "init: watch thread");
+	w->running = true;
+	return WEFT_SUCCESS;
+}
+
+void weft_watch_stop(struct weft_comm *comm)
+{
+	struct weft_watch *w = comm->watch;
+	if (!w)
+		return;
+	if (w->running) {
+		char c = 0;
+		ssize_t n;
+		do
+			n = write(w->stop_pipe[1], &c, 1);
+		while (n < 0 && errno == EINTR);
+		pthread_join(w->thread, NULL);
+	}
+	watch_free(w);
+	comm->watch = NULL;
+}
+
+void weft_watch_op_started(struct weft_comm *comm, uint64_t call, int coll)
+{
+	struct weft_watch *w = comm->watch;
+	if (!w)
+		return;
+	atomic_store_explicit(&w->coll, coll, memory_order_relaxed);
+	atomic_store_explicit(&w->started, call + 1, memory_order_relaxed);
+	atomic_store_explicit(&w->changed_ms, watch_now_ms(), memory_order_relaxed);
+}
+
+void weft_watch_op_finished(struct weft_comm *comm, uint64_t call)
+{
+	struct weft_watch *w = comm->watch;
+	if (!w)
+		return;
+	atomic_store_explicit(&w->finished, call + 1, memory_order_relaxed);
+	atomic_store_explicit(&w->changed_ms, watch_now_ms(), memory_order_relaxed);
+}
+
+bool weft_watch_peer_timed_out(const struct weft_comm *comm)
+{
+	const struct weft_watch *w = comm->watch;
+	return w && atomic_load_explicit(&w->peer_timed_out, memory_order_relaxed) != 0;
+}
+
+uint64_t weft_watch_peer_timed_out_call(const struct weft_comm *comm)
+{
+	const struct weft_watch *w = comm->watch;
+	return w ? atomic_load(&w->peer_timed_out) : 0;
+}

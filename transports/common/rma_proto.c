@@ -205,30 +205,17 @@ void weft_rma_finish(struct weft_rma_conn *c, struct weft_tp_reqq *q, struct wef
 struct weft_rma_req *weft_rma_new_req(struct weft_rma_conn *c, struct weft_msg *m,
 				      weft_status_t *st)
 {
-	m->done = false;
-	m->status = WEFT_INPROGRESS;
-	if (m->unit == 0)
-		m->unit = 1;
-	*st = c->broken ? c->fail_status : WEFT_SUCCESS;
+	weft_status_t refused = c->broken ? c->fail_status : WEFT_SUCCESS;
 	if (c->gone) {
 		c->gone = false;
-		weft_tp_fail(c->rp->env, *st, "%s: peer rank %d is gone (%s)", c->rp->name, c->peer,
-			     c->gone_why);
+		weft_tp_fail(c->rp->env, refused, "%s: peer rank %d is gone (%s)", c->rp->name,
+			     c->peer, c->gone_why);
 	}
-	if (!*st && !c->connected)
-		*st = weft_tp_fail(c->rp->env, WEFT_ERR_INTERNAL,
-				   "%s: message posted to rank %d before it was connected",
-				   c->rp->name, c->peer);
-	struct weft_rma_req *r = *st ? NULL : weft_tp_pool_get(&c->rp->reqs);
-	if (!r && !*st)
-		*st = weft_tp_fail(c->rp->env, WEFT_ERR_NO_MEMORY, "%s: no memory for a request",
-				   c->rp->name);
-	if (!r) {
-		weft_msg_complete(m, *st);
-		return NULL;
-	}
-	r->base.msg = m;
-	return r;
+	if (!refused && !c->connected)
+		refused = weft_tp_fail(c->rp->env, WEFT_ERR_INTERNAL,
+				       "%s: message posted to rank %d before it was connected",
+				       c->rp->name, c->peer);
+	return weft_tp_req_start(&c->rp->reqs, c->rp->env, c->rp->name, m, refused, st);
 }
 
 static void fail_queue(struct weft_rma_conn *c, struct weft_tp_reqq *q, weft_status_t status)

@@ -330,20 +330,10 @@ static bool try_post(struct ofi_req *r, weft_status_t *st)
 static struct ofi_req *new_req(struct ofi_conn *c, struct weft_msg *m, enum ofi_op op,
 			       weft_status_t *st)
 {
-	m->done = false;
-	m->status = WEFT_INPROGRESS;
-	if (m->unit == 0)
-		m->unit = 1;
-	*st = c->broken ? c->fail_status : WEFT_SUCCESS;
-	struct ofi_req *r = *st ? NULL : weft_tp_pool_get(&c->tp->reqs);
-	if (!r && !*st)
-		*st = weft_tp_fail(c->tp->base.env, WEFT_ERR_NO_MEMORY,
-				   "ofi: no memory for a request");
-	if (!r) {
-		weft_msg_complete(m, *st);
+	struct ofi_req *r = weft_tp_req_start(&c->tp->reqs, c->tp->base.env, "ofi", m,
+					      c->broken ? c->fail_status : WEFT_SUCCESS, st);
+	if (!r)
 		return NULL;
-	}
-	r->base.msg = m;
 	r->op = op;
 	r->flow = flow_of(c->tp, m->tag);
 	r->conn = c;

@@ -33,6 +33,7 @@
 #ifndef WEFT_TRANSPORT_H
 #define WEFT_TRANSPORT_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -163,6 +164,16 @@ weft_status_t weft_tp_fail(const struct weft_tp_env *env, weft_status_t status, 
 			   ...) __attribute__((format(printf, 3, 4)));
 weft_status_t weft_tp_fail_errno(const struct weft_tp_env *env, int errnum, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* The message of a connection's break, recorded once however many paths
+ * find it: unless the connection is @p broken already, @p status goes to
+ * env->fail with the message from @p fmt and @p ap, and into *@p first
+ * (the transport's first error; NULL: none kept) if that is still
+ * WEFT_SUCCESS. Marking the connection broken and failing its queue stay
+ * the caller's (tp_util.c). */
+void weft_tp_vfail_once(const struct weft_tp_env *env, bool broken, weft_status_t *first,
+			weft_status_t status, const char *fmt, va_list ap)
+    __attribute__((format(printf, 5, 0)));
 
 /* True if @p peer shares this rank's host. */
 static inline bool weft_tp_same_host(const struct weft_tp_env *env, int peer)

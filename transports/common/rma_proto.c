@@ -14,7 +14,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "util/error.h"
 #include "util/log.h"
 #include "util/proc.h"
 
@@ -240,16 +239,10 @@ void weft_rma_conn_fail(struct weft_rma_conn *c, weft_status_t status)
 
 weft_status_t weft_rma_fail(struct weft_rma_conn *c, weft_status_t status, const char *fmt, ...)
 {
-	if (!c->broken) {
-		char msg[WEFT_ERR_MSG_BYTES];
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(msg, sizeof(msg), fmt, ap);
-		va_end(ap);
-		weft_tp_fail(c->rp->env, status, "%s", msg);
-		if (c->rp->error == WEFT_SUCCESS)
-			c->rp->error = status;
-	}
+	va_list ap;
+	va_start(ap, fmt);
+	weft_tp_vfail_once(c->rp->env, c->broken, &c->rp->error, status, fmt, ap);
+	va_end(ap);
 	weft_rma_conn_fail(c, status);
 	return c->fail_status;
 }

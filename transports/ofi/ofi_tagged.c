@@ -32,12 +32,10 @@
  * the endpoint is closed).
  */
 #include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "transports/ofi/ofi.h"
-#include "util/error.h"
 #include "util/log.h"
 #include "util/proc.h"
 
@@ -188,17 +186,10 @@ static weft_status_t conn_fail(struct ofi_conn *c, weft_status_t status, const c
 
 static weft_status_t conn_fail(struct ofi_conn *c, weft_status_t status, const char *fmt, ...)
 {
-	struct ofi_tp *tp = c->tp;
-	if (!c->broken) {
-		char msg[WEFT_ERR_MSG_BYTES];
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(msg, sizeof(msg), fmt, ap);
-		va_end(ap);
-		weft_tp_fail(tp->base.env, status, "%s", msg);
-		if (tp->error == WEFT_SUCCESS)
-			tp->error = status;
-	}
+	va_list ap;
+	va_start(ap, fmt);
+	weft_tp_vfail_once(c->tp->base.env, c->broken, &c->tp->error, status, fmt, ap);
+	va_end(ap);
 	weft_ofi_tagged_fail_conn(c, status);
 	return c->fail_status;
 }

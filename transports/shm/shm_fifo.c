@@ -8,11 +8,9 @@
 
 #include <errno.h>
 #include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/uio.h>
 
-#include "util/error.h"
 #include "util/proc.h"
 
 /* Receive phases (struct shm_req.phase). */
@@ -69,14 +67,10 @@ static weft_status_t conn_fail(struct shm_conn *c, weft_status_t status, const c
 
 static weft_status_t conn_fail(struct shm_conn *c, weft_status_t status, const char *fmt, ...)
 {
-	if (!c->broken) {
-		char msg[WEFT_ERR_MSG_BYTES];
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(msg, sizeof(msg), fmt, ap);
-		va_end(ap);
-		weft_tp_fail(c->tp->base.env, status, "%s", msg);
-	}
+	va_list ap;
+	va_start(ap, fmt);
+	weft_tp_vfail_once(c->tp->base.env, c->broken, NULL, status, fmt, ap);
+	va_end(ap);
 	c->broken = true;
 	int alive = SHM_STATE_ALIVE;
 	atomic_compare_exchange_strong(&c->tp->ctl->state, &alive, SHM_STATE_FAILED);

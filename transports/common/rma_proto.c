@@ -16,6 +16,7 @@
 
 #include "util/log.h"
 #include "util/proc.h"
+#include "util/settings.h"
 
 #define RMA_POLL_BATCH	16
 #define RMA_POLL_ROUNDS 4
@@ -52,6 +53,26 @@ void weft_rma_geom_default(struct weft_rma_geom *g, int nranks, size_t budget)
 		g->slot_bytes /= 2;
 	if (g->credit_batch > g->nslots / 2)
 		g->credit_batch = g->nslots / 2;
+}
+
+weft_status_t weft_rma_geom_read(struct weft_rma_geom *g, const struct weft_tp_env *env,
+				 const struct weft_rma_geom_settings *s)
+{
+	long v = 0;
+	weft_rma_geom_default(g, env->nranks, s->budget);
+	if (weft_setting_str(s->slots)) {
+		if (!weft_setting_long(s->slots, &v) || v < 2 || v > 1024 || (v & (v - 1)))
+			return s->bad(env, s->slots, "a power of two from 2 to 1024");
+		g->nslots = (uint32_t)v;
+		if (g->credit_batch > g->nslots / 2)
+			g->credit_batch = g->nslots / 2;
+	}
+	if (weft_setting_str(s->slot_bytes)) {
+		if (!weft_setting_long(s->slot_bytes, &v) || v < 256 || v > (1L << 20) || v % 64)
+			return s->bad(env, s->slot_bytes, "a multiple of 64 from 256 to 1M");
+		g->slot_bytes = (size_t)v;
+	}
+	return WEFT_SUCCESS;
 }
 
 unsigned weft_rma_imm_depth(const struct weft_rma_geom *g)

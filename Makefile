@@ -26,8 +26,9 @@ SOMAJOR := 0
 
 # liblldpctl is optional: without it the leaf comes from WEFT_TOPO_FILE only.
 HAVE_LLDPCTL := $(shell pkg-config --exists lldpctl && echo 1)
-# Detected for the verbs transport to come.
-HAVE_VERBS   := $(shell pkg-config --exists libibverbs && echo 1)
+# The verbs transport always builds, against rdma-core's headers
+# (libibverbs-dev); libibverbs itself is dlopen'd at run time
+# (transports/verbs/verbs_lib.c), so libweft loads where it is missing.
 # PMIx (launch/launch_pmix.c): only its headers at build time, and only
 # for that file; libpmix itself is dlopen'd at run time, so libweft loads
 # where it is missing.

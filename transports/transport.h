@@ -1,6 +1,6 @@
 /*
  * transport.h — the contract between the point-to-point layer (core/p2p.h)
- * and the transports (shm, socket; ofi and verbs next).
+ * and the transports (shm, socket, ofi, verbs).
  *
  * Objects. One struct weft_tp per (transport, communicator) and one struct
  * weft_conn per peer it serves; a transport embeds them first in its own
@@ -15,7 +15,8 @@
  * size first so it can grow. Every entry is set: a transport without a
  * capability points the entry at the "not supported" stub of
  * transports/common/tp_stubs.h (as libfabric's fi_no_*), so the hot path
- * never tests for NULL; the registry checks this (registry.c).
+ * never tests for NULL; communicator init checks every table of the
+ * registry for this and for its size (weft_registry_check, registry.c).
  *
  * Messages. The poster owns a struct weft_msg and keeps it alive until it
  * is done; the transport keeps whatever per-message state it needs in its

@@ -79,6 +79,16 @@ struct weft_msg {
 	struct weft_msg *p2p_next;
 };
 
+/* A message is taken (by the point-to-point layer, then the transport):
+ * not done, in progress, and a zero unit means bytes. */
+static inline void weft_msg_start(struct weft_msg *msg)
+{
+	msg->done = false;
+	msg->status = WEFT_INPROGRESS;
+	if (msg->unit == 0)
+		msg->unit = 1;
+}
+
 /* The transport finishes a message (success or failure). */
 static inline void weft_msg_complete(struct weft_msg *msg, weft_status_t status)
 {

@@ -54,10 +54,7 @@ void weft_tp_pool_put(struct weft_tp_pool *pool, void *obj)
 void *weft_tp_req_start(struct weft_tp_pool *pool, const struct weft_tp_env *env, const char *who,
 			struct weft_msg *m, weft_status_t refused, weft_status_t *st)
 {
-	m->done = false;
-	m->status = WEFT_INPROGRESS;
-	if (m->unit == 0)
-		m->unit = 1;
+	weft_msg_start(m);
 	*st = refused;
 	struct weft_tp_req *r = *st ? NULL : weft_tp_pool_get(pool);
 	if (!r && !*st)

@@ -233,7 +233,6 @@ RERUNS := $(foreach t,test_colls test_colls_v test_allreduce test_allgather test
 	WEFT_ISA=generic:test_reduce WEFT_STREAM_MIN=0:test_allreduce WEFT_STREAM_MIN=0:test_mem \
 	$(foreach t,test_colls test_colls_v test_allreduce test_algos_a, \
 	WEFT_PACER=dcqcn+WEFT_PACER_START_RATE=200e6:$(t)) \
-	WEFT_SPRAY=adaptive:test_socket \
 	WEFT_SPRAY=adaptive+WEFT_SOCKET_NSOCKS=4:test_colls \
 	WEFT_IB_QPS_PER_CONN=3:test_verbs_colls \
 	WEFT_IB_QPS_PER_CONN=3+WEFT_SPRAY=adaptive:test_verbs_colls \

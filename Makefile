@@ -70,21 +70,21 @@ PERF_PROGS  := $(patsubst perf/%.c,$(BUILD)/%,$(filter-out perf/mpi_%,$(wildcard
 MPI_PERF    := $(if $(MPICC),$(patsubst perf/%.c,$(BUILD)/%,$(wildcard perf/mpi_*_perf.c)))
 MPICH_PERF  := $(if $(MPICC_MPICH),$(patsubst perf/mpi_%.c,$(BUILD)/mpich_%,$(wildcard perf/mpi_*_perf.c)))
 
-TEST_HARNESS := tests/harness.c
-TEST_SRCS := $(wildcard tests/test_*.c)
+TEST_HARNESS := tests/lib/harness.c
+TEST_SRCS := $(wildcard tests/test_*.c tests/unit/*/*.c tests/integration/*.c tests/faults/*.c)
 TEST_PROGS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 # Shell tests of the programs (exit 77: skipped, with the reason printed).
-TEST_SCRIPTS := $(wildcard tests/test_*.sh) tests/fabric/test_fabric_topo.sh tests/fabric/test_slurm.sh \
+TEST_SCRIPTS := $(wildcard tests/programs/test_*.sh) tests/fabric/test_fabric_topo.sh tests/fabric/test_slurm.sh \
 	tests/fabric/test_python_fabric.sh tests/fabric/test_pacing.sh tests/fabric/test_spray.sh
 
 TOOLS := $(BUILD)/weft-topo $(BUILD)/weft-run
 # What a libfabric provider streams on its own (the ofi transport's yardstick).
 OFI_STREAM := $(BUILD)/ofi_stream
 
-# The test double for libibverbs (tests/fake_ibverbs/), which the verbs
+# The test double for libibverbs (tests/lib/fake_ibverbs/), which the verbs
 # tests load through WEFT_IBVERBS_LIB; FAKE_EXPORT marks what it exports.
 # It shares the library's liveness check (util/proc.c), compiled in.
-FAKE_IBV_SRCS := $(wildcard tests/fake_ibverbs/*.c) util/proc.c
+FAKE_IBV_SRCS := $(wildcard tests/lib/fake_ibverbs/*.c) util/proc.c
 FAKE_IBV      := $(BUILD)/tests/libfake_ibverbs.so
 
 # The Python package (python/weft) and its torch extension: Debian's
@@ -186,17 +186,17 @@ $(BUILD)/weft-run: tools/weft-run/weft_run_main.c $(LAUNCH_LIB) $(BUILD)/libweft
 	$(call say,CC,$@)$(CC) $(TOOL_CFLAGS) -o $@ $< $(LAUNCH_LIB) -L$(BUILD) -lweft -Wl,-rpath,'$$ORIGIN' $(SANITIZE)
 
 # Tests link the static library so they can reach internal functions.
-$(BUILD)/tests/%: tests/%.c $(TEST_HARNESS) tests/harness.h $(BUILD)/libweft.a $(LAUNCH_LIB)
+$(BUILD)/tests/%: tests/%.c $(TEST_HARNESS) tests/lib/harness.h $(BUILD)/libweft.a $(LAUNCH_LIB)
 	@mkdir -p $(dir $@)
-	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -Itests -o $@ $< $(TEST_HARNESS) $(LAUNCH_LIB) \
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -Itests/lib -o $@ $< $(TEST_HARNESS) $(LAUNCH_LIB) \
 		$(BUILD)/libweft.a $(CHECK_LIBS) $(LDLIBS_LIB)
 
-$(FAKE_IBV): $(FAKE_IBV_SRCS) $(wildcard tests/fake_ibverbs/*.h) util/proc.h
+$(FAKE_IBV): $(FAKE_IBV_SRCS) $(wildcard tests/lib/fake_ibverbs/*.h) util/proc.h
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -MMD -MP,$(ALL_CFLAGS)) -shared \
 		-Wl,-soname,libfake_ibverbs.so -o $@ $(FAKE_IBV_SRCS) -pthread $(SANITIZE)
 
-$(filter $(BUILD)/tests/test_verbs%,$(TEST_PROGS)): $(FAKE_IBV)
+$(filter $(BUILD)/tests/unit/transports/verbs% $(BUILD)/tests/test_verbs%,$(TEST_PROGS)): $(FAKE_IBV)
 
 # Suites that run again under settings (SETTING=VALUE[+SETTING=VALUE]:suite):
 # the pacer (WEFT_PACER=dcqcn, core/pace/) started below line rate, so
@@ -217,22 +217,22 @@ $(filter $(BUILD)/tests/test_verbs%,$(TEST_PROGS)): $(FAKE_IBV)
 # data sprayed round robin and adaptively.
 RERUNS := $(foreach t,test_colls test_colls_v test_allreduce test_allgather test_algos_a \
 	test_algos_b test_algos_hier test_verbs_colls,WEFT_GATE=one:$(t)) \
-	$(foreach t,test_nonblocking test_colls test_colls_v test_split_group test_verbs_colls, \
+	$(foreach t,integration/nonblocking test_colls test_colls_v integration/split_group test_verbs_colls, \
 	WEFT_PROGRESS_THREAD=1:$(t)) \
-	WEFT_ISA=generic:test_reduce WEFT_STREAM_MIN=0:test_allreduce WEFT_STREAM_MIN=0:test_mem \
+	WEFT_ISA=generic:unit/reduce/reduce WEFT_STREAM_MIN=0:test_allreduce WEFT_STREAM_MIN=0:integration/mem \
 	$(foreach t,test_colls test_colls_v test_allreduce test_algos_a, \
 	WEFT_PACER=dcqcn+WEFT_PACER_START_RATE=200e6:$(t)) \
-	WEFT_SPRAY=adaptive:test_socket \
+	WEFT_SPRAY=adaptive:unit/transports/socket \
 	WEFT_SPRAY=adaptive+WEFT_SOCKET_NSOCKS=4:test_colls \
 	WEFT_IB_QPS_PER_CONN=3:test_verbs_colls \
 	WEFT_IB_QPS_PER_CONN=3+WEFT_SPRAY=adaptive:test_verbs_colls \
 	WEFT_CONNECT=lazy:test_colls WEFT_CONNECT=lazy:test_colls_v \
 	WEFT_CONNECT=lazy+CK_RUN_CASE=socket:test_allreduce \
 	WEFT_CONNECT=lazy+CK_RUN_CASE=socket:test_allgather \
-	WEFT_CONNECT=lazy+WEFT_PROGRESS_THREAD=1:test_nonblocking WEFT_CONNECT=lazy:test_ofi_colls
+	WEFT_CONNECT=lazy+WEFT_PROGRESS_THREAD=1:integration/nonblocking WEFT_CONNECT=lazy:test_ofi_colls
 
 # Inside a Slurm step the tests would learn leaves from the step's own
-# topology: they build their own (test_topo_sources, tests/fabric/).
+# topology: they build their own (unit/topo/sources, tests/fabric/).
 unexport SLURM_TOPOLOGY_ADDR SLURM_TOPOLOGY_ADDR_PATTERN
 
 # Every suite runs; the target fails if any failed. Each prints Check's
@@ -289,8 +289,9 @@ asan-test:
 # What CI runs under ASan + UBSan within its time (.ci/run): the suites of
 # bootstrap, failures, faults and the verdict, the parsers, and a sample of
 # the collectives over every transport here. make asan-test runs them all.
-ASAN_QUICK := test_bootstrap_unit test_secret test_doors test_lazy test_verdict test_faults test_failures \
-	test_parse test_topo_json test_tune test_colls test_split_group test_nonblocking test_ofi_colls
+ASAN_QUICK := unit/bootstrap/bootstrap unit/api/secret unit/bootstrap/doors unit/core/lazy faults/verdict \
+	faults/faults integration/failures unit/util/parse unit/topo/json unit/tune/tune test_colls \
+	integration/split_group integration/nonblocking test_ofi_colls
 asan-quick:
 	$(MAKE) BUILD=build-asan SANITIZE="$(ASAN_SANITIZE)" CFLAGS="-O1 -g" HAVE_TORCH= \
 		$(ASAN_QUICK:%=build-asan/tests/%)
@@ -304,25 +305,25 @@ asan-quick:
 # another thread, and waits that drive other communicators (split_group's
 # "split" case: parents and children at once). SETTINGS:suite runs a suite
 # with SETTINGS (commas between them). Its own build, build-tsan/;
-# tests/tsan.supp holds only races inside third-party libraries.
+# tests/lib/tsan.supp holds only races inside third-party libraries.
 TSAN_SANITIZE := -fsanitize=thread
-TSAN_QUICK := test_verdict test_progress_thread WEFT_PROGRESS_THREAD=1:test_nonblocking \
-	WEFT_PROGRESS_THREAD=1,WEFT_CONNECT=lazy:test_nonblocking \
-	WEFT_PROGRESS_THREAD=1,CK_RUN_CASE=split:test_split_group
+TSAN_QUICK := faults/verdict unit/core/progress_thread WEFT_PROGRESS_THREAD=1:integration/nonblocking \
+	WEFT_PROGRESS_THREAD=1,WEFT_CONNECT=lazy:integration/nonblocking \
+	WEFT_PROGRESS_THREAD=1,CK_RUN_CASE=split:integration/split_group
 TSAN_PROGS := $(sort $(foreach t,$(TSAN_QUICK),build-tsan/tests/$(lastword $(subst :, ,$(t)))))
 tsan-quick:
 	$(MAKE) BUILD=build-tsan SANITIZE="$(TSAN_SANITIZE)" CFLAGS="-O1 -g" HAVE_TORCH= $(TSAN_PROGS)
 	@fail=; for r in $(TSAN_QUICK); do case $$r in *:*) set=$$(echo $${r%%:*} | tr , ' ');; \
 		*) set=;; esac; t=$${r#*:}; echo "== tsan $$set $$t"; \
 		env $$set WEFT_BUILD=build-tsan TSAN_OPTIONS="halt_on_error=1 exitcode=66 \
-		second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" \
+		second_deadlock_stack=1 suppressions=$(CURDIR)/tests/lib/tsan.supp" \
 		build-tsan/tests/$$t || fail="$$fail $${r}"; done; \
 	[ -z "$$fail" ] || { echo "failed under TSan:$$fail"; exit 1; }
 
 # valgrind memcheck on a 2-rank AllReduce of the perf program (each rank
-# its own process: tests/test_valgrind.sh, which make test runs too).
+# its own process: tests/programs/test_valgrind.sh, which make test runs too).
 valgrind: $(BUILD)/allreduce_perf
-	WEFT_BUILD=$(BUILD) tests/test_valgrind.sh
+	WEFT_BUILD=$(BUILD) tests/programs/test_valgrind.sh
 
 # libFuzzer targets (tests/fuzz/fuzz_*.c): the library built again with
 # clang into build-fuzz/ (-fsanitize=fuzzer-no-link plus ASan and UBSan),

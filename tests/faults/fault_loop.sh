@@ -10,4 +10,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${WEFT_BUILD:-build}
-WEFT_FAULT_TRIALS=${1:-102} WEFT_BUILD=$build nice -n 10 "$build/tests/test_faults" 2>/dev/null
+WEFT_FAULT_TRIALS=${1:-102} WEFT_BUILD=$build nice -n 10 "$build/tests/faults/faults" 2>/dev/null

@@ -26,7 +26,7 @@
 set -u
 set -o pipefail
 
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 weft_test_dirs
 TOPO=$BUILD/weft-topo
 GEN=$REPO/tools/gen_topology

@@ -17,7 +17,7 @@
 set -u
 set -o pipefail
 
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 weft_test_dirs
 weft_test_python
 for p in tcp_limit copy_limit c2c_latency allreduce_perf; do

@@ -2,16 +2,17 @@
  * verbs_env.h — for the verbs suites: where the test double and the fake
  * sysfs tree are, and the environment that points a job at them.
  *
- * The double is build/tests/libfake_ibverbs.so, next to the test program
- * (so build-asan/ finds its own); the tree is tests/fixtures/sysfs, found
- * from the working directory (make test runs from the top) or from the
- * program. Jobs over the double name verbs in WEFT_TRANSPORTS: the
+ * The double is build/tests/libfake_ibverbs.so, in the test program's
+ * directory or one above it (so build-asan/ finds its own); the tree is
+ * tests/fixtures/sysfs, found from the working directory (make test runs
+ * from the top) or above the program. Jobs over the double name verbs in WEFT_TRANSPORTS: the
  * transport serves no peer on the double otherwise.
  */
 #ifndef WEFT_TEST_VERBS_ENV_H
 #define WEFT_TEST_VERBS_ENV_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,24 @@
 #define VERBS_ENV_MAX 24
 
 static char verbs_fake_path[PATH_MAX], verbs_sysfs_path[PATH_MAX], verbs_exe_dir[PATH_MAX];
+
+/* The first of @p dir and the directories above it that holds @p rel
+ * (the programs sit below build/tests/, at various depths). */
+static inline bool verbs_find_up(const char *dir, const char *rel, char *out, size_t cap)
+{
+	char d[PATH_MAX];
+	struct stat st;
+	snprintf(d, sizeof(d), "%s", dir);
+	for (;;) {
+		snprintf(out, cap, "%.3000s/%s", d, rel);
+		if (stat(out, &st) == 0)
+			return true;
+		char *slash = strrchr(d, '/');
+		if (!slash || slash == d)
+			return false;
+		*slash = '\0';
+	}
+}
 
 static inline void verbs_find_paths(void)
 {
@@ -33,13 +52,14 @@ static inline void verbs_find_paths(void)
 	if (slash)
 		*slash = '\0';
 	snprintf(verbs_exe_dir, sizeof(verbs_exe_dir), "%s", exe);
-	snprintf(verbs_fake_path, sizeof(verbs_fake_path), "%.3000s/libfake_ibverbs.so", exe);
-	if (!realpath("tests/fixtures/sysfs", verbs_sysfs_path)) {
-		char rel[PATH_MAX];
-		snprintf(rel, sizeof(rel), "%.3000s/../../tests/fixtures/sysfs", exe);
-		if (!realpath(rel, verbs_sysfs_path))
-			snprintf(verbs_sysfs_path, sizeof(verbs_sysfs_path), "%s", rel);
-	}
+	if (!verbs_find_up(exe, "libfake_ibverbs.so", verbs_fake_path, sizeof(verbs_fake_path)))
+		snprintf(verbs_fake_path, sizeof(verbs_fake_path), "%.3000s/libfake_ibverbs.so",
+			 exe);
+	char rel[PATH_MAX];
+	if (!realpath("tests/fixtures/sysfs", verbs_sysfs_path) &&
+	    (!verbs_find_up(exe, "tests/fixtures/sysfs", rel, sizeof(rel)) ||
+	     !realpath(rel, verbs_sysfs_path)))
+		snprintf(verbs_sysfs_path, sizeof(verbs_sysfs_path), "tests/fixtures/sysfs");
 }
 
 /* "KEY=VALUE" strings that must outlive the call: one static set. */

@@ -8,7 +8,7 @@
 # at exit, or a wrong result. Exit 77 (skipped) without valgrind.
 #   tests/test_valgrind.sh        (after make; make valgrind runs it)
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 build=${WEFT_BUILD:-build}
 perf=$build/allreduce_perf
 

@@ -21,7 +21,7 @@
 set -u
 set -o pipefail
 
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 weft_test_dirs
 TOPO=$BUILD/weft-topo
 PERF=$BUILD/sendrecv_perf

@@ -15,7 +15,7 @@
 set -u
 set -o pipefail
 
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 weft_test_dirs
 PERF=$BUILD/allreduce_perf
 TOPO=$BUILD/weft-topo

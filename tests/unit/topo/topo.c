@@ -53,8 +53,8 @@ static void shuffle(int *a, int n)
 static char fixture_dir[PATH_MAX];
 
 /* tests/fixtures/topo from the source tree: relative to the working
- * directory (make test runs from the top), else to the executable
- * (build/tests/test_topo). */
+ * directory (make test runs from the top), else to a directory above the
+ * executable (build/tests/unit/topo/topo). */
 static const char *fixture(const char *name)
 {
 	static char path[PATH_MAX + 64];
@@ -63,12 +63,12 @@ static const char *fixture(const char *name)
 	if (!fixture_dir[0]) {
 		char exe[PATH_MAX];
 		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		exe[n > 0 ? n : 0] = '\0';
 		snprintf(fixture_dir, sizeof(fixture_dir), "tests/fixtures/topo");
-		if (stat(fixture_dir, &st) != 0 && n > 0) {
-			exe[n] = '\0';
-			*strrchr(exe, '/') = '\0';
-			snprintf(fixture_dir, sizeof(fixture_dir),
-				 "%.3000s/../../tests/fixtures/topo", exe);
+		for (char *slash; stat(fixture_dir, &st) != 0 && (slash = strrchr(exe, '/'));) {
+			*slash = '\0';
+			snprintf(fixture_dir, sizeof(fixture_dir), "%.3000s/tests/fixtures/topo",
+				 exe);
 		}
 	}
 	snprintf(path, sizeof(path), "%s/%s", fixture_dir, name);

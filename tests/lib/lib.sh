@@ -14,7 +14,7 @@
 #   weft_test_end NAME       PASS (exit 0) or FAIL with the count (exit 1)
 
 weft_test_dirs() {
-	REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+	REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 	BUILD=${WEFT_BUILD:-build}
 	case $BUILD in /*) ;; *) BUILD=$REPO/$BUILD ;; esac
 }

@@ -6,7 +6,7 @@
 # built. Exit: 0 pass, 1 fail, 77 skipped (Debian's python3 or numpy missing).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
-REPO=$(cd "$HERE/.." && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
 PY=${PYTHON:-/usr/bin/python3}
 BUILD=${WEFT_BUILD:-build}
 "$PY" -c 'import numpy' 2>/dev/null || { echo "SKIP: $PY with numpy not found"; exit 77; }

@@ -70,7 +70,13 @@ PERF_PROGS  := $(patsubst perf/%.c,$(BUILD)/%,$(filter-out perf/mpi_%,$(wildcard
 MPI_PERF    := $(if $(MPICC),$(patsubst perf/%.c,$(BUILD)/%,$(wildcard perf/mpi_*_perf.c)))
 MPICH_PERF  := $(if $(MPICC_MPICH),$(patsubst perf/mpi_%.c,$(BUILD)/mpich_%,$(wildcard perf/mpi_*_perf.c)))
 
-TEST_HARNESS := tests/lib/harness.c
+# The Check suites: one program per file of tests/unit/<layer>/,
+# tests/integration/ and tests/faults/, linked with the tests' own library
+# (tests/lib/: the multi-rank harness and its data, the collectives' checked
+# cases, the integration suites' parameters).
+TEST_LIB_SRCS := $(wildcard tests/lib/*.c)
+TEST_LIB_OBJS := $(TEST_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+TEST_LIB      := $(BUILD)/tests/libweft_test.a
 TEST_SRCS := $(wildcard tests/test_*.c tests/unit/*/*.c tests/integration/*.c tests/faults/*.c)
 TEST_PROGS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 # Shell tests of the programs (exit 77: skipped, with the reason printed).
@@ -186,9 +192,14 @@ $(BUILD)/weft-run: tools/weft-run/weft_run_main.c $(LAUNCH_LIB) $(BUILD)/libweft
 	$(call say,CC,$@)$(CC) $(TOOL_CFLAGS) -o $@ $< $(LAUNCH_LIB) -L$(BUILD) -lweft -Wl,-rpath,'$$ORIGIN' $(SANITIZE)
 
 # Tests link the static library so they can reach internal functions.
-$(BUILD)/tests/%: tests/%.c $(TEST_HARNESS) tests/lib/harness.h $(BUILD)/libweft.a $(LAUNCH_LIB)
+$(TEST_LIB_OBJS): ALL_CFLAGS += -Itests/lib
+$(TEST_LIB): $(TEST_LIB_OBJS)
+	rm -f $@
+	$(call say,AR,$@)ar rcs $@ $^
+
+$(BUILD)/tests/%: tests/%.c $(TEST_LIB) $(wildcard tests/lib/*.h) $(BUILD)/libweft.a $(LAUNCH_LIB)
 	@mkdir -p $(dir $@)
-	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -Itests/lib -o $@ $< $(TEST_HARNESS) $(LAUNCH_LIB) \
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -Itests/lib -o $@ $< $(TEST_LIB) $(LAUNCH_LIB) \
 		$(BUILD)/libweft.a $(CHECK_LIBS) $(LDLIBS_LIB)
 
 $(FAKE_IBV): $(FAKE_IBV_SRCS) $(wildcard tests/lib/fake_ibverbs/*.h) util/proc.h
@@ -385,4 +396,4 @@ format:
 clean:
 	rm -rf build build-asan build-tsan build-fuzz python/weft/_torch_ext*.so
 
--include $(LIB_OBJS:.o=.d) $(LAUNCH_OBJS:.o=.d) $(PY_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(LAUNCH_OBJS:.o=.d) $(PY_OBJS:.o=.d) $(TEST_LIB_OBJS:.o=.d)

@@ -67,6 +67,11 @@ struct harness_job {
 	/* In each rank after weft_comm_destroy() returned (whatever the body's
 	 * result); non-zero: exit with it if the rank had not failed already. */
 	int (*after_destroy)(int rank, int nranks, void *arg);
+	/* Each rank's standard error into a file of its own, read back into
+	 * harness_rank_result.log and then copied to this process's standard
+	 * error: a test can ask which rank logged what (harness_log_line);
+	 * harness_result_free() lets the logs go. */
+	bool capture_stderr;
 };
 
 enum harness_end {
@@ -83,6 +88,7 @@ struct harness_rank_result {
 	double seconds;			   /* from the start of the job until it ended */
 	char failure[HARNESS_NOTE_BYTES];  /* first harness_fail*() message, or "" */
 	char progress[HARNESS_NOTE_BYTES]; /* last harness_progress() note, or "" */
+	char *log; /* the rank's standard error (capture_stderr), else NULL */
 };
 
 #define HARNESS_SHARED_BYTES 4096
@@ -101,6 +107,16 @@ void harness_run(int nranks, const char *const env[], harness_body_fn body, void
 		 double timeout_s, struct harness_result *res);
 
 void harness_run_job(const struct harness_job *job, struct harness_result *res);
+
+/* The captured logs of @p res (capture_stderr) go; a no-op without them. */
+void harness_result_free(struct harness_result *res);
+
+/* Whether a line of rank @p rank's captured standard error contains every
+ * string after @p cap, up to a NULL; if so the line is copied into @p line
+ * (NULL: not wanted). For asserting on what the library logged: "rank 2's
+ * WARN names peer rank 1". */
+bool harness_log_line(const struct harness_result *res, int rank, char *line, size_t cap, ...)
+    __attribute__((sentinel));
 
 /* --- For bodies and hooks, inside a rank process. --- */
 
@@ -216,5 +232,40 @@ void harness_round_truncated(void *buf, size_t count, weft_datatype_t dtype, wef
 #define HARNESS_GUARD_BYTES 64
 void harness_guard_fill(void *guard, size_t bytes);
 long harness_guard_check(const void *guard, size_t bytes);
+
+/* A buffer with HARNESS_GUARD_BYTES of guard on each side, its bytes set
+ * to HARNESS_UNWRITTEN so that a result must write every one of them.
+ * Zero-initialised (data NULL) it is "no buffer": free and the checks
+ * accept it. */
+#define HARNESS_UNWRITTEN 0xcd
+struct harness_buf {
+	unsigned char *data;
+	size_t bytes;
+};
+bool harness_buf_alloc(struct harness_buf *b, size_t bytes);
+void harness_buf_free(struct harness_buf *b);
+/* "" if both guards are intact, else "the guard before" or "the guard after". */
+const char *harness_buf_guards(const struct harness_buf *b);
+/* The first of @p bytes at @p p that is not HARNESS_UNWRITTEN, or SIZE_MAX. */
+size_t harness_first_written(const unsigned char *p, size_t bytes);
+
+/* --- Messages --- */
+
+/* Whether @p msg contains @p word, ignoring case (NULL @p msg: no). */
+bool harness_mentions(const char *msg, const char *word);
+
+/* @p st must be WEFT_ERR_INVALID_ARG with a message (the communicator's
+ * last error, or weft_init_last_error() without one) that mentions @p says
+ * and, unless it is NULL, @p also. 0 if so, else harness_fail()'s 1 naming
+ * @p call. */
+int harness_expect_invalid(weft_comm_t comm, weft_status_t st, const char *call, const char *says,
+			   const char *also);
+
+/* --- Files of the source tree --- */
+
+/* @p rel (a path from the top of the source tree) found from the working
+ * directory, or from a directory above the running program (which sits
+ * somewhere below build/tests/); into @p out. false if neither has it. */
+bool harness_source_path(const char *rel, char *out, size_t cap);
 
 #endif

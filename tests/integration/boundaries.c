@@ -1,5 +1,5 @@
 /*
- * test_boundaries.c — every collective's algorithms, each forced in turn
+ * boundaries.c — every collective's algorithms, each forced in turn
  * (WEFT_ALGO), at the counts where pipelines cut their data: k chunks and
  * one element less or more, for the unit each algorithm cuts (the whole
  * vector, each of the two trees' halves, each rank's segment), over shm and
@@ -33,6 +33,9 @@
  * algorithm. The hierarchical ones run on two fake hosts (WEFT_HOSTID), so
  * both of their stages work, over shm inside a host and socket between.
  * One job runs with WEFT_ISA=generic.
+ *
+ * Over the transport the suite runs with (tests/lib/integ.h): shm at 1..8
+ * ranks, socket at 2..8. Its one case, "forced".
  */
 #include <check.h>
 #include <stdio.h>
@@ -42,6 +45,7 @@
 #include "algorithms/algo.h"
 #include "core/comm.h"
 #include "harness.h"
+#include "integ.h"
 #include "reduce/reduce.h"
 
 #define SMALL_CHUNK	   4096
@@ -346,7 +350,7 @@ static int large(struct ctx *c, enum coll coll)
 {
 	size_t unit[3], nunits = units(coll, c->nranks, unit);
 	if (coll == C_ALLTOALL && c->nranks > 4)
-		return 0; /* n^2 blocks; test_colls runs it at 300001 */
+		return 0; /* n^2 blocks; alltoall.c runs it at 300001 */
 	int res = 0;
 	for (size_t u = 0; u < nunits && res < 2; u++) {
 		bool half = u % 2;
@@ -423,26 +427,26 @@ static int set_host(int rank, int nranks, const weft_unique_id_t *id, void *arg)
 	return p->nhosts > 1 && setenv("WEFT_HOSTID", host, 1) != 0;
 }
 
-static void run(int nranks, bool socket, struct plan *p)
+static void run(int nranks, struct plan *p)
 {
-	const char *env[8] = {"WEFT_TIMEOUT=60", "WEFT_SOCKET_IFNAME=lo", p->algo_env};
-	size_t k = 3;
-	if (socket)
-		env[k++] = "WEFT_TRANSPORTS=socket";
+	bool socket = integ_over("socket");
+	struct integ_env e;
+	integ_env_init(&e, 60);
+	integ_env_add(&e, "WEFT_SOCKET_IFNAME=lo");
+	integ_env_add(&e, p->algo_env);
 	if (p->small_chunks) {
-		env[k++] = "WEFT_SHM_SLOT_BYTES=4096";
-		env[k++] = "WEFT_SOCKET_CHUNK=4096";
+		integ_env_add(&e, "WEFT_SHM_SLOT_BYTES=4096");
+		integ_env_add(&e, "WEFT_SOCKET_CHUNK=4096");
 	}
 	if (p->generic_isa)
-		env[k++] = "WEFT_ISA=generic";
-	env[k] = NULL;
+		integ_env_add(&e, "WEFT_ISA=generic");
 	/* The ranks agree on the smallest chunk any of them wants: shm's where
 	 * a host holds two ranks, else socket's (fake hosts of one rank each). */
 	bool shm_used = !socket && p->nhosts < nranks;
 	p->chunk = p->small_chunks ? SMALL_CHUNK : shm_used ? (size_t)128 << 10 : (size_t)512 << 10;
 	struct harness_job job = {
 	    .nranks = nranks,
-	    .env = env,
+	    .env = e.v,
 	    .body = body,
 	    .arg = p,
 	    .timeout_s = JOB_TIMEOUT_S,
@@ -452,15 +456,15 @@ static void run(int nranks, bool socket, struct plan *p)
 	harness_run_job(&job, &res);
 	int cases;
 	memcpy(&cases, res.shared, sizeof(cases));
-	printf("boundaries %s %s%s nranks %d: %d cases, %.1f s\n", socket ? "socket" : "shm",
+	printf("boundaries %s %s%s nranks %d: %d cases, %.1f s\n", integ_transport(),
 	       p->small_chunks ? "4K chunks " : "large ", p->algo_env, nranks, cases, res.seconds);
 	fflush(stdout);
-	ck_assert_msg(res.ok, "%s, %s%s, nranks %d:\n%s", socket ? "socket" : "shm",
+	ck_assert_msg(res.ok, "%s, %s%s, nranks %d:\n%s", integ_transport(),
 		      p->small_chunks ? "4 KiB chunks, " : "default chunks, ", p->algo_env, nranks,
 		      res.summary);
 }
 
-static void run_forced(int nranks, bool socket, bool small_chunks, size_t first, size_t last)
+static void run_forced(int nranks, bool small_chunks, size_t first, size_t last)
 {
 	for (size_t k = first; k <= last; k++) {
 		struct plan p = {.small_chunks = small_chunks, .nhosts = 1};
@@ -468,33 +472,20 @@ static void run_forced(int nranks, bool socket, bool small_chunks, size_t first,
 			break;
 		if (p.nhosts > 1 && nranks < 2)
 			p.nhosts = 1;
-		run(nranks, socket, &p);
+		run(nranks, &p);
 	}
 }
 
-START_TEST(shm_boundaries)
+/* shm 1..8 ranks, socket 2..8 */
+START_TEST(small_chunk_boundaries)
 {
-	run_forced(_i, false, true, 0, 9);
+	run_forced(_i, true, 0, 9);
 }
 END_TEST
 
-static const int socket_nranks[] = {2, 3, 4, 5, 6, 7, 8};
-
-START_TEST(socket_boundaries)
+START_TEST(large_counts)
 {
-	run_forced(socket_nranks[_i], true, true, 0, 9);
-}
-END_TEST
-
-START_TEST(shm_large)
-{
-	run_forced(_i, false, false, 0, 1);
-}
-END_TEST
-
-START_TEST(socket_large)
-{
-	run_forced(socket_nranks[_i], true, false, 0, 1);
+	run_forced(_i, false, 0, 1);
 }
 END_TEST
 
@@ -504,36 +495,25 @@ START_TEST(generic_isa)
 	for (size_t k = 0; k <= 1; k++) {
 		struct plan p = {.small_chunks = true, .generic_isa = true, .nhosts = 1};
 		ck_assert(forced_plan(k, &p));
-		run(3, false, &p);
+		run(3, &p);
 	}
 }
 END_TEST
 
-static Suite *boundaries_suite(void)
+static void add(Suite *s)
 {
-	Suite *s = suite_create("boundaries");
-	TCase *tc = tcase_create("shm");
-	tcase_set_timeout(tc, 4 * JOB_TIMEOUT_S);
-	tcase_add_loop_test(tc, shm_boundaries, 1, 9);
-	tcase_add_loop_test(tc, shm_large, 1, 9);
-	tcase_add_test(tc, generic_isa);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("socket");
-	tcase_set_timeout(tc, 4 * JOB_TIMEOUT_S);
-	tcase_add_loop_test(tc, socket_boundaries, 0,
-			    (int)(sizeof(socket_nranks) / sizeof(socket_nranks[0])));
-	tcase_add_loop_test(tc, socket_large, 0,
-			    (int)(sizeof(socket_nranks) / sizeof(socket_nranks[0])));
-	suite_add_tcase(s, tc);
-	return s;
+	bool socket = integ_over("socket");
+	TCase *tc = integ_tcase(s, "forced", 4 * JOB_TIMEOUT_S);
+	if (!tc)
+		return;
+	tcase_add_loop_test(tc, small_chunk_boundaries, socket ? 2 : 1, 9);
+	tcase_add_loop_test(tc, large_counts, socket ? 2 : 1, 9);
+	if (!socket)
+		tcase_add_test(tc, generic_isa);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-	SRunner *sr = srunner_create(boundaries_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	static const struct integ_suite suite = {"boundaries", "shm socket", add};
+	return integ_main(argc, argv, &suite);
 }

@@ -1,5 +1,5 @@
 /*
- * test_errors.c — bad input gives a clear status and a message that names
+ * errors.c — bad input gives a clear status and a message that names
  * the problem; never a crash, never a hang, and the communicator stays
  * usable afterwards.
  *
@@ -19,7 +19,19 @@
  *
  * Most tests run in the Check process on a one-rank communicator (argument
  * checks are local); one runs on two ranks, where count * nranks matters and
- * where a rejected call must not leave the ranks out of step.
+ * where a rejected call must not leave the ranks out of step (over shm).
+ *
+ * The collectives' own bad input, on every rank of a job (over the
+ * transport the suite runs with, tests/lib/integ.h): invalid roots, NULL
+ * buffers, overlapping alltoall buffers, bad datatype/op, count overflow,
+ * NULL request or communicator give WEFT_ERR_INVALID_ARG with a message
+ * that names the call and the argument, with its value where it has one
+ * ("weft_reduce: root -1 is not a rank", "weft_broadcast: invalid datatype
+ * 10"); count 0 with NULL buffers is a valid no-op; alltoallv, gather and
+ * scatter with NULL arrays and buffers, blocks beyond the address space, a
+ * block to itself whose send and receive counts differ, overlapping
+ * buffers, bad roots, WEFT_IN_PLACE off the root, NULL requests likewise.
+ * A broadcast and an alltoallv after them must still work.
  */
 #include <check.h>
 #include <ctype.h>
@@ -29,7 +41,9 @@
 #include <string.h>
 
 #include "bootstrap/bootstrap.h"
+#include "colls.h"
 #include "harness.h"
+#include "integ.h"
 
 /* True if @p msg contains one of the '|'-separated words, ignoring case. */
 static bool mentions(const char *msg, const char *words)
@@ -631,35 +645,381 @@ START_TEST(init_env_works)
 }
 END_TEST
 
-static Suite *errors_suite(void)
-{
-	Suite *s = suite_create("errors");
-	TCase *tc = tcase_create("arguments");
-	tcase_set_timeout(tc, 30);
-	tcase_add_test(tc, status_strings);
-	tcase_add_test(tc, datatype_sizes);
-	tcase_add_test(tc, null_buffers);
-	tcase_add_test(tc, bad_dtype_and_op);
-	tcase_add_test(tc, count_overflow);
-	tcase_add_test(tc, null_comm_and_request);
-	tcase_add_test(tc, two_rank_errors);
-	suite_add_tcase(s, tc);
+/* --- Bad input to the collectives, on every rank of a job: local checks,
+ * so every rank makes the same calls (or a subset that never starts an
+ * operation) and the ranks stay in step; afterwards the communicator must
+ * still work. */
 
-	tc = tcase_create("init");
-	tcase_set_timeout(tc, 30);
-	tcase_add_test(tc, init_bad_rank_and_size);
-	tcase_add_test(tc, init_garbage_id);
-	tcase_add_loop_test(tc, init_env_errors, 0, NENV_CASES);
-	tcase_add_test(tc, init_env_works);
-	suite_add_tcase(s, tc);
-	return s;
+/* @p st must be WEFT_ERR_INVALID_ARG with a message that contains @p says,
+ * which names the call and the parameter ("weft_reduce: root -1 is not a
+ * rank"), and @p also unless it is NULL. */
+static int expect_invalid(struct coll_ctx *c, weft_status_t st, const char *call, const char *says,
+			  const char *also)
+{
+	return harness_expect_invalid(c->comm, st, call, says, also);
 }
 
-int main(void)
+/* The same, with a message that names @p word. */
+static int expect_named(struct coll_ctx *c, weft_status_t st, const char *call, const char *word)
 {
-	SRunner *sr = srunner_create(errors_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return harness_expect_invalid(c->comm, st, call, word, NULL);
+}
+
+static int expect_request_null(weft_request_t req, const char *call)
+{
+	if (req != NULL)
+		return harness_fail("%s: failed but left a non-NULL request", call);
+	return 0;
+}
+
+/* The messages that name a call and a parameter's value. */
+static const char *dtype_msg(const char *call, char *buf, int dtype)
+{
+	snprintf(buf, 64, "%s: invalid datatype %d", call, dtype);
+	return buf;
+}
+
+static const char *op_msg(const char *call, char *buf, int op)
+{
+	snprintf(buf, 64, "%s: invalid op %d", call, op);
+	return buf;
+}
+
+static const char *root_msg(const char *call, char *buf, int root)
+{
+	snprintf(buf, 64, "%s: root %d is not a rank", call, root);
+	return buf;
+}
+
+static const char *count_msg(const char *call, char *buf, size_t count)
+{
+	snprintf(buf, 64, "%s: count %zu", call, count);
+	return buf;
+}
+
+static int bad_input(struct coll_ctx *c)
+{
+	weft_comm_t comm = c->comm;
+	int n = c->nranks, rank = c->rank, ret = 0;
+	int mid = n / 2;
+	float a[64] = {0}, b[64 * 8] = {0};
+	float big[16 * 8];
+	weft_request_t req;
+	char bad_dt[64], bad_op[64], bad_root[64], huge[64];
+	harness_progress("bad input");
+
+	/* reduce_scatter */
+	ret |= expect_invalid(c, weft_reduce_scatter(NULL, b, 4, WEFT_FLOAT32, WEFT_SUM, comm),
+			      "reduce_scatter(NULL sendbuf)", "weft_reduce_scatter: sendbuf",
+			      "is NULL");
+	ret |= expect_invalid(c, weft_reduce_scatter(b, NULL, 4, WEFT_FLOAT32, WEFT_SUM, comm),
+			      "reduce_scatter(NULL recvbuf)",
+			      "weft_reduce_scatter: recvbuf is NULL", NULL);
+	ret |= expect_invalid(
+	    c, weft_reduce_scatter(WEFT_IN_PLACE, NULL, 4, WEFT_FLOAT32, WEFT_SUM, comm),
+	    "reduce_scatter(WEFT_IN_PLACE, NULL recvbuf)", "weft_reduce_scatter: recvbuf is NULL",
+	    NULL);
+	ret |= expect_invalid(c, weft_reduce_scatter(b, a, 4, WEFT_DATATYPE_COUNT, WEFT_SUM, comm),
+			      "reduce_scatter(bad datatype)",
+			      dtype_msg("weft_reduce_scatter", bad_dt, WEFT_DATATYPE_COUNT), NULL);
+	ret |= expect_invalid(c, weft_reduce_scatter(b, a, 4, WEFT_FLOAT32, WEFT_OP_COUNT, comm),
+			      "reduce_scatter(bad op)",
+			      op_msg("weft_reduce_scatter", bad_op, WEFT_OP_COUNT), NULL);
+	ret |=
+	    expect_invalid(c, weft_reduce_scatter(b, a, SIZE_MAX / 4, WEFT_FLOAT32, WEFT_SUM, comm),
+			   "reduce_scatter(count overflow)",
+			   count_msg("weft_reduce_scatter", huge, SIZE_MAX / 4), "overflows");
+	ret |= expect_invalid(c, weft_ireduce_scatter(b, a, 4, WEFT_FLOAT32, WEFT_SUM, comm, NULL),
+			      "ireduce_scatter(NULL request)",
+			      "weft_ireduce_scatter: request is NULL", NULL);
+	req = (weft_request_t)(uintptr_t)1;
+	ret |= expect_invalid(
+	    c, weft_ireduce_scatter(NULL, a, 4, WEFT_FLOAT32, WEFT_SUM, comm, &req),
+	    "ireduce_scatter(NULL sendbuf)", "weft_ireduce_scatter: sendbuf", "is NULL");
+	ret |= expect_request_null(req, "ireduce_scatter(NULL sendbuf)");
+
+	/* broadcast */
+	ret |= expect_invalid(c, weft_broadcast(a, a, 4, WEFT_FLOAT32, -1, comm),
+			      "broadcast(root -1)", "weft_broadcast: root -1 is not a rank", NULL);
+	ret |=
+	    expect_invalid(c, weft_broadcast(a, a, 4, WEFT_FLOAT32, n, comm),
+			   "broadcast(root nranks)", root_msg("weft_broadcast", bad_root, n), NULL);
+	ret |= expect_invalid(c, weft_broadcast(a, NULL, 4, WEFT_FLOAT32, 0, comm),
+			      "broadcast(NULL recvbuf)", "weft_broadcast: recvbuf is NULL", NULL);
+	ret |= expect_invalid(c, weft_broadcast(a, a, 4, WEFT_DATATYPE_COUNT, 0, comm),
+			      "broadcast(bad datatype)",
+			      dtype_msg("weft_broadcast", bad_dt, WEFT_DATATYPE_COUNT), NULL);
+	if (rank == mid) /* only the root reads sendbuf; the others would start a broadcast */
+		ret |= expect_invalid(c, weft_broadcast(NULL, a, 4, WEFT_FLOAT32, mid, comm),
+				      "broadcast(NULL sendbuf on the root)",
+				      "weft_broadcast: sendbuf on the root is NULL", NULL);
+	req = (weft_request_t)(uintptr_t)1;
+	ret |= expect_invalid(c, weft_ibroadcast(a, a, 4, WEFT_FLOAT32, n + 5, comm, &req),
+			      "ibroadcast(root nranks+5)",
+			      root_msg("weft_ibroadcast", bad_root, n + 5), NULL);
+	ret |= expect_request_null(req, "ibroadcast(bad root)");
+
+	/* reduce */
+	ret |= expect_invalid(c, weft_reduce(a, a, 4, WEFT_FLOAT32, WEFT_SUM, -1, comm),
+			      "reduce(root -1)", "weft_reduce: root -1 is not a rank", NULL);
+	ret |= expect_invalid(c, weft_reduce(a, a, 4, WEFT_FLOAT32, WEFT_SUM, n, comm),
+			      "reduce(root nranks)", root_msg("weft_reduce", bad_root, n), NULL);
+	ret |= expect_invalid(c, weft_reduce(NULL, a, 4, WEFT_FLOAT32, WEFT_SUM, 0, comm),
+			      "reduce(NULL sendbuf)", "weft_reduce: sendbuf is NULL", NULL);
+	ret |= expect_invalid(c, weft_reduce(a, a, 4, WEFT_FLOAT32, WEFT_OP_COUNT, 0, comm),
+			      "reduce(bad op)", op_msg("weft_reduce", bad_op, WEFT_OP_COUNT), NULL);
+	if (rank == mid)
+		ret |= expect_invalid(c, weft_reduce(a, NULL, 4, WEFT_FLOAT32, WEFT_SUM, mid, comm),
+				      "reduce(NULL recvbuf on the root)",
+				      "weft_reduce: recvbuf on the root is NULL", NULL);
+	if (rank != mid) /* WEFT_IN_PLACE means nothing off the root: no input */
+		ret |= expect_invalid(
+		    c, weft_reduce(WEFT_IN_PLACE, a, 4, WEFT_FLOAT32, WEFT_SUM, mid, comm),
+		    "reduce(WEFT_IN_PLACE off the root)", "weft_reduce: sendbuf is NULL", NULL);
+	req = (weft_request_t)(uintptr_t)1;
+	ret |= expect_invalid(c, weft_ireduce(a, a, 4, WEFT_FLOAT32, WEFT_SUM, -7, comm, &req),
+			      "ireduce(root -7)", "weft_ireduce: root -7 is not a rank", NULL);
+	ret |= expect_request_null(req, "ireduce(bad root)");
+
+	/* alltoall: 4 floats per peer */
+	ret |= expect_invalid(c, weft_alltoall(big, big, 4, WEFT_FLOAT32, comm),
+			      "alltoall(sendbuf == recvbuf)",
+			      "weft_alltoall: sendbuf and recvbuf overlap", NULL);
+	ret |= expect_invalid(c, weft_alltoall(big, big + 1, 4, WEFT_FLOAT32, comm),
+			      "alltoall(recvbuf = sendbuf + 1 element)",
+			      "weft_alltoall: sendbuf and recvbuf overlap", NULL);
+	ret |= expect_invalid(c, weft_alltoall(big + 4 * n - 1, big, 4, WEFT_FLOAT32, comm),
+			      "alltoall(sendbuf overlaps the end of recvbuf)",
+			      "weft_alltoall: sendbuf and recvbuf overlap", NULL);
+	ret |= expect_invalid(c, weft_alltoall(WEFT_IN_PLACE, big, 4, WEFT_FLOAT32, comm),
+			      "alltoall(WEFT_IN_PLACE)", "weft_alltoall: sendbuf is NULL", NULL);
+	ret |= expect_invalid(c, weft_alltoall(NULL, big, 4, WEFT_FLOAT32, comm),
+			      "alltoall(NULL sendbuf)", "weft_alltoall: sendbuf is NULL", NULL);
+	ret |= expect_invalid(c, weft_alltoall(big, NULL, 4, WEFT_FLOAT32, comm),
+			      "alltoall(NULL recvbuf)", "weft_alltoall: recvbuf is NULL", NULL);
+	ret |= expect_invalid(c, weft_alltoall(big, b, SIZE_MAX / 2, WEFT_FLOAT32, comm),
+			      "alltoall(count overflow)",
+			      count_msg("weft_alltoall", huge, SIZE_MAX / 2), "overflows");
+	req = (weft_request_t)(uintptr_t)1;
+	ret |= expect_invalid(c, weft_ialltoall(big, big + 2, 4, WEFT_FLOAT32, comm, &req),
+			      "ialltoall(overlap)", "weft_ialltoall: sendbuf and recvbuf overlap",
+			      NULL);
+	ret |= expect_request_null(req, "ialltoall(overlap)");
+
+	/* barrier */
+	ret |= expect_invalid(c, weft_ibarrier(comm, NULL), "ibarrier(NULL request)",
+			      "weft_ibarrier: request is NULL", NULL);
+	weft_status_t st = weft_barrier(NULL);
+	if (st != WEFT_ERR_INVALID_ARG)
+		ret |= harness_fail("weft_barrier(NULL): %s, expected invalid argument",
+				    weft_status_string(st));
+	req = (weft_request_t)(uintptr_t)1;
+	st = weft_ibarrier(NULL, &req);
+	if (st != WEFT_ERR_INVALID_ARG || req)
+		ret |= harness_fail("weft_ibarrier(NULL comm): %s, request %p",
+				    weft_status_string(st), (void *)req);
+	st = weft_broadcast(a, a, 4, WEFT_FLOAT32, 0, NULL);
+	if (st != WEFT_ERR_INVALID_ARG ||
+	    !harness_mentions(weft_init_last_error(), "weft_broadcast: comm is NULL"))
+		ret |= harness_fail("weft_broadcast(NULL comm): %s, message \"%s\"",
+				    weft_status_string(st), weft_init_last_error());
+
+	/* Count 0 with NULL buffers: a valid no-op everywhere, blocking or not. */
+	harness_progress("count 0 with NULL buffers");
+	struct {
+		const char *call;
+		weft_status_t st;
+	} zero[] = {
+	    {"reduce_scatter", weft_reduce_scatter(NULL, NULL, 0, WEFT_FLOAT32, WEFT_SUM, comm)},
+	    {"broadcast", weft_broadcast(NULL, NULL, 0, WEFT_INT8, n - 1, comm)},
+	    {"reduce", weft_reduce(NULL, NULL, 0, WEFT_FLOAT16, WEFT_AVG, 0, comm)},
+	    {"alltoall", weft_alltoall(NULL, NULL, 0, WEFT_UINT64, comm)},
+	};
+	for (size_t k = 0; k < sizeof(zero) / sizeof(zero[0]); k++)
+		if (zero[k].st != WEFT_SUCCESS)
+			ret |= harness_fail_status(comm, zero[k].st, "%s count 0 with NULL buffers",
+						   zero[k].call);
+	req = NULL;
+	st = coll_complete(weft_ialltoall(NULL, NULL, 0, WEFT_INT32, comm, &req), &req);
+	if (st != WEFT_SUCCESS)
+		ret |= harness_fail_status(comm, st, "ialltoall count 0 with NULL buffers");
+	req = NULL;
+	st = coll_complete(weft_ireduce(NULL, NULL, 0, WEFT_INT32, WEFT_MAX, n - 1, comm, &req),
+			   &req);
+	if (st != WEFT_SUCCESS)
+		ret |= harness_fail_status(comm, st, "ireduce count 0 with NULL buffers");
+	return ret ? 1 : 0;
+}
+
+static int bad_alltoallv(struct coll_ctx *c)
+{
+	weft_comm_t comm = c->comm;
+	int n = c->nranks, me = c->rank, ret = 0;
+	size_t cnt[8], dsp[8], cnt2[8], huge[8];
+	float buf[64] = {0}, out[64];
+	for (int r = 0; r < n; r++) {
+		cnt[r] = 2;
+		dsp[r] = (size_t)r * 2;
+		cnt2[r] = r == me ? 3 : 2;
+		huge[r] = r == n - 1 ? SIZE_MAX / 2 : 0;
+	}
+	ret |= expect_named(c, weft_alltoallv(buf, NULL, dsp, out, cnt, dsp, WEFT_FLOAT32, comm),
+			    "alltoallv(NULL sendcounts)", "sendcounts");
+	ret |= expect_named(c, weft_alltoallv(buf, cnt, NULL, out, cnt, dsp, WEFT_FLOAT32, comm),
+			    "alltoallv(NULL sdispls)", "sdispls");
+	ret |= expect_named(c, weft_alltoallv(buf, cnt, dsp, out, NULL, dsp, WEFT_FLOAT32, comm),
+			    "alltoallv(NULL recvcounts)", "recvcounts");
+	ret |= expect_named(c, weft_alltoallv(buf, cnt, dsp, out, cnt, NULL, WEFT_FLOAT32, comm),
+			    "alltoallv(NULL rdispls)", "rdispls");
+	ret |= expect_named(c, weft_alltoallv(NULL, cnt, dsp, out, cnt, dsp, WEFT_FLOAT32, comm),
+			    "alltoallv(NULL sendbuf)", "sendbuf");
+	ret |= expect_named(c, weft_alltoallv(buf, cnt, dsp, NULL, cnt, dsp, WEFT_FLOAT32, comm),
+			    "alltoallv(NULL recvbuf)", "recvbuf");
+	ret |= expect_named(
+	    c, weft_alltoallv(WEFT_IN_PLACE, cnt, dsp, out, cnt, dsp, WEFT_FLOAT32, comm),
+	    "alltoallv(WEFT_IN_PLACE)", "in place");
+	ret |=
+	    expect_named(c, weft_alltoallv(buf, cnt, dsp, out, cnt, dsp, WEFT_DATATYPE_COUNT, comm),
+			 "alltoallv(bad datatype)", "datatype");
+	ret |= expect_named(c, weft_alltoallv(buf, huge, dsp, out, cnt, dsp, WEFT_FLOAT32, comm),
+			    "alltoallv(sendcount overflow)", "overflow");
+	ret |= expect_named(c, weft_alltoallv(buf, cnt, dsp, out, cnt, huge, WEFT_FLOAT32, comm),
+			    "alltoallv(rdispl overflow)", "overflow");
+	ret |= expect_named(c, weft_alltoallv(buf, cnt2, dsp, out, cnt, dsp, WEFT_FLOAT32, comm),
+			    "alltoallv(sendcounts[rank] != recvcounts[rank])", "itself");
+	ret |= expect_named(c, weft_alltoallv(buf, cnt, dsp, buf + 1, cnt, dsp, WEFT_FLOAT32, comm),
+			    "alltoallv(overlapping buffers)", "overlap");
+	weft_request_t req = (weft_request_t)(uintptr_t)1;
+	ret |= expect_named(
+	    c, weft_ialltoallv(buf, cnt, dsp, NULL, cnt, dsp, WEFT_FLOAT32, comm, &req),
+	    "ialltoallv(NULL recvbuf)", "recvbuf");
+	if (req)
+		ret |= harness_fail("ialltoallv(NULL recvbuf): failed but left a request");
+	ret |=
+	    expect_named(c, weft_ialltoallv(buf, cnt, dsp, out, cnt, dsp, WEFT_FLOAT32, comm, NULL),
+			 "ialltoallv(NULL request)", "request");
+	return ret;
+}
+
+static int bad_rooted(struct coll_ctx *c)
+{
+	weft_comm_t comm = c->comm;
+	int n = c->nranks, me = c->rank, mid = n / 2, ret = 0;
+	float a[8], b[8 * 8];
+	weft_request_t req = (weft_request_t)(uintptr_t)1;
+	ret |= expect_named(c, weft_gather(a, b, 4, WEFT_FLOAT32, -1, comm), "gather(root -1)",
+			    "root");
+	ret |= expect_named(c, weft_scatter(b, a, 4, WEFT_FLOAT32, n, comm), "scatter(root nranks)",
+			    "root");
+	ret |= expect_named(c, weft_gather(a, b, 4, WEFT_DATATYPE_COUNT, 0, comm),
+			    "gather(bad datatype)", "datatype");
+	ret |= expect_named(c, weft_scatter(b, a, SIZE_MAX / 2, WEFT_FLOAT32, 0, comm),
+			    "scatter(count overflow)", "overflow");
+	ret |= expect_named(c, weft_igather(a, b, 4, WEFT_FLOAT32, n + 3, comm, &req),
+			    "igather(root nranks+3)", "root");
+	if (req)
+		ret |= harness_fail("igather(bad root): failed but left a request");
+	ret |= expect_named(c, weft_iscatter(b, a, 4, WEFT_FLOAT32, 0, comm, NULL),
+			    "iscatter(NULL request)", "request");
+	if (me == mid) { /* the root's own checks; the others would start the call */
+		ret |= expect_named(c, weft_gather(a, NULL, 4, WEFT_FLOAT32, mid, comm),
+				    "gather(NULL recvbuf on the root)", "recvbuf");
+		ret |= expect_named(c, weft_gather(NULL, b, 4, WEFT_FLOAT32, mid, comm),
+				    "gather(NULL sendbuf on the root)", "sendbuf");
+		ret |= expect_named(c, weft_gather(b + 1, b, 4, WEFT_FLOAT32, mid, comm),
+				    "gather(sendbuf inside recvbuf)", "overlap");
+		ret |= expect_named(c, weft_scatter(NULL, a, 4, WEFT_FLOAT32, mid, comm),
+				    "scatter(NULL sendbuf on the root)", "sendbuf");
+		ret |= expect_named(c, weft_scatter(b, NULL, 4, WEFT_FLOAT32, mid, comm),
+				    "scatter(NULL recvbuf on the root)", "recvbuf");
+		ret |= expect_named(c, weft_scatter(b, b + 1, 4, WEFT_FLOAT32, mid, comm),
+				    "scatter(recvbuf inside sendbuf)", "overlap");
+	} else {
+		ret |= expect_named(c, weft_gather(WEFT_IN_PLACE, b, 4, WEFT_FLOAT32, mid, comm),
+				    "gather(WEFT_IN_PLACE off the root)", "root only");
+		ret |= expect_named(c, weft_gather(NULL, b, 4, WEFT_FLOAT32, mid, comm),
+				    "gather(NULL sendbuf off the root)", "sendbuf");
+		ret |= expect_named(
+		    c, weft_scatter(b, (void *)WEFT_IN_PLACE, 4, WEFT_FLOAT32, mid, comm),
+		    "scatter(WEFT_IN_PLACE off the root)", "root only");
+		ret |= expect_named(c, weft_scatter(b, NULL, 4, WEFT_FLOAT32, mid, comm),
+				    "scatter(NULL recvbuf off the root)", "recvbuf");
+	}
+	/* Count 0 with NULL buffers: a no-op everywhere. */
+	weft_status_t st = weft_gather(NULL, NULL, 0, WEFT_INT8, 0, comm);
+	if (st == WEFT_SUCCESS)
+		st = weft_scatter(NULL, NULL, 0, WEFT_INT8, n - 1, comm);
+	if (st != WEFT_SUCCESS)
+		ret |= harness_fail_status(comm, st, "gather/scatter count 0 with NULL buffers");
+	return ret;
+}
+
+/* arg: which of the two sets (BAD_*). */
+enum { BAD_COLLS = 1, BAD_V = 2 };
+
+static int bad_input_body(weft_comm_t comm, int rank, int nranks, void *arg)
+{
+	int which = *(const int *)arg, ret = 0;
+	struct coll_ctx c;
+	coll_init(&c, comm, rank, nranks);
+	if (which & BAD_COLLS) {
+		ret = bad_input(&c);
+		/* Still usable after the rejected calls. */
+		if (!ret && coll_broadcast(&c, &(struct coll_case){.count = 33,
+								   .dt = WEFT_INT32,
+								   .root = nranks - 1}) != COLL_OK)
+			ret = 1;
+	}
+	if (!ret && (which & BAD_V)) {
+		harness_progress("bad input (alltoallv, gather, scatter)");
+		ret = bad_alltoallv(&c) | bad_rooted(&c);
+		if (!ret && coll_alltoallv(&c, COLL_V_UNEVEN, 5, WEFT_INT32, false) != COLL_OK)
+			ret = 1;
+	}
+	return ret ? ret : coll_end(&c);
+}
+
+/* Over shm 1..8 ranks (alltoallv, gather and scatter to 6), socket 2..8
+ * (the first set not at 4 and 6, the second to 4). */
+START_TEST(bad_input_job)
+{
+	bool socket = integ_over("socket");
+	int which = (!socket || (_i != 4 && _i != 6) ? BAD_COLLS : 0) |
+		    (_i <= (socket ? 4 : 6) ? BAD_V : 0);
+	if (!which)
+		return;
+	struct integ_env e;
+	integ_env_init(&e, 60);
+	char label[96];
+	snprintf(label, sizeof(label), "bad input over %s, nranks %d", integ_transport(), _i);
+	struct harness_job job = {
+	    .nranks = _i, .body = bad_input_body, .arg = &which, .timeout_s = 120};
+	integ_run(&job, &e, label);
+}
+END_TEST
+
+static void add(Suite *s)
+{
+	TCase *tc;
+	if (integ_over("shm") && (tc = integ_tcase(s, "auto", 60))) {
+		tcase_add_test(tc, status_strings);
+		tcase_add_test(tc, datatype_sizes);
+		tcase_add_test(tc, null_buffers);
+		tcase_add_test(tc, bad_dtype_and_op);
+		tcase_add_test(tc, count_overflow);
+		tcase_add_test(tc, null_comm_and_request);
+		tcase_add_test(tc, two_rank_errors);
+		tcase_add_test(tc, init_bad_rank_and_size);
+		tcase_add_test(tc, init_garbage_id);
+		tcase_add_loop_test(tc, init_env_errors, 0, NENV_CASES);
+		tcase_add_test(tc, init_env_works);
+	}
+	if ((tc = integ_tcase(s, "auto", 150)))
+		tcase_add_loop_test(tc, bad_input_job, integ_over("socket") ? 2 : 1, 9);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct integ_suite suite = {"errors", "shm socket", add};
+	return integ_main(argc, argv, &suite);
 }

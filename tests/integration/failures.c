@@ -1,5 +1,5 @@
 /*
- * test_failures.c — the job meets strangers, missing ranks, dead peers and
+ * failures.c — the job meets strangers, missing ranks, dead peers and
  * aborts: each gives a clear error in bounded time, never a hang or a crash.
  *
  *  - strangers at the bootstrap port (the address inside the unique id):
@@ -39,6 +39,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "harness.h"
+#include "integ.h"
 
 static const char *const env_shm[] = {"WEFT_TIMEOUT=10", "WEFT_BOOTSTRAP_TIMEOUT=10", NULL};
 static const char *const env_socket[] = {"WEFT_TIMEOUT=10", "WEFT_BOOTSTRAP_TIMEOUT=10",
@@ -499,12 +500,54 @@ out:
 	return ret;
 }
 
-static void run_sequence(const char *transport, const char *const *env, int nranks,
-			 struct sequence q)
+/* What the survivors logged after the victim's death: over shm each one
+ * names it, with its pid, as the peer that died (the transport checks the
+ * pid itself); over socket at least one names it as the peer that closed
+ * the connection (the others may first hear of a neighbour that gave up).
+ * Always on a WARN line of the survivor's own rank. */
+static void check_death_logs(const struct harness_result *res, const struct sequence *q, int nranks)
 {
+	char victim[32], pid[32], line[1024];
+	snprintf(victim, sizeof(victim), "peer rank %d ", q->victim);
+	snprintf(pid, sizeof(pid), "(pid %d) died", (int)res->rank[q->victim].pid);
+	int named = 0;
+	for (int r = 0; r < nranks; r++) {
+		if (r == q->victim)
+			continue;
+		char own[32];
+		snprintf(own, sizeof(own), " rank %d: ", r);
+		bool says =
+		    harness_log_line(res, r, line, sizeof(line), " weft WARN ", own, victim,
+				     integ_over("shm") ? pid : "closed the connection", NULL);
+		named += says;
+		ck_assert_msg(says || !integ_over("shm"),
+			      "%s over shm: rank %d did not log that rank %d %s:\n%s",
+			      death_names[q->how], r, q->victim, pid,
+			      res->rank[r].log ? res->rank[r].log : "(nothing)");
+	}
+	ck_assert_msg(named > 0, "%s over %s: no survivor logged a WARN line naming rank %d",
+		      death_names[q->how], integ_transport(), q->victim);
+}
+
+static const char *const *env_of_transport(void)
+{
+	return integ_over("socket") ? env_socket : env_shm;
+}
+
+static void run_sequence(int nranks, struct sequence q)
+{
+	bool died = q.how == DIE_SIGKILL || q.how == DIE_TIMER_SIGKILL || q.how == DIE_EXIT;
+	struct harness_job job = {
+	    .nranks = nranks,
+	    .env = env_of_transport(),
+	    .body = sequence_body,
+	    .arg = &q,
+	    .timeout_s = 40,
+	    .capture_stderr = died,
+	};
 	struct harness_result res;
-	harness_run(nranks, env, sequence_body, &q, 40, &res);
-	printf("%s over %s, nranks %d: %.1f s\n", death_names[q.how], transport, nranks,
+	harness_run_job(&job, &res);
+	printf("%s over %s, nranks %d: %.1f s\n", death_names[q.how], integ_transport(), nranks,
 	       res.seconds);
 	fflush(stdout);
 	for (int r = 0; r < nranks; r++) {
@@ -513,24 +556,23 @@ static void run_sequence(const char *transport, const char *const *env, int nran
 		if (killed)
 			ck_assert_msg(rr->end == HARNESS_SIGNALED && rr->code == SIGKILL,
 				      "%s over %s: the victim did not die as planned:\n%s",
-				      death_names[q.how], transport, res.summary);
+				      death_names[q.how], integ_transport(), res.summary);
 		else
 			ck_assert_msg(rr->end == HARNESS_EXITED && rr->code == 0,
 				      "%s over %s, nranks %d, victim rank %d:\n%s",
-				      death_names[q.how], transport, nranks, q.victim, res.summary);
+				      death_names[q.how], integ_transport(), nranks, q.victim,
+				      res.summary);
 	}
+	if (died)
+		check_death_logs(&res, &q, nranks);
+	harness_result_free(&res);
 }
-
-static const struct {
-	const char *name;
-	const char *const *env;
-} transports[] = {{"shm", env_shm}, {"socket", env_socket}};
 
 START_TEST(peer_sigkill)
 {
 	struct sequence q = {
 	    .how = DIE_SIGKILL, .victim = 1, .at_iter = 40, .count = 1024, .max_detect_s = 5};
-	run_sequence(transports[_i].name, transports[_i].env, 4, q);
+	run_sequence(4, q);
 }
 END_TEST
 
@@ -538,7 +580,7 @@ START_TEST(peer_exit)
 {
 	struct sequence q = {
 	    .how = DIE_EXIT, .victim = 2, .at_iter = 25, .count = 4099, .max_detect_s = 5};
-	run_sequence(transports[_i].name, transports[_i].env, 4, q);
+	run_sequence(4, q);
 }
 END_TEST
 
@@ -549,7 +591,7 @@ START_TEST(peer_sigkill_during_large)
 			     .at_iter = 3,
 			     .count = (1u << 20) + 3,
 			     .max_detect_s = 5};
-	run_sequence(transports[_i].name, transports[_i].env, 3, q);
+	run_sequence(3, q);
 }
 END_TEST
 
@@ -557,7 +599,7 @@ START_TEST(peer_abort)
 {
 	struct sequence q = {
 	    .how = DIE_ABORT, .victim = 0, .at_iter = 20, .count = 4099, .max_detect_s = 5};
-	run_sequence(transports[_i].name, transports[_i].env, 3, q);
+	run_sequence(3, q);
 }
 END_TEST
 
@@ -565,7 +607,7 @@ START_TEST(peer_abort_from_thread)
 {
 	struct sequence q = {
 	    .how = DIE_ABORT_THREAD, .victim = 1, .at_iter = 10, .count = 4099, .max_detect_s = 5};
-	run_sequence(transports[_i].name, transports[_i].env, 3, q);
+	run_sequence(3, q);
 }
 END_TEST
 
@@ -745,21 +787,85 @@ static const struct {
       "WEFT_SOCKET_IFNAME=lo", "WEFT_OFI_PROVIDER=tcp;ofi_rxm", "FI_TCP_IFACE=lo",
       "WEFT_OFI_PROTO=rma", NULL}},
 };
-#define NMM_TRANSPORTS ((int)(sizeof(mm_transports) / sizeof(mm_transports[0])))
+/* The mm_transports of the suite's transport: [first, first + count). */
+static int mm_first(void)
+{
+	return integ_over("socket") ? 1 : integ_over("ofi") ? 2 : 0;
+}
+
+static int mm_count(void)
+{
+	return integ_over("ofi") ? 2 : 1;
+}
+
+/* The rank @p line names as the one whose call differs: "rank X" after
+ * "mismatched", else the "peer rank X" the message is about (ofi's tagged
+ * path only knows that a peer's message does not fit); -1 if neither. */
+static int mismatch_names(const char *line)
+{
+	const char *p = strstr(line, "mismatched");
+	const char *at = p ? strstr(p, "rank ") : NULL;
+	if (at)
+		return atoi(at + 5);
+	at = strstr(line, "peer rank ");
+	return at ? atoi(at + 10) : -1;
+}
+
+/* What the ranks logged: some rank's WARN line names the mismatch; each
+ * such line of a rank names the odd rank as the one that differs (the odd
+ * rank's, one of the others), never a rank that called what it did. */
+static void check_mismatch_logs(const struct harness_result *res, const struct mismatch *m,
+				const char *over)
+{
+	int named = 0;
+	for (int r = 0; r < MISMATCH_RANKS; r++) {
+		const char *log = res->rank[r].log ? res->rank[r].log : "";
+		char own[32];
+		snprintf(own, sizeof(own), " rank %d: ", r);
+		for (const char *p = strstr(log, "mismatched"); p;
+		     p = strstr(p + 1, "mismatched")) {
+			const char *start = p;
+			while (start > log && start[-1] != '\n')
+				start--;
+			const char *end = strchr(p, '\n');
+			char line[1024];
+			snprintf(line, sizeof(line), "%.*s",
+				 (int)(end ? (size_t)(end - start) : strlen(start)), start);
+			if (!strstr(line, " weft WARN ") || !strstr(line, own))
+				continue;
+			int x = mismatch_names(line);
+			bool right = r == m->odd ? x >= 0 && x != m->odd : x == m->odd;
+			ck_assert_msg(right,
+				      "%s over %s: rank %d (the odd one: %d) names rank %d: %s",
+				      m->name, over, r, m->odd, x, line);
+			named += strstr(line, m->expect[0]) != NULL;
+		}
+	}
+	ck_assert_msg(named > 0, "%s over %s: no rank logged a WARN line with \"%s\"", m->name,
+		      over, m->expect[0]);
+}
 
 START_TEST(mismatched_calls)
 {
-	const struct mismatch *m = &mismatches[_i / NMM_TRANSPORTS];
-	const char *over = mm_transports[_i % NMM_TRANSPORTS].name;
+	const struct mismatch *m = &mismatches[_i / mm_count()];
+	int t = mm_first() + _i % mm_count();
+	const char *over = mm_transports[t].name;
 	/* Not over ofi's tagged path: there a message matches by its step, and
 	 * the odd rank's barrier sends on steps that the others' allreduce
 	 * never posts, so nothing lands to compare (a stall, the timeout's to
 	 * end; README, "Transports"). The rma path compares in order. */
 	if (m->odd_args.count == 0 && strcmp(over, "ofi tagged") == 0)
 		return;
+	struct harness_job job = {
+	    .nranks = MISMATCH_RANKS,
+	    .env = mm_transports[t].env,
+	    .body = mismatch_body,
+	    .arg = (void *)m,
+	    .timeout_s = 60,
+	    .capture_stderr = true,
+	};
 	struct harness_result res;
-	harness_run(MISMATCH_RANKS, mm_transports[_i % NMM_TRANSPORTS].env, mismatch_body,
-		    (void *)m, 60, &res);
+	harness_run_job(&job, &res);
 	printf("mismatch %s over %s: %.1f s\n", m->name, over, res.seconds);
 	ck_assert_msg(res.ok, "%s over %s:\n%s", m->name, over, res.summary);
 	struct mm_report report;
@@ -769,37 +875,130 @@ START_TEST(mismatched_calls)
 		      "stderr)",
 		      m->name, over, m->expect[0], m->expect[1] ? " and " : "",
 		      m->expect[1] ? m->expect[1] : "");
+	check_mismatch_logs(&res, m, over);
+	harness_result_free(&res);
 }
 END_TEST
 
-static Suite *failures_suite(void)
-{
-	Suite *s = suite_create("failures");
-	TCase *tc = tcase_create("bootstrap");
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, strangers_at_bootstrap);
-	tcase_add_test(tc, init_then_exit);
-	tcase_add_test(tc, missing_rank);
-	tcase_add_test(tc, missing_ranks);
-	suite_add_tcase(s, tc);
+/* --- verbs: a rank killed (SIGKILL) between allreduces, and a rank that
+ * aborts: every survivor fails with WEFT_ERR_REMOTE within 5 s, with a
+ * message from the verbs transport, including the ranks that only hear of
+ * it from another survivor. --- */
 
-	tc = tcase_create("peers");
-	tcase_set_timeout(tc, 60);
-	tcase_add_loop_test(tc, peer_sigkill, 0, 2);
-	tcase_add_loop_test(tc, peer_exit, 0, 2);
-	tcase_add_loop_test(tc, peer_sigkill_during_large, 0, 2);
-	tcase_add_loop_test(tc, peer_abort, 0, 2);
-	tcase_add_loop_test(tc, peer_abort_from_thread, 0, 2);
-	tcase_add_loop_test(tc, mismatched_calls, 0, NMM_TRANSPORTS * NMISMATCHES);
-	suite_add_tcase(s, tc);
-	return s;
+struct verbs_death {
+	bool abort; /* weft_comm_abort instead of SIGKILL */
+	int victim, at_iter;
+};
+
+static int verbs_death_body(weft_comm_t comm, int rank, int nranks, void *arg)
+{
+	const struct verbs_death *d = arg;
+	enum { N = 4099 };
+	int64_t *died_ns = harness_shared();
+	float *buf = malloc(N * sizeof(float));
+	if (!buf)
+		return harness_fail("out of memory");
+	for (int iter = 0; iter < 10000; iter++) {
+		if (rank == d->victim && iter == d->at_iter) {
+			__atomic_store_n(died_ns, (int64_t)(harness_now() * 1e9), __ATOMIC_SEQ_CST);
+			if (!d->abort)
+				kill(getpid(), SIGKILL);
+			weft_comm_abort(comm);
+			weft_status_t st =
+			    weft_allreduce(WEFT_IN_PLACE, buf, N, WEFT_FLOAT32, WEFT_SUM, comm);
+			free(buf);
+			return st == WEFT_ERR_ABORTED ? 0 : harness_fail("after abort: %d", st);
+		}
+		for (int i = 0; i < N; i++)
+			buf[i] = 1.0f;
+		harness_progress("allreduce %d", iter);
+		weft_status_t st =
+		    weft_allreduce(WEFT_IN_PLACE, buf, N, WEFT_FLOAT32, WEFT_SUM, comm);
+		if (st == WEFT_SUCCESS) {
+			if (buf[N - 1] != (float)nranks)
+				return harness_fail("allreduce %d: %g", iter, buf[N - 1]);
+			continue;
+		}
+		int64_t died = __atomic_load_n(died_ns, __ATOMIC_SEQ_CST);
+		double after = harness_now() - (double)died * 1e-9;
+		const char *msg = weft_comm_last_error(comm);
+		free(buf);
+		if (!died)
+			return harness_fail_status(comm, st, "allreduce %d failed first", iter);
+		if (st != WEFT_ERR_REMOTE)
+			return harness_fail_status(comm, st, "expected WEFT_ERR_REMOTE");
+		if (after > 5.0)
+			return harness_fail("noticed %.1f s after the victim's end", after);
+		if (!msg || !strstr(msg, "verbs"))
+			return harness_fail("message \"%s\" does not come from verbs", msg);
+		fprintf(stderr, "rank %d: failed %.2f s after rank %d's %s: %s\n", rank, after,
+			d->victim, d->abort ? "abort" : "death", msg);
+		return 0;
+	}
+	return harness_fail("no error after 10000 allreduces");
 }
 
-int main(void)
+static void run_verbs_death(int nranks, struct verbs_death d)
 {
-	SRunner *sr = srunner_create(failures_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	struct integ_env e;
+	integ_env_init(&e, 20);
+	struct harness_job job = {
+	    .nranks = nranks, .env = e.v, .body = verbs_death_body, .arg = &d, .timeout_s = 120};
+	struct harness_result res;
+	harness_run_job(&job, &res);
+	printf("verbs: rank %d %s, nranks %d: %.1f s\n", d.victim, d.abort ? "aborts" : "killed",
+	       nranks, res.seconds);
+	for (int r = 0; r < nranks; r++) {
+		const struct harness_rank_result *rr = &res.rank[r];
+		if (r == d.victim && !d.abort)
+			ck_assert_msg(rr->end == HARNESS_SIGNALED, "the victim lived: %s",
+				      res.summary);
+		else
+			ck_assert_msg(rr->end == HARNESS_EXITED && rr->code == 0, "%s",
+				      res.summary);
+	}
+}
+
+START_TEST(verbs_peer_killed)
+{
+	run_verbs_death(4, (struct verbs_death){.victim = 1 + _i, .at_iter = 15});
+}
+END_TEST
+
+START_TEST(verbs_peer_aborts)
+{
+	run_verbs_death(3, (struct verbs_death){.abort = true, .victim = 2, .at_iter = 10});
+}
+END_TEST
+
+static void add(Suite *s)
+{
+	TCase *tc = integ_tcase(s, "auto", 60);
+	if (!tc)
+		return;
+	if (integ_over("verbs")) {
+		tcase_add_loop_test(tc, verbs_peer_killed, 0, 2);
+		tcase_add_test(tc, verbs_peer_aborts);
+		return;
+	}
+	if (integ_over("shm")) {
+		tcase_add_test(tc, strangers_at_bootstrap);
+		tcase_add_test(tc, init_then_exit);
+		tcase_add_test(tc, missing_rank);
+		tcase_add_test(tc, missing_ranks);
+	}
+	if (!integ_over("ofi")) {
+		tcase_add_test(tc, peer_sigkill);
+		tcase_add_test(tc, peer_exit);
+		tcase_add_test(tc, peer_sigkill_during_large);
+		tcase_add_test(tc, peer_abort);
+		tcase_add_test(tc, peer_abort_from_thread);
+	}
+	tcase_add_loop_test(tc, mismatched_calls, 0, mm_count() * NMISMATCHES);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct integ_suite suite = {"failures", "shm socket ofi verbs", add};
+	return integ_main(argc, argv, &suite);
 }

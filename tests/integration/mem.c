@@ -1,5 +1,5 @@
 /*
- * test_mem.c — weft_mem_alloc/free/register/deregister and the collectives
+ * mem.c — weft_mem_alloc/free/register/deregister and the collectives
  * on their buffers; the intra-host shm AllReduce (algorithms/shmem/) in
  * its three forms: mapped in place, staged, and the latency path.
  *
@@ -24,6 +24,11 @@
  *    must meet), and a blocking call behind an unfinished iallreduce.
  * Every result is compared exactly with harness_ar_expected; guard bytes
  * around every buffer must be untouched.
+ *
+ * Over the transport the suite runs with (tests/lib/integ.h): shm (every
+ * case above but the socket matrix; the stale mapping and the latency path
+ * force the shm algorithm: its case "shm", the rest "auto"), socket (the
+ * collectives on weft_mem buffers at 2, 3 and 5 ranks).
  */
 #include <check.h>
 #include <stdint.h>
@@ -33,6 +38,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "integ.h"
 #include "util/memfd.h"
 
 #define JOB_TIMEOUT_S 240
@@ -578,7 +584,7 @@ static const int small_nranks[] = {2, 3, 4, 8};
 
 /* Forced, so that the check of the module's call count does not depend on
  * the tuner's calibration on a loaded machine (what it chooses is
- * test_tune's business). */
+ * unit/tune's business). */
 START_TEST(latency_path)
 {
 	const char *const env[] = {"WEFT_TIMEOUT=60", "WEFT_ALGO=allreduce:shm", NULL};
@@ -600,37 +606,32 @@ START_TEST(latency_path_thread)
 }
 END_TEST
 
-static Suite *mem_suite(void)
+static void add(Suite *s)
 {
-	Suite *s = suite_create("mem");
-	TCase *tc = tcase_create("semantics");
-	tcase_set_timeout(tc, 90);
-	tcase_add_test(tc, semantics);
-	tcase_add_test(tc, stale_mapping);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("matrix");
-	tcase_set_timeout(tc, JOB_TIMEOUT_S + 30);
-	tcase_add_loop_test(tc, matrix_shm, 1, 9);
-	tcase_add_loop_test(tc, matrix_shm_default_stage, 2, 4);
-	tcase_add_loop_test(tc, matrix_socket, 0,
+	TCase *tc;
+	if (integ_over("socket")) {
+		if ((tc = integ_tcase(s, "auto", JOB_TIMEOUT_S + 30)))
+			tcase_add_loop_test(
+			    tc, matrix_socket, 0,
 			    (int)(sizeof(socket_nranks) / sizeof(socket_nranks[0])));
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("latency");
-	tcase_set_timeout(tc, JOB_TIMEOUT_S + 30);
-	tcase_add_loop_test(tc, latency_path, 0,
-			    (int)(sizeof(small_nranks) / sizeof(small_nranks[0])));
-	tcase_add_test(tc, latency_path_thread);
-	suite_add_tcase(s, tc);
-	return s;
+		return;
+	}
+	if ((tc = integ_tcase(s, "auto", JOB_TIMEOUT_S + 30))) {
+		tcase_add_test(tc, semantics);
+		tcase_add_loop_test(tc, matrix_shm, 1, 9);
+		tcase_add_loop_test(tc, matrix_shm_default_stage, 2, 4);
+	}
+	/* Forced: the shm algorithm (algorithms/shmem/). */
+	if ((tc = integ_tcase(s, "shm", JOB_TIMEOUT_S + 30))) {
+		tcase_add_test(tc, stale_mapping);
+		tcase_add_loop_test(tc, latency_path, 0,
+				    (int)(sizeof(small_nranks) / sizeof(small_nranks[0])));
+		tcase_add_test(tc, latency_path_thread);
+	}
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-	SRunner *sr = srunner_create(mem_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	static const struct integ_suite suite = {"mem", "shm socket", add};
+	return integ_main(argc, argv, &suite);
 }

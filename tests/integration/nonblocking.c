@@ -1,5 +1,5 @@
 /*
- * test_nonblocking.c — weft_iallreduce / weft_iallgather with weft_test and
+ * nonblocking.c — weft_iallreduce / weft_iallgather with weft_test and
  * weft_wait.
  *
  *  - test loop: post, then weft_test until done; the request must come back
@@ -10,15 +10,29 @@
  *    robin): each result must be its own, never a neighbour's;
  *  - blocking while outstanding: a blocking allreduce and allgather issued
  *    while a large iallreduce is still in flight;
- *  - count 0 and weft_wait straight after the post.
- * Over shm and socket, for several rank counts.
+ *  - count 0 and weft_wait straight after the post;
+ *  - mixed outstanding: ireduce_scatter, ibroadcast, ireduce, ialltoall and
+ *    ibarrier posted together, and ialltoallv, igather, iscatter and
+ *    iallreduce, waited for in orders that differ between ranks, two
+ *    rounds each (shm 1..8 ranks, socket 2..8, the alltoallv rounds to 6);
+ *    the first set also with the k-th algorithm of each of its
+ *    collectives forced in turn (the "forced" case: shm 2, 3, 5, 8 ranks,
+ *    socket 3, 5).
+ * Over the transport the suite runs with (tests/lib/integ.h): shm at 2, 3,
+ * 5, 8 ranks, socket at 2, 3, 5. Its cases (tests/lib/integ.h): "auto"
+ * (the first four, by the tuner's choice), "mixed" and "forced" (the mixed
+ * rounds with the algorithms forced).
  */
 #include <check.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "algorithms/algo.h"
+#include "colls.h"
 #include "harness.h"
+#include "integ.h"
 
 #define WAIT_LIMIT_S 60.0
 
@@ -317,79 +331,332 @@ static int body_zero_and_wait(weft_comm_t comm, int rank, int nranks, void *arg)
 	return ret;
 }
 
-static const char *const env_shm[] = {"WEFT_TIMEOUT=60", NULL};
-static const char *const env_socket[] = {"WEFT_TIMEOUT=60", "WEFT_TRANSPORTS=socket",
-					 "WEFT_SOCKET_IFNAME=lo", NULL};
+/* ---- Several non-blocking operations of different kinds in flight on one
+ * communicator at once, completed in an order that differs between ranks:
+ * each result must be its own. */
 
-struct variant {
-	const char *label;
-	const char *const *env;
-	int nranks;
+struct mixed {
+	int n, rank;
+	float *rs_in, *rs_out, *rs_want;
+	int32_t *bc, *bc_want;
+	uint16_t *rd_in, *rd_out, *rd_want;
+	uint8_t *a2a_in, *a2a_out, *a2a_want;
 };
 
-static const struct variant variants[] = {
-    {"shm", env_shm, 2},       {"shm", env_shm, 3},	  {"shm", env_shm, 5},
-    {"shm", env_shm, 8},       {"socket", env_socket, 2}, {"socket", env_socket, 3},
-    {"socket", env_socket, 5},
-};
-#define NVARIANTS     ((int)(sizeof(variants) / sizeof(variants[0])))
+enum { RS_COUNT = 4099, BC_COUNT = 4099, RD_COUNT = 1001, A2A_COUNT = 513 };
+
+static void mixed_free(struct mixed *m)
+{
+	free(m->rs_in);
+	free(m->rs_out);
+	free(m->rs_want);
+	free(m->bc);
+	free(m->bc_want);
+	free(m->rd_in);
+	free(m->rd_out);
+	free(m->rd_want);
+	free(m->a2a_in);
+	free(m->a2a_out);
+	free(m->a2a_want);
+}
+
+static bool mixed_alloc(struct mixed *m, int rank, int n)
+{
+	*m = (struct mixed){.n = n, .rank = rank};
+	size_t un = (size_t)n;
+	m->rs_in = malloc(RS_COUNT * un * 4), m->rs_out = malloc(RS_COUNT * 4);
+	m->rs_want = malloc(RS_COUNT * un * 4);
+	m->bc = malloc(BC_COUNT * 4), m->bc_want = malloc(BC_COUNT * 4);
+	m->rd_in = malloc(RD_COUNT * 2), m->rd_out = malloc(RD_COUNT * 2);
+	m->rd_want = malloc(RD_COUNT * 2);
+	m->a2a_in = malloc(A2A_COUNT * un), m->a2a_out = malloc(A2A_COUNT * un);
+	m->a2a_want = malloc(A2A_COUNT * un);
+	return m->rs_in && m->rs_out && m->rs_want && m->bc && m->bc_want && m->rd_in &&
+	       m->rd_out && m->rd_want && m->a2a_in && m->a2a_out && m->a2a_want;
+}
+
+static void mixed_fill(struct mixed *m, unsigned salt, int bc_root)
+{
+	int n = m->n, rank = m->rank;
+	harness_ar_input(m->rs_in, RS_COUNT * (size_t)n, WEFT_FLOAT32, WEFT_SUM, rank, n, salt);
+	harness_ar_expected(m->rs_want, RS_COUNT * (size_t)n, WEFT_FLOAT32, WEFT_SUM, n, salt);
+	harness_ag_input(m->bc_want, BC_COUNT, WEFT_INT32, bc_root + 1, salt + 1);
+	if (rank == bc_root)
+		memcpy(m->bc, m->bc_want, BC_COUNT * 4);
+	else
+		memset(m->bc, 0xcd, BC_COUNT * 4);
+	harness_ar_input(m->rd_in, RD_COUNT, WEFT_BFLOAT16, WEFT_AVG, rank, n, salt + 2);
+	harness_ar_expected(m->rd_want, RD_COUNT, WEFT_BFLOAT16, WEFT_AVG, n, salt + 2);
+	for (int j = 0; j < n; j++) {
+		harness_ag_input(m->a2a_in + (size_t)j * A2A_COUNT, A2A_COUNT, WEFT_UINT8,
+				 rank * n + j, salt + 3);
+		harness_ag_input(m->a2a_want + (size_t)j * A2A_COUNT, A2A_COUNT, WEFT_UINT8,
+				 j * n + rank, salt + 3);
+	}
+}
+
+static int mixed_check(const struct mixed *m, int rd_root)
+{
+	char why[256];
+	if (harness_compare(m->rs_out, m->rs_want + (size_t)m->rank * RS_COUNT, RS_COUNT,
+			    WEFT_FLOAT32, why, sizeof(why)) != SIZE_MAX)
+		return harness_fail("mixed outstanding: ireduce_scatter: %s", why);
+	if (harness_compare(m->bc, m->bc_want, BC_COUNT, WEFT_INT32, why, sizeof(why)) != SIZE_MAX)
+		return harness_fail("mixed outstanding: ibroadcast: %s", why);
+	if (m->rank == rd_root && harness_compare(m->rd_out, m->rd_want, RD_COUNT, WEFT_BFLOAT16,
+						  why, sizeof(why)) != SIZE_MAX)
+		return harness_fail("mixed outstanding: ireduce: %s", why);
+	if (harness_compare(m->a2a_out, m->a2a_want, A2A_COUNT * (size_t)m->n, WEFT_UINT8, why,
+			    sizeof(why)) != SIZE_MAX)
+		return harness_fail("mixed outstanding: ialltoall: %s", why);
+	return 0;
+}
+
+/* ireduce_scatter, ibroadcast, ireduce, ialltoall and ibarrier at once. */
+static int mixed_round(weft_comm_t comm, int rank, int n, int round, unsigned salt)
+{
+	int bc_root = n - 1, rd_root = n / 2, ret = 0;
+	struct mixed m;
+	weft_request_t req[5] = {NULL};
+	static const char *const names[5] = {"ireduce_scatter", "ibroadcast", "ireduce",
+					     "ialltoall", "ibarrier"};
+	if (!mixed_alloc(&m, rank, n)) {
+		mixed_free(&m);
+		return harness_fail("out of memory");
+	}
+	mixed_fill(&m, salt, bc_root);
+	harness_progress("mixed outstanding round %d: post", round);
+	weft_status_t st[5];
+	st[0] = weft_ireduce_scatter(m.rs_in, m.rs_out, RS_COUNT, WEFT_FLOAT32, WEFT_SUM, comm,
+				     &req[0]);
+	st[1] = weft_ibroadcast(rank == bc_root ? WEFT_IN_PLACE : NULL, m.bc, BC_COUNT, WEFT_INT32,
+				bc_root, comm, &req[1]);
+	st[2] = weft_ireduce(m.rd_in, rank == rd_root ? m.rd_out : NULL, RD_COUNT, WEFT_BFLOAT16,
+			     WEFT_AVG, rd_root, comm, &req[2]);
+	st[3] = weft_ialltoall(m.a2a_in, m.a2a_out, A2A_COUNT, WEFT_UINT8, comm, &req[3]);
+	st[4] = weft_ibarrier(comm, &req[4]);
+	for (int k = 0; k < 5 && !ret; k++)
+		if (st[k] != WEFT_SUCCESS)
+			ret = harness_fail_status(comm, st[k], "mixed outstanding: post %s",
+						  names[k]);
+	for (int j = 0; j < 5 && !ret; j++) {
+		int k = (rank + round) % 2 ? 4 - j : (j + rank) % 5;
+		harness_progress("mixed outstanding round %d: wait %s", round, names[k]);
+		weft_status_t w = weft_wait(&req[k]);
+		if (w != WEFT_SUCCESS)
+			ret = harness_fail_status(comm, w, "mixed outstanding: weft_wait(%s)",
+						  names[k]);
+	}
+	if (!ret)
+		ret = mixed_check(&m, rd_root);
+	mixed_free(&m);
+	return ret;
+}
+
+/* ialltoallv, igather, iscatter and iallreduce at once. */
+static int mixed_v_round(weft_comm_t comm, int rank, int n, int round, unsigned salt)
+{
+	int ret = 0, root = (round + 1) % n;
+	const size_t cnt = 1031;
+	struct coll_ctx c;
+	coll_init(&c, comm, rank, n);
+	struct coll_v_layout l = {0};
+	float *g_in = malloc(cnt * 4), *g_out = malloc(cnt * 4 * (size_t)n);
+	float *s_in = malloc(cnt * 4 * (size_t)n), *s_out = malloc(cnt * 4);
+	float *ar = malloc(cnt * 4), *ar_want = malloc(cnt * 4);
+	unsigned char *v_in = NULL, *v_out = NULL, *want = malloc(cnt * 4 * (size_t)n);
+	weft_request_t req[4] = {NULL};
+	static const char *const names[4] = {"ialltoallv", "igather", "iscatter", "iallreduce"};
+	if (!g_in || !g_out || !s_in || !s_out || !ar || !ar_want || !want ||
+	    !coll_v_layout(&l, round ? COLL_V_ONE_IDLE : COLL_V_UNEVEN, 300, rank, n, 1) ||
+	    !(v_in = malloc(l.send_elems * 2 + 1)) || !(v_out = malloc(l.recv_elems * 2 + 1))) {
+		ret = harness_fail("out of memory");
+		goto out_free;
+	}
+	memset(v_out, HARNESS_UNWRITTEN, l.recv_elems * 2);
+	for (int j = 0; j < n; j++)
+		harness_ag_input(v_in + l.sdispl[j] * 2, l.scount[j], WEFT_FLOAT16, rank * n + j,
+				 salt);
+	harness_ag_input(g_in, cnt, WEFT_FLOAT32, rank + 1, salt + 1);
+	for (int r = 0; r < n; r++)
+		harness_ag_input(s_in + (size_t)r * cnt, cnt, WEFT_FLOAT32, r + 7, salt + 2);
+	harness_ar_input(ar, cnt, WEFT_FLOAT32, WEFT_SUM, rank, n, salt + 3);
+	harness_ar_expected(ar_want, cnt, WEFT_FLOAT32, WEFT_SUM, n, salt + 3);
+	harness_progress("mixed outstanding (v) round %d: post", round);
+	weft_status_t st[4];
+	st[0] = weft_ialltoallv(v_in, l.scount, l.sdispl, v_out, l.rcount, l.rdispl, WEFT_FLOAT16,
+				comm, &req[0]);
+	st[1] =
+	    weft_igather(g_in, rank == root ? g_out : NULL, cnt, WEFT_FLOAT32, root, comm, &req[1]);
+	st[2] = weft_iscatter(rank == root ? s_in : NULL, s_out, cnt, WEFT_FLOAT32, root, comm,
+			      &req[2]);
+	st[3] = weft_iallreduce(WEFT_IN_PLACE, ar, cnt, WEFT_FLOAT32, WEFT_SUM, comm, &req[3]);
+	for (int k = 0; k < 4 && !ret; k++)
+		if (st[k] != WEFT_SUCCESS)
+			ret = harness_fail_status(comm, st[k], "mixed: post %s", names[k]);
+	for (int j = 0; j < 4 && !ret; j++) {
+		int k = (rank + round) % 2 ? 3 - j : (j + rank) % 4;
+		harness_progress("mixed outstanding (v) round %d: wait %s", round, names[k]);
+		weft_status_t w = weft_wait(&req[k]);
+		if (w != WEFT_SUCCESS)
+			ret = harness_fail_status(comm, w, "mixed: weft_wait(%s)", names[k]);
+	}
+	char why[256];
+	if (!ret && !coll_v_check(&c, &l, v_out, WEFT_FLOAT16, salt, why, sizeof(why)))
+		ret = harness_fail("mixed: ialltoallv: %s", why);
+	for (int r = 0; r < n && !ret && rank == root; r++) {
+		harness_ag_input(want, cnt, WEFT_FLOAT32, r + 1, salt + 1);
+		if (harness_compare(g_out + (size_t)r * cnt, want, cnt, WEFT_FLOAT32, why,
+				    sizeof(why)) != SIZE_MAX)
+			ret = harness_fail("mixed: igather block %d: %s", r, why);
+	}
+	if (!ret) {
+		harness_ag_input(want, cnt, WEFT_FLOAT32, rank + 7, salt + 2);
+		if (harness_compare(s_out, want, cnt, WEFT_FLOAT32, why, sizeof(why)) != SIZE_MAX)
+			ret = harness_fail("mixed: iscatter: %s", why);
+	}
+	if (!ret && harness_compare(ar, ar_want, cnt, WEFT_FLOAT32, why, sizeof(why)) != SIZE_MAX)
+		ret = harness_fail("mixed: iallreduce: %s", why);
+out_free:
+	free(g_in);
+	free(g_out);
+	free(s_in);
+	free(s_out);
+	free(ar);
+	free(ar_want);
+	free(v_in);
+	free(v_out);
+	free(want);
+	coll_v_layout_free(&l);
+	return ret;
+}
+
+/* arg: which rounds (MIXED_*). */
+enum { MIXED = 1, MIXED_V = 2 };
+
+static int body_mixed(weft_comm_t comm, int rank, int nranks, void *arg)
+{
+	int which = *(const int *)arg, ret = 0;
+	for (int round = 0; round < 2 && !ret && (which & MIXED); round++)
+		ret = mixed_round(comm, rank, nranks, round, (unsigned)(round + 1) * 7);
+	for (int round = 0; round < 2 && !ret && (which & MIXED_V); round++)
+		ret = mixed_v_round(comm, rank, nranks, round, (unsigned)(round + 1) * 5);
+	return ret;
+}
+
+/* ---- jobs */
+
 #define JOB_TIMEOUT_S 120.0
 
-static void run(const char *what, harness_body_fn body, void *arg, int v)
+static void run(const char *what, harness_body_fn body, void *arg, int nranks, const char *setting)
 {
-	struct harness_result res;
-	harness_run(variants[v].nranks, variants[v].env, body, arg, JOB_TIMEOUT_S, &res);
-	printf("%s %s nranks %d: %.1f s\n", what, variants[v].label, variants[v].nranks,
-	       res.seconds);
-	fflush(stdout);
-	ck_assert_msg(res.ok, "%s over %s, nranks %d:\n%s", what, variants[v].label,
-		      variants[v].nranks, res.summary);
+	struct integ_env e;
+	integ_env_init(&e, 60);
+	if (setting)
+		integ_env_add(&e, setting);
+	char label[384];
+	snprintf(label, sizeof(label), "%s over %s%s%s, nranks %d", what, integ_transport(),
+		 setting ? " " : "", setting ? setting : "", nranks);
+	struct harness_job job = {
+	    .nranks = nranks, .body = body, .arg = arg, .timeout_s = JOB_TIMEOUT_S};
+	integ_run(&job, &e, label);
+}
+
+static const int shm_nranks[] = {2, 3, 5, 8}, socket_nranks[] = {2, 3, 5};
+
+static int nranks_of(int i)
+{
+	return integ_over("socket") ? socket_nranks[i] : shm_nranks[i];
 }
 
 START_TEST(test_loop)
 {
-	run("iallreduce + weft_test loop", body_test_loop, NULL, _i);
+	run("iallreduce + weft_test loop", body_test_loop, NULL, nranks_of(_i), NULL);
 }
 END_TEST
 
 START_TEST(many_outstanding)
 {
 	int rounds = 12;
-	run("six outstanding operations", body_many, &rounds, _i);
+	run("six outstanding operations", body_many, &rounds, nranks_of(_i), NULL);
 }
 END_TEST
 
 START_TEST(blocking_while_outstanding)
 {
 	run("blocking calls while an iallreduce is outstanding", body_blocking_while_outstanding,
-	    NULL, _i);
+	    NULL, nranks_of(_i), NULL);
 }
 END_TEST
 
 START_TEST(zero_and_wait)
 {
-	run("count 0 and weft_wait", body_zero_and_wait, NULL, _i);
+	run("count 0 and weft_wait", body_zero_and_wait, NULL, nranks_of(_i), NULL);
 }
 END_TEST
 
-static Suite *nonblocking_suite(void)
+/* shm 1..8 ranks, socket 2..8; the alltoallv rounds over socket to 6. */
+START_TEST(mixed)
 {
-	Suite *s = suite_create("nonblocking");
-	TCase *tc = tcase_create("nonblocking");
-	tcase_set_timeout(tc, JOB_TIMEOUT_S + 30);
-	tcase_add_loop_test(tc, test_loop, 0, NVARIANTS);
-	tcase_add_loop_test(tc, many_outstanding, 0, NVARIANTS);
-	tcase_add_loop_test(tc, blocking_while_outstanding, 0, NVARIANTS);
-	tcase_add_loop_test(tc, zero_and_wait, 0, NVARIANTS);
-	suite_add_tcase(s, tc);
-	return s;
+	int which = MIXED | (integ_over("socket") && _i > 6 ? 0 : MIXED_V);
+	run("mixed outstanding", body_mixed, &which, _i, NULL);
+}
+END_TEST
+
+/* WEFT_ALGO naming the k-th algorithm of every collective mixed_round
+ * posts that has one; false when none has a k-th. */
+static bool forced_spec(size_t k, char *buf, size_t cap)
+{
+	static const enum weft_coll_kind colls[] = {WEFT_COLL_REDUCE_SCATTER, WEFT_COLL_BROADCAST,
+						    WEFT_COLL_REDUCE, WEFT_COLL_ALLTOALL,
+						    WEFT_COLL_BARRIER};
+	size_t len = (size_t)snprintf(buf, cap, "WEFT_ALGO=");
+	bool any = false;
+	for (size_t c = 0; c < sizeof(colls) / sizeof(colls[0]); c++) {
+		const struct weft_algo *const *algos = weft_algos_for(colls[c]);
+		size_t have = 0;
+		while (algos && algos[have])
+			have++;
+		if (k >= have)
+			continue;
+		len += (size_t)snprintf(buf + len, cap - len, "%s%s:%s", any ? ";" : "",
+					weft_coll_name(colls[c]), algos[k]->name);
+		any = true;
+	}
+	return any;
 }
 
-int main(void)
+static const int forced_shm[] = {2, 3, 5, 8}, forced_socket[] = {3, 5};
+
+START_TEST(mixed_forced)
 {
-	SRunner *sr = srunner_create(nonblocking_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	int nranks = integ_over("socket") ? forced_socket[_i] : forced_shm[_i];
+	int which = MIXED;
+	char spec[256];
+	for (size_t k = 0; forced_spec(k, spec, sizeof(spec)); k++)
+		run("mixed outstanding", body_mixed, &which, nranks, spec);
+}
+END_TEST
+
+static void add(Suite *s)
+{
+	bool socket = integ_over("socket");
+	int n = socket ? 3 : 4;
+	TCase *tc = integ_tcase(s, "auto", JOB_TIMEOUT_S + 30);
+	if (tc) {
+		tcase_add_loop_test(tc, test_loop, 0, n);
+		tcase_add_loop_test(tc, many_outstanding, 0, n);
+		tcase_add_loop_test(tc, blocking_while_outstanding, 0, n);
+		tcase_add_loop_test(tc, zero_and_wait, 0, n);
+	}
+	if ((tc = integ_tcase(s, "mixed", JOB_TIMEOUT_S + 30)))
+		tcase_add_loop_test(tc, mixed, socket ? 2 : 1, 9);
+	if ((tc = integ_tcase(s, "forced", 3 * JOB_TIMEOUT_S)))
+		tcase_add_loop_test(tc, mixed_forced, 0, socket ? 2 : 4);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct integ_suite suite = {"nonblocking", "shm socket", add};
+	return integ_main(argc, argv, &suite);
 }

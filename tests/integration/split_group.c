@@ -1,5 +1,5 @@
 /*
- * test_split_group.c — weft_comm_split, concurrent operations on a parent
+ * split_group.c — weft_comm_split, concurrent operations on a parent
  * and its children, and groups of sends and receives.
  *
  * Split: colours by rank % 2 and by rank < k, keys that reverse the order,
@@ -30,6 +30,11 @@
  *
  * Mismatch: a send and a receive of different lengths fail on both sides,
  * with WEFT_TIMEOUT=10, long before that timeout.
+ *
+ * Over the transport the suite runs with (tests/lib/integ.h): shm (4, 5, 8
+ * ranks and fewer) and socket (4 ranks; 2 and 3 for groups). Its cases:
+ * "split" (splits and the concurrent operations) and "groups" (groups and
+ * the mismatch).
  */
 #include <check.h>
 #include <ctype.h>
@@ -40,6 +45,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "integ.h"
 #include "util/log.h"
 
 #define JOB_TIMEOUT_S 90.0
@@ -1075,31 +1081,47 @@ END_TEST
 
 #define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
-static Suite *split_group_suite(void)
+/* @p test looped over those of the @p n variants (@p stride bytes apart,
+ * each starting with a struct variant) that run over the suite's
+ * transport: they are grouped by transport. */
+static void add_span(TCase *tc, const TTest *test, const void *variants, size_t stride, int n)
 {
-	Suite *s = suite_create("split_group");
-	TCase *tc = tcase_create("split");
-	tcase_set_timeout(tc, JOB_TIMEOUT_S + 30);
-	tcase_add_loop_test(tc, split, 0, N(split_variants));
-	tcase_add_loop_test(tc, split_one, 1, 3);
-	tcase_add_test(tc, log_rank);
-	tcase_add_loop_test(tc, concurrent, 0, N(conc_variants));
-	tcase_add_test(tc, concurrent_cross_wait);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("groups");
-	tcase_set_timeout(tc, JOB_TIMEOUT_S + 30);
-	tcase_add_loop_test(tc, groups, 0, N(group_variants));
-	tcase_add_loop_test(tc, length_mismatch, 0, N(mismatch_variants));
-	suite_add_tcase(s, tc);
-	return s;
+	const char *t = integ_transport();
+	int lo = n, hi = n;
+	for (int i = 0; i < n; i++) {
+		const struct variant *v =
+		    (const void *)((const char *)variants + (size_t)i * stride);
+		if (strncmp(v->label, t, strlen(t)) != 0)
+			continue;
+		if (lo == n)
+			lo = i;
+		hi = i + 1;
+	}
+	if (lo < hi)
+		tcase_add_loop_test(tc, test, lo, hi);
 }
 
-int main(void)
+static void add(Suite *s)
 {
-	SRunner *sr = srunner_create(split_group_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	TCase *tc = integ_tcase(s, "split", JOB_TIMEOUT_S + 30);
+	if (tc) {
+		add_span(tc, split, split_variants, sizeof(split_variants[0]), N(split_variants));
+		add_span(tc, concurrent, conc_variants, sizeof(conc_variants[0]), N(conc_variants));
+		if (integ_over("shm")) {
+			tcase_add_loop_test(tc, split_one, 1, 3);
+			tcase_add_test(tc, log_rank);
+			tcase_add_test(tc, concurrent_cross_wait);
+		}
+	}
+	if ((tc = integ_tcase(s, "groups", JOB_TIMEOUT_S + 30))) {
+		add_span(tc, groups, group_variants, sizeof(group_variants[0]), N(group_variants));
+		add_span(tc, length_mismatch, mismatch_variants, sizeof(mismatch_variants[0]),
+			 N(mismatch_variants));
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static const struct integ_suite suite = {"split_group", "shm socket", add};
+	return integ_main(argc, argv, &suite);
 }

@@ -1,5 +1,5 @@
 /*
- * test_patterns.c — the rank arithmetic of algorithms/patterns/, checked
+ * patterns.c — the rank arithmetic of algorithms/patterns/, checked
  * exhaustively for 1..64 indices: pure arithmetic, no communicator.
  *
  *  - recursive doubling / halving (rd.h): partners are symmetric, the fold
@@ -12,7 +12,12 @@
  *  - trees (tree.h): binomial trees for every root and both trees of the
  *    double binary tree are spanning trees (one root, parents and children
  *    agree, no cycles, depth bounded), and in the double binary tree every
- *    index is interior in at most one tree.
+ *    index is interior in at most one tree;
+ *  - tree shapes (shape.h): the binary tree, both double binary trees and
+ *    the chain are consistent for 1..64 ranks (one root, parents and
+ *    children agree, every index reaches the root within the depth);
+ *  - hierarchical layouts (hier.h) on synthetic graphs of 1..64 ranks: the
+ *    chain inside each host and the leaders' ring through every host.
  */
 #include <check.h>
 #include <stdarg.h>
@@ -22,9 +27,12 @@
 #include <string.h>
 
 #include "algorithms/patterns/bruck.h"
+#include "algorithms/patterns/hier.h"
 #include "algorithms/patterns/rd.h"
 #include "algorithms/patterns/ring.h"
+#include "algorithms/patterns/shape.h"
 #include "algorithms/patterns/tree.h"
+#include "core/comm.h"
 
 #define MAXN 64
 
@@ -424,6 +432,161 @@ START_TEST(double_binary_trees)
 }
 END_TEST
 
+/* --- Tree shapes (shape.h): the trees the tree algorithms use --- */
+
+static void check_shape(weft_shape_fn shape, const char *what, int n)
+{
+	int parent[64], child[64][WEFT_TREE_MAX_CHILDREN], roots = 0;
+	for (int v = 0; v < n; v++) {
+		shape(n, v, &parent[v], child[v]);
+		ck_assert_msg(parent[v] >= -1 && parent[v] < n && parent[v] != v,
+			      "%s n %d v %d: parent %d", what, n, v, parent[v]);
+		roots += parent[v] < 0;
+	}
+	ck_assert_msg(roots == 1, "%s n %d: %d roots", what, n, roots);
+	for (int v = 0; v < n; v++) {
+		int seen = 0;
+		for (int k = 0; k < WEFT_TREE_MAX_CHILDREN; k++) {
+			int ch = child[v][k];
+			if (ch < 0)
+				continue;
+			ck_assert_msg(ch < n && parent[ch] == v,
+				      "%s n %d: %d lists child %d whose parent is %d", what, n, v,
+				      ch, ch < n ? parent[ch] : -2);
+			seen++;
+		}
+		int want = 0;
+		for (int u = 0; u < n; u++)
+			want += parent[u] == v;
+		ck_assert_msg(seen == want, "%s n %d: %d has %d children, lists %d", what, n, v,
+			      want, seen);
+		int hops =
+		    0; /* every index reaches the root within ceil(log2 n) + 1 hops (chain: n) */
+		for (int u = v; parent[u] >= 0 && hops <= n; u = parent[u])
+			hops++;
+		ck_assert_msg(hops < n || n == 1, "%s n %d: %d does not reach the root", what, n,
+			      v);
+		if (shape != weft_shape_chain)
+			ck_assert_msg(hops <= weft_shape_depth(n) + 1, "%s n %d: %d is %d deep",
+				      what, n, v, hops);
+	}
+}
+
+START_TEST(tree_shapes)
+{
+	for (int n = 1; n <= 64; n++) {
+		check_shape(weft_shape_btree, "btree", n);
+		check_shape(weft_shape_dbtree0, "dbtree0", n);
+		check_shape(weft_shape_dbtree1, "dbtree1", n);
+		check_shape(weft_shape_chain, "chain", n);
+	}
+}
+END_TEST
+
+/* --- Hierarchical layouts (hier.h) on synthetic graphs: chains inside
+ * each host and the leaders' ring --- */
+
+static unsigned lcg(unsigned *s)
+{
+	*s = *s * 1103515245u + 12345u;
+	return (*s >> 16) & 0x7fff;
+}
+
+struct fake {
+	struct weft_comm comm;
+	int host_of[64], host_leader[64], ring[64];
+	struct weft_hier_layout lay[64];
+};
+
+/* Hosts by first rank, leader = lowest rank; ring: rank order or grouped by host. */
+static void fake_build(struct fake *f, int n, int nlabels, bool grouped, unsigned *seed)
+{
+	memset(f, 0, sizeof(*f));
+	int label_host[64], nh = 0;
+	for (int i = 0; i < 64; i++)
+		label_host[i] = -1;
+	for (int r = 0; r < n; r++) {
+		int label = (int)(lcg(seed) % (unsigned)nlabels);
+		if (label_host[label] < 0) {
+			label_host[label] = nh;
+			f->host_leader[nh++] = r;
+		}
+		f->host_of[r] = label_host[label];
+	}
+	/* Grouped: hosts in reverse order, each host's ranks in reverse (so the
+	 * leader is last in ring order); else rank order rotated by n / 2. */
+	int p = 0;
+	for (int h = nh - 1; grouped && h >= 0; h--)
+		for (int r = n - 1; r >= 0; r--)
+			if (f->host_of[r] == h)
+				f->ring[p++] = r;
+	for (int i = 0; !grouped && i < n; i++)
+		f->ring[p++] = (i + n / 2) % n;
+	f->comm.nranks = n;
+	f->comm.ring = f->ring;
+	f->comm.graph.nranks = n;
+	f->comm.graph.nhosts = nh;
+	f->comm.graph.host_of = f->host_of;
+	f->comm.graph.host_leader = f->host_leader;
+	for (int r = 0; r < n; r++) {
+		f->comm.rank = r;
+		weft_hier_layout(&f->comm, &f->lay[r]);
+	}
+}
+
+static void fake_check(const struct fake *f)
+{
+	int n = f->comm.nranks, nh = f->comm.graph.nhosts;
+	for (int r = 0; r < n; r++) {
+		const struct weft_hier_layout *l = &f->lay[r];
+		int m = 0;
+		for (int x = 0; x < n; x++)
+			m += f->host_of[x] == f->host_of[r];
+		ck_assert_int_eq(l->host, f->host_of[r]);
+		ck_assert_int_eq(l->local_n, m);
+		ck_assert_int_eq(l->nleaders, nh);
+		ck_assert_int_eq(l->chain_pos == 0, f->host_leader[l->host] == r);
+		ck_assert_int_eq(l->chain_prev < 0, l->chain_pos == 0);
+		ck_assert_int_eq(l->chain_next < 0, l->chain_pos == m - 1);
+		if (l->chain_next >= 0) {
+			ck_assert_int_eq(f->host_of[l->chain_next], l->host);
+			ck_assert_int_eq(f->lay[l->chain_next].chain_prev, r);
+			ck_assert_int_eq(f->lay[l->chain_next].chain_pos, l->chain_pos + 1);
+		}
+		/* Every rank of a host agrees on its host's ring position. */
+		const struct weft_hier_layout *ll = &f->lay[f->host_leader[l->host]];
+		ck_assert_int_eq(l->leader_pos, ll->leader_pos);
+		ck_assert_int_eq(l->leader_next, ll->leader_next);
+		ck_assert_int_eq(l->leader_prev, ll->leader_prev);
+	}
+	/* The leaders form one cycle through every host, positions in order. */
+	int r = f->host_leader[0], seen = 0;
+	do {
+		const struct weft_hier_layout *l = &f->lay[r];
+		ck_assert_int_eq(weft_hier_host_at(&f->comm, l->leader_pos), l->host);
+		int next = l->leader_next;
+		ck_assert_int_eq(f->host_leader[f->host_of[next]], next);
+		ck_assert_int_eq(f->lay[next].leader_prev, r);
+		ck_assert_int_eq(f->lay[next].leader_pos, (l->leader_pos + 1) % nh);
+		r = next;
+		seen++;
+	} while (r != f->host_leader[0] && seen <= nh);
+	ck_assert_int_eq(seen, nh);
+}
+
+START_TEST(layout_arithmetic)
+{
+	static struct fake f;
+	unsigned seed = 7;
+	for (int n = 1; n <= 64; n++)
+		for (int labels = 1; labels <= n && labels <= 9; labels++)
+			for (int grouped = 0; grouped < 2; grouped++) {
+				fake_build(&f, n, labels, grouped, &seed);
+				fake_check(&f);
+			}
+}
+END_TEST
+
 static Suite *patterns_suite(void)
 {
 	Suite *s = suite_create("patterns");
@@ -437,6 +600,8 @@ static Suite *patterns_suite(void)
 	tcase_add_test(tc, bruck_pieces);
 	tcase_add_test(tc, binomial_trees);
 	tcase_add_test(tc, double_binary_trees);
+	tcase_add_test(tc, tree_shapes);
+	tcase_add_test(tc, layout_arithmetic);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,5 +1,5 @@
 /*
- * test_verdict.c — the job-wide verdict at a timeout (core/watch.h): with
+ * verdict.c — the job-wide verdict at a timeout (core/watch.h): with
  * 3 ranks and WEFT_TIMEOUT=2, one rank stopped (SIGSTOP) before an
  * allreduce, or one that skips it and stays alive outside Weft, every
  * survivor must fail with WEFT_ERR_TIMEOUT within 2 x WEFT_TIMEOUT, and its
@@ -7,7 +7,9 @@
  * allreduce and the others as the ones that waited: the same verdict on
  * every survivor, whichever rank they were waiting for (the issue's rank 0
  * blamed the healthy rank 2). Also with rank 0, the bootstrap root's
- * process, as the stopped one.
+ * process, as the stopped one. What each survivor logged is captured
+ * (harness.h, capture_stderr) and asserted on too: a WARN line of its own
+ * rank with that verdict, and none that blames another rank.
  */
 #include <check.h>
 #include <errno.h>
@@ -103,11 +105,40 @@ static int verdict_body(weft_comm_t comm, int rank, int nranks, void *arg)
 	return 0;
 }
 
+/* What survivor @p r logged: a WARN line of its own with the verdict, and
+ * no line that blames another rank than the straggler. */
+static void check_log(const struct harness_result *res, const struct verdict_case *c, int r,
+		      const char *straggler, const char *waited)
+{
+	char own[32], line[1024];
+	snprintf(own, sizeof(own), " rank %d: ", r);
+	ck_assert_msg(harness_log_line(res, r, line, sizeof(line), " weft WARN ", own, straggler,
+				       waited, NULL),
+		      "%s: rank %d logged no WARN line with \"%s\" and \"%s\":\n%s", c->name, r,
+		      straggler, waited, res->rank[r].log ? res->rank[r].log : "(nothing)");
+	for (int other = 0; other < NRANKS; other++) {
+		char blame[64];
+		snprintf(blame, sizeof(blame), "verdict: rank %d never reached", other);
+		ck_assert_msg(other == c->culprit ||
+				  !harness_log_line(res, r, line, sizeof(line), blame, NULL),
+			      "%s: rank %d blames rank %d, not rank %d: %s", c->name, r, other,
+			      c->culprit, line);
+	}
+}
+
 START_TEST(verdict)
 {
 	const struct verdict_case *c = &cases[_i];
+	struct harness_job job = {
+	    .nranks = NRANKS,
+	    .env = c->env,
+	    .body = verdict_body,
+	    .arg = (void *)c,
+	    .timeout_s = 60,
+	    .capture_stderr = true,
+	};
 	struct harness_result res;
-	harness_run(NRANKS, c->env, verdict_body, (void *)c, 60, &res);
+	harness_run_job(&job, &res);
 	ck_assert_msg(res.ok, "%s:\n%s", c->name, res.summary);
 	struct verdict_shared sh;
 	memcpy(&sh, res.shared, sizeof(sh));
@@ -132,7 +163,9 @@ START_TEST(verdict)
 			      r, waited, sh.msg[r]);
 		ck_assert_msg(sh.seconds[r] <= 2 * TIMEOUT_S, "%s: rank %d failed after %.2f s",
 			      c->name, r, sh.seconds[r]);
+		check_log(&res, c, r, straggler, waited);
 	}
+	harness_result_free(&res);
 }
 END_TEST
 

@@ -1,5 +1,5 @@
 /*
- * test_faults.c — fault injection in a loop: trials of a 4-rank job running
+ * faults.c — fault injection in a loop: trials of a 4-rank job running
  * mixed collectives (allreduce small and large, allgather, broadcast,
  * barrier) in which one random rank is killed (SIGKILL), stopped (SIGSTOP)
  * or aborted (weft_comm_abort from a second thread of its own while the
@@ -473,7 +473,7 @@ int main(void)
 {
 	if (ntransports() == 0) {
 		fprintf(stderr,
-			"test_faults: WEFT_FAULT_ONLY=%s names no transport (shm, socket, "
+			"faults: WEFT_FAULT_ONLY=%s names no transport (shm, socket, "
 			"ofi)\n",
 			getenv("WEFT_FAULT_ONLY"));
 		return EXIT_FAILURE;
@@ -483,8 +483,7 @@ int main(void)
 	for (int k = 0; !known && k < FAULT_KINDS; k++)
 		known = strcmp(kind, fault_kinds[k]) == 0;
 	if (!known) {
-		fprintf(stderr, "test_faults: WEFT_FAULT_KIND=%s is not kill, stop or abort\n",
-			kind);
+		fprintf(stderr, "faults: WEFT_FAULT_KIND=%s is not kill, stop or abort\n", kind);
 		return EXIT_FAILURE;
 	}
 	Suite *s = suite_create("faults");

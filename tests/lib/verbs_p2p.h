@@ -1,6 +1,6 @@
 /*
  * verbs_p2p.h — for the verbs suites that drive the transport directly
- * (test_verbs.c, test_verbs_setup.c): the job environment over the test
+ * (unit/transports/verbs.c, verbs_setup.c): the job environment over the test
  * double with small slots, the connections, a progress loop, patterned
  * data, and the exchange of every size between every pair.
  */

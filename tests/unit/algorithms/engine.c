@@ -1,5 +1,5 @@
 /*
- * test_engine.c — the transfer engine (algorithms/engine/engine.h) against
+ * engine.c — the transfer engine (algorithms/engine/engine.h) against
  * a fake transport that records what is posted and completes it when, and
  * how, the test says: out-of-order completion, zero-byte items, signals,
  * an error mid-queue, windows of one, phases, readiness, what a task waits

@@ -1,5 +1,5 @@
 /*
- * test_config.c — weft_config_t.progress_thread and the config's size.
+ * config.c — weft_config_t.progress_thread and the config's size.
  *
  * One-rank communicators created in the test process:
  *  - progress_thread 1 gives the communicator a progress thread even with

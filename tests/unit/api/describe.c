@@ -1,10 +1,10 @@
 /*
- * test_describe.c — weft_comm_describe, weft_host_describe and
+ * describe.c — weft_comm_describe, weft_host_describe and
  * weft_settings_describe: the JSON is parsed with jansson and checked field
  * by field against what the communicator holds and what the test set up.
  *
  * The main job has 4 ranks on 3 "hosts" (WEFT_HOSTID per rank, as in
- * test_algos_hier.c): ranks 0 and 1 share host dh-a (shm between them),
+ * integration/allreduce.c's hosts): ranks 0 and 1 share host dh-a (shm between them),
  * rank 2 is on dh-b, rank 3 on a host whose id holds a quote, a backslash
  * and a byte that is not UTF-8, so the names must come out escaped (and the
  * stray byte replaced). A topology file puts dh-a under leafX and dh-b under

@@ -1,5 +1,5 @@
 /*
- * test_secret.c — the bootstrap secret of a job without PMIx
+ * secret.c — the bootstrap secret of a job without PMIx
  * (api/comm_secret.c): WEFT_SECRET, WEFT_SECRET_FILE (only a file of
  * the user's that no one else can read), the derived one with its
  * warning, and the error that a manual launch across hosts without one

@@ -1,5 +1,5 @@
 /*
- * test_bootstrap_unit.c — the bootstrap on its own: a root thread in this
+ * bootstrap.c — the bootstrap on its own: a root thread in this
  * process, ranks in forked children, strangers on raw sockets. Everything
  * binds and connects to 127.0.0.1 only.
  *

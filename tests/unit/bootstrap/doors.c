@@ -1,5 +1,5 @@
 /*
- * test_doors.c — no listening socket is left open once init returns: the
+ * doors.c — no listening socket is left open once init returns: the
  * bootstrap root closes its listener when every rank has joined, and the
  * socket transport closes its TCP listener once every peer is connected
  * (a stranger then finds the port closed instead of a socket that accepts

@@ -1,5 +1,5 @@
 /*
- * test_lazy.c — connections made on a peer's first message
+ * lazy.c — connections made on a peer's first message
  * (WEFT_CONNECT=lazy, core/p2p.h), over the socket transport on lo:
  *
  *  - ring: a ring AllReduce on 8 local ranks leaves each rank connected

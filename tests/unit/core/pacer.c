@@ -1,5 +1,5 @@
 /*
- * test_pacer.c — the pacer's controllers (core/pace/pacer.h) driven
+ * pacer.c — the pacer's controllers (core/pace/pacer.h) driven
  * by synthetic signals and a fake clock: DCQCN's cut by alpha/2, alpha's
  * EWMA and decay, the five fast-recovery stages, additive and hyper
  * increase from the timer and the byte counter, the floor and the line

@@ -1,5 +1,5 @@
 /*
- * test_progress_thread.c — WEFT_PROGRESS_THREAD=1 and completion callbacks.
+ * progress_thread.c — WEFT_PROGRESS_THREAD=1 and completion callbacks.
  *
  *  - with the thread, a non-blocking AllReduce finishes while the caller
  *    only sleeps (no Weft call at all until its callback has run), and the

@@ -1,5 +1,5 @@
 /*
- * test_launch.c — the table of launcher variables (launch/): which
+ * launch.c — the table of launcher variables (launch/): which
  * launcher each environment means (precedence, detection that a generic
  * name like RANK does not trigger), rank, size, local rank and size, one
  * host or not, the root a job derives, and the error that names the

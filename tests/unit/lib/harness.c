@@ -1,5 +1,5 @@
 /*
- * test_harness.c — the multi-rank harness itself: that it reports what the
+ * harness.c — the multi-rank harness itself: that it reports what the
  * other suites rely on. A hung rank is killed at the deadline and named with
  * its last progress note; exit codes, signals and failure messages reach the
  * result per rank; absent ranks are not started; the shared area comes back;
@@ -21,7 +21,7 @@
 
 #include "harness.h"
 
-/* Every rank has finished init once this returns (see test_failures.c,
+/* Every rank has finished init once this returns (see integration/failures.c,
  * init_then_exit, for what happens to a rank that exits sooner). */
 static int sync_ranks(weft_comm_t comm)
 {
@@ -98,7 +98,7 @@ END_TEST
 static int absent_init_failed(int rank, int nranks, weft_status_t st, const char *msg,
 			      double seconds, void *arg)
 {
-	/* Which error is test_failures.c's business (missing_rank); here only
+	/* Which error is integration/failures.c's business (missing_rank); here only
 	 * that init did not succeed without rank 1. */
 	return st != WEFT_SUCCESS ? 0 : harness_fail("init succeeded without rank 1");
 }

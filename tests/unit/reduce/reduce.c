@@ -1,5 +1,5 @@
 /*
- * test_reduce.c — the reduction kernels against a scalar reference written
+ * reduce.c — the reduction kernels against a scalar reference written
  * here, independently of reduce.c: every (datatype, op), odd lengths,
  * misaligned and aliased pointers, both instruction-set paths, fp16/bf16
  * rounding edges, weft_reduce_scale and the datatype/op names; WEFT_ISA

@@ -1,5 +1,5 @@
 /*
- * test_stream.c — the streaming-store copies and reductions
+ * stream.c — the streaming-store copies and reductions
  * (reduce/stream.h) against memcpy and the plain kernels: every
  * destination alignment 0..63, lengths around the 16-byte stores, the
  * 64-byte loop and the 4 KiB reduction block, and guard bytes on both

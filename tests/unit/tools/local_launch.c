@@ -1,5 +1,5 @@
 /*
- * test_local_launch.c — the local launcher (tools/launch/): ranks get the
+ * local_launch.c — the local launcher (tools/launch/): ranks get the
  * unique id through the pipe or their environment and form one
  * communicator; a failed rank's survivors get the grace period, then
  * SIGTERM, then SIGKILL; the deadline kills hung ranks; skipped ranks are

@@ -1,5 +1,5 @@
 /*
- * test_topo_host.c — what a rank learns about its own host: hwloc facts
+ * host.c — what a rank learns about its own host: hwloc facts
  * (counts, NUMA node of the process and of each NIC), the NIC it picks, the
  * CPUs WEFT_BIND would bind it to, and the leaf switch lldpd reports.
  *
@@ -576,7 +576,7 @@ static void pair_down(struct lldp_pair *p, const char *ip)
 		if (s->lldpd > 0) {
 			kill(s->lldpd, SIGTERM);
 			if (reap(s->lldpd, 3.0) < 0)
-				fprintf(stderr, "test_topo_host: lldpd %d needed SIGKILL\n",
+				fprintf(stderr, "topo/host: lldpd %d needed SIGKILL\n",
 					(int)s->lldpd);
 			s->lldpd = 0;
 		}
@@ -584,7 +584,7 @@ static void pair_down(struct lldp_pair *p, const char *ip)
 	for (int i = 0; i < 2; i++) {
 		struct lldp_side *s = &p->side[i];
 		if (s->ns_made && !run(ip, "netns", "del", s->ns, NULL))
-			fprintf(stderr, "test_topo_host: could not delete netns %s\n", s->ns);
+			fprintf(stderr, "topo/host: could not delete netns %s\n", s->ns);
 		s->ns_made = false;
 		if (s->sock[0]) {
 			unlink(s->sock);

@@ -1,10 +1,10 @@
 /*
- * test_topo_json.c — Weft's JSON topology files (WEFT_TOPO_FILE) as jansson
+ * json.c — Weft's JSON topology files (WEFT_TOPO_FILE) as jansson
  * reads them: names with escapes and UTF-8, the host-id rules for hostnames
  * that several hosts share, syntax errors named by line and column, depth
  * bounded, content errors named by member. The fixtures and the dump's
- * round trip are in test_topo.c; a real job's description read back is in
- * test_describe.c.
+ * round trip are in topo.c; a real job's description read back is in
+ * unit/api/describe.c.
  */
 #include <check.h>
 #include <limits.h>

@@ -1,5 +1,5 @@
 /*
- * test_topo_scale.c — what replaced pair-by-pair loops, against the
+ * scale.c — what replaced pair-by-pair loops, against the
  * pair-by-pair answer on small jobs:
  *   - weft_topo_class_pairs (pairs per link class from the graph's groups)
  *     against weft_topo_link over every pair, on random jobs: 1..40 ranks on

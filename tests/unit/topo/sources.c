@@ -1,5 +1,5 @@
 /*
- * test_topo_sources.c — the leaf from Slurm (SLURM_TOPOLOGY_ADDR and its
+ * sources.c — the leaf from Slurm (SLURM_TOPOLOGY_ADDR and its
  * pattern) and the order of the leaf sources (LLDP, WEFT_TOPO_FILE, Slurm):
  *   - the parser on the addresses Slurm writes (two and three switch levels,
  *     one level, a node with dots in its name, topology/none) and on ones it

@@ -1,6 +1,6 @@
 /*
- * test_topo.c — the topology graph, placement, hostlists, topology files and
- * Weft's JSON topology files (more of those in test_topo_json.c), on synthetic inputs and the
+ * topo.c — the topology graph, placement, hostlists, topology files and
+ * Weft's JSON topology files (more of those in json.c), on synthetic inputs and the
  * fixtures under tests/fixtures/topo/, never on the machine the test runs on.
  *
  * Placement sweeps every shape of 1-8 leaves x 1-8 hosts per leaf x 1-8

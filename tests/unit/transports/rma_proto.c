@@ -1,5 +1,5 @@
 /*
- * test_rma_proto.c — the shared RMA protocol (transports/common/rma_proto.h)
+ * rma_proto.c — the shared RMA protocol (transports/common/rma_proto.h)
  * against a fake set of primitives, in one process: the code that ofi's rma
  * path and the verbs transport both run, tested without either.
  *

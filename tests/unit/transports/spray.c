@@ -1,5 +1,5 @@
 /*
- * test_spray.c — the TCP transport's sub-flows under WEFT_SPRAY=adaptive:
+ * spray.c — the TCP transport's sub-flows under WEFT_SPRAY=adaptive:
  * forked ranks on loopback with four sockets per peer.
  *
  * Covered: AllReduce results at sizes from one element to several

@@ -1,5 +1,5 @@
 /*
- * test_verbs_counters.c — the congestion signals of an RDMA port from its
+ * verbs_counters.c — the congestion signals of an RDMA port from its
  * sysfs counters (transports/verbs/verbs_counters.h), against sysfs trees
  * made here: the fixture tree with counters added to mlx5_0 port 1.
  *

@@ -1,5 +1,5 @@
 /*
- * test_verbs_fake.c — the test double for libibverbs, driven through
+ * verbs_fake.c — the test double for libibverbs, driven through
  * Weft's own dlopen table and verbs.h's inline wrappers (ibv_post_send,
  * ibv_post_recv, ibv_poll_cq: they call the context's ops, which the
  * double fills), so what the transport relies on is what is checked:

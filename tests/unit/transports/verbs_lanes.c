@@ -1,5 +1,5 @@
 /*
- * test_verbs_lanes.c — sub-flows on the verbs transport
+ * verbs_lanes.c — sub-flows on the verbs transport
  * (WEFT_IB_QPS_PER_CONN, WEFT_SPRAY; transports/verbs/verbs.h, "Lanes"),
  * over the test double (tests/fake_ibverbs) with forked ranks:
  *
@@ -15,7 +15,7 @@
  *    FAKE_IBVERBS_SLOW_QP: lane 2 at 4 MB/s): adaptive gives it a small
  *    share and the others about a third each, round robin each its 1/K;
  *  - ranks that disagree on K fail init, each naming both values and
- *    ranks (bad values of K and WEFT_SPRAY: test_verbs_settings.c); K is
+ *    ranks (bad values of K and WEFT_SPRAY: verbs_settings.c); K is
  *    declared with its default and help.
  * Results are checked element by element.
  */

@@ -1,5 +1,5 @@
 /*
- * test_verbs_select.c — the verbs transport's pure parts, without RDMA
+ * verbs_select.c — the verbs transport's pure parts, without RDMA
  * hardware: WEFT_IB_HCA parsing and matching, the port a rank picks (NIC
  * locality, spreading, filters, DOWN ports, InfiniBand without a LID), and
  * the RoCE GID index chosen from the fake sysfs tree under

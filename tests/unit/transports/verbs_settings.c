@@ -1,5 +1,5 @@
 /*
- * test_verbs_settings.c — bad WEFT_IB_* values (and WEFT_SPRAY, which
+ * verbs_settings.c — bad WEFT_IB_* values (and WEFT_SPRAY, which
  * verbs reads too) fail init on every rank with WEFT_ERR_INVALID_ARG and
  * a message that names the variable and the value it was given, promptly
  * (not by a timeout); over the test double, so that the transport gets as

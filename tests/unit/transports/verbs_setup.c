@@ -1,5 +1,5 @@
 /*
- * test_verbs_setup.c — how the verbs transport sets itself up, over the
+ * verbs_setup.c — how the verbs transport sets itself up, over the
  * test double (tests/fake_ibverbs) and the fake sysfs tree:
  *
  *  - what the queue pairs were told, as the double recorded it: the

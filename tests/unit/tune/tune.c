@@ -1,5 +1,5 @@
 /*
- * test_tune.c — the tuner: override parsing, per-call selection and
+ * tune.c — the tuner: override parsing, per-call selection and
  * WEFT_TUNE_CALIBRATE.
  *
  * Unit cases call the library's internals directly (the test links

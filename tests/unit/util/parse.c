@@ -1,5 +1,5 @@
 /*
- * test_parse.c — the size parser and the list splitter (util/parse.c):
+ * parse.c — the size parser and the list splitter (util/parse.c):
  * every accepted form, every refused one with the reason it gives, the
  * bounds, and the messages that name the variable and the item.
  */

@@ -1,6 +1,6 @@
 /*
  * init_time.c — how long weft_comm_init_env() takes under a launcher, for
- * tests/fabric/bench_slurm.sh (which builds it against build/libweft.so):
+ * perf/bench_slurm.sh (which builds it against build/libweft.so):
  * every rank times weft_launch_query() and weft_comm_init_env(), and rank 0
  * prints the launcher, the rank count and the slowest rank's times, since a
  * job is ready when its last rank is.

@@ -2,7 +2,7 @@
 # bench_spray.sh — path spraying over a two-spine fabric: one sub-flow
 # against several, round robin against adaptive.
 #
-# Usage: tests/fabric/bench_spray.sh [options] OUTDIR
+# Usage: perf/bench_spray.sh [options] OUTDIR
 #   --rate RATE     tbf rate of every uplink of the equal fabric, and of
 #                   spine 1 in the unequal one (200mbit); spine 2 of the
 #                   unequal fabric gets half
@@ -42,7 +42,8 @@ set -u
 set -o pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
-REPO=$(cd "$HERE/../.." && pwd)
+REPO=$(cd "$HERE/.." && pwd)
+FABRIC_DIR=$REPO/tests/fabric
 BUILD=${WEFT_BUILD:-build}
 case $BUILD in /*) ;; *) BUILD=$REPO/$BUILD ;; esac
 
@@ -77,14 +78,14 @@ if [ -z "$PHASE" ]; then
 	half=$(awk -v r="$RATE" 'BEGIN {match(r, /^[0-9.]+/); printf "%g%s", substr(r, 1, RLENGTH) / 2, substr(r, RLENGTH + 1)}')
 	echo "# bench_spray: 2 leaves x 1 host, 2 spines, $SIZE AllReduce, K=$K, $PAIRS pairs," \
 		"over $TRANSPORT; equal: $RATE + $RATE, unequal: $RATE + $half" | tee "$OUTDIR/summary.txt"
-	"$HERE/fabric.sh" with --leaves 2 --hosts-per-leaf 1 --spines 2 --spine-rate "$RATE" -- \
+	"$FABRIC_DIR/fabric.sh" with --leaves 2 --hosts-per-leaf 1 --spines 2 --spine-rate "$RATE" -- \
 		"$0" "${opts[@]}" --phase equal "$OUTDIR" || exit $?
 	if [ "$TRANSPORT" = socket ]; then
-		"$HERE/fabric.sh" with --leaves 2 --hosts-per-leaf 1 --spines 2 \
+		"$FABRIC_DIR/fabric.sh" with --leaves 2 --hosts-per-leaf 1 --spines 2 \
 			--spine-rate "$RATE,$half" -- "$0" "${opts[@]}" --phase unequal "$OUTDIR" ||
 			exit $?
 	fi
-	rate_Bps=$("$HERE/fabric.sh" rate-bytes "$RATE") || exit 1
+	rate_Bps=$("$FABRIC_DIR/fabric.sh" rate-bytes "$RATE") || exit 1
 	python3 - "$OUTDIR/trials.txt" "$rate_Bps" <<'PY' | tee -a "$OUTDIR/summary.txt"
 import statistics, sys
 rows = {}
@@ -122,7 +123,7 @@ fi
 
 # --- inside a fabric: one phase ---
 # shellcheck source=tests/fabric/lib.sh
-. "$HERE/lib.sh"
+. "$FABRIC_DIR/lib.sh"
 fabric_ranks interleaved
 if [ "$PHASE" = equal ] && [ "$TRANSPORT" = ofi ]; then
 	modes=(k1 rr)

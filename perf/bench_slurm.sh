@@ -2,9 +2,9 @@
 # bench_slurm.sh — how long a 4-rank job takes to initialise under each
 # launcher interface, and what weft-topo sees of an interleaved Slurm job.
 #
-# Usage: tests/fabric/bench_slurm.sh [-r REPEAT] OUTDIR
+# Usage: perf/bench_slurm.sh [-r REPEAT] OUTDIR
 #
-# Builds tests/fabric/init_time.c (weft_launch_query + weft_comm_init_env,
+# Builds perf/init_time.c (weft_launch_query + weft_comm_init_env,
 # timed on every rank; the slowest rank counts) against build/libweft.so,
 # brings up the fabric (2 leaves x 2 hosts) and the Slurm cluster
 # (tests/fabric/slurm.sh), and runs, REPEAT times each (default 5):
@@ -25,7 +25,8 @@ set -u
 set -o pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
-REPO=$(cd "$HERE/../.." && pwd)
+REPO=$(cd "$HERE/.." && pwd)
+FABRIC_DIR=$REPO/tests/fabric
 BUILD=${WEFT_BUILD:-build}
 case $BUILD in /*) ;; *) BUILD=$REPO/$BUILD ;; esac
 
@@ -34,9 +35,9 @@ if [ -z "${FABRIC_STATE:-}" ]; then
 		echo "error: build first (make)"
 		exit 1
 	fi
-	exec "$HERE/fabric.sh" with --leaves 2 --hosts-per-leaf 2 -- "$0" "$@"
+	exec "$FABRIC_DIR/fabric.sh" with --leaves 2 --hosts-per-leaf 2 -- "$0" "$@"
 fi
-[ -n "${SLURM_STATE:-}" ] || exec "$HERE/slurm.sh" with -- "$0" "$@"
+[ -n "${SLURM_STATE:-}" ] || exec "$FABRIC_DIR/slurm.sh" with -- "$0" "$@"
 
 REPEAT=5
 while [ $# -gt 1 ]; do
@@ -85,7 +86,7 @@ done
 rm -f "$OUTDIR/last.err"
 
 {
-	echo "# weft_comm_init_env of a 4-rank job: tests/fabric/bench_slurm.sh -r $REPEAT, $(date '+%F %T')"
+	echo "# weft_comm_init_env of a 4-rank job: perf/bench_slurm.sh -r $REPEAT, $(date '+%F %T')"
 	echo "# $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg); per run the slowest rank's"
 	echo "# init_ms (weft_comm_init_env) and query_ms (weft_launch_query: under PMIx it starts the"
 	echo "# client), and the launcher command's wall_ms (srun or mpirun, start to exit)"

@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench_placement.sh — leaf-aware ring placement versus plain rank order.
 #
-# Usage: tests/fabric/bench_placement.sh [options] OUTDIR
+# Usage: perf/bench_placement.sh [options] OUTDIR
 #   --spine-rate RATE  tbf rate of each leaf uplink, both ways (default 300mbit;
 #                      host links are unshaped veths)
 #   -b SIZE -e SIZE    size range for allreduce_perf (default 1M .. 64M, -f 2)
@@ -30,7 +30,8 @@ set -u
 set -o pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
-REPO=$(cd "$HERE/../.." && pwd)
+REPO=$(cd "$HERE/.." && pwd)
+FABRIC_DIR=$REPO/tests/fabric
 BUILD=${WEFT_BUILD:-build}
 case $BUILD in /*) ;; *) BUILD=$REPO/$BUILD ;; esac
 
@@ -47,7 +48,7 @@ if [ -z "${FABRIC_STATE:-}" ]; then
 	[ -x "$BUILD/allreduce_perf" ] || { echo "error: $BUILD/allreduce_perf not built"; exit 1; }
 	command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 not found"; exit 77; }
 	export BENCH_SPINE_RATE=$RATE
-	exec "$HERE/fabric.sh" with --leaves 2 --hosts-per-leaf 2 --spine-rate "$RATE" -- \
+	exec "$FABRIC_DIR/fabric.sh" with --leaves 2 --hosts-per-leaf 2 --spine-rate "$RATE" -- \
 		"$0" "${args[@]}"
 fi
 
@@ -70,8 +71,8 @@ RAW=$OUTDIR/raw
 mkdir -p "$RAW"
 
 FABRIC_JOB_TIMEOUT=${FABRIC_JOB_TIMEOUT:-1800}
-# shellcheck source-path=SCRIPTDIR source=lib.sh disable=SC1091
-. "$HERE/lib.sh"
+# shellcheck source=tests/fabric/lib.sh disable=SC1091
+. "$FABRIC_DIR/lib.sh"
 fabric_ranks interleaved
 trap 'fabric_kill_ranks; exit 130' INT
 trap 'fabric_kill_ranks; exit 143' TERM

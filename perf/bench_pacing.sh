@@ -2,7 +2,7 @@
 # bench_pacing.sh — Weft's congestion pacer (WEFT_PACER) against none, under
 # incast on a shaped, ECN-marking spine.
 #
-# Usage: tests/fabric/bench_pacing.sh [options] OUTDIR
+# Usage: perf/bench_pacing.sh [options] OUTDIR
 #   --spine-rate RATE  tbf rate of each leaf uplink, both ways (300mbit)
 #   --ecn-mark PPS     CE-marking packet rate on the uplinks (24000, DESIGN.md's
 #                      example: 97 % of the 24770 full frames/s of 300 Mbit,
@@ -66,7 +66,8 @@ set -u
 set -o pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
-REPO=$(cd "$HERE/../.." && pwd)
+REPO=$(cd "$HERE/.." && pwd)
+FABRIC_DIR=$REPO/tests/fabric
 BUILD=${WEFT_BUILD:-build}
 case $BUILD in /*) ;; *) BUILD=$REPO/$BUILD ;; esac
 
@@ -91,7 +92,7 @@ if [ -z "${FABRIC_STATE:-}" ]; then
 	for a in "${args[@]}"; do
 		case $a in --no-spray) spray=0 ;; -*) ;; *) out=$a ;; esac
 	done
-	"$HERE/fabric.sh" with --leaves 2 --hosts-per-leaf 2 --spine-rate "$RATE" \
+	"$FABRIC_DIR/fabric.sh" with --leaves 2 --hosts-per-leaf 2 --spine-rate "$RATE" \
 		--ecn-mark "$PPS" ${BURST:+--ecn-burst "$BURST"} -- "$0" "${args[@]}" || exit $?
 	[ "$spray" -eq 1 ] || exit 0
 	# Then path spraying, on its own two-spine fabrics; one line each.
@@ -125,7 +126,7 @@ export FABRIC_JOB_TIMEOUT=${FABRIC_JOB_TIMEOUT:-$((SECS + 60))}
 mkdir -p "$OUTDIR"
 OUTDIR=$(cd "$OUTDIR" && pwd)
 # shellcheck source=tests/fabric/lib.sh
-. "$HERE/lib.sh"
+. "$FABRIC_DIR/lib.sh"
 STEP=$BUILD/fabric/step_time
 SPINE_BPS=$("$FABRIC_SH" rate-bytes "$BENCH_SPINE_RATE") || exit 1
 PREFIX=$(awk '$1 == "prefix" {print $2}' "$FABRIC_STATE")

@@ -1,6 +1,6 @@
 /*
  * step_time.c — a training loop's communication, timed call by call, for
- * perf/bench_pacing.sh (which builds it against build/libweft.so).
+ * perf/bench_congestion.sh --mode pacing (which builds it against build/libweft.so).
  *
  *   step_time [-c allreduce|alltoall] [-s BYTES] [-n CALLS] [-t SECONDS]
  *             [-o FILE] [-w FILE] [-x FILE] [-p PERIOD]

@@ -203,15 +203,15 @@ static int verbs_body(weft_comm_t comm, int rank, int nranks, void *arg)
 	return coll_end(&c);
 }
 
-static void run_job(int nranks, harness_body_fn body, int timeout_s)
+static void run_job(const char *what, int nranks, harness_body_fn body, int timeout_s)
 {
 	struct integ_env e;
 	integ_env_init(&e, timeout_s);
 	if (!integ_over("verbs"))
 		integ_env_add(&e, "WEFT_ALGO=send:direct;recv:direct");
 	char label[96];
-	snprintf(label, sizeof(label), "send/recv %s over %s, nranks %d",
-		 body == walk_body ? "direct" : "", integ_transport(), nranks);
+	snprintf(label, sizeof(label), "send/recv %s over %s, nranks %d", what, integ_transport(),
+		 nranks);
 	struct harness_job job = {.nranks = nranks, .body = body, .timeout_s = 120};
 	integ_run(&job, &e, label);
 }
@@ -220,13 +220,13 @@ static const int direct_socket[] = {2, 3};
 
 START_TEST(direct)
 {
-	run_job(integ_over("socket") ? direct_socket[_i] : _i, walk_body, 30);
+	run_job("direct", integ_over("socket") ? direct_socket[_i] : _i, walk_body, 30);
 }
 END_TEST
 
 START_TEST(verbs_ring)
 {
-	run_job(2 + _i, verbs_body, 20);
+	run_job("ring", 2 + _i, verbs_body, 20);
 }
 END_TEST
 
@@ -265,7 +265,7 @@ static int mismatch_body(weft_comm_t comm, int rank, int nranks, void *arg)
 
 START_TEST(length_mismatch)
 {
-	run_job(2, mismatch_body, 30);
+	run_job("length mismatch", 2, mismatch_body, 30);
 }
 END_TEST
 

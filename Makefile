@@ -207,9 +207,9 @@ $(FAKE_IBV): $(FAKE_IBV_SRCS) $(wildcard tests/lib/fake_ibverbs/*.h) util/proc.h
 	$(CC) $(filter-out -MMD -MP,$(ALL_CFLAGS)) -shared \
 		-Wl,-soname,libfake_ibverbs.so -o $@ $(FAKE_IBV_SRCS) -pthread $(SANITIZE)
 
-# Over verbs the suites load the double at run time: built first, but no
-# reason to relink them when it changes.
-$(TEST_PROGS): | $(FAKE_IBV)
+# The verbs units load the double; so do the integration suites over verbs,
+# at run time (`tests` builds it; asan-quick names it).
+$(filter $(BUILD)/tests/unit/transports/verbs%,$(TEST_PROGS)): $(FAKE_IBV)
 
 # What `make test` runs (tests/run: one line per run, each run's output in
 # $(BUILD)/test-logs/): every Check program, each integration suite once
@@ -326,8 +326,9 @@ asan-quick:
 # "split" cases: parents and children at once). Its own build, build-tsan/;
 # tests/lib/tsan.supp holds only races inside third-party libraries.
 TSAN_SANITIZE := -fsanitize=thread
-TSAN_QUICK := faults/verdict unit/core/progress_thread WEFT_PROGRESS_THREAD=1:integration/nonblocking \
-	WEFT_PROGRESS_THREAD=1+WEFT_CONNECT=lazy:integration/nonblocking \
+TSAN_QUICK := faults/verdict unit/core/progress_thread \
+	WEFT_PROGRESS_THREAD=1+WEFT_TEST_ALGO=auto:integration/nonblocking \
+	WEFT_PROGRESS_THREAD=1+WEFT_CONNECT=lazy+WEFT_TEST_ALGO=auto:integration/nonblocking \
 	WEFT_PROGRESS_THREAD=1+WEFT_TEST_ALGO=split:integration/split_group
 tsan-quick:
 	$(MAKE) BUILD=build-tsan SANITIZE="$(TSAN_SANITIZE)" CFLAGS="-O1 -g" HAVE_TORCH= \

@@ -4,9 +4,9 @@
  *
  * The double is build/tests/libfake_ibverbs.so, in the test program's
  * directory or one above it (so build-asan/ finds its own); the tree is
- * tests/fixtures/sysfs, found from the working directory (make test runs
- * from the top) or above the program. Jobs over the double name verbs in WEFT_TRANSPORTS: the
- * transport serves no peer on the double otherwise.
+ * tests/fixtures/sysfs, found by harness_source_path (from the working
+ * directory, where make test runs, or above the program). Jobs over the double name verbs in
+ * WEFT_TRANSPORTS: the transport serves no peer on the double otherwise.
  */
 #ifndef WEFT_TEST_VERBS_ENV_H
 #define WEFT_TEST_VERBS_ENV_H
@@ -18,6 +18,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "harness.h"
 
 #define VERBS_ENV_MAX 24
 
@@ -56,9 +58,8 @@ static inline void verbs_find_paths(void)
 		snprintf(verbs_fake_path, sizeof(verbs_fake_path), "%.3000s/libfake_ibverbs.so",
 			 exe);
 	char rel[PATH_MAX];
-	if (!realpath("tests/fixtures/sysfs", verbs_sysfs_path) &&
-	    (!verbs_find_up(exe, "tests/fixtures/sysfs", rel, sizeof(rel)) ||
-	     !realpath(rel, verbs_sysfs_path)))
+	if (!harness_source_path("tests/fixtures/sysfs", rel, sizeof(rel)) ||
+	    !realpath(rel, verbs_sysfs_path))
 		snprintf(verbs_sysfs_path, sizeof(verbs_sysfs_path), "tests/fixtures/sysfs");
 }
 

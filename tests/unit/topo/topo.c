@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "harness.h"
 #include "topo/hostlist.h"
 #include "topo/topo.h"
 
@@ -52,25 +53,15 @@ static void shuffle(int *a, int n)
 
 static char fixture_dir[PATH_MAX];
 
-/* tests/fixtures/topo from the source tree: relative to the working
- * directory (make test runs from the top), else to a directory above the
- * executable (build/tests/unit/topo/topo). */
+/* tests/fixtures/topo from the source tree (harness_source_path: from the
+ * working directory, make test's, or above the program). */
 static const char *fixture(const char *name)
 {
 	static char path[PATH_MAX + 64];
-	struct stat st;
 
-	if (!fixture_dir[0]) {
-		char exe[PATH_MAX];
-		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-		exe[n > 0 ? n : 0] = '\0';
+	if (!fixture_dir[0] &&
+	    !harness_source_path("tests/fixtures/topo", fixture_dir, sizeof(fixture_dir)))
 		snprintf(fixture_dir, sizeof(fixture_dir), "tests/fixtures/topo");
-		for (char *slash; stat(fixture_dir, &st) != 0 && (slash = strrchr(exe, '/'));) {
-			*slash = '\0';
-			snprintf(fixture_dir, sizeof(fixture_dir), "%.3000s/tests/fixtures/topo",
-				 exe);
-		}
-	}
 	snprintf(path, sizeof(path), "%s/%s", fixture_dir, name);
 	return path;
 }

@@ -126,7 +126,7 @@ CXXWARN := -Wall -Wextra -Werror -Wno-unused-parameter
 .PHONY: all lib perf tests test lint lint-src check-docs docs pytest python asan-test asan-quick tsan-quick valgrind fuzz fuzz-build install install-python format clean
 all: lib perf tests $(TOOLS) $(if $(HAVE_TORCH),python)
 lib: $(BUILD)/libweft.so $(BUILD)/libweft.a $(LAUNCH_LIB)
-# Limits the figures are compared with (BENCH.md): libc only, no Weft.
+# Limits the figures are compared with (docs/benchmarks.md): libc only, no Weft.
 PERF_LIMITS := $(BUILD)/copy_limit $(BUILD)/tcp_limit $(BUILD)/connect_probe $(BUILD)/c2c_latency
 perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF) $(PERF_LIMITS) $(OFI_STREAM)
 tests: $(TEST_PROGS) $(FAKE_IBV)

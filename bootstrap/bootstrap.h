@@ -29,7 +29,7 @@
  * with the job is the design, not this number: every rank receives every
  * card (an allgather may carry MAX_TOTAL_BYTES, 1 GiB, a million cards;
  * init fails past it with a message naming the limit), and the root holds
- * a socket per rank through init. README "Scale" says what is left.
+ * a socket per rank through init. docs/design.md, "The bootstrap at scale", says what is left.
  */
 #define WEFT_MAX_RANKS 1000000
 

@@ -533,7 +533,7 @@ WEFT_API weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, wef
  *    "local_rank", "numa", "nic", "nic_numa", "leaf" (display name),
  *    "leaf_index", "leaf_id", "leaf_port", "spine", "leaf_source" (how the
  *    leaf was learned: "lldp", "file", "slurm" or "none"; one source for
- *    the whole job where every rank knows it, see README "Topology");
+ *    the whole job where every rank knows it, see docs/topology.md);
  *  - "hosts": "index", "hostname", "host", "leader", "leaf", "ranks" (in the
  *    order the hierarchical algorithms chain them, from the leader);
  *  - "leaves": "index", "name", "source", "spine", "spine_index" (-1:

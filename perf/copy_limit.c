@@ -1,6 +1,6 @@
 /*
  * copy_limit.c — what the memory system lets np processes move at once: the
- * limit an intra-host AllReduce is measured against (BENCH.md).
+ * limit an intra-host AllReduce is measured against (docs/benchmarks.md).
  *
  * np processes (default 2), each on its own core when there are enough,
  * each copy a pre-faulted buffer of S bytes to another pre-faulted buffer of

@@ -1,7 +1,7 @@
 /*
  * ofi_stream — what a libfabric provider streams between one pair of
  * processes with several messages in flight, without Weft: the figure
- * Weft's ofi transport is measured against (perf/compare, README).
+ * Weft's ofi transport is measured against (perf/compare, docs/benchmarks.md).
  *
  *   build/ofi_stream [-p PROVIDER] [-m tagged|rma|both] [-b MIN] [-e MAX]
  *                    [-f FACTOR] [-w WINDOW] [-t SECONDS]

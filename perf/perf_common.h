@@ -7,7 +7,7 @@
  * flags), buffer allocation and pre-faulting, the warm-up and timing loops,
  * the data check with guard regions, and the nccl-tests-style report.
  *
- * Sizes, counts and bandwidths follow nccl-tests (see ../shared/BENCH.md):
+ * Sizes, counts and bandwidths follow nccl-tests (docs/benchmarks.md):
  * a row's size S is the larger of the send and the receive buffer
  * (AllGather, ReduceScatter and AlltoAll: count per rank x nranks x type
  * size), its count column is S / type size, algbw = S / time and busbw =

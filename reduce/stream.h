@@ -4,8 +4,8 @@
  * the destination line (write-allocate); for an out-of-place reduction
  * that is a third stream of memory traffic beside the two inputs, and it
  * is what made out-of-place AllReduce 25-45 % slower than in place from
- * 2 MiB up (README, "The out-of-place gap"). Streaming stores skip that
- * read and do not evict the inputs from the cache. */
+ * 2 MiB up (docs/tuning.md, "Streaming stores and the out-of-place gap"). Streaming stores skip
+ * that read and do not evict the inputs from the cache. */
 #ifndef WEFT_REDUCE_STREAM_H
 #define WEFT_REDUCE_STREAM_H
 

@@ -19,7 +19,7 @@ pkgs=(
 	# Debian's /usr/bin/python3 (the python3 first on PATH may be another
 	# one): the shell tests' JSON checks, the Python package and the
 	# torch.distributed backend; python3-torch also gives torchrun for
-	# tests/fabric/test_slurm.sh's PyTorch job and the Gloo peer of BENCH.md.
+	# tests/fabric/test_slurm.sh's PyTorch job and the Gloo peer docs/benchmarks.md compares with.
 	python3 python3-dev python3-numpy python3-pytest
 	python3-torch libtorch-dev pybind11-dev g++
 )

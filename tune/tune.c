@@ -238,7 +238,7 @@ static size_t call_bytes(const struct weft_coll_args *args, int nranks)
  * part (the estimate for one element) and the bandwidth part (the rest)
  * scaled separately, as NCCL's tuner keeps per-algorithm latencies and
  * bandwidth efficiencies. Measured with perf/sweep_algos at np=2 over
- * shared memory on the 2-core VMs this project runs on (README, "Measured"),
+ * shared memory on the 2-core VMs this project runs on (docs/benchmarks.md, "What was measured"),
  * so applied to jobs on one host only:
  * the tree pipelines deeper than its formula says; recursive
  * halving-doubling moves whole halves per step (no pipelining, and the

@@ -17,7 +17,7 @@
  *     (cached by the transport, by generation) and the vector is one
  *     round. Otherwise, by default (WEFT_SHMEM_STAGED=0), the call is handed
  *     to the tuner's next choice (task->fallback_ops: ring or tree), which
- *     moves plain buffers as well as anything here does (README, "Measured");
+ *     moves plain buffers as well as anything here does (docs/benchmarks.md, "What was measured");
  *     with WEFT_SHMEM_STAGED=1 it goes in rounds of the staging slot's size.
  *  3. Per round k (a slice of the vector, slot half k % 2):
  *     a. a rank whose input is not mappable copies its slice into its

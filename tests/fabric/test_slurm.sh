@@ -23,10 +23,10 @@
 #       task, with plain srun, --mpi=pmix and --mpi=pmi2 (whose PMI_RANK is
 #       Slurm's, not Hydra's), reports the local rank and size that the
 #       tasks' host names show;
-#   (e) sbatch --wait docs/slurm/torchrun.sbatch (the README's PyTorch job:
+#   (e) sbatch --wait docs/slurm/torchrun.sbatch (docs/pytorch.md's PyTorch job:
 #       torchrun under srun --mpi=pmix, when torch is installed): the workers
 #       inherit their agent's PMIx variables, and torchrun's win;
-#   (f) sbatch --wait docs/slurm/allreduce.sbatch (the README's perf run);
+#   (f) sbatch --wait docs/slurm/allreduce.sbatch (the perf run of docs/launching.md);
 #   (g) sbatch --wait docs/slurm/mpirun.sbatch: Open MPI's mpirun inside the
 #       allocation, its daemons started through Slurm, is one exact 4-rank
 #       job over PMIx across the 4 nodes.
@@ -300,7 +300,7 @@ batch() {
 	return $rc
 }
 
-# (e) the README's PyTorch script: torchrun under srun --mpi=pmix, whose
+# (e) docs/pytorch.md's PyTorch script: torchrun under srun --mpi=pmix, whose
 # workers' torchrun variables must win over the PMIx ones they inherit
 TORCH_PY=/usr/bin/python3
 # find_spec does not import torch (which takes seconds).
@@ -316,7 +316,7 @@ else
 	show "$OUT/torchrun"
 fi
 
-# (f) the README's AllReduce script
+# (f) docs/launching.md's AllReduce script
 if WEFT_BIN=$BIN batch allreduce "$REPO/docs/slurm/allreduce.sbatch" -b 1K -e 64K -f 4 -n 3 -w 1 &&
 	msg=$(check_perf "$OUT/allreduce" 4 PMIx); then
 	ok "sbatch docs/slurm/allreduce.sbatch: one exact 4-rank job"

@@ -61,7 +61,8 @@ struct fault_shared {
 	int status[NRANKS];
 	int fds_left[NRANKS]; /* after destroy, beyond those open before init */
 	/* Of those, over ofi, TCP connections libfabric's listener accepted
-	 * and never handed on (libfabric 1.17, README "Fault injection"). */
+	 * and never handed on (libfabric 1.17, docs/reliability.md, "Fault injection in a loop").
+	 */
 	int provider_fds[NRANKS];
 	char fd_names[NRANKS][176];
 };

@@ -853,7 +853,7 @@ START_TEST(mismatched_calls)
 	/* Not over ofi's tagged path: there a message matches by its step, and
 	 * the odd rank's barrier sends on steps that the others' allreduce
 	 * never posts, so nothing lands to compare (a stall, the timeout's to
-	 * end; README, "Transports"). The rma path compares in order. */
+	 * end; docs/transports.md, "ofi"). The rma path compares in order. */
 	if (m->odd_args.count == 0 && strcmp(over, "ofi tagged") == 0)
 		return;
 	struct harness_job job = {

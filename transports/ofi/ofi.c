@@ -539,7 +539,7 @@ static weft_status_t ofi_progress(struct weft_tp *base)
 }
 
 /* Where the provider gives no figures: what ofi_stream measured here over
- * tcp;ofi_rxm on loopback (README, "Transports"), and a 100 Gb/s NIC. */
+ * tcp;ofi_rxm on loopback (docs/benchmarks.md, "ofi"), and a 100 Gb/s NIC. */
 #define OFI_SOFT_LATENCY_S 25e-6
 #define OFI_SOFT_BPS	   1.5e9
 #define OFI_HW_LATENCY_S   2e-6

@@ -410,7 +410,7 @@ static void shm_abort(struct weft_tp *base)
 }
 
 /* Latency: a cache line handed from one core to another and back is
- * about this on the machines measured (README, "Measured"); shared memory
+ * about this on the machines measured (docs/benchmarks.md, "What was measured"); shared memory
  * gives no cheaper way to know it before the first message. Bandwidth:
  * the copy measured at init. */
 #define SHM_LATENCY_S 0.4e-6

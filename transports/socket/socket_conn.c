@@ -666,7 +666,7 @@ static double link_speed(const char *ifname)
 }
 
 /* Defaults where nothing better is known: TCP over loopback on the
- * machines measured (README, "Measured"). */
+ * machines measured (docs/benchmarks.md, "What was measured"). */
 #define SOCK_DEFAULT_LATENCY_S 10e-6
 #define SOCK_DEFAULT_BPS       3e9
 

@@ -248,7 +248,8 @@ MIXED := WEFT_TEST_ALGO=mixed,forced
 # Suites that run again under settings: the pacer (WEFT_PACER=dcqcn,
 # core/pace/) started below line rate, so that every socket connection is
 # paced from its first send (on loopback no mark ever comes, and an
-# unmarked connection at line rate is not held); the test gate that admits
+# unmarked connection at line rate is not held; over socket only, as
+# spraying: shared memory has neither); the test gate that admits
 # one message per connection (core/gate.h), where a send that bypasses the
 # gate or a schedule that needs two in flight shows; the progress thread,
 # which must not change a result; the generic kernels (WEFT_ISA=generic),
@@ -269,11 +270,11 @@ RERUNS := $(call over,$(COLLS),shm socket,WEFT_GATE=one) \
 	$(call over,$(VERBS_COLLS),verbs,WEFT_PROGRESS_THREAD=1) \
 	WEFT_ISA=generic:unit/reduce/reduce \
 	$(call over,allreduce mem,shm socket,WEFT_STREAM_MIN=0) \
-	$(call over,$(COLLS_ONLY) allreduce,shm socket,WEFT_PACER=dcqcn+WEFT_PACER_START_RATE=200e6) \
-	$(call over,allgather,shm socket,WEFT_PACER=dcqcn+WEFT_PACER_START_RATE=200e6+WEFT_TEST_ALGO=bruck) \
-	$(call over,nonblocking,shm socket,WEFT_PACER=dcqcn+WEFT_PACER_START_RATE=200e6+$(MIXED)) \
-	$(call over,$(COLLS_ONLY),shm socket,WEFT_SPRAY=adaptive+WEFT_SOCKET_NSOCKS=4) \
-	$(call over,nonblocking,shm socket,WEFT_SPRAY=adaptive+WEFT_SOCKET_NSOCKS=4+$(MIXED)) \
+	$(call over,$(COLLS_ONLY) allreduce,socket,WEFT_PACER=dcqcn+WEFT_PACER_START_RATE=200e6) \
+	$(call over,allgather,socket,WEFT_PACER=dcqcn+WEFT_PACER_START_RATE=200e6+WEFT_TEST_ALGO=bruck) \
+	$(call over,nonblocking,socket,WEFT_PACER=dcqcn+WEFT_PACER_START_RATE=200e6+$(MIXED)) \
+	$(call over,$(COLLS_ONLY),socket,WEFT_SPRAY=adaptive+WEFT_SOCKET_NSOCKS=4) \
+	$(call over,nonblocking,socket,WEFT_SPRAY=adaptive+WEFT_SOCKET_NSOCKS=4+$(MIXED)) \
 	$(call over,$(VERBS_COLLS),verbs,WEFT_IB_QPS_PER_CONN=3) \
 	$(call over,$(VERBS_COLLS),verbs,WEFT_IB_QPS_PER_CONN=3+WEFT_SPRAY=adaptive) \
 	$(call over,$(COLLS_ONLY),shm socket,WEFT_CONNECT=lazy) \

@@ -36,7 +36,7 @@ PMIX_CFLAGS  := $(if $(HAVE_PMIX),$(shell pkg-config --cflags pmix) -DWEFT_HAVE_
 	-DWEFT_PMIX_LIBDIR='"$(shell pkg-config --variable=libdir pmix)"')
 # jansson reads topology files and writes the communicator's self-description;
 # zlib packs the bootstrap's allgather results (bootstrap/bootstrap_wire.h).
-PKGS      := hwloc libfabric jansson zlib $(if $(HAVE_LLDPCTL),lldpctl)
+PKGS      := hwloc libfabric jansson zlib libsodium $(if $(HAVE_LLDPCTL),lldpctl)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(if $(HAVE_LLDPCTL),-DWEFT_HAVE_LLDPCTL)
 # libfabric's headers only: the ofi transport loads the library with dlopen
 # (transports/ofi/ofi_lib.c says why).

@@ -22,10 +22,11 @@ bool weft_api_group_record(struct weft_task *task, weft_request_t *request);
 /* Is a group open on this thread (between weft_group_start and _end)? */
 bool weft_api_group_open(void);
 
-/* comm_secret.c: the bootstrap secret of a job launched without PMIx, its
- * root at @p root (WEFT_SECRET, WEFT_SECRET_FILE, or derived: see there). */
+/* comm_secret.c: the key of a job launched without PMIx (WEFT_SECRET,
+ * WEFT_SECRET_FILE, this user's host key on one host), or why there is
+ * none. */
 weft_status_t weft_api_env_secret(const struct weft_launch *l, const struct sockaddr_storage *root,
-				  uint64_t *secret, struct weft_err *err);
+				  struct weft_key *key, struct weft_err *err);
 
 /* ---- coll.c, for the collective calls of coll.c and coll_blocks.c.
  * Each check returns WEFT_SUCCESS or records an error naming @p call (and

@@ -78,7 +78,10 @@ struct weft_p2p_req;
 struct weft_comm {
 	int rank;
 	int nranks;
-	uint64_t secret;
+	/* The communicator's key (from the unique id, or derived from the
+	 * parent's for a split) and its random id (the root's answer at join). */
+	struct weft_key key;
+	unsigned char id[WEFT_JOB_ID_BYTES];
 	double timeout_s;
 
 	struct weft_card *cards; /* nranks */

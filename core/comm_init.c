@@ -212,8 +212,8 @@ static weft_status_t build_env(struct weft_comm *comm)
 	    .nranks = n,
 	    .local_rank = (int)me->local_rank,
 	    .local_size = (int)me->local_count,
-	    .secret = comm->secret,
-	    .comm_id = comm->secret,
+	    .key = &comm->key,
+	    .id = comm->id,
 	    .timeout_s = comm->timeout_s,
 	    .peers = comm->tp_peers,
 	    .ctx = comm,
@@ -221,6 +221,7 @@ static weft_status_t build_env(struct weft_comm *comm)
 	    .fail = env_fail,
 	    .explain = env_explain,
 	};
+	memcpy(&comm->env->comm_id, comm->id, sizeof(comm->env->comm_id));
 	return choose_ifname(comm, &comm->env->ifname);
 }
 
@@ -453,6 +454,7 @@ void weft_comm_free(struct weft_comm *comm)
 	free(comm->peers);
 	free(comm->cards);
 	pthread_mutex_destroy(&comm->lock);
+	weft_wipe(&comm->key, sizeof(comm->key));
 	free(comm);
 }
 
@@ -467,7 +469,7 @@ static weft_status_t comm_alloc(struct weft_comm **out, int nranks, const struct
 	pthread_mutex_init(&comm->lock, NULL);
 	comm->rank = rank;
 	comm->nranks = nranks;
-	comm->secret = uid->secret;
+	comm->key = uid->key;
 	comm->timeout_s = default_timeout(config);
 	/* A config from a build before progress_thread existed ends before it. */
 	if (config && config->size >= offsetof(weft_config_t, progress_thread) + sizeof(int))
@@ -508,6 +510,8 @@ weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct 
 		st = weft_bootstrap_join(uid, rank, nranks, boot_timeout(comm), &comm->bs,
 					 &comm->err);
 	if (st == WEFT_SUCCESS)
+		weft_bootstrap_job_id(comm->bs, comm->id);
+	if (st == WEFT_SUCCESS)
 		st = exchange_cards(comm, known);
 	if (st == WEFT_SUCCESS)
 		st = place(comm);
@@ -544,7 +548,7 @@ weft_status_t weft_comm_ready(struct weft_comm *comm)
 		return weft_comm_abandon(comm, st);
 	weft_bootstrap_close(comm->bs);
 	comm->bs = NULL;
-	weft_bootstrap_roots_drain(timeout);
+	weft_bootstrap_root_drain(&comm->key, timeout);
 	st = weft_progress_thread_start(comm);
 	if (st != WEFT_SUCCESS)
 		return weft_comm_abandon(comm, st);
@@ -560,7 +564,9 @@ weft_status_t weft_comm_abandon(struct weft_comm *comm, weft_status_t status)
 	double timeout = boot_timeout(comm);
 	weft_err_clear(ierr);
 	weft_err_set(ierr, status, "%s", comm->err.msg[0] ? comm->err.msg : "init failed");
+	struct weft_key key = comm->key;
 	weft_comm_free(comm);
-	weft_bootstrap_roots_drain(timeout); /* let a root here tell the others */
+	weft_bootstrap_root_drain(&key, timeout); /* let a root here tell the others */
+	weft_wipe(&key, sizeof(key));
 	return status;
 }

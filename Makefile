@@ -26,8 +26,9 @@ SOMAJOR := 0
 
 # liblldpctl is optional: without it the leaf comes from WEFT_TOPO_FILE only.
 HAVE_LLDPCTL := $(shell pkg-config --exists lldpctl && echo 1)
-# Detected for the verbs transport to come.
-HAVE_VERBS   := $(shell pkg-config --exists libibverbs && echo 1)
+# The verbs transport always builds, against rdma-core's headers
+# (libibverbs-dev); libibverbs itself is dlopen'd at run time
+# (transports/verbs/verbs_lib.c), so libweft loads where it is missing.
 # PMIx (launch/launch_pmix.c): only its headers at build time, and only
 # for that file; libpmix itself is dlopen'd at run time, so libweft loads
 # where it is missing.
@@ -263,15 +264,17 @@ test: lint tests $(PERF_PROGS) $(PERF_LIMITS) $(TOOLS) $(if $(HAVE_TORCH),$(PY_E
 	echo "$$pass passed, $$fail failed, $$skip skipped"; \
 	[ $$fail -eq 0 ]
 
-# The house rules that a compiler does not check: file and function sizes,
-# includes that only point down the layers (STYLE.md, DESIGN.md), and
-# clang-format's layout (.clang-format).
+# The house rules that a compiler does not check: file and function sizes
+# (C and Python), includes that only point down the layers (STYLE.md,
+# DESIGN.md), clang-format's layout (.clang-format), and flake8 over the
+# Python outside tests/ (.flake8; scripts/python-files lists it).
 FORMAT_FILES = $(or $(shell git ls-files '*.c' '*.h' 2>/dev/null),\
 	$(shell find include $(LIB_DIRS) tools perf tests -name '*.[ch]'))
 lint:
 	$(call say,LINT,sizes)scripts/check-sizes
 	$(call say,LINT,layers)scripts/check-layers
 	$(call say,LINT,format)clang-format --dry-run -Werror $(FORMAT_FILES)
+	$(call say,LINT,python)flake8 $$(scripts/python-files)
 
 # The Python suites (the package against numpy, the torch backend against
 # Gloo, DDP); 77 when Debian's interpreter or its numpy/pytest is missing.

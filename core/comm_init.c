@@ -264,8 +264,10 @@ static weft_status_t init_transports(struct weft_comm *comm)
 	comm->tps = calloc(comm->ntps, sizeof(*comm->tps));
 	if (!comm->tps)
 		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "init: no memory");
-	weft_status_t st =
-	    weft_registry_enabled(weft_setting_str("WEFT_TRANSPORTS"), enabled, &comm->err);
+	weft_status_t st = weft_registry_check(&comm->err);
+	if (st == WEFT_SUCCESS)
+		st =
+		    weft_registry_enabled(weft_setting_str("WEFT_TRANSPORTS"), enabled, &comm->err);
 	for (size_t i = 0; st == WEFT_SUCCESS && i < comm->ntps; i++)
 		if (enabled[i])
 			st = all[i]->life.init(comm->env, &comm->tps[i]);

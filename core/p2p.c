@@ -15,11 +15,8 @@
 
 static void reset(struct weft_msg *msg)
 {
-	msg->done = false;
-	msg->status = WEFT_INPROGRESS;
+	weft_msg_start(msg);
 	msg->p2p_next = NULL;
-	if (msg->unit == 0)
-		msg->unit = 1;
 }
 
 /* The connection to @p p came up: the gate (and its pacer) and the

@@ -26,5 +26,5 @@ for name in ("COMPILER_TYPE", "STDLIB", "BUILD_ABI"):
         defs.append(f'-DPYBIND11_{name}="{value}"')
 print(" ".join(defs + [f"-isystem {d}" for d in incs]))
 libs = [f"-L{d}" for d in ext.library_paths()] + ["-lc10", "-ltorch", "-ltorch_cpu",
-                                                   "-ltorch_python"]
+                                                  "-ltorch_python"]
 print(" ".join(libs))

@@ -11,6 +11,8 @@ pkgs=(
 	openmpi-bin libopenmpi-dev mpich libmpich-dev
 	liblldpctl-dev lldpd libibverbs-dev rdma-core
 	iproute2 nftables ethtool time graphviz hwloc clang-format
+	# make lint's Python checker (pyflakes and pycodestyle; .flake8)
+	flake8
 	# clang and its runtime (libFuzzer, ASan, UBSan): make fuzz
 	clang libclang-rt-14-dev
 	libpmix-dev slurm-wlm munge util-linux

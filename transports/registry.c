@@ -2,6 +2,7 @@
 #include "transports/registry.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -67,6 +68,67 @@ weft_status_t weft_registry_enabled(const char *spec, bool *enabled, struct weft
 	}
 	if (l.status != WEFT_SUCCESS)
 		return weft_err_set(err, l.status, "%s", l.msg);
+	return WEFT_SUCCESS;
+}
+
+typedef void (*any_fn)(void);
+
+struct entry {
+	const char *name;
+	bool set;
+};
+
+weft_status_t weft_registry_check_ops(const struct weft_tp_ops *ops, struct weft_err *err)
+{
+	const char *name = ops->name ? ops->name : "(unnamed)";
+	if (ops->size != sizeof(struct weft_tp_ops) || !ops->name)
+		return weft_err_set(err, WEFT_ERR_INTERNAL,
+				    "transport %s: ops table of %zu bytes, name %s (expected %zu "
+				    "bytes and a name)",
+				    name, ops->size, ops->name ? "set" : "unset",
+				    sizeof(struct weft_tp_ops));
+	const struct entry entries[] = {
+	    {"life.init", ops->life.init},
+	    {"life.fini", ops->life.fini},
+	    {"life.abort", ops->life.abort},
+	    {"conn.score", ops->conn.score},
+	    {"conn.connect", ops->conn.connect},
+	    {"conn.connected", ops->conn.connected},
+	    {"msg.isend", ops->msg.isend},
+	    {"msg.irecv", ops->msg.irecv},
+	    {"msg.progress", ops->msg.progress},
+	    {"mem.reg", ops->mem.reg},
+	    {"mem.dereg", ops->mem.dereg},
+	    {"mem.map", ops->mem.map},
+	    {"mem.unmap", ops->mem.unmap},
+	    {"rma.write", ops->rma.write},
+	    {"rma.get", ops->rma.get},
+	    {"prop.props", ops->prop.props},
+	    {"prop.describe", ops->prop.describe},
+	    {"signal.signals", ops->signal.signals},
+	    {"signal.pace", ops->signal.pace},
+	};
+	/* An op added to the table and not to the list fails the build. */
+	_Static_assert(sizeof(entries) / sizeof(entries[0]) * sizeof(any_fn) ==
+			   sizeof(struct weft_tp_ops) - offsetof(struct weft_tp_ops, life),
+		       "an entry for every op of struct weft_tp_ops");
+	for (size_t i = 0; i < sizeof(entries) / sizeof(entries[0]); i++)
+		if (!entries[i].set)
+			return weft_err_set(err, WEFT_ERR_INTERNAL,
+					    "transport %s: ops.%s is not set (a missing "
+					    "capability points at its stub, "
+					    "transports/common/tp_stubs.h)",
+					    name, entries[i].name);
+	return WEFT_SUCCESS;
+}
+
+weft_status_t weft_registry_check(struct weft_err *err)
+{
+	for (size_t i = 0; i < NTRANSPORTS; i++) {
+		weft_status_t st = weft_registry_check_ops(transports[i], err);
+		if (st != WEFT_SUCCESS)
+			return st;
+	}
 	return WEFT_SUCCESS;
 }
 

@@ -1,6 +1,6 @@
 /*
  * transport.h — the contract between the point-to-point layer (core/p2p.h)
- * and the transports (shm, socket; ofi and verbs next).
+ * and the transports (shm, socket, ofi, verbs).
  *
  * Objects. One struct weft_tp per (transport, communicator) and one struct
  * weft_conn per peer it serves; a transport embeds them first in its own
@@ -15,7 +15,8 @@
  * size first so it can grow. Every entry is set: a transport without a
  * capability points the entry at the "not supported" stub of
  * transports/common/tp_stubs.h (as libfabric's fi_no_*), so the hot path
- * never tests for NULL; the registry checks this (registry.c).
+ * never tests for NULL; communicator init checks every table of the
+ * registry for this and for its size (weft_registry_check, registry.c).
  *
  * Messages. The poster owns a struct weft_msg and keeps it alive until it
  * is done; the transport keeps whatever per-message state it needs in its
@@ -33,6 +34,7 @@
 #ifndef WEFT_TRANSPORT_H
 #define WEFT_TRANSPORT_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -78,6 +80,16 @@ struct weft_msg {
 	void *p2p_link;
 	struct weft_msg *p2p_next;
 };
+
+/* A message is taken (by the point-to-point layer, then the transport):
+ * not done, in progress, and a zero unit means bytes. */
+static inline void weft_msg_start(struct weft_msg *msg)
+{
+	msg->done = false;
+	msg->status = WEFT_INPROGRESS;
+	if (msg->unit == 0)
+		msg->unit = 1;
+}
 
 /* The transport finishes a message (success or failure). */
 static inline void weft_msg_complete(struct weft_msg *msg, weft_status_t status)
@@ -170,6 +182,16 @@ weft_status_t weft_tp_fail(const struct weft_tp_env *env, weft_status_t status, 
 			   ...) __attribute__((format(printf, 3, 4)));
 weft_status_t weft_tp_fail_errno(const struct weft_tp_env *env, int errnum, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* The message of a connection's break, recorded once however many paths
+ * find it: unless the connection is @p broken already, @p status goes to
+ * env->fail with the message from @p fmt and @p ap, and into *@p first
+ * (the transport's first error; NULL: none kept) if that is still
+ * WEFT_SUCCESS. Marking the connection broken and failing its queue stay
+ * the caller's (tp_util.c). */
+void weft_tp_vfail_once(const struct weft_tp_env *env, bool broken, weft_status_t *first,
+			weft_status_t status, const char *fmt, va_list ap)
+    __attribute__((format(printf, 5, 0)));
 
 /* True if @p peer shares this rank's host. */
 static inline bool weft_tp_same_host(const struct weft_tp_env *env, int peer)

@@ -14,9 +14,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "util/error.h"
 #include "util/log.h"
 #include "util/proc.h"
+#include "util/settings.h"
 
 #define RMA_POLL_BATCH	16
 #define RMA_POLL_ROUNDS 4
@@ -53,6 +53,26 @@ void weft_rma_geom_default(struct weft_rma_geom *g, int nranks, size_t budget)
 		g->slot_bytes /= 2;
 	if (g->credit_batch > g->nslots / 2)
 		g->credit_batch = g->nslots / 2;
+}
+
+weft_status_t weft_rma_geom_read(struct weft_rma_geom *g, const struct weft_tp_env *env,
+				 const struct weft_rma_geom_settings *s)
+{
+	long v = 0;
+	weft_rma_geom_default(g, env->nranks, s->budget);
+	if (weft_setting_str(s->slots)) {
+		if (!weft_setting_long(s->slots, &v) || v < 2 || v > 1024 || (v & (v - 1)))
+			return s->bad(env, s->slots, "a power of two from 2 to 1024");
+		g->nslots = (uint32_t)v;
+		if (g->credit_batch > g->nslots / 2)
+			g->credit_batch = g->nslots / 2;
+	}
+	if (weft_setting_str(s->slot_bytes)) {
+		if (!weft_setting_long(s->slot_bytes, &v) || v < 256 || v > (1L << 20) || v % 64)
+			return s->bad(env, s->slot_bytes, "a multiple of 64 from 256 to 1M");
+		g->slot_bytes = (size_t)v;
+	}
+	return WEFT_SUCCESS;
 }
 
 unsigned weft_rma_imm_depth(const struct weft_rma_geom *g)
@@ -205,30 +225,17 @@ void weft_rma_finish(struct weft_rma_conn *c, struct weft_tp_reqq *q, struct wef
 struct weft_rma_req *weft_rma_new_req(struct weft_rma_conn *c, struct weft_msg *m,
 				      weft_status_t *st)
 {
-	m->done = false;
-	m->status = WEFT_INPROGRESS;
-	if (m->unit == 0)
-		m->unit = 1;
-	*st = c->broken ? c->fail_status : WEFT_SUCCESS;
+	weft_status_t refused = c->broken ? c->fail_status : WEFT_SUCCESS;
 	if (c->gone) {
 		c->gone = false;
-		weft_tp_fail(c->rp->env, *st, "%s: peer rank %d is gone (%s)", c->rp->name, c->peer,
-			     c->gone_why);
+		weft_tp_fail(c->rp->env, refused, "%s: peer rank %d is gone (%s)", c->rp->name,
+			     c->peer, c->gone_why);
 	}
-	if (!*st && !c->connected)
-		*st = weft_tp_fail(c->rp->env, WEFT_ERR_INTERNAL,
-				   "%s: message posted to rank %d before it was connected",
-				   c->rp->name, c->peer);
-	struct weft_rma_req *r = *st ? NULL : weft_tp_pool_get(&c->rp->reqs);
-	if (!r && !*st)
-		*st = weft_tp_fail(c->rp->env, WEFT_ERR_NO_MEMORY, "%s: no memory for a request",
-				   c->rp->name);
-	if (!r) {
-		weft_msg_complete(m, *st);
-		return NULL;
-	}
-	r->base.msg = m;
-	return r;
+	if (!refused && !c->connected)
+		refused = weft_tp_fail(c->rp->env, WEFT_ERR_INTERNAL,
+				       "%s: message posted to rank %d before it was connected",
+				       c->rp->name, c->peer);
+	return weft_tp_req_start(&c->rp->reqs, c->rp->env, c->rp->name, m, refused, st);
 }
 
 static void fail_queue(struct weft_rma_conn *c, struct weft_tp_reqq *q, weft_status_t status)
@@ -253,16 +260,10 @@ void weft_rma_conn_fail(struct weft_rma_conn *c, weft_status_t status)
 
 weft_status_t weft_rma_fail(struct weft_rma_conn *c, weft_status_t status, const char *fmt, ...)
 {
-	if (!c->broken) {
-		char msg[WEFT_ERR_MSG_BYTES];
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(msg, sizeof(msg), fmt, ap);
-		va_end(ap);
-		weft_tp_fail(c->rp->env, status, "%s", msg);
-		if (c->rp->error == WEFT_SUCCESS)
-			c->rp->error = status;
-	}
+	va_list ap;
+	va_start(ap, fmt);
+	weft_tp_vfail_once(c->rp->env, c->broken, &c->rp->error, status, fmt, ap);
+	va_end(ap);
 	weft_rma_conn_fail(c, status);
 	return c->fail_status;
 }

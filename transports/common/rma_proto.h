@@ -164,6 +164,24 @@ struct weft_rma_geom {
  * so that one rank's region stays within @p budget bytes. */
 void weft_rma_geom_default(struct weft_rma_geom *g, int nranks, size_t budget);
 
+/* How a transport names the slot settings and reports a bad one. */
+struct weft_rma_geom_settings {
+	const char *slots;	/* landing slots per sender (WEFT_OFI_SLOTS) */
+	const char *slot_bytes; /* bytes of one slot (WEFT_OFI_SLOT_BYTES) */
+	size_t budget;		/* one rank's region, for the defaults */
+	/* Fails through @p env naming @p name, its value and what was
+	 * @p expected, in the transport's words. */
+	weft_status_t (*bad)(const struct weft_tp_env *env, const char *name, const char *expected);
+};
+
+/* The defaults for env->nranks within @p s->budget, then the slot count (a
+ * power of two from 2 to 1024; the credit batch at most half of it) and the
+ * slot size (a multiple of 64 from 256 to 1M) where they are set. Every
+ * rank computes the same from the same settings and rank count, as the two
+ * ends of a connection must (the cards check it). */
+weft_status_t weft_rma_geom_read(struct weft_rma_geom *g, const struct weft_tp_env *env,
+				 const struct weft_rma_geom_settings *s);
+
 /* What every rank publishes (the transport allgathers it). */
 struct weft_rma_card {
 	uint64_t base; /* the region's first byte as peers name it (key.addr) */

@@ -50,3 +50,19 @@ void weft_tp_pool_put(struct weft_tp_pool *pool, void *obj)
 	*(void **)obj = pool->free;
 	pool->free = obj;
 }
+
+void *weft_tp_req_start(struct weft_tp_pool *pool, const struct weft_tp_env *env, const char *who,
+			struct weft_msg *m, weft_status_t refused, weft_status_t *st)
+{
+	weft_msg_start(m);
+	*st = refused;
+	struct weft_tp_req *r = *st ? NULL : weft_tp_pool_get(pool);
+	if (!r && !*st)
+		*st = weft_tp_fail(env, WEFT_ERR_NO_MEMORY, "%s: no memory for a request", who);
+	if (!r) {
+		weft_msg_complete(m, *st);
+		return NULL;
+	}
+	r->msg = m;
+	return r;
+}

@@ -71,4 +71,15 @@ void weft_tp_pool_fini(struct weft_tp_pool *pool);
 void *weft_tp_pool_get(struct weft_tp_pool *pool);
 void weft_tp_pool_put(struct weft_tp_pool *pool, void *obj);
 
+/*
+ * The start of every post, the same in each transport: @p m is marked in
+ * progress (a zero unit becomes 1) and, unless @p refused is the
+ * connection's reason to turn it away, gets a request from @p pool, its
+ * base.msg set. Otherwise, or without memory (recorded through @p env as
+ * "@p who: no memory for a request"), NULL, with @p m completed and *st the
+ * reason; *st is WEFT_SUCCESS with a request.
+ */
+void *weft_tp_req_start(struct weft_tp_pool *pool, const struct weft_tp_env *env, const char *who,
+			struct weft_msg *m, weft_status_t refused, weft_status_t *st);
+
 #endif

@@ -37,6 +37,16 @@ weft_status_t weft_tp_fail_errno(const struct weft_tp_env *env, int errnum, cons
 	return st;
 }
 
+void weft_tp_vfail_once(const struct weft_tp_env *env, bool broken, weft_status_t *first,
+			weft_status_t status, const char *fmt, va_list ap)
+{
+	if (broken)
+		return;
+	vfail(env, status, 0, fmt, ap);
+	if (first && *first == WEFT_SUCCESS)
+		*first = status;
+}
+
 weft_status_t weft_tp_read_spray(const struct weft_tp_env *env, const char *who,
 				 enum weft_spray *out)
 {

@@ -18,7 +18,6 @@
 
 #include "transports/ofi/ofi.h"
 #include "util/log.h"
-#include "util/settings.h"
 
 /* One rank's RMA region stays within this. */
 #define OFI_RMA_BUDGET (64ul << 20)
@@ -202,24 +201,15 @@ static const struct weft_rma_prims prims_local = {
 
 static weft_status_t read_geom(struct ofi_tp *tp, struct weft_rma_geom *g)
 {
-	const struct weft_tp_env *env = tp->base.env;
-	long v = 0;
-	weft_rma_geom_default(g, env->nranks, OFI_RMA_BUDGET);
-	if (weft_setting_str("WEFT_OFI_SLOTS")) {
-		if (!weft_setting_long("WEFT_OFI_SLOTS", &v) || v < 2 || v > 1024 || (v & (v - 1)))
-			return weft_ofi_bad_setting(env, "WEFT_OFI_SLOTS",
-						    "a power of two from 2 to 1024");
-		g->nslots = (uint32_t)v;
-		if (g->credit_batch > g->nslots / 2)
-			g->credit_batch = g->nslots / 2;
-	}
-	if (weft_setting_str("WEFT_OFI_SLOT_BYTES")) {
-		if (!weft_setting_long("WEFT_OFI_SLOT_BYTES", &v) || v < 256 || v > (1L << 20) ||
-		    v % 64)
-			return weft_ofi_bad_setting(env, "WEFT_OFI_SLOT_BYTES",
-						    "a multiple of 64 from 256 to 1M");
-		g->slot_bytes = (size_t)v;
-	}
+	static const struct weft_rma_geom_settings settings = {
+	    .slots = "WEFT_OFI_SLOTS",
+	    .slot_bytes = "WEFT_OFI_SLOT_BYTES",
+	    .budget = OFI_RMA_BUDGET,
+	    .bad = weft_ofi_bad_setting,
+	};
+	weft_status_t st = weft_rma_geom_read(g, tp->base.env, &settings);
+	if (st != WEFT_SUCCESS)
+		return st;
 	g->stall_s = tp->stall_s;
 	uint64_t max = tp->info->ep_attr->max_msg_size;
 	g->max_write = max && max < (1ull << 40) ? (size_t)max : 0;

@@ -32,12 +32,10 @@
  * the endpoint is closed).
  */
 #include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "transports/ofi/ofi.h"
-#include "util/error.h"
 #include "util/log.h"
 #include "util/proc.h"
 
@@ -188,17 +186,10 @@ static weft_status_t conn_fail(struct ofi_conn *c, weft_status_t status, const c
 
 static weft_status_t conn_fail(struct ofi_conn *c, weft_status_t status, const char *fmt, ...)
 {
-	struct ofi_tp *tp = c->tp;
-	if (!c->broken) {
-		char msg[WEFT_ERR_MSG_BYTES];
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(msg, sizeof(msg), fmt, ap);
-		va_end(ap);
-		weft_tp_fail(tp->base.env, status, "%s", msg);
-		if (tp->error == WEFT_SUCCESS)
-			tp->error = status;
-	}
+	va_list ap;
+	va_start(ap, fmt);
+	weft_tp_vfail_once(c->tp->base.env, c->broken, &c->tp->error, status, fmt, ap);
+	va_end(ap);
 	weft_ofi_tagged_fail_conn(c, status);
 	return c->fail_status;
 }
@@ -330,20 +321,10 @@ static bool try_post(struct ofi_req *r, weft_status_t *st)
 static struct ofi_req *new_req(struct ofi_conn *c, struct weft_msg *m, enum ofi_op op,
 			       weft_status_t *st)
 {
-	m->done = false;
-	m->status = WEFT_INPROGRESS;
-	if (m->unit == 0)
-		m->unit = 1;
-	*st = c->broken ? c->fail_status : WEFT_SUCCESS;
-	struct ofi_req *r = *st ? NULL : weft_tp_pool_get(&c->tp->reqs);
-	if (!r && !*st)
-		*st = weft_tp_fail(c->tp->base.env, WEFT_ERR_NO_MEMORY,
-				   "ofi: no memory for a request");
-	if (!r) {
-		weft_msg_complete(m, *st);
+	struct ofi_req *r = weft_tp_req_start(&c->tp->reqs, c->tp->base.env, "ofi", m,
+					      c->broken ? c->fail_status : WEFT_SUCCESS, st);
+	if (!r)
 		return NULL;
-	}
-	r->base.msg = m;
 	r->op = op;
 	r->flow = flow_of(c->tp, m->tag);
 	r->conn = c;

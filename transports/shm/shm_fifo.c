@@ -8,11 +8,9 @@
 
 #include <errno.h>
 #include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/uio.h>
 
-#include "util/error.h"
 #include "util/proc.h"
 
 /* Receive phases (struct shm_req.phase). */
@@ -69,14 +67,10 @@ static weft_status_t conn_fail(struct shm_conn *c, weft_status_t status, const c
 
 static weft_status_t conn_fail(struct shm_conn *c, weft_status_t status, const char *fmt, ...)
 {
-	if (!c->broken) {
-		char msg[WEFT_ERR_MSG_BYTES];
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(msg, sizeof(msg), fmt, ap);
-		va_end(ap);
-		weft_tp_fail(c->tp->base.env, status, "%s", msg);
-	}
+	va_list ap;
+	va_start(ap, fmt);
+	weft_tp_vfail_once(c->tp->base.env, c->broken, NULL, status, fmt, ap);
+	va_end(ap);
 	c->broken = true;
 	int alive = SHM_STATE_ALIVE;
 	atomic_compare_exchange_strong(&c->tp->ctl->state, &alive, SHM_STATE_FAILED);
@@ -387,22 +381,10 @@ weft_status_t weft_tp_shm_progress(struct weft_tp *base)
 /* A request for @p m, or NULL with @p m completed with the reason. */
 static struct shm_req *post_req(struct shm_conn *c, struct weft_msg *m, weft_status_t *st)
 {
-	m->done = false;
-	m->status = WEFT_INPROGRESS;
-	if (m->unit == 0)
-		m->unit = 1;
-	*st = c->broken ? (c->fail_status != WEFT_SUCCESS ? c->fail_status : WEFT_ERR_REMOTE)
-			: WEFT_SUCCESS;
-	struct shm_req *r = *st ? NULL : weft_tp_pool_get(&c->tp->reqs);
-	if (!r && !*st)
-		*st = weft_tp_fail(c->tp->base.env, WEFT_ERR_NO_MEMORY,
-				   "shm: no memory for a request");
-	if (!r) {
-		weft_msg_complete(m, *st);
-		return NULL;
-	}
-	r->base.msg = m;
-	return r;
+	weft_status_t refused =
+	    c->broken ? (c->fail_status != WEFT_SUCCESS ? c->fail_status : WEFT_ERR_REMOTE)
+		      : WEFT_SUCCESS;
+	return weft_tp_req_start(&c->tp->reqs, c->tp->base.env, "shm", m, refused, st);
 }
 
 weft_status_t weft_tp_shm_isend(struct weft_conn *base, struct weft_msg *m)

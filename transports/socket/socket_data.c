@@ -236,28 +236,19 @@ static struct weft_sock_req *post_req(struct weft_sock_conn *c, struct weft_msg 
 				      weft_status_t *st)
 {
 	const struct weft_tp_env *env = c->sc->base.env;
-	m->done = false;
-	m->status = WEFT_INPROGRESS;
-	*st = c->failed;
-	if (!*st && !c->up)
-		*st = weft_tp_fail(env, WEFT_ERR_INTERNAL,
-				   "socket: message posted to peer rank %d before it was connected",
-				   c->base.peer);
+	weft_status_t refused = c->failed;
+	if (!refused && !c->up)
+		refused = weft_tp_fail(
+		    env, WEFT_ERR_INTERNAL,
+		    "socket: message posted to peer rank %d before it was connected", c->base.peer);
 	/* A fragment is a multiple of 4 KiB, so a power-of-two unit that
-	 * divides the length never straddles two fragments. */
-	if (!*st && recv && m->reduce && (m->unit == 0 || m->len % m->unit || 4096 % m->unit))
-		*st = weft_tp_fail(env, WEFT_ERR_INTERNAL,
-				   "socket: reduce receive of %zu bytes with element size %zu",
-				   m->len, m->unit);
-	struct weft_sock_req *r = *st ? NULL : weft_tp_pool_get(&c->sc->reqs);
-	if (!r && !*st)
-		*st = weft_tp_fail(env, WEFT_ERR_NO_MEMORY, "socket: no memory for a request");
-	if (!r) {
-		weft_msg_complete(m, *st);
-		return NULL;
-	}
-	r->base.msg = m;
-	return r;
+	 * divides the length never straddles two fragments. Checked before
+	 * the start below makes a zero unit 1. */
+	if (!refused && recv && m->reduce && (m->unit == 0 || m->len % m->unit || 4096 % m->unit))
+		refused = weft_tp_fail(env, WEFT_ERR_INTERNAL,
+				       "socket: reduce receive of %zu bytes with element size %zu",
+				       m->len, m->unit);
+	return weft_tp_req_start(&c->sc->reqs, env, "socket", m, refused, st);
 }
 
 /* Queue @p m and point every idle socket cursor of its direction at it. */

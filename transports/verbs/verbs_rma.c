@@ -188,28 +188,20 @@ static weft_status_t bad_setting(const struct weft_tp_env *env, const char *name
 			    weft_setting_str(name), expected);
 }
 
-/* Every rank computes the same geometry from the same settings and rank
- * count (the two ends of a connection must agree: the cards check it). */
+/* The slot settings as the RMA protocol reads them, then the stall. */
 weft_status_t weft_verbs_read_geom(struct verbs_tp *tp)
 {
 	const struct weft_tp_env *env = tp->base.env;
 	struct weft_rma_geom *g = &tp->geom;
-	long v = 0;
-	weft_rma_geom_default(g, env->nranks, VERBS_BUDGET);
-	if (weft_setting_str("WEFT_IB_SLOTS")) {
-		if (!weft_setting_long("WEFT_IB_SLOTS", &v) || v < 2 || v > 1024 || (v & (v - 1)))
-			return bad_setting(env, "WEFT_IB_SLOTS", "a power of two from 2 to 1024");
-		g->nslots = (uint32_t)v;
-		if (g->credit_batch > g->nslots / 2)
-			g->credit_batch = g->nslots / 2;
-	}
-	if (weft_setting_str("WEFT_IB_SLOT_BYTES")) {
-		if (!weft_setting_long("WEFT_IB_SLOT_BYTES", &v) || v < 256 || v > (1L << 20) ||
-		    v % 64)
-			return bad_setting(env, "WEFT_IB_SLOT_BYTES",
-					   "a multiple of 64 from 256 to 1M");
-		g->slot_bytes = (size_t)v;
-	}
+	static const struct weft_rma_geom_settings settings = {
+	    .slots = "WEFT_IB_SLOTS",
+	    .slot_bytes = "WEFT_IB_SLOT_BYTES",
+	    .budget = VERBS_BUDGET,
+	    .bad = bad_setting,
+	};
+	weft_status_t st = weft_rma_geom_read(g, env, &settings);
+	if (st != WEFT_SUCCESS)
+		return st;
 	if (weft_setting_str("WEFT_IB_STALL")) {
 		double s = 0;
 		if (!weft_setting_double("WEFT_IB_STALL", &s) || !(s >= 0.001 && s <= 60))

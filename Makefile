@@ -8,6 +8,7 @@
 #   make install PREFIX=/usr/local
 #   make fuzz          build the libFuzzer targets (clang) and run each FUZZ_S s
 #   make format        clang-format every source file
+#   make docs          write docs/settings.md from the declared settings (make lint checks it)
 
 BUILD   ?= build
 PREFIX  ?= /usr/local
@@ -102,7 +103,7 @@ PY_OBJS := $(PY_SRCS:python/csrc/%.cpp=$(BUILD)/python/%.o)
 PY_FLAGS := $(BUILD)/python/torch_flags
 CXXWARN := -Wall -Wextra -Werror -Wno-unused-parameter
 
-.PHONY: all lib perf tests test lint pytest python asan-test asan-quick tsan-quick valgrind fuzz fuzz-build install install-python format clean
+.PHONY: all lib perf tests test lint lint-src check-docs docs pytest python asan-test asan-quick tsan-quick valgrind fuzz fuzz-build install install-python format clean
 all: lib perf tests $(TOOLS) $(if $(HAVE_TORCH),python)
 lib: $(BUILD)/libweft.so $(BUILD)/libweft.a $(LAUNCH_LIB)
 # Limits the figures are compared with (BENCH.md): libc only, no Weft.
@@ -266,15 +267,34 @@ test: lint tests $(PERF_PROGS) $(PERF_LIMITS) $(TOOLS) $(if $(HAVE_TORCH),$(PY_E
 
 # The house rules that a compiler does not check: file and function sizes
 # (C and Python), includes that only point down the layers (STYLE.md,
-# DESIGN.md), clang-format's layout (.clang-format), and flake8 over the
-# Python outside tests/ (.flake8; scripts/python-files lists it).
+# DESIGN.md), the layer table docs/design.md holds (scripts/layers.txt's),
+# clang-format's layout (.clang-format), and flake8 over the Python outside
+# tests/ (.flake8; scripts/python-files lists it) -- then the docs that are
+# generated (check-docs).
 FORMAT_FILES = $(or $(shell git ls-files '*.c' '*.h' 2>/dev/null),\
 	$(shell find include $(LIB_DIRS) tools perf tests -name '*.[ch]'))
-lint:
+lint: lint-src check-docs
+lint-src:
 	$(call say,LINT,sizes)scripts/check-sizes
 	$(call say,LINT,layers)scripts/check-layers
+	$(call say,LINT,design)scripts/check-layers --doc docs/design.md
 	$(call say,LINT,format)clang-format --dry-run -Werror $(FORMAT_FILES)
 	$(call say,LINT,python)flake8 $$(scripts/python-files)
+
+# docs/settings.md is what weft-topo prints from the settings the library
+# declares: make docs writes it; check-docs fails when the checked-in copy
+# differs. Both need the built tool, so in a fresh clone make lint builds
+# the library and weft-topo after the static checks above (make -j2 then
+# make test, as CI runs them, has them already).
+SETTINGS_MD := docs/settings.md
+docs: $(BUILD)/weft-topo
+	$(call say,GEN,$(SETTINGS_MD))$(BUILD)/weft-topo --settings --format markdown > $(SETTINGS_MD).tmp
+	@mv $(SETTINGS_MD).tmp $(SETTINGS_MD)
+check-docs: $(BUILD)/weft-topo
+	$(call say,LINT,docs)$(BUILD)/weft-topo --settings --format markdown > $(BUILD)/settings.md
+	@cmp -s $(BUILD)/settings.md $(SETTINGS_MD) || { diff -u $(SETTINGS_MD) $(BUILD)/settings.md | head -40; \
+		echo "$(SETTINGS_MD) is stale: it is not what $(BUILD)/weft-topo --settings --format markdown prints; run make docs"; \
+		exit 1; }
 
 # The Python suites (the package against numpy, the torch backend against
 # Gloo, DDP); 77 when Debian's interpreter or its numpy/pytest is missing.

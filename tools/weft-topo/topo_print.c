@@ -35,6 +35,9 @@ static int print_doc(const char *json, const char *what,
 		break;
 	case WEFT_TOPO_DOT: rc = weft_tool_print_job_dot(doc, out); break;
 	case WEFT_TOPO_RANKFILE: rc = weft_tool_print_job_rankfile(doc, out); break;
+	case WEFT_TOPO_MARKDOWN: /* refused with anything but --settings (weft_topo_main.c) */
+		fprintf(stderr, "weft-topo: --format markdown: only with --settings\n");
+		break;
 	}
 	json_decref(doc);
 	return rc;
@@ -89,6 +92,61 @@ int weft_tool_print_host(const char *json, enum weft_topo_format format, FILE *o
 	return 0;
 }
 
+/* One table cell of docs/settings.md: the characters Markdown would read
+ * as a column break, emphasis, code or HTML are escaped. */
+static void md_cell(const char *s, FILE *out)
+{
+	for (; *s; s++) {
+		if (*s == '<')
+			fputs("&lt;", out);
+		else if (*s == '>')
+			fputs("&gt;", out);
+		else {
+			if (strchr("|*`\\", *s))
+				fputc('\\', out);
+			fputc(*s, out);
+		}
+	}
+}
+
+/* docs/settings.md: the page is the tool's output and nothing else, so
+ * that make lint can tell when the checked-in copy is stale. */
+static void settings_markdown(const json_t *doc, FILE *out)
+{
+	size_t i;
+	const json_t *s;
+	fputs("<!-- Generated: `make docs` writes this file from the settings the library\n"
+	      "     declares (build/weft-topo --settings --format markdown), and `make lint`\n"
+	      "     fails when it is stale. Edit the declaration, not this file. -->\n"
+	      "# Settings: every `WEFT_*` variable\n\n"
+	      "Every environment variable Weft reads, in the order the library declares\n"
+	      "them: each is declared once, with its default and a line of help, beside\n"
+	      "the module that reads it (`util/settings.h`). `build/weft-topo --settings`\n"
+	      "prints the same table as text, `--format json` as JSON\n"
+	      "(`weft_settings_describe()` in `include/weft.h`).\n\n"
+	      "A default of - means unset: the help says what happens then. Sizes take\n"
+	      "K, M or G (powers of two) and digits only: no sign, hex or spaces. The\n"
+	      "guides in this folder say when to change which.\n\n"
+	      "| variable | default | what it does |\n"
+	      "|---|---|---|\n",
+	      out);
+	json_array_foreach(json_object_get(doc, "settings"), i, s)
+	{
+		const char *def = json_string_value(json_object_get(s, "default"));
+		fprintf(out, "| `%s` | ", weft_tool_str(s, "name"));
+		if (def) {
+			fputc('`', out);
+			fputs(def, out);
+			fputc('`', out);
+		} else {
+			fputc('-', out);
+		}
+		fputs(" | ", out);
+		md_cell(weft_tool_str(s, "help"), out);
+		fputs(" |\n", out);
+	}
+}
+
 int weft_tool_print_settings(const char *json, enum weft_topo_format format, FILE *out)
 {
 	json_t *doc = weft_tool_parse(json, "the settings table");
@@ -98,6 +156,11 @@ int weft_tool_print_settings(const char *json, enum weft_topo_format format, FIL
 		return 1;
 	if (format == WEFT_TOPO_JSON) {
 		weft_tool_write_json(doc, out);
+		json_decref(doc);
+		return 0;
+	}
+	if (format == WEFT_TOPO_MARKDOWN) {
+		settings_markdown(doc, out);
 		json_decref(doc);
 		return 0;
 	}

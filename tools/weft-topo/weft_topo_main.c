@@ -12,7 +12,10 @@
  *                                    from a topology file (weft_model_describe)
  *   weft-topo --stats FILE...        the files of WEFT_STATS_FILE: each
  *                                    connection's last counters, leaf uplinks
- *   --format text|json|dot   --rankfile   --settings   --launcher
+ *   weft-topo --settings [--format text|json|markdown]
+ *                                    every WEFT_* variable; markdown is
+ *                                    docs/settings.md (make docs)
+ *   --format text|json|dot   --rankfile   --launcher
  */
 #include <errno.h>
 #include <getopt.h>
@@ -53,6 +56,7 @@ static void usage(FILE *out)
 	    "       weft-topo --model TOPOLOGY_FILE [--ranks-per-host N]\n"
 	    "                 [--order block|round-robin|random[:SEED]|RANKFILE] [--format ...]\n"
 	    "       weft-topo --stats FILE... [--format text|json]\n"
+	    "       weft-topo --settings [--format text|json|markdown]\n"
 	    "  alone: this host; with -np N, under mpirun/srun, or with WEFT_RANK,\n"
 	    "  WEFT_NRANKS and WEFT_ROOT set: the whole job (rank 0 prints).\n"
 	    "  --launcher: every process prints one line, what Weft reads from its\n"
@@ -99,8 +103,11 @@ static int parse_format(const char *f, struct options *o)
 		o->format = WEFT_TOPO_JSON;
 	else if (strcmp(f, "dot") == 0)
 		o->format = WEFT_TOPO_DOT;
+	else if (strcmp(f, "markdown") == 0)
+		o->format = WEFT_TOPO_MARKDOWN;
 	else {
-		fprintf(stderr, "weft-topo: --format %s: expected text, json or dot\n", f);
+		fprintf(stderr, "weft-topo: --format %s: expected text, json, dot or markdown\n",
+			f);
 		return 2;
 	}
 	return 0;
@@ -172,6 +179,10 @@ static int parse(int argc, char **argv, struct options *o)
 	}
 	if (rc == 0 && o->model && o->np) {
 		fprintf(stderr, "weft-topo: --model and -np: a model runs no job\n");
+		return 2;
+	}
+	if (rc == 0 && o->format == WEFT_TOPO_MARKDOWN && !o->settings) {
+		fprintf(stderr, "weft-topo: --format markdown: only with --settings\n");
 		return 2;
 	}
 	if (rc == 0 && o->stats)

@@ -95,12 +95,15 @@ weft_status_t weft_api_run(struct weft_comm *comm, const struct weft_coll_args *
 {
 	if (request)
 		*request = NULL;
-	/* Nothing to move anywhere: every rank knows it (the count is the
-	 * same on all), so all skip and the sequence numbers stay in step.
-	 * Not so for alltoallv, where one rank's blocks may all be empty
-	 * while others exchange: its task must still take its number. */
+	/* Nothing to move anywhere: every rank knows it (a collective's count
+	 * is the same on all), so all skip and the sequence numbers stay in
+	 * step. Not so for alltoallv, where one rank's blocks may all be
+	 * empty while others exchange, nor for a send or receive, whose
+	 * count is one side's: they must still take their number and meet
+	 * the other side (which checks the sizes). */
 	if (args->count == 0 && args->coll != WEFT_COLL_BARRIER &&
-	    args->coll != WEFT_COLL_ALLTOALLV)
+	    args->coll != WEFT_COLL_ALLTOALLV && args->coll != WEFT_COLL_SEND &&
+	    args->coll != WEFT_COLL_RECV)
 		return WEFT_SUCCESS;
 	const struct weft_algo *algo = weft_tune_choose(comm, args);
 	if (!algo)

@@ -483,7 +483,9 @@ WEFT_API weft_status_t weft_ibarrier(weft_comm_t comm, weft_request_t *request);
 /**
  * Point to point. Sends to a peer are matched with that peer's receives
  * from this rank in the order both were called (as in NCCL; there are no
- * tags). On a length mismatch the receive fails with a message naming both
+ * tags). A send or receive of zero elements is a message like any other
+ * (it matches the peer's next call, as in MPI). On a length mismatch the
+ * receive fails with a message naming both
  * sizes and the receiver's communicator closes its connections, so the
  * sender's communicator fails too, at the latest at its next call (a small
  * send may already have returned WEFT_SUCCESS). weft_send returns once buf

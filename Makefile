@@ -89,6 +89,17 @@ OFI_STREAM := $(BUILD)/ofi_stream
 FAKE_IBV_SRCS := $(wildcard tests/fake_ibverbs/*.c) util/proc.c
 FAKE_IBV      := $(BUILD)/tests/libfake_ibverbs.so
 
+# The transport conformance suite (tests/conformance/): one program that
+# runs every case over every configuration of its table (suite.c), one
+# configuration after the other, each named in the output.
+CONF_SRCS := $(wildcard tests/conformance/*.c)
+CONF_PROG := $(BUILD)/tests/test_conformance
+TEST_PROGS += $(CONF_PROG)
+$(CONF_PROG): $(CONF_SRCS) $(wildcard tests/conformance/*.h) tests/verbs_env.h tests/p2p_exchange.h \
+		tests/ofi_warm_up.h $(TEST_HARNESS) tests/harness.h $(BUILD)/libweft.a $(LAUNCH_LIB) | $(FAKE_IBV)
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -Itests -o $@ $(CONF_SRCS) $(TEST_HARNESS) \
+		$(LAUNCH_LIB) $(BUILD)/libweft.a $(CHECK_LIBS) $(LDLIBS_LIB)
+
 # The Python package (python/weft) and its torch extension: Debian's
 # interpreter explicitly, since the python3 first on PATH may lack torch.
 PYTHON  ?= /usr/bin/python3
@@ -224,7 +235,6 @@ RERUNS := $(foreach t,test_colls test_colls_v test_allreduce test_allgather test
 	WEFT_ISA=generic:test_reduce WEFT_STREAM_MIN=0:test_allreduce WEFT_STREAM_MIN=0:test_mem \
 	$(foreach t,test_colls test_colls_v test_allreduce test_algos_a, \
 	WEFT_PACER=dcqcn+WEFT_PACER_START_RATE=200e6:$(t)) \
-	WEFT_SPRAY=adaptive:test_socket \
 	WEFT_SPRAY=adaptive+WEFT_SOCKET_NSOCKS=4:test_colls \
 	WEFT_IB_QPS_PER_CONN=3:test_verbs_colls \
 	WEFT_IB_QPS_PER_CONN=3+WEFT_SPRAY=adaptive:test_verbs_colls \

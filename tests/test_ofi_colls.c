@@ -18,8 +18,6 @@
  * reducing receives through the rma bounce) meets both ofi paths.
  */
 #include <check.h>
-#include <dlfcn.h>
-#include <rdma/fabric.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +25,7 @@
 #include "algorithms/algo.h"
 #include "core/comm.h"
 #include "harness.h"
+#include "ofi_warm_up.h"
 #include "tune/tune.h"
 
 #define JOB_TIMEOUT_S 150.0
@@ -286,24 +285,11 @@ static Suite *suite(void)
 	return s;
 }
 
-/* libfabric loaded and its providers initialised once, here, for every
- * forked rank to inherit (~0.2 s per process otherwise). */
-static void warm_up(void)
-{
-	void *h = dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-	int (*getinfo)(uint32_t, const char *, const char *, uint64_t, const struct fi_info *,
-		       struct fi_info **) = h ? dlsym(h, "fi_getinfo") : NULL;
-	void (*freeinfo)(struct fi_info *) = h ? dlsym(h, "fi_freeinfo") : NULL;
-	struct fi_info *info = NULL;
-	if (getinfo && freeinfo && getinfo(FI_VERSION(1, 17), NULL, NULL, 0, NULL, &info) == 0)
-		freeinfo(info);
-}
-
 int main(void)
 {
 	setenv("FI_TCP_IFACE", "lo", 1);
 	setenv("FI_SOCKETS_IFACE", "lo", 1);
-	warm_up();
+	ofi_warm_up();
 	SRunner *sr = srunner_create(suite());
 	srunner_run_all(sr, CK_NORMAL);
 	int failed_tests = srunner_ntests_failed(sr);

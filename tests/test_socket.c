@@ -1,22 +1,20 @@
 /*
- * test_socket.c — the TCP transport on its own data path: forked ranks with
- * WEFT_TRANSPORTS=socket on loopback exchange tagged messages through the
- * point-to-point layer and drive only the socket transport's progress.
+ * test_socket.c — what is the TCP transport's own: strangers with garbage
+ * on the listener during connect, the TCP_INFO signals of its sockets (one
+ * per socket), and a bad WEFT_SOCKET_IFNAME. Forked ranks with
+ * WEFT_TRANSPORTS=socket on loopback; messages striped over 2 sockets in
+ * chunks of 64 KiB (WEFT_SOCKET_CHUNK) so that multi-chunk ones stay small.
+ * The point-to-point contract over TCP (sizes, reduction, order,
+ * mismatches, a peer killed or closing; one socket, sprayed round robin and
+ * adaptively, lazy connections) is the conformance suite's
+ * (tests/conformance/: the socket* configurations).
  *
- * Covered: sizes 0, 1, 8, chunk-1, chunk, chunk+1 and striped multi-chunk
- * messages between every pair of 2..4 ranks; reduce receives with odd
- * element counts; many queued messages arriving in order; tag and length
- * mismatches; strangers with garbage on the listener during connect; a peer
- * killed mid-transfer (both directions); abort; TCP_INFO.
- *
- * The chunk is 64 KiB in these tests (WEFT_SOCKET_CHUNK) so that striped
- * messages stay small. Everything binds and connects to 127.0.0.1 only.
+ * Everything binds and connects to 127.0.0.1 only.
  */
 #define _GNU_SOURCE
 #include <check.h>
 #include <errno.h>
 #include <netinet/in.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,9 +24,8 @@
 
 #include "bootstrap/bootstrap.h"
 #include "core/comm.h"
-#include "core/p2p_msg.h"
 #include "harness.h"
-#include "reduce/reduce.h"
+#include "p2p_exchange.h"
 #include "stranger.h"
 #include "transports/socket/socket.h"
 
@@ -40,23 +37,6 @@ static const char *const sock_env[] = {
     "WEFT_TRANSPORTS=socket", "WEFT_SOCKET_IFNAME=lo", "WEFT_SOCKET_CHUNK=64K",
     "WEFT_SOCKET_NSOCKS=2",   "WEFT_TIMEOUT=10",       NULL,
 };
-
-static struct weft_tp *sock_tc(weft_comm_t comm)
-{
-	for (size_t i = 0; i < comm->ntps; i++)
-		if (comm->tps[i] && comm->tps[i]->ops == &weft_tp_socket_ops)
-			return comm->tps[i];
-	return NULL;
-}
-
-/* Bytes moved so far of the oldest message in flight to or from @p peer. */
-static size_t head_xferred(weft_comm_t comm, int peer)
-{
-	struct weft_sock_conn *c =
-	    weft_container_of(comm->peers[peer].conn, struct weft_sock_conn, base);
-	const struct weft_tp_req *r = c->sendq.q.head ? c->sendq.q.head : c->recvq.q.head;
-	return r ? r->xferred : 0;
-}
 
 static int check_socket_conns(weft_comm_t comm)
 {
@@ -70,145 +50,15 @@ static int check_socket_conns(weft_comm_t comm)
 	return 0;
 }
 
-/* Drive the socket transport until every message is done or the time runs
- * out. Returns the first failed message's status, WEFT_ERR_TIMEOUT, or 0. */
-static weft_status_t drive(weft_comm_t comm, struct weft_msg *const *msgs, int n, double limit_s)
-{
-	struct weft_tp *tc = sock_tc(comm);
-	double end = harness_now() + limit_s;
-	for (;;) {
-		tc->ops->msg.progress(tc);
-		weft_p2p_progress(comm); /* sends the pacing gate held back */
-		int open = 0;
-		for (int i = 0; i < n; i++) {
-			if (!msgs[i]->done)
-				open++;
-			else if (msgs[i]->status != WEFT_SUCCESS)
-				return msgs[i]->status;
-		}
-		if (!open)
-			return WEFT_SUCCESS;
-		if (harness_now() > end)
-			return WEFT_ERR_TIMEOUT;
-	}
-}
-
-/* Exchange a few bytes with every peer. A body that ends early on rank 0
- * calls this first: the bootstrap root lives in rank 0's process, and a
- * peer still finishing its init must not see it vanish. */
-static int sync_peers(weft_comm_t comm)
-{
-	uint64_t out = 1, in[HARNESS_MAX_RANKS];
-	struct weft_msg msgs[2 * HARNESS_MAX_RANKS];
-	struct weft_msg *ptrs[2 * HARNESS_MAX_RANKS];
-	int n = 0;
-	for (int p = 0; p < comm->nranks; p++) {
-		if (p == comm->rank)
-			continue;
-		msgs[n] = (struct weft_msg){.buf = &out, .len = sizeof(out), .tag = UINT32_MAX};
-		msgs[n + 1] =
-		    (struct weft_msg){.buf = &in[p], .len = sizeof(out), .tag = UINT32_MAX};
-		if (weft_p2p_isend_msg(comm, p, &msgs[n]) != WEFT_SUCCESS ||
-		    weft_p2p_irecv_msg(comm, p, &msgs[n + 1]) != WEFT_SUCCESS)
-			return harness_fail("sync: post to %d failed", p);
-		ptrs[n] = &msgs[n];
-		ptrs[n + 1] = &msgs[n + 1];
-		n += 2;
-	}
-	weft_status_t st = drive(comm, ptrs, n, WAIT_S);
-	return st == WEFT_SUCCESS ? 0 : harness_fail_status(comm, st, "sync");
-}
-
-static unsigned char pattern(int from, int to, size_t i, unsigned salt)
-{
-	return (unsigned char)(from * 37 + to * 11 + salt * 101 + i * 7 + (i >> 9));
-}
-
-static void fill(unsigned char *buf, size_t len, int from, int to, unsigned salt)
-{
-	for (size_t i = 0; i < len; i++)
-		buf[i] = pattern(from, to, i, salt);
-}
-
-static int verify(const unsigned char *buf, size_t len, int from, int to, unsigned salt)
-{
-	for (size_t i = 0; i < len; i++)
-		if (buf[i] != pattern(from, to, i, salt))
-			return harness_fail(
-			    "message %u from rank %d: byte %zu of %zu is %u, expected %u", salt,
-			    from, i, len, buf[i], pattern(from, to, i, salt));
-	return 0;
-}
-
 /* --- every size between every pair --- */
 
 static const size_t sizes[] = {0, 1, 8, CHUNK - 1, CHUNK, CHUNK + 1, 3 * CHUNK + 5, 2 * CHUNK};
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 
+/* Striped messages between every pair work, and only over sockets. */
 static int body_sizes(weft_comm_t comm, int rank, int nranks, void *arg)
 {
-	if (check_socket_conns(comm))
-		return 1;
-	size_t total = 0;
-	for (size_t k = 0; k < NSIZES; k++)
-		total += sizes[k];
-	int npeers = nranks - 1;
-	unsigned char *sbuf = malloc(total * (size_t)npeers + 1);
-	unsigned char *rbuf = malloc(total * (size_t)npeers + 1);
-	struct weft_msg *msgs = calloc(2 * NSIZES * (size_t)npeers, sizeof(*msgs));
-	struct weft_msg **ptrs = calloc(2 * NSIZES * (size_t)npeers, sizeof(*ptrs));
-	if (!sbuf || !rbuf || !msgs || !ptrs)
-		return harness_fail("out of memory");
-	memset(rbuf, 0xee, total * (size_t)npeers);
-	int n = 0;
-	size_t off = 0;
-	harness_progress("posting");
-	for (int p = 0; p < nranks; p++) {
-		if (p == rank)
-			continue;
-		for (size_t k = 0; k < NSIZES; k++) {
-			struct weft_msg *s = &msgs[n], *r = &msgs[n + 1];
-			fill(sbuf + off, sizes[k], rank, p, (unsigned)k);
-			*s = (struct weft_msg){.buf = sbuf + off,
-					       .len = sizes[k],
-					       .tag = weft_p2p_tag(1, (uint32_t)k)};
-			*r = (struct weft_msg){.buf = rbuf + off,
-					       .len = sizes[k],
-					       .tag = weft_p2p_tag(1, (uint32_t)k)};
-			weft_status_t st = weft_p2p_isend_msg(comm, p, s);
-			if (st == WEFT_SUCCESS)
-				st = weft_p2p_irecv_msg(comm, p, r);
-			if (st != WEFT_SUCCESS)
-				return harness_fail_status(comm, st, "posting to %d", p);
-			ptrs[n] = s;
-			ptrs[n + 1] = r;
-			n += 2;
-			off += sizes[k];
-		}
-	}
-	harness_progress("exchanging");
-	weft_status_t st = drive(comm, ptrs, n, WAIT_S);
-	if (st != WEFT_SUCCESS)
-		return harness_fail_status(comm, st, "exchange");
-	off = 0;
-	n = 0;
-	for (int p = 0; p < nranks; p++) {
-		if (p == rank)
-			continue;
-		for (size_t k = 0; k < NSIZES; k++, n += 2) {
-			if (msgs[n].status != WEFT_SUCCESS || msgs[n + 1].status != WEFT_SUCCESS)
-				return harness_fail("size %zu: status %d/%d", sizes[k],
-						    msgs[n].status, msgs[n + 1].status);
-			if (verify(rbuf + off, sizes[k], p, rank, (unsigned)k))
-				return 1;
-			off += sizes[k];
-		}
-	}
-	free(sbuf);
-	free(rbuf);
-	free(msgs);
-	free(ptrs);
-	return 0;
+	return check_socket_conns(comm) || p2p_exchange(comm, sizes, NSIZES, 1, WAIT_S);
 }
 
 static void run_ok(int nranks, const char *const *env, harness_body_fn body, void *arg)
@@ -217,179 +67,6 @@ static void run_ok(int nranks, const char *const *env, harness_body_fn body, voi
 	harness_run(nranks, env ? env : sock_env, body, arg, JOB_TIMEOUT_S, &res);
 	ck_assert_msg(res.ok, "%s", res.summary);
 }
-
-START_TEST(test_sizes)
-{
-	run_ok(2 + _i, NULL, body_sizes, NULL);
-}
-END_TEST
-
-START_TEST(test_sizes_one_socket)
-{
-	static const char *const env[] = {"WEFT_TRANSPORTS=socket", "WEFT_SOCKET_NSOCKS=1",
-					  "WEFT_SOCKET_CHUNK=64K", NULL};
-	run_ok(2, env, body_sizes, NULL);
-}
-END_TEST
-
-/* --- reduce receives: odd element counts, fragments split anywhere --- */
-
-static int body_reduce(weft_comm_t comm, int rank, int nranks, void *arg)
-{
-	static const size_t counts[] = {1, 7, CHUNK / 8 - 1, CHUNK / 8 + 3, 5 * CHUNK / 8 + 13};
-	int peer = 1 - rank;
-	for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
-		for (int dt = 0; dt < 2; dt++) {
-			weft_datatype_t dtype = dt ? WEFT_FLOAT64 : WEFT_INT32;
-			size_t unit = dt ? 8 : 4, count = counts[k], len = count * unit;
-			char *mine = malloc(len + 1), *theirs = malloc(len + 1),
-			     *out = malloc(len + 1);
-			if (!mine || !theirs || !out)
-				return harness_fail("out of memory");
-			for (size_t i = 0; i < count; i++) {
-				if (dt) {
-					((double *)mine)[i] = (double)(i % 1000) + rank * 0.5;
-					((double *)theirs)[i] = (double)(i % 1000) + peer * 0.5;
-				} else {
-					((int32_t *)mine)[i] =
-					    (int32_t)(i * 3 + (size_t)rank * 1000);
-					((int32_t *)theirs)[i] =
-					    (int32_t)(i * 3 + (size_t)peer * 1000);
-				}
-			}
-			uint64_t tag = weft_p2p_tag(2 + k, (uint32_t)dt);
-			struct weft_msg s = {.buf = mine, .len = len, .tag = tag};
-			struct weft_msg r = {.buf = out,
-					     .len = len,
-					     .tag = tag,
-					     .unit = unit,
-					     .reduce = weft_reduce_kernel(dtype, WEFT_SUM),
-					     .local = mine};
-			weft_status_t st = weft_p2p_isend_msg(comm, peer, &s);
-			if (st == WEFT_SUCCESS)
-				st = weft_p2p_irecv_msg(comm, peer, &r);
-			struct weft_msg *both[] = {&s, &r};
-			if (st == WEFT_SUCCESS)
-				st = drive(comm, both, 2, WAIT_S);
-			if (st != WEFT_SUCCESS)
-				return harness_fail_status(comm, st, "reduce of %zu elements",
-							   count);
-			for (size_t i = 0; i < count; i++) {
-				bool ok = dt ? ((double *)out)[i] == 2.0 * (double)(i % 1000) + 0.5
-					     : ((int32_t *)out)[i] == (int32_t)(i * 6 + 1000);
-				if (!ok)
-					return harness_fail(
-					    "reduce %s count %zu: element %zu wrong",
-					    dt ? "fp64" : "int32", count, i);
-			}
-			free(mine);
-			free(theirs);
-			free(out);
-		}
-	}
-	return 0;
-}
-
-START_TEST(test_reduce_odd)
-{
-	run_ok(2, NULL, body_reduce, NULL);
-}
-END_TEST
-
-/* --- many queued messages keep their order --- */
-
-#define NQUEUED 300
-
-static size_t queued_len(size_t i)
-{
-	return i % 50 == 49 ? CHUNK + i : (i * 37) % 3001;
-}
-
-static int body_order(weft_comm_t comm, int rank, int nranks, void *arg)
-{
-	int peer = 1 - rank;
-	static struct weft_msg s[NQUEUED], r[NQUEUED];
-	static struct weft_msg *ptrs[2 * NQUEUED];
-	unsigned char *sbuf[NQUEUED], *rbuf[NQUEUED];
-	for (size_t i = 0; i < NQUEUED; i++) {
-		size_t len = queued_len(i);
-		sbuf[i] = malloc(len + 1);
-		rbuf[i] = malloc(len + 1);
-		if (!sbuf[i] || !rbuf[i])
-			return harness_fail("out of memory");
-		fill(sbuf[i], len, rank, peer, (unsigned)i);
-		s[i] = (struct weft_msg){
-		    .buf = sbuf[i], .len = len, .tag = weft_p2p_tag(9, (uint32_t)i)};
-		r[i] = (struct weft_msg){
-		    .buf = rbuf[i], .len = len, .tag = weft_p2p_tag(9, (uint32_t)i)};
-		/* Rank 1 posts its receives before its sends, rank 0 after. */
-		weft_status_t st = rank ? weft_p2p_irecv_msg(comm, peer, &r[i])
-					: weft_p2p_isend_msg(comm, peer, &s[i]);
-		if (st != WEFT_SUCCESS)
-			return harness_fail_status(comm, st, "post %zu", i);
-		ptrs[2 * i] = &s[i];
-		ptrs[2 * i + 1] = &r[i];
-	}
-	for (size_t i = 0; i < NQUEUED; i++) {
-		weft_status_t st = rank ? weft_p2p_isend_msg(comm, peer, &s[i])
-					: weft_p2p_irecv_msg(comm, peer, &r[i]);
-		if (st != WEFT_SUCCESS)
-			return harness_fail_status(comm, st, "post %zu", i);
-	}
-	weft_status_t st = drive(comm, ptrs, 2 * NQUEUED, WAIT_S);
-	if (st != WEFT_SUCCESS)
-		return harness_fail_status(comm, st, "queued exchange");
-	for (size_t i = 0; i < NQUEUED; i++) {
-		if (verify(rbuf[i], queued_len(i), peer, rank, (unsigned)i))
-			return 1;
-		free(sbuf[i]);
-		free(rbuf[i]);
-	}
-	return 0;
-}
-
-START_TEST(test_order)
-{
-	run_ok(2, NULL, body_order, NULL);
-}
-END_TEST
-
-/* --- tag and length mismatches --- */
-
-/* Rank 0 sends tag 5 with 100 bytes to ranks 1 and 2. Rank 1 expects tag 6,
- * rank 2 expects 120 bytes. */
-static int body_mismatch(weft_comm_t comm, int rank, int nranks, void *arg)
-{
-	char buf[128] = {0};
-	if (sync_peers(comm))
-		return 1;
-	if (rank == 0) {
-		struct weft_msg s1 = {.buf = buf, .len = 100, .tag = 5}, s2 = s1;
-		weft_p2p_isend_msg(comm, 1, &s1);
-		weft_p2p_isend_msg(comm, 2, &s2);
-		struct weft_msg *both[] = {&s1, &s2};
-		weft_status_t st = drive(comm, both, 2, WAIT_S);
-		return st == WEFT_SUCCESS ? 0 : harness_fail_status(comm, st, "sends");
-	}
-	struct weft_msg r = {.buf = buf, .len = rank == 1 ? 100 : 120, .tag = rank == 1 ? 6 : 5};
-	weft_p2p_irecv_msg(comm, 0, &r);
-	struct weft_msg *one[] = {&r};
-	weft_status_t st = drive(comm, one, 1, WAIT_S);
-	if (st != WEFT_ERR_REMOTE)
-		return harness_fail_status(comm, st, "expected WEFT_ERR_REMOTE");
-	const char *msg = weft_comm_last_error(comm);
-	const char *want1 = rank == 1 ? "tag 0x5" : "100 bytes";
-	const char *want2 = rank == 1 ? "tag 0x6" : "120 bytes";
-	if (!strstr(msg, want1) || !strstr(msg, want2) || !strstr(msg, "peer rank 0"))
-		return harness_fail("error \"%s\" does not name '%s' and '%s'", msg, want1, want2);
-	return 0;
-}
-
-START_TEST(test_mismatch)
-{
-	run_ok(3, NULL, body_mismatch, NULL);
-}
-END_TEST
 
 /* --- strangers on the listener during connect ---
  *
@@ -507,109 +184,6 @@ START_TEST(test_stranger)
 }
 END_TEST
 
-/* --- a peer killed mid-transfer --- */
-
-#define BIG (8u << 20)
-
-/* arg: the rank that dies; it dies after part of the big message moved. */
-static int body_killed(weft_comm_t comm, int rank, int nranks, void *arg)
-{
-	int victim = *(const int *)arg, peer = 1 - rank;
-	if (sync_peers(comm))
-		return 1;
-	char *buf = malloc(BIG);
-	char small[8];
-	if (!buf)
-		return harness_fail("out of memory");
-	memset(buf, 1, BIG);
-	struct weft_msg big = {.buf = buf, .len = BIG, .tag = 77};
-	struct weft_msg r = {.buf = small, .len = sizeof(small), .tag = 78};
-	/* Rank 0 sends the big message, rank 1 receives it; both wait for a
-	 * small one that never comes. */
-	weft_status_t st =
-	    rank == 0 ? weft_p2p_isend_msg(comm, peer, &big) : weft_p2p_irecv_msg(comm, peer, &big);
-	if (st == WEFT_SUCCESS)
-		st = weft_p2p_irecv_msg(comm, peer, &r);
-	if (st != WEFT_SUCCESS)
-		return harness_fail_status(comm, st, "post");
-	struct weft_tp *tc = sock_tc(comm);
-	if (rank == victim) {
-		double end = harness_now() + WAIT_S;
-		/* Moved some of it, or all: loopback's socket buffers can take
-		 * the whole message between two looks, and then the head is
-		 * the small receive, which never moves. */
-		while (!big.done && head_xferred(comm, peer) == 0 && harness_now() < end) {
-			tc->ops->msg.progress(tc);
-			weft_p2p_progress(comm);
-		}
-		harness_progress("killing myself after %zu bytes%s", head_xferred(comm, peer),
-				 big.done ? " (the big message done)" : "");
-		raise(SIGKILL);
-	}
-	double t0 = harness_now();
-	struct weft_msg *both[] = {&big, &r};
-	st = drive(comm, both, 2, WAIT_S);
-	double took = harness_now() - t0;
-	if (st != WEFT_ERR_REMOTE)
-		return harness_fail_status(comm, st, "expected WEFT_ERR_REMOTE");
-	if (took > 5.0)
-		return harness_fail("the peer's death took %.1f s to notice", took);
-	if (!r.done || r.status != WEFT_ERR_REMOTE)
-		return harness_fail("the pending receive was not failed");
-	const char *msg = weft_comm_last_error(comm);
-	if (!strstr(msg, "peer rank 1") && !strstr(msg, "peer rank 0"))
-		return harness_fail("error \"%s\" does not name the peer", msg);
-	free(buf);
-	return 0;
-}
-
-START_TEST(test_killed)
-{
-	int victim = _i;
-	struct harness_result res;
-	harness_run(2, sock_env, body_killed, &victim, JOB_TIMEOUT_S, &res);
-	int survivor = 1 - victim;
-	ck_assert_msg(res.rank[survivor].end == HARNESS_EXITED && res.rank[survivor].code == 0,
-		      "survivor: %s", res.summary);
-	ck_assert_msg(res.rank[victim].end == HARNESS_SIGNALED, "victim did not die: %s",
-		      res.summary);
-}
-END_TEST
-
-/* --- abort fails what is queued; the peer sees the connection close --- */
-
-static int body_abort(weft_comm_t comm, int rank, int nranks, void *arg)
-{
-	char buf[64];
-	if (sync_peers(comm))
-		return 1;
-	struct weft_msg r = {.buf = buf, .len = sizeof(buf), .tag = 1};
-	weft_status_t st = weft_p2p_irecv_msg(comm, 1 - rank, &r);
-	if (st != WEFT_SUCCESS)
-		return harness_fail_status(comm, st, "post");
-	struct weft_tp *tc = sock_tc(comm);
-	if (rank == 0) {
-		tc->ops->life.abort(tc);
-		if (!r.done || r.status != WEFT_ERR_ABORTED)
-			return harness_fail("abort left the receive %s",
-					    r.done ? "failed wrongly" : "queued");
-		struct weft_msg late = {.buf = buf, .len = 1, .tag = 2};
-		if (weft_p2p_isend_msg(comm, 1, &late) != WEFT_ERR_ABORTED || !late.done)
-			return harness_fail("a send after abort was accepted");
-		return 0;
-	}
-	struct weft_msg *one[] = {&r};
-	st = drive(comm, one, 1, WAIT_S);
-	return st == WEFT_ERR_REMOTE ? 0
-				     : harness_fail_status(comm, st, "expected WEFT_ERR_REMOTE");
-}
-
-START_TEST(test_abort)
-{
-	run_ok(2, NULL, body_abort, NULL);
-}
-END_TEST
-
 /* --- TCP_INFO, for the pacer --- */
 
 static int body_tcp_info(weft_comm_t comm, int rank, int nranks, void *arg)
@@ -682,18 +256,11 @@ static Suite *socket_suite(void)
 	Suite *s = suite_create("socket");
 	TCase *tc = tcase_create("data");
 	tcase_set_timeout(tc, 60);
-	tcase_add_loop_test(tc, test_sizes, 0, 3); /* 2, 3 and 4 ranks */
-	tcase_add_test(tc, test_sizes_one_socket);
-	tcase_add_test(tc, test_reduce_odd);
-	tcase_add_test(tc, test_order);
-	tcase_add_test(tc, test_mismatch);
 	tcase_add_test(tc, test_tcp_info);
 	suite_add_tcase(s, tc);
 	TCase *tf = tcase_create("failures");
 	tcase_set_timeout(tf, 60);
 	tcase_add_test(tf, test_stranger);
-	tcase_add_loop_test(tf, test_killed, 0, 2); /* rank 0 dies, then rank 1 */
-	tcase_add_test(tf, test_abort);
 	tcase_add_test(tf, test_bad_ifname);
 	suite_add_tcase(s, tf);
 	return s;

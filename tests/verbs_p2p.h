@@ -1,8 +1,9 @@
 /*
  * verbs_p2p.h — for the verbs suites that drive the transport directly
- * (test_verbs.c, test_verbs_setup.c): the job environment over the test
- * double with small slots, the connections, a progress loop, patterned
- * data, and the exchange of every size between every pair.
+ * (test_verbs.c, test_verbs_setup.c, ...): the job environment over the
+ * test double with small slots, the connections, a progress loop of the
+ * verbs transport alone, and the exchange of every size between every
+ * pair (p2p_exchange.h).
  */
 #ifndef WEFT_TEST_VERBS_P2P_H
 #define WEFT_TEST_VERBS_P2P_H
@@ -14,6 +15,7 @@
 #include "core/comm.h"
 #include "core/p2p_msg.h"
 #include "harness.h"
+#include "p2p_exchange.h"
 #include "transports/verbs/verbs.h"
 #include "verbs_env.h"
 
@@ -110,27 +112,6 @@ static inline int sync_peers(weft_comm_t comm)
 	return st == WEFT_SUCCESS ? 0 : harness_fail_status(comm, st, "sync");
 }
 
-static inline unsigned char pattern(int from, int to, size_t i, unsigned salt)
-{
-	return (unsigned char)(from * 37 + to * 11 + salt * 101 + i * 7 + (i >> 9));
-}
-
-static inline void fill(unsigned char *buf, size_t len, int from, int to, unsigned salt)
-{
-	for (size_t i = 0; i < len; i++)
-		buf[i] = pattern(from, to, i, salt);
-}
-
-static inline int verify(const unsigned char *buf, size_t len, int from, int to, unsigned salt)
-{
-	for (size_t i = 0; i < len; i++)
-		if (buf[i] != pattern(from, to, i, salt))
-			return harness_fail(
-			    "message %u from rank %d: byte %zu of %zu is %u, expected %u", salt,
-			    from, i, len, buf[i], pattern(from, to, i, salt));
-	return 0;
-}
-
 static inline void run_ok(int nranks, const char *const *env, harness_body_fn body, void *arg)
 {
 	struct harness_result res;
@@ -149,60 +130,7 @@ static const size_t sizes[] = {0,	 1,    8,	 WEFT_SLOT_INLINE, SLOT - 64, SLOT -
 
 static inline int body_sizes(weft_comm_t comm, int rank, int nranks, void *arg)
 {
-	if (check_verbs_conns(comm))
-		return 1;
-	size_t total = 0;
-	for (size_t k = 0; k < NSIZES; k++)
-		total += sizes[k];
-	int npeers = nranks - 1;
-	unsigned char *sbuf = malloc(total * (size_t)npeers + 1);
-	unsigned char *rbuf = malloc(total * (size_t)npeers + 1);
-	struct weft_msg *msgs = calloc(2 * NSIZES * (size_t)npeers, sizeof(*msgs));
-	struct weft_msg **ptrs = calloc(2 * NSIZES * (size_t)npeers, sizeof(*ptrs));
-	if (!sbuf || !rbuf || !msgs || !ptrs)
-		return harness_fail("out of memory");
-	memset(rbuf, 0xee, total * (size_t)npeers);
-	int n = 0;
-	size_t off = 0;
-	for (int p = 0; p < nranks; p++) {
-		if (p == rank)
-			continue;
-		for (size_t k = 0; k < NSIZES; k++) {
-			struct weft_msg *s = &msgs[n], *r = &msgs[n + 1];
-			fill(sbuf + off, sizes[k], rank, p, (unsigned)k);
-			uint64_t tag = weft_p2p_tag(1, (uint32_t)k);
-			*s = (struct weft_msg){.buf = sbuf + off, .len = sizes[k], .tag = tag};
-			*r = (struct weft_msg){.buf = rbuf + off, .len = sizes[k], .tag = tag};
-			weft_status_t st = weft_p2p_isend_msg(comm, p, s);
-			if (st == WEFT_SUCCESS)
-				st = weft_p2p_irecv_msg(comm, p, r);
-			if (st != WEFT_SUCCESS)
-				return harness_fail_status(comm, st, "posting to %d", p);
-			ptrs[n] = s;
-			ptrs[n + 1] = r;
-			n += 2;
-			off += sizes[k];
-		}
-	}
-	harness_progress("exchanging");
-	weft_status_t st = drive(comm, ptrs, n, WAIT_S);
-	if (st != WEFT_SUCCESS)
-		return harness_fail_status(comm, st, "exchange");
-	off = 0;
-	for (int p = 0; p < nranks; p++) {
-		if (p == rank)
-			continue;
-		for (size_t k = 0; k < NSIZES; k++) {
-			if (verify(rbuf + off, sizes[k], p, rank, (unsigned)k))
-				return 1;
-			off += sizes[k];
-		}
-	}
-	free(sbuf);
-	free(rbuf);
-	free(msgs);
-	free(ptrs);
-	return 0;
+	return check_verbs_conns(comm) || p2p_exchange(comm, sizes, NSIZES, 1, WAIT_S);
 }
 
 #endif

@@ -276,7 +276,11 @@ static int post(struct ofi_req *r)
 	struct weft_msg *m = r->base.msg;
 	uint64_t tag = ofi_tag(tp, m->tag);
 	void *buf = m->buf;
-	if (r->op == OFI_OP_RECV && !(buf = r->bounce ? r->bounce : recv_target(c, r, m)))
+	if (r->op == OFI_OP_RECV)
+		buf = r->bounce ? r->bounce : recv_target(c, r, m);
+	/* NULL is "no bounce yet" only for bytes: a zero-byte receive may
+	 * have no buffer at all. */
+	if (r->op == OFI_OP_RECV && !buf && m->len)
 		return 1;
 	if (need_desc(tp) && m->len && !r->mr) {
 		weft_status_t st = weft_mr_cache_get(&tp->cache, buf, m->len, &r->mr);

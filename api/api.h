@@ -65,4 +65,9 @@ struct weft_coll_args weft_api_args(enum weft_coll_kind coll, const void *sendbu
 weft_status_t weft_api_run(struct weft_comm *comm, const struct weft_coll_args *args,
 			   weft_request_t *request);
 
+/* Why an entry point refuses inside a completion callback (core/task.h). */
+#define WEFT_API_IN_CALLBACK                                                                       \
+	"called from a completion callback (weft_request_on_complete), which runs under a "        \
+	"communicator's lock and must not call Weft"
+
 #endif

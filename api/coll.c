@@ -21,10 +21,16 @@ weft_status_t weft_api_check_comm(struct weft_comm *comm, const char *call)
 	if (!comm)
 		return weft_err_set(weft_err_init_fresh(), WEFT_ERR_INVALID_ARG, "%s: comm is NULL",
 				    call);
+	if (weft_task_in_callback())
+		return weft_err_set(weft_err_init_fresh(), WEFT_ERR_INVALID_ARG, "%s: %s", call,
+				    WEFT_API_IN_CALLBACK);
 	weft_status_t async = (weft_status_t)atomic_load(&comm->async_error);
-	if (async != WEFT_SUCCESS)
+	if (async != WEFT_SUCCESS) {
+		char earlier[WEFT_ERR_MSG_BYTES];
+		weft_comm_error_copy(comm, earlier, sizeof(earlier));
 		return weft_comm_fail(comm, async, "%s: the communicator failed earlier: %s", call,
-				      comm->err.msg[0] ? comm->err.msg : weft_status_string(async));
+				      earlier[0] ? earlier : weft_status_string(async));
+	}
 	return WEFT_SUCCESS;
 }
 

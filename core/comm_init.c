@@ -14,6 +14,7 @@
 #include "bootstrap/hostid.h"
 #include "core/comm.h"
 #include "core/fail.h"
+#include "core/mem_reg.h"
 #include "core/p2p.h"
 #include "core/progress_thread.h"
 #include "core/stats.h"
@@ -378,7 +379,7 @@ static weft_status_t agree_chunk(struct weft_comm *comm)
 	free(all);
 	if (st != WEFT_SUCCESS)
 		return st;
-	comm->scratch_bytes = WEFT_SCRATCH_CHUNKS * comm->chunk_bytes;
+	comm->scratch_bytes = weft_comm_scratch_bytes(comm->nranks, comm->chunk_bytes);
 	comm->stream_min = stream_min_default(comm);
 	long stream_min;
 	if (weft_setting_long("WEFT_STREAM_MIN", &stream_min))
@@ -421,8 +422,7 @@ void weft_comm_free(struct weft_comm *comm)
 		weft_bootstrap_close(comm->bs);
 	weft_p2p_abort(comm, WEFT_ERR_ABORTED);
 	weft_stats_close(comm); /* while the connections can still be read */
-	if (comm->mem_regs && comm->mem_regs_free)
-		comm->mem_regs_free(comm);
+	weft_comm_mem_free_all(comm);
 	for (int p = 0; comm->peers && p < comm->nranks; p++)
 		comm->peers[p].conn = NULL; /* owned by their transport */
 	for (size_t i = 0; comm->tps && i < comm->ntps; i++)
@@ -456,6 +456,7 @@ void weft_comm_free(struct weft_comm *comm)
 	free(comm->peers);
 	free(comm->cards);
 	pthread_mutex_destroy(&comm->lock);
+	pthread_mutex_destroy(&comm->err_lock);
 	weft_wipe(&comm->key, sizeof(comm->key));
 	free(comm);
 }
@@ -469,6 +470,7 @@ static weft_status_t comm_alloc(struct weft_comm **out, int nranks, const struct
 		return weft_err_set(weft_err_init_record(), WEFT_ERR_NO_MEMORY,
 				    "init: no memory for the communicator");
 	pthread_mutex_init(&comm->lock, NULL);
+	pthread_mutex_init(&comm->err_lock, NULL);
 	comm->rank = rank;
 	comm->nranks = nranks;
 	comm->key = uid->key;

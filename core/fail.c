@@ -1,6 +1,7 @@
 /* fail.c — see fail.h. */
 #include "core/fail.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,13 +22,22 @@ weft_status_t weft_comm_fail(struct weft_comm *comm, weft_status_t status, const
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	pthread_mutex_lock(&comm->err_lock);
 	if (!status_is_fatal(comm->err.status))
 		weft_err_clear(&comm->err);
 	weft_err_set(&comm->err, status, "rank %d: %s", comm->rank, msg);
+	pthread_mutex_unlock(&comm->err_lock);
 	int none = WEFT_SUCCESS;
 	if (status_is_fatal(status))
 		atomic_compare_exchange_strong(&comm->async_error, &none, (int)status);
 	return status;
+}
+
+void weft_comm_error_copy(struct weft_comm *comm, char *buf, size_t len)
+{
+	pthread_mutex_lock(&comm->err_lock);
+	snprintf(buf, len, "%s", comm->err.msg);
+	pthread_mutex_unlock(&comm->err_lock);
 }
 
 /* As weft_comm_fail, with strerror(errnum) after the message (as

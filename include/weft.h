@@ -304,8 +304,9 @@ WEFT_API weft_status_t weft_comm_abort(weft_comm_t comm);
 WEFT_API weft_status_t weft_comm_get_async_error(weft_comm_t comm, weft_status_t *async_error);
 
 /** A sentence describing the last error on @p comm ("rank 2: allreduce seq 7:
- * peer 3 closed its connection (socket)"); empty if none. The string stays
- * valid until the next call on the communicator. */
+ * peer 3 closed its connection (socket)"); empty if none. The string is
+ * this thread's copy: it stays valid until this thread's next call of
+ * weft_comm_last_error. Thread safety: may be called from any thread. */
 WEFT_API const char *weft_comm_last_error(weft_comm_t comm);
 
 /** This rank's number and the communicator's size. */
@@ -672,7 +673,11 @@ WEFT_API weft_status_t weft_test(weft_request_t *request);
  * progress thread, else the thread that calls weft_test/weft_wait or
  * another Weft call on the communicator — while Weft holds the
  * communicator's internal lock: @p fn must be short and must not call Weft
- * on that communicator. If the operation has already finished, @p fn runs
+ * (no operation, test, wait or group on any communicator, nor destroy): a
+ * callback that waited on another communicator could deadlock with a
+ * thread that waits on both, so every such call made from a callback
+ * fails with WEFT_ERR_INVALID_ARG saying so. If the operation has already
+ * finished, @p fn runs
  * now, in the calling thread. The request stays valid, and must still be
  * completed with weft_test() or weft_wait(), which free it. At most one
  * callback per request (a second call replaces the first).

@@ -863,7 +863,10 @@ static int group_bad_input(weft_comm_t comm, int rank, int nranks)
 		weft_status_t st2 = weft_recv(NULL, 0, WEFT_UINT8, prev, comm);
 		weft_status_t end0 = weft_group_end();
 		if (st != WEFT_SUCCESS || st2 != WEFT_SUCCESS || end0 != WEFT_SUCCESS)
-			ret |= harness_fail_status(comm, st ? st : st2 ? st2 : end0,
+			ret |= harness_fail_status(comm,
+						   st	 ? st
+						   : st2 ? st2
+							 : end0,
 						   "weft_send and weft_recv of count 0");
 	}
 	/* A bad call inside a group fails at once and leaves the group usable. */

@@ -11,7 +11,9 @@
 #include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
+#include <limits.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -813,6 +815,99 @@ START_TEST(test_garbled_result)
 }
 END_TEST
 
+/* The connector's side of a handshake, blocking: what weft_hs_step ended with. */
+static enum weft_hs_result hs_connect_blocking(int fd, const struct weft_key *key,
+					       enum weft_hs_role role, const unsigned char *id,
+					       int rank, int peer, const void *payload, size_t len)
+{
+	struct weft_err err = {0};
+	struct weft_hs hs;
+	enum weft_hs_result r;
+
+	ck_assert_int_eq(weft_hs_connect(&hs, fd, key, role, id, rank, peer, payload, len, &err),
+			 WEFT_SUCCESS);
+	while ((r = weft_hs_step(&hs)) == WEFT_HS_AGAIN) {
+		struct pollfd p = {.fd = fd, .events = weft_hs_events(&hs)};
+
+		ck_assert_int_eq(poll(&p, 1, 2000), 1);
+	}
+	if (r != WEFT_HS_OK)
+		fprintf(stderr, "handshake as rank %d: %s (%s)\n", rank, hs.why ? hs.why : "?",
+			strerror(hs.errnum));
+	return r;
+}
+
+/*
+ * A relay child that holds the key (and the job's id) but claims rank
+ * INT_MIN, or a rank past its parent's children: refused by a range check
+ * that no longer subtracts the first child's number from what it claims
+ * (a signed overflow UBSan reports: asan-quick). The real child then links
+ * in. The root is the test's own, so that it knows the job's id.
+ */
+START_TEST(test_relay_child_out_of_range)
+{
+	static const unsigned char job_id[WEFT_JOB_ID_BYTES] = {7};
+	struct sockaddr_in a = loopback(0);
+	socklen_t len = sizeof(a);
+	struct job job = {.nranks = 2, .timeout_s = 4.0, .mode = MODE_JOIN};
+	struct ready ready = {.fanout = 1};
+	struct frame_hdr h = {.type = FRAME_READY, .len = sizeof(ready)};
+	struct join join = {.nranks = 2};
+	int lfd = socket(AF_INET, SOCK_STREAM, 0), fd;
+	unsigned port = 0;
+	pid_t pid;
+
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(lfd, 4), 0);
+	ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&a, &len), 0);
+	/* An id by hand, pointed at our root (a root thread of the library
+	 * would leave a second listener in the rank, where the search for its
+	 * relay listener below could find it). */
+	job.uid = (struct weft_uid){
+	    .magic = WEFT_UID_MAGIC, .version = WEFT_UID_VERSION, .addr_len = sizeof(a)};
+	memcpy(&job.uid.addr.in4, &a, sizeof(a));
+	weft_key_from_u64(&job.uid.key, 5);
+	pid = spawn_rank(&job, 0, 0);
+	fd = accept(lfd, NULL, NULL);
+	ck_assert_int_ge(fd, 0);
+	fake_root_handshake(fd, &job.uid.key);
+	ck_assert_int_eq(send(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+	ck_assert_int_eq(send(fd, &ready, sizeof(ready), 0), (ssize_t)sizeof(ready));
+	for (int i = 0; i < 300 && !port; i++) {
+		port = harness_listen_port_of(pid, ntohs(a.sin_port));
+		if (!port)
+			sleep_s(0.01);
+	}
+	ck_assert_msg(port, "rank 0's relay listener not found");
+	const int claims[] = {INT_MIN, INT_MAX, 2, 0};
+	for (size_t i = 0; i < sizeof(claims) / sizeof(claims[0]); i++) {
+		struct sockaddr_in to = loopback((uint16_t)port);
+		int c = socket(AF_INET, SOCK_STREAM, 0);
+
+		ck_assert_int_eq(connect(c, (struct sockaddr *)&to, sizeof(to)), 0);
+		ck_assert_int_eq(hs_connect_blocking(c, &job.uid.key, WEFT_HS_RELAY, job_id,
+						     claims[i], 0, &join, sizeof(join)),
+				 WEFT_HS_OK);
+		ck_assert_msg(closed_by_peer(c), "a child claiming rank %d was kept", claims[i]);
+		close(c);
+	}
+	{ /* the real child */
+		struct sockaddr_in to = loopback((uint16_t)port);
+		int c = socket(AF_INET, SOCK_STREAM, 0);
+
+		ck_assert_int_eq(connect(c, (struct sockaddr *)&to, sizeof(to)), 0);
+		ck_assert_int_eq(hs_connect_blocking(c, &job.uid.key, WEFT_HS_RELAY, job_id, 1, 0,
+						     &join, sizeof(join)),
+				 WEFT_HS_OK);
+		reap(&pid, 1);
+		close(c);
+	}
+	close(fd);
+	close(lfd);
+	ck_assert_msg(slots[0].status == WEFT_SUCCESS, "rank 0: %s", slots[0].msg);
+}
+END_TEST
+
 START_TEST(test_too_big)
 {
 	struct job job = {.nranks = 1, .timeout_s = 2.0};
@@ -885,6 +980,7 @@ static Suite *bootstrap_suite(void)
 	tcase_add_test(tc, test_relay_star);
 	tcase_add_test(tc, test_relay_leaves);
 	tcase_add_test(tc, test_relay_strangers);
+	tcase_add_test(tc, test_relay_child_out_of_range);
 	tcase_add_test(tc, test_fd_budget);
 	tcase_add_test(tc, test_fanout_setting);
 	tcase_add_test(tc, test_garbled_result);

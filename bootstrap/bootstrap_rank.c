@@ -83,7 +83,8 @@ static weft_status_t relay_listen(struct weft_bootstrap *bs, uint32_t *port, str
 /*
  * The relay listener while children are missing: any number of
  * connections in their handshake at once (at most WEFT_MAX_PENDING, the
- * oldest dropped for a new one; each for WEFT_HANDSHAKE_TIMEOUT at most),
+ * one dropped for a new one as weft_hs_drop_first chooses; each for
+ * WEFT_HANDSHAKE_TIMEOUT at most),
  * so strangers, silent or not, never hold a child back.
  */
 struct relay_pending {
@@ -164,12 +165,19 @@ static void door_accept(struct weft_bootstrap *bs, struct relay_door *d)
 		if (fd < 0)
 			return; /* EAGAIN, EINTR, ECONNABORTED, EMFILE: poll again */
 		if (d->n == d->max) {
-			int oldest = 0;
+			int victim = -1;
 
-			for (int k = 1; k < d->n; k++)
-				if (d->p[k].since < d->p[oldest].since)
-					oldest = k;
-			door_drop(bs, d, oldest,
+			for (int k = 0; k < d->n; k++)
+				if (weft_hs_droppable(&d->p[k].hs) &&
+				    (victim < 0 ||
+				     weft_hs_drop_first(&d->p[k].hs, d->p[k].since,
+							&d->p[victim].hs, d->p[victim].since)))
+					victim = k;
+			if (victim < 0) { /* all being welcomed: this one waits */
+				close(fd);
+				continue;
+			}
+			door_drop(bs, d, victim,
 				  "WEFT_MAX_PENDING connections were in their handshake");
 		}
 		weft_hs_accept(&d->p[d->n].hs, fd);
@@ -301,7 +309,10 @@ static weft_status_t relay_link(struct weft_bootstrap *bs, const struct ready *r
 			if (rc == WEFT_SUCCESS || !dropped ||
 			    weft_bootstrap_wire_now_s() >= deadline)
 				break;
-			close(fd); /* the parent's door was crowded: knock again */
+			weft_log(WEFT_LOG_INFO, WEFT_SUB_BOOT,
+				 "rank %d: bootstrap: %s; knocking again", bs->rank, err->msg);
+			weft_err_clear(err); /* the parent's door was crowded */
+			close(fd);
 			fd = -1;
 		}
 		if (rc != WEFT_SUCCESS) {
@@ -336,7 +347,7 @@ static void bs_free(struct weft_bootstrap *bs)
 }
 
 /* Connect to the root and prove the key to it (and it to us); a
- * connection the root dropped before its challenge (a flood crowds its
+ * connection the root dropped before it welcomed us (a flood crowds its
  * door) is tried again until @p deadline. */
 static weft_status_t join_root(struct weft_bootstrap *bs, const struct weft_uid *uid,
 			       double deadline, struct weft_err *err)
@@ -360,6 +371,9 @@ static weft_status_t join_root(struct weft_bootstrap *bs, const struct weft_uid 
 					  deadline, who, &answer, sizeof(answer), &dropped, err);
 		if (rc == WEFT_SUCCESS || !dropped || weft_bootstrap_wire_now_s() >= deadline)
 			break;
+		weft_log(WEFT_LOG_INFO, WEFT_SUB_BOOT, "rank %d: bootstrap: %s; knocking again",
+			 bs->rank, err->msg);
+		weft_err_clear(err); /* the root's door was crowded */
 		close(bs->fd);
 		bs->fd = -1;
 		usleep(10000);

@@ -625,7 +625,8 @@ static void root_serve(struct root *r, const struct pollfd *pfds, size_t n)
 		if (c->phase != CONN_DEAD && (rev & POLLOUT))
 			root_write(r, c);
 	}
-	if (pfds[0].revents & POLLIN)
+	/* the last join above may have closed the door */
+	if ((pfds[0].revents & POLLIN) && r->listen_fd >= 0)
 		root_accept(r);
 }
 

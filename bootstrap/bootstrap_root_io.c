@@ -182,8 +182,9 @@ void conn_left_hello(struct root *r, struct conn *c)
 	weft_hs_clear(&c->hs);
 }
 
-/* A new connection needs a place among the unauthenticated: the oldest of
- * them gives it up (a rank whose connection this was retries). */
+/* A new connection needs a place among the unauthenticated: one of them
+ * gives it up, as weft_hs_drop_first chooses (a rank whose connection
+ * this was knocks again). */
 static void evict_oldest(struct root *r)
 {
 	struct conn *oldest = NULL;
@@ -191,7 +192,9 @@ static void evict_oldest(struct root *r)
 	for (size_t i = 0; i < r->nconns; i++) {
 		struct conn *c = r->conns[i];
 
-		if (c->phase == CONN_HELLO && (!oldest || c->accepted < oldest->accepted))
+		if (c->phase == CONN_HELLO && weft_hs_droppable(&c->hs) &&
+		    (!oldest ||
+		     weft_hs_drop_first(&c->hs, c->accepted, &oldest->hs, oldest->accepted)))
 			oldest = c;
 	}
 	if (!oldest)
@@ -221,9 +224,13 @@ static bool grow_conns(struct root *r)
 	return true;
 }
 
+/* At most this many accepts per poll round, so that the handshakes under
+ * way get their turn between bursts of new connections. */
+#define ACCEPTS_PER_ROUND 16
+
 void root_accept(struct root *r)
 {
-	for (;;) {
+	for (int accepted = 0; accepted < ACCEPTS_PER_ROUND; accepted++) {
 		struct sockaddr_storage ss;
 		socklen_t len = sizeof(ss);
 		struct conn *c;

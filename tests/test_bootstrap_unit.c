@@ -815,6 +815,63 @@ START_TEST(test_garbled_result)
 }
 END_TEST
 
+/*
+ * A root under a flood may drop a rank's connection after the rank sent
+ * its proof but before the root read it. The rank must not take the
+ * connection for admitted (it would wait for a READY that never comes, or
+ * fail with "closed during join"): it waits for the welcome, sees the
+ * close, and knocks again. The fake root here reads the proof and closes
+ * without welcoming; the second connection is admitted and the job ends.
+ */
+START_TEST(test_dropped_before_welcome)
+{
+	struct sockaddr_in a = loopback(0);
+	socklen_t len = sizeof(a);
+	struct job job = {.nranks = 1, .timeout_s = 4.0, .mode = MODE_JOIN};
+	struct ready ready = {.fanout = 4};
+	struct frame_hdr h = {.type = FRAME_READY, .len = sizeof(ready)};
+	struct root_answer answer = {{7}};
+	struct weft_hs_proof proof;
+	struct weft_err err = {0};
+	struct weft_hs hs;
+	int lfd = socket(AF_INET, SOCK_STREAM, 0), fd;
+	pid_t pid;
+
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(lfd, 4), 0);
+	ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&a, &len), 0);
+	job.uid = (struct weft_uid){
+	    .magic = WEFT_UID_MAGIC, .version = WEFT_UID_VERSION, .addr_len = sizeof(a)};
+	memcpy(&job.uid.addr.in4, &a, sizeof(a));
+	weft_key_from_u64(&job.uid.key, 9);
+	pid = spawn_rank(&job, 0, 0);
+	fd = accept(lfd, NULL, NULL);
+	ck_assert_int_ge(fd, 0);
+	weft_hs_accept(&hs, fd);
+	while (weft_hs_step(&hs) == WEFT_HS_AGAIN) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+
+		ck_assert_int_eq(poll(&p, 1, 2000), 1);
+	}
+	ck_assert_int_eq(hs.phase, WEFT_HS_HELLO_IN);
+	ck_assert_int_eq(weft_hs_answer(&hs, &job.uid.key, -1, &answer, sizeof(answer), &err),
+			 WEFT_SUCCESS);
+	ck_assert_int_eq(send(fd, &hs.challenge, sizeof(hs.challenge), 0),
+			 (ssize_t)sizeof(hs.challenge));
+	read_exact(fd, &proof, sizeof(proof)); /* the proof is in: drop it unwelcomed */
+	close(fd);
+	fd = accept(lfd, NULL, NULL);
+	ck_assert_int_ge(fd, 0);
+	fake_root_handshake(fd, &job.uid.key);
+	ck_assert_int_eq(send(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+	ck_assert_int_eq(send(fd, &ready, sizeof(ready), 0), (ssize_t)sizeof(ready));
+	reap(&pid, 1);
+	close(fd);
+	close(lfd);
+	ck_assert_msg(slots[0].status == WEFT_SUCCESS, "rank 0: %s", slots[0].msg);
+}
+END_TEST
+
 /* The connector's side of a handshake, blocking: what weft_hs_step ended with. */
 static enum weft_hs_result hs_connect_blocking(int fd, const struct weft_key *key,
 					       enum weft_hs_role role, const unsigned char *id,
@@ -984,6 +1041,7 @@ static Suite *bootstrap_suite(void)
 	tcase_add_test(tc, test_fd_budget);
 	tcase_add_test(tc, test_fanout_setting);
 	tcase_add_test(tc, test_garbled_result);
+	tcase_add_test(tc, test_dropped_before_welcome);
 	tcase_add_test(tc, test_too_big);
 	tcase_add_test(tc, test_many_ranks);
 	suite_add_tcase(s, tc);

@@ -139,8 +139,16 @@ static enum weft_hs_result connector_step(struct weft_hs *hs)
 	case WEFT_HS_SEND_PROOF:
 		if (!move(hs, &hs->proof, sizeof(hs->proof), true))
 			return stalled(hs, "sending the proof");
-		hs->phase = WEFT_HS_DONE;
 		weft_hs_clear(hs);
+		hs->phase = WEFT_HS_RECV_WELCOME;
+		/* fall through */
+	case WEFT_HS_RECV_WELCOME:
+		if (!move(hs, &hs->welcome, sizeof(hs->welcome), false))
+			return stalled(hs, "waiting to be admitted (after the proof)");
+		if (hs->welcome.magic != WEFT_HS_WELCOME_MAGIC)
+			return refuse(hs,
+				      "answered the proof with something that is not a welcome");
+		hs->phase = WEFT_HS_DONE;
 		return WEFT_HS_OK;
 	default: return hs->phase == WEFT_HS_DONE ? WEFT_HS_OK : WEFT_HS_REFUSED;
 	}
@@ -169,8 +177,14 @@ static enum weft_hs_result listener_step(struct weft_hs *hs)
 		transcript_mac(hs, label_connector, mac);
 		if (hs->proof.magic != WEFT_HS_MAGIC || !weft_mac_equal(mac, hs->proof.mac))
 			return refuse(hs, "failed authentication (it does not hold the job's key)");
-		hs->phase = WEFT_HS_DONE;
 		weft_hs_clear(hs);
+		hs->welcome.magic = WEFT_HS_WELCOME_MAGIC;
+		hs->phase = WEFT_HS_SEND_WELCOME;
+		/* fall through */
+	case WEFT_HS_SEND_WELCOME:
+		if (!move(hs, &hs->welcome, sizeof(hs->welcome), true))
+			return stalled(hs, "admitting it");
+		hs->phase = WEFT_HS_DONE;
 		return WEFT_HS_OK;
 	default: return hs->phase == WEFT_HS_DONE ? WEFT_HS_OK : WEFT_HS_REFUSED;
 	}
@@ -178,7 +192,7 @@ static enum weft_hs_result listener_step(struct weft_hs *hs)
 
 enum weft_hs_result weft_hs_step(struct weft_hs *hs)
 {
-	bool connector = hs->phase <= WEFT_HS_SEND_PROOF;
+	bool connector = hs->phase <= WEFT_HS_RECV_WELCOME;
 	return connector ? connector_step(hs) : listener_step(hs);
 }
 
@@ -187,9 +201,24 @@ short weft_hs_events(const struct weft_hs *hs)
 	switch (hs->phase) {
 	case WEFT_HS_SEND_HELLO:
 	case WEFT_HS_SEND_PROOF:
-	case WEFT_HS_SEND_CHALLENGE: return POLLOUT;
+	case WEFT_HS_SEND_CHALLENGE:
+	case WEFT_HS_SEND_WELCOME: return POLLOUT;
 	default: return POLLIN;
 	}
+}
+
+bool weft_hs_droppable(const struct weft_hs *hs)
+{
+	return hs->phase != WEFT_HS_SEND_WELCOME && hs->phase != WEFT_HS_DONE;
+}
+
+bool weft_hs_drop_first(const struct weft_hs *a, double a_since, const struct weft_hs *b,
+			double b_since)
+{
+	bool a_silent = a->phase == WEFT_HS_RECV_HELLO, b_silent = b->phase == WEFT_HS_RECV_HELLO;
+	if (a_silent != b_silent)
+		return a_silent;
+	return a_since < b_since;
 }
 
 void weft_hs_clear(struct weft_hs *hs)

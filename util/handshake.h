@@ -8,6 +8,7 @@
  *   listener -> connector  CHALLENGE {magic, version, rank, nonce_l,
  *                                     payload, mac_l}
  *   connector -> listener  PROOF     {magic, mac_c}
+ *   listener -> connector  WELCOME   {magic}
  *
  * mac_l = HMAC(K, "listener" || HELLO || CHALLENGE without its MAC) and
  * mac_c = HMAC(K, "connector" || HELLO || CHALLENGE): each side proves it
@@ -24,6 +25,13 @@
  * the handshake authenticates connections, it does not encrypt them
  * (docs/reliability.md, threat model).
  *
+ * The WELCOME says only that the listener read and accepted the proof: a
+ * listener under a flood drops its oldest handshakes (WEFT_MAX_PENDING),
+ * and a connector whose connection closes before the welcome knows it was
+ * not admitted and may knock again, where without it a connection dropped
+ * just after the proof went out would look admitted. It carries no MAC:
+ * whoever could forge it could as well reset the connection.
+ *
  * Both ends drive it without blocking: weft_hs_step moves it as far as the
  * socket allows and says what happened. The listener learns who the
  * connector claims to be (role, id, rank, payload) before it answers, so
@@ -39,6 +47,7 @@
 #include "util/auth.h"
 
 #define WEFT_HS_MAGIC	      0x3130534854464557ull /* "WEFTHS01" */
+#define WEFT_HS_WELCOME_MAGIC 0x31304b4f54464557ull /* "WEFTOK01" */
 #define WEFT_HS_VERSION	      1u
 #define WEFT_HS_ID_BYTES      16
 #define WEFT_HS_PAYLOAD_BYTES 32
@@ -77,18 +86,25 @@ struct weft_hs_proof {
 	unsigned char mac[WEFT_MAC_BYTES];
 };
 
+struct weft_hs_welcome {
+	uint64_t magic;
+};
+
 _Static_assert(sizeof(struct weft_hs_hello) == 104, "hello is 104 bytes on the wire");
 _Static_assert(sizeof(struct weft_hs_challenge) == 112, "challenge is 112 bytes on the wire");
 _Static_assert(sizeof(struct weft_hs_proof) == 40, "proof is 40 bytes on the wire");
+_Static_assert(sizeof(struct weft_hs_welcome) == 8, "welcome is 8 bytes on the wire");
 
 enum weft_hs_phase {
 	WEFT_HS_SEND_HELLO,	/* connector */
 	WEFT_HS_RECV_CHALLENGE, /* connector */
 	WEFT_HS_SEND_PROOF,	/* connector */
+	WEFT_HS_RECV_WELCOME,	/* connector */
 	WEFT_HS_RECV_HELLO,	/* listener */
 	WEFT_HS_HELLO_IN,	/* listener: the caller looks at the hello and answers */
 	WEFT_HS_SEND_CHALLENGE, /* listener */
 	WEFT_HS_RECV_PROOF,	/* listener */
+	WEFT_HS_SEND_WELCOME,	/* listener: admitted, telling the connector */
 	WEFT_HS_DONE,
 	WEFT_HS_FAILED,
 };
@@ -110,6 +126,7 @@ struct weft_hs {
 	struct weft_hs_hello hello;
 	struct weft_hs_challenge challenge;
 	struct weft_hs_proof proof;
+	struct weft_hs_welcome welcome;
 	const char *why; /* set with REFUSED and IO_ERROR */
 	int errnum;
 };
@@ -141,6 +158,16 @@ short weft_hs_events(const struct weft_hs *hs);
  * the defaults with a warning (a listener must not fail on a setting). */
 int weft_hs_max_pending(void);
 double weft_hs_timeout_s(void);
+
+/* A crowded listener (WEFT_MAX_PENDING handshakes under way) drops one
+ * for each new connection: never one whose proof is in (it is being
+ * welcomed), one still silent before one that said hello, the older of
+ * two alike. weft_hs_droppable says whether @p hs may go at all,
+ * weft_hs_drop_first whether @p a (pending since @p a_since) goes before
+ * @p b. */
+bool weft_hs_droppable(const struct weft_hs *hs);
+bool weft_hs_drop_first(const struct weft_hs *a, double a_since, const struct weft_hs *b,
+			double b_since);
 
 /* Forget the key (after OK or failure). */
 void weft_hs_clear(struct weft_hs *hs);

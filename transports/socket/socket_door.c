@@ -121,11 +121,19 @@ static void accept_new(struct weft_sock_comm *sc)
 			return;
 		}
 		if (sc->npending == sc->max_pending) {
-			int oldest = 0;
-			for (int k = 1; k < sc->npending; k++)
-				if (sc->pending[k].since < sc->pending[oldest].since)
-					oldest = k;
-			pending_drop(sc, oldest,
+			int victim = -1;
+			for (int k = 0; k < sc->npending; k++)
+				if (weft_hs_droppable(&sc->pending[k].hs) &&
+				    (victim < 0 ||
+				     weft_hs_drop_first(&sc->pending[k].hs, sc->pending[k].since,
+							&sc->pending[victim].hs,
+							sc->pending[victim].since)))
+					victim = k;
+			if (victim < 0) { /* all being welcomed: this one waits */
+				close(fd);
+				continue;
+			}
+			pending_drop(sc, victim,
 				     "WEFT_MAX_PENDING connections were in their "
 				     "handshake");
 		}
@@ -162,9 +170,12 @@ static bool pending_step(struct weft_sock_comm *sc, int k)
 			}
 			return true;
 		case WEFT_HS_IO_ERROR:
-			/* a call that closed at EOF: its caller's connection came up */
+			/* a call that closed, perhaps while being welcomed: its
+			 * caller's connection came up */
 			drop(sc, k, p->hs.why,
-			     p->hs.errnum == 0 && p->hs.hello.role == WEFT_HS_CALL &&
+			     (p->hs.errnum == 0 || p->hs.errnum == EPIPE ||
+			      p->hs.errnum == ECONNRESET) &&
+				 p->hs.hello.role == WEFT_HS_CALL &&
 				 p->hs.phase == WEFT_HS_FAILED &&
 				 p->hs.hello.magic == WEFT_HS_MAGIC);
 			return true;

@@ -272,6 +272,17 @@ static weft_status_t relay_accept_children(struct weft_bootstrap *bs, double dea
 	return rc;
 }
 
+/* A listener that closed every connection before welcoming this rank. */
+static weft_status_t dropped_too_long(struct weft_bootstrap *bs, const char *who,
+				      struct weft_err *err)
+{
+	return weft_err_set(err, WEFT_ERR_TIMEOUT,
+			    "rank %d: bootstrap: %s closed every connection before admitting this "
+			    "rank, for %.1f s (a door crowded by strangers, or a listener that is "
+			    "not this job's)",
+			    bs->rank, who, bs->timeout_s);
+}
+
 /* After READY: connect to the parent, take the children's connections. */
 static weft_status_t relay_link(struct weft_bootstrap *bs, const struct ready *ready,
 				double deadline, struct weft_err *err)
@@ -300,20 +311,22 @@ static weft_status_t relay_link(struct weft_bootstrap *bs, const struct ready *r
 		weft_bootstrap_wire_addr_format(&ready->parent.sa, where, sizeof(where));
 		snprintf(who, sizeof(who), "relay parent rank %d at %s", bs->parent, where);
 		for (;;) {
+			dropped = false;
 			rc = bs_connect(bs, &ready->parent.sa, (socklen_t)ready->parent_len, false,
 					deadline, who, &fd, err);
 			if (rc == WEFT_SUCCESS)
 				rc = bs_handshake(bs, fd, WEFT_HS_RELAY, bs->parent, &join,
 						  sizeof(join), deadline, who, NULL, 0, &dropped,
 						  err);
-			if (rc == WEFT_SUCCESS || !dropped ||
-			    weft_bootstrap_wire_now_s() >= deadline)
+			if (rc == WEFT_SUCCESS || !dropped)
 				break;
-			weft_log(WEFT_LOG_INFO, WEFT_SUB_BOOT,
-				 "rank %d: bootstrap: %s; knocking again", bs->rank, err->msg);
-			weft_err_clear(err); /* the parent's door was crowded */
 			close(fd);
 			fd = -1;
+			if (weft_bootstrap_wire_now_s() >= deadline) {
+				rc = dropped_too_long(bs, who, err);
+				break;
+			}
+			usleep(10000); /* the parent's door was crowded: knock again */
 		}
 		if (rc != WEFT_SUCCESS) {
 			if (fd >= 0)
@@ -360,6 +373,7 @@ static weft_status_t join_root(struct weft_bootstrap *bs, const struct weft_uid 
 
 	snprintf(who, sizeof(who), "root %s", bs->root);
 	for (;;) {
+		dropped = false;
 		rc =
 		    bs_connect(bs, &uid->addr.sa, uid->addr_len, true, deadline, who, &bs->fd, err);
 		if (rc == WEFT_SUCCESS && bs->listen_fd < 0)
@@ -369,14 +383,15 @@ static weft_status_t join_root(struct weft_bootstrap *bs, const struct weft_uid 
 		if (rc == WEFT_SUCCESS)
 			rc = bs_handshake(bs, bs->fd, WEFT_HS_ROOT, -1, &join, sizeof(join),
 					  deadline, who, &answer, sizeof(answer), &dropped, err);
-		if (rc == WEFT_SUCCESS || !dropped || weft_bootstrap_wire_now_s() >= deadline)
+		if (rc == WEFT_SUCCESS || !dropped)
 			break;
-		weft_log(WEFT_LOG_INFO, WEFT_SUB_BOOT, "rank %d: bootstrap: %s; knocking again",
-			 bs->rank, err->msg);
-		weft_err_clear(err); /* the root's door was crowded */
 		close(bs->fd);
 		bs->fd = -1;
-		usleep(10000);
+		if (weft_bootstrap_wire_now_s() >= deadline) {
+			rc = dropped_too_long(bs, who, err);
+			break;
+		}
+		usleep(10000); /* the root's door was crowded: knock again */
 	}
 	if (rc == WEFT_SUCCESS)
 		memcpy(bs->job_id, answer.job_id, sizeof(bs->job_id));

@@ -317,6 +317,7 @@ weft_status_t bs_handshake(struct weft_bootstrap *bs, int fd, enum weft_hs_role 
 
 	*dropped = false;
 	while (rc == WEFT_SUCCESS) {
+		enum wake wake;
 		short rev;
 
 		switch (weft_hs_step(&hs)) {
@@ -325,7 +326,11 @@ weft_status_t bs_handshake(struct weft_bootstrap *bs, int fd, enum weft_hs_role 
 				memcpy(answer, hs.challenge.payload, answer_len);
 			return WEFT_SUCCESS;
 		case WEFT_HS_AGAIN:
-			if (bs_wait(NULL, fd, weft_hs_events(&hs), deadline, &rev) != WAKE_FD)
+			/* on a relay link, the root may tell us the job failed */
+			wake = bs_wait(bs, fd, weft_hs_events(&hs), deadline, &rev);
+			if (wake == WAKE_ROOT)
+				rc = bs_root_verdict(bs, deadline, "join", err);
+			else if (wake != WAKE_FD)
 				rc = weft_err_set(
 				    err, WEFT_ERR_TIMEOUT,
 				    "rank %d: bootstrap: no answer from %s within %.1f "
@@ -340,7 +345,13 @@ weft_status_t bs_handshake(struct weft_bootstrap *bs, int fd, enum weft_hs_role 
 			    bs->rank, who, hs.why);
 			continue;
 		case WEFT_HS_IO_ERROR:
-			*dropped = hs.phase == WEFT_HS_FAILED;
+			/* closed before the welcome: not admitted, and not an error
+			 * yet (the caller knocks again, or says so at its deadline) */
+			if (hs.errnum == 0 || hs.errnum == ECONNRESET || hs.errnum == EPIPE) {
+				*dropped = true;
+				rc = WEFT_ERR_REMOTE;
+				continue;
+			}
 			rc = hs.errnum
 				 ? weft_err_errno(err, hs.errnum, "rank %d: bootstrap: %s (%s)",
 						  bs->rank, who, hs.why)

@@ -311,8 +311,9 @@ static void root_on_rank_header(struct root *r, struct conn *c)
 	uint64_t max_block = MAX_TOTAL_BYTES / (uint64_t)r->nranks;
 	char text[400];
 
-	if (h->type == FRAME_BYE && h->len == 0)
+	if (h->type == FRAME_BYE && h->len == 0 && r->all_joined)
 		return;
+	/* a goodbye before READY too: no rank may leave a job still forming */
 	if (h->type != FRAME_GATHER || !r->all_joined) {
 		snprintf(text, sizeof(text),
 			 "bootstrap: rank %d sent an unexpected frame (type %u, %llu bytes)",

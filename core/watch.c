@@ -102,8 +102,8 @@ static bool datagram_ok(struct weft_watch *w, const struct watch_msg *m, ssize_t
 	return weft_mac_equal(mac, m->mac);
 }
 
-static void handle(struct weft_watch *w, const struct watch_msg *m, ssize_t len,
-		   const struct sockaddr_storage *from)
+void watch_take(struct weft_watch *w, const struct watch_msg *m, ssize_t len,
+		const struct sockaddr_storage *from)
 {
 	if (!datagram_ok(w, m, len, from)) {
 		w->dropped++;
@@ -159,7 +159,7 @@ static void *watch_thread(void *arg)
 					     (struct sockaddr *)&from, &flen);
 			if (n < 0)
 				break;
-			handle(w, &m, n, &from);
+			watch_take(w, &m, n, &from);
 		}
 	}
 	return NULL;

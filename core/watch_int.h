@@ -92,5 +92,10 @@ struct weft_watch {
 void watch_state_mine(struct weft_watch *w, struct watch_state *st);
 void watch_send(struct weft_watch *w, int peer, uint32_t type);
 int64_t watch_now_ms(void);
+/* One datagram of @p len bytes from @p from, as the thread received it:
+ * checked (datagram_ok, the sequence), then taken into the view, a query
+ * answered (tests/fuzz/fuzz_watch.c calls it too). */
+void watch_take(struct weft_watch *w, const struct watch_msg *m, ssize_t len,
+		const struct sockaddr_storage *from);
 
 #endif

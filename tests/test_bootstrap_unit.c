@@ -965,6 +965,42 @@ START_TEST(test_relay_child_out_of_range)
 }
 END_TEST
 
+/*
+ * A rank (the test's, by hand, with the key) that says goodbye before the
+ * job has formed: the root fails the job at once and tells it why. It used
+ * to take the goodbye, count the rank as joined and gone when it closed,
+ * and send READY through a NULL connection when the last rank arrived
+ * (found by fuzz_bootstrap).
+ */
+START_TEST(test_bye_before_ready)
+{
+	struct job job = {.nranks = 2, .timeout_s = 4.0, .mode = MODE_JOIN};
+	struct join join = {.nranks = 2, .relay_port = 9};
+	struct frame_hdr h = {.type = FRAME_BYE};
+	struct sockaddr_in to;
+	char text[MAX_ERROR_BYTES + 1] = {0};
+	int c = socket(AF_INET, SOCK_STREAM, 0);
+	struct pollfd p = {.fd = c, .events = POLLIN};
+
+	start_root(job.timeout_s, 0x5eed, 0, &job.uid);
+	memcpy(&to, &job.uid.addr.in4, sizeof(to));
+	ck_assert_int_eq(connect(c, (struct sockaddr *)&to, sizeof(to)), 0);
+	ck_assert_int_eq(
+	    hs_connect_blocking(c, &job.uid.key, WEFT_HS_ROOT, NULL, 0, -1, &join, sizeof(join)),
+	    WEFT_HS_OK);
+	ck_assert_int_eq(send(c, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+	ck_assert_msg(poll(&p, 1, 2000) == 1, "the root took a goodbye before READY silently");
+	read_exact(c, &h, sizeof(h));
+	ck_assert_int_eq(h.type, FRAME_ERROR);
+	ck_assert_uint_gt(h.len, sizeof(int32_t));
+	ck_assert_uint_le(h.len, MAX_ERROR_BYTES);
+	read_exact(c, text, (size_t)h.len);
+	ck_assert_msg(strstr(text + sizeof(int32_t), "rank 0 sent an unexpected frame (type 5"),
+		      "%s", text + sizeof(int32_t));
+	close(c);
+}
+END_TEST
+
 START_TEST(test_too_big)
 {
 	struct job job = {.nranks = 1, .timeout_s = 2.0};
@@ -1038,6 +1074,7 @@ static Suite *bootstrap_suite(void)
 	tcase_add_test(tc, test_relay_leaves);
 	tcase_add_test(tc, test_relay_strangers);
 	tcase_add_test(tc, test_relay_child_out_of_range);
+	tcase_add_test(tc, test_bye_before_ready);
 	tcase_add_test(tc, test_fd_budget);
 	tcase_add_test(tc, test_fanout_setting);
 	tcase_add_test(tc, test_garbled_result);

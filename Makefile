@@ -323,7 +323,8 @@ asan-test:
 # bootstrap, failures, faults and the verdict, the parsers, and a sample of
 # the collectives over every transport here. make asan-test runs them all.
 ASAN_QUICK := test_bootstrap_unit test_secret test_doors test_lazy test_verdict test_faults test_failures \
-	test_parse test_topo_json test_tune test_colls test_split_group test_nonblocking test_ofi_colls
+	test_parse test_topo_json test_tune test_colls test_split_group test_nonblocking test_ofi_colls \
+	test_attacks test_flood test_review
 asan-quick:
 	$(MAKE) BUILD=build-asan SANITIZE="$(ASAN_SANITIZE)" CFLAGS="-O1 -g" HAVE_TORCH= \
 		$(ASAN_QUICK:%=build-asan/tests/%)
@@ -341,7 +342,7 @@ asan-quick:
 TSAN_SANITIZE := -fsanitize=thread
 TSAN_QUICK := test_verdict test_progress_thread WEFT_PROGRESS_THREAD=1:test_nonblocking \
 	WEFT_PROGRESS_THREAD=1,WEFT_CONNECT=lazy:test_nonblocking \
-	WEFT_PROGRESS_THREAD=1,CK_RUN_CASE=split:test_split_group
+	WEFT_PROGRESS_THREAD=1,CK_RUN_CASE=split:test_split_group test_review
 TSAN_PROGS := $(sort $(foreach t,$(TSAN_QUICK),build-tsan/tests/$(lastword $(subst :, ,$(t)))))
 tsan-quick:
 	$(MAKE) BUILD=build-tsan SANITIZE="$(TSAN_SANITIZE)" CFLAGS="-O1 -g" HAVE_TORCH= $(TSAN_PROGS)

@@ -154,6 +154,7 @@ struct weft_comm {
 	 * any thread (the caller's argument checks, the progress thread),
 	 * under err_lock, a leaf lock nothing else is taken under. */
 	struct weft_err err;
+	bool err_kept; /* the communicator died: err is its cause and stays */
 	pthread_mutex_t err_lock;
 	_Atomic int async_error; /* weft_status_t; fatal for the comm */
 	_Atomic bool abort_requested;

@@ -23,7 +23,7 @@ weft_status_t weft_comm_fail(struct weft_comm *comm, weft_status_t status, const
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	pthread_mutex_lock(&comm->err_lock);
-	if (!status_is_fatal(comm->err.status))
+	if (!comm->err_kept && !status_is_fatal(comm->err.status))
 		weft_err_clear(&comm->err);
 	weft_err_set(&comm->err, status, "rank %d: %s", comm->rank, msg);
 	pthread_mutex_unlock(&comm->err_lock);
@@ -31,6 +31,16 @@ weft_status_t weft_comm_fail(struct weft_comm *comm, weft_status_t status, const
 	if (status_is_fatal(status))
 		atomic_compare_exchange_strong(&comm->async_error, &none, (int)status);
 	return status;
+}
+
+void weft_comm_error_keep(struct weft_comm *comm, weft_status_t status)
+{
+	pthread_mutex_lock(&comm->err_lock);
+	if (!comm->err_kept && comm->err.status == WEFT_SUCCESS)
+		weft_err_set(&comm->err, status, "rank %d: the communicator was killed (%s)",
+			     comm->rank, weft_status_string(status));
+	comm->err_kept = true;
+	pthread_mutex_unlock(&comm->err_lock);
 }
 
 void weft_comm_error_copy(struct weft_comm *comm, char *buf, size_t len)

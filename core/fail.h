@@ -19,6 +19,10 @@ struct weft_comm;
 weft_status_t weft_comm_fail(struct weft_comm *comm, weft_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* The communicator died of @p status (weft_comm_kill): the error recorded
+ * last is its cause, and stays (or, if none was, one naming the status). */
+void weft_comm_error_keep(struct weft_comm *comm, weft_status_t status);
+
 /* The last error's text, copied under the error lock into @p buf. */
 void weft_comm_error_copy(struct weft_comm *comm, char *buf, size_t len);
 

@@ -119,7 +119,9 @@ all: lib perf tests $(TOOLS) $(if $(HAVE_TORCH),python)
 lib: $(BUILD)/libweft.so $(BUILD)/libweft.a $(LAUNCH_LIB)
 # Limits the figures are compared with (BENCH.md): libc only, no Weft.
 PERF_LIMITS := $(BUILD)/copy_limit $(BUILD)/tcp_limit $(BUILD)/connect_probe $(BUILD)/c2c_latency
-perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF) $(PERF_LIMITS) $(OFI_STREAM)
+# A stranger at the listeners, for perf/bench_flood.sh: libc only.
+FLOOD := $(BUILD)/flood
+perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF) $(PERF_LIMITS) $(OFI_STREAM) $(FLOOD)
 tests: $(TEST_PROGS) $(FAKE_IBV)
 
 $(BUILD)/obj/%.o: %.c
@@ -149,6 +151,10 @@ $(BUILD)/%_perf: perf/%_perf.c $(PERF_COMMON) $(PERF_HDRS) $(BUILD)/libweft.so $
 $(BUILD)/%_limit: perf/%_limit.c perf/limit_args.h $(BUILD)/obj/util/parse.o
 	@mkdir -p $(dir $@)
 	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $(filter-out %.h,$^) $(SANITIZE)
+
+$(FLOOD): perf/flood.c
+	@mkdir -p $(dir $@)
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $< $(SANITIZE)
 
 # The core-to-core round trip now (perf/compare prints it per run).
 $(BUILD)/c2c_latency: perf/c2c_latency.c perf/limit_args.h $(BUILD)/obj/util/parse.o

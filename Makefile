@@ -11,6 +11,8 @@
 #   make docs          write docs/settings.md from the declared settings (make lint checks it)
 
 BUILD   ?= build
+# `make` alone builds everything (rules above `all:` must not become the default)
+.DEFAULT_GOAL := all
 PREFIX  ?= /usr/local
 CC      ?= cc
 MPICC   ?= $(shell command -v mpicc 2>/dev/null)
@@ -72,32 +74,40 @@ PERF_PROGS  := $(patsubst perf/%.c,$(BUILD)/%,$(filter-out perf/mpi_%,$(wildcard
 MPI_PERF    := $(if $(MPICC),$(patsubst perf/%.c,$(BUILD)/%,$(wildcard perf/mpi_*_perf.c)))
 MPICH_PERF  := $(if $(MPICC_MPICH),$(patsubst perf/mpi_%.c,$(BUILD)/mpich_%,$(wildcard perf/mpi_*_perf.c)))
 
-TEST_HARNESS := tests/harness.c
-TEST_SRCS := $(wildcard tests/test_*.c)
+# The Check suites: one program per file of tests/unit/<layer>/,
+# tests/integration/, tests/faults/ and tests/security/ (strangers and
+# attackers at every door), linked with the tests' own library
+# (tests/lib/: the multi-rank harness and its data, the collectives' checked
+# cases, the integration suites' parameters).
+TEST_LIB_SRCS := $(wildcard tests/lib/*.c)
+TEST_LIB_OBJS := $(TEST_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+TEST_LIB      := $(BUILD)/tests/libweft_test.a
+TEST_SRCS := $(wildcard tests/unit/*/*.c tests/integration/*.c tests/faults/*.c tests/security/*.c)
 TEST_PROGS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 # Shell tests of the programs (exit 77: skipped, with the reason printed).
-TEST_SCRIPTS := $(wildcard tests/test_*.sh) tests/fabric/test_fabric_topo.sh tests/fabric/test_slurm.sh \
-	tests/fabric/test_python_fabric.sh tests/fabric/test_pacing.sh tests/fabric/test_spray.sh
+TEST_SCRIPTS := $(wildcard tests/programs/test_*.sh) tests/fabric/test_fabric_topo.sh tests/fabric/test_slurm.sh \
+	tests/fabric/test_python_fabric.sh tests/fabric/test_congestion.sh
 
 TOOLS := $(BUILD)/weft-topo $(BUILD)/weft-run
 # What a libfabric provider streams on its own (the ofi transport's yardstick).
 OFI_STREAM := $(BUILD)/ofi_stream
 
-# The test double for libibverbs (tests/fake_ibverbs/), which the verbs
+# The test double for libibverbs (tests/lib/fake_ibverbs/), which the verbs
 # tests load through WEFT_IBVERBS_LIB; FAKE_EXPORT marks what it exports.
 # It shares the library's liveness check (util/proc.c), compiled in.
-FAKE_IBV_SRCS := $(wildcard tests/fake_ibverbs/*.c) util/proc.c
+FAKE_IBV_SRCS := $(wildcard tests/lib/fake_ibverbs/*.c) util/proc.c
 FAKE_IBV      := $(BUILD)/tests/libfake_ibverbs.so
 
 # The transport conformance suite (tests/conformance/): one program that
 # runs every case over every configuration of its table (suite.c), one
-# configuration after the other, each named in the output.
+# configuration after the other, each named in the output; `make test`
+# runs it as "conformance".
 CONF_SRCS := $(wildcard tests/conformance/*.c)
-CONF_PROG := $(BUILD)/tests/test_conformance
+CONF_PROG := $(BUILD)/tests/conformance
 TEST_PROGS += $(CONF_PROG)
-$(CONF_PROG): $(CONF_SRCS) $(wildcard tests/conformance/*.h) tests/verbs_env.h tests/p2p_exchange.h \
-		tests/ofi_warm_up.h $(TEST_HARNESS) tests/harness.h $(BUILD)/libweft.a $(LAUNCH_LIB) | $(FAKE_IBV)
-	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -Itests -o $@ $(CONF_SRCS) $(TEST_HARNESS) \
+$(CONF_PROG): $(CONF_SRCS) $(wildcard tests/conformance/*.h) $(wildcard tests/lib/*.h) $(TEST_LIB) \
+		$(BUILD)/libweft.a $(LAUNCH_LIB) | $(FAKE_IBV)
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -Itests/lib -o $@ $(CONF_SRCS) $(TEST_LIB) \
 		$(LAUNCH_LIB) $(BUILD)/libweft.a $(CHECK_LIBS) $(LDLIBS_LIB)
 
 # The Python package (python/weft) and its torch extension: Debian's
@@ -205,81 +215,95 @@ $(BUILD)/weft-run: tools/weft-run/weft_run_main.c $(LAUNCH_LIB) $(BUILD)/libweft
 	$(call say,CC,$@)$(CC) $(TOOL_CFLAGS) -o $@ $< $(LAUNCH_LIB) -L$(BUILD) -lweft -Wl,-rpath,'$$ORIGIN' $(SANITIZE)
 
 # Tests link the static library so they can reach internal functions.
-$(BUILD)/tests/%: tests/%.c $(TEST_HARNESS) tests/harness.h $(BUILD)/libweft.a $(LAUNCH_LIB)
+$(TEST_LIB_OBJS): ALL_CFLAGS += -Itests/lib
+$(TEST_LIB): $(TEST_LIB_OBJS)
+	rm -f $@
+	$(call say,AR,$@)ar rcs $@ $^
+
+$(BUILD)/tests/%: tests/%.c $(TEST_LIB) $(wildcard tests/lib/*.h) $(BUILD)/libweft.a $(LAUNCH_LIB)
 	@mkdir -p $(dir $@)
-	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -Itests -o $@ $< $(TEST_HARNESS) $(LAUNCH_LIB) \
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -Itests/lib -o $@ $< $(TEST_LIB) $(LAUNCH_LIB) \
 		$(BUILD)/libweft.a $(CHECK_LIBS) $(LDLIBS_LIB)
 
-$(FAKE_IBV): $(FAKE_IBV_SRCS) $(wildcard tests/fake_ibverbs/*.h) util/proc.h
+$(FAKE_IBV): $(FAKE_IBV_SRCS) $(wildcard tests/lib/fake_ibverbs/*.h) util/proc.h
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -MMD -MP,$(ALL_CFLAGS)) -shared \
 		-Wl,-soname,libfake_ibverbs.so -o $@ $(FAKE_IBV_SRCS) -pthread $(SANITIZE)
 
-$(filter $(BUILD)/tests/test_verbs%,$(TEST_PROGS)): $(FAKE_IBV)
+# The verbs units load the double; so do the integration suites over verbs,
+# at run time (`tests` builds it; asan-quick names it).
+$(filter $(BUILD)/tests/unit/transports/verbs%,$(TEST_PROGS)): $(FAKE_IBV)
 
-# Suites that run again under settings (SETTING=VALUE[+SETTING=VALUE]:suite):
-# the pacer (WEFT_PACER=dcqcn, core/pace/) started below line rate, so
-# that every socket connection is paced from its first send (on loopback no
-# mark ever comes, and an unmarked connection at line rate is not held); the test
-# gate that admits one message per connection (core/gate.h), where a send
-# that bypasses the gate or a schedule that needs two in flight shows; the
-# progress thread, which must not change a result; the generic kernels
-# (WEFT_ISA=generic), tested as the library dispatches them even on an AVX2
-# machine (some multi-rank jobs set it too); streaming stores for every
-# output (reduce/stream.h), which the suites' sizes never reach by default;
-# and connections made on each peer's first message (WEFT_CONNECT=lazy) for
-# every collective over shm and TCP at 1 to 8 ranks (test_colls and
-# test_colls_v run both transports and every forced algorithm;
-# test_allreduce and test_allgather their TCP matrix; test_ofi_colls
-# libfabric's), with and without a progress thread; and every collective
-# over verbs with 3 QPs per connection (WEFT_IB_QPS_PER_CONN), rendezvous
-# data sprayed round robin and adaptively.
-RERUNS := $(foreach t,test_colls test_colls_v test_allreduce test_allgather test_algos_a \
-	test_algos_b test_algos_hier test_verbs_colls,WEFT_GATE=one:$(t)) \
-	$(foreach t,test_nonblocking test_colls test_colls_v test_split_group test_verbs_colls, \
-	WEFT_PROGRESS_THREAD=1:$(t)) \
-	WEFT_ISA=generic:test_reduce WEFT_STREAM_MIN=0:test_allreduce WEFT_STREAM_MIN=0:test_mem \
-	$(foreach t,test_colls test_colls_v test_allreduce test_algos_a, \
-	WEFT_PACER=dcqcn+WEFT_PACER_START_RATE=200e6:$(t)) \
-	WEFT_SPRAY=adaptive+WEFT_SOCKET_NSOCKS=4:test_colls \
-	WEFT_IB_QPS_PER_CONN=3:test_verbs_colls \
-	WEFT_IB_QPS_PER_CONN=3+WEFT_SPRAY=adaptive:test_verbs_colls \
-	WEFT_CONNECT=lazy:test_colls WEFT_CONNECT=lazy:test_colls_v \
-	WEFT_CONNECT=lazy+CK_RUN_CASE=socket:test_allreduce \
-	WEFT_CONNECT=lazy+CK_RUN_CASE=socket:test_allgather \
-	WEFT_CONNECT=lazy+WEFT_PROGRESS_THREAD=1:test_nonblocking WEFT_CONNECT=lazy:test_ofi_colls
+# What `make test` runs (tests/run: one line per run, each run's output in
+# $(BUILD)/test-logs/): every Check program, each integration suite once
+# per transport it has cases for, the reruns below, the shell suites and
+# pytest. A run is [SETTING=VALUE[+SETTING=VALUE...]:]SUITE, SUITE a path
+# below tests/ without its extension; WEFT_TEST_TRANSPORT picks one
+# transport of an integration suite and WEFT_TEST_ALGO its cases (an
+# algorithm, auto, or the case names of the suites that cut across
+# collectives; commas between several), tests/lib/integ.h says how.
+# over(SUITES,TRANSPORTS[,SETTINGS]): those suites' runs over those transports.
+over = $(foreach t,$(2),$(foreach s,$(1),$(if $(3),$(3)+)WEFT_TEST_TRANSPORT=$(t):integration/$(s)))
+COLLS := allreduce allgather reduce_scatter broadcast reduce alltoall barrier gather_scatter sendrecv
+VERBS_COLLS := allreduce allgather reduce_scatter broadcast reduce alltoall barrier sendrecv failures
+# The suites that took over test_colls and test_colls_v (the first ran
+# ReduceScatter, Broadcast, Reduce, AlltoAll, Barrier and the mixed
+# outstanding operations; the second AlltoAllv, Gather, Scatter and theirs).
+COLLS_ONLY := reduce_scatter broadcast reduce alltoall barrier gather_scatter
+MIXED := WEFT_TEST_ALGO=mixed,forced
+
+# Suites that run again under settings: the pacer (WEFT_PACER=dcqcn,
+# core/pace/) started below line rate, so that every socket connection is
+# paced from its first send (on loopback no mark ever comes, and an
+# unmarked connection at line rate is not held); the test gate that admits
+# one message per connection (core/gate.h), where a send that bypasses the
+# gate or a schedule that needs two in flight shows; the progress thread,
+# which must not change a result; the generic kernels (WEFT_ISA=generic),
+# tested as the library dispatches them even on an AVX2 machine (some
+# multi-rank jobs set it too); streaming stores for every output
+# (reduce/stream.h), which the suites' sizes never reach by default; and
+# connections made on each peer's first message (WEFT_CONNECT=lazy) for
+# every collective over shm and TCP at 1 to 8 ranks (every forced
+# algorithm; for AllReduce and AllGather the tuner's TCP matrix; over
+# libfabric every algorithm), with and without a progress thread; and every
+# collective over verbs with 3 QPs per connection (WEFT_IB_QPS_PER_CONN),
+# rendezvous data sprayed round robin and adaptively.
+RERUNS := $(call over,$(COLLS),shm socket,WEFT_GATE=one) \
+	$(call over,nonblocking,shm socket,WEFT_GATE=one+$(MIXED)) \
+	$(call over,allreduce allgather,hosts,WEFT_GATE=one) \
+	$(call over,$(VERBS_COLLS),verbs,WEFT_GATE=one) \
+	$(call over,nonblocking split_group $(COLLS_ONLY),shm socket,WEFT_PROGRESS_THREAD=1) \
+	$(call over,$(VERBS_COLLS),verbs,WEFT_PROGRESS_THREAD=1) \
+	WEFT_ISA=generic:unit/reduce/reduce \
+	$(call over,allreduce mem,shm socket,WEFT_STREAM_MIN=0) \
+	$(call over,$(COLLS_ONLY) allreduce,shm socket,WEFT_PACER=dcqcn+WEFT_PACER_START_RATE=200e6) \
+	$(call over,allgather,shm socket,WEFT_PACER=dcqcn+WEFT_PACER_START_RATE=200e6+WEFT_TEST_ALGO=bruck) \
+	$(call over,nonblocking,shm socket,WEFT_PACER=dcqcn+WEFT_PACER_START_RATE=200e6+$(MIXED)) \
+	$(call over,$(COLLS_ONLY),shm socket,WEFT_SPRAY=adaptive+WEFT_SOCKET_NSOCKS=4) \
+	$(call over,nonblocking,shm socket,WEFT_SPRAY=adaptive+WEFT_SOCKET_NSOCKS=4+$(MIXED)) \
+	$(call over,$(VERBS_COLLS),verbs,WEFT_IB_QPS_PER_CONN=3) \
+	$(call over,$(VERBS_COLLS),verbs,WEFT_IB_QPS_PER_CONN=3+WEFT_SPRAY=adaptive) \
+	$(call over,$(COLLS_ONLY),shm socket,WEFT_CONNECT=lazy) \
+	$(call over,nonblocking,shm socket,WEFT_CONNECT=lazy+$(MIXED)) \
+	$(call over,allreduce allgather,socket,WEFT_CONNECT=lazy+WEFT_TEST_ALGO=auto) \
+	$(call over,nonblocking,shm socket,WEFT_CONNECT=lazy+WEFT_PROGRESS_THREAD=1) \
+	$(call over,collectives,ofi,WEFT_CONNECT=lazy)
+
+TEST_RUNS := $(patsubst tests/%.c,%,$(sort $(filter tests/unit/%,$(TEST_SRCS)))) conformance \
+	$(patsubst tests/%.c,%,$(sort $(filter tests/integration/%,$(TEST_SRCS))) \
+	$(sort $(filter tests/faults/%,$(TEST_SRCS))) $(sort $(filter tests/security/%,$(TEST_SRCS)))) \
+	$(RERUNS) $(patsubst tests/%.sh,%,$(TEST_SCRIPTS)) pytest
 
 # Inside a Slurm step the tests would learn leaves from the step's own
-# topology: they build their own (test_topo_sources, tests/fabric/).
+# topology: they build their own (unit/topo/sources, tests/fabric/).
 unexport SLURM_TOPOLOGY_ADDR SLURM_TOPOLOGY_ADDR_PATTERN
 
-# Every suite runs; the target fails if any failed. Each prints Check's
-# "N%: Checks: X, Failures: Y, Errors: Z" line. The kernel suite runs a
-# second time with WEFT_ISA=generic, so that the generic kernels are tested
-# as the library dispatches them even on an AVX2 machine (some multi-rank
-# jobs set it too).
+# Every run runs; the target fails if any failed (tests/run prints the
+# failures' logs and the closing "N passed, N failed, N skipped").
 # The fabric tests need root, ip, tc and lldpd (the Slurm one also slurm-wlm
 # and munge); they exit 77 (skipped) otherwise.
-# The last line counts the test programs: "N passed, N failed, N skipped".
 test: lint tests $(PERF_PROGS) $(PERF_LIMITS) $(TOOLS) $(if $(HAVE_TORCH),$(PY_EXT))
-	@pass=0; fail=0; skip=0; failed=; for t in $(TEST_PROGS); do \
-		echo "== $$t"; if WEFT_BUILD=$(BUILD) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); failed="$$failed $${t##*/}"; fi; \
-	done; \
-	for r in $(RERUNS); do \
-		set=$${r%%:*}; t=$(BUILD)/tests/$${r#*:}; echo "== $$set $$t"; \
-		if env $$(echo $$set | tr + ' ') WEFT_BUILD=$(BUILD) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); failed="$$failed $$set:$${t##*/}"; fi; \
-	done; \
-	for t in $(TEST_SCRIPTS); do \
-		echo "== $$t"; WEFT_BUILD=$(BUILD) $$t; rc=$$?; \
-		if [ $$rc -eq 77 ]; then skip=$$((skip+1)); elif [ $$rc -ne 0 ]; then fail=$$((fail+1)); failed="$$failed $${t##*/}"; else pass=$$((pass+1)); fi; \
-	done; \
-	echo "== pytest tests/python"; \
-	WEFT_BUILD=$(BUILD) $(MAKE) --no-print-directory pytest; rc=$$?; \
-	if [ $$rc -eq 0 ]; then pass=$$((pass+1)); elif [ $$rc -eq 77 ]; then skip=$$((skip+1)); \
-	else fail=$$((fail+1)); failed="$$failed pytest"; fi; \
-	[ -z "$$failed" ] || echo "failed:$$failed"; \
-	echo "$$pass passed, $$fail failed, $$skip skipped"; \
-	[ $$fail -eq 0 ]
+	@tests/run --build $(BUILD) $(TEST_RUNS)
 
 # The house rules that a compiler does not check: file and function sizes
 # (C and Python), includes that only point down the layers (STYLE.md,
@@ -328,41 +352,39 @@ asan-test:
 # What CI runs under ASan + UBSan within its time (.ci/run): the suites of
 # bootstrap, failures, faults and the verdict, the parsers, and a sample of
 # the collectives over every transport here. make asan-test runs them all.
-ASAN_QUICK := test_bootstrap_unit test_secret test_doors test_lazy test_verdict test_faults test_failures \
-	test_parse test_topo_json test_tune test_colls test_split_group test_nonblocking test_ofi_colls \
-	test_attacks test_flood test_review
+# Runs as in TEST_RUNS (tests/run); QUICK_PROGS(BUILD,RUNS) their programs.
+QUICK_PROGS = $(addprefix $(1)/tests/,$(sort $(foreach r,$(2),$(lastword $(subst :, ,$(r))))))
+ASAN_QUICK := unit/bootstrap/bootstrap unit/api/secret unit/bootstrap/doors unit/core/lazy \
+	faults/verdict faults/faults integration/failures unit/util/parse unit/topo/json unit/tune/tune \
+	$(call over,reduce_scatter broadcast reduce alltoall barrier errors,shm socket) \
+	integration/split_group integration/nonblocking integration/collectives \
+	security/attacks security/flood unit/api/review
 asan-quick:
 	$(MAKE) BUILD=build-asan SANITIZE="$(ASAN_SANITIZE)" CFLAGS="-O1 -g" HAVE_TORCH= \
-		$(ASAN_QUICK:%=build-asan/tests/%)
-	@fail=; for t in $(ASAN_QUICK); do echo "== asan $$t"; \
-		WEFT_BUILD=build-asan build-asan/tests/$$t || fail="$$fail $$t"; done; \
-	[ -z "$$fail" ] || { echo "failed under ASan:$$fail"; exit 1; }
+		$(call QUICK_PROGS,build-asan,$(ASAN_QUICK)) build-asan/tests/libfake_ibverbs.so
+	@tests/run --build build-asan $(ASAN_QUICK)
 
 # ThreadSanitizer on the suites with more than one thread per rank: the
 # progress thread (WEFT_PROGRESS_THREAD=1), the watch's thread (every
 # communicator has one; the verdict suite drives it hardest), abort from
 # another thread, and waits that drive other communicators (split_group's
-# "split" case: parents and children at once). SETTINGS:suite runs a suite
-# with SETTINGS (commas between them). Its own build, build-tsan/;
-# tests/tsan.supp holds only races inside third-party libraries.
+# "split" cases: parents and children at once). Its own build, build-tsan/;
+# tests/lib/tsan.supp holds only races inside third-party libraries.
 TSAN_SANITIZE := -fsanitize=thread
-TSAN_QUICK := test_verdict test_progress_thread WEFT_PROGRESS_THREAD=1:test_nonblocking \
-	WEFT_PROGRESS_THREAD=1,WEFT_CONNECT=lazy:test_nonblocking \
-	WEFT_PROGRESS_THREAD=1,CK_RUN_CASE=split:test_split_group test_review
-TSAN_PROGS := $(sort $(foreach t,$(TSAN_QUICK),build-tsan/tests/$(lastword $(subst :, ,$(t)))))
+TSAN_QUICK := faults/verdict unit/core/progress_thread \
+	WEFT_PROGRESS_THREAD=1+WEFT_TEST_ALGO=auto:integration/nonblocking \
+	WEFT_PROGRESS_THREAD=1+WEFT_CONNECT=lazy+WEFT_TEST_ALGO=auto:integration/nonblocking \
+	WEFT_PROGRESS_THREAD=1+WEFT_TEST_ALGO=split:integration/split_group unit/api/review
 tsan-quick:
-	$(MAKE) BUILD=build-tsan SANITIZE="$(TSAN_SANITIZE)" CFLAGS="-O1 -g" HAVE_TORCH= $(TSAN_PROGS)
-	@fail=; for r in $(TSAN_QUICK); do case $$r in *:*) set=$$(echo $${r%%:*} | tr , ' ');; \
-		*) set=;; esac; t=$${r#*:}; echo "== tsan $$set $$t"; \
-		env $$set WEFT_BUILD=build-tsan TSAN_OPTIONS="halt_on_error=1 exitcode=66 \
-		second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" \
-		build-tsan/tests/$$t || fail="$$fail $${r}"; done; \
-	[ -z "$$fail" ] || { echo "failed under TSan:$$fail"; exit 1; }
+	$(MAKE) BUILD=build-tsan SANITIZE="$(TSAN_SANITIZE)" CFLAGS="-O1 -g" HAVE_TORCH= \
+		$(call QUICK_PROGS,build-tsan,$(TSAN_QUICK))
+	@TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 \
+		suppressions=$(CURDIR)/tests/lib/tsan.supp" tests/run --build build-tsan $(TSAN_QUICK)
 
 # valgrind memcheck on a 2-rank AllReduce of the perf program (each rank
-# its own process: tests/test_valgrind.sh, which make test runs too).
+# its own process: tests/programs/test_valgrind.sh, which make test runs too).
 valgrind: $(BUILD)/allreduce_perf
-	WEFT_BUILD=$(BUILD) tests/test_valgrind.sh
+	WEFT_BUILD=$(BUILD) tests/programs/test_valgrind.sh
 
 # libFuzzer targets (tests/fuzz/fuzz_*.c): the library built again with
 # clang into build-fuzz/ (-fsanitize=fuzzer-no-link plus ASan and UBSan),
@@ -424,4 +446,4 @@ format:
 clean:
 	rm -rf build build-asan build-tsan build-fuzz python/weft/_torch_ext*.so
 
--include $(LIB_OBJS:.o=.d) $(LAUNCH_OBJS:.o=.d) $(PY_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(LAUNCH_OBJS:.o=.d) $(PY_OBJS:.o=.d) $(TEST_LIB_OBJS:.o=.d)

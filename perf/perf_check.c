@@ -21,6 +21,8 @@
  */
 #include "perf_int.h"
 
+#include "dtype_value.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -110,132 +112,11 @@ int perf_op_lookup(const char *s)
 	return -2;
 }
 
-static uint16_t float_to_half(float f)
-{
-	uint32_t x, sign, absx, h, rem;
-
-	memcpy(&x, &f, sizeof(x));
-	sign = (x >> 16) & 0x8000;
-	absx = x & 0x7fffffff;
-	if (absx > 0x7f800000)
-		return (uint16_t)(sign | 0x7e00); /* NaN */
-	if (absx >= 0x477ff000)
-		return (uint16_t)(sign | 0x7c00); /* rounds to infinity */
-	if (absx < 0x38800000) {		  /* below 2^-14: subnormal half */
-		float a;
-		memcpy(&a, &absx, sizeof(a));
-		return (uint16_t)(sign | (uint32_t)lrintf(a * 0x1p24f));
-	}
-	h = (absx >> 13) - ((127 - 15) << 10);
-	rem = absx & 0x1fff;
-	if (rem > 0x1000 || (rem == 0x1000 && (h & 1)))
-		h++;
-	return (uint16_t)(sign | h);
-}
-
-static float half_to_float(uint16_t h)
-{
-	uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, x;
-	float f;
-
-	if (e == 0) {
-		f = ldexpf((float)m, -24);
-		return sign ? -f : f;
-	}
-	x = sign | (e == 31 ? 0x7f800000 | (m << 13) : ((e + 112) << 23) | (m << 13));
-	memcpy(&f, &x, sizeof(f));
-	return f;
-}
-
-static uint16_t float_to_bf16(float f)
-{
-	uint32_t x;
-
-	memcpy(&x, &f, sizeof(x));
-	if ((x & 0x7fffffff) > 0x7f800000)
-		return (uint16_t)((x >> 16) | 0x40);
-	x += 0x7fff + ((x >> 16) & 1);
-	return (uint16_t)(x >> 16);
-}
-
-static float bf16_to_float(uint16_t h)
-{
-	uint32_t x = (uint32_t)h << 16;
-	float f;
-
-	memcpy(&f, &x, sizeof(f));
-	return f;
-}
-
-/* Store v (a small integer, or an average for floating types) as dtype.
- * Integers go through int64 so that out-of-range values wrap as the
- * library's integer arithmetic does. */
-static void encode(enum perf_dtype dt, double v, void *out)
-{
-	int64_t i = (int64_t)v;
-
-	switch (dt) {
-	case PERF_INT8: {
-		int8_t x = (int8_t)i;
-		memcpy(out, &x, 1);
-		break;
-	}
-	case PERF_UINT8: {
-		uint8_t x = (uint8_t)i;
-		memcpy(out, &x, 1);
-		break;
-	}
-	case PERF_INT32: {
-		int32_t x = (int32_t)i;
-		memcpy(out, &x, 4);
-		break;
-	}
-	case PERF_UINT32: {
-		uint32_t x = (uint32_t)i;
-		memcpy(out, &x, 4);
-		break;
-	}
-	case PERF_INT64: memcpy(out, &i, 8); break;
-	case PERF_UINT64: {
-		uint64_t x = (uint64_t)i;
-		memcpy(out, &x, 8);
-		break;
-	}
-	case PERF_HALF: {
-		uint16_t x = float_to_half((float)v);
-		memcpy(out, &x, 2);
-		break;
-	}
-	case PERF_BFLOAT16: {
-		uint16_t x = float_to_bf16((float)v);
-		memcpy(out, &x, 2);
-		break;
-	}
-	case PERF_FLOAT: {
-		float x = (float)v;
-		memcpy(out, &x, 4);
-		break;
-	}
-	case PERF_DOUBLE: memcpy(out, &v, 8); break;
-	default: break;
-	}
-}
-
-/* Floating types only: the element's value. */
-static double decode_float(enum perf_dtype dt, const void *in)
-{
-	uint16_t h;
-	float f;
-	double d;
-
-	switch (dt) {
-	case PERF_HALF: memcpy(&h, in, 2); return half_to_float(h);
-	case PERF_BFLOAT16: memcpy(&h, in, 2); return bf16_to_float(h);
-	case PERF_FLOAT: memcpy(&f, in, 4); return f;
-	case PERF_DOUBLE: memcpy(&d, in, 8); return d;
-	default: return NAN;
-	}
-}
+/* dtype_value.h numbers the datatypes as enum perf_dtype does. */
+_Static_assert((int)PERF_INT8 == (int)DV_INT8 && (int)PERF_UINT64 == (int)DV_UINT64 &&
+		   (int)PERF_HALF == (int)DV_FLOAT16 && (int)PERF_BFLOAT16 == (int)DV_BFLOAT16 &&
+		   (int)PERF_DOUBLE == (int)DV_FLOAT64 && (int)PERF_DTYPE_COUNT == (int)DV_COUNT,
+	       "perf_dtype in dtype_value.h's order");
 
 /* ---- values ------------------------------------------------------------ */
 
@@ -336,7 +217,7 @@ static void pattern_fill_tables(struct perf_pattern *p, enum perf_op op, int roo
 			case PERF_COLL_ALLTOALL: v = data_value(dt, ume * un + b, i); break;
 			default: v = data_value(dt, ume, i); break;
 			}
-			encode(dt, v, table(p, p->in, b) + i * p->tsize);
+			dv_store(table(p, p->in, b) + i * p->tsize, (int)dt, v);
 		}
 		for (size_t b = 0; b < p->out_blocks; b++) {
 			double v;
@@ -350,7 +231,7 @@ static void pattern_fill_tables(struct perf_pattern *p, enum perf_op op, int roo
 			case PERF_COLL_SENDRECV: v = data_value(dt, (ume + un - 1) % un, i); break;
 			default: v = 0; break;
 			}
-			encode(dt, v, table(p, p->out, b) + i * p->tsize);
+			dv_store(table(p, p->out, b) + i * p->tsize, (int)dt, v);
 		}
 	}
 }
@@ -432,8 +313,8 @@ static bool element_ok(const struct perf_pattern *p, const unsigned char *got,
 		return true;
 	if (!p->tolerant)
 		return false;
-	g = decode_float(p->dt, got);
-	w = decode_float(p->dt, want);
+	g = dv_load(got, (int)p->dt);
+	w = dv_load(want, (int)p->dt);
 	return fabs(g - w) <=
 	       dtypes[p->dt].eps * 2 * (perf_g_nranks + 1) * (fabs(w) > 1 ? fabs(w) : 1);
 }

@@ -14,7 +14,7 @@
  * The cases drive the transports only through the point-to-point layer at
  * the level of their messages (core/p2p_msg.h, struct weft_msg) and the
  * communicator's progress (core/progress.h), on forked ranks
- * (tests/harness.h), except where a case is about an op group itself
+ * (tests/lib/harness.h), except where a case is about an op group itself
  * (abort, signals, mem, rma): those call the transport's ops.
  */
 #ifndef WEFT_TEST_CONFORMANCE_H
@@ -56,7 +56,7 @@ struct conf {
 	unsigned flags;		       /* enum conf_flags */
 	struct conf_says says;
 	/* Optional: completes env where a value is only known at run time
-	 * (the verbs test double's paths: tests/verbs_env.h). */
+	 * (the verbs test double's paths: tests/lib/verbs_env.h). */
 	const char *const *(*wrap_env)(const char *const *env);
 	/* Optional: in the test process before the configuration's first job
 	 * (libfabric loaded once, so that the ranks inherit it). */

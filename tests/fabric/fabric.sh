@@ -95,26 +95,15 @@
 set -u
 set -o pipefail
 
-PROG=${0##*/}
 FABRIC_SH=$(readlink -f "$0")
+SELF=$FABRIC_SH
 HOST_IF=eth0
 UPLINK_IF=uplink
 TX_INTERVAL=500ms
 TX_HOLD=20 # TTL = 20 x 500 ms = 10 s: survives a busy CPU during a benchmark
 
-log() { printf '%s: %s\n' "$PROG" "$*" >&2; }
-die() {
-	log "error: $*"
-	exit 1
-}
-skip() {
-	echo "SKIP: $*"
-	exit 77
-}
-
-usage() {
-	sed -n '2,/^# shellcheck/{/^# shellcheck/d;s/^# \{0,1\}//;p}' "$FABRIC_SH"
-}
+# shellcheck source=tests/fabric/ns_common.sh
+. "$(dirname "$FABRIC_SH")/ns_common.sh"
 
 # ---------------------------------------------------------------------------
 # Prerequisites
@@ -141,7 +130,6 @@ PREFIX=""
 
 state_default() { echo "/tmp/weft-fabric-$1.state"; }
 
-record() { echo "$*" >>"$STATE"; }
 
 # Resolve STATE from --prefix/--state/$FABRIC_STATE.
 resolve_state() {
@@ -154,18 +142,6 @@ resolve_state() {
 			die "no fabric given: use --prefix NAME, --state FILE or FABRIC_STATE"
 		fi
 	fi
-}
-
-# Process start time (field 22 of /proc/PID/stat), to recognise a PID later.
-# Fails if the process is gone or a zombie.
-proc_start() {
-	local stat
-	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
-	stat=${stat##*) } # drop "pid (comm) "
-	# shellcheck disable=SC2086
-	set -- $stat
-	[ "$1" != Z ] && [ "$1" != X ] || return 1
-	echo "${20}"
 }
 
 # ---------------------------------------------------------------------------
@@ -491,20 +467,6 @@ show_layout() {
 # ---------------------------------------------------------------------------
 # down
 
-# Kill a PID only if it is still the process we started (same start time).
-kill_ours() {
-	local pid=$1 start=$2 i cur
-	cur=$(proc_start "$pid") || return 0
-	[ "$start" = 0 ] || [ "$cur" = "$start" ] || return 0
-	kill -TERM "$pid" 2>/dev/null || return 0
-	for ((i = 0; i < 40; i++)); do
-		cur=$(proc_start "$pid") || return 0
-		[ "$cur" = "$start" ] || [ "$start" = 0 ] || return 0
-		sleep 0.05
-	done
-	kill -KILL "$pid" 2>/dev/null || true
-}
-
 # Processes left inside one of our namespaces (a rank of a failed test, an
 # lldpd helper) were started through this fabric: end them by PID.
 kill_ns_pids() {
@@ -679,8 +641,6 @@ cmd_spines() {
 # with
 
 WITH_UP=0
-WITH_CHILD=""
-WITH_SIG=""
 with_cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
@@ -689,17 +649,6 @@ with_cleanup() {
 		log "fabric $PREFIX torn down"
 	fi
 	exit "$rc"
-}
-
-# A signal while CMD runs: pass TERM on to it (an async command ignores
-# SIGINT); cmd_with gives it 10 s, then the EXIT trap tears the fabric down.
-with_signal() {
-	WITH_SIG=$1
-	if [ -n "$WITH_CHILD" ]; then
-		kill -TERM "$WITH_CHILD" 2>/dev/null
-	else
-		exit "$1"
-	fi
 }
 
 cmd_with() {
@@ -721,31 +670,12 @@ cmd_with() {
 	local rc=0
 	WITH_UP=1
 	trap with_cleanup EXIT
-	trap 'with_signal 130' INT
-	trap 'with_signal 143' TERM
+	ns_trap_signals
 	# `up` as its own process: it tears down its own partial work on failure.
 	"$FABRIC_SH" up "${upopts[@]}" || rc=$?
 	[ "$rc" -eq 0 ] || exit "$rc"
-	[ -z "$WITH_SIG" ] || exit "$WITH_SIG"
 	export FABRIC_STATE=$STATE FABRIC_PREFIX=$PREFIX FABRIC_SH
-	# CMD runs asynchronously so that `wait` returns when a signal arrives;
-	# it keeps this shell's stdin.
-	exec 3<&0
-	"$@" <&3 3<&- &
-	WITH_CHILD=$!
-	exec 3<&-
-	rc=0
-	wait "$WITH_CHILD" || rc=$?
-	if [ -n "$WITH_SIG" ]; then
-		local i
-		for ((i = 0; i < 100; i++)); do
-			proc_start "$WITH_CHILD" >/dev/null || break # exited (zombie) or reaped
-			sleep 0.1
-		done
-		kill -KILL "$WITH_CHILD" 2>/dev/null
-		wait "$WITH_CHILD" 2>/dev/null
-	fi
-	[ -z "$WITH_SIG" ] || rc=$WITH_SIG
+	ns_run "$@" || rc=$?
 	exit "$rc"
 }
 

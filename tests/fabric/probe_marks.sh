@@ -7,7 +7,7 @@
 #   --rates "R ..." pacing rates in bytes/s, 0 unpaced (5e6 10e6 20e6 30e6 0)
 #
 # Fabric: fabric.sh --leaves 2 --hosts-per-leaf 2 --spine-rate 300mbit
-# --ecn-mark 24000 (bench_pacing.sh's). For each rate, h1 sends to h3
+# --ecn-mark 24000 (perf/bench_congestion.sh --mode pacing's). For each rate, h1 sends to h3
 # across the spine for 4 s (paced_flow.py, SO_MAX_PACING_RATE), and the
 # line says the rate reached, the packets leaf1's uplink sent, the marks
 # every rule made, and their ratio. A marker that stands for the queue

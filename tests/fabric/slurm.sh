@@ -60,33 +60,13 @@
 set -u
 set -o pipefail
 
-PROG=${0##*/}
 SLURM_SH=$(readlink -f "$0")
-log() { printf '%s: %s\n' "$PROG" "$*" >&2; }
-die() {
-	log "error: $*"
-	exit 1
-}
-skip() {
-	echo "SKIP: $*"
-	exit 77
-}
-usage() { sed -n '2,/^# shellcheck/{/^# shellcheck/d;s/^# \{0,1\}//;p}' "$SLURM_SH"; }
-
+SELF=$SLURM_SH
 STATE=""
 FABRIC=""
-record() { echo "$*" >>"$STATE"; }
 
-# Start time of a live, non-zombie process (field 22 of /proc/PID/stat).
-proc_start() {
-	local stat
-	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
-	stat=${stat##*) }
-	# shellcheck disable=SC2086
-	set -- $stat
-	[ "$1" != Z ] && [ "$1" != X ] || return 1
-	echo "${20}"
-}
+# shellcheck source=tests/fabric/ns_common.sh
+. "$(dirname "$SLURM_SH")/ns_common.sh"
 
 check_prereqs() {
 	[ "$(id -u)" -eq 0 ] || skip "the Slurm cluster needs root"
@@ -315,18 +295,6 @@ cmd_up() {
 # ---------------------------------------------------------------------------
 # down
 
-kill_ours() {
-	local pid=$1 start=$2 i cur
-	cur=$(proc_start "$pid") || return 0
-	[ "$start" = 0 ] || [ "$cur" = "$start" ] || return 0
-	kill -TERM "$pid" 2>/dev/null || return 0
-	for ((i = 0; i < 100; i++)); do
-		cur=$(proc_start "$pid") || return 0
-		sleep 0.05
-	done
-	kill -KILL "$pid" 2>/dev/null || true
-}
-
 # slurmstepd daemonises away from its slurmd; those still in our nodes'
 # namespaces were started by our slurmds.
 kill_stepds() {
@@ -347,7 +315,7 @@ do_down() {
 	# Reverse order: the slurmds, then slurmctld, then munged.
 	pids=$(awk '$1 == "pid" {print $2, $3}' "$STATE" | tac)
 	while read -r pid start; do
-		[ -n "$pid" ] && kill_ours "$pid" "$start"
+		[ -n "$pid" ] && kill_ours "$pid" "$start" 100
 	done <<<"$pids"
 	kill_stepds
 	case $dir in
@@ -389,7 +357,6 @@ cmd_run() {
 	exec nsenter --net="/run/netns/$(field ctl 2)" "$@"
 }
 
-WITH_CHILD=""
 cmd_with() {
 	local -a upopts=()
 	while [ $# -gt 0 ] && [ "$1" != "--" ]; do
@@ -404,15 +371,11 @@ cmd_with() {
 	local rc=0
 	"$SLURM_SH" up --fabric "$FABRIC" --state "$STATE" "${upopts[@]}" || return $?
 	trap 'do_down' EXIT
-	trap '[ -n "$WITH_CHILD" ] && kill -TERM "$WITH_CHILD" 2>/dev/null' INT TERM
+	ns_trap_signals
 	export SLURM_STATE=$STATE SLURM_SH
 	SLURM_CONF=$(field conf 2)
 	export SLURM_CONF
-	"$@" &
-	WITH_CHILD=$!
-	wait "$WITH_CHILD" || rc=$?
-	# A signal interrupts the first wait: wait for the command itself.
-	wait "$WITH_CHILD" 2>/dev/null
+	ns_run "$@" || rc=$?
 	return "$rc"
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # fault_loop.sh — the full fault-injection loop for the note: TRIALS (102)
-# trials of tests/test_faults.c (4 ranks, mixed collectives, a random rank
+# trials of tests/faults/faults.c (4 ranks, mixed collectives, a random rank
 # killed, stopped or aborted from a thread at a random moment, over shm,
 # socket and ofi (WEFT_FAULT_OFI=0 leaves ofi out), WEFT_TIMEOUT=3), with
 # the killed-peer bound at 1 s; every trial also checks that no survivor
@@ -10,4 +10,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${WEFT_BUILD:-build}
-WEFT_FAULT_TRIALS=${1:-102} WEFT_BUILD=$build nice -n 10 "$build/tests/test_faults" 2>/dev/null
+WEFT_FAULT_TRIALS=${1:-102} WEFT_BUILD=$build nice -n 10 "$build/tests/faults/faults" 2>/dev/null

@@ -1,0 +1,124 @@
+#!/bin/bash
+# test_perf_tools.sh — the measurement tools issue 10's figures come from,
+# on tiny sizes (a smoke test of what they print and refuse, not a timing):
+#   (a) tcp_limit, by default the mean of back-to-back exchanges and with
+#       --best the fastest one, prints one row per size, 4 columns, rates
+#       > 0 in the modes it ran and 0 in the one it did not, and the best
+#       column the larger of the two;
+#   (b) copy_limit and c2c_latency print their rows (a positive rate; a
+#       median in ns);
+#   (c) perf/ab runs a build against itself with program arguments after
+#       "--" (-R) and --in-place, and says so in its header; it stops with a
+#       clear message when a run fails (an option the perf program refuses);
+#   (d) bad input: each tool exits 2 naming the option and the value.
+# Exit: 0 pass, 1 fail, 77 skipped (no python3 for perf/ab).
+# WEFT_BUILD: the build directory (default build).
+
+set -u
+set -o pipefail
+
+. "$(dirname "$0")/../lib/lib.sh"
+weft_test_dirs
+weft_test_python
+for p in tcp_limit copy_limit c2c_latency allreduce_perf; do
+	[ -x "$BUILD/$p" ] || { echo "FAIL: $BUILD/$p not built"; exit 1; }
+done
+
+weft_test_scratch perf-tools
+
+export WEFT_LLDP=0 WEFT_TIMEOUT=60 WEFT_SOCKET_IFNAME=lo
+unset WEFT_TRANSPORTS WEFT_ALGO WEFT_SOCKET_NSOCKS
+
+# Rows of "size poll threads best" (tcp_limit): $1 the file, $2 the sizes
+# expected, $3 which modes ran (poll, threads, both).
+check_tcp_rows() {
+	"$PY" - "$@" <<'EOF'
+import sys
+path, sizes, mode = sys.argv[1], [int(s) for s in sys.argv[2].split(",")], sys.argv[3]
+rows = [l.split() for l in open(path) if l.strip() and not l.startswith("#")]
+got = [int(r[0]) for r in rows]
+if got != sizes:
+    sys.exit("sizes %r, want %r" % (got, sizes))
+for r in rows:
+    if len(r) != 4:
+        sys.exit("row %r: want 4 columns" % r)
+    poll, thr, best = map(float, r[1:])
+    if (poll > 0) != (mode != "threads") or (thr > 0) != (mode != "poll"):
+        sys.exit("row %r: rates do not match mode %s" % (r, mode))
+    if best != max(poll, thr):
+        sys.exit("row %r: best is not the larger rate" % r)
+EOF
+}
+
+# ---- (a) tcp_limit ----
+T=$BUILD/tcp_limit
+if "$T" -b 64K -e 256K -f 4 -n 3 -w 1 >"$OUT/tl" 2>"$OUT/tl.err" &&
+	grep -q "mean of back-to-back exchanges" "$OUT/tl" &&
+	msg=$(check_tcp_rows "$OUT/tl" 65536,262144 both 2>&1); then
+	ok "tcp_limit: mean rows for 64K and 256K, both modes"
+else
+	fail "tcp_limit mean: ${msg:-} $(cat "$OUT/tl" "$OUT/tl.err" | head -c 400)"
+fi
+msg=
+if "$T" -b 64K -e 64K -n 3 --best --mode poll >"$OUT/tb" 2>"$OUT/tb.err" &&
+	grep -q "the fastest of the exchanges" "$OUT/tb" &&
+	msg=$(check_tcp_rows "$OUT/tb" 65536 poll 2>&1); then
+	ok "tcp_limit --best --mode poll: one row, threads column 0"
+else
+	fail "tcp_limit --best: ${msg:-} $(cat "$OUT/tb" "$OUT/tb.err" | head -c 400)"
+fi
+msg=
+if "$T" -b 64K -e 64K -n 2 -w 0 --mode threads --nsocks 3 >"$OUT/tt" 2>"$OUT/tt.err" &&
+	grep -q "over 3 loopback" "$OUT/tt" && msg=$(check_tcp_rows "$OUT/tt" 65536 threads 2>&1); then
+	ok "tcp_limit --mode threads --nsocks 3 -w 0"
+else
+	fail "tcp_limit threads: ${msg:-} $(cat "$OUT/tt" "$OUT/tt.err" | head -c 400)"
+fi
+
+# ---- (b) copy_limit, c2c_latency ----
+if "$BUILD/copy_limit" -np 2 -b 64K -e 64K -n 3 >"$OUT/cl" 2>&1 &&
+	awk '!/^#/ && $1 == 65536 && $3 > 0 { found = 1 } END { exit !found }' "$OUT/cl"; then
+	ok "copy_limit: a 64K row with a positive rate"
+else
+	fail "copy_limit: $(head -c 400 "$OUT/cl")"
+fi
+if "$BUILD/c2c_latency" -n 1000 -r 2 >"$OUT/cc" 2>&1 &&
+	awk '$1 == "median" && $2 > 0 { found = 1 } END { exit !found }' "$OUT/cc"; then
+	ok "c2c_latency: a median"
+else
+	fail "c2c_latency: $(head -c 400 "$OUT/cc")"
+fi
+
+# ---- (c) perf/ab ----
+if "$REPO/perf/ab" --a "$BUILD" --b "$BUILD" --sizes 64K --transports shm --pairs 1 --in-place \
+	-- -R >"$OUT/ab" 2>"$OUT/ab.err" &&
+	grep -q "in-place busbw GB/s, program arguments: -R" "$OUT/ab" &&
+	awk '$1 == "shm" && $2 == 65536 && $3 > 0 && $4 > 0 { found = 1 } END { exit !found }' \
+		"$OUT/ab"; then
+	ok "perf/ab -- -R --in-place: header and a shm row"
+else
+	fail "perf/ab: $(cat "$OUT/ab" "$OUT/ab.err" | head -c 400)"
+fi
+if "$REPO/perf/ab" --a "$BUILD" --b "$BUILD" --sizes 64K --transports shm --pairs 1 -- -Q \
+	>"$OUT/abq" 2>"$OUT/abq.err"; then
+	fail "perf/ab with a refused program option succeeded"
+elif grep -q "failed" "$OUT/abq.err" && grep -q "unknown option '-Q'" "$OUT/abq.err"; then
+	ok "perf/ab: a failing run stops it, with the program's message"
+else
+	fail "perf/ab -Q: $(head -c 400 "$OUT/abq.err")"
+fi
+
+# ---- (d) bad input ----
+expect_fail 2 "-n 'x': expected an integer" "$T" -n x
+expect_fail 2 "-n '0': expected an integer from 1" "$T" -n 0
+expect_fail 2 "--nsocks '17': expected an integer from 1 to 16" "$T" --nsocks 17
+expect_fail 2 "--mode 'bogus': expected poll, threads or both" "$T" --mode bogus
+expect_fail 2 "unexpected argument 'extra'" "$T" extra
+expect_fail 2 "WEFT_SOCKET_NSOCKS '2x'" env WEFT_SOCKET_NSOCKS=2x "$T"
+expect_fail 2 "-n 'x': expected an integer" "$BUILD/copy_limit" -n x
+expect_fail 2 "-np '0': expected an integer from 1" "$BUILD/copy_limit" -np 0
+expect_fail 2 "unexpected argument 'extra'" "$BUILD/copy_limit" extra
+expect_fail 2 "usage: c2c_latency" "$BUILD/c2c_latency" -n x
+expect_fail 2 "--pairs must be at least 1" "$REPO/perf/ab" --a "$BUILD" --b "$BUILD" --pairs 0
+
+weft_test_end test_perf_tools

@@ -28,6 +28,12 @@ bool weft_api_group_open(void);
 weft_status_t weft_api_env_secret(const struct weft_launch *l, const struct sockaddr_storage *root,
 				  struct weft_key *key, struct weft_err *err);
 
+/* After a failed init of an environment launch: when this rank's key was
+ * this user's host key with the parent's pid (no launcher job id, no key
+ * given) and the root failed authentication, say in @p err why that may
+ * be (ranks of different parents hold different keys) and what to do. */
+void weft_api_env_secret_hint(const struct weft_launch *l, struct weft_err *err);
+
 /* ---- coll.c, for the collective calls of coll.c and coll_blocks.c.
  * Each check returns WEFT_SUCCESS or records an error naming @p call (and
  * the parameter) on the communicator and returns it. */

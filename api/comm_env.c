@@ -250,5 +250,7 @@ weft_status_t weft_comm_init_env(weft_comm_t *comm, const weft_config_t *config)
 		return st;
 	struct weft_comm *c;
 	st = weft_comm_create(&c, l.nranks, &uid, l.rank, config, NULL);
+	if (st != WEFT_SUCCESS)
+		weft_api_env_secret_hint(&l, err);
 	return st == WEFT_SUCCESS ? weft_api_comm_finish(c, comm) : st;
 }

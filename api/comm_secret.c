@@ -102,11 +102,15 @@ static weft_status_t private_dir(const char *path, struct weft_err *err)
 	return WEFT_SUCCESS;
 }
 
-/* $XDG_RUNTIME_DIR/weft, else /tmp/weft-UID: this user's, on this host. */
+/* $XDG_RUNTIME_DIR/weft where that directory exists, else /tmp/weft-UID:
+ * this user's, on this host. */
 static weft_status_t host_key_dir(char *dir, size_t len, struct weft_err *err)
 {
 	const char *run = getenv("XDG_RUNTIME_DIR");
-	if (run && run[0] == '/')
+	struct stat sb;
+	/* a runtime directory named but missing (srun passes the login
+	 * node's on to nodes where the user has none): /tmp's */
+	if (run && run[0] == '/' && stat(run, &sb) == 0 && S_ISDIR(sb.st_mode))
 		snprintf(dir, len, "%s/weft", run);
 	else
 		snprintf(dir, len, "/tmp/weft-%u", (unsigned)geteuid());
@@ -220,4 +224,18 @@ weft_status_t weft_api_env_secret(const struct weft_launch *l, const struct sock
 	struct weft_key zero = {{0}};
 	job_key(key, &zero, l);
 	return WEFT_SUCCESS;
+}
+
+void weft_api_env_secret_hint(const struct weft_launch *l, struct weft_err *err)
+{
+	if (l->pmix || l->job_key_from || weft_setting_str("WEFT_SECRET") ||
+	    weft_setting_str("WEFT_SECRET_FILE") || !strstr(err->msg, "failed authentication"))
+		return;
+	size_t n = strlen(err->msg);
+	snprintf(err->msg + n, sizeof(err->msg) - n,
+		 " (this rank's key is this user's host key with its parent's pid, %d: ranks "
+		 "started by different parent processes hold different keys; start them from one "
+		 "process, or give every rank the same WEFT_SECRET)",
+		 (int)getppid());
+	weft_log(WEFT_LOG_WARN, WEFT_SUB_INIT, "%s", err->msg);
 }

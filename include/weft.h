@@ -21,7 +21,7 @@
  *    order with matching counts, datatypes, ops and roots (as in MPI and
  *    NCCL). Weft checks it: every message carries the signature of the call
  *    it belongs to (its number on the communicator modulo 4096, the
- *    collective, the datatype, the op, and a 9-bit hash of count and root),
+ *    collective, the datatype, the op, and an 8-bit hash of count and root),
  *    and the rank that receives the first mismatched message fails with
  *    WEFT_ERR_REMOTE and a message naming what differs ("mismatched
  *    weft_allreduce: datatype: rank 1 passed float, this rank int32"). It
@@ -108,9 +108,11 @@ typedef enum weft_op {
 #define WEFT_UNIQUE_ID_BYTES 128
 
 /** Opaque bytes that tell every rank how to reach the bootstrap root and
- * the secret that proves membership. Created by weft_get_unique_id() on one
- * rank and sent to the others by any out-of-band means (MPI_Bcast, a file,
- * a pipe). Treat it as a password: whoever holds it can join the job. */
+ * the job's 256-bit key, with which every connection proves membership
+ * (the key itself is never sent). Created by weft_get_unique_id() on one
+ * rank and sent to the others by any out-of-band means (MPI_Bcast, a file
+ * only the user can read, a pipe). Treat it as a password: whoever holds
+ * it can join the job (docs/reliability.md, the threat model). */
 typedef struct weft_unique_id {
 	char internal[WEFT_UNIQUE_ID_BYTES];
 } weft_unique_id_t;
@@ -159,7 +161,7 @@ WEFT_API const char *weft_version(void);
  * every rank has joined, the bootstrap timeout expires, or the process
  * exits.
  *
- * @param[out] id  filled with the root address, a random 64-bit secret and a magic.
+ * @param[out] id  filled with the root address, a random 256-bit key and a magic.
  * @return WEFT_SUCCESS, WEFT_ERR_INVALID_ARG (id NULL or bad WEFT_ROOT),
  *         WEFT_ERR_SYSTEM (cannot bind or start the thread).
  * Blocking: no. Thread safety: safe.
@@ -170,7 +172,9 @@ WEFT_API weft_status_t weft_get_unique_id(weft_unique_id_t *id);
  * Create a communicator of @p nranks ranks, this process being @p rank.
  *
  * Every rank calls this with the same id and nranks. Each rank connects to
- * the root, proves the secret, and exchanges its card (host identity,
+ * the root, proves that it holds the key (and the root that it does: a
+ * listener that cannot is refused, "failed authentication"), and exchanges
+ * its card (host identity,
  * addresses); then it connects to its peers over the transport chosen for
  * each pair (shared memory on the same host, TCP otherwise; see
  * WEFT_TRANSPORTS).
@@ -196,7 +200,7 @@ WEFT_API weft_status_t weft_comm_init_rank(weft_comm_t *comm, int nranks, weft_u
  * MPI, MPICH/Hydra or Slurm, in that order).
  *
  * Under PMIx (srun --mpi=pmix, Open MPI's mpirun) rank 0 starts the
- * bootstrap root with a fresh random secret and hands its id to the other
+ * bootstrap root with a fresh random key and hands its id to the other
  * ranks through PMIx (PMIx_Put, PMIx_Commit, PMIx_Fence, PMIx_Get): nothing
  * to set. Rank 0 listens on WEFT_ROOT if set; else on loopback when every
  * rank is on its host; else on WEFT_SOCKET_IFNAME or the NIC nearest its
@@ -208,10 +212,14 @@ WEFT_API weft_status_t weft_comm_init_rank(weft_comm_t *comm, int nranks, weft_u
  * node of SLURM_STEP_NODELIST (rank 0's node, except under -m arbitrary,
  * which is then an error) with a port derived from the job and step ids;
  * else, when the launcher says every rank is on this host, 127.0.0.1 with a
- * port derived from the launcher's job id. The secret is WEFT_SECRET (16
- * hex digits) if set; otherwise it is derived from the launcher's job id,
- * which keeps jobs apart but does not keep out a hostile local user: set
- * WEFT_SECRET on shared machines, or launch with PMIx.
+ * port derived from the launcher's job id. The key is WEFT_SECRET (64 hex
+ * digits, or 16) if set, else the contents of WEFT_SECRET_FILE (a file only
+ * its owner can read); else, for a job on one host, this user's host key
+ * (a random key in a private file under $XDG_RUNTIME_DIR/weft or
+ * /tmp/weft-UID) combined with the launcher's job id. A job across hosts
+ * with none of these fails at init saying how to give one, unless
+ * WEFT_ALLOW_DERIVED_SECRET=1 accepts a key derived from the job id, which
+ * other users can guess.
  *
  * @return as weft_comm_init_rank(), plus WEFT_ERR_INVALID_ARG naming the
  *         variable that is missing or malformed (for a Slurm step whose root

@@ -11,7 +11,7 @@
  *   listener -> connector  WELCOME   {magic}
  *
  * mac_l = HMAC(K, "listener" || HELLO || CHALLENGE without its MAC) and
- * mac_c = HMAC(K, "connector" || HELLO || CHALLENGE): each side proves it
+ * mac_c = HMAC(K, "connector" || HELLO || CHALLENGE without its MAC): each side proves it
  * holds the key K over a nonce the other just chose, so a recorded
  * exchange proves nothing in another (a replayed HELLO meets a new nonce
  * and cannot answer it), the connector knows the listener is no impostor

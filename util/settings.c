@@ -35,8 +35,8 @@ static const struct weft_setting settings[] = {
      "1: a job across hosts with no key given may use one derived from the launcher's job id, "
      "which other users can guess (trusted clusters only)"},
     {"WEFT_MAX_PENDING", "64",
-     "connections per listener that may be in their handshake at once; a new one drops the "
-     "oldest"},
+     "connections per listener that may be in their handshake at once; a new one drops one: a "
+     "silent one first, the oldest of two alike, never one being admitted"},
     {"WEFT_HANDSHAKE_TIMEOUT", "5",
      "seconds a connection may take to prove it holds the job's key before it is dropped"},
     {"WEFT_RANK", NULL, "this process's rank, for weft_comm_init_env"},

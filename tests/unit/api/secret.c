@@ -136,6 +136,53 @@ START_TEST(one_host_uses_the_host_key)
 }
 END_TEST
 
+/* XDG_RUNTIME_DIR named but missing (srun hands the login node's to a
+ * node where the user has none): the host key goes to /tmp/weft-UID, as
+ * with no runtime directory at all, rather than init failing. */
+START_TEST(missing_runtime_dir_falls_back)
+{
+	clear_env();
+	struct weft_launch l = manual();
+	struct sockaddr_storage lo = addr_of("127.0.0.1");
+	struct weft_err err = {0};
+	struct weft_key a, b;
+	unsetenv("XDG_RUNTIME_DIR");
+	ck_assert_int_eq(weft_api_env_secret(&l, &lo, &a, &err), WEFT_SUCCESS);
+	setenv("XDG_RUNTIME_DIR", "/nonexistent/run/user/4242", 1);
+	ck_assert_msg(weft_api_env_secret(&l, &lo, &b, &err) == WEFT_SUCCESS, "%s", err.msg);
+	ck_assert(key_eq(&a, &b));
+	unsetenv("XDG_RUNTIME_DIR");
+}
+END_TEST
+
+/* A failed authentication at init, for a rank whose key came from the
+ * host key and its parent's pid: the message says why that may be and
+ * what to do; with a key given (or a launcher's job id), it is left as
+ * it was. */
+START_TEST(authentication_failure_hint)
+{
+	clear_env();
+	struct weft_launch l = manual();
+	struct weft_err err = {0};
+	weft_err_set(&err, WEFT_ERR_REMOTE,
+		     "rank 1: bootstrap: root 127.0.0.1:5000 failed "
+		     "authentication (it does not hold the job's key)");
+	weft_api_env_secret_hint(&l, &err);
+	ck_assert_msg(strstr(err.msg, "parent") && strstr(err.msg, "WEFT_SECRET"), "%s", err.msg);
+	struct weft_err given = {0};
+	weft_err_set(&given, WEFT_ERR_REMOTE, "rank 1: bootstrap: root failed authentication");
+	setenv("WEFT_SECRET", "00112233445566778899aabbccddeeff", 1);
+	weft_api_env_secret_hint(&l, &given);
+	ck_assert_msg(!strstr(given.msg, "parent"), "%s", given.msg);
+	clear_env();
+	l.job_key_from = "SLURM_JOB_ID";
+	struct weft_err slurm = {0};
+	weft_err_set(&slurm, WEFT_ERR_REMOTE, "rank 1: bootstrap: root failed authentication");
+	weft_api_env_secret_hint(&l, &slurm);
+	ck_assert_msg(!strstr(slurm.msg, "parent"), "%s", slurm.msg);
+}
+END_TEST
+
 START_TEST(secret_setting)
 {
 	clear_env();
@@ -224,6 +271,8 @@ int main(void)
 	tcase_add_test(tc, across_hosts_without_secret_fails_clearly);
 	tcase_add_test(tc, derived_only_when_allowed);
 	tcase_add_test(tc, one_host_uses_the_host_key);
+	tcase_add_test(tc, missing_runtime_dir_falls_back);
+	tcase_add_test(tc, authentication_failure_hint);
 	tcase_add_test(tc, secret_setting);
 	tcase_add_test(tc, secret_file);
 	suite_add_tcase(s, tc);

@@ -1,7 +1,8 @@
 /*
  * handshake.h — the mutual challenge-response that opens every TCP
  * connection Weft makes (bootstrap root and relay, the socket transport's
- * sockets and lazy calls), before anything else is read from it.
+ * sockets and lazy calls, liveness probes), before anything else is read
+ * from it.
  *
  *   connector -> listener  HELLO     {magic, version, role, id, rank, peer,
  *                                     nonce_c, payload}
@@ -59,6 +60,7 @@ enum weft_hs_role {
 	WEFT_HS_RELAY = 2,  /* a rank joining its relay parent */
 	WEFT_HS_SOCKET = 3, /* a socket transport data connection */
 	WEFT_HS_CALL = 4,   /* a socket transport lazy call */
+	WEFT_HS_LIVE = 5,   /* a liveness probe (transports/common/tp_liveness.h) */
 };
 
 struct weft_hs_hello {

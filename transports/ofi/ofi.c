@@ -532,6 +532,7 @@ static weft_status_t ofi_irecv(struct weft_conn *conn, struct weft_msg *msg)
 static weft_status_t ofi_progress(struct weft_tp *base)
 {
 	struct ofi_tp *tp = to_tp(base);
+	weft_live_serve(&tp->live); /* peers' probes, strangers: bounded, every 10 ms */
 	if (tp->idle || tp->ep_closed)
 		return WEFT_SUCCESS;
 	return tp->proto == OFI_PROTO_RMA ? weft_ofi_rma_progress(tp)

@@ -40,7 +40,7 @@ PMIX_CFLAGS  := $(if $(HAVE_PMIX),$(shell pkg-config --cflags pmix) -DWEFT_HAVE_
 	-DWEFT_PMIX_LIBDIR='"$(shell pkg-config --variable=libdir pmix)"')
 # jansson reads topology files and writes the communicator's self-description;
 # zlib packs the bootstrap's allgather results (bootstrap/bootstrap_wire.h).
-PKGS      := hwloc libfabric jansson zlib $(if $(HAVE_LLDPCTL),lldpctl)
+PKGS      := hwloc libfabric jansson zlib libsodium $(if $(HAVE_LLDPCTL),lldpctl)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(if $(HAVE_LLDPCTL),-DWEFT_HAVE_LLDPCTL)
 # libfabric's headers only: the ofi transport loads the library with dlopen
 # (transports/ofi/ofi_lib.c says why).
@@ -75,13 +75,14 @@ MPI_PERF    := $(if $(MPICC),$(patsubst perf/%.c,$(BUILD)/%,$(wildcard perf/mpi_
 MPICH_PERF  := $(if $(MPICC_MPICH),$(patsubst perf/mpi_%.c,$(BUILD)/mpich_%,$(wildcard perf/mpi_*_perf.c)))
 
 # The Check suites: one program per file of tests/unit/<layer>/,
-# tests/integration/ and tests/faults/, linked with the tests' own library
+# tests/integration/, tests/faults/ and tests/security/ (strangers and
+# attackers at every door), linked with the tests' own library
 # (tests/lib/: the multi-rank harness and its data, the collectives' checked
 # cases, the integration suites' parameters).
 TEST_LIB_SRCS := $(wildcard tests/lib/*.c)
 TEST_LIB_OBJS := $(TEST_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 TEST_LIB      := $(BUILD)/tests/libweft_test.a
-TEST_SRCS := $(wildcard tests/unit/*/*.c tests/integration/*.c tests/faults/*.c)
+TEST_SRCS := $(wildcard tests/unit/*/*.c tests/integration/*.c tests/faults/*.c tests/security/*.c)
 TEST_PROGS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 # Shell tests of the programs (exit 77: skipped, with the reason printed).
 TEST_SCRIPTS := $(wildcard tests/programs/test_*.sh) tests/fabric/test_fabric_topo.sh tests/fabric/test_slurm.sh \
@@ -128,7 +129,9 @@ all: lib perf tests $(TOOLS) $(if $(HAVE_TORCH),python)
 lib: $(BUILD)/libweft.so $(BUILD)/libweft.a $(LAUNCH_LIB)
 # Limits the figures are compared with (docs/benchmarks.md): libc only, no Weft.
 PERF_LIMITS := $(BUILD)/copy_limit $(BUILD)/tcp_limit $(BUILD)/connect_probe $(BUILD)/c2c_latency
-perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF) $(PERF_LIMITS) $(OFI_STREAM)
+# A stranger at the listeners, for perf/bench_flood.sh: libc only.
+FLOOD := $(BUILD)/flood
+perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF) $(PERF_LIMITS) $(OFI_STREAM) $(FLOOD)
 tests: $(TEST_PROGS) $(FAKE_IBV)
 
 $(BUILD)/obj/%.o: %.c
@@ -158,6 +161,10 @@ $(BUILD)/%_perf: perf/%_perf.c $(PERF_COMMON) $(PERF_HDRS) $(BUILD)/libweft.so $
 $(BUILD)/%_limit: perf/%_limit.c perf/limit_args.h $(BUILD)/obj/util/parse.o
 	@mkdir -p $(dir $@)
 	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $(filter-out %.h,$^) $(SANITIZE)
+
+$(FLOOD): perf/flood.c
+	@mkdir -p $(dir $@)
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $< $(SANITIZE)
 
 # The core-to-core round trip now (perf/compare prints it per run).
 $(BUILD)/c2c_latency: perf/c2c_latency.c perf/limit_args.h $(BUILD)/obj/util/parse.o
@@ -285,7 +292,7 @@ RERUNS := $(call over,$(COLLS),shm socket,WEFT_GATE=one) \
 
 TEST_RUNS := $(patsubst tests/%.c,%,$(sort $(filter tests/unit/%,$(TEST_SRCS)))) conformance \
 	$(patsubst tests/%.c,%,$(sort $(filter tests/integration/%,$(TEST_SRCS))) \
-	$(sort $(filter tests/faults/%,$(TEST_SRCS)))) \
+	$(sort $(filter tests/faults/%,$(TEST_SRCS))) $(sort $(filter tests/security/%,$(TEST_SRCS)))) \
 	$(RERUNS) $(patsubst tests/%.sh,%,$(TEST_SCRIPTS)) pytest
 
 # Inside a Slurm step the tests would learn leaves from the step's own
@@ -351,7 +358,8 @@ QUICK_PROGS = $(addprefix $(1)/tests/,$(sort $(foreach r,$(2),$(lastword $(subst
 ASAN_QUICK := unit/bootstrap/bootstrap unit/api/secret unit/bootstrap/doors unit/core/lazy \
 	faults/verdict faults/faults integration/failures unit/util/parse unit/topo/json unit/tune/tune \
 	$(call over,reduce_scatter broadcast reduce alltoall barrier errors,shm socket) \
-	integration/split_group integration/nonblocking integration/collectives
+	integration/split_group integration/nonblocking integration/collectives \
+	security/attacks security/flood unit/api/review
 asan-quick:
 	$(MAKE) BUILD=build-asan SANITIZE="$(ASAN_SANITIZE)" CFLAGS="-O1 -g" HAVE_TORCH= \
 		$(call QUICK_PROGS,build-asan,$(ASAN_QUICK)) build-asan/tests/libfake_ibverbs.so
@@ -367,7 +375,7 @@ TSAN_SANITIZE := -fsanitize=thread
 TSAN_QUICK := faults/verdict unit/core/progress_thread \
 	WEFT_PROGRESS_THREAD=1+WEFT_TEST_ALGO=auto:integration/nonblocking \
 	WEFT_PROGRESS_THREAD=1+WEFT_CONNECT=lazy+WEFT_TEST_ALGO=auto:integration/nonblocking \
-	WEFT_PROGRESS_THREAD=1+WEFT_TEST_ALGO=split:integration/split_group
+	WEFT_PROGRESS_THREAD=1+WEFT_TEST_ALGO=split:integration/split_group unit/api/review
 tsan-quick:
 	$(MAKE) BUILD=build-tsan SANITIZE="$(TSAN_SANITIZE)" CFLAGS="-O1 -g" HAVE_TORCH= \
 		$(call QUICK_PROGS,build-tsan,$(TSAN_QUICK))

@@ -22,10 +22,17 @@ bool weft_api_group_record(struct weft_task *task, weft_request_t *request);
 /* Is a group open on this thread (between weft_group_start and _end)? */
 bool weft_api_group_open(void);
 
-/* comm_secret.c: the bootstrap secret of a job launched without PMIx, its
- * root at @p root (WEFT_SECRET, WEFT_SECRET_FILE, or derived: see there). */
+/* comm_secret.c: the key of a job launched without PMIx (WEFT_SECRET,
+ * WEFT_SECRET_FILE, this user's host key on one host), or why there is
+ * none. */
 weft_status_t weft_api_env_secret(const struct weft_launch *l, const struct sockaddr_storage *root,
-				  uint64_t *secret, struct weft_err *err);
+				  struct weft_key *key, struct weft_err *err);
+
+/* After a failed init of an environment launch: when this rank's key was
+ * this user's host key with the parent's pid (no launcher job id, no key
+ * given) and the root failed authentication, say in @p err why that may
+ * be (ranks of different parents hold different keys) and what to do. */
+void weft_api_env_secret_hint(const struct weft_launch *l, struct weft_err *err);
 
 /* ---- coll.c, for the collective calls of coll.c and coll_blocks.c.
  * Each check returns WEFT_SUCCESS or records an error naming @p call (and
@@ -63,5 +70,10 @@ struct weft_coll_args weft_api_args(enum weft_coll_kind coll, const void *sendbu
  * group. */
 weft_status_t weft_api_run(struct weft_comm *comm, const struct weft_coll_args *args,
 			   weft_request_t *request);
+
+/* Why an entry point refuses inside a completion callback (core/task.h). */
+#define WEFT_API_IN_CALLBACK                                                                       \
+	"called from a completion callback (weft_request_on_complete), which runs under a "        \
+	"communicator's lock and must not call Weft"
 
 #endif

@@ -21,10 +21,16 @@ weft_status_t weft_api_check_comm(struct weft_comm *comm, const char *call)
 	if (!comm)
 		return weft_err_set(weft_err_init_fresh(), WEFT_ERR_INVALID_ARG, "%s: comm is NULL",
 				    call);
+	if (weft_task_in_callback())
+		return weft_err_set(weft_err_init_fresh(), WEFT_ERR_INVALID_ARG, "%s: %s", call,
+				    WEFT_API_IN_CALLBACK);
 	weft_status_t async = (weft_status_t)atomic_load(&comm->async_error);
-	if (async != WEFT_SUCCESS)
+	if (async != WEFT_SUCCESS) {
+		char earlier[WEFT_ERR_MSG_BYTES];
+		weft_comm_error_copy(comm, earlier, sizeof(earlier));
 		return weft_comm_fail(comm, async, "%s: the communicator failed earlier: %s", call,
-				      comm->err.msg[0] ? comm->err.msg : weft_status_string(async));
+				      earlier[0] ? earlier : weft_status_string(async));
+	}
 	return WEFT_SUCCESS;
 }
 
@@ -95,12 +101,15 @@ weft_status_t weft_api_run(struct weft_comm *comm, const struct weft_coll_args *
 {
 	if (request)
 		*request = NULL;
-	/* Nothing to move anywhere: every rank knows it (the count is the
-	 * same on all), so all skip and the sequence numbers stay in step.
-	 * Not so for alltoallv, where one rank's blocks may all be empty
-	 * while others exchange: its task must still take its number. */
+	/* Nothing to move anywhere: every rank knows it (a collective's count
+	 * is the same on all), so all skip and the sequence numbers stay in
+	 * step. Not so for alltoallv, where one rank's blocks may all be
+	 * empty while others exchange, nor for a send or receive, whose
+	 * count is one side's: they must still take their number and meet
+	 * the other side (which checks the sizes). */
 	if (args->count == 0 && args->coll != WEFT_COLL_BARRIER &&
-	    args->coll != WEFT_COLL_ALLTOALLV)
+	    args->coll != WEFT_COLL_ALLTOALLV && args->coll != WEFT_COLL_SEND &&
+	    args->coll != WEFT_COLL_RECV)
 		return WEFT_SUCCESS;
 	const struct weft_algo *algo = weft_tune_choose(comm, args);
 	if (!algo)

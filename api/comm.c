@@ -7,6 +7,7 @@
 #include "api/api.h"
 #include "bootstrap/bootstrap.h"
 #include "core/comm_init.h"
+#include "core/fail.h"
 #include "core/progress.h"
 #include "core/progress_thread.h"
 #include "tune/tune.h"
@@ -81,6 +82,10 @@ weft_status_t weft_comm_destroy(weft_comm_t comm)
 {
 	if (!comm)
 		return WEFT_ERR_INVALID_ARG;
+	if (weft_task_in_callback())
+		return weft_err_set(weft_err_init_fresh(), WEFT_ERR_INVALID_ARG, "%s: %s",
+				    "weft_comm_destroy", WEFT_API_IN_CALLBACK);
+
 	weft_thread_comm_forget(comm);
 	weft_comm_free(comm);
 	return WEFT_SUCCESS;
@@ -113,9 +118,15 @@ weft_status_t weft_comm_get_async_error(weft_comm_t comm, weft_status_t *async_e
 	return WEFT_SUCCESS;
 }
 
+/* A copy per thread: the error record may change under another thread
+ * (the progress thread) while the caller reads it. */
 const char *weft_comm_last_error(weft_comm_t comm)
 {
-	return comm ? comm->err.msg : "comm is NULL";
+	static __thread char copy[WEFT_ERR_MSG_BYTES];
+	if (!comm)
+		return "comm is NULL";
+	weft_comm_error_copy(comm, copy, sizeof(copy));
+	return copy;
 }
 
 weft_status_t weft_comm_rank(weft_comm_t comm, int *rank)

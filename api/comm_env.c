@@ -1,13 +1,13 @@
 /* comm_env.c — weft_get_unique_id, weft_launch_query and weft_comm_init_env:
  * where the root listens, and rank/size/secret from the launcher (the table
  * is launch/launch_env.c). Under PMIx rank 0's id, with a fresh random
- * secret, reaches the other ranks through PMIx; otherwise every rank derives
- * the root's address and the secret from the launcher's variables. */
+ * key, reaches the other ranks through PMIx; otherwise every rank derives
+ * the root's address from the launcher's variables and takes the key from
+ * comm_secret.c. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include "api/api.h"
@@ -27,11 +27,9 @@ static double bootstrap_timeout(void)
 	return t > 0 ? t : 300;
 }
 
-static weft_status_t random_secret(uint64_t *secret, struct weft_err *err)
+static weft_status_t random_key(struct weft_key *key, struct weft_err *err)
 {
-	if (getrandom(secret, sizeof(*secret), 0) != (ssize_t)sizeof(*secret))
-		return weft_err_errno(err, errno, "getrandom for the bootstrap secret");
-	return WEFT_SUCCESS;
+	return weft_random(key->b, sizeof(key->b), err);
 }
 
 /* Where weft_get_unique_id's root listens: WEFT_ROOT; else the address of
@@ -73,18 +71,20 @@ weft_status_t weft_get_unique_id(weft_unique_id_t *id)
 	weft_status_t st = unique_id_addr(&addr, &len, err);
 	if (st != WEFT_SUCCESS)
 		return st;
-	uint64_t secret;
-	st = random_secret(&secret, err);
+	struct weft_key key;
+	st = random_key(&key, err);
 	if (st != WEFT_SUCCESS)
 		return st;
 	struct weft_uid uid;
 	memset(&uid, 0, sizeof(uid));
-	st = weft_bootstrap_root_start((struct sockaddr *)&addr, len, secret, bootstrap_timeout(),
+	st = weft_bootstrap_root_start((struct sockaddr *)&addr, len, &key, bootstrap_timeout(),
 				       &uid, err);
+	weft_wipe(&key, sizeof(key));
 	if (st != WEFT_SUCCESS)
 		return st;
 	memset(id, 0, sizeof(*id));
 	memcpy(id->internal, &uid, sizeof(uid));
+	weft_wipe(&uid, sizeof(uid));
 	return WEFT_SUCCESS;
 }
 
@@ -155,13 +155,14 @@ static weft_status_t pmix_uid(const struct weft_launch *l, struct weft_uid *uid,
 	if (l->rank == 0) {
 		struct sockaddr_storage addr;
 		socklen_t len;
-		uint64_t secret;
+		struct weft_key key;
 		st = pmix_root_addr(l, &addr, &len, err);
 		if (st == WEFT_SUCCESS)
-			st = random_secret(&secret, err);
+			st = random_key(&key, err);
 		if (st == WEFT_SUCCESS)
-			st = weft_bootstrap_root_start((struct sockaddr *)&addr, len, secret,
-						       timeout, uid, err);
+			st = weft_bootstrap_root_start((struct sockaddr *)&addr, len, &key, timeout,
+						       uid, err);
+		weft_wipe(&key, sizeof(key));
 		if (st != WEFT_SUCCESS)
 			memset(uid, 0, sizeof(*uid));
 		struct weft_err share_err = {0};
@@ -190,12 +191,16 @@ static weft_status_t env_uid(const struct weft_launch *l, struct weft_uid *uid,
 	memset(uid, 0, sizeof(*uid));
 	weft_status_t st = weft_launch_root(l, &addr, &len, err);
 	if (st == WEFT_SUCCESS)
-		st = weft_api_env_secret(l, &addr, &uid->secret, err);
+		st = weft_api_env_secret(l, &addr, &uid->key, err);
 	if (st != WEFT_SUCCESS)
 		return st;
-	if (l->rank == 0)
-		return weft_bootstrap_root_start((struct sockaddr *)&addr, len, uid->secret,
-						 bootstrap_timeout(), uid, err);
+	if (l->rank == 0) {
+		struct weft_key key = uid->key;
+		st = weft_bootstrap_root_start((struct sockaddr *)&addr, len, &key,
+					       bootstrap_timeout(), uid, err);
+		weft_wipe(&key, sizeof(key));
+		return st;
+	}
 	uid->magic = WEFT_UID_MAGIC;
 	uid->version = WEFT_UID_VERSION;
 	uid->addr_len = (uint32_t)len;
@@ -245,5 +250,7 @@ weft_status_t weft_comm_init_env(weft_comm_t *comm, const weft_config_t *config)
 		return st;
 	struct weft_comm *c;
 	st = weft_comm_create(&c, l.nranks, &uid, l.rank, config, NULL);
+	if (st != WEFT_SUCCESS)
+		weft_api_env_secret_hint(&l, err);
 	return st == WEFT_SUCCESS ? weft_api_comm_finish(c, comm) : st;
 }

@@ -13,16 +13,69 @@ struct split_entry {
 	int32_t color, key;
 };
 
-static weft_status_t make_child_id(struct weft_comm *comm, struct weft_uid *uid)
+/* The child's key, which every member derives from the parent's (no wire
+ * carries it): the parent's id, the call number of the split, the leader
+ * and the colour make it different for every group and every split. */
+static void child_key(const struct weft_comm *comm, uint64_t call, int leader, int color,
+		      struct weft_key *out)
+{
+	struct {
+		unsigned char parent[WEFT_JOB_ID_BYTES];
+		uint64_t call;
+		int32_t leader, color;
+	} ctx;
+	memset(&ctx, 0, sizeof(ctx));
+	memcpy(ctx.parent, comm->id, sizeof(ctx.parent));
+	ctx.call = call;
+	ctx.leader = leader;
+	ctx.color = color;
+	weft_key_derive(out, &comm->key, "weft split child", &ctx, sizeof(ctx));
+}
+
+/* The leader's root for the child; the id handed to the members carries
+ * no key (they derive it). */
+static weft_status_t make_child_id(struct weft_comm *comm, const struct weft_key *key,
+				   struct weft_uid *uid)
 {
 	struct sockaddr_storage addr;
 	socklen_t len;
 	weft_status_t st = weft_comm_local_address(comm, &addr, &len); /* where peers reach us */
-	if (st != WEFT_SUCCESS)
-		return st;
-	uint64_t secret = comm->secret ^ ((uint64_t)comm->seq << 20) ^ (uint64_t)comm->rank;
-	return weft_bootstrap_root_start((struct sockaddr *)&addr, len, secret, comm->timeout_s,
-					 uid, &comm->err);
+	if (st == WEFT_SUCCESS)
+		st = weft_bootstrap_root_start((struct sockaddr *)&addr, len, key, comm->timeout_s,
+					       uid, &comm->err);
+	weft_wipe(&uid->key, sizeof(uid->key));
+	return st;
+}
+
+/* Join the group's new communicator through the leader's @p id, with the
+ * key every member derived. */
+static weft_status_t join_child(struct weft_comm *comm, const weft_unique_id_t *id, int leader,
+				const struct weft_key *ckey, int size, int newrank,
+				weft_comm_t *newcomm)
+{
+	struct weft_uid uid;
+	weft_status_t st;
+	memcpy(&uid, id->internal, sizeof(uid));
+	uid.key = *ckey;
+	if (uid.magic != WEFT_UID_MAGIC) {
+		st = weft_comm_fail(
+		    comm, WEFT_ERR_REMOTE,
+		    "weft_comm_split: rank %d could not start the new group's bootstrap", leader);
+	} else {
+		weft_config_t config = WEFT_CONFIG_INIT;
+		config.timeout_seconds = comm->timeout_s;
+		/* as the parent, whatever the setting says */
+		config.progress_thread = comm->pt ? 1 : -1;
+		struct weft_comm *child;
+		st = weft_comm_create(&child, size, &uid, newrank, &config,
+				      &comm->cards[comm->rank].topo);
+		if (st == WEFT_SUCCESS)
+			st = weft_api_comm_finish(child, newcomm);
+		if (st != WEFT_SUCCESS)
+			weft_comm_fail(comm, st, "weft_comm_split: %s", weft_init_last_error());
+	}
+	weft_wipe(&uid, sizeof(uid));
+	return st;
 }
 
 weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, weft_comm_t *newcomm)
@@ -39,6 +92,7 @@ weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, weft_comm_t 
 		    comm, WEFT_ERR_INVALID_ARG,
 		    "weft_comm_split: color %d is negative (use WEFT_SPLIT_NOCOLOR)", color);
 	int n = comm->nranks;
+	struct weft_key ckey = {{0}}; /* the child's */
 	struct split_entry *all = calloc((size_t)n, sizeof(*all));
 	weft_unique_id_t *ids = calloc((size_t)n, sizeof(*ids));
 	weft_status_t st = WEFT_SUCCESS;
@@ -51,6 +105,7 @@ weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, weft_comm_t 
 	st = weft_allgather(WEFT_IN_PLACE, all, sizeof(*all), WEFT_UINT8, comm);
 	if (st != WEFT_SUCCESS)
 		goto out_free;
+	uint64_t call = comm->seq; /* the same on every rank here */
 
 	/* My new rank: how many members sort before me; the leader is the one
 	 * that sorts first. */
@@ -68,10 +123,12 @@ weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, weft_comm_t 
 	/* A leader that cannot start its root still takes part in the
 	 * exchange (with an empty id), so that its group fails at once. */
 	weft_status_t leader_st = WEFT_SUCCESS;
+	if (leader >= 0)
+		child_key(comm, call, leader, color, &ckey);
 	if (leader == comm->rank) {
 		struct weft_uid uid;
 		memset(&uid, 0, sizeof(uid));
-		leader_st = make_child_id(comm, &uid);
+		leader_st = make_child_id(comm, &ckey, &uid);
 		if (leader_st == WEFT_SUCCESS)
 			memcpy(ids[comm->rank].internal, &uid, sizeof(uid));
 	}
@@ -81,24 +138,9 @@ weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, weft_comm_t 
 	if (st != WEFT_SUCCESS || color == WEFT_SPLIT_NOCOLOR)
 		goto out_free;
 
-	struct weft_uid uid;
-	memcpy(&uid, ids[leader].internal, sizeof(uid));
-	if (uid.magic != WEFT_UID_MAGIC) {
-		st = weft_comm_fail(
-		    comm, WEFT_ERR_REMOTE,
-		    "weft_comm_split: rank %d could not start the new group's bootstrap", leader);
-		goto out_free;
-	}
-	weft_config_t config = WEFT_CONFIG_INIT;
-	config.timeout_seconds = comm->timeout_s;
-	config.progress_thread = comm->pt ? 1 : -1; /* as the parent, whatever the setting says */
-	struct weft_comm *child;
-	st = weft_comm_create(&child, size, &uid, newrank, &config, &comm->cards[comm->rank].topo);
-	if (st == WEFT_SUCCESS)
-		st = weft_api_comm_finish(child, newcomm);
-	if (st != WEFT_SUCCESS)
-		weft_comm_fail(comm, st, "weft_comm_split: %s", weft_init_last_error());
+	st = join_child(comm, &ids[leader], leader, &ckey, size, newrank, newcomm);
 out_free:
+	weft_wipe(&ckey, sizeof(ckey));
 	free(ids);
 	free(all);
 	return st;

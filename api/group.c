@@ -14,6 +14,9 @@ static _Atomic unsigned group_counter;
 
 weft_status_t weft_group_start(void)
 {
+	if (weft_task_in_callback())
+		return weft_err_set(weft_err_init_fresh(), WEFT_ERR_INVALID_ARG, "%s: %s",
+				    "weft_group_start", WEFT_API_IN_CALLBACK);
 	group_depth++;
 	return WEFT_SUCCESS;
 }
@@ -28,6 +31,10 @@ static bool waiting(const struct weft_task *list)
 
 weft_status_t weft_group_end(void)
 {
+	if (weft_task_in_callback())
+		return weft_err_set(weft_err_init_fresh(), WEFT_ERR_INVALID_ARG, "%s: %s",
+				    "weft_group_end", WEFT_API_IN_CALLBACK);
+
 	if (group_depth == 0)
 		return weft_err_set(weft_err_init_fresh(), WEFT_ERR_INVALID_ARG,
 				    "weft_group_end without weft_group_start");

@@ -123,7 +123,7 @@ static weft_status_t place(struct model *m)
 	    comm->nranks == 1 ? WEFT_CHUNK_ALONE : (size_t)(chunk < 64 ? 64 : chunk);
 	/* What a job would allocate (nothing here): rhd's doubling path
 	 * depends on it. */
-	comm->scratch_bytes = WEFT_SCRATCH_CHUNKS * comm->chunk_bytes;
+	comm->scratch_bytes = weft_comm_scratch_bytes(comm->nranks, comm->chunk_bytes);
 	return WEFT_SUCCESS;
 }
 

@@ -8,6 +8,10 @@ weft_status_t weft_test(weft_request_t *request)
 {
 	if (!request)
 		return WEFT_ERR_INVALID_ARG;
+	if (weft_task_in_callback())
+		return weft_err_set(weft_err_init_fresh(), WEFT_ERR_INVALID_ARG, "%s: %s",
+				    "weft_test", WEFT_API_IN_CALLBACK);
+
 	struct weft_task *task = *request;
 	if (!task) /* a zero-count call, or already completed */
 		return WEFT_SUCCESS;
@@ -32,6 +36,10 @@ weft_status_t weft_wait(weft_request_t *request)
 {
 	if (!request)
 		return WEFT_ERR_INVALID_ARG;
+	if (weft_task_in_callback())
+		return weft_err_set(weft_err_init_fresh(), WEFT_ERR_INVALID_ARG, "%s: %s",
+				    "weft_wait", WEFT_API_IN_CALLBACK);
+
 	struct weft_task *task = *request;
 	if (!task)
 		return WEFT_SUCCESS;

@@ -1,12 +1,14 @@
 /*
  * bootstrap.h — how ranks find each other before any transport exists.
  *
- * The unique id carries a magic, a version, the root's address and a random
- * 64-bit secret. The root listener (a thread in the process that created the
- * id) accepts one TCP connection per rank. Each connection must send the
- * secret, its rank and the size first; anything else — a wrong secret,
- * garbage, a duplicate rank, a different size — is logged and dropped, and
- * the job still initialises. Every message is length-prefixed and checked.
+ * The unique id carries a magic, a version, the root's address and the
+ * job's random 256-bit key. The root listener (a thread in the process that
+ * created the id) accepts one TCP connection per rank. Each connection
+ * first proves it holds the key, and the root proves it too, without either
+ * sending it (util/handshake.h); anything else — a wrong key, garbage,
+ * silence — is dropped, and so are, after that, a duplicate rank or a
+ * different size, with the reason sent back; the job still initialises.
+ * Every message is length-prefixed and checked.
  * Allgathers send blocks to the root and bring results down a relay tree of
  * ranks, packed (bootstrap_wire.h): they run a handful of times during
  * communicator creation, never on the data path.
@@ -19,7 +21,9 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "util/auth.h"
 #include "util/error.h"
+#include "util/handshake.h"
 #include "weft.h"
 
 /*
@@ -33,8 +37,9 @@
  */
 #define WEFT_MAX_RANKS 1000000
 
-#define WEFT_UID_MAGIC	 0x5745465455494431ull /* "WEFTUID1" */
-#define WEFT_UID_VERSION 1u
+#define WEFT_UID_MAGIC	  0x5745465455494431ull /* "WEFTUID1" */
+#define WEFT_UID_VERSION  2u			/* 2: a 256-bit key and the handshake */
+#define WEFT_JOB_ID_BYTES WEFT_HS_ID_BYTES
 
 /* The root's address: IPv4 or IPv6 only. Not sockaddr_storage, which alone
  * is 128 bytes and would not leave room in weft_unique_id_t. */
@@ -44,16 +49,20 @@ union weft_uid_addr {
 	struct sockaddr_in6 in6;
 };
 
-/* The layout behind weft_unique_id_t (56 bytes of its 128; the rest zero).
+/* The layout behind weft_unique_id_t (80 bytes of its 128; the rest zero).
  * weft_unique_id_t is only byte-aligned: memcpy it into a struct weft_uid
- * rather than casting the pointer. */
+ * rather than casting the pointer. The key makes the id a secret: hand it
+ * to the other ranks over a channel only they can read. */
 struct weft_uid {
 	uint64_t magic;
-	uint64_t secret;
 	uint32_t version;
 	uint32_t addr_len;
 	union weft_uid_addr addr;
+	uint32_t reserved;
+	struct weft_key key;
 };
+
+_Static_assert(sizeof(struct weft_uid) == 80, "the unique id's layout is 80 bytes");
 
 struct weft_bootstrap;
 
@@ -67,8 +76,8 @@ struct weft_bootstrap;
  * ranks are missing. Fills @p uid.
  */
 weft_status_t weft_bootstrap_root_start(const struct sockaddr *addr, socklen_t addr_len,
-					uint64_t secret, double timeout_s, struct weft_uid *uid,
-					struct weft_err *err);
+					const struct weft_key *key, double timeout_s,
+					struct weft_uid *uid, struct weft_err *err);
 
 /* Check an id received from the user: magic, version, address family. */
 weft_status_t weft_bootstrap_uid_check(const struct weft_uid *uid, struct weft_err *err);
@@ -92,9 +101,15 @@ weft_status_t weft_bootstrap_allgather(struct weft_bootstrap *bs, void *buf, siz
 
 weft_status_t weft_bootstrap_barrier(struct weft_bootstrap *bs, struct weft_err *err);
 
-/* Wait (at most @p timeout_s) until every root thread of this process has
- * served its job and exited; returns at once if there is none. */
-void weft_bootstrap_roots_drain(double timeout_s);
+/* The job's random id, which the root handed this rank at join: it names
+ * the communicator (segments, the transports' handshakes). */
+void weft_bootstrap_job_id(const struct weft_bootstrap *bs, unsigned char id[WEFT_JOB_ID_BYTES]);
+
+/* Wait (at most @p timeout_s) until the root thread that serves the unique
+ * id of @p key, if it runs in this process, has served its job and exited;
+ * returns at once otherwise. Roots of other ids made in this process are
+ * not waited for. */
+void weft_bootstrap_root_drain(const struct weft_key *key, double timeout_s);
 
 /* Leave: closes the connection. The root thread exits when all have left. */
 void weft_bootstrap_close(struct weft_bootstrap *bs);

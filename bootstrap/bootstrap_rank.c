@@ -22,8 +22,7 @@
 #include "util/clock.h"
 #include "util/log.h"
 
-#define HELLO_WAIT_S 2.0	       /* a connection to the relay listener owes its hello */
-#define RELAY_PIECE  ((size_t)1 << 20) /* forwarded as soon as it is in */
+#define RELAY_PIECE ((size_t)1 << 20) /* forwarded as soon as it is in */
 
 weft_status_t weft_bootstrap_uid_check(const struct weft_uid *uid, struct weft_err *err)
 {
@@ -76,54 +75,212 @@ static weft_status_t relay_listen(struct weft_bootstrap *bs, uint32_t *port, str
 				      where);
 	}
 	bs->listen_fd = fd;
-	*port = ntohs(a.sa.sa_family == AF_INET ? a.in4.sin_port : a.in6.sin6_port);
+	*port = bs->relay_port =
+	    ntohs(a.sa.sa_family == AF_INET ? a.in4.sin_port : a.in6.sin6_port);
 	return WEFT_SUCCESS;
 }
 
 /*
- * One connection to the relay listener: it must say, within HELLO_WAIT_S,
- * that it is one of this rank's children not yet in. Anything else is
- * logged and closed, and the wait goes on.
+ * The relay listener while children are missing: any number of
+ * connections in their handshake at once (at most WEFT_MAX_PENDING, the
+ * one dropped for a new one as weft_hs_drop_first chooses; each for
+ * WEFT_HANDSHAKE_TIMEOUT at most),
+ * so strangers, silent or not, never hold a child back.
  */
-static void relay_take(struct weft_bootstrap *bs, int fd, double deadline)
-{
-	double until = weft_bootstrap_wire_now_s() + HELLO_WAIT_S;
-	struct {
-		struct frame_hdr h;
-		struct hello hello;
-	} in;
-	struct weft_err why = {0};
-	int child;
+struct relay_pending {
+	struct weft_hs hs;
+	double since;
+};
 
-	if (until > deadline)
-		until = deadline;
-	if (bs_read_alone(bs, fd, &in, sizeof(in), until, "a relay hello", &why) != WEFT_SUCCESS) {
-		if (why.status == WEFT_ERR_TIMEOUT)
-			weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT,
-				 "rank %d: bootstrap: dropped a relay connection: no hello within "
-				 "%.1f s",
-				 bs->rank, HELLO_WAIT_S);
-		else
-			weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT,
-				 "rank %d: bootstrap: dropped a relay connection: %s", bs->rank,
-				 why.msg);
-		close(fd);
-		return;
-	}
-	child = in.hello.rank - bs->first_child;
-	if (in.h.type != FRAME_RELAY_HELLO || in.h.len != sizeof(in.hello) ||
-	    in.hello.magic != WEFT_UID_MAGIC || in.hello.version != WEFT_UID_VERSION ||
-	    in.hello.secret != bs->secret || in.hello.nranks != bs->nranks || child < 0 ||
-	    child >= bs->nchildren || bs->child_fd[child] >= 0) {
+struct relay_door {
+	struct relay_pending *p;
+	int n, max;
+	double hs_s;
+	uint64_t dropped;
+};
+
+static void door_drop(struct weft_bootstrap *bs, struct relay_door *d, int k, const char *why)
+{
+	if (++d->dropped <= 3)
 		weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT,
-			 "rank %d: bootstrap: dropped a relay connection: not a child of this "
-			 "rank's (frame type %u, rank %d, %s secret)",
-			 bs->rank, in.h.type, in.hello.rank,
-			 in.hello.secret == bs->secret ? "the job's" : "a wrong");
-		close(fd);
-		return;
+			 "rank %d: bootstrap: dropped a relay connection: %s%s", bs->rank, why,
+			 d->dropped == 3 ? " (further ones are counted, not logged)" : "");
+	weft_hs_clear(&d->p[k].hs);
+	close(d->p[k].hs.fd);
+	d->p[k] = d->p[--d->n];
+}
+
+/* A child, authenticated: is it one of ours, not yet in? Checked without
+ * arithmetic on what it claims until it is known to be in range. */
+static bool relay_child_ok(const struct weft_bootstrap *bs, const struct weft_hs *hs)
+{
+	long rank = hs->hello.rank, first = bs->first_child;
+	struct join j;
+
+	memcpy(&j, hs->hello.payload, sizeof(j));
+	return rank >= first && rank < first + bs->nchildren && j.nranks == bs->nranks &&
+	       bs->child_fd[rank - first] < 0;
+}
+
+/* Move pending handshake @p k along; it leaves the door when done. */
+static void door_step(struct weft_bootstrap *bs, struct relay_door *d, int k)
+{
+	struct weft_hs *hs = &d->p[k].hs;
+	struct weft_err err = {0};
+
+	for (;;) {
+		switch (weft_hs_step(hs)) {
+		case WEFT_HS_AGAIN: return;
+		case WEFT_HS_HELLO:
+			if (hs->hello.role != WEFT_HS_RELAY || hs->hello.peer != bs->rank ||
+			    memcmp(hs->hello.id, bs->job_id, sizeof(bs->job_id)) != 0) {
+				door_drop(bs, d, k, "a handshake meant for another listener");
+				return;
+			}
+			if (weft_hs_answer(hs, &bs->key, bs->rank, NULL, 0, &err) != WEFT_SUCCESS) {
+				door_drop(bs, d, k, err.msg);
+				return;
+			}
+			continue;
+		case WEFT_HS_OK:
+			if (!relay_child_ok(bs, hs)) {
+				door_drop(bs, d, k,
+					  "not a child of this rank's, or one already in");
+				return;
+			}
+			bs->child_fd[hs->hello.rank - bs->first_child] = hs->fd;
+			d->p[k] = d->p[--d->n];
+			return;
+		case WEFT_HS_REFUSED:
+		case WEFT_HS_IO_ERROR: door_drop(bs, d, k, hs->why); return;
+		}
 	}
-	bs->child_fd[child] = fd;
+}
+
+static void door_accept(struct weft_bootstrap *bs, struct relay_door *d)
+{
+	for (;;) {
+		int fd = accept4(bs->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0)
+			return; /* EAGAIN, EINTR, ECONNABORTED, EMFILE: poll again */
+		if (d->n == d->max) {
+			int victim = -1;
+
+			for (int k = 0; k < d->n; k++)
+				if (weft_hs_droppable(&d->p[k].hs) &&
+				    (victim < 0 ||
+				     weft_hs_drop_first(&d->p[k].hs, d->p[k].since,
+							&d->p[victim].hs, d->p[victim].since)))
+					victim = k;
+			if (victim < 0) { /* all being welcomed: this one waits */
+				close(fd);
+				continue;
+			}
+			door_drop(bs, d, victim,
+				  "WEFT_MAX_PENDING connections were in their handshake");
+		}
+		weft_hs_accept(&d->p[d->n].hs, fd);
+		d->p[d->n++].since = weft_bootstrap_wire_now_s();
+	}
+}
+
+static int children_missing(const struct weft_bootstrap *bs)
+{
+	int missing = 0;
+
+	for (int i = 0; i < bs->nchildren; i++)
+		missing += bs->child_fd[i] < 0;
+	return missing;
+}
+
+static weft_status_t children_late(struct weft_bootstrap *bs, const char *what,
+				   struct weft_err *err)
+{
+	bool *absent = calloc((size_t)bs->nchildren, sizeof(*absent));
+	char ranks[300] = "?";
+
+	if (absent) {
+		for (int i = 0; i < bs->nchildren; i++)
+			absent[i] = bs->child_fd[i] < 0;
+		weft_bootstrap_wire_ranks_format(absent, bs->nchildren, bs->first_child, ranks,
+						 sizeof(ranks));
+		free(absent);
+	}
+	weft_status_t rc = weft_err_set(err, WEFT_ERR_TIMEOUT,
+					"rank %d: bootstrap: relay child %s did not connect within "
+					"%.1f s",
+					bs->rank, ranks, bs->timeout_s);
+	return bs_relay_failed(bs, rc, what, err);
+}
+
+/* One round of the door: poll the listener, the root (a verdict) and the
+ * pending handshakes once, until @p deadline. */
+static weft_status_t door_round(struct weft_bootstrap *bs, struct relay_door *d, struct pollfd *pfd,
+				double deadline, const char *what, struct weft_err *err)
+{
+	double now = weft_bootstrap_wire_now_s(), until = deadline;
+
+	for (int k = d->n - 1; k >= 0; k--)
+		if (now - d->p[k].since > d->hs_s)
+			door_drop(bs, d, k, "no handshake within WEFT_HANDSHAKE_TIMEOUT");
+	pfd[0] = (struct pollfd){.fd = bs->listen_fd, .events = POLLIN};
+	pfd[1] = (struct pollfd){.fd = bs->fd, .events = POLLIN};
+	for (int k = 0; k < d->n; k++) {
+		pfd[k + 2] =
+		    (struct pollfd){.fd = d->p[k].hs.fd, .events = weft_hs_events(&d->p[k].hs)};
+		if (d->p[k].since + d->hs_s < until)
+			until = d->p[k].since + d->hs_s;
+	}
+	int nfds = d->n + 2, rc = poll(pfd, (nfds_t)nfds, weft_bootstrap_wire_ms_until(until, now));
+	if (rc < 0 && errno != EINTR)
+		return weft_err_errno(err, errno, "rank %d: bootstrap: poll", bs->rank);
+	if (rc > 0 && pfd[1].revents)
+		return bs_root_verdict(bs, deadline, what, err);
+	for (int k = nfds - 3; rc > 0 && k >= 0; k--)
+		if (pfd[k + 2].revents)
+			door_step(bs, d, k);
+	if (rc > 0 && pfd[0].revents)
+		door_accept(bs, d);
+	return WEFT_SUCCESS;
+}
+
+/* Take the children's connections, and strangers' at the same time. */
+static weft_status_t relay_accept_children(struct weft_bootstrap *bs, double deadline,
+					   const char *what, struct weft_err *err)
+{
+	struct relay_door d = {.max = weft_hs_max_pending(), .hs_s = weft_hs_timeout_s()};
+	struct pollfd *pfd = NULL;
+	weft_status_t rc = WEFT_SUCCESS;
+
+	d.p = calloc((size_t)d.max, sizeof(*d.p));
+	pfd = calloc((size_t)d.max + 2, sizeof(*pfd));
+	if (!d.p || !pfd)
+		rc = weft_err_set(err, WEFT_ERR_NO_MEMORY, "rank %d: bootstrap: relay", bs->rank);
+	while (rc == WEFT_SUCCESS && children_missing(bs) > 0) {
+		if (weft_bootstrap_wire_now_s() >= deadline)
+			rc = children_late(bs, what, err);
+		else
+			rc = door_round(bs, &d, pfd, deadline, what, err);
+	}
+	while (d.n > 0) { /* no longer needed: drop quietly */
+		weft_hs_clear(&d.p[d.n - 1].hs);
+		close(d.p[--d.n].hs.fd);
+	}
+	free(d.p);
+	free(pfd);
+	return rc;
+}
+
+/* A listener that closed every connection before welcoming this rank. */
+static weft_status_t dropped_too_long(struct weft_bootstrap *bs, const char *who,
+				      struct weft_err *err)
+{
+	return weft_err_set(err, WEFT_ERR_TIMEOUT,
+			    "rank %d: bootstrap: %s closed every connection before admitting this "
+			    "rank, for %.1f s (a door crowded by strangers, or a listener that is "
+			    "not this job's)",
+			    bs->rank, who, bs->timeout_s);
 }
 
 /* After READY: connect to the parent, take the children's connections. */
@@ -131,7 +288,6 @@ static weft_status_t relay_link(struct weft_bootstrap *bs, const struct ready *r
 				double deadline, struct weft_err *err)
 {
 	char what[] = "join (relay links)", who[ADDR_STR_BYTES + 32];
-	int missing;
 	weft_status_t rc;
 
 	bs->broken_fd = -1;
@@ -147,64 +303,41 @@ static weft_status_t relay_link(struct weft_bootstrap *bs, const struct ready *r
 			bs->child_fd[i] = -1;
 	}
 	if (bs->parent >= 0) {
-		struct hello hello = {.magic = WEFT_UID_MAGIC,
-				      .secret = bs->secret,
-				      .version = WEFT_UID_VERSION,
-				      .rank = bs->rank,
-				      .nranks = bs->nranks};
+		struct join join = {.nranks = bs->nranks};
 		char where[ADDR_STR_BYTES];
+		bool dropped;
 		int fd = -1;
 
 		weft_bootstrap_wire_addr_format(&ready->parent.sa, where, sizeof(where));
 		snprintf(who, sizeof(who), "relay parent rank %d at %s", bs->parent, where);
-		rc = bs_connect(bs, &ready->parent.sa, (socklen_t)ready->parent_len, false,
-				deadline, who, &fd, err);
-		if (rc != WEFT_SUCCESS)
-			return bs_relay_failed(bs, rc, what, err);
-		bs->up_fd = fd;
-		rc = bs_send_frame(bs, fd, FRAME_RELAY_HELLO, 0, &hello, sizeof(hello), deadline,
-				   what, err);
-		if (rc != WEFT_SUCCESS)
-			return bs_relay_failed(bs, rc, what, err);
-	}
-	for (missing = bs->nchildren; missing > 0;) {
-		short rev;
-		int fd;
-
-		switch (bs_wait(bs, bs->listen_fd, POLLIN, deadline, &rev)) {
-		case WAKE_ROOT: return bs_root_verdict(bs, deadline, what, err);
-		case WAKE_TIMEOUT: {
-			bool *absent = calloc((size_t)bs->nchildren, sizeof(*absent));
-			char ranks[300] = "?";
-
-			if (absent) {
-				for (int i = 0; i < bs->nchildren; i++)
-					absent[i] = bs->child_fd[i] < 0;
-				weft_bootstrap_wire_ranks_format(
-				    absent, bs->nchildren, bs->first_child, ranks, sizeof(ranks));
-				free(absent);
+		for (;;) {
+			dropped = false;
+			rc = bs_connect(bs, &ready->parent.sa, (socklen_t)ready->parent_len, false,
+					deadline, who, &fd, err);
+			if (rc == WEFT_SUCCESS)
+				rc = bs_handshake(bs, fd, WEFT_HS_RELAY, bs->parent, &join,
+						  sizeof(join), deadline, who, NULL, 0, &dropped,
+						  err);
+			if (rc == WEFT_SUCCESS || !dropped)
+				break;
+			close(fd);
+			fd = -1;
+			if (weft_bootstrap_wire_now_s() >= deadline) {
+				rc = dropped_too_long(bs, who, err);
+				break;
 			}
-			rc = weft_err_set(err, WEFT_ERR_TIMEOUT,
-					  "rank %d: bootstrap: relay child %s did not connect "
-					  "within %.1f s",
-					  bs->rank, ranks, bs->timeout_s);
+			usleep(10000); /* the parent's door was crowded: knock again */
+		}
+		if (rc != WEFT_SUCCESS) {
+			if (fd >= 0)
+				close(fd);
 			return bs_relay_failed(bs, rc, what, err);
 		}
-		case WAKE_FD: break;
-		}
-		fd = accept4(bs->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
-			rc = weft_err_errno(
-			    err, errno, "rank %d: bootstrap: accepting a relay child", bs->rank);
-			return bs_relay_failed(bs, rc, what, err);
-		}
-		if (fd < 0)
-			continue; /* EAGAIN, EINTR, ECONNABORTED; the wait decides */
-		relay_take(bs, fd, deadline);
-		missing = 0;
-		for (int i = 0; i < bs->nchildren; i++)
-			missing += bs->child_fd[i] < 0;
+		bs->up_fd = fd;
 	}
+	rc = relay_accept_children(bs, deadline, what, err);
+	if (rc != WEFT_SUCCESS)
+		return rc;
 	close(bs->listen_fd);
 	bs->listen_fd = -1;
 	return WEFT_SUCCESS;
@@ -222,14 +355,53 @@ static void bs_free(struct weft_bootstrap *bs)
 	if (bs->fd >= 0)
 		close(bs->fd);
 	free(bs->child_fd);
+	weft_wipe(&bs->key, sizeof(bs->key));
 	free(bs);
+}
+
+/* Connect to the root and prove the key to it (and it to us); a
+ * connection the root dropped before it welcomed us (a flood crowds its
+ * door) is tried again until @p deadline. */
+static weft_status_t join_root(struct weft_bootstrap *bs, const struct weft_uid *uid,
+			       double deadline, struct weft_err *err)
+{
+	char who[ADDR_STR_BYTES + 8];
+	struct join join = {.nranks = bs->nranks};
+	struct root_answer answer;
+	bool dropped = false;
+	weft_status_t rc;
+
+	snprintf(who, sizeof(who), "root %s", bs->root);
+	for (;;) {
+		dropped = false;
+		rc =
+		    bs_connect(bs, &uid->addr.sa, uid->addr_len, true, deadline, who, &bs->fd, err);
+		if (rc == WEFT_SUCCESS && bs->listen_fd < 0)
+			rc = relay_listen(bs, &join.relay_port, err);
+		else if (rc == WEFT_SUCCESS)
+			join.relay_port = bs->relay_port;
+		if (rc == WEFT_SUCCESS)
+			rc = bs_handshake(bs, bs->fd, WEFT_HS_ROOT, -1, &join, sizeof(join),
+					  deadline, who, &answer, sizeof(answer), &dropped, err);
+		if (rc == WEFT_SUCCESS || !dropped)
+			break;
+		close(bs->fd);
+		bs->fd = -1;
+		if (weft_bootstrap_wire_now_s() >= deadline) {
+			rc = dropped_too_long(bs, who, err);
+			break;
+		}
+		usleep(10000); /* the root's door was crowded: knock again */
+	}
+	if (rc == WEFT_SUCCESS)
+		memcpy(bs->job_id, answer.job_id, sizeof(bs->job_id));
+	return rc;
 }
 
 weft_status_t weft_bootstrap_join(const struct weft_uid *uid, int rank, int nranks,
 				  double timeout_s, struct weft_bootstrap **out,
 				  struct weft_err *err)
 {
-	struct hello hello = {0};
 	struct ready ready;
 	struct weft_bootstrap *bs;
 	double start = weft_bootstrap_wire_now_s();
@@ -254,32 +426,16 @@ weft_status_t weft_bootstrap_join(const struct weft_uid *uid, int rank, int nran
 	bs->fd = bs->up_fd = bs->listen_fd = bs->broken_fd = -1;
 	bs->rank = rank;
 	bs->nranks = nranks;
-	bs->secret = uid->secret;
+	bs->key = uid->key;
 	bs->timeout_s = timeout_s;
 	weft_bootstrap_wire_addr_format(&uid->addr.sa, bs->root, sizeof(bs->root));
 
-	{
-		char who[ADDR_STR_BYTES + 8];
-
-		snprintf(who, sizeof(who), "root %s", bs->root);
-		rc = bs_connect(bs, &uid->addr.sa, uid->addr_len, true, start + timeout_s, who,
-				&bs->fd, err);
-	}
-	if (rc == WEFT_SUCCESS)
-		rc = relay_listen(bs, &hello.relay_port, err);
+	rc = join_root(bs, uid, start + timeout_s, err);
 	if (rc != WEFT_SUCCESS)
 		goto out_free;
 	bs->up_fd = bs->fd;
-	hello.magic = WEFT_UID_MAGIC;
-	hello.secret = uid->secret;
-	hello.version = WEFT_UID_VERSION;
-	hello.rank = rank;
-	hello.nranks = nranks;
-	rc = bs_send_frame(bs, bs->fd, FRAME_HELLO, 0, &hello, sizeof(hello), start + timeout_s,
-			   "join", err);
-	if (rc == WEFT_SUCCESS)
-		rc = bs_expect(bs, bs->fd, FRAME_READY, 0, sizeof(ready),
-			       start + timeout_s + JOIN_GRACE_S, "join", err);
+	rc = bs_expect(bs, bs->fd, FRAME_READY, 0, sizeof(ready), start + timeout_s + JOIN_GRACE_S,
+		       "join", err);
 	if (rc == WEFT_SUCCESS)
 		rc = bs_read(bs, bs->fd, &ready, sizeof(ready), start + timeout_s + JOIN_GRACE_S,
 			     "join", err);
@@ -305,6 +461,11 @@ weft_status_t weft_bootstrap_join(const struct weft_uid *uid, int rank, int nran
 out_free:
 	bs_free(bs);
 	return rc;
+}
+
+void weft_bootstrap_job_id(const struct weft_bootstrap *bs, unsigned char id[WEFT_JOB_ID_BYTES])
+{
+	memcpy(id, bs->job_id, WEFT_JOB_ID_BYTES);
 }
 
 /* Inflate @p len packed bytes of a result into @p zs's output. */

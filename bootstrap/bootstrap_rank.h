@@ -20,7 +20,8 @@ struct weft_bootstrap {
 	int fd; /* to the root */
 	int rank;
 	int nranks;
-	uint64_t secret;
+	struct weft_key key;
+	unsigned char job_id[WEFT_JOB_ID_BYTES]; /* the root's answer */
 	double timeout_s;
 	uint32_t seq;
 	bool failed;
@@ -34,6 +35,7 @@ struct weft_bootstrap {
 	int first_child, nchildren;
 	int *child_fd;
 	int listen_fd; /* open until the children are in */
+	uint32_t relay_port;
 
 	uint64_t bytes_in, bytes_out; /* every link, frame headers included */
 	/* The link the last failure came from (-1: none, or a connect), and
@@ -101,6 +103,18 @@ weft_status_t bs_send_frame(struct weft_bootstrap *bs, int fd, uint32_t type, ui
  */
 weft_status_t bs_relay_failed(struct weft_bootstrap *bs, weft_status_t rc, const char *what,
 			      struct weft_err *err);
+
+/*
+ * The handshake of util/handshake.h on connected socket @p fd, as the
+ * connector: @p role, asking for @p peer, with @p payload. On success the
+ * listener's answer (its challenge's payload) is in @p answer. A listener
+ * that fails authentication is an error naming @p who; a connection
+ * dropped before the challenge sets *dropped (the caller may retry: a
+ * listener under a flood drops its oldest handshakes).
+ */
+weft_status_t bs_handshake(struct weft_bootstrap *bs, int fd, enum weft_hs_role role, int peer,
+			   const void *payload, size_t len, double deadline, const char *who,
+			   void *answer, size_t answer_len, bool *dropped, struct weft_err *err);
 
 /* Non-blocking connect to @p addr before @p deadline; retried while
  * nothing listens there yet when @p retry_refused. */

@@ -306,3 +306,65 @@ weft_status_t bs_connect(struct weft_bootstrap *bs, const struct sockaddr *addr,
 		return weft_err_errno(err, e, "rank %d: bootstrap: connect to %s", bs->rank, who);
 	}
 }
+
+weft_status_t bs_handshake(struct weft_bootstrap *bs, int fd, enum weft_hs_role role, int peer,
+			   const void *payload, size_t len, double deadline, const char *who,
+			   void *answer, size_t answer_len, bool *dropped, struct weft_err *err)
+{
+	struct weft_hs hs;
+	weft_status_t rc =
+	    weft_hs_connect(&hs, fd, &bs->key, role, bs->job_id, bs->rank, peer, payload, len, err);
+
+	*dropped = false;
+	while (rc == WEFT_SUCCESS) {
+		enum wake wake;
+		short rev;
+
+		switch (weft_hs_step(&hs)) {
+		case WEFT_HS_OK:
+			if (answer_len)
+				memcpy(answer, hs.challenge.payload, answer_len);
+			return WEFT_SUCCESS;
+		case WEFT_HS_AGAIN:
+			/* on a relay link, the root may tell us the job failed */
+			wake = bs_wait(bs, fd, weft_hs_events(&hs), deadline, &rev);
+			if (wake == WAKE_ROOT)
+				rc = bs_root_verdict(bs, deadline, "join", err);
+			else if (wake != WAKE_FD)
+				rc = weft_err_set(
+				    err, WEFT_ERR_TIMEOUT,
+				    "rank %d: bootstrap: no answer from %s within %.1f "
+				    "s (handshake)",
+				    bs->rank, who, bs->timeout_s);
+			continue;
+		case WEFT_HS_REFUSED:
+			rc = weft_err_set(
+			    err, WEFT_ERR_REMOTE,
+			    "rank %d: bootstrap: %s %s; a stale unique id, or not this "
+			    "job's listener",
+			    bs->rank, who, hs.why);
+			continue;
+		case WEFT_HS_IO_ERROR:
+			/* closed before the welcome: not admitted, and not an error
+			 * yet (the caller knocks again, or says so at its deadline) */
+			if (hs.errnum == 0 || hs.errnum == ECONNRESET || hs.errnum == EPIPE) {
+				*dropped = true;
+				rc = WEFT_ERR_REMOTE;
+				continue;
+			}
+			rc = hs.errnum
+				 ? weft_err_errno(err, hs.errnum, "rank %d: bootstrap: %s (%s)",
+						  bs->rank, who, hs.why)
+				 : weft_err_set(err, WEFT_ERR_REMOTE,
+						"rank %d: bootstrap: %s closed the connection "
+						"(%s)",
+						bs->rank, who, hs.why);
+			continue;
+		case WEFT_HS_HELLO:
+			rc = weft_err_set(err, WEFT_ERR_INTERNAL, "handshake");
+			continue;
+		}
+	}
+	weft_hs_clear(&hs);
+	return rc;
+}

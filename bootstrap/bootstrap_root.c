@@ -84,9 +84,9 @@ static void root_all_joined(struct root *r)
 			memcpy(&ready.parent, &p->addr, p->addr_len);
 			/* the port the parent listens on, where it connected from */
 			if (p->addr.sa.sa_family == AF_INET)
-				ready.parent.in4.sin_port = htons((uint16_t)p->hello.relay_port);
+				ready.parent.in4.sin_port = htons((uint16_t)p->join.relay_port);
 			else
-				ready.parent.in6.sin6_port = htons((uint16_t)p->hello.relay_port);
+				ready.parent.in6.sin6_port = htons((uint16_t)p->join.relay_port);
 		}
 		memcpy(b->data, &ready, sizeof(ready));
 		conn_queue(r->by_rank[rank], FRAME_READY, 0, b);
@@ -103,7 +103,7 @@ static void root_all_joined(struct root *r)
  */
 static bool root_fd_budget(struct root *r, int nranks, char *text, size_t size)
 {
-	rlim_t need = (rlim_t)nranks + MAX_STRANGERS + FD_SLACK;
+	rlim_t need = (rlim_t)nranks + (rlim_t)r->max_pending + FD_SLACK;
 	struct rlimit rl;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
@@ -131,10 +131,10 @@ static bool root_fd_budget(struct root *r, int nranks, char *text, size_t size)
 	return false;
 }
 
-/* The first valid hello gives the job's size: the tables, the descriptors. */
+/* The first valid join gives the job's size: the tables, the descriptors. */
 static bool root_size_job(struct root *r, struct conn *c)
 {
-	const struct hello *h = &c->hello;
+	const struct join *h = &c->join;
 	size_t n = (size_t)h->nranks;
 	char text[400];
 
@@ -154,30 +154,21 @@ static bool root_size_job(struct root *r, struct conn *c)
 		return false;
 	}
 	r->nranks = h->nranks;
-	r->nranks_from = h->rank;
+	r->nranks_from = c->rank;
 	r->join_start = weft_bootstrap_wire_now_s();
 	return true;
 }
 
-static void root_on_hello(struct root *r, struct conn *c)
+/* An authenticated rank: its join must fit the job's. */
+static void root_on_join(struct root *r, struct conn *c)
 {
-	const struct hello *h = &c->hello;
+	const struct join *h = &c->join;
+	int rank = c->rank;
 	char text[400];
 
-	if (h->magic != WEFT_UID_MAGIC || h->version != WEFT_UID_VERSION) {
-		conn_drop(r, c,
-			  "hello has a bad magic or version (not a weft rank of this version)");
-		return;
-	}
-	if (h->secret != r->secret) {
-		conn_refuse(r, c, WEFT_ERR_INVALID_ARG,
-			    "bootstrap: wrong secret: the unique id does not belong to the job at "
-			    "this root (stale id?)");
-		return;
-	}
 	if (r->failed) {
 		snprintf(text, sizeof(text),
-			 "bootstrap: rank %d arrived after the job failed: %.300s", h->rank,
+			 "bootstrap: rank %d arrived after the job failed: %.300s", rank,
 			 r->fail_text);
 		conn_refuse(r, c, WEFT_ERR_TIMEOUT, text);
 		r->told++;
@@ -192,41 +183,93 @@ static void root_on_hello(struct root *r, struct conn *c)
 	if (r->nranks && h->nranks != r->nranks) {
 		snprintf(text, sizeof(text),
 			 "bootstrap: rank %d says nranks %d, but rank %d joined with nranks %d",
-			 h->rank, h->nranks, r->nranks_from, r->nranks);
+			 rank, h->nranks, r->nranks_from, r->nranks);
 		conn_refuse(r, c, WEFT_ERR_INVALID_ARG, text);
 		return;
 	}
 	if (h->relay_port == 0 || h->relay_port > 65535 || c->addr_len == 0) {
 		snprintf(text, sizeof(text),
-			 "bootstrap: rank %d's hello names no relay port (%u) or comes from an "
+			 "bootstrap: rank %d's join names no relay port (%u) or comes from an "
 			 "address that is not IPv4 or IPv6",
-			 h->rank, h->relay_port);
+			 rank, h->relay_port);
 		conn_refuse(r, c, WEFT_ERR_INVALID_ARG, text);
 		return;
 	}
-	if (h->rank < 0 || h->rank >= h->nranks) {
+	if (rank < 0 || rank >= h->nranks) {
 		snprintf(text, sizeof(text), "bootstrap: rank %d is out of range for %d ranks",
-			 h->rank, h->nranks);
+			 rank, h->nranks);
 		conn_refuse(r, c, WEFT_ERR_INVALID_ARG, text);
 		return;
 	}
 	if (!r->nranks && !root_size_job(r, c))
 		return;
-	if (r->by_rank[h->rank] || r->gone[h->rank]) {
-		snprintf(text, sizeof(text), "bootstrap: rank %d already joined%s%s", h->rank,
-			 r->by_rank[h->rank] ? " from " : "",
-			 r->by_rank[h->rank] ? r->by_rank[h->rank]->peer : "");
+	if (r->by_rank[rank] || r->gone[rank]) {
+		snprintf(text, sizeof(text), "bootstrap: rank %d already joined%s%s", rank,
+			 r->by_rank[rank] ? " from " : "",
+			 r->by_rank[rank] ? r->by_rank[rank]->peer : "");
 		conn_refuse(r, c, WEFT_ERR_INVALID_ARG, text);
 		return;
 	}
 	c->phase = CONN_JOINED;
-	c->rank = h->rank;
-	r->by_rank[h->rank] = c;
+	r->by_rank[rank] = c;
 	r->joined++;
 	weft_log(WEFT_LOG_INFO, WEFT_SUB_BOOT, "bootstrap root %s: rank %d joined from %s (%d/%d)",
-		 r->addr, c->rank, c->peer, r->joined, r->nranks);
+		 r->addr, rank, c->peer, r->joined, r->nranks);
 	if (r->joined == r->nranks)
 		root_all_joined(r);
+}
+
+/* A connection that failed the handshake: closed unanswered. The first few
+ * are named; a flood of them is counted (the summary at the root's end). */
+static void root_stranger(struct root *r, struct conn *c, const char *why)
+{
+	if (++r->refused <= 3)
+		weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT,
+			 "bootstrap root %s: dropped connection from %s: %s%s", r->addr, c->peer,
+			 why, r->refused == 3 ? " (further ones are counted, not logged)" : "");
+	conn_left_hello(r, c);
+	conn_close(c);
+}
+
+/* Move a connection's handshake along (util/handshake.h). */
+static void root_handshake(struct root *r, struct conn *c)
+{
+	struct root_answer answer;
+	struct weft_err err = {0};
+
+	for (;;) {
+		switch (weft_hs_step(&c->hs)) {
+		case WEFT_HS_AGAIN: return;
+		case WEFT_HS_HELLO:
+			if (c->hs.hello.role != WEFT_HS_ROOT || c->hs.hello.peer != -1) {
+				root_stranger(r, c,
+					      "a handshake meant for another kind of listener");
+				return;
+			}
+			memcpy(answer.job_id, r->job_id, sizeof(answer.job_id));
+			if (weft_hs_answer(&c->hs, &r->key, -1, &answer, sizeof(answer), &err) !=
+			    WEFT_SUCCESS) {
+				root_stranger(r, c, err.msg);
+				return;
+			}
+			continue;
+		case WEFT_HS_OK:
+			c->rank = c->hs.hello.rank;
+			memcpy(&c->join, c->hs.hello.payload, sizeof(c->join));
+			conn_left_hello(r, c);
+			root_on_join(r, c);
+			return;
+		case WEFT_HS_REFUSED: root_stranger(r, c, c->hs.why); return;
+		case WEFT_HS_IO_ERROR: {
+			char why[160];
+
+			snprintf(why, sizeof(why), "%s: %s", c->hs.why,
+				 c->hs.errnum ? strerror(c->hs.errnum) : "closed");
+			root_stranger(r, c, why);
+			return;
+		}
+		}
+	}
 }
 
 /* A new allgather starts with this block: every rank must still be there. */
@@ -268,8 +311,9 @@ static void root_on_rank_header(struct root *r, struct conn *c)
 	uint64_t max_block = MAX_TOTAL_BYTES / (uint64_t)r->nranks;
 	char text[400];
 
-	if (h->type == FRAME_BYE && h->len == 0)
+	if (h->type == FRAME_BYE && h->len == 0 && r->all_joined)
 		return;
+	/* a goodbye before READY too: no rank may leave a job still forming */
 	if (h->type != FRAME_GATHER || !r->all_joined) {
 		snprintf(text, sizeof(text),
 			 "bootstrap: rank %d sent an unexpected frame (type %u, %llu bytes)",
@@ -364,19 +408,6 @@ static void root_on_header(struct root *r, struct conn *c)
 	c->in_dst = NULL;
 	c->in_len = 0;
 	c->in_got = 0;
-	if (c->phase == CONN_HELLO) {
-		char why[160];
-
-		if (c->hdr.type == FRAME_HELLO && c->hdr.len == sizeof(c->hello)) {
-			c->in_dst = (unsigned char *)&c->hello;
-			c->in_len = sizeof(c->hello);
-			return;
-		}
-		snprintf(why, sizeof(why), "garbage instead of a hello (frame type %u, %llu bytes)",
-			 c->hdr.type, (unsigned long long)c->hdr.len);
-		conn_drop(r, c, why);
-		return;
-	}
 	root_on_rank_header(r, c);
 }
 
@@ -388,9 +419,7 @@ static void root_on_frame(struct root *r, struct conn *c)
 	c->in_dst = NULL;
 	if (c->drain || c->phase == CONN_DEAD)
 		return;
-	if (c->phase == CONN_HELLO)
-		root_on_hello(r, c);
-	else if (c->phase == CONN_JOINED)
+	if (c->phase == CONN_JOINED)
 		root_on_rank_frame(r, c, &h);
 }
 
@@ -399,8 +428,8 @@ void root_conn_lost(struct root *r, struct conn *c, const char *why)
 	char text[400];
 
 	if (c->phase == CONN_HELLO) {
-		snprintf(text, sizeof(text), "closed before a valid hello (%s)", why);
-		conn_drop(r, c, text);
+		snprintf(text, sizeof(text), "closed during the handshake (%s)", why);
+		root_stranger(r, c, text);
 		return;
 	}
 	if (c->phase == CONN_JOINED) {
@@ -426,6 +455,10 @@ static void root_read(struct root *r, struct conn *c)
 {
 	unsigned char sink[4096];
 
+	if (c->phase == CONN_HELLO) {
+		root_handshake(r, c);
+		return;
+	}
 	while (c->phase != CONN_DEAD) {
 		unsigned char *dst;
 		size_t want;
@@ -486,10 +519,14 @@ static double root_check_deadlines(struct root *r, double now)
 			next = c->deadline < next ? c->deadline : next;
 			continue;
 		}
-		if (c->phase == CONN_HELLO)
-			conn_drop(r, c, "sent no hello within 2.0 s");
-		else
+		if (c->phase == CONN_HELLO) {
+			char why[80];
+
+			snprintf(why, sizeof(why), "no handshake within %.1f s", r->handshake_s);
+			root_stranger(r, c, why);
+		} else {
 			conn_close(c);
+		}
 	}
 	if (r->failed || !r->nranks)
 		return next;
@@ -551,34 +588,47 @@ static bool root_done(struct root *r, double now)
 	return r->failed && now >= r->fail_time + linger;
 }
 
-/* Root threads alive in this process, so that the process that hosts a
- * root does not leave (ending the thread) before the root has served
- * everyone: see weft_bootstrap_roots_drain(). */
-static pthread_mutex_t roots_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t roots_cond = PTHREAD_COND_INITIALIZER;
-static int roots_running;
-
-static void roots_add(int delta)
+/* What to poll for: the listener (unless resting), and each connection,
+ * as its phase wants; *next moves up to the nearest deadline. */
+static void root_poll_fill(struct root *r, struct pollfd *pfds, double now, double *next)
 {
-	pthread_mutex_lock(&roots_lock);
-	roots_running += delta;
-	if (roots_running == 0)
-		pthread_cond_broadcast(&roots_cond);
-	pthread_mutex_unlock(&roots_lock);
+	double linger = r->timeout_s > 1.0 ? r->timeout_s : 1.0;
+
+	pfds[0] =
+	    (struct pollfd){.fd = now < r->accept_rest_until ? -1 : r->listen_fd, .events = POLLIN};
+	if (now < r->accept_rest_until && r->accept_rest_until < *next)
+		*next = r->accept_rest_until;
+	for (size_t i = 0; i < r->nconns; i++) {
+		struct conn *c = r->conns[i];
+
+		pfds[i + 1] = (struct pollfd){.fd = c->fd, .events = POLLIN};
+		if (c->phase == CONN_HELLO)
+			pfds[i + 1].events = weft_hs_events(&c->hs);
+		else if (c->out_head)
+			pfds[i + 1].events |= POLLOUT;
+	}
+	if (!r->nranks && r->start + r->timeout_s < *next)
+		*next = r->start + r->timeout_s;
+	if (r->failed && r->fail_time + linger < *next)
+		*next = r->fail_time + linger;
 }
 
-void weft_bootstrap_roots_drain(double timeout_s)
+static void root_serve(struct root *r, const struct pollfd *pfds, size_t n)
 {
-	struct timespec deadline;
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	double end = (double)deadline.tv_sec + (double)deadline.tv_nsec * 1e-9 + timeout_s;
-	deadline.tv_sec = (time_t)end;
-	deadline.tv_nsec = (long)((end - (double)deadline.tv_sec) * 1e9);
-	pthread_mutex_lock(&roots_lock);
-	while (roots_running > 0)
-		if (pthread_cond_timedwait(&roots_cond, &roots_lock, &deadline) == ETIMEDOUT)
-			break;
-	pthread_mutex_unlock(&roots_lock);
+	for (size_t i = 0; i < n; i++) {
+		struct conn *c = r->conns[i];
+		short rev = pfds[i + 1].revents;
+
+		if (c->phase == CONN_HELLO && rev)
+			root_handshake(r, c);
+		else if (rev & (POLLIN | POLLHUP | POLLERR))
+			root_read(r, c);
+		if (c->phase != CONN_DEAD && (rev & POLLOUT))
+			root_write(r, c);
+	}
+	/* the last join above may have closed the door */
+	if ((pfds[0].revents & POLLIN) && r->listen_fd >= 0)
+		root_accept(r);
 }
 
 static void *root_main(void *arg)
@@ -590,7 +640,6 @@ static void *root_main(void *arg)
 	for (;;) {
 		double now = weft_bootstrap_wire_now_s();
 		double next = root_check_deadlines(r, now);
-		double linger = r->timeout_s > 1.0 ? r->timeout_s : 1.0;
 		size_t n;
 		int rc;
 
@@ -609,21 +658,7 @@ static void *root_main(void *arg)
 			pfds = grown;
 			pfds_cap = n + 1;
 		}
-		pfds[0] = (struct pollfd){.fd = now < r->accept_rest_until ? -1 : r->listen_fd,
-					  .events = POLLIN};
-		if (now < r->accept_rest_until && r->accept_rest_until < next)
-			next = r->accept_rest_until;
-		for (size_t i = 0; i < n; i++) {
-			struct conn *c = r->conns[i];
-
-			pfds[i + 1] = (struct pollfd){.fd = c->fd, .events = POLLIN};
-			if (c->out_head)
-				pfds[i + 1].events |= POLLOUT;
-		}
-		if (!r->nranks && r->start + r->timeout_s < next)
-			next = r->start + r->timeout_s;
-		if (r->failed && r->fail_time + linger < next)
-			next = r->fail_time + linger;
+		root_poll_fill(r, pfds, now, &next);
 		rc = poll(pfds, n + 1, weft_bootstrap_wire_ms_until(next, now));
 		if (rc < 0) {
 			if (errno == EINTR)
@@ -632,38 +667,86 @@ static void *root_main(void *arg)
 				 r->addr, strerror(errno));
 			break;
 		}
-		for (size_t i = 0; i < n; i++) {
-			struct conn *c = r->conns[i];
-			short rev = pfds[i + 1].revents;
-
-			if (rev & (POLLIN | POLLHUP | POLLERR))
-				root_read(r, c);
-			if (c->phase != CONN_DEAD && (rev & POLLOUT))
-				root_write(r, c);
-		}
-		if (pfds[0].revents & POLLIN)
-			root_accept(r);
+		root_serve(r, pfds, n);
 	}
 	weft_log(WEFT_LOG_INFO, WEFT_SUB_BOOT,
 		 "bootstrap root %s: done: %d ranks, %u allgathers, received %llu bytes, sent %llu "
-		 "bytes, at most %zu connections",
+		 "bytes, at most %zu connections, %llu dropped unauthenticated",
 		 r->addr, r->nranks, r->op_seq, (unsigned long long)r->bytes_in,
-		 (unsigned long long)r->bytes_out, r->peak_conns);
+		 (unsigned long long)r->bytes_out, r->peak_conns, (unsigned long long)r->refused);
 	free(pfds);
-	root_free(r);
-	roots_add(-1);
+	{
+		struct weft_key key = r->key;
+
+		root_free(r);
+		weft_bootstrap_roots_remove(&key);
+		weft_wipe(&key, sizeof(key));
+	}
 	return NULL;
 }
 
+/* The root's state for listener @p fd, settings read; NULL on failure
+ * (@p fd is then closed, the reason in @p err). */
+static struct root *root_new(int fd, const struct weft_key *key, double timeout_s,
+			     struct weft_err *err)
+{
+	struct root *r = calloc(1, sizeof(*r));
+	long v = 0;
+
+	if (!r) {
+		close(fd);
+		weft_err_set(err, WEFT_ERR_NO_MEMORY, "bootstrap: root state");
+		return NULL;
+	}
+	r->listen_fd = fd;
+	if (!weft_setting_long("WEFT_BOOTSTRAP_FANOUT", &v) || v < 1 || v > WEFT_MAX_RANKS) {
+		weft_err_set(err, WEFT_ERR_INVALID_ARG,
+			     "WEFT_BOOTSTRAP_FANOUT=%s: must be a whole number of ranks, 1 to %d",
+			     weft_setting_str("WEFT_BOOTSTRAP_FANOUT"), WEFT_MAX_RANKS);
+		root_free(r);
+		return NULL;
+	}
+	r->fanout = (int)v;
+	if (weft_random(r->job_id, sizeof(r->job_id), err) != WEFT_SUCCESS) {
+		root_free(r);
+		return NULL;
+	}
+	r->key = *key;
+	r->timeout_s = timeout_s;
+	r->handshake_s = weft_hs_timeout_s();
+	r->max_pending = weft_hs_max_pending();
+	r->start = weft_bootstrap_wire_now_s();
+	return r;
+}
+
+/* The root's thread, detached; on failure @p r is freed. */
+static weft_status_t root_thread_start(struct root *r, const struct weft_key *key,
+				       struct weft_err *err)
+{
+	pthread_attr_t attr;
+	pthread_t tid;
+	int rc;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	rc = weft_bootstrap_roots_add(key) ? pthread_create(&tid, &attr, root_main, r) : ENOMEM;
+	pthread_attr_destroy(&attr);
+	if (!rc)
+		return WEFT_SUCCESS;
+	weft_bootstrap_roots_remove(key);
+	root_free(r);
+	return weft_err_errno(err, rc, "bootstrap: root thread");
+}
+
 weft_status_t weft_bootstrap_root_start(const struct sockaddr *addr, socklen_t addr_len,
-					uint64_t secret, double timeout_s, struct weft_uid *uid,
-					struct weft_err *err)
+					const struct weft_key *key, double timeout_s,
+					struct weft_uid *uid, struct weft_err *err)
 {
 	union weft_uid_addr bound;
 	socklen_t bound_len = sizeof(bound);
-	pthread_attr_t attr;
+	char where[ADDR_STR_BYTES];
 	struct root *r;
-	int one = 1, rc;
+	int one = 1;
 	int fd;
 
 	if (!addr || !uid || !weft_bootstrap_wire_addr_len_ok(addr->sa_family, addr_len))
@@ -678,61 +761,29 @@ weft_status_t weft_bootstrap_root_start(const struct sockaddr *addr, socklen_t a
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (bind(fd, addr, addr_len) < 0 || listen(fd, SOMAXCONN) < 0 ||
 	    getsockname(fd, &bound.sa, &bound_len) < 0) {
-		char where[ADDR_STR_BYTES];
 		int e = errno;
 
 		weft_bootstrap_wire_addr_format(addr, where, sizeof(where));
 		close(fd);
 		return weft_err_errno(err, e, "bootstrap: root listen on %s", where);
 	}
-	r = calloc(1, sizeof(*r));
-	if (!r) {
-		close(fd);
-		return weft_err_set(err, WEFT_ERR_NO_MEMORY, "bootstrap: root state");
-	}
-	{
-		long v = 0;
-
-		if (!weft_setting_long("WEFT_BOOTSTRAP_FANOUT", &v) || v < 1 ||
-		    v > WEFT_MAX_RANKS) {
-			close(fd);
-			free(r);
-			return weft_err_set(err, WEFT_ERR_INVALID_ARG,
-					    "WEFT_BOOTSTRAP_FANOUT=%s: must be a whole number of "
-					    "ranks, 1 to %d",
-					    weft_setting_str("WEFT_BOOTSTRAP_FANOUT"),
-					    WEFT_MAX_RANKS);
-		}
-		r->fanout = (int)v;
-	}
-	r->listen_fd = fd;
-	r->secret = secret;
-	r->timeout_s = timeout_s;
-	r->start = weft_bootstrap_wire_now_s();
+	r = root_new(fd, key, timeout_s, err);
+	if (!r)
+		return err->status;
 	weft_bootstrap_wire_addr_format(&bound.sa, r->addr, sizeof(r->addr));
-
+	memcpy(where, r->addr, sizeof(where)); /* the thread owns r once it runs */
 	memset(uid, 0, sizeof(*uid));
 	uid->magic = WEFT_UID_MAGIC;
-	uid->secret = secret;
+	uid->key = *key;
 	uid->version = WEFT_UID_VERSION;
 	uid->addr_len = bound_len;
 	memcpy(&uid->addr, &bound, bound_len);
-
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	{
-		pthread_t tid;
-
-		roots_add(1);
-		rc = pthread_create(&tid, &attr, root_main, r);
-	}
-	pthread_attr_destroy(&attr);
-	if (rc) {
-		roots_add(-1);
-		root_free(r);
-		return weft_err_errno(err, rc, "bootstrap: root thread");
+	weft_status_t st = root_thread_start(r, key, err);
+	if (st != WEFT_SUCCESS) {
+		memset(uid, 0, sizeof(*uid));
+		return st;
 	}
 	weft_log(WEFT_LOG_INFO, WEFT_SUB_BOOT, "bootstrap root listening on %s (timeout %.1f s)",
-		 r->addr, timeout_s);
+		 where, timeout_s);
 	return WEFT_SUCCESS;
 }

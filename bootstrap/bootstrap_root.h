@@ -10,9 +10,8 @@
 
 #include "bootstrap/bootstrap_wire.h"
 
-#define HELLO_TIMEOUT_S 2.0
-#define MAX_STRANGERS	64  /* connections still owing a hello, beyond nranks */
-#define FD_SLACK	128 /* descriptors the root's process keeps for all else */
+#define CLOSING_S 2.0 /* a refused rank's ERROR frame gets this long to leave */
+#define FD_SLACK  128 /* descriptors the root's process keeps for all else */
 
 struct blob {
 	size_t refs;
@@ -28,7 +27,7 @@ struct out_msg {
 };
 
 enum conn_phase {
-	CONN_HELLO,   /* connected, owes a hello by its deadline */
+	CONN_HELLO,   /* connected, owes the handshake by its deadline */
 	CONN_JOINED,  /* a rank of the job */
 	CONN_CLOSING, /* refused: flush the ERROR frame, then close */
 	CONN_DEAD,    /* closed, freed at the end of the poll round */
@@ -41,6 +40,7 @@ struct conn {
 	bool bye;   /* the rank said goodbye: its EOF is not a failure */
 	bool drain; /* read and drop everything from now on */
 	double deadline;
+	double accepted; /* when: the oldest unauthenticated goes first */
 	char peer[ADDR_STR_BYTES];
 	union weft_uid_addr addr; /* the peer's, as accepted */
 	socklen_t addr_len;
@@ -49,15 +49,22 @@ struct conn {
 	size_t hdr_got;
 	unsigned char *in_dst;
 	size_t in_len, in_got;
-	struct hello hello;
+	/* the handshake, then who it proved to be */
+	struct weft_hs hs;
+	struct join join;
 	/* output */
 	struct out_msg *out_head, *out_tail;
 };
 
 struct root {
 	int listen_fd;
-	uint64_t secret;
+	struct weft_key key;
+	unsigned char job_id[WEFT_JOB_ID_BYTES]; /* random, handed to every rank */
 	double timeout_s;
+	double handshake_s; /* WEFT_HANDSHAKE_TIMEOUT */
+	int max_pending;    /* WEFT_MAX_PENDING */
+	int npending;	    /* connections in CONN_HELLO */
+	uint64_t refused;   /* connections that failed the handshake */
 	double start;
 	char addr[ADDR_STR_BYTES];
 	int fanout; /* of the relay tree (bootstrap_wire.h) */
@@ -102,6 +109,10 @@ struct root {
 	size_t peak_conns;
 };
 
+/* bootstrap_roots.c: the registry of running roots (false: no memory). */
+bool weft_bootstrap_roots_add(const struct weft_key *key);
+void weft_bootstrap_roots_remove(const struct weft_key *key);
+
 /* bootstrap_root.c: a joined rank's connection closed or broke. */
 void root_conn_lost(struct root *r, struct conn *c, const char *why);
 
@@ -115,9 +126,10 @@ void conn_queue(struct conn *c, uint32_t type, uint32_t seq, struct blob *blob);
 struct blob *error_blob(weft_status_t status, const char *text);
 void conn_send_error(struct conn *c, weft_status_t status, const char *text);
 void conn_refuse(struct root *r, struct conn *c, weft_status_t status, const char *text);
-void conn_drop(struct root *r, struct conn *c, const char *why);
 void root_write(struct root *r, struct conn *c);
 void root_accept(struct root *r);
+/* A connection leaves CONN_HELLO (joined, refused or dropped). */
+void conn_left_hello(struct root *r, struct conn *c);
 void root_free(struct root *r);
 void root_compact(struct root *r);
 

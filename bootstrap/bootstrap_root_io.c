@@ -130,14 +130,7 @@ void conn_refuse(struct root *r, struct conn *c, weft_status_t status, const cha
 	conn_send_error(c, status, text);
 	c->phase = CONN_CLOSING;
 	c->drain = true;
-	c->deadline = weft_bootstrap_wire_now_s() + HELLO_TIMEOUT_S;
-}
-
-void conn_drop(struct root *r, struct conn *c, const char *why)
-{
-	weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT, "bootstrap root %s: dropped connection from %s: %s",
-		 r->addr, c->peer, why);
-	conn_close(c);
+	c->deadline = weft_bootstrap_wire_now_s() + CLOSING_S;
 }
 
 void root_write(struct root *r, struct conn *c)
@@ -182,12 +175,64 @@ void root_write(struct root *r, struct conn *c)
 		conn_close(c);
 }
 
+void conn_left_hello(struct root *r, struct conn *c)
+{
+	if (c->phase == CONN_HELLO)
+		r->npending--;
+	weft_hs_clear(&c->hs);
+}
+
+/* A new connection needs a place among the unauthenticated: one of them
+ * gives it up, as weft_hs_drop_first chooses (a rank whose connection
+ * this was knocks again). */
+static void evict_oldest(struct root *r)
+{
+	struct conn *oldest = NULL;
+
+	for (size_t i = 0; i < r->nconns; i++) {
+		struct conn *c = r->conns[i];
+
+		if (c->phase == CONN_HELLO && weft_hs_droppable(&c->hs) &&
+		    (!oldest ||
+		     weft_hs_drop_first(&c->hs, c->accepted, &oldest->hs, oldest->accepted)))
+			oldest = c;
+	}
+	if (!oldest)
+		return;
+	if (++r->refused <= 3)
+		weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT,
+			 "bootstrap root %s: dropped connection from %s: %d connections were "
+			 "already in their handshake (WEFT_MAX_PENDING)",
+			 r->addr, oldest->peer, r->max_pending);
+	conn_left_hello(r, oldest);
+	conn_close(oldest);
+}
+
+static bool grow_conns(struct root *r)
+{
+	size_t cap;
+	struct conn **grown;
+
+	if (r->nconns < r->conns_cap)
+		return true;
+	cap = r->conns_cap ? 2 * r->conns_cap : 16;
+	grown = realloc(r->conns, cap * sizeof(*grown));
+	if (!grown)
+		return false;
+	r->conns = grown;
+	r->conns_cap = cap;
+	return true;
+}
+
+/* At most this many accepts per poll round, so that the handshakes under
+ * way get their turn between bursts of new connections. */
+#define ACCEPTS_PER_ROUND 16
+
 void root_accept(struct root *r)
 {
-	for (;;) {
+	for (int accepted = 0; accepted < ACCEPTS_PER_ROUND; accepted++) {
 		struct sockaddr_storage ss;
 		socklen_t len = sizeof(ss);
-		size_t limit = (size_t)(r->nranks ? r->nranks : WEFT_MAX_RANKS) + MAX_STRANGERS;
 		struct conn *c;
 		int fd = accept4(r->listen_fd, (struct sockaddr *)&ss, &len,
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -211,23 +256,12 @@ void root_accept(struct root *r)
 					 "bootstrap root %s: accept: %s", r->addr, strerror(errno));
 			return;
 		}
+		if (r->npending >= r->max_pending)
+			evict_oldest(r);
 		c = calloc(1, sizeof(*c));
-		if (c && r->nconns == r->conns_cap) {
-			size_t cap = r->conns_cap ? 2 * r->conns_cap : 16;
-			struct conn **grown = realloc(r->conns, cap * sizeof(*grown));
-
-			if (grown) {
-				r->conns = grown;
-				r->conns_cap = cap;
-			}
-		}
-		if (!c || r->nconns == r->conns_cap || r->nconns >= limit) {
-			char peer[ADDR_STR_BYTES];
-
-			weft_bootstrap_wire_addr_format((struct sockaddr *)&ss, peer, sizeof(peer));
+		if (!c || !grow_conns(r)) {
 			weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT,
-				 "bootstrap root %s: dropped connection from %s: %s", r->addr, peer,
-				 c ? "too many connections" : "out of memory");
+				 "bootstrap root %s: out of memory; dropped a connection", r->addr);
 			free(c);
 			close(fd);
 			continue;
@@ -235,13 +269,16 @@ void root_accept(struct root *r)
 		c->fd = fd;
 		c->rank = -1;
 		c->phase = CONN_HELLO;
-		c->deadline = weft_bootstrap_wire_now_s() + HELLO_TIMEOUT_S;
+		c->accepted = weft_bootstrap_wire_now_s();
+		c->deadline = c->accepted + r->handshake_s;
+		weft_hs_accept(&c->hs, fd);
 		weft_bootstrap_wire_addr_format((struct sockaddr *)&ss, c->peer, sizeof(c->peer));
 		if (weft_bootstrap_wire_addr_len_ok(ss.ss_family, len)) {
 			memcpy(&c->addr, &ss, len);
 			c->addr_len = len;
 		}
 		r->conns[r->nconns++] = c;
+		r->npending++;
 		if (r->nconns > r->peak_conns)
 			r->peak_conns = r->nconns;
 	}
@@ -261,6 +298,7 @@ void root_free(struct root *r)
 	blob_put(r->op_blob);
 	if (r->listen_fd >= 0)
 		close(r->listen_fd);
+	weft_wipe(&r->key, sizeof(r->key));
 	free(r);
 }
 

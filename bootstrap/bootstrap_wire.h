@@ -6,24 +6,32 @@
  *
  *
  * Wire protocol (host byte order: every rank runs the same build). Every
- * message is a frame: struct frame_hdr {u32 type, u32 seq, u64 len} and then
- * len payload bytes; len is checked against a maximum for the type first.
- *   rank -> root  HELLO {magic, secret, version, rank, nranks, relay port},
- *                 within 2 s of connecting; then GATHER (seq n, one block)
- *                 per collective, and BYE (empty) when it closes.
+ * connection opens with the handshake of util/handshake.h, which proves
+ * both ends hold the job's key without sending it; nothing else is read
+ * before it succeeds. After it, every message is a frame: struct
+ * frame_hdr {u32 type, u32 seq, u64 len} and then len payload bytes; len
+ * is checked against a maximum for the type first.
+ *   rank -> root  handshake, role WEFT_HS_ROOT, peer -1, payload struct
+ *                 join {nranks, relay port}; the root answers with the
+ *                 job's random id (struct root_answer), which names the
+ *                 communicator from then on (shared-memory segments,
+ *                 the transports' handshakes). Then GATHER (seq n, one
+ *                 block) per collective, and BYE (empty) when it closes.
  *   root -> rank  READY {fan-out, the rank's relay parent's address} once all
  *                 nranks ranks joined; GATHER (seq n, the nranks blocks as
  *                 one zlib stream; empty when they are) to the ranks whose
  *                 parent is the root, once every block of op n is in;
  *                 ERROR {i32 status, text} to every rank when the job
- *                 fails or the hello is refused; after an ERROR the root
- *                 reads nothing more from it.
+ *                 fails or an authenticated join is refused; after an
+ *                 ERROR the root reads nothing more from it. A connection
+ *                 that fails the handshake is closed unanswered.
  *   rank -> rank  The relay tree (fan-out F, WEFT_BOOTSTRAP_FANOUT at the
  *                 root): the root's children are ranks 0..F-1, rank p's
  *                 are F(p+1)..F(p+1)+F-1. Each rank listens on the address
  *                 its root connection leaves from; after READY it connects
- *                 to its parent and sends RELAY_HELLO {magic, secret,
- *                 version, rank}, and accepts its children's. A rank
+ *                 to its parent (handshake, role WEFT_HS_RELAY, the job's
+ *                 id, payload struct join), and accepts its children's,
+ *                 any number of them and of strangers at once. A rank
  *                 forwards every GATHER result it receives from its parent
  *                 to its children while it reads it, piece by piece, still
  *                 compressed, and inflates it for itself. So the root sends
@@ -31,6 +39,13 @@
  *                 zero padding and names shared by a host's ranks) shrink
  *                 some 35-fold; blocks still go straight to the root, and
  *                 so do its verdicts.
+ *
+ * Strangers. Each listener holds at most WEFT_MAX_PENDING connections that
+ * have not finished the handshake (the oldest is dropped for a new one)
+ * and drops any after WEFT_HANDSHAKE_TIMEOUT seconds, so idle or garbage
+ * connections cost a bounded number of descriptors and never delay a
+ * rank's own handshake, which a rank retries (a new connection) if its
+ * connection is dropped before the challenge.
  *
  * The root is one thread with one poll() over the listener and every
  * connection, all non-blocking, so a slow or silent peer only ever costs its
@@ -52,6 +67,7 @@
 #include <sys/socket.h>
 
 #include "bootstrap/bootstrap.h"
+#include "util/handshake.h"
 
 /* nranks * block bytes: 1,000,000 ranks of today's 872-byte cards fit. */
 #define MAX_TOTAL_BYTES ((uint64_t)1 << 30)
@@ -59,12 +75,10 @@
 #define ADDR_STR_BYTES	64
 
 enum frame_type {
-	FRAME_HELLO = 1,
 	FRAME_READY = 2,
 	FRAME_GATHER = 3,
 	FRAME_ERROR = 4,
 	FRAME_BYE = 5,
-	FRAME_RELAY_HELLO = 6,
 };
 
 struct frame_hdr {
@@ -73,13 +87,16 @@ struct frame_hdr {
 	uint64_t len;
 };
 
-struct hello {
-	uint64_t magic;
-	uint64_t secret;
-	uint32_t version;
-	int32_t rank;
+/* The public half of a join (the handshake's payload): what the root and a
+ * relay parent check once the handshake has proven the key. */
+struct join {
 	int32_t nranks;
-	uint32_t relay_port; /* the rank's relay listener, host order; 0 is refused */
+	uint32_t relay_port; /* to the root: the rank's relay listener, host order; 0 is refused */
+};
+
+/* The root's answer (the challenge's payload): the job's id. */
+struct root_answer {
+	unsigned char job_id[WEFT_JOB_ID_BYTES];
 };
 
 /* READY's payload: the tree's fan-out and where this rank's parent listens
@@ -107,7 +124,7 @@ static inline int relay_children(int rank, int fanout, int nranks, int *first)
 }
 
 _Static_assert(sizeof(struct frame_hdr) == 16, "frame header is 16 bytes on the wire");
-_Static_assert(sizeof(struct hello) == 32, "hello is 32 bytes on the wire");
+_Static_assert(sizeof(struct join) == 8, "join is 8 bytes on the wire");
 _Static_assert(sizeof(struct ready) == 36, "ready is 36 bytes on the wire");
 
 /* CLOCK_MONOTONIC in seconds. */

@@ -54,6 +54,13 @@ void weft_comm_waiter(struct weft_comm *comm, int delta)
 		atomic_fetch_add(&comm->waiters, delta);
 }
 
+size_t weft_comm_scratch_bytes(int nranks, size_t chunk_bytes)
+{
+	size_t bytes = WEFT_SCRATCH_CHUNKS * chunk_bytes;
+	size_t slots = nranks > 2 ? (size_t)(nranks - 2) * 8 : 0;
+	return bytes > slots ? bytes : slots;
+}
+
 weft_status_t weft_comm_allgather(struct weft_comm *comm, void *buf, size_t bytes)
 {
 	if (!comm->bs)

@@ -78,7 +78,10 @@ struct weft_p2p_req;
 struct weft_comm {
 	int rank;
 	int nranks;
-	uint64_t secret;
+	/* The communicator's key (from the unique id, or derived from the
+	 * parent's for a split) and its random id (the root's answer at join). */
+	struct weft_key key;
+	unsigned char id[WEFT_JOB_ID_BYTES];
 	double timeout_s;
 
 	struct weft_card *cards; /* nranks */
@@ -124,8 +127,7 @@ struct weft_comm {
 	void (*shmem_announce)(struct weft_shmem *shmem, uint64_t number, uint32_t word);
 	/* weft_mem_register's regions (api/mem.c), deregistered before
 	 * the transports close. */
-	struct weft_mem_reg *mem_regs;
-	void (*mem_regs_free)(struct weft_comm *comm);
+	struct weft_mem_reg *mem_regs; /* core/mem_reg.h */
 
 	uint64_t seq; /* next collective's sequence number */
 	/* Operation words (core/tag.h) of the last WEFT_RECENT_CALLS collectives
@@ -148,7 +150,12 @@ struct weft_comm {
 	struct weft_watch *watch; /* the out-of-band watch (core/watch.h) */
 	int progress_thread_mode; /* weft_config_t.progress_thread: 1, -1, 0 (setting) */
 
-	struct weft_err err;	 /* last error, for weft_comm_last_error */
+	/* Last error, for weft_comm_last_error: written by weft_comm_fail from
+	 * any thread (the caller's argument checks, the progress thread),
+	 * under err_lock, a leaf lock nothing else is taken under. */
+	struct weft_err err;
+	bool err_kept; /* the communicator died: err is its cause and stays */
+	pthread_mutex_t err_lock;
 	_Atomic int async_error; /* weft_status_t; fatal for the comm */
 	_Atomic bool abort_requested;
 	bool aborted;
@@ -166,6 +173,12 @@ const char *weft_comm_peer_transport(const struct weft_comm *comm, int peer);
 
 /* "eager" or "lazy": how this communicator connects (WEFT_CONNECT). */
 const char *weft_comm_connect_mode_name(const struct weft_comm *comm);
+
+/* The staging every communicator holds (struct weft_comm.scratch):
+ * WEFT_SCRATCH_CHUNKS chunks, and at least one element of the widest type
+ * (8 bytes) for each of n - 2 ranks, which ReduceScatter's ring keeps a
+ * slot each for (algorithms/reduce_scatter/reduce_scatter_ring.c). */
+size_t weft_comm_scratch_bytes(int nranks, size_t chunk_bytes);
 
 /* During init only (the bootstrap is open): every rank contributes
  * @p bytes at buf + rank * bytes and gets everyone's. */

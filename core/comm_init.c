@@ -14,6 +14,7 @@
 #include "bootstrap/hostid.h"
 #include "core/comm.h"
 #include "core/fail.h"
+#include "core/mem_reg.h"
 #include "core/p2p.h"
 #include "core/progress_thread.h"
 #include "core/stats.h"
@@ -212,8 +213,8 @@ static weft_status_t build_env(struct weft_comm *comm)
 	    .nranks = n,
 	    .local_rank = (int)me->local_rank,
 	    .local_size = (int)me->local_count,
-	    .secret = comm->secret,
-	    .comm_id = comm->secret,
+	    .key = &comm->key,
+	    .id = comm->id,
 	    .timeout_s = comm->timeout_s,
 	    .peers = comm->tp_peers,
 	    .ctx = comm,
@@ -221,6 +222,7 @@ static weft_status_t build_env(struct weft_comm *comm)
 	    .fail = env_fail,
 	    .explain = env_explain,
 	};
+	memcpy(&comm->env->comm_id, comm->id, sizeof(comm->env->comm_id));
 	return choose_ifname(comm, &comm->env->ifname);
 }
 
@@ -377,7 +379,7 @@ static weft_status_t agree_chunk(struct weft_comm *comm)
 	free(all);
 	if (st != WEFT_SUCCESS)
 		return st;
-	comm->scratch_bytes = WEFT_SCRATCH_CHUNKS * comm->chunk_bytes;
+	comm->scratch_bytes = weft_comm_scratch_bytes(comm->nranks, comm->chunk_bytes);
 	comm->stream_min = stream_min_default(comm);
 	long stream_min;
 	if (weft_setting_long("WEFT_STREAM_MIN", &stream_min))
@@ -420,8 +422,7 @@ void weft_comm_free(struct weft_comm *comm)
 		weft_bootstrap_close(comm->bs);
 	weft_p2p_abort(comm, WEFT_ERR_ABORTED);
 	weft_stats_close(comm); /* while the connections can still be read */
-	if (comm->mem_regs && comm->mem_regs_free)
-		comm->mem_regs_free(comm);
+	weft_comm_mem_free_all(comm);
 	for (int p = 0; comm->peers && p < comm->nranks; p++)
 		comm->peers[p].conn = NULL; /* owned by their transport */
 	for (size_t i = 0; comm->tps && i < comm->ntps; i++)
@@ -455,6 +456,8 @@ void weft_comm_free(struct weft_comm *comm)
 	free(comm->peers);
 	free(comm->cards);
 	pthread_mutex_destroy(&comm->lock);
+	pthread_mutex_destroy(&comm->err_lock);
+	weft_wipe(&comm->key, sizeof(comm->key));
 	free(comm);
 }
 
@@ -467,9 +470,10 @@ static weft_status_t comm_alloc(struct weft_comm **out, int nranks, const struct
 		return weft_err_set(weft_err_init_record(), WEFT_ERR_NO_MEMORY,
 				    "init: no memory for the communicator");
 	pthread_mutex_init(&comm->lock, NULL);
+	pthread_mutex_init(&comm->err_lock, NULL);
 	comm->rank = rank;
 	comm->nranks = nranks;
-	comm->secret = uid->secret;
+	comm->key = uid->key;
 	comm->timeout_s = default_timeout(config);
 	/* A config from a build before progress_thread existed ends before it. */
 	if (config && config->size >= offsetof(weft_config_t, progress_thread) + sizeof(int))
@@ -510,6 +514,8 @@ weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct 
 		st = weft_bootstrap_join(uid, rank, nranks, boot_timeout(comm), &comm->bs,
 					 &comm->err);
 	if (st == WEFT_SUCCESS)
+		weft_bootstrap_job_id(comm->bs, comm->id);
+	if (st == WEFT_SUCCESS)
 		st = exchange_cards(comm, known);
 	if (st == WEFT_SUCCESS)
 		st = place(comm);
@@ -546,7 +552,7 @@ weft_status_t weft_comm_ready(struct weft_comm *comm)
 		return weft_comm_abandon(comm, st);
 	weft_bootstrap_close(comm->bs);
 	comm->bs = NULL;
-	weft_bootstrap_roots_drain(timeout);
+	weft_bootstrap_root_drain(&comm->key, timeout);
 	st = weft_progress_thread_start(comm);
 	if (st != WEFT_SUCCESS)
 		return weft_comm_abandon(comm, st);
@@ -562,7 +568,9 @@ weft_status_t weft_comm_abandon(struct weft_comm *comm, weft_status_t status)
 	double timeout = boot_timeout(comm);
 	weft_err_clear(ierr);
 	weft_err_set(ierr, status, "%s", comm->err.msg[0] ? comm->err.msg : "init failed");
+	struct weft_key key = comm->key;
 	weft_comm_free(comm);
-	weft_bootstrap_roots_drain(timeout); /* let a root here tell the others */
+	weft_bootstrap_root_drain(&key, timeout); /* let a root here tell the others */
+	weft_wipe(&key, sizeof(key));
 	return status;
 }

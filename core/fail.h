@@ -5,6 +5,8 @@
 #ifndef WEFT_FAIL_H
 #define WEFT_FAIL_H
 
+#include <stddef.h>
+
 #include "weft.h"
 
 struct weft_comm;
@@ -16,6 +18,13 @@ struct weft_comm;
  * that the first fatal one stays: it is the cause of all that follow. */
 weft_status_t weft_comm_fail(struct weft_comm *comm, weft_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* The communicator died of @p status (weft_comm_kill): the error recorded
+ * last is its cause, and stays (or, if none was, one naming the status). */
+void weft_comm_error_keep(struct weft_comm *comm, weft_status_t status);
+
+/* The last error's text, copied under the error lock into @p buf. */
+void weft_comm_error_copy(struct weft_comm *comm, char *buf, size_t len);
 
 /* Same, with ": strerror(errnum)" appended and WEFT_ERR_SYSTEM. */
 weft_status_t weft_comm_fail_errno(struct weft_comm *comm, int errnum, const char *fmt, ...)

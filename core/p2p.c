@@ -28,8 +28,10 @@ static weft_status_t peer_up(struct weft_comm *comm, struct weft_peer *p, struct
 	p->tp->ops->prop.props(p->tp, p->link.peer, &props);
 	p->conn = conn;
 	comm->nconnected++;
-	weft_status_t st =
-	    weft_gate_attach(&comm->gate, &p->link, conn, props.bandwidth_Bps, &comm->err);
+	struct weft_err err = {0};
+	weft_status_t st = weft_gate_attach(&comm->gate, &p->link, conn, props.bandwidth_Bps, &err);
+	if (st != WEFT_SUCCESS)
+		weft_comm_fail(comm, st, "%s", err.msg);
 	if (comm->connect_mode == WEFT_CONNECT_LAZY)
 		weft_log(WEFT_LOG_INFO, WEFT_SUB_NET,
 			 "connected to rank %d over %s in %.3f s (%d of %d peers)", p->link.peer,

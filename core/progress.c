@@ -136,6 +136,14 @@ void weft_comm_kill(struct weft_comm *comm, weft_status_t status)
 	if (comm->aborted)
 		return;
 	comm->aborted = true;
+	/* Dead, whatever killed it (an invalid argument or no memory inside a
+	 * task too): every later call fails with this at once, and
+	 * weft_comm_get_async_error says so, instead of a call waiting for
+	 * progress that a killed communicator never makes. */
+	int none = WEFT_SUCCESS;
+	atomic_compare_exchange_strong(&comm->async_error, &none,
+				       (int)(status != WEFT_SUCCESS ? status : WEFT_ERR_INTERNAL));
+	weft_comm_error_keep(comm, (weft_status_t)atomic_load(&comm->async_error));
 	if (comm->shmem && comm->shmem_abort)
 		comm->shmem_abort(comm->shmem);
 	for (size_t i = 0; i < comm->ntps; i++)

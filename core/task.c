@@ -57,12 +57,26 @@ void weft_task_retire(struct weft_task *task)
 	task->posted = false;
 }
 
+/* Callbacks run with their communicator's lock held (weft.h): one that
+ * called Weft could take another communicator's lock in the opposite
+ * order of a thread that waits on both, or its own again. The entry points
+ * refuse while a callback runs in this thread (weft_task_in_callback). */
+static __thread int in_callback;
+
 void weft_task_notify(struct weft_task *task)
 {
 	void (*fn)(void *, weft_status_t) = task->on_complete;
 	task->on_complete = NULL;
-	if (fn)
-		fn(task->on_complete_arg, task->status);
+	if (!fn)
+		return;
+	in_callback++;
+	fn(task->on_complete_arg, task->status);
+	in_callback--;
+}
+
+bool weft_task_in_callback(void)
+{
+	return in_callback > 0;
 }
 
 void weft_task_touch(struct weft_task *task)

@@ -129,6 +129,10 @@ void weft_task_retire(struct weft_task *task);
 /* The task has finished: run its completion callback, if any (once). */
 void weft_task_notify(struct weft_task *task);
 
+/* True while this thread runs a completion callback: Weft's entry points
+ * then refuse (weft.h, weft_request_on_complete). */
+bool weft_task_in_callback(void);
+
 /* Note that a message of this task has completed (resets its timeout). */
 void weft_task_touch(struct weft_task *task);
 

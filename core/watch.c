@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -52,8 +53,11 @@ static uint32_t heard_ms(const struct watch_view *v, double now)
 /* With w->lock held when type is a reply (it reads the view). */
 void watch_send(struct weft_watch *w, int peer, uint32_t type)
 {
-	struct watch_msg m = {
-	    .magic = WATCH_MAGIC, .secret = w->secret, .type = type, .rank = w->rank};
+	struct watch_msg m = {.magic = WATCH_MAGIC,
+			      .comm_id = w->comm_id,
+			      .seq = atomic_fetch_add(&w->seq, 1) + 1,
+			      .type = type,
+			      .rank = w->rank};
 	m.timed_out_call = atomic_load(&w->timed_out_call);
 	watch_state_mine(w, &m.me);
 	if (type == WATCH_REPLY) {
@@ -64,6 +68,7 @@ void watch_send(struct weft_watch *w, int peer, uint32_t type)
 			m.nb[s] = v->st;
 		}
 	}
+	weft_mac(&w->key, &m, offsetof(struct watch_msg, mac), m.mac);
 	/* Best effort: a lost datagram is a rank not heard from. */
 	(void)sendto(w->fd, &m, sizeof(m), MSG_DONTWAIT, (const struct sockaddr *)&w->addrs[peer],
 		     w->lens[peer]);
@@ -81,17 +86,37 @@ static bool same_addr(const struct sockaddr_storage *a, const struct sockaddr_st
 	return x->sin6_port == y->sin6_port && !memcmp(&x->sin6_addr, &y->sin6_addr, 16);
 }
 
-/* A datagram counts only with the job's secret, from the address the rank
- * registered at init: anything else is dropped unread beyond its header. */
-static void handle(struct weft_watch *w, const struct watch_msg *m, ssize_t len,
-		   const struct sockaddr_storage *from)
+/* A datagram counts only from a rank of this communicator, from the
+ * address that rank registered at init, with a MAC made with the key and a
+ * sequence number newer than any taken from it: anything else is dropped
+ * after those checks, and costs nothing more. */
+static bool datagram_ok(struct weft_watch *w, const struct watch_msg *m, ssize_t len,
+			const struct sockaddr_storage *from)
 {
-	if (len != (ssize_t)sizeof(*m) || m->magic != WATCH_MAGIC || m->secret != w->secret ||
+	unsigned char mac[WEFT_MAC_BYTES];
+	if (len != (ssize_t)sizeof(*m) || m->magic != WATCH_MAGIC || m->comm_id != w->comm_id ||
 	    m->rank < 0 || m->rank >= w->nranks || m->rank == w->rank ||
 	    !same_addr(from, &w->addrs[m->rank]))
+		return false;
+	weft_mac(&w->key, m, offsetof(struct watch_msg, mac), mac);
+	return weft_mac_equal(mac, m->mac);
+}
+
+void watch_take(struct weft_watch *w, const struct watch_msg *m, ssize_t len,
+		const struct sockaddr_storage *from)
+{
+	if (!datagram_ok(w, m, len, from)) {
+		w->dropped++;
 		return;
+	}
 	pthread_mutex_lock(&w->lock);
 	struct watch_view *v = &w->view[m->rank];
+	if (m->seq <= v->last_seq) { /* replayed, or older than one taken */
+		pthread_mutex_unlock(&w->lock);
+		w->dropped++;
+		return;
+	}
+	v->last_seq = m->seq;
 	v->heard = weft_now();
 	v->st = m->me;
 	if (m->type == WATCH_REPLY) {
@@ -134,7 +159,7 @@ static void *watch_thread(void *arg)
 					     (struct sockaddr *)&from, &flen);
 			if (n < 0)
 				break;
-			handle(w, &m, n, &from);
+			watch_take(w, &m, n, &from);
 		}
 	}
 	return NULL;
@@ -198,6 +223,7 @@ static void watch_free(struct weft_watch *w)
 		if (w->stop_pipe[i] >= 0)
 			close(w->stop_pipe[i]);
 	pthread_mutex_destroy(&w->lock);
+	weft_wipe(&w->key, sizeof(w->key));
 	free(w->addrs);
 	free(w->lens);
 	free(w->view);
@@ -215,7 +241,8 @@ weft_status_t weft_watch_start(struct weft_comm *comm)
 	pthread_mutex_init(&w->lock, NULL);
 	w->rank = comm->rank;
 	w->nranks = comm->nranks;
-	w->secret = comm->secret;
+	weft_key_derive(&w->key, &comm->key, "weft watch datagrams", comm->id, sizeof(comm->id));
+	memcpy(&w->comm_id, comm->id, sizeof(w->comm_id));
 	w->period_s = period(comm->timeout_s);
 	atomic_store(&w->waiting_for, -1);
 	atomic_store(&w->changed_ms, watch_now_ms());

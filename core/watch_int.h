@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "util/auth.h"
+
 #define WATCH_MAGIC 0x5745465457415431ull /* "WEFTWAT1" */
 
 enum watch_type {
@@ -32,9 +34,14 @@ struct watch_state {
 	uint32_t flags;
 };
 
+/* One datagram. It carries no key: the MAC (HMAC-SHA256 with the watch's
+ * key, derived from the communicator's) covers everything before it, and
+ * seq, which a sender raises with every datagram, lets a receiver refuse
+ * one it has seen (or an older one) replayed. */
 struct watch_msg {
 	uint64_t magic;
-	uint64_t secret;
+	uint64_t comm_id; /* env's: which communicator it belongs to */
+	uint64_t seq;
 	uint32_t type;
 	int32_t rank;
 	uint64_t timed_out_call; /* in a query: the call it timed out in, or 0 */
@@ -42,14 +49,16 @@ struct watch_msg {
 	/* what this rank knows of its neighbours rank-1 and rank+1 */
 	uint32_t nb_heard_ms[2]; /* since last heard; UINT32_MAX: never */
 	struct watch_state nb[2];
+	unsigned char mac[32];
 };
 
-_Static_assert(sizeof(struct watch_msg) == 136, "watch datagram is 136 bytes");
+_Static_assert(sizeof(struct watch_msg) == 176, "watch datagram is 176 bytes");
 
 struct watch_view {
 	double heard; /* when a datagram of it last arrived; 0 never */
 	struct watch_state st;
-	bool replied; /* to the current query */
+	bool replied;	   /* to the current query */
+	uint64_t last_seq; /* the newest datagram taken from it */
 	uint32_t nb_heard_ms[2];
 	struct watch_state nb[2];
 };
@@ -60,7 +69,10 @@ struct weft_watch {
 	pthread_t thread;
 	bool running;
 	int rank, nranks;
-	uint64_t secret;
+	struct weft_key key; /* derived from the communicator's, for datagrams only */
+	uint64_t comm_id;
+	_Atomic uint64_t seq; /* of this rank's last datagram */
+	uint64_t dropped;     /* datagrams refused (bad MAC, replay, garbage) */
 	double period_s;
 	struct sockaddr_storage *addrs; /* [rank] */
 	socklen_t *lens;
@@ -80,5 +92,10 @@ struct weft_watch {
 void watch_state_mine(struct weft_watch *w, struct watch_state *st);
 void watch_send(struct weft_watch *w, int peer, uint32_t type);
 int64_t watch_now_ms(void);
+/* One datagram of @p len bytes from @p from, as the thread received it:
+ * checked (datagram_ok, the sequence), then taken into the view, a query
+ * answered (tests/fuzz/fuzz_watch.c calls it too). */
+void watch_take(struct weft_watch *w, const struct watch_msg *m, ssize_t len,
+		const struct sockaddr_storage *from);
 
 #endif

@@ -21,7 +21,7 @@
  *    order with matching counts, datatypes, ops and roots (as in MPI and
  *    NCCL). Weft checks it: every message carries the signature of the call
  *    it belongs to (its number on the communicator modulo 4096, the
- *    collective, the datatype, the op, and a 9-bit hash of count and root),
+ *    collective, the datatype, the op, and an 8-bit hash of count and root),
  *    and the rank that receives the first mismatched message fails with
  *    WEFT_ERR_REMOTE and a message naming what differs ("mismatched
  *    weft_allreduce: datatype: rank 1 passed float, this rank int32"). It
@@ -108,9 +108,11 @@ typedef enum weft_op {
 #define WEFT_UNIQUE_ID_BYTES 128
 
 /** Opaque bytes that tell every rank how to reach the bootstrap root and
- * the secret that proves membership. Created by weft_get_unique_id() on one
- * rank and sent to the others by any out-of-band means (MPI_Bcast, a file,
- * a pipe). Treat it as a password: whoever holds it can join the job. */
+ * the job's 256-bit key, with which every connection proves membership
+ * (the key itself is never sent). Created by weft_get_unique_id() on one
+ * rank and sent to the others by any out-of-band means (MPI_Bcast, a file
+ * only the user can read, a pipe). Treat it as a password: whoever holds
+ * it can join the job (docs/reliability.md, the threat model). */
 typedef struct weft_unique_id {
 	char internal[WEFT_UNIQUE_ID_BYTES];
 } weft_unique_id_t;
@@ -159,7 +161,7 @@ WEFT_API const char *weft_version(void);
  * every rank has joined, the bootstrap timeout expires, or the process
  * exits.
  *
- * @param[out] id  filled with the root address, a random 64-bit secret and a magic.
+ * @param[out] id  filled with the root address, a random 256-bit key and a magic.
  * @return WEFT_SUCCESS, WEFT_ERR_INVALID_ARG (id NULL or bad WEFT_ROOT),
  *         WEFT_ERR_SYSTEM (cannot bind or start the thread).
  * Blocking: no. Thread safety: safe.
@@ -170,7 +172,9 @@ WEFT_API weft_status_t weft_get_unique_id(weft_unique_id_t *id);
  * Create a communicator of @p nranks ranks, this process being @p rank.
  *
  * Every rank calls this with the same id and nranks. Each rank connects to
- * the root, proves the secret, and exchanges its card (host identity,
+ * the root, proves that it holds the key (and the root that it does: a
+ * listener that cannot is refused, "failed authentication"), and exchanges
+ * its card (host identity,
  * addresses); then it connects to its peers over the transport chosen for
  * each pair (shared memory on the same host, TCP otherwise; see
  * WEFT_TRANSPORTS).
@@ -196,7 +200,7 @@ WEFT_API weft_status_t weft_comm_init_rank(weft_comm_t *comm, int nranks, weft_u
  * MPI, MPICH/Hydra or Slurm, in that order).
  *
  * Under PMIx (srun --mpi=pmix, Open MPI's mpirun) rank 0 starts the
- * bootstrap root with a fresh random secret and hands its id to the other
+ * bootstrap root with a fresh random key and hands its id to the other
  * ranks through PMIx (PMIx_Put, PMIx_Commit, PMIx_Fence, PMIx_Get): nothing
  * to set. Rank 0 listens on WEFT_ROOT if set; else on loopback when every
  * rank is on its host; else on WEFT_SOCKET_IFNAME or the NIC nearest its
@@ -208,10 +212,14 @@ WEFT_API weft_status_t weft_comm_init_rank(weft_comm_t *comm, int nranks, weft_u
  * node of SLURM_STEP_NODELIST (rank 0's node, except under -m arbitrary,
  * which is then an error) with a port derived from the job and step ids;
  * else, when the launcher says every rank is on this host, 127.0.0.1 with a
- * port derived from the launcher's job id. The secret is WEFT_SECRET (16
- * hex digits) if set; otherwise it is derived from the launcher's job id,
- * which keeps jobs apart but does not keep out a hostile local user: set
- * WEFT_SECRET on shared machines, or launch with PMIx.
+ * port derived from the launcher's job id. The key is WEFT_SECRET (64 hex
+ * digits, or 16) if set, else the contents of WEFT_SECRET_FILE (a file only
+ * its owner can read); else, for a job on one host, this user's host key
+ * (a random key in a private file under $XDG_RUNTIME_DIR/weft or
+ * /tmp/weft-UID) combined with the launcher's job id. A job across hosts
+ * with none of these fails at init saying how to give one, unless
+ * WEFT_ALLOW_DERIVED_SECRET=1 accepts a key derived from the job id, which
+ * other users can guess.
  *
  * @return as weft_comm_init_rank(), plus WEFT_ERR_INVALID_ARG naming the
  *         variable that is missing or malformed (for a Slurm step whose root
@@ -304,8 +312,9 @@ WEFT_API weft_status_t weft_comm_abort(weft_comm_t comm);
 WEFT_API weft_status_t weft_comm_get_async_error(weft_comm_t comm, weft_status_t *async_error);
 
 /** A sentence describing the last error on @p comm ("rank 2: allreduce seq 7:
- * peer 3 closed its connection (socket)"); empty if none. The string stays
- * valid until the next call on the communicator. */
+ * peer 3 closed its connection (socket)"); empty if none. The string is
+ * this thread's copy: it stays valid until this thread's next call of
+ * weft_comm_last_error. Thread safety: may be called from any thread. */
 WEFT_API const char *weft_comm_last_error(weft_comm_t comm);
 
 /** This rank's number and the communicator's size. */
@@ -483,7 +492,9 @@ WEFT_API weft_status_t weft_ibarrier(weft_comm_t comm, weft_request_t *request);
 /**
  * Point to point. Sends to a peer are matched with that peer's receives
  * from this rank in the order both were called (as in NCCL; there are no
- * tags). On a length mismatch the receive fails with a message naming both
+ * tags). A send or receive of zero elements is a message like any other
+ * (it matches the peer's next call, as in MPI). On a length mismatch the
+ * receive fails with a message naming both
  * sizes and the receiver's communicator closes its connections, so the
  * sender's communicator fails too, at the latest at its next call (a small
  * send may already have returned WEFT_SUCCESS). weft_send returns once buf
@@ -670,7 +681,11 @@ WEFT_API weft_status_t weft_test(weft_request_t *request);
  * progress thread, else the thread that calls weft_test/weft_wait or
  * another Weft call on the communicator — while Weft holds the
  * communicator's internal lock: @p fn must be short and must not call Weft
- * on that communicator. If the operation has already finished, @p fn runs
+ * (no operation, test, wait or group on any communicator, nor destroy): a
+ * callback that waited on another communicator could deadlock with a
+ * thread that waits on both, so every such call made from a callback
+ * fails with WEFT_ERR_INVALID_ARG saying so. If the operation has already
+ * finished, @p fn runs
  * now, in the calling thread. The request stays valid, and must still be
  * completed with weft_test() or weft_wait(), which free it. At most one
  * callback per request (a second call replaces the first).

@@ -6,6 +6,8 @@ set -euo pipefail
 pkgs=(
 	build-essential pkg-config
 	libhwloc-dev libfabric-dev libfabric-bin libjansson-dev check zlib1g-dev
+	# the job key: HMAC-SHA256 handshakes and datagrams (util/auth.h)
+	libsodium-dev
 	openmpi-bin libopenmpi-dev mpich libmpich-dev
 	liblldpctl-dev lldpd libibverbs-dev rdma-core
 	iproute2 nftables ethtool time graphviz hwloc clang-format

@@ -6,7 +6,7 @@
  * weft_conn per peer it serves; a transport embeds them first in its own
  * structs and gets back to itself with weft_container_of. A transport sees
  * its communicator only through a narrow environment (struct weft_tp_env):
- * ranks, peers' host ids and addresses, the job secret, a communicator id,
+ * ranks, peers' host ids and addresses, the communicator's key and id,
  * an allgather that works during init, settings and logging (util/), and a
  * fail callback that records an error on the communicator. It never sees
  * struct weft_comm.
@@ -42,6 +42,8 @@
 
 #include "reduce/reduce.h"
 #include "reduce/stream.h"
+#include "util/auth.h"
+#include "util/handshake.h"
 #include "util/mr_key.h"
 #include "util/wire_tag.h"
 #include "weft.h"
@@ -128,9 +130,14 @@ struct weft_tp_peer {
 struct weft_tp_env {
 	int rank, nranks;
 	int local_rank, local_size; /* among the ranks of this host */
-	uint64_t secret;	    /* proves membership on every connection */
-	uint64_t comm_id;	    /* unique per communicator: segment names, tags */
-	double timeout_s;	    /* bound on any wait */
+	/* Proves membership on every connection (util/handshake.h): never
+	 * sent, never in a name. */
+	const struct weft_key *key;
+	/* The communicator's random id (not derived from the key): segment
+	 * names, the handshakes; comm_id is its first 8 bytes, for tags. */
+	const unsigned char *id;
+	uint64_t comm_id;
+	double timeout_s; /* bound on any wait */
 	/* Connections are made on demand during the job (WEFT_CONNECT=lazy):
 	 * connect is first called for a peer when a message needs it, possibly
 	 * on one side only for a while, and connected is never called. A

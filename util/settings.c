@@ -25,9 +25,20 @@ static const struct weft_setting settings[] = {
      "children per rank in the bootstrap's relay tree, read where the root starts (1: a chain; "
      "the rank count or more: the root sends to every rank)"},
     {"WEFT_ROOT", NULL, "host:port of the bootstrap root for weft_comm_init_env (rank 0 listens)"},
-    {"WEFT_SECRET", NULL, "16 hex digits shared by all ranks of a weft_comm_init_env job"},
+    {"WEFT_SECRET", NULL,
+     "the job's key for weft_comm_init_env: 64 hex digits (or 16, as keys were before) shared "
+     "by all ranks"},
     {"WEFT_SECRET_FILE", NULL,
-     "file holding WEFT_SECRET's 16 hex digits, readable only by its owner (chmod 600)"},
+     "file holding WEFT_SECRET's hex digits (and at most a newline), readable only by its owner "
+     "(chmod 600)"},
+    {"WEFT_ALLOW_DERIVED_SECRET", "0",
+     "1: a job across hosts with no key given may use one derived from the launcher's job id, "
+     "which other users can guess (trusted clusters only)"},
+    {"WEFT_MAX_PENDING", "64",
+     "connections per listener that may be in their handshake at once; a new one drops one: a "
+     "silent one first, the oldest of two alike, never one being admitted"},
+    {"WEFT_HANDSHAKE_TIMEOUT", "5",
+     "seconds a connection may take to prove it holds the job's key before it is dropped"},
     {"WEFT_RANK", NULL, "this process's rank, for weft_comm_init_env"},
     {"WEFT_NRANKS", NULL, "number of ranks, for weft_comm_init_env"},
     {"WEFT_LOCAL_RANK", NULL, "rank among this host's ranks (optional, with WEFT_RANK)"},

@@ -15,8 +15,11 @@
  * a whole message lets the transport check the sender's length against
  * the receiver's at once (a mismatch fails where the bytes arrive, with
  * both sizes named), where chunk counts that disagree would only time out.
- * The transports pipeline long messages themselves. Blocks of zero
- * elements are skipped by both sides (both know the length).
+ * The transports pipeline long messages themselves. A block of zero
+ * elements still goes, as an empty message: each side's count is its own
+ * (a sender may give 0 where the receiver expects 5), and only a message
+ * lets the receiver check the two against each other, as it does for the
+ * others.
  *
  * Cost (S_j bytes to rank j, R_i bytes from rank i, n ranks):
  *   T = (n - 1) alpha + max(sum S_j, sum R_i) beta
@@ -42,8 +45,10 @@ static void send_item(struct weft_task *task, int q, uint32_t k, struct weft_xfe
 	int n = task->comm->nranks;
 	int peer = (task->comm->rank + (int)k + 1) % n;
 	out->peer = peer;
-	out->buf = (char *)a->sendbuf + a->blocks.sdispls[peer] * a->esize;
 	out->bytes = a->blocks.sendcounts[peer] * a->esize;
+	/* sendbuf may be NULL where every block is empty */
+	out->buf = out->bytes ? (char *)a->sendbuf + a->blocks.sdispls[peer] * a->esize : NULL;
+	out->signal = true;
 }
 
 static void recv_item(struct weft_task *task, int q, uint32_t k, struct weft_xfer *out)
@@ -52,8 +57,9 @@ static void recv_item(struct weft_task *task, int q, uint32_t k, struct weft_xfe
 	int n = task->comm->nranks;
 	int peer = (task->comm->rank - (int)k - 1 + n) % n;
 	out->peer = peer;
-	out->buf = (char *)a->recvbuf + a->blocks.rdispls[peer] * a->esize;
 	out->bytes = a->blocks.recvcounts[peer] * a->esize;
+	out->buf = out->bytes ? (char *)a->recvbuf + a->blocks.rdispls[peer] * a->esize : NULL;
+	out->signal = true;
 }
 
 static const struct weft_queue_ops recv_ops = {.item = recv_item};

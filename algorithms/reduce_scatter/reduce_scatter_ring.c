@@ -40,6 +40,7 @@
 #include "algorithms/engine/engine.h"
 #include "algorithms/patterns/ring.h"
 #include "core/comm.h"
+#include "core/fail.h"
 #include "reduce/reduce.h"
 
 enum { Q_RECV = 0, Q_SEND };
@@ -166,9 +167,16 @@ static size_t round_elems_of(const struct weft_comm *comm, size_t count, size_t 
 	if (n <= 2)
 		return count;
 	size_t per_round = comm->scratch_bytes / (((size_t)n - 2) * esize);
-	if (per_round == 0)
-		per_round = 1;
-	return count < per_round ? count : per_round;
+	return count < per_round ? count : per_round; /* 0: the slots do not fit */
+}
+
+/* Out of place the partials wait in n - 2 slots of at least one element:
+ * a scratch too small for them (weft_comm_scratch_bytes sizes every
+ * communicator's so that this never happens) rules the algorithm out
+ * rather than letting a slot run past it. */
+static bool rs_supports(const struct weft_comm *comm, const struct weft_coll_args *args)
+{
+	return args->count == 0 || round_elems_of(comm, args->count, args->esize) > 0;
 }
 
 /* Round @p phase is complete. In place, the finished block moves to the
@@ -218,6 +226,12 @@ static weft_status_t rs_post(struct weft_task *task)
 	} else {
 		rs->reduce = weft_reduce_kernel(a->dtype, a->op);
 		rs->round_elems = round_elems_of(task->comm, a->count, a->esize);
+		if (rs->round_elems == 0)
+			return weft_comm_fail(
+			    task->comm, WEFT_ERR_INTERNAL,
+			    "reduce_scatter ring: %zu bytes of scratch cannot hold "
+			    "a slot for each of %d ranks",
+			    task->comm->scratch_bytes, n - 2);
 		rs->nrounds = (a->count + rs->round_elems - 1) / rs->round_elems;
 	}
 	weft_engine_start(&rs->eng, task);
@@ -233,7 +247,9 @@ static double rs_estimate(const struct weft_comm *comm, const struct weft_links 
 	struct weft_cost c = links->ring;
 	double block = (double)args->count * (double)args->esize;
 	size_t per_round = round_elems_of(comm, args->count, args->esize);
-	double rounds = per_round ? ceil((double)args->count / (double)per_round) : 1;
+	if (per_round == 0)
+		return INFINITY;
+	double rounds = ceil((double)args->count / (double)per_round);
 	return rounds * (n - 1) * c.alpha + (n - 1) * block * (c.beta + c.gamma);
 }
 
@@ -244,5 +260,6 @@ const struct weft_algo weft_reduce_scatter_ring = {
     .description = "each block gathers its partial sums around the placement ring, chunked and "
 		   "pipelined",
     .estimate = rs_estimate,
+    .supports = rs_supports,
     .task = {.post = rs_post, .progress = weft_engine_task_progress},
 };

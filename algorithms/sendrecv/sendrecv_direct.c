@@ -39,6 +39,9 @@ static weft_status_t direct_post(struct weft_task *task, bool send)
 	    .buf = send ? (char *)a->sendbuf : (char *)a->recvbuf,
 	    .bytes = a->count * a->esize,
 	    .step = 0,
+	    /* A zero-byte message still goes: it takes its number on both
+	     * sides, and a receive posted for more fails naming both sizes. */
+	    .signal = true,
 	};
 	weft_engine_init(eng, NULL);
 	weft_engine_add_list(eng, send, &x, 1);

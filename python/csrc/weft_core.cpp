@@ -172,8 +172,10 @@ std::shared_ptr<Core> Core::create(
   return std::make_shared<Core>(comm, rank, size);
 }
 
-Core::Core(weft_comm_t comm, int rank, int size) : comm_(comm), rank_(rank), size_(size) {
-  done_thread_ = std::thread([this] { completion_main(); });
+Core::Core(weft_comm_t comm, int rank, int size)
+    : comm_(comm), rank_(rank), size_(size), done_(std::make_shared<Completions>()) {
+  // The thread holds its own reference: it may outlive the Core.
+  done_thread_ = std::thread([done = done_] { done->run(); });
 }
 
 Core::~Core() {
@@ -190,11 +192,12 @@ Core::~Core() {
     pending_.clear();
   }
   {
-    std::lock_guard<std::mutex> lock(done_mu_);
-    stop_ = true;
+    std::lock_guard<std::mutex> lock(done_->mu);
+    done_->stop = true; // it still marks what is queued, then ends
   }
-  done_cv_.notify_all();
-  // The last reference may go in a future callback on the completion thread.
+  done_->cv.notify_all();
+  // The last reference may go in a future callback on the completion
+  // thread: it then goes on with the Completions it holds, not with us.
   if (done_thread_.get_id() == std::this_thread::get_id())
     done_thread_.detach();
   else
@@ -282,24 +285,28 @@ c10::intrusive_ptr<WorkWeft> Core::launch(
 }
 
 void Core::enqueue_future(WorkWeft* work) {
-  {
-    std::lock_guard<std::mutex> lock(done_mu_);
-    done_.push_back(c10::intrusive_ptr<WorkWeft>::unsafe_reclaim_from_nonowning(work));
-  }
-  done_cv_.notify_one();
+  done_->push(work);
 }
 
-void Core::completion_main() {
-  std::unique_lock<std::mutex> lock(done_mu_);
+void Completions::push(WorkWeft* work) {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    queue.push_back(c10::intrusive_ptr<WorkWeft>::unsafe_reclaim_from_nonowning(work));
+  }
+  cv.notify_one();
+}
+
+void Completions::run() {
+  std::unique_lock<std::mutex> lock(mu);
   for (;;) {
-    done_cv_.wait(lock, [&] { return stop_ || !done_.empty(); });
-    if (done_.empty() && stop_)
+    cv.wait(lock, [&] { return stop || !queue.empty(); });
+    if (queue.empty() && stop)
       return;
-    auto work = std::move(done_.front());
-    done_.pop_front();
+    auto work = std::move(queue.front());
+    queue.pop_front();
     lock.unlock();
     work->mark_future(); // its callbacks run here: no Weft lock, no GIL
-    work.reset();
+    work.reset();	 // may be the group's last reference: ~Core, on this thread
     lock.lock();
   }
 }

@@ -14,9 +14,13 @@
 //    Weft's own communicator lock and not the GIL; that marks the Work
 //    complete (Work::mutex_, cv_) and nothing more.
 //  - A Work whose future was asked for is handed to the completion thread
-//    (done_mu_, done_cv_), which marks the future: future callbacks
-//    (DDP comm hooks, Python .then()) may call back into this process
-//    group or take the GIL, so they never run under Weft's lock.
+//    (Completions: its own mutex, condition and queue), which marks the
+//    future: future callbacks (DDP comm hooks, Python .then()) may call
+//    back into this process group or take the GIL, so they never run
+//    under Weft's lock. A callback may also drop the last reference to the
+//    group: ~Core then runs on the completion thread itself, so that
+//    thread's state is a Completions it shares (shared_ptr) and never the
+//    Core, and it marks every future still queued before it ends.
 //  - Work::wait() without a timeout drives its requests itself (weft_wait
 //    under mu_): the caller then gets the result without a hand-over
 //    from another thread.
@@ -44,6 +48,18 @@
 namespace weft_torch {
 
 class Core;
+class WorkWeft;
+
+// The completion thread's queue, owned jointly by the Core and the thread:
+// whichever lets go last frees it.
+struct Completions {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<c10::intrusive_ptr<WorkWeft>> queue;
+  bool stop = false;
+  void push(WorkWeft* work);
+  void run(); // the thread: mark futures until stopped and drained
+};
 
 // One operation: a c10d::Work over one or more Weft requests.
 class WorkWeft : public c10d::Work {
@@ -72,6 +88,7 @@ class WorkWeft : public c10d::Work {
 
  private:
   friend class Core;
+  friend struct Completions;
   // One of its requests finished (in the thread that finished it).
   void request_done(weft_status_t status);
   void mark_future();
@@ -181,7 +198,6 @@ class Core : public std::enable_shared_from_this<Core> {
   void reap(); // with mu_: free the requests that finished
   void drive(WorkWeft* work); // with mu_ taken inside: weft_wait its requests
   void enqueue_future(WorkWeft* work);
-  void completion_main();
   std::string last_error() const;
 
   weft_comm_t comm_;
@@ -189,10 +205,7 @@ class Core : public std::enable_shared_from_this<Core> {
   std::mutex mu_;
   std::list<Request> pending_;
 
-  std::mutex done_mu_;
-  std::condition_variable done_cv_;
-  std::deque<c10::intrusive_ptr<WorkWeft>> done_;
-  bool stop_ = false;
+  std::shared_ptr<Completions> done_;
   std::thread done_thread_;
 };
 

@@ -5,7 +5,7 @@ import enum
 import json
 
 from . import _buffers as B
-from ._errors import Status, check_init, comm_message, error_for, init_message
+from ._errors import WeftError, Status, check_init, comm_message, error_for, init_message
 from ._lib import IN_PLACE, Config, UniqueId, c_comm, c_request, c_size, lib
 
 SPLIT_NOCOLOR = -1
@@ -74,10 +74,22 @@ class Request:
         if st != Status.SUCCESS:
             raise error_for(st, comm_message(self._comm._h), self._call)
 
+    def _orphaned(self):
+        """Its communicator was destroyed first: Weft freed the request with
+        it, so it must not be touched again (weft.h: open requests become
+        invalid at weft_comm_destroy)."""
+        if self._status is None and not self._comm._h:
+            self._status = Status.INVALID_ARG
+            self._keep = None
+            raise WeftError(Status.INVALID_ARG,
+                            "the communicator was destroyed before this request completed",
+                            self._call)
+
     def test(self):
         """True when the operation has completed (raises if it failed)."""
         if self._status is not None:
             return True
+        self._orphaned()
         st = lib.weft_test(ctypes.byref(self._h))
         if st == Status.INPROGRESS:
             return False
@@ -87,6 +99,7 @@ class Request:
     def wait(self):
         """Block until the operation completes (the GIL is released meanwhile)."""
         if self._status is None:
+            self._orphaned()
             self._finish(lib.weft_wait(ctypes.byref(self._h)))
         return self._result
 

@@ -131,8 +131,11 @@ END_TEST
 /* ---- registration, mapping, RMA ---- */
 
 /* The mem group: where it is a transport's own, a weft_mem_alloc buffer
- * registered here is read in place by the peer through map; where reg is
- * the stub, it answers WEFT_ERR_NOT_SUPPORTED with no region. */
+ * registered here is read in place by the peer through map (or, where map
+ * is the stub, the key is only offered); a reg that says "not supported"
+ * must come from a transport whose properties say it needs no
+ * registration; where reg is the stub, it answers WEFT_ERR_NOT_SUPPORTED
+ * with no region. */
 #define MEM_BYTES (64u << 10)
 
 struct mem_offer {
@@ -152,6 +155,13 @@ static int offer_and_map(weft_comm_t comm, struct weft_tp *tp, struct weft_conn 
 		return harness_fail_status(comm, st, "weft_mem_alloc");
 	p2p_fill(buf, MEM_BYTES, rank, peer, 30);
 	st = tp->ops->mem.reg(tp, buf, MEM_BYTES, &mr, &mine.key);
+	struct weft_tp_props props;
+	tp->ops->prop.props(tp, peer, &props);
+	if (st == WEFT_ERR_NOT_SUPPORTED && !mr && !props.needs_registration) {
+		/* a transport that registers only where its provider needs it */
+		weft_mem_free(comm, buf);
+		return conf_sync(comm, 32);
+	}
 	if (st != WEFT_SUCCESS)
 		return harness_fail_status(comm, st, "reg of a weft_mem_alloc buffer");
 	mine.off = (uint64_t)((uintptr_t)buf - (uintptr_t)mine.key.addr);

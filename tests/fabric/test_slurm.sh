@@ -212,13 +212,29 @@ else
 	show "$OUT/mixed-topo"
 fi
 
-# (d) plain srun: the environment path
-if step env-perf -N 4 -n 4 --export=ALL,WEFT_DEBUG=INFO,WEFT_DEBUG_SUBSYS=INIT \
+# (d) plain srun: the environment path. Without PMIx nothing hands the
+# ranks a key: across hosts each must refuse the guessable one derived
+# from the job id, naming the ways to give one; given WEFT_SECRET (the
+# batch script's way, docs/launching.md), the job runs.
+if step env-nokey -N 4 -n 4 "$BIN/allreduce_perf" "${PERF_ARGS[@]}"; then
+	fail "plain srun -N 4 -n 4 without a key succeeded: it used a guessable key"
+else
+	n=$(grep -c "weft_comm_init_env failed: .*no key for a job across hosts.*WEFT_SECRET_FILE.*WEFT_ALLOW_DERIVED_SECRET=1" \
+		"$OUT/env-nokey.err")
+	if [ "$n" -eq 4 ]; then
+		ok "plain srun -N 4 -n 4 without a key: every rank refuses the derived one, naming the ways to give one"
+	else
+		fail "plain srun -N 4 -n 4 without a key: $n of 4 ranks gave the message"
+		show "$OUT/env-nokey"
+	fi
+fi
+key=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
+if step env-perf -N 4 -n 4 --export=ALL,WEFT_SECRET="$key",WEFT_DEBUG=INFO,WEFT_DEBUG_SUBSYS=INIT \
 	"$BIN/allreduce_perf" "${PERF_ARGS[@]}" &&
 	msg=$(check_perf "$OUT/env-perf" 4 Slurm "launcher interface environment: Slurm rank"); then
-	ok "plain srun -N 4 -n 4 allreduce_perf: one exact 4-rank job from Slurm's variables"
+	ok "plain srun -N 4 -n 4 allreduce_perf with WEFT_SECRET: one exact 4-rank job from Slurm's variables"
 else
-	fail "plain srun -N 4 -n 4: ${msg:-the step failed}"
+	fail "plain srun -N 4 -n 4 with WEFT_SECRET: ${msg:-the step failed}"
 	show "$OUT/env-perf"
 fi
 if step env-arbitrary "${INTERLEAVED[@]}" "$BIN/allreduce_perf" "${PERF_ARGS[@]}"; then

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "bootstrap/bootstrap.h"
+#include "core/comm.h"
 #include "harness.h"
 
 #define NRANKS	  4
@@ -53,7 +54,7 @@ struct fault_plan {
 };
 
 struct fault_shared {
-	uint64_t secret; /* the job's: its /dev/shm names carry it */
+	unsigned char id[WEFT_HS_ID_BYTES]; /* the communicator's: its /dev/shm names carry it */
 	_Atomic int failed;
 	_Atomic int victim_pid;
 	double fault_at; /* harness_now() as the signal was raised */
@@ -131,6 +132,8 @@ static int fault_body(weft_comm_t comm, int rank, int nranks, void *arg)
 	const struct fault_plan *p = arg;
 	struct fault_shared *sh = harness_shared();
 	note_listeners();
+	if (rank == 0)
+		memcpy(sh->id, ((const struct weft_comm *)comm)->id, sizeof(sh->id));
 	float *big = calloc(COUNT_BIG, sizeof(float));
 	float *gather = calloc((size_t)1024 * nranks, sizeof(float));
 	if (!big || !gather)
@@ -302,24 +305,21 @@ static int fds_after_destroy(int rank, int nranks, void *arg)
 	return 0;
 }
 
-/* Rank 0's id holds the secret (bootstrap.h's layout). */
-static int keep_secret(int rank, int nranks, const weft_unique_id_t *id, void *arg)
+static int keep_fds(int rank, int nranks, const weft_unique_id_t *id, void *arg)
 {
-	struct weft_uid uid;
-	memcpy(&uid, id, sizeof(uid));
-	if (rank == 0)
-		((struct fault_shared *)harness_shared())->secret = uid.secret;
 	list_fds(fds_before_init);
 	return 0;
 }
 
 /* /dev/shm entries of this job's shm transport (other jobs on the machine
- * have their own secret in their names). */
-static int shm_entries(uint64_t secret)
+ * have their own random id in their names). */
+static int shm_entries(const unsigned char *id)
 {
 	int n = 0;
-	char prefix[32];
-	snprintf(prefix, sizeof(prefix), "weft-%016llx-", (unsigned long long)secret);
+	char prefix[64];
+	int len = snprintf(prefix, sizeof(prefix), "weft-");
+	for (int i = 0; i < WEFT_HS_ID_BYTES; i++)
+		len += snprintf(prefix + len, sizeof(prefix) - (size_t)len, "%02x", id[i]);
 	DIR *d = opendir("/dev/shm");
 	struct dirent *e;
 	while (d && (e = readdir(d)))
@@ -398,7 +398,7 @@ static void run_trial(int t, bool full, struct tally tally[NTRANSPORTS][FAULT_KI
 				  .body = fault_body,
 				  .arg = &plan,
 				  .timeout_s = 60,
-				  .before_init = keep_secret,
+				  .before_init = keep_fds,
 				  .after_destroy = fds_after_destroy};
 	struct harness_result res;
 	harness_run_job(&job, &res);
@@ -434,7 +434,7 @@ static void run_trial(int t, bool full, struct tally tally[NTRANSPORTS][FAULT_KI
 	ty->hangs += res.rank[plan.victim].end == HARNESS_HUNG;
 	ty->late += worst > bound;
 	ty->max_s = worst > ty->max_s ? worst : ty->max_s;
-	int left = shm_entries(sh.secret);
+	int left = shm_entries(sh.id);
 	ty->leftovers += left > 0;
 	ty->fd_leaks += fds > 0;
 	ty->provider_leaks += provider > 0;

@@ -1,11 +1,15 @@
 /*
- * fuzz_bootstrap.c — libFuzzer target: the bootstrap root's frame reader
- * (bootstrap/bootstrap_root*.c), over a real connection on loopback.
- * Each input is a byte stream sent to a root listening on 127.0.0.1; when
- * the first byte is odd, every HELLO frame found at a frame boundary gets
- * the right magic and secret, so that the fuzzer gets past the secret and
- * reaches the join, the allgathers and their checks. A root whose job ended
- * (it closes its door) is replaced by a new one.
+ * fuzz_bootstrap.c — libFuzzer target: the bootstrap root
+ * (bootstrap/bootstrap_root*.c), its door and its frame reader, over a
+ * real connection on loopback. Each input is what one connection sends a
+ * root listening on 127.0.0.1. The first byte chooses:
+ *   even  the rest is sent as it is (the root's handshake sees it);
+ *   odd   the connection first makes a real handshake with the job's key,
+ *         as rank data[1] of data[2] ranks (the relay port data[3..4],
+ *         never 0), so that the fuzzer reaches the join, the allgathers
+ *         and their checks; the rest follows as frames.
+ * A root whose job ended (it closes its door) is replaced by a new one;
+ * each lives 2 s at most after its job failed, so that they do not pile up.
  */
 #include <netinet/in.h>
 #include <poll.h>
@@ -17,11 +21,11 @@
 
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/bootstrap_wire.h"
+#include "util/handshake.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define FUZZ_SECRET 0x0123456789abcdefull
-
+static struct weft_key fuzz_key;
 static struct weft_uid root;
 static bool have_root;
 
@@ -29,8 +33,10 @@ static bool start_root(void)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	struct weft_err err = {0};
-	have_root = weft_bootstrap_root_start((struct sockaddr *)&a, sizeof(a), FUZZ_SECRET, 3600,
-					      &root, &err) == WEFT_SUCCESS;
+	setenv("WEFT_DEBUG", "NONE", 1);
+	weft_key_from_u64(&fuzz_key, 0x0123456789abcdefull);
+	have_root = weft_bootstrap_root_start((struct sockaddr *)&a, sizeof(a), &fuzz_key, 2, &root,
+					      &err) == WEFT_SUCCESS;
 	return have_root;
 }
 
@@ -50,49 +56,55 @@ static int connect_root(void)
 	return -1;
 }
 
-static void patch_hellos(uint8_t *s, size_t size)
+/* The connector's side of the handshake on blocking socket @p fd, with a
+ * time limit: true if the root let it in. */
+static bool handshake(int fd, const uint8_t *h, size_t n)
 {
-	size_t off = 0;
-	while (off + sizeof(struct frame_hdr) <= size) {
-		struct frame_hdr h;
-		memcpy(&h, s + off, sizeof(h));
-		off += sizeof(h);
-		if (h.type == FRAME_HELLO && h.len == sizeof(struct hello) &&
-		    off + sizeof(struct hello) <= size) {
-			struct hello he;
-			memcpy(&he, s + off, sizeof(he));
-			he.magic = WEFT_UID_MAGIC;
-			he.secret = FUZZ_SECRET;
-			he.version = WEFT_UID_VERSION;
-			if (he.relay_port == 0 || he.relay_port > 65535)
-				he.relay_port = 9; /* the root never connects to it */
-			memcpy(s + off, &he, sizeof(he));
-		}
-		off += h.len < size - off ? (size_t)h.len : size - off;
+	struct join join = {.nranks = n > 1 ? h[1] : 1,
+			    .relay_port = n > 3 ? (uint32_t)(h[2] | h[3] << 8) : 9};
+	struct weft_err err = {0};
+	struct weft_hs hs;
+	enum weft_hs_result r;
+	if (join.relay_port == 0)
+		join.relay_port = 9; /* the root never connects to it */
+	if (weft_hs_connect(&hs, fd, &fuzz_key, WEFT_HS_ROOT, NULL, n > 0 ? h[0] : 0, -1, &join,
+			    sizeof(join), &err) != WEFT_SUCCESS)
+		return false;
+	while ((r = weft_hs_step(&hs)) == WEFT_HS_AGAIN) {
+		struct pollfd p = {.fd = fd, .events = weft_hs_events(&hs)};
+		if (poll(&p, 1, 1000) <= 0)
+			break;
 	}
+	weft_hs_clear(&hs);
+	return r == WEFT_HS_OK;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
 		return 0;
-	uint8_t *s = malloc(size);
-	if (!s)
-		return 0;
-	memcpy(s, data + 1, size - 1);
-	if (data[0] & 1)
-		patch_hellos(s, size - 1);
+	bool real = data[0] & 1;
+	data++;
+	size--;
 	int fd = connect_root();
-	if (fd >= 0) {
-		(void)send(fd, s, size - 1, MSG_NOSIGNAL);
-		shutdown(fd, SHUT_WR);
-		/* Let the root read it and answer: up to 5 ms, or its close. */
-		struct pollfd p = {.fd = fd, .events = POLLIN};
-		char buf[4096];
-		while (poll(&p, 1, 5) > 0 && recv(fd, buf, sizeof(buf), 0) > 0)
-			;
-		close(fd);
+	if (fd < 0)
+		return 0;
+	if (real) {
+		size_t skip = size < 4 ? size : 4;
+		if (!handshake(fd, data, size)) {
+			close(fd);
+			return 0;
+		}
+		data += skip;
+		size -= skip;
 	}
-	free(s);
+	(void)send(fd, data, size, MSG_NOSIGNAL);
+	shutdown(fd, SHUT_WR);
+	/* Let the root read it and answer: up to 5 ms, or its close. */
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	char buf[4096];
+	while (poll(&p, 1, 5) > 0 && recv(fd, buf, sizeof(buf), 0) > 0)
+		;
+	close(fd);
 	return 0;
 }

@@ -3,7 +3,8 @@
  * (bootstrap/bootstrap_rank*.c) reading what a root sends. Each input
  * is the byte stream a root on 127.0.0.1 sends to rank 0 of a 1-rank job
  * (rank 0's relay parent is always the root, so nothing in the input can
- * make the rank connect anywhere else) after its hello; the rank joins,
+ * make the rank connect anywhere else) after the handshake, which this
+ * root makes properly with the job's key; the rank joins,
  * allgathers 8 bytes and leaves a barrier. The first byte chooses how
  * much of the stream is made well-formed, so that the fuzzer reaches the
  * READY checks, the GATHER frame's checks and the inflate of its result:
@@ -24,10 +25,9 @@
 
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/bootstrap_wire.h"
+#include "util/handshake.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define FUZZ_SECRET 0x0123456789abcdefull
 
 static int listen_fd = -1;
 static struct weft_uid uid;
@@ -45,8 +45,8 @@ static bool setup(void)
 	    listen(listen_fd, 4) < 0 || getsockname(listen_fd, (struct sockaddr *)&a, &len) < 0)
 		abort();
 	uid.magic = WEFT_UID_MAGIC;
-	uid.secret = FUZZ_SECRET;
 	uid.version = WEFT_UID_VERSION;
+	weft_key_from_u64(&uid.key, 0x0123456789abcdefull);
 	uid.addr_len = sizeof(a);
 	memcpy(&uid.addr.in4, &a, sizeof(a));
 	return true;
@@ -67,6 +67,34 @@ static void *rank_main(void *arg)
 	return NULL;
 }
 
+/* The root's side of the handshake on blocking socket @p fd, with a time
+ * limit: true if the rank proved the key. */
+static bool root_handshake(int fd)
+{
+	struct root_answer answer = {{0x5a}};
+	struct weft_err err = {0};
+	struct weft_hs hs;
+	enum weft_hs_result r;
+
+	weft_hs_accept(&hs, fd);
+	for (;;) {
+		r = weft_hs_step(&hs);
+		if (r == WEFT_HS_HELLO) {
+			if (weft_hs_answer(&hs, &uid.key, -1, &answer, sizeof(answer), &err) !=
+			    WEFT_SUCCESS)
+				break;
+			continue;
+		}
+		if (r != WEFT_HS_AGAIN)
+			break;
+		struct pollfd p = {.fd = fd, .events = weft_hs_events(&hs)};
+		if (poll(&p, 1, 1000) <= 0)
+			break;
+	}
+	weft_hs_clear(&hs);
+	return r == WEFT_HS_OK;
+}
+
 static void put(unsigned char *buf, size_t *len, const void *p, size_t n)
 {
 	memcpy(buf + *len, p, n);
@@ -75,8 +103,8 @@ static void put(unsigned char *buf, size_t *len, const void *p, size_t n)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	unsigned char *out, hello[sizeof(struct frame_hdr) + sizeof(struct hello)];
-	size_t len = 0, got = 0;
+	unsigned char *out;
+	size_t len = 0;
 	pthread_t tid;
 	int mode, fd;
 
@@ -123,17 +151,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		fd = poll(&l, 1, 2000) > 0 ? accept(listen_fd, NULL, NULL) : -1;
 	}
+	if (fd >= 0 && !root_handshake(fd)) {
+		close(fd);
+		fd = -1;
+	}
 	if (fd >= 0) {
 		struct pollfd p = {.fd = fd, .events = POLLIN};
 		char sink[4096];
 
-		while (got < sizeof(hello) && poll(&p, 1, 1000) > 0) {
-			ssize_t n = recv(fd, hello + got, sizeof(hello) - got, 0);
-
-			if (n <= 0)
-				break;
-			got += (size_t)n;
-		}
 		(void)send(fd, out, len, MSG_NOSIGNAL);
 		shutdown(fd, SHUT_WR);
 		/* What the rank sends back (its block, a goodbye) until it closes. */

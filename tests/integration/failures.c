@@ -5,8 +5,9 @@
  *  - strangers at the bootstrap port (the address inside the unique id):
  *    one sends garbage and leaves, one sends garbage and stays, one says
  *    nothing and stays, one sends huge length words, and one joins through
- *    the library with the right address but a wrong secret. The job must
- *    still initialise and an allreduce be exact; the wrong-secret join fails.
+ *    the library with the right address but a wrong key. The job must
+ *    still initialise and an allreduce be exact; the wrong-key join fails,
+ *    the root failing its authentication.
  *  - a rank that never arrives (WEFT_BOOTSTRAP_TIMEOUT=2): the others get
  *    WEFT_ERR_TIMEOUT within ~3 s, and the message names the missing ranks.
  *  - a peer that dies (SIGKILL between operations, SIGKILL from a timer in
@@ -148,8 +149,8 @@ static int strangers_before_init(int rank, int nranks, const weft_unique_id_t *i
 			strangers.fds[k] = -1;
 		}
 	}
-	/* The library's own join, with the right address and a wrong secret. */
-	uid.secret ^= 0x5a5a5a5a5a5a5a5aull;
+	/* The library's own join, with the right address and a wrong key. */
+	uid.key.b[0] ^= 0x5a;
 	memset(&strangers.bad_id, 0, sizeof(strangers.bad_id));
 	memcpy(strangers.bad_id.internal, &uid, sizeof(uid));
 	strangers.nranks = nranks;
@@ -174,22 +175,23 @@ static int strangers_body(weft_comm_t comm, int rank, int nranks, void *arg)
 	if (strangers.thread_started) {
 		pthread_join(strangers.secret_thread, NULL);
 		if (strangers.secret_status == WEFT_SUCCESS)
-			ret = harness_fail("a join with a wrong secret succeeded");
+			ret = harness_fail("a join with a wrong key succeeded");
 		else if (!strangers.secret_msg[0])
 			ret =
 			    harness_fail("the wrong-secret join failed (%s) with an empty message",
 					 weft_status_string(strangers.secret_status));
-		/* It fails on its secret within its 3 s; or, when it comes after
-		 * the job is complete, the root's door is closed and its connect
-		 * is refused until its bootstrap timeout (WEFT_BOOTSTRAP_TIMEOUT,
+		/* It fails on its key within its 3 s (the root cannot prove
+		 * the key it holds); or, when it comes after the job is
+		 * complete, the root's door is closed and its connect is
+		 * refused until its bootstrap timeout (WEFT_BOOTSTRAP_TIMEOUT,
 		 * 10 s here); or it connects just as the door closes and the
 		 * root's close resets it (seen under ASan). */
-		else if (strstr(strangers.secret_msg, "wrong secret") &&
+		else if (strstr(strangers.secret_msg, "failed authentication") &&
 			 strangers.secret_seconds > 5.0)
 			ret = harness_fail(
-			    "the wrong-secret join took %.1f s to fail (its timeout was 3 s)",
+			    "the wrong-key join took %.1f s to fail (its timeout was 3 s)",
 			    strangers.secret_seconds);
-		else if (!strstr(strangers.secret_msg, "wrong secret") &&
+		else if (!strstr(strangers.secret_msg, "failed authentication") &&
 			 ((!strstr(strangers.secret_msg, "refused") &&
 			   !strstr(strangers.secret_msg, "reset by peer")) ||
 			  strangers.secret_seconds > 12.0))
@@ -502,8 +504,11 @@ out:
 
 /* What the survivors logged after the victim's death: over shm each one
  * names it, with its pid, as the peer that died (the transport checks the
- * pid itself); over socket at least one names it as the peer that closed
- * the connection (the others may first hear of a neighbour that gave up).
+ * pid itself), or names a survivor that aborted its communicator, having
+ * seen the death first (one that waits on that survivor may hear of the
+ * abort before it looks at the victim); at least one names the victim.
+ * Over socket at least one names it as the peer that closed the
+ * connection (the others may first hear of a neighbour that gave up).
  * Always on a WARN line of the survivor's own rank. */
 static void check_death_logs(const struct harness_result *res, const struct sequence *q, int nranks)
 {
@@ -520,8 +525,11 @@ static void check_death_logs(const struct harness_result *res, const struct sequ
 		    harness_log_line(res, r, line, sizeof(line), " weft WARN ", own, victim,
 				     integ_over("shm") ? pid : "closed the connection", NULL);
 		named += says;
-		ck_assert_msg(says || !integ_over("shm"),
-			      "%s over shm: rank %d did not log that rank %d %s:\n%s",
+		bool heard_abort = harness_log_line(res, r, line, sizeof(line), " weft WARN ", own,
+						    "aborted its communicator", NULL);
+		ck_assert_msg(says || heard_abort || !integ_over("shm"),
+			      "%s over shm: rank %d did not log that rank %d %s, nor a peer's "
+			      "abort:\n%s",
 			      death_names[q->how], r, q->victim, pid,
 			      res->rank[r].log ? res->rank[r].log : "(nothing)");
 	}

@@ -861,10 +861,19 @@ static int group_bad_input(weft_comm_t comm, int rank, int nranks)
 				      "weft_irecv(NULL)", "weft_irecv: buf is NULL");
 		if (req)
 			ret |= harness_fail("weft_irecv(NULL) failed but left a request");
-		/* Count 0: a no-op that needs no partner. */
+		/* Count 0: a message like any other (as in MPI), which meets
+		 * the peer's count-0 receive; a NULL buffer is fine. */
+		int prev = (rank + nranks - 1) % nranks;
+		weft_group_start();
 		st = weft_send(NULL, 0, WEFT_UINT8, peer, comm);
-		if (st != WEFT_SUCCESS)
-			ret |= harness_fail_status(comm, st, "weft_send count 0");
+		weft_status_t st2 = weft_recv(NULL, 0, WEFT_UINT8, prev, comm);
+		weft_status_t end0 = weft_group_end();
+		if (st != WEFT_SUCCESS || st2 != WEFT_SUCCESS || end0 != WEFT_SUCCESS)
+			ret |= harness_fail_status(comm,
+						   st	 ? st
+						   : st2 ? st2
+							 : end0,
+						   "weft_send and weft_recv of count 0");
 	}
 	/* A bad call inside a group fails at once and leaves the group usable. */
 	weft_group_start();

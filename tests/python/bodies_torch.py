@@ -307,3 +307,39 @@ def wait_timeout(rank, nranks, port):
 
 if __name__ == "__main__":
     sys.exit("run through rankmain")
+
+
+def dropped_in_callback(rank, nranks, port):
+    """Rank 0's first future's callback drops the last reference to a weft
+    process group while later operations are still pending (rank 1 joins
+    them late): ~Core runs on the group's completion thread, fails them
+    (nobody will wait for them) and must still mark their futures, and the
+    thread must go on without the freed group. Rank 1 just takes part."""
+    store = dist.TCPStore("127.0.0.1", port, nranks, rank == 0,
+                          timeout=datetime.timedelta(seconds=30))
+    pg = weft.torch.ProcessGroupWeft(store, rank, nranks, datetime.timedelta(seconds=20))
+    t = torch.ones(1024)
+    if rank == 1:
+        pg.allreduce([t]).wait()
+        time.sleep(1.0)  # the later ones are pending on rank 0 meanwhile
+        del pg
+        return {"ok": True}
+    holder = [pg]
+    del pg
+    first = holder[0].allreduce([t]).get_future()
+    later = [holder[0].allreduce([t.clone()]).get_future() for _ in range(4)]
+    dropped = threading.Event()
+
+    def drop(fut):
+        holder.clear()  # the last reference: ~Core on the completion thread
+        dropped.set()
+
+    first.then(drop)
+    marked = 0
+    for f in later:
+        try:
+            f.wait()
+        except RuntimeError:
+            pass  # failed by ~Core: marked with the error, which is the point
+        marked += 1
+    return {"ok": dropped.wait(10) and marked == len(later)}

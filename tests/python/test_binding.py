@@ -124,3 +124,18 @@ def test_timeout():
     assert v["raised"] == "WeftTimeoutError", v
     assert v["seconds"] < 7, v
     assert "no progress for 2.0 s" in v["message"], v
+
+
+def test_request_after_destroy(monkeypatch):
+    """A request still pending when its communicator is destroyed is freed
+    with it (weft.h): waiting on it or testing it raises, never reads the
+    freed request."""
+    monkeypatch.setenv("WEFT_SOCKET_IFNAME", "lo")
+    comm = weft.Comm(1, weft.get_unique_id(), 0)
+    x = np.ones(1024, dtype=np.float32)
+    waited, tested = comm.iallreduce(x), comm.iallreduce(x)  # posting never runs them
+    comm.destroy()
+    with pytest.raises(weft.WeftError, match="destroyed before this request completed"):
+        waited.wait()
+    with pytest.raises(weft.WeftError, match="destroyed before this request completed"):
+        tested.test()

@@ -65,3 +65,27 @@ def test_mismatched_sizes():
     assert raised, values
     # The sizes a transport saw, or the shared-memory call check's count.
     assert any("bytes" in r or "different count" in r for r in raised), raised
+
+
+def test_group_dropped_in_a_future_callback():
+    """A future callback that drops the last reference to the process group
+    runs ~Core on the group's completion thread: the process must go on and
+    end cleanly, every future marked (tests/python/pg_dropped.py)."""
+    import os
+    import subprocess
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, MALLOC_PERTURB_="204",
+               PYTHONPATH=os.pathsep.join([os.path.join(here, "..", "..", "python"), here]))
+    out = subprocess.run([sys.executable, os.path.join(here, "pg_dropped.py")], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "ok" in out.stdout, out.stdout + out.stderr
+
+
+def test_group_dropped_with_operations_pending():
+    """The same with operations still pending when the group goes: ~Core
+    fails them, and their futures are marked (they used to be dropped with
+    the queue, and a wait on them never returned)."""
+    values = [r.value for r in run(2, "dropped_in_callback", timeout=90)]
+    assert all(v and v["ok"] for v in values), values

@@ -66,10 +66,10 @@ static int bind_loopback(int port, int *got)
 /* WEFT_ROOT on a loopback port that was free a moment ago (the root binds
  * it with SO_REUSEADDR) and whose next port was free too: a program that
  * runs torch under weft-run may put its c10d store there
- * (examples/ddp_train.py); and a fresh secret. */
+ * (examples/ddp_train.py); and a fresh random key (WEFT_SECRET, 64 hex digits). */
 static weft_status_t env_mode_setup(struct weft_local_job *job, char *why, size_t why_len)
 {
-	uint64_t secret;
+	unsigned char key[32];
 	int port = 0;
 	for (int tries = 0; tries < 32; tries++) {
 		int next, fd = bind_loopback(0, &port);
@@ -82,10 +82,12 @@ static weft_status_t env_mode_setup(struct weft_local_job *job, char *why, size_
 			break;
 		}
 	}
-	if (getrandom(&secret, sizeof(secret), 0) != (ssize_t)sizeof(secret))
+	if (getrandom(key, sizeof(key), 0) != (ssize_t)sizeof(key))
 		return fail(why, why_len, "getrandom: %s", strerror(errno));
 	snprintf(job->root, sizeof(job->root), "127.0.0.1:%d", port);
-	snprintf(job->secret, sizeof(job->secret), "%016llx", (unsigned long long)secret);
+	for (size_t i = 0; i < sizeof(key); i++)
+		snprintf(job->secret + 2 * i, sizeof(job->secret) - 2 * i, "%02x", key[i]);
+	memset(key, 0, sizeof(key));
 	return WEFT_SUCCESS;
 }
 

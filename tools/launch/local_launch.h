@@ -77,7 +77,7 @@ struct weft_local_job {
 	double t0;
 	sigset_t saved_mask;
 	char root[64];
-	char secret[32];
+	char secret[68]; /* 64 hex digits */
 };
 
 /*

@@ -71,3 +71,20 @@ void weft_mr_cache_fini(struct weft_mr_cache *c)
 	}
 	c->nlive = 0;
 }
+
+weft_status_t weft_mr_cache_pin(struct weft_mr_cache *c, void *buf, size_t len, struct weft_mr **mr,
+				struct weft_mr_key *key)
+{
+	struct weft_mr_entry *e = NULL;
+	weft_status_t st = weft_mr_cache_get(c, buf, len, &e);
+	*mr = (struct weft_mr *)(void *)e;
+	if (st == WEFT_SUCCESS)
+		*key = e->reg.key;
+	return st;
+}
+
+void weft_mr_cache_unpin(struct weft_mr_cache *c, struct weft_mr *mr)
+{
+	if (mr)
+		weft_mr_cache_put(c, (struct weft_mr_entry *)(void *)mr);
+}

@@ -67,6 +67,15 @@ weft_status_t weft_mr_cache_get(struct weft_mr_cache *c, const void *buf, size_t
 /* Drop a reference; the last one deregisters the pages. */
 void weft_mr_cache_put(struct weft_mr_cache *c, struct weft_mr_entry *e);
 
+/* A region the user registered (weft_mem_register, weft_mem_alloc): a
+ * reference held until it is unpinned, so that the messages inside it find
+ * a live entry and register nothing. The user keeps the memory alive
+ * until then (weft.h), so the rule above still holds. As a transport's
+ * mem reg/dereg ops: *mr is the entry, *key how a peer names it. */
+weft_status_t weft_mr_cache_pin(struct weft_mr_cache *c, void *buf, size_t len, struct weft_mr **mr,
+				struct weft_mr_key *key);
+void weft_mr_cache_unpin(struct weft_mr_cache *c, struct weft_mr *mr);
+
 /* Deregister everything, referenced or not (the transport is closing). */
 void weft_mr_cache_fini(struct weft_mr_cache *c);
 

@@ -532,6 +532,7 @@ static weft_status_t ofi_irecv(struct weft_conn *conn, struct weft_msg *msg)
 static weft_status_t ofi_progress(struct weft_tp *base)
 {
 	struct ofi_tp *tp = to_tp(base);
+	weft_live_serve(&tp->live); /* peers' probes, strangers: bounded, every 10 ms */
 	if (tp->idle || tp->ep_closed)
 		return WEFT_SUCCESS;
 	return tp->proto == OFI_PROTO_RMA ? weft_ofi_rma_progress(tp)
@@ -553,6 +554,33 @@ bool weft_ofi_peer_gone(struct ofi_tp *tp, int peer, char *why, size_t len)
 	       WEFT_LIVE_GONE;
 }
 
+/* The registration cache a message of this communicator would use: the
+ * RMA protocol's, or the tagged path's where the provider wants local
+ * descriptors (FI_MR_LOCAL); NULL where nothing is registered. */
+static struct weft_mr_cache *reg_cache(struct ofi_tp *tp)
+{
+	if (tp->proto == OFI_PROTO_RMA)
+		return &tp->rma.cache;
+	return tp->info && (tp->info->domain_attr->mr_mode & FI_MR_LOCAL) ? &tp->cache : NULL;
+}
+
+/* weft_mem_register's regions stay registered (a pinned cache entry) until
+ * deregistered: its messages then register nothing. */
+static weft_status_t ofi_mem_reg(struct weft_tp *base, void *buf, size_t len, struct weft_mr **mr,
+				 struct weft_mr_key *key)
+{
+	struct weft_mr_cache *c = reg_cache(to_tp(base));
+	*mr = NULL;
+	return c ? weft_mr_cache_pin(c, buf, len, mr, key) : WEFT_ERR_NOT_SUPPORTED;
+}
+
+static void ofi_mem_dereg(struct weft_tp *base, struct weft_mr *mr)
+{
+	struct weft_mr_cache *c = reg_cache(to_tp(base));
+	if (c)
+		weft_mr_cache_unpin(c, mr);
+}
+
 static void ofi_props(struct weft_tp *base, int peer, struct weft_tp_props *out)
 {
 	struct ofi_tp *tp = to_tp(base);
@@ -565,6 +593,7 @@ static void ofi_props(struct weft_tp *base, int peer, struct weft_tp_props *out)
 					    : OFI_SOFT_BPS,
 	    .max_msg = i && i->ep_attr->max_msg_size < SIZE_MAX ? i->ep_attr->max_msg_size : 0,
 	    .ordered = tp->proto == OFI_PROTO_RMA,
+	    .needs_registration = tp->idle == NULL && reg_cache(tp) != NULL,
 	    .source = speed ? "provider" : "default",
 	};
 }
@@ -615,7 +644,10 @@ const struct weft_tp_ops weft_tp_ofi_ops = {
     .life = {.init = ofi_init, .fini = ofi_fini, .abort = ofi_abort},
     .conn = {.score = ofi_score, .connect = ofi_connect, .connected = weft_tp_no_connected},
     .msg = {.isend = ofi_isend, .irecv = ofi_irecv, .progress = ofi_progress},
-    .mem = WEFT_TP_NO_MEM_OPS,
+    .mem = {.reg = ofi_mem_reg,
+	    .dereg = ofi_mem_dereg,
+	    .map = weft_tp_no_map,
+	    .unmap = weft_tp_no_unmap},
     .rma = WEFT_TP_NO_RMA_OPS,
     .prop = {.props = ofi_props, .describe = ofi_describe},
     .signal = {.signals = weft_tp_no_signals, .pace = weft_tp_no_pace},

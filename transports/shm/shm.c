@@ -36,9 +36,16 @@ static size_t round_up(size_t x, size_t a)
 	return (x + a - 1) / a * a;
 }
 
-static void seg_name(char *buf, size_t len, uint64_t secret, int rank)
+/* /weft-ID-RANK: the communicator's random id (never the key, from which
+ * it is not derived), so that a listing of /dev/shm tells nothing, and a
+ * name no one else could have made first. */
+static void seg_name(char *buf, size_t len, const unsigned char *id, int rank)
 {
-	snprintf(buf, len, "/weft-%016llx-%d", (unsigned long long)secret, rank);
+	int n = snprintf(buf, len, "/weft-");
+	for (int i = 0; i < WEFT_HS_ID_BYTES && n > 0 && (size_t)n < len; i++)
+		n += snprintf(buf + n, len - (size_t)n, "%02x", id[i]);
+	if (n > 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, "-%d", rank);
 }
 
 /* Slots and slot size from the settings, shrunk so that one rank's FIFOs
@@ -83,8 +90,8 @@ static void choose_geometry(struct shm_tp *tp)
 static weft_status_t create_segment(struct shm_tp *tp)
 {
 	const struct weft_tp_env *env = tp->base.env;
-	char name[64];
-	seg_name(name, sizeof(name), env->comm_id, env->rank);
+	char name[80];
+	seg_name(name, sizeof(name), env->id, env->rank);
 	tp->seg_len = SHM_PAGE + (size_t)tp->nlocal * tp->fifo_stride;
 	int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
 	if (fd < 0)
@@ -157,12 +164,31 @@ static weft_status_t map_peer(struct shm_tp *tp, struct shm_conn *c)
 {
 	const struct weft_tp_env *env = tp->base.env;
 	int peer = tp->rank_of[c->lpeer];
-	char name[64];
-	seg_name(name, sizeof(name), env->comm_id, peer);
-	int fd = shm_open(name, O_RDWR, 0);
+	char name[80];
+	seg_name(name, sizeof(name), env->id, peer);
+	int fd = shm_open(name, O_RDWR | O_NOFOLLOW, 0);
 	if (fd < 0)
 		return weft_tp_fail_errno(env, errno, "shm: shm_open(%s) of rank %d", name, peer);
 	weft_status_t st = WEFT_SUCCESS;
+	/* Whose is it, and is it what rank `peer` made? Someone else's object
+	 * under that name is refused before a byte of it is mapped. */
+	struct stat sb;
+	size_t want = SHM_PAGE + (size_t)tp->nlocal * tp->fifo_stride;
+	if (fstat(fd, &sb) != 0) {
+		st = weft_tp_fail_errno(env, errno, "shm: fstat(%s) of rank %d", name, peer);
+		goto out_close;
+	}
+	if (sb.st_uid != geteuid() || (sb.st_mode & 077) || (size_t)sb.st_size != want) {
+		st = weft_tp_fail(
+		    env, WEFT_ERR_INVALID_ARG,
+		    "shm: %s, rank %d's segment, is not what it should be (owner uid "
+		    "%u, mode %03o, %lld bytes; expected uid %u, mode 600, %zu bytes): "
+		    "set WEFT_SHM_SLOTS and WEFT_SHM_SLOT_BYTES alike on every rank, or "
+		    "another user made it",
+		    name, peer, (unsigned)sb.st_uid, (unsigned)(sb.st_mode & 0777),
+		    (long long)sb.st_size, (unsigned)geteuid(), want);
+		goto out_close;
+	}
 	c->peer_ctl = mmap(NULL, SHM_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (c->peer_ctl == MAP_FAILED) {
 		c->peer_ctl = NULL;
@@ -324,8 +350,8 @@ static weft_status_t shm_init(const struct weft_tp_env *env, struct weft_tp **ou
 		st = map_peers(tp);
 	weft_status_t mapped = check_peers(env, tp, all, st, "map the shared segments");
 	if (tp && tp->seg) { /* from here on a crash leaves nothing in /dev/shm */
-		char name[64];
-		seg_name(name, sizeof(name), env->comm_id, env->rank);
+		char name[80];
+		seg_name(name, sizeof(name), env->id, env->rank);
 		shm_unlink(name);
 	}
 	if ((st = mapped) != WEFT_SUCCESS)

@@ -3,16 +3,19 @@
  * handshake, connect, abort) and socket_data.c (framing, striping, progress).
  *
  * Wire format. Each peer pair is joined by nsocks TCP connections; the lower
- * rank connects, the higher accepts. Every connection starts with a 32-byte
- * hello (magic, communicator secret, sender rank, socket index, nsocks) from
- * the connector and the same hello back from the acceptor once it has
- * checked it; nothing else is read before the secret is proven.
+ * rank connects, the higher accepts. Every connection starts with the
+ * handshake of util/handshake.h (role WEFT_HS_SOCKET, the communicator's
+ * id, both ranks, payload {socket index, nsocks}), in which each side
+ * proves it holds the communicator's key without sending it; nothing else
+ * is read before it succeeds. The listener holds at most WEFT_MAX_PENDING
+ * handshakes (the oldest dropped for a new one; a connector dropped so
+ * tries again) and drops one after WEFT_HANDSHAKE_TIMEOUT.
  *
  * Connecting lazily (env->connect_lazy), a pair connects when one of its
  * ranks first has a message for the other. If that is the higher rank, it
  * cannot connect itself (the lower always does, so that two ranks starting
- * at once still make one connection): it sends a call, a hello with index
- * WEFT_SOCK_CALL_INDEX, to the lower rank's listener, which the lower rank
+ * at once still make one connection): it calls, a handshake with role
+ * WEFT_HS_CALL, to the lower rank's listener, which the lower rank
  * answers by connecting as usual. Both keep the call's socket open until
  * the connection is up, so that the caller hears at once (refused, reset)
  * if the peer is gone.
@@ -42,6 +45,7 @@
 #ifndef WEFT_TP_SOCKET_H
 #define WEFT_TP_SOCKET_H
 
+#include <poll.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -50,19 +54,16 @@
 #include "transports/common/tp_bounce.h"
 #include "transports/common/tp_queue.h"
 #include "transports/transport.h"
+#include "util/handshake.h"
 
 #define WEFT_SOCK_MAX_NSOCKS  16
-#define WEFT_SOCK_HELLO_MAGIC 0x57454654534f4b31ull /* "WEFTSOK1" */
-#define WEFT_SOCK_FRAME_MAGIC 0x57465446u	    /* "WFTF" */
-#define WEFT_SOCK_CALL_INDEX  0xffffffffu	    /* a hello that asks for a connection */
+#define WEFT_SOCK_FRAME_MAGIC 0x57465446u /* "WFTF" */
+#define WEFT_SOCK_RETRIES     64	  /* handshakes a connector tries if dropped */
 
+/* The public half of a socket's handshake (its payload). */
 struct weft_sock_hello {
-	uint64_t magic;
-	uint64_t secret;
-	int32_t rank;
-	uint32_t index;
+	uint32_t index; /* the socket's, 0..nsocks-1 (a call: 0) */
 	uint32_t nsocks;
-	uint32_t reserved;
 };
 
 struct weft_sock_frame {
@@ -77,8 +78,7 @@ struct weft_sock_frame {
 enum weft_sock_phase {
 	WEFT_SOCK_IDLE = 0,   /* connector: not created yet; acceptor: not arrived */
 	WEFT_SOCK_CONNECTING, /* connector: non-blocking connect() in flight */
-	WEFT_SOCK_HELLO_OUT,  /* sending our hello (connector) or reply (acceptor) */
-	WEFT_SOCK_HELLO_IN,   /* connector: waiting for the acceptor's reply */
+	WEFT_SOCK_HANDSHAKE,  /* connector: the handshake (util/handshake.h) */
 	WEFT_SOCK_UP,
 	WEFT_SOCK_CLOSED,
 };
@@ -87,9 +87,15 @@ enum weft_sock_phase {
 enum weft_sock_call {
 	WEFT_SOCK_CALL_NONE = 0,
 	WEFT_SOCK_CALL_CONNECTING,
-	WEFT_SOCK_CALL_SENDING,
-	WEFT_SOCK_CALL_SENT, /* waiting for the connection; watching the call for EOF */
+	WEFT_SOCK_CALL_HANDSHAKE,
+	WEFT_SOCK_CALL_SENT,	 /* waiting for the connection; watching the call for EOF */
+	WEFT_SOCK_CALL_ANSWERED, /* the lower rank says its sockets are on their way */
 };
+
+/* What the lower rank writes on a call before it closes it once its own
+ * sockets to the caller are through their handshake: the caller then
+ * waits for them instead of taking the close for the peer's death. */
+#define WEFT_SOCK_CALL_ANSWER 'U'
 
 /* Small frames queued on one socket leave in one sendmsg, up to this many
  * after the current one and while the batch is under this many bytes. */
@@ -128,8 +134,8 @@ struct weft_sock_rx {
 struct weft_sock {
 	int fd;
 	enum weft_sock_phase phase;
-	size_t hello_done; /* bytes of the hello written or read */
-	struct weft_sock_hello hello_buf;
+	unsigned retries;   /* handshakes the listener dropped */
+	struct weft_hs *hs; /* the connector's handshake, while it runs */
 	struct weft_sock_tx tx;
 	struct weft_sock_rx rx;
 	uint64_t tx_bytes;	   /* payload bytes sent on this socket (sub-flow weights) */
@@ -162,18 +168,16 @@ struct weft_sock_conn {
 	double since;
 	int call_fd;
 	enum weft_sock_call call;
-	size_t call_done;
-	struct weft_sock_hello call_hello;
+	unsigned call_retries;
+	struct weft_hs *call_hs; /* the call's handshake, while it runs */
 	struct weft_sock_queue sendq, recvq;
 	struct weft_sock sock[WEFT_SOCK_MAX_NSOCKS];
 };
 
-/* An accepted socket whose hello has not been read yet. */
+/* An accepted socket whose handshake has not finished. */
 struct weft_sock_pending {
-	int fd;
-	size_t got;
+	struct weft_hs hs;
 	double since;
-	struct weft_sock_hello hello;
 };
 
 /* What each rank publishes at comm_init (allgathered). */
@@ -203,8 +207,11 @@ struct weft_sock_comm {
 	struct weft_sock_conn **conns;	/* nranks; created on first use */
 	struct weft_sock_conn **active; /* connections that are up */
 	int nactive;
-	struct weft_sock_pending *pending; /* accepted, hello unread */
-	int npending, max_pending;
+	struct weft_sock_pending *pending; /* accepted, handshake under way */
+	int npending, max_pending;	   /* max_pending: WEFT_MAX_PENDING */
+	struct pollfd *pending_pfd;	   /* max_pending: one poll for them all */
+	double hs_timeout_s;		   /* WEFT_HANDSHAKE_TIMEOUT */
+	uint64_t refused;		   /* connections that failed the handshake */
 	/* Lazily: connections under way, moved by progress (nranks room);
 	 * progress calls since the listener was last looked at. */
 	struct weft_sock_conn **connecting;
@@ -222,14 +229,20 @@ weft_status_t weft_tp_socket_progress(struct weft_tp *tp);
 void weft_tp_socket_conn_fail(struct weft_sock_conn *c, weft_status_t status);
 
 /* socket_conn.c: the connection to @p peer (created on first use; NULL:
- * no memory); the hello this rank sends on socket @p index (or a call);
- * accept what waits on the listener and route the hellos that are
- * complete; move a connection's sockets along once (WEFT_SUCCESS when up,
- * WEFT_INPROGRESS, or the recorded error with the connection failed). */
+ * no memory); start the handshake of a connected socket @p fd to @p peer
+ * (a call when @p call); accept what waits on the listener and move the
+ * handshakes under way (@p all: every one, else only those the poll says
+ * are ready); move a connection's sockets along once (WEFT_SUCCESS when
+ * up, WEFT_INPROGRESS, or the recorded error with the connection failed). */
 struct weft_sock_conn *weft_tp_socket_conn_get(struct weft_sock_comm *sc, int peer);
-void weft_tp_socket_fill_hello(struct weft_sock_comm *sc, struct weft_sock_hello *h,
-			       unsigned index);
+struct weft_hs *weft_tp_socket_hs_start(struct weft_sock_comm *sc, int fd, int peer, bool call,
+					unsigned index);
 void weft_tp_socket_accept(struct weft_sock_comm *sc);
+/* socket_door.c: drop every handshake under way (with a warning naming
+ * @p why, or quietly when NULL). */
+void weft_tp_socket_door_close(struct weft_sock_comm *sc, const char *why);
+/* TCP_NODELAY, best effort. */
+void weft_tp_socket_nodelay(int fd);
 weft_status_t weft_tp_socket_conn_step(struct weft_sock_conn *c);
 
 /* socket_lazy.c: lazily, from progress: take new sockets from the listener,
@@ -237,13 +250,14 @@ weft_status_t weft_tp_socket_conn_step(struct weft_sock_conn *c);
  * peers asked for). A no-op once the listener is closed (eager, after
  * init). */
 weft_status_t weft_tp_socket_setup_progress(struct weft_sock_comm *sc);
+/* Free the handshakes of @p c still under way (the connection fails). */
+void weft_tp_socket_forget_handshakes(struct weft_sock_conn *c);
 /* Put @p c on the list progress moves (once). */
 void weft_tp_socket_list_connecting(struct weft_sock_comm *sc, struct weft_sock_conn *c);
 /* The higher rank's call while its peer's sockets have not arrived. */
 weft_status_t weft_tp_socket_call_step(struct weft_sock_conn *c);
-/* A hello with the call index and the job's secret arrived on @p fd. */
-bool weft_tp_socket_route_call(struct weft_sock_comm *sc, int fd, const struct weft_sock_hello *h,
-			       const char **why);
+/* An authenticated call from rank @p rank arrived on @p fd. */
+bool weft_tp_socket_route_call(struct weft_sock_comm *sc, int fd, int rank, const char **why);
 
 /* socket_pace.c: congestion signals from TCP_INFO and the pacer's rate
  * (the signal ops); the settings and socket options pacing needs. */

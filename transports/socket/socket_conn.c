@@ -7,10 +7,10 @@
  *
  * Who connects: for each pair the lower rank opens nsocks connections to the
  * higher rank's listener. The higher rank accepts from its one listener
- * whatever arrives, reads a hello from each socket and routes it by
- * (rank, index); a socket whose hello is garbage, carries another job's
- * secret or claims a slot that is taken is closed with a warning and the
- * job goes on. Connecting lazily, the same happens during the job, and the
+ * whatever arrives, runs the handshake on each socket (util/handshake.h)
+ * and routes it by (rank, index); a socket that fails it, or claims a slot
+ * that is taken, is closed (the first few with a warning) and the job goes
+ * on. Connecting lazily, the same happens during the job, and the
  * higher rank calls the lower one when it needs the pair first
  * (socket_lazy.c).
  */
@@ -192,7 +192,12 @@ static weft_status_t sock_init(const struct weft_tp_env *env, struct weft_tp **o
 	sc->conns = calloc((size_t)env->nranks, sizeof(*sc->conns));
 	sc->active = calloc((size_t)env->nranks, sizeof(*sc->active));
 	sc->connecting = calloc((size_t)env->nranks, sizeof(*sc->connecting));
-	if (!sc->cards || !sc->conns || !sc->active || !sc->connecting ||
+	sc->max_pending = weft_hs_max_pending();
+	sc->hs_timeout_s = weft_hs_timeout_s();
+	sc->pending = calloc((size_t)sc->max_pending, sizeof(*sc->pending));
+	sc->pending_pfd = calloc((size_t)sc->max_pending, sizeof(*sc->pending_pfd));
+	if (!sc->cards || !sc->conns || !sc->active || !sc->connecting || !sc->pending ||
+	    !sc->pending_pfd ||
 	    weft_tp_pool_init(&sc->reqs, sizeof(struct weft_sock_req)) != WEFT_SUCCESS) {
 		sock_fini(&sc->base);
 		return weft_tp_fail(env, WEFT_ERR_NO_MEMORY, "socket: out of memory");
@@ -249,14 +254,22 @@ struct weft_sock_conn *weft_tp_socket_conn_get(struct weft_sock_comm *sc, int pe
 	return c;
 }
 
-void weft_tp_socket_fill_hello(struct weft_sock_comm *sc, struct weft_sock_hello *h, unsigned index)
+struct weft_hs *weft_tp_socket_hs_start(struct weft_sock_comm *sc, int fd, int peer, bool call,
+					unsigned index)
 {
-	memset(h, 0, sizeof(*h));
-	h->magic = WEFT_SOCK_HELLO_MAGIC;
-	h->secret = sc->base.env->secret;
-	h->rank = sc->base.env->rank;
-	h->index = index;
-	h->nsocks = sc->nsocks;
+	const struct weft_tp_env *env = sc->base.env;
+	struct weft_sock_hello h = {.index = index, .nsocks = sc->nsocks};
+	struct weft_hs *hs = malloc(sizeof(*hs));
+	struct weft_err err = {0};
+	if (hs && weft_hs_connect(hs, fd, env->key, call ? WEFT_HS_CALL : WEFT_HS_SOCKET, env->id,
+				  env->rank, peer, &h, sizeof(h), &err) != WEFT_SUCCESS) {
+		weft_tp_fail(env, err.status, "socket: %s", err.msg);
+		free(hs);
+		return NULL;
+	}
+	if (!hs)
+		weft_tp_fail(env, WEFT_ERR_NO_MEMORY, "socket: out of memory");
+	return hs;
 }
 
 /* The kernel's smoothed RTT of a connected socket, in us (0 unknown). */
@@ -268,7 +281,7 @@ static uint32_t tcp_rtt_us(int fd)
 	return fd >= 0 && getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 ? ti.tcpi_rtt : 0;
 }
 
-static void set_nodelay(int fd)
+void weft_tp_socket_nodelay(int fd)
 {
 	int one = 1;
 	/* Best effort: without it small messages wait for Nagle, not fail. */
@@ -276,30 +289,13 @@ static void set_nodelay(int fd)
 		weft_log(WEFT_LOG_WARN, WEFT_SUB_NET, "socket: TCP_NODELAY: %s", strerror(errno));
 }
 
-/* Move the hello along; true when all of it has gone out or come in. On
- * error *err is errno, or 0 for end of file. */
-static bool hello_io(struct weft_sock *s, bool out, int *err)
+static void hs_end(struct weft_hs **hs)
 {
-	char *p = (char *)&s->hello_buf;
-	while (s->hello_done < sizeof(s->hello_buf)) {
-		size_t left = sizeof(s->hello_buf) - s->hello_done;
-		ssize_t n = out ? send(s->fd, p + s->hello_done, left, MSG_NOSIGNAL | MSG_DONTWAIT)
-				: recv(s->fd, p + s->hello_done, left, MSG_DONTWAIT);
-		if (n > 0) {
-			s->hello_done += (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		*err = n == 0 ? 0 : errno;
-		return false;
+	if (*hs) {
+		weft_hs_clear(*hs);
+		free(*hs);
+		*hs = NULL;
 	}
-	return true;
-}
-
-static bool would_block(int err)
-{
-	return err == EAGAIN || err == EWOULDBLOCK;
 }
 
 static weft_status_t hello_failed(struct weft_sock_conn *c, unsigned i, int err, const char *what)
@@ -318,7 +314,46 @@ static weft_status_t hello_failed(struct weft_sock_conn *c, unsigned i, int err,
 	return st;
 }
 
-/* The lower rank's side of socket i: connect, send the hello, check the reply. */
+/* The connector's handshake on socket i, once connected. A listener under
+ * a flood drops its oldest handshakes: a connection it closed before its
+ * challenge is made again, up to WEFT_SOCK_RETRIES times. */
+static weft_status_t connector_handshake(struct weft_sock_conn *c, unsigned i)
+{
+	struct weft_sock_comm *sc = c->sc;
+	const struct weft_tp_env *env = sc->base.env;
+	struct weft_sock *s = &c->sock[i];
+	char where[80];
+	switch (weft_hs_step(s->hs)) {
+	case WEFT_HS_AGAIN: return WEFT_INPROGRESS;
+	case WEFT_HS_OK:
+		hs_end(&s->hs);
+		s->phase = WEFT_SOCK_UP;
+		return WEFT_SUCCESS;
+	case WEFT_HS_REFUSED: {
+		const char *why = s->hs->why;
+		hs_end(&s->hs);
+		weft_tp_socket_conn_fail(c, WEFT_ERR_REMOTE);
+		return weft_tp_fail(env, WEFT_ERR_REMOTE,
+				    "socket: %s, the address of peer rank %d, %s (socket %u)",
+				    addr_str(&sc->cards[c->base.peer].addr, where, sizeof(where)),
+				    c->base.peer, why, i);
+	}
+	default: {
+		int err = s->hs->errnum;
+		const char *what = s->hs->why;
+		hs_end(&s->hs);
+		if ((err == 0 || err == ECONNRESET || err == EPIPE) &&
+		    s->retries++ < WEFT_SOCK_RETRIES) {
+			close_fd(&s->fd);
+			s->phase = WEFT_SOCK_IDLE; /* knock again */
+			return WEFT_INPROGRESS;
+		}
+		return hello_failed(c, i, err, what);
+	}
+	}
+}
+
+/* The lower rank's side of socket i: connect, then the handshake. */
 static weft_status_t connector_step(struct weft_sock_conn *c, unsigned i)
 {
 	struct weft_sock_comm *sc = c->sc;
@@ -336,7 +371,7 @@ static weft_status_t connector_step(struct weft_sock_conn *c, unsigned i)
 			return weft_tp_fail_errno(env, errno,
 						  "socket: creating socket %u to peer rank %d", i,
 						  c->base.peer);
-		set_nodelay(s->fd);
+		weft_tp_socket_nodelay(s->fd);
 		weft_tp_socket_tune(sc, s->fd);
 		if (connect(s->fd, (const struct sockaddr *)addr, card->addr_len) != 0 &&
 		    errno != EINPROGRESS) {
@@ -361,172 +396,35 @@ static weft_status_t connector_step(struct weft_sock_conn *c, unsigned i)
 			    env, err, "socket: connecting to peer rank %d at %s", c->base.peer,
 			    addr_str(addr, where, sizeof(where)));
 		}
-		weft_tp_socket_fill_hello(sc, &s->hello_buf, i);
-		s->hello_done = 0;
-		s->phase = WEFT_SOCK_HELLO_OUT;
+		s->hs = weft_tp_socket_hs_start(sc, s->fd, c->base.peer, false, i);
+		if (!s->hs)
+			return WEFT_ERR_NO_MEMORY;
+		s->phase = WEFT_SOCK_HANDSHAKE;
 	}
 		/* fall through */
-	case WEFT_SOCK_HELLO_OUT:
-		if (!hello_io(s, true, &err))
-			return would_block(err) ? WEFT_INPROGRESS
-						: hello_failed(c, i, err, "sending hello");
-		s->hello_done = 0;
-		s->phase = WEFT_SOCK_HELLO_IN;
-		/* fall through */
-	case WEFT_SOCK_HELLO_IN: {
-		if (!hello_io(s, false, &err))
-			return would_block(err) ? WEFT_INPROGRESS
-						: hello_failed(c, i, err, "reading reply");
-		const struct weft_sock_hello *h = &s->hello_buf;
-		if (h->magic != WEFT_SOCK_HELLO_MAGIC || h->secret != env->secret ||
-		    h->rank != c->base.peer || h->index != i) {
-			weft_tp_socket_conn_fail(c, WEFT_ERR_REMOTE);
-			return weft_tp_fail(
-			    env, WEFT_ERR_REMOTE,
-			    "socket: %s, the address of peer rank %d, answered with a "
-			    "bad handshake (socket %u)",
-			    addr_str(addr, where, sizeof(where)), c->base.peer, i);
-		}
-		s->phase = WEFT_SOCK_UP;
-		return WEFT_SUCCESS;
-	}
+	case WEFT_SOCK_HANDSHAKE: return connector_handshake(c, i);
 	case WEFT_SOCK_UP: return WEFT_SUCCESS;
 	case WEFT_SOCK_CLOSED: break;
 	}
 	return c->failed ? c->failed : WEFT_ERR_INTERNAL;
 }
 
-/* The higher rank's side: after routing, send the reply. */
+void weft_tp_socket_forget_handshakes(struct weft_sock_conn *c)
+{
+	for (unsigned i = 0; i < c->sc->nsocks; i++)
+		hs_end(&c->sock[i].hs);
+	hs_end(&c->call_hs);
+}
+
+/* The higher rank's side: up once its handshake, in the pending list, is done. */
 static weft_status_t acceptor_step(struct weft_sock_conn *c, unsigned i)
 {
 	struct weft_sock *s = &c->sock[i];
-	int err = 0;
 	switch (s->phase) {
 	case WEFT_SOCK_IDLE: return WEFT_INPROGRESS; /* the peer's socket has not arrived */
-	case WEFT_SOCK_HELLO_OUT:
-		if (!hello_io(s, true, &err))
-			return would_block(err) ? WEFT_INPROGRESS
-						: hello_failed(c, i, err, "sending reply");
-		s->phase = WEFT_SOCK_UP;
-		return WEFT_SUCCESS;
 	case WEFT_SOCK_UP: return WEFT_SUCCESS;
 	default: return c->failed ? c->failed : WEFT_ERR_INTERNAL;
 	}
-}
-
-static void pending_drop(struct weft_sock_comm *sc, int k, const char *why)
-{
-	struct weft_sock_pending *p = &sc->pending[k];
-	struct sockaddr_storage from = {0};
-	socklen_t len = sizeof(from);
-	char who[80] = "unknown";
-	if (getpeername(p->fd, (struct sockaddr *)&from, &len) == 0)
-		addr_str(&from, who, sizeof(who));
-	weft_log(WEFT_LOG_WARN, WEFT_SUB_NET, "socket: dropped a connection from %s: %s", who, why);
-	close_fd(&p->fd);
-	sc->pending[k] = sc->pending[--sc->npending];
-}
-
-/* Route an accepted socket whose hello is complete; false with *why set
- * if it is not one of ours. */
-static bool pending_route(struct weft_sock_comm *sc, struct weft_sock_pending *p, const char **why)
-{
-	const struct weft_sock_hello *h = &p->hello;
-	const struct weft_tp_env *env = sc->base.env;
-	if (h->magic != WEFT_SOCK_HELLO_MAGIC)
-		return *why = "not a Weft handshake", false;
-	if (h->secret != env->secret)
-		return *why = "wrong secret (another job?)", false;
-	if (h->index == WEFT_SOCK_CALL_INDEX && h->nsocks == sc->nsocks)
-		return weft_tp_socket_route_call(sc, p->fd, h, why);
-	if (h->rank < 0 || h->rank >= env->rank)
-		return *why = "rank out of range (only lower ranks connect)", false;
-	if (h->index >= sc->nsocks || h->nsocks != sc->nsocks)
-		return *why = "socket index or count does not match", false;
-	struct weft_sock_conn *c = weft_tp_socket_conn_get(sc, h->rank);
-	if (!c)
-		return *why = "out of memory", false;
-	struct weft_sock *s = &c->sock[h->index];
-	if (s->phase != WEFT_SOCK_IDLE)
-		return *why = "duplicate socket for a rank and index", false;
-	s->fd = p->fd;
-	set_nodelay(s->fd);
-	weft_tp_socket_tune(c->sc, s->fd);
-	weft_tp_socket_fill_hello(sc, &s->hello_buf, h->index);
-	s->hello_done = 0;
-	s->phase = WEFT_SOCK_HELLO_OUT;
-	/* Lazily this rank may have nothing for the peer yet: progress sends
-	 * the reply, so the connector is not kept waiting for our first message. */
-	if (env->connect_lazy)
-		weft_tp_socket_list_connecting(sc, c);
-	return true;
-}
-
-static void accept_new(struct weft_sock_comm *sc)
-{
-	for (;;) {
-		int fd = accept4(sc->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			if (!would_block(errno))
-				weft_log(WEFT_LOG_WARN, WEFT_SUB_NET, "socket: accept: %s",
-					 strerror(errno));
-			return;
-		}
-		if (sc->npending == sc->max_pending) {
-			int n = sc->max_pending ? 2 * sc->max_pending : 16;
-			void *p = realloc(sc->pending, (size_t)n * sizeof(*sc->pending));
-			if (!p) {
-				weft_log(WEFT_LOG_WARN, WEFT_SUB_NET,
-					 "socket: out of memory, dropping a connection");
-				close(fd);
-				continue;
-			}
-			sc->pending = p;
-			sc->max_pending = n;
-		}
-		sc->pending[sc->npending++] =
-		    (struct weft_sock_pending){.fd = fd, .since = weft_now()};
-	}
-}
-
-static void pending_progress(struct weft_sock_comm *sc)
-{
-	double now = weft_now();
-	for (int k = sc->npending - 1; k >= 0; k--) {
-		struct weft_sock_pending *p = &sc->pending[k];
-		char *buf = (char *)&p->hello;
-		ssize_t n;
-		do
-			n = recv(p->fd, buf + p->got, sizeof(p->hello) - p->got, MSG_DONTWAIT);
-		while (n < 0 && errno == EINTR);
-		if (n == 0) {
-			pending_drop(sc, k, "closed before its handshake was complete");
-			continue;
-		}
-		if (n < 0) {
-			if (!would_block(errno))
-				pending_drop(sc, k, strerror(errno));
-			else if (now - p->since > sc->base.env->timeout_s)
-				pending_drop(sc, k, "no handshake within the timeout");
-			continue;
-		}
-		p->got += (size_t)n;
-		if (p->got < sizeof(p->hello))
-			continue;
-		const char *why = NULL;
-		if (pending_route(sc, p, &why))
-			sc->pending[k] = sc->pending[--sc->npending];
-		else
-			pending_drop(sc, k, why);
-	}
-}
-
-void weft_tp_socket_accept(struct weft_sock_comm *sc)
-{
-	accept_new(sc);
-	pending_progress(sc);
 }
 
 /* Both sides: the connection is up. */
@@ -537,7 +435,13 @@ static void conn_up(struct weft_sock_conn *c)
 	c->rtt_us = tcp_rtt_us(c->sock[0].fd);
 	weft_tp_socket_check_ecn(c);
 	sc->active[sc->nactive++] = c;
-	close_fd(&c->call_fd); /* a call, made or answered, has done its work */
+	/* A call, made or answered, has done its work; the caller is told its
+	 * sockets are through before the close (socket.h). */
+	if (c->call_fd >= 0 && sc->base.env->rank < c->base.peer)
+		(void)send(c->call_fd, &(char){WEFT_SOCK_CALL_ANSWER}, 1,
+			   MSG_NOSIGNAL | MSG_DONTWAIT);
+	close_fd(&c->call_fd);
+	hs_end(&c->call_hs);
 	char where[80];
 	weft_log(WEFT_LOG_INFO, WEFT_SUB_NET,
 		 "socket: connected to peer rank %d at %s (%u sockets)", c->base.peer,
@@ -584,8 +488,7 @@ static weft_status_t sock_connect(struct weft_tp *tp, int peer, struct weft_conn
 	if (c->listed) /* lazily: progress moves it */
 		return WEFT_INPROGRESS;
 	if (!c->up) {
-		accept_new(sc);
-		pending_progress(sc);
+		weft_tp_socket_accept(sc);
 		weft_status_t st = c->listed ? WEFT_INPROGRESS : weft_tp_socket_conn_step(c);
 		if (st == WEFT_INPROGRESS && env->connect_lazy)
 			weft_tp_socket_list_connecting(sc, c);
@@ -602,8 +505,7 @@ static weft_status_t sock_connect(struct weft_tp *tp, int peer, struct weft_conn
 static void sock_connected(struct weft_tp *tp)
 {
 	struct weft_sock_comm *sc = to_sc(tp);
-	while (sc->npending > 0)
-		pending_drop(sc, sc->npending - 1, "still without a handshake when init ended");
+	weft_tp_socket_door_close(sc, "still without a handshake when init ended");
 	if (sc->listen_fd < 0)
 		return;
 	weft_log(WEFT_LOG_INFO, WEFT_SUB_NET, "socket: every peer connected; listener closed");
@@ -619,8 +521,14 @@ static void sock_abort(struct weft_tp *tp)
 	for (int r = 0; r < tp->env->nranks; r++)
 		if (sc->conns[r])
 			weft_tp_socket_conn_fail(sc->conns[r], WEFT_ERR_ABORTED);
-	while (sc->npending > 0)
-		close_fd(&sc->pending[--sc->npending].fd);
+	weft_tp_socket_door_close(sc, NULL);
+	for (int r = 0; r < tp->env->nranks; r++) {
+		struct weft_sock_conn *c = sc->conns[r];
+		for (unsigned i = 0; c && i < sc->nsocks; i++)
+			hs_end(&c->sock[i].hs);
+		if (c)
+			hs_end(&c->call_hs);
+	}
 	close_fd(&sc->listen_fd);
 }
 
@@ -640,6 +548,7 @@ static void sock_fini(struct weft_tp *tp)
 	}
 	weft_tp_pool_fini(&sc->reqs);
 	free(sc->pending);
+	free(sc->pending_pfd);
 	free(sc->conns);
 	free(sc->active);
 	free(sc->connecting);

@@ -198,6 +198,7 @@ void weft_tp_socket_conn_fail(struct weft_sock_conn *c, weft_status_t status)
 {
 	if (!c->failed)
 		c->failed = status;
+	weft_tp_socket_forget_handshakes(c);
 	for (unsigned i = 0; i < c->sc->nsocks; i++)
 		close_sock(&c->sock[i]);
 	if (c->call_fd >= 0) {

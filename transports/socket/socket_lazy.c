@@ -7,9 +7,10 @@
  * The lower rank of a pair always connects (socket.h), so two ranks that
  * start at once (A sends to B while B sends to A) still make one
  * connection. When the higher rank needs the pair first, it calls: it
- * connects a socket to the lower rank's listener and sends a hello with
- * index WEFT_SOCK_CALL_INDEX and the job's secret; the lower rank, on
- * reading it, starts its connector as if it had a message for the caller.
+ * connects a socket to the lower rank's listener and runs the handshake
+ * with role WEFT_HS_CALL (util/handshake.h: each side proves the key); the
+ * lower rank, once it has, starts its connector as if it had a message for
+ * the caller.
  * A call that meets a connection already under way changes nothing.
  *
  * The call's socket stays open on both sides until the connection is up,
@@ -19,15 +20,18 @@
  * WEFT_TIMEOUT fails naming the peer (a host that does not answer).
  *
  * The listener stays open for the whole job. Progress looks at it on every
- * call while anything is connecting or a hello is unread, and otherwise
- * every SOCK_IDLE_POLLS calls, so an idle job pays one accept4() per that
- * many polls. Whatever arrives is routed as at init: a socket whose hello
- * is garbage or carries another secret is dropped with a warning.
+ * call while one of this rank's own connections is under way, and
+ * otherwise every SOCK_IDLE_POLLS calls (strangers in their handshake
+ * included: one poll over them all then), so an idle job pays one
+ * accept4() per that many polls, however many strangers knock. Whatever
+ * arrives is routed as at init: a socket that fails the handshake is
+ * dropped.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -73,22 +77,48 @@ static weft_status_t call_failed(struct weft_sock_conn *c, int err)
 	return st;
 }
 
-static bool call_send(struct weft_sock_conn *c, int *err)
+/* The caller's handshake with the lower rank's listener; a call the
+ * listener dropped before its challenge (a flood) is made again. */
+static weft_status_t call_handshake(struct weft_sock_conn *c)
 {
-	const char *p = (const char *)&c->call_hello;
-	while (c->call_done < sizeof(c->call_hello)) {
-		ssize_t n = send(c->call_fd, p + c->call_done, sizeof(c->call_hello) - c->call_done,
-				 MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n > 0) {
-			c->call_done += (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		*err = n == 0 ? 0 : errno;
-		return false;
+	const struct weft_tp_env *env = c->sc->base.env;
+	switch (weft_hs_step(c->call_hs)) {
+	case WEFT_HS_AGAIN: return WEFT_INPROGRESS;
+	case WEFT_HS_OK:
+		weft_hs_clear(c->call_hs);
+		free(c->call_hs);
+		c->call_hs = NULL;
+		c->call = WEFT_SOCK_CALL_SENT;
+		weft_log(WEFT_LOG_INFO, WEFT_SUB_NET, "socket: asked peer rank %d to connect",
+			 c->base.peer);
+		return WEFT_INPROGRESS;
+	case WEFT_HS_REFUSED: {
+		char where[80];
+		weft_addr_str((const struct sockaddr *)&c->sc->cards[c->base.peer].addr, where,
+			      sizeof(where));
+		weft_status_t st =
+		    weft_tp_fail(env, WEFT_ERR_REMOTE,
+				 "socket: %s, the address of peer rank %d, %s (calling it)", where,
+				 c->base.peer, c->call_hs->why);
+		free(c->call_hs);
+		c->call_hs = NULL;
+		weft_tp_socket_conn_fail(c, st);
+		return st;
 	}
-	return true;
+	default: {
+		int err = c->call_hs->errnum;
+		weft_hs_clear(c->call_hs);
+		free(c->call_hs);
+		c->call_hs = NULL;
+		if ((err == 0 || err == ECONNRESET) && c->call_retries++ < WEFT_SOCK_RETRIES) {
+			close(c->call_fd);
+			c->call_fd = -1;
+			c->call = WEFT_SOCK_CALL_NONE;
+			return WEFT_INPROGRESS;
+		}
+		return call_failed(c, err);
+	}
+	}
 }
 
 /* The higher rank's side while its sockets have not arrived: call the lower
@@ -119,53 +149,53 @@ weft_status_t weft_tp_socket_call_step(struct weft_sock_conn *c)
 			err = errno;
 		if (err != 0)
 			return call_failed(c, err);
-		weft_tp_socket_fill_hello(sc, &c->call_hello, WEFT_SOCK_CALL_INDEX);
-		c->call_done = 0;
-		c->call = WEFT_SOCK_CALL_SENDING;
+		c->call_hs = weft_tp_socket_hs_start(sc, c->call_fd, c->base.peer, true, 0);
+		if (!c->call_hs)
+			return WEFT_ERR_NO_MEMORY;
+		c->call = WEFT_SOCK_CALL_HANDSHAKE;
 	}
 		/* fall through */
-	case WEFT_SOCK_CALL_SENDING:
-		if (!call_send(c, &err))
-			return err == EAGAIN || err == EWOULDBLOCK ? WEFT_INPROGRESS
-								   : call_failed(c, err);
-		c->call = WEFT_SOCK_CALL_SENT;
-		weft_log(WEFT_LOG_INFO, WEFT_SUB_NET, "socket: asked peer rank %d to connect",
-			 c->base.peer);
-		/* fall through */
+	case WEFT_SOCK_CALL_HANDSHAKE: return call_handshake(c);
 	case WEFT_SOCK_CALL_SENT: {
 		char b;
 		ssize_t n = recv(c->call_fd, &b, 1, MSG_DONTWAIT);
-		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
-			return call_failed(c, n == 0 ? 0 : errno);
+		if (n == 1 && b == WEFT_SOCK_CALL_ANSWER) { /* its sockets are on their way */
+			close(c->call_fd);
+			c->call_fd = -1;
+			c->call = WEFT_SOCK_CALL_ANSWERED;
+			return WEFT_INPROGRESS;
+		}
+		if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+			return call_failed(c, n < 0 ? errno : 0);
 		return WEFT_INPROGRESS;
 	}
+	case WEFT_SOCK_CALL_ANSWERED: return WEFT_INPROGRESS;
 	}
 	return WEFT_ERR_INTERNAL;
 }
 
-/* A complete hello with the job's secret and the call index, on socket @p fd
- * of the listener: the higher rank @p h->rank asks this rank to connect.
- * True if taken (the connection owns @p fd), false with *why if not. */
-bool weft_tp_socket_route_call(struct weft_sock_comm *sc, int fd, const struct weft_sock_hello *h,
-			       const char **why)
+/* An authenticated call on socket @p fd of the listener: the higher rank
+ * @p rank asks this rank to connect. True if taken (the connection owns
+ * @p fd), false with *why if not. */
+bool weft_tp_socket_route_call(struct weft_sock_comm *sc, int fd, int rank, const char **why)
 {
 	const struct weft_tp_env *env = sc->base.env;
 	if (!env->connect_lazy)
 		return *why = "a call for a connection, but this job connects at init", false;
-	if (h->rank <= env->rank || h->rank >= env->nranks)
-		return *why = "a call from a rank out of range (only higher ranks call)", false;
-	struct weft_sock_conn *c = weft_tp_socket_conn_get(sc, h->rank);
+	struct weft_sock_conn *c = weft_tp_socket_conn_get(sc, rank);
 	if (!c)
 		return *why = "out of memory", false;
 	if (c->call_fd >= 0)
 		return *why = "a second call from the same rank", false;
 	if (c->failed || c->up) { /* it came up (or failed) before we read the call */
+		if (c->up)
+			(void)send(fd, &(char){WEFT_SOCK_CALL_ANSWER}, 1,
+				   MSG_NOSIGNAL | MSG_DONTWAIT);
 		close(fd);
 		return true;
 	}
 	c->call_fd = fd;
-	weft_log(WEFT_LOG_INFO, WEFT_SUB_NET, "socket: peer rank %d asked for a connection",
-		 h->rank);
+	weft_log(WEFT_LOG_INFO, WEFT_SUB_NET, "socket: peer rank %d asked for a connection", rank);
 	weft_tp_socket_list_connecting(sc, c);
 	return true;
 }
@@ -185,7 +215,7 @@ weft_status_t weft_tp_socket_setup_progress(struct weft_sock_comm *sc)
 {
 	if (sc->listen_fd < 0)
 		return WEFT_SUCCESS;
-	if (!sc->nconnecting && !sc->npending && ++sc->idle_polls < SOCK_IDLE_POLLS)
+	if (!sc->nconnecting && ++sc->idle_polls < SOCK_IDLE_POLLS)
 		return WEFT_SUCCESS;
 	sc->idle_polls = 0;
 	weft_tp_socket_accept(sc);

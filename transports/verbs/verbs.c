@@ -535,6 +535,20 @@ static weft_status_t verbs_connect(struct weft_tp *base, int peer, struct weft_c
 /* Bandwidth: the port's signalling rate (the lanes share the port). Weft's
  * pacer stays off on verbs: a RoCE NIC runs DCQCN in hardware, and a
  * second controller on top would fight it (verbs.h, "Pacing"). */
+/* weft_mem_register's regions stay registered (a pinned entry of the RMA
+ * protocol's cache) until deregistered: its messages then register
+ * nothing. */
+static weft_status_t verbs_mem_reg(struct weft_tp *base, void *buf, size_t len, struct weft_mr **mr,
+				   struct weft_mr_key *key)
+{
+	return weft_mr_cache_pin(&verbs_tp_of(base)->rma.cache, buf, len, mr, key);
+}
+
+static void verbs_mem_dereg(struct weft_tp *base, struct weft_mr *mr)
+{
+	weft_mr_cache_unpin(&verbs_tp_of(base)->rma.cache, mr);
+}
+
 static void verbs_props(struct weft_tp *base, int peer, struct weft_tp_props *out)
 {
 	struct verbs_tp *tp = verbs_tp_of(base);
@@ -542,6 +556,7 @@ static void verbs_props(struct weft_tp *base, int peer, struct weft_tp_props *ou
 	    .latency_s = VERBS_LATENCY_S,
 	    .bandwidth_Bps = tp->port_Bps,
 	    .ordered = true,
+	    .needs_registration = true,
 	    .rate_controlled = true, /* core/gate.c leaves these connections unpaced */
 	    .source = "provider",
 	};
@@ -619,8 +634,8 @@ const struct weft_tp_ops weft_tp_verbs_ops = {
     .msg = {.isend = weft_tp_verbs_isend,
 	    .irecv = weft_tp_verbs_irecv,
 	    .progress = weft_tp_verbs_progress},
-    .mem = {.reg = weft_tp_no_reg,
-	    .dereg = weft_tp_no_dereg,
+    .mem = {.reg = verbs_mem_reg,
+	    .dereg = verbs_mem_dereg,
 	    .map = weft_tp_no_map,
 	    .unmap = weft_tp_no_unmap},
     .rma = {.write = weft_tp_no_write, .get = weft_tp_no_get},

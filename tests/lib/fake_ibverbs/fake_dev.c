@@ -416,6 +416,16 @@ static int move_pages(struct fake_mr *m)
 	return 0;
 }
 
+static uint64_t mr_regs, mr_deregs; /* under fake_lock */
+
+FAKE_EXPORT void weft_fake_ibv_mr_counts(uint64_t *regs, uint64_t *deregs)
+{
+	pthread_mutex_lock(&fake_lock);
+	*regs = mr_regs;
+	*deregs = mr_deregs;
+	pthread_mutex_unlock(&fake_lock);
+}
+
 FAKE_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *ibv_pd, void *addr, size_t len, int access)
 {
 	struct fake_pd *pd = (struct fake_pd *)ibv_pd;
@@ -471,6 +481,7 @@ FAKE_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *ibv_pd, void *addr, size_t 
 	m->pd = pd;
 	m->access = access;
 	pd->users++;
+	mr_regs++;
 	m->next = mrs;
 	mrs = m;
 	pthread_mutex_unlock(&fake_lock);
@@ -492,6 +503,7 @@ FAKE_EXPORT int ibv_dereg_mr(struct ibv_mr *ibv)
 	munmap(m->hdr, FAKE_PAGE);
 	shm_unlink(m->path + strlen("/dev/shm"));
 	m->pd->users--;
+	mr_deregs++;
 	pthread_mutex_unlock(&fake_lock);
 	free(m);
 	return 0;

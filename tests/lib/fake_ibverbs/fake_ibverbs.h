@@ -245,6 +245,7 @@ struct fake_cq {
 /* fake_dev.c (and the test calls of fake_ibverbs_api.h) */
 int weft_fake_ibv_qp_attr(uint32_t qpn, struct weft_fake_qp_attr *out);
 int weft_fake_ibv_files(int pid);
+void weft_fake_ibv_mr_counts(uint64_t *regs, uint64_t *deregs);
 extern pthread_mutex_t fake_lock;
 extern struct fake_qp *fake_qps; /* every live QP of this process */
 double fake_now(void);

@@ -32,4 +32,9 @@ typedef int (*weft_fake_qp_attr_fn)(uint32_t qpn, struct weft_fake_qp_attr *out)
 typedef int (*weft_fake_files_fn)(int pid);
 #define WEFT_FAKE_FILES "weft_fake_ibv_files"
 
+/* weft_fake_ibv_mr_counts(&regs, &deregs): ibv_reg_mr and ibv_dereg_mr
+ * calls this process made so far. */
+typedef void (*weft_fake_mr_counts_fn)(uint64_t *regs, uint64_t *deregs);
+#define WEFT_FAKE_MR_COUNTS "weft_fake_ibv_mr_counts"
+
 #endif

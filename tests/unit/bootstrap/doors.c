@@ -8,19 +8,22 @@
  *
  * Connecting lazily (WEFT_CONNECT=lazy) the transport's listener must stay
  * open for the peers still to come: one door per rank, and strangers that
- * knock on it mid-job (garbage, a hello with another secret, a call with
- * another secret) are dropped with a warning while the job goes on.
+ * knock on it mid-job (garbage, a handshake made with another key, a call
+ * made with another key) are dropped with a warning while the job goes on.
  */
 #include <check.h>
 #include <dirent.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/comm.h"
 #include "harness.h"
+#include "stranger.h"
 #include "transports/socket/socket.h"
 
 /* TCP sockets of this process in LISTEN (state 0A); the port of the last
@@ -91,20 +94,6 @@ END_TEST
 
 /* --- lazily: the door stays open, and strangers find it mid-job --- */
 
-static int dial(unsigned port, const void *data, size_t len)
-{
-	struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-	to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (const struct sockaddr *)&to, sizeof(to)) != 0 ||
-	    send(fd, data, len, MSG_NOSIGNAL) != (ssize_t)len) {
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 static int allreduce_ones(weft_comm_t comm, int nranks)
 {
 	float x = 1;
@@ -112,6 +101,25 @@ static int allreduce_ones(weft_comm_t comm, int nranks)
 	if (st != WEFT_SUCCESS)
 		return harness_fail_status(comm, st, "allreduce with strangers at the door");
 	return x == (float)nranks ? 0 : harness_fail("allreduce gave %g", (double)x);
+}
+
+struct knock {
+	unsigned port;
+	const unsigned char *id;
+	int nranks;
+	int fds[3];
+};
+
+static void *knock_main(void *arg)
+{
+	struct knock *k = arg;
+	struct weft_sock_hello data = {.index = 0, .nsocks = 2};
+	k->fds[0] = stranger_dial(k->port, STRANGER_GARBAGE, WEFT_HS_SOCKET, NULL, 0, 1, NULL, 0);
+	k->fds[1] = stranger_dial(k->port, STRANGER_WRONG_KEY, WEFT_HS_SOCKET, k->id, 0, 1, &data,
+				  sizeof(data));
+	k->fds[2] = stranger_dial(k->port, STRANGER_WRONG_KEY, WEFT_HS_CALL, k->id, k->nranks - 1,
+				  1, &data, sizeof(data));
+	return NULL;
 }
 
 static int strangers_body(weft_comm_t comm, int rank, int nranks, void *arg)
@@ -123,38 +131,46 @@ static int strangers_body(weft_comm_t comm, int rank, int nranks, void *arg)
 	int ret = allreduce_ones(comm, nranks);
 	if (ret)
 		return ret;
-	unsigned char garbage[sizeof(struct weft_sock_hello)];
-	memset(garbage, 0xab, sizeof(garbage));
-	struct weft_sock_hello bad = {
-	    .magic = WEFT_SOCK_HELLO_MAGIC, .secret = 12345, .rank = 0, .index = 0, .nsocks = 2};
-	struct weft_sock_hello call = bad;
-	call.index = WEFT_SOCK_CALL_INDEX;
-	call.rank = nranks - 1;
-	int fds[3] = {dial(port, garbage, sizeof(garbage)), dial(port, &bad, sizeof(bad)),
-		      dial(port, &call, sizeof(call))};
+	/* Knocking on rank 1's door, from a thread (the door answers only
+	 * while rank 1 progresses): garbage, rank 0 with the wrong key, and a
+	 * call from the last rank with the wrong key. */
+	struct knock k = {.port = port,
+			  .id = ((const struct weft_comm *)comm)->id,
+			  .nranks = nranks,
+			  .fds = {-1, -1, -1}};
+	pthread_t knocker;
+	if (rank == 1 && pthread_create(&knocker, NULL, knock_main, &k) != 0)
+		return harness_fail("pthread_create");
+	int *fds = k.fds;
 	char path[256];
 	snprintf(path, sizeof(path), "%s/doors_%d.log", (const char *)arg, (int)getpid());
 	/* Each allreduce moves the listener along; the drops come within a
 	 * few. The ranks agree on when to stop (every rank has its 3). */
 	double t0 = harness_now();
 	for (int all = 0; !ret && !all;) {
-		int mine = harness_count_in_file(path, "dropped a connection") >= 3 ||
+		int mine = rank != 1 || harness_count_in_file(path, "dropped a connection") >= 3 ||
 			   harness_now() - t0 > 10;
 		weft_status_t st = weft_allreduce(&mine, &all, 1, WEFT_INT32, WEFT_MIN, comm);
 		if (st != WEFT_SUCCESS)
 			ret = harness_fail_status(comm, st, "allreduce with strangers at the door");
 	}
+	if (rank == 1)
+		pthread_join(knocker, NULL);
 	for (int i = 0; i < 3; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
 	if (ret)
 		return ret;
+	if (rank != 1)
+		return allreduce_ones(comm, nranks);
 	if (fds[0] < 0 || fds[1] < 0 || fds[2] < 0)
 		return harness_fail("a stranger could not reach the door at port %u", port);
 	int drops = harness_count_in_file(path, "dropped a connection");
-	if (drops != 3 || harness_count_in_file(path, "wrong secret") != 2 ||
+	if (drops != 3 || harness_count_in_file(path, "failed authentication") != 2 ||
 	    harness_count_in_file(path, "not a Weft handshake") != 1)
-		return harness_fail("expected 3 strangers dropped in %s, found %d", path, drops);
+		return harness_fail("expected 3 strangers dropped in %s (2 failing "
+				    "authentication, 1 not a handshake), found %d",
+				    path, drops);
 	return allreduce_ones(comm, nranks);
 }
 

@@ -25,16 +25,19 @@
 /* Shared between the ranks and the parent, which reads it after the job
  * (harness_shared() is gone by then). */
 struct shared {
-	uint64_t secret;
+	unsigned char id[WEFT_HS_ID_BYTES]; /* the communicator's (its segments' names) */
+	bool have_id;
 	int seg_seen_after_init; /* a rank found its segment name still in /dev/shm */
 };
 
 static struct shared *g_sh;
 
-static bool segment_exists(uint64_t secret)
+static bool segment_exists(const unsigned char *id)
 {
 	char prefix[64];
-	snprintf(prefix, sizeof(prefix), "weft-%016llx-", (unsigned long long)secret);
+	int len = snprintf(prefix, sizeof(prefix), "weft-");
+	for (int i = 0; i < WEFT_HS_ID_BYTES; i++)
+		len += snprintf(prefix + len, sizeof(prefix) - (size_t)len, "%02x", id[i]);
 	DIR *d = opendir("/dev/shm");
 	if (!d)
 		return false;
@@ -50,8 +53,9 @@ static bool segment_exists(uint64_t secret)
 static void note_secret(weft_comm_t comm)
 {
 	struct shared *sh = g_sh;
-	sh->secret = comm->secret;
-	if (segment_exists(comm->secret))
+	memcpy(sh->id, comm->id, sizeof(sh->id));
+	sh->have_id = true;
+	if (segment_exists(comm->id))
 		sh->seg_seen_after_init = 1;
 }
 
@@ -65,8 +69,7 @@ static void run_ok(int nranks, const char *const *env, harness_body_fn body, voi
 	ck_assert_msg(res.ok, "%s", res.summary);
 	struct shared *sh = g_sh;
 	ck_assert_msg(!sh->seg_seen_after_init, "segment still linked after init");
-	ck_assert_msg(sh->secret == 0 || !segment_exists(sh->secret),
-		      "/dev/shm/weft-* left behind");
+	ck_assert_msg(!sh->have_id || !segment_exists(sh->id), "/dev/shm/weft-* left behind");
 }
 
 /* Ranks 0 and 1 share a host, rank 2 is alone: every rank still runs the
@@ -151,8 +154,7 @@ START_TEST(split_hosts_np3)
 	struct harness_result res;
 	harness_run_job(&job, &res);
 	ck_assert_msg(res.ok, "%s", res.summary);
-	ck_assert_msg(g_sh->secret == 0 || !segment_exists(g_sh->secret),
-		      "/dev/shm/weft-* left behind");
+	ck_assert_msg(!g_sh->have_id || !segment_exists(g_sh->id), "/dev/shm/weft-* left behind");
 }
 END_TEST
 

@@ -26,6 +26,7 @@
 #include "core/comm.h"
 #include "harness.h"
 #include "p2p_exchange.h"
+#include "stranger.h"
 #include "transports/socket/socket.h"
 
 #define CHUNK	      (64u << 10)
@@ -72,8 +73,9 @@ static void run_ok(int nranks, const char *const *env, harness_body_fn body, voi
  * The test replaces connect() for the library linked into it: in rank 0,
  * the first connect to an address other than the bootstrap root is the
  * socket transport dialling rank 1's listener. Before letting it through,
- * rank 0 plays stranger on the same address: garbage, a hello with a wrong
- * secret, half a hello that never finishes, and a connection closed at once.
+ * rank 0 plays stranger on the same address: garbage, a handshake for
+ * another communicator made with another key, half a hello that never
+ * finishes, and a connection closed at once.
  * Rank 1 must drop the three finished ones with a warning and connect. */
 
 static bool stranger_armed;
@@ -99,13 +101,16 @@ static int dial(const struct sockaddr_in *to, const void *data, size_t len)
 
 static void play_stranger(const struct sockaddr_in *to)
 {
-	unsigned char garbage[sizeof(struct weft_sock_hello)];
-	memset(garbage, 0xab, sizeof(garbage));
-	struct weft_sock_hello bad = {
-	    .magic = WEFT_SOCK_HELLO_MAGIC, .secret = 12345, .rank = 0, .index = 0, .nsocks = 2};
-	stranger_fds[0] = dial(to, garbage, sizeof(garbage));
-	stranger_fds[1] = dial(to, &bad, sizeof(bad));
-	stranger_fds[2] = dial(to, garbage, 10);
+	unsigned port = ntohs(to->sin_port);
+	struct weft_sock_hello data = {.index = 0, .nsocks = 2};
+	unsigned char id[WEFT_HS_ID_BYTES] = {0}; /* a stranger does not know it */
+	stranger_fds[0] =
+	    stranger_dial(port, STRANGER_GARBAGE, WEFT_HS_SOCKET, NULL, 0, 1, NULL, 0);
+	stranger_fds[1] =
+	    stranger_dial(port, STRANGER_WRONG_KEY, WEFT_HS_SOCKET, id, 0, 1, &data, sizeof(data));
+	stranger_fds[2] = stranger_dial(port, STRANGER_SILENT, WEFT_HS_SOCKET, NULL, 0, 1, NULL, 0);
+	if (stranger_fds[2] >= 0)
+		send(stranger_fds[2], "0123456789", 10, MSG_NOSIGNAL); /* a hello cut short */
 	int fd = dial(to, NULL, 0);
 	if (fd >= 0)
 		close(fd);
@@ -140,7 +145,7 @@ static int body_stranger(weft_comm_t comm, int rank, int nranks, void *arg)
 		char path[256];
 		snprintf(path, sizeof(path), "%s/sock_%d.log", (const char *)arg, (int)getpid());
 		int drops = harness_count_in_file(path, "dropped a connection");
-		if (drops < 3 || harness_count_in_file(path, "wrong secret") < 1 ||
+		if (drops < 3 || harness_count_in_file(path, "another communicator") < 1 ||
 		    harness_count_in_file(path, "not a Weft handshake") < 1)
 			return harness_fail("expected 3 dropped strangers in %s, found %d", path,
 					    drops);

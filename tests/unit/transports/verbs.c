@@ -69,6 +69,74 @@ START_TEST(test_no_files_left)
 }
 END_TEST
 
+/*
+ * weft_mem_register's region stays registered with the transport: ten
+ * AllReduces of a registered 2 MiB buffer make no registration on the
+ * double (its ibv_reg_mr count does not move), where the same loop on an
+ * unregistered buffer registers per message; deregistering gives it back.
+ */
+#define REG_COUNT (512u << 10) /* floats: 2 MiB, past the slots: rendezvous */
+
+static int reg_loop(weft_comm_t comm, float *buf, weft_fake_mr_counts_fn counts, uint64_t *made)
+{
+	uint64_t before, after, dummy;
+	counts(&before, &dummy);
+	for (int i = 0; i < 10; i++) {
+		weft_status_t st =
+		    weft_allreduce(WEFT_IN_PLACE, buf, REG_COUNT, WEFT_FLOAT32, WEFT_SUM, comm);
+		if (st != WEFT_SUCCESS)
+			return harness_fail_status(comm, st, "allreduce %d", i);
+	}
+	counts(&after, &dummy);
+	*made = after - before;
+	return 0;
+}
+
+static int body_registered(weft_comm_t comm, int rank, int nranks, void *arg)
+{
+	verbs_find_paths();
+	void *h = dlopen(verbs_fake_path, RTLD_NOW | RTLD_NOLOAD);
+	weft_fake_mr_counts_fn counts =
+	    h ? (weft_fake_mr_counts_fn)dlsym(h, WEFT_FAKE_MR_COUNTS) : NULL;
+	if (!counts)
+		return harness_fail("the double is not loaded: %s", dlerror());
+	float *buf = calloc(REG_COUNT, sizeof(float)), *plain = calloc(REG_COUNT, sizeof(float));
+	weft_mem_handle_t reg = NULL;
+	uint64_t with = 0, without = 0, regs, deregs, regs2, deregs2;
+	int ret = !buf || !plain ? harness_fail("no memory") : 0;
+	weft_status_t st =
+	    ret ? WEFT_SUCCESS : weft_mem_register(comm, buf, REG_COUNT * sizeof(float), &reg);
+	if (st != WEFT_SUCCESS)
+		ret = harness_fail_status(comm, st, "weft_mem_register");
+	if (!ret)
+		ret = reg_loop(comm, buf, counts, &with);
+	if (!ret)
+		ret = reg_loop(comm, plain, counts, &without);
+	counts(&regs, &deregs);
+	if (!ret && (st = weft_mem_deregister(comm, reg)) != WEFT_SUCCESS)
+		ret = harness_fail_status(comm, st, "weft_mem_deregister");
+	counts(&regs2, &deregs2);
+	if (!ret && with != 0)
+		ret = harness_fail("10 allreduces of a registered buffer made %llu registrations",
+				   (unsigned long long)with);
+	if (!ret && without == 0)
+		ret = harness_fail("an unregistered buffer registered nothing: the count is blind");
+	if (!ret && deregs2 != deregs + 1)
+		ret = harness_fail("deregistering made %llu deregistrations, expected 1",
+				   (unsigned long long)(deregs2 - deregs));
+	free(buf);
+	free(plain);
+	return ret;
+}
+
+START_TEST(test_registered_stays)
+{
+	struct harness_result res;
+	harness_run(2, env_with(NULL), body_registered, NULL, JOB_TIMEOUT_S, &res);
+	ck_assert_msg(res.ok, "%s", res.summary);
+}
+END_TEST
+
 static Suite *verbs_suite(void)
 {
 	Suite *s = suite_create("verbs");
@@ -76,6 +144,7 @@ static Suite *verbs_suite(void)
 	tcase_set_timeout(tc, 90);
 	tcase_add_test(tc, test_ring_wraps);
 	tcase_add_test(tc, test_no_files_left);
+	tcase_add_test(tc, test_registered_stays);
 	suite_add_tcase(s, tc);
 	return s;
 }

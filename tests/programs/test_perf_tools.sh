@@ -8,7 +8,8 @@
 #   (b) copy_limit and c2c_latency print their rows (a positive rate; a
 #       median in ns);
 #   (c) perf/ab runs a build against itself with program arguments after
-#       "--" (-R) and --in-place, and says so in its header; it stops with a
+#       "--" (-R) and --in-place, and says so in its header; below 64 KiB
+#       it compares the time per call (--metric auto); it stops with a
 #       clear message when a run fails (an option the perf program refuses);
 #   (d) bad input: each tool exits 2 naming the option and the value.
 # Exit: 0 pass, 1 fail, 77 skipped (no python3 for perf/ab).
@@ -92,12 +93,21 @@ fi
 # ---- (c) perf/ab ----
 if "$REPO/perf/ab" --a "$BUILD" --b "$BUILD" --sizes 64K --transports shm --pairs 1 --in-place \
 	-- -R >"$OUT/ab" 2>"$OUT/ab.err" &&
-	grep -q "in-place busbw GB/s, program arguments: -R" "$OUT/ab" &&
-	awk '$1 == "shm" && $2 == 65536 && $3 > 0 && $4 > 0 { found = 1 } END { exit !found }' \
-		"$OUT/ab"; then
-	ok "perf/ab -- -R --in-place: header and a shm row"
+	grep -q "in-place, program arguments: -R" "$OUT/ab" &&
+	awk '$1 == "shm" && $2 == 65536 && $3 == "busbw" && $4 > 0 && $5 > 0 { found = 1 }
+		END { exit !found }' "$OUT/ab"; then
+	ok "perf/ab -- -R --in-place: header and a shm busbw row"
 else
 	fail "perf/ab: $(cat "$OUT/ab" "$OUT/ab.err" | head -c 400)"
+fi
+# Below 64 KiB --metric auto compares the time per call (A/B).
+if "$REPO/perf/ab" --a "$BUILD" --b "$BUILD" --sizes 8 --transports shm --pairs 1 \
+	>"$OUT/ab8" 2>"$OUT/ab8.err" &&
+	awk '$1 == "shm" && $2 == 8 && $3 == "time" && $4 > 0 && $5 > 0 { found = 1 }
+		END { exit !found }' "$OUT/ab8"; then
+	ok "perf/ab at 8 B: a time row"
+else
+	fail "perf/ab at 8 B: $(cat "$OUT/ab8" "$OUT/ab8.err" | head -c 400)"
 fi
 if "$REPO/perf/ab" --a "$BUILD" --b "$BUILD" --sizes 64K --transports shm --pairs 1 -- -Q \
 	>"$OUT/abq" 2>"$OUT/abq.err"; then

@@ -217,6 +217,7 @@ $(BUILD)/weft-run: tools/weft-run/weft_run_main.c $(LAUNCH_LIB) $(BUILD)/libweft
 # Tests link the static library so they can reach internal functions.
 $(TEST_LIB_OBJS): ALL_CFLAGS += -Itests/lib
 $(TEST_LIB): $(TEST_LIB_OBJS)
+	@mkdir -p $(dir $@)
 	rm -f $@
 	$(call say,AR,$@)ar rcs $@ $^
 

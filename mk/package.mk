@@ -77,7 +77,7 @@ install-lib: lib
 	ln -sf libweft.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libweft.so.$(SOMAJOR)
 	ln -sf libweft.so.$(SOMAJOR) $(DESTDIR)$(LIBDIR)/libweft.so
 	install -m 0644 $(BUILD)/libweft.a $(DESTDIR)$(LIBDIR)/libweft.a
-	install -m 0644 include/weft.h $(DESTDIR)$(INCLUDEDIR)/weft.h
+	install -p -m 0644 include/weft.h $(DESTDIR)$(INCLUDEDIR)/weft.h
 	sed $(PC_SED) weft.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/weft.pc
 	sed $(CMAKE_SED) cmake/WeftConfig.cmake.in > $(DESTDIR)$(CMAKEDIR)/WeftConfig.cmake
 	sed $(CMAKE_SED) cmake/WeftConfigVersion.cmake.in > $(DESTDIR)$(CMAKEDIR)/WeftConfigVersion.cmake

@@ -259,6 +259,7 @@ $(BUILD)/weft-run $(INST)/weft-run: tools/weft-run/weft_run_main.c $(LAUNCH_LIB)
 # Tests link the static library so they can reach internal functions.
 $(TEST_LIB_OBJS): ALL_CFLAGS += -Itests/lib
 $(TEST_LIB): $(TEST_LIB_OBJS)
+	@mkdir -p $(@D)
 	rm -f $@
 	$(call say,AR,$@)ar rcs $@ $^
 

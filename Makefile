@@ -43,7 +43,8 @@ endif
 # and the symbols file (debian/libweft0.symbols) make a deliberate act.
 SOMAJOR := 0
 
-# liblldpctl is optional: without it the leaf comes from WEFT_TOPO_FILE only.
+# liblldpctl's header is optional: without it the leaf comes from
+# WEFT_TOPO_FILE or Slurm only (the library itself is opened with dlopen).
 HAVE_LLDPCTL := $(shell pkg-config --exists lldpctl && echo 1)
 # The verbs transport always builds, against rdma-core's headers
 # (libibverbs-dev); libibverbs itself is dlopen'd at run time
@@ -58,9 +59,11 @@ PMIX_CFLAGS  := $(if $(HAVE_PMIX),$(shell pkg-config --cflags pmix) -DWEFT_HAVE_
 # zlib packs the bootstrap's allgather results (bootstrap/bootstrap_wire.h).
 PKGS      := hwloc libfabric jansson zlib libsodium $(if $(HAVE_LLDPCTL),lldpctl)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(if $(HAVE_LLDPCTL),-DWEFT_HAVE_LLDPCTL)
-# libfabric's headers only: the ofi transport loads the library with dlopen
-# (transports/ofi/ofi_lib.c says why).
-PKG_LIBS   := $(shell pkg-config --libs $(filter-out libfabric,$(PKGS)) 2>/dev/null)
+# libfabric's and liblldpctl's headers only: the ofi transport and the
+# LLDP query load the libraries with dlopen (transports/ofi/ofi_lib.c and
+# topo/topo_lldp_lib.h say why).
+DLOPEN_PKGS := libfabric lldpctl
+PKG_LIBS   := $(shell pkg-config --libs $(filter-out $(DLOPEN_PKGS),$(PKGS)) 2>/dev/null)
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
 

@@ -51,7 +51,7 @@ space := $(subst ,, )
 PC_SED = -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
 	-e 's|@LIBDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))|' \
 	-e 's|@INCLUDEDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))|' \
-	-e 's|@REQUIRES_PRIVATE@|$(filter-out libfabric,$(PKGS))|'
+	-e 's|@REQUIRES_PRIVATE@|$(filter-out $(DLOPEN_PKGS),$(PKGS))|'
 CMAKE_SED = -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@CMAKEDIR@|$(CMAKEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
 	-e 's|@VERSION_MAJOR@|$(word 1,$(VERSION_PARTS))|g' -e 's|@SOMAJOR@|$(SOMAJOR)|g' \
 	-e 's|@CMAKE_TO_PREFIX@|$(if $(filter $(PREFIX)/%,$(CMAKEDIR)),$${CMAKE_CURRENT_LIST_DIR}/$(call updirs,$(call under_prefix,$(CMAKEDIR))),$(PREFIX))|g' \

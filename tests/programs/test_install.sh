@@ -5,7 +5,8 @@
 #       say, and none naming D or the build tree (weft.pc, the CMake
 #       files, _install.py, the programs' runpath, which is LIBDIR: not a
 #       folder the loader searches by itself);
-#   (b) the installed tools and man pages work from there;
+#   (b) the installed tools and man pages work from there; the library
+#       needs none of what it opens with dlopen;
 #   (c) a program built with pkg-config (shared, and static with
 #       --static and libweft.a) and with CMake's find_package(Weft 0.1)
 #       and Weft::weft (examples/cmake), each run as a 2-rank AllReduce;
@@ -56,6 +57,9 @@ if grep -rlF -e "$OUT/stage" -e "$BUILD" "$P" >"$OUT/leaks"; then
 else
 	ok "no installed file names DESTDIR or the build tree"
 fi
+needed=$(readelf -d "$LIB/libweft.so.$VERSION" | grep -E 'NEEDED.*(fabric|ibverbs|pmix|lldpctl)')
+[ -z "$needed" ] && ok "libweft needs none of libfabric, libibverbs, libpmix, liblldpctl (dlopen'd)" ||
+	fail "libweft links what it should open with dlopen: $needed"
 rp=$(readelf -d "$P/bin/weft-topo" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')
 [ "$rp" = "$LIB" ] && ok "weft-topo's runpath is LIBDIR" || fail "weft-topo's runpath is '$rp', not $LIB"
 grep -qx "libdir=\${prefix}/lib/$MA" "$LIB/pkgconfig/weft.pc" && ok "weft.pc: libdir=\${prefix}/lib/$MA" ||

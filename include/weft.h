@@ -57,7 +57,8 @@ extern "C" {
 #define WEFT_VERSION_MINOR 1
 #define WEFT_VERSION_PATCH 0
 /** WEFT_VERSION_MAJOR * 10000 + WEFT_VERSION_MINOR * 100 + WEFT_VERSION_PATCH, for #if. */
-#define WEFT_VERSION_CODE (WEFT_VERSION_MAJOR * 10000 + WEFT_VERSION_MINOR * 100 + WEFT_VERSION_PATCH)
+#define WEFT_VERSION_CODE                                                                          \
+	(WEFT_VERSION_MAJOR * 10000 + WEFT_VERSION_MINOR * 100 + WEFT_VERSION_PATCH)
 
 /** Status codes. Zero is success, one is "not finished yet", negative is failure. */
 typedef enum weft_status {

@@ -50,9 +50,15 @@ extern "C" {
 #define WEFT_API
 #endif
 
+/* The release (the VERSION file at the top of the source tree): the build
+ * fails when these differ from it (util/error.c), and make lint holds it
+ * against debian/changelog and CHANGELOG.md (scripts/check-packaging). */
 #define WEFT_VERSION_MAJOR 0
 #define WEFT_VERSION_MINOR 1
 #define WEFT_VERSION_PATCH 0
+/** WEFT_VERSION_MAJOR * 10000 + WEFT_VERSION_MINOR * 100 + WEFT_VERSION_PATCH, for #if. */
+#define WEFT_VERSION_CODE                                                                          \
+	(WEFT_VERSION_MAJOR * 10000 + WEFT_VERSION_MINOR * 100 + WEFT_VERSION_PATCH)
 
 /** Status codes. Zero is success, one is "not finished yet", negative is failure. */
 typedef enum weft_status {
@@ -144,7 +150,8 @@ WEFT_API const char *weft_status_string(weft_status_t status);
 /** Size in bytes of one element of @p dtype, or 0 if @p dtype is invalid. */
 WEFT_API size_t weft_datatype_size(weft_datatype_t dtype);
 
-/** Library version as "major.minor.patch". */
+/** The library's version as "major.minor.patch": the WEFT_VERSION_* it was
+ * built with, which a program compares with its own to see what it runs on. */
 WEFT_API const char *weft_version(void);
 
 /**

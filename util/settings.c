@@ -69,6 +69,7 @@ static const struct weft_setting settings[] = {
      "topology file: Slurm topology.conf or the JSON weft-topo writes (leaf of each host)"},
     {"WEFT_LLDP_SOCKET", NULL, "lldpd control socket to query (default: lldpd's own)"},
     {"WEFT_LLDP", "1", "ask the local lldpd for the leaf switch above each NIC"},
+    {"WEFT_LLDP_LIB", NULL, "liblldpctl to dlopen (default: liblldpctl.so.4, from Debian's lldpd)"},
     {"WEFT_TOPO_SLURM", "1",
      "take the leaf and spine from Slurm's SLURM_TOPOLOGY_ADDR (topology/tree) where set"},
     {"WEFT_PLACEMENT", "topo",

@@ -22,7 +22,9 @@ static void usage(FILE *out)
 {
 	fprintf(out, "usage: weft-run -np N PROGRAM [ARGS...]\n"
 		     "  runs N ranks of PROGRAM on this host with WEFT_RANK, WEFT_NRANKS,\n"
-		     "  WEFT_LOCAL_RANK, WEFT_LOCAL_SIZE, WEFT_ROOT and WEFT_SECRET set\n");
+		     "  WEFT_LOCAL_RANK, WEFT_LOCAL_SIZE, WEFT_ROOT and WEFT_SECRET set\n"
+		     "  -np N, --np N, -n N   the number of ranks, 1 to 256 (first)\n"
+		     "  -h, --help            this text\n");
 }
 
 /* N of "-np N" (or "--np N"): 1..MAX_RANKS, or 0 after a message. */

@@ -351,12 +351,12 @@ asan-test:
 	$(MAKE) BUILD=build-asan SANITIZE="$(ASAN_SANITIZE)" CFLAGS="-O1 -g" HAVE_TORCH= test
 
 # What CI runs under ASan + UBSan within its time (.ci/run): the suites of
-# bootstrap, failures, faults and the verdict, the parsers, and a sample of
+# bootstrap, failures, faults, the verdict and deadlines, the parsers, and a sample of
 # the collectives over every transport here. make asan-test runs them all.
 # Runs as in TEST_RUNS (tests/run); QUICK_PROGS(BUILD,RUNS) their programs.
 QUICK_PROGS = $(addprefix $(1)/tests/,$(sort $(foreach r,$(2),$(lastword $(subst :, ,$(r))))))
 ASAN_QUICK := unit/bootstrap/bootstrap unit/api/secret unit/bootstrap/doors unit/core/lazy \
-	faults/verdict faults/faults integration/failures unit/util/parse unit/topo/json unit/tune/tune \
+	faults/verdict faults/deadline faults/faults integration/failures unit/util/parse unit/topo/json unit/tune/tune \
 	$(call over,reduce_scatter broadcast reduce alltoall barrier errors,shm socket) \
 	integration/split_group integration/nonblocking integration/collectives \
 	security/attacks security/flood unit/api/review
@@ -372,7 +372,7 @@ asan-quick:
 # "split" cases: parents and children at once). Its own build, build-tsan/;
 # tests/lib/tsan.supp holds only races inside third-party libraries.
 TSAN_SANITIZE := -fsanitize=thread
-TSAN_QUICK := faults/verdict unit/core/progress_thread \
+TSAN_QUICK := faults/verdict faults/deadline unit/core/progress_thread \
 	WEFT_PROGRESS_THREAD=1+WEFT_TEST_ALGO=auto:integration/nonblocking \
 	WEFT_PROGRESS_THREAD=1+WEFT_CONNECT=lazy+WEFT_TEST_ALGO=auto:integration/nonblocking \
 	WEFT_PROGRESS_THREAD=1+WEFT_TEST_ALGO=split:integration/split_group unit/api/review

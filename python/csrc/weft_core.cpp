@@ -153,16 +153,19 @@ void WorkWeft::finish_now(std::exception_ptr error, int source) {
 // With mutex_ held (released here): the Work is complete.
 void WorkWeft::complete_locked(std::unique_lock<std::mutex>& lock) {
   finish = nullptr;
+  // The profiler's event ends before anyone can see the Work complete (as
+  // c10d::Work::finish does): a waiter may leave the profiler's scope at
+  // once, and an event ended after that is a use after free in torch.
+  if (recordFunctionEndCallback_) {
+    recordFunctionEndCallback_();
+    recordFunctionEndCallback_ = nullptr;
+  }
   completed_ = true;
   keep.clear();
   keep_extra.reset();
   bool has_future = future_.defined();
   lock.unlock();
   cv_.notify_all();
-  if (recordFunctionEndCallback_) {
-    recordFunctionEndCallback_();
-    recordFunctionEndCallback_ = nullptr;
-  }
   if (has_future) // its callbacks may call Weft or Python: not here
     done_->push([work = c10::intrusive_ptr<WorkWeft>::unsafe_reclaim_from_nonowning(this)] {
       work->mark_future();

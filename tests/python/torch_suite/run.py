@@ -2,7 +2,7 @@
 """Run torch's own DistributedTest on Weft, beside Gloo (suite.py says how).
 
   run.py [--mode weft|gloo-place|gloo|all]... [--list FILE | --tests A,B]
-         [-j N] [--start fork|spawn] [--timeout S] [--logs DIR]
+         [-j N] [--start fork|spawn] [--repeat N] [--timeout S] [--logs DIR]
          [--write-baseline]
 
 Each mode runs the tests (every test of DistributedTest._DistTestBase by
@@ -101,7 +101,7 @@ def env_for(mode, args):
 
 def run_mode(mode, tests, args):
     """{test: (outcome, detail, seconds)} from args.jobs workers."""
-    shares = [tests[i::args.jobs] for i in range(args.jobs)]
+    shares = [(tests * args.repeat)[i::args.jobs] for i in range(args.jobs)]
     procs = []
     for i, share in enumerate(s for s in shares if s):
         log = open(os.path.join(args.logs, f"{mode}.{i}.log"), "w")
@@ -113,7 +113,8 @@ def run_mode(mode, tests, args):
         for line in p.stdout:
             if line.startswith("RESULT "):
                 r = json.loads(line[7:])
-                results[r["test"]] = (r["outcome"], r["detail"], r["seconds"])
+                if r["test"] not in results or r["outcome"] == "fail":  # the worst of repeats
+                    results[r["test"]] = (r["outcome"], r["detail"], r["seconds"])
         p.wait()
         log.close()
     for t in tests:  # a worker that died took its remaining tests with it
@@ -154,6 +155,8 @@ def main():
     ap.add_argument("--tests", help="tests to run, comma-separated")
     ap.add_argument("-j", "--jobs", type=int, default=1)
     ap.add_argument("--start", choices=("fork", "spawn"), default="fork")
+    ap.add_argument("--repeat", type=int, default=1, help="run each test N times (the worst "
+                    "outcome counts)")
     ap.add_argument("--timeout", type=int, default=300, help="per test, seconds")
     ap.add_argument("--logs", help="directory for the workers' output")
     ap.add_argument("--exceptions", default=os.path.join(HERE, "exceptions.txt"))

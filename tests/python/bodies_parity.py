@@ -35,9 +35,7 @@ def raises(fn, *words):
 
 # ---- sequence numbers, profiler events, DETAIL's checks
 
-def sequence_numbers(rank, nranks, port):
-    init(rank, nranks, port)
-    check = Check(rank, nranks)
+def sequence_numbers(check, rank, nranks):
     pg = c10d._get_default_group()
     first = pg._get_sequence_number_for_group()
     seqs = torch.zeros(nranks, dtype=torch.long)
@@ -57,12 +55,9 @@ def sequence_numbers(rank, nranks, port):
     check(pg._get_sequence_number_for_group() >= now + 3, "set again keeps it")
     sub = dist.new_group(backend="weft")
     check(sub._get_sequence_number_for_group() > 0, "a new group has one too")
-    return done(check)
 
 
-def profiler_events(rank, nranks, port):
-    init(rank, nranks, port)
-    check = Check(rank, nranks)
+def profiler_events(check, rank, nranks):
     t = torch.ones(4, 5)
     for make in (lambda: torch.autograd.profiler.profile(record_shapes=True),
                  lambda: torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
@@ -84,7 +79,6 @@ def profiler_events(rank, nranks, port):
             check(all(e.is_async for e in found), f"{want} is async as Gloo's")
         shapes = [e.input_shapes for e in events if e.name == "weft:all_reduce"]
         check(all(s == [[4, 5]] for s in shapes), f"all_reduce's input shapes: {shapes}")
-    return done(check)
 
 
 def detail_mismatch(rank, nranks, port):
@@ -108,10 +102,7 @@ def detail_mismatch(rank, nranks, port):
 
 # ---- the operations Gloo has
 
-def coalesced_and_sparse(rank, nranks, port):
-    init(rank, nranks, port)
-    check = Check(rank, nranks)
-    gloo = dist.new_group(backend="gloo")
+def coalesced_and_sparse(check, rank, nranks, gloo):
     # torch's all_gather_coalesced wants one dtype (Weft's would take several)
     ins = [torch.full((3,), float(rank)), torch.arange(4.0) + rank, torch.empty(0),
            torch.full((2, 2), float(rank))]
@@ -140,60 +131,58 @@ def coalesced_and_sparse(rank, nranks, port):
     x = torch.sparse_coo_tensor(torch.tensor([[rank]]), big[rank:rank + 1], (nranks, big.shape[1]))
     dist.all_reduce(x)
     check(torch.equal(x.to_dense(), big[:nranks]), "sparse all_reduce of 1 M values per row")
-    return done(check)
 
 
-def tags_and_any(rank, nranks, port, backend="weft"):
-    """Gloo's semantics on the backend named: by (peer, tag), in order per
-    pair and tag whatever the other tags' order; recvAnysource; sizes."""
-    init(rank, nranks, port, backend=backend)
-    check = Check(rank, nranks)
+def tags_and_any(check, rank, nranks, group=None):
+    """Gloo's semantics on @group (Weft's default group, or Gloo's): by
+    (peer, tag), in order per pair and tag whatever the other tags' order;
+    recvAnysource; a size mismatch."""
+    backend = dist.get_backend(group)
+    g = {"group": group}
     if rank == 0:  # tags 1, 2, 3 with different sizes; received 3, 1, 2
         # (isend: Gloo's blocking send waits for its receive; Weft's need not)
-        ws = [dist.isend(torch.full((tag * 100,), float(tag)), 1, tag=tag) for tag in (1, 2, 3)]
-        ws.append(dist.isend(torch.full((5,), 7.0), 1, tag=1))  # a second of tag 1
+        ws = [dist.isend(torch.full((tag * 100,), float(tag)), 1, tag=tag, **g)
+              for tag in (1, 2, 3)]
+        ws.append(dist.isend(torch.full((5,), 7.0), 1, tag=1, **g))  # a second of tag 1
         for w in ws:
             w.wait()
     elif rank == 1:
         got = {}
         for tag in (3, 1, 2, 1):
             t = torch.empty(tag * 100 if tag != 1 or 1 not in got else 5)
-            dist.recv(t, 0, tag=tag)
+            dist.recv(t, 0, tag=tag, **g)
             got.setdefault(tag, []).append(t)
         check(all(torch.equal(got[k][0], torch.full((k * 100,), float(k))) for k in (1, 2, 3)),
               "tags out of order")
         check(torch.equal(got[1][1], torch.full((5,), 7.0)), "a tag's messages in order")
-    dist.barrier()
+    dist.barrier(**g)
     if rank != 0:  # every other rank sends one to rank 0, which takes any
-        dist.send(torch.full((10,), float(rank)), 0, tag=9)
+        dist.send(torch.full((10,), float(rank)), 0, tag=9, **g)
     else:
         seen = []
         for _ in range(nranks - 1):
             t = torch.empty(10)
-            src = dist.recv(t, tag=9)
+            src = dist.recv(t, tag=9, **g)
             seen.append(src)
             check(torch.equal(t, torch.full((10,), float(src))), "any source: the sender's data")
         check(sorted(seen) == list(range(1, nranks)), f"any source: every sender once: {seen}")
-    dist.barrier()
+    dist.barrier(**g)
     if backend == "weft" and rank < 2:  # a size mismatch fails the receive, not the group
         if rank == 0:
-            dist.send(torch.ones(6), 1, tag=4)
+            dist.send(torch.ones(6), 1, tag=4, **g)
         else:
-            msg = raises(lambda: dist.recv(torch.empty(5), 0, tag=4), "sent 24 bytes",
+            msg = raises(lambda: dist.recv(torch.empty(5), 0, tag=4, **g), "sent 24 bytes",
                          "holds 20")
             check(msg and not msg.startswith("WRONG"), f"size mismatch: {msg}")
-    dist.barrier()
+    dist.barrier(**g)
     t = torch.ones(3)
-    dist.all_reduce(t)
-    check(torch.equal(t, torch.full((3,), float(nranks))), "usable after")
-    return done(check)
+    dist.all_reduce(t, **g)
+    check(torch.equal(t, torch.full((3,), float(nranks))), f"usable after ({backend})")
 
 
-def p2p_beside_collectives(rank, nranks, port):
+def p2p_beside_collectives(check, rank, nranks):
     """A receive posted before a collective does not hold it up (as Gloo's);
     two ranks exchange 64 MB with isend/irecv, no group."""
-    init(rank, nranks, port, timeout=30)
-    check = Check(rank, nranks)
     into = torch.empty(100)
     if rank == 0:
         w = dist.irecv(into, 1)
@@ -213,50 +202,64 @@ def p2p_beside_collectives(rank, nranks, port):
             w.wait()
         check(torch.equal(back, torch.full((16 << 20,), float(peer))), "64 MB exchange")
     dist.barrier()
+
+
+def operations(rank, nranks, port):
+    """Everything above, on one job: Weft the default group, Gloo beside."""
+    init(rank, nranks, port, timeout=60)
+    check = Check(rank, nranks)
+    gloo = dist.new_group(backend="gloo")
+    sequence_numbers(check, rank, nranks)
+    profiler_events(check, rank, nranks)
+    coalesced_and_sparse(check, rank, nranks, gloo)
+    tags_and_any(check, rank, nranks)
+    tags_and_any(check, rank, nranks, gloo)
+    p2p_beside_collectives(check, rank, nranks)
     return done(check)
 
 
-def barriers(rank, nranks, port, skip=(), wait_all=False, timeout_s=2.0):
-    """monitored_barrier with the ranks in @skip staying away; a plain
-    barrier with device_ids (CPU: ignored, as Gloo does)."""
+def stay_out(store, key, nranks):
+    """Every rank here once the ones in the operation have their answer:
+    the ones that stayed away live, outside Weft, until then."""
+    store.add(key, 1)
+    while int(store.add(key, 0)) < nranks:
+        time.sleep(0.05)
+
+
+def barriers(rank, nranks, port, cases):
+    """Each case on a fresh weft group (a failure leaves its group dead):
+    monitored_barrier with the ranks in case["skip"] staying away, or an
+    all_reduce bounded by AllreduceOptions.timeout (1 s) that rank 1 skips.
+    Before them, a barrier with device_ids (CPU: ignored, as Gloo does) and
+    a monitored barrier every rank reaches."""
     init(rank, nranks, port, timeout=60)
     pg = c10d._get_default_group()
     opts = dist.BarrierOptions()
     opts.device_ids = [0]
     pg.barrier(opts).wait()
-    weft.torch.monitored_barrier(timeout=datetime.timedelta(seconds=timeout_s))  # all come
+    weft.torch.monitored_barrier(timeout=datetime.timedelta(seconds=2))  # all come
     store = c10d._get_default_store()
-    out = {"raised": None}
-    if rank not in skip:
-        t0 = time.monotonic()
-        try:
-            weft.torch.monitored_barrier(timeout=timeout_s, wait_all_ranks=wait_all)
-        except RuntimeError as e:
-            out = {"raised": str(e), "seconds": time.monotonic() - t0}
-    store.add("done", 1)  # the stragglers stay alive outside Weft until then
-    while int(store.add("done", 0)) < nranks:
-        time.sleep(0.05)
-    return out
-
-
-def op_timeout(rank, nranks, port):
-    """AllreduceOptions.timeout bounds one operation (the group's is 60 s)."""
-    init(rank, nranks, port, timeout=60)
-    pg = c10d._get_default_group()
-    store = c10d._get_default_store()
-    out = {"raised": None}
-    if rank != 1:
-        opts = dist.AllreduceOptions()
-        opts.timeout = datetime.timedelta(seconds=1)
-        t0 = time.monotonic()
-        try:
-            pg.allreduce([torch.ones(3)], opts).wait()
-        except RuntimeError as e:
-            out = {"raised": str(e), "seconds": time.monotonic() - t0}
-    store.add("done", 1)
-    while int(store.add("done", 0)) < nranks:
-        time.sleep(0.05)
-    return out
+    outs = []
+    for k, case in enumerate(cases):
+        group = dist.new_group(backend="weft", timeout=datetime.timedelta(seconds=60))
+        out = {"raised": None}
+        if rank not in case["skip"]:
+            t0 = time.monotonic()
+            try:
+                if case.get("op_timeout"):
+                    o = dist.AllreduceOptions()
+                    o.timeout = datetime.timedelta(seconds=1)
+                    group.allreduce([torch.ones(3)], o).wait()
+                else:
+                    weft.torch.monitored_barrier(group, timeout=2.0,
+                                                 wait_all_ranks=case["wait_all"])
+            except RuntimeError as e:
+                out = {"raised": str(e), "seconds": time.monotonic() - t0}
+        stay_out(store, f"case{k}", nranks)
+        outs.append(out)
+    dist.barrier()
+    dist.destroy_process_group()
+    return outs
 
 
 if __name__ == "__main__":

@@ -39,15 +39,11 @@ def no_failures(values):
     return values
 
 
-@pytest.mark.parametrize("body", ["sequence_numbers", "profiler_events", "coalesced_and_sparse",
-                                  "p2p_beside_collectives"])
-def test_parity(body):
-    no_failures(rankrun.check(run(body)))
-
-
-@pytest.mark.parametrize("backend", ["weft", "gloo"])
-def test_tags_and_any_source(backend):
-    no_failures(rankrun.check(run("tags_and_any", args={"backend": backend})))
+def test_operations():
+    """sequence numbers, profiler events, all_gather_coalesced and sparse
+    all_reduce against Gloo, tags and any source on Weft and on Gloo, point
+    to point beside collectives."""
+    no_failures(rankrun.check(run("operations")))
 
 
 def test_detail_catches_a_shape_mismatch():
@@ -56,10 +52,12 @@ def test_detail_catches_a_shape_mismatch():
     assert all("TensorShape=[1" in v["message"] for v in values), values[0]["message"]
 
 
-@pytest.mark.parametrize("skip,wait_all", [([1], False), ([1, 2], True), ([2], False)],
-                         ids=["rank-1-away", "ranks-1-2-away-wait-all", "rank-2-away"])
-def test_monitored_barrier_names_the_straggler(skip, wait_all):
-    values = rankrun.check(run("barriers", args={"skip": skip, "wait_all": wait_all}))
+BARRIER_CASES = [{"skip": [1], "wait_all": False}, {"skip": [1, 2], "wait_all": True},
+                 {"skip": [2], "wait_all": False}, {"skip": [1], "op_timeout": True}]
+
+
+def check_monitored(case, values):
+    skip, wait_all = case["skip"], case["wait_all"]
     away = ", ".join(map(str, skip))
     who = f"{'Ranks' if wait_all else 'Rank'} {away if wait_all else skip[0]} failed to pass " \
           "monitoredBarrier in 2000 ms"
@@ -79,8 +77,7 @@ def test_monitored_barrier_names_the_straggler(skip, wait_all):
         assert 1.9 < v["seconds"] < 6, (rank, v)  # 2 s, then the verdict's window
 
 
-def test_operation_timeout():
-    values = rankrun.check(run("op_timeout"))
+def check_op_timeout(values):
     assert values[1]["raised"] is None, values[1]
     came = [values[0], values[2]]
     # the first to time out says why; it tells the other, which fails at once
@@ -89,3 +86,13 @@ def test_operation_timeout():
     for v in came:
         assert v["raised"] and "rank 1 never reached allreduce" in v["raised"], v
         assert 0.9 < v["seconds"] < 5, v
+
+
+def test_monitored_barrier_and_operation_timeout():
+    per_rank = rankrun.check(run("barriers", args={"cases": BARRIER_CASES}))
+    for k, case in enumerate(BARRIER_CASES):
+        values = [outs[k] for outs in per_rank]
+        if case.get("op_timeout"):
+            check_op_timeout(values)
+        else:
+            check_monitored(case, values)

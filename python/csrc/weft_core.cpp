@@ -333,20 +333,32 @@ void Lane::post(
 
 // ---- the completion thread
 
+namespace {
+thread_local Completions* running_jobs_of = nullptr; // a completion thread's own
+} // namespace
+
 void Completions::push(std::function<void()> job) {
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    queue.push_back(std::move(job));
+  std::lock_guard<std::mutex> lock(mu);
+  queue.push_back(std::move(job));
+  if (idle == 0 && threads < kMaxThreads && !stop) {
+    threads++;
+    std::thread([self = shared_from_this()] { self->run(); }).detach();
   }
   cv.notify_one();
 }
 
 void Completions::run() {
+  running_jobs_of = this;
   std::unique_lock<std::mutex> lock(mu);
   for (;;) {
-    cv.wait(lock, [&] { return stop || !queue.empty(); });
-    if (queue.empty() && stop)
-      return;
+    idle++;
+    bool woke = cv.wait_for(lock, std::chrono::seconds(kIdleSeconds),
+                            [&] { return stop || !queue.empty(); });
+    idle--;
+    if (queue.empty() && (stop || (!woke && threads > 1)))
+      break;
+    if (queue.empty())
+      continue;
     auto job = std::move(queue.front());
     queue.pop_front();
     lock.unlock();
@@ -354,6 +366,16 @@ void Completions::run() {
     job = nullptr; // may hold the group's last reference: ~Core, on this thread
     lock.lock();
   }
+  threads--;
+  gone.notify_all();
+}
+
+void Completions::shut() {
+  std::unique_lock<std::mutex> lock(mu);
+  stop = true; // they still run what is queued, then end
+  cv.notify_all();
+  int self = running_jobs_of == this ? 1 : 0;
+  gone.wait(lock, [&] { return threads <= self; });
 }
 
 // ---- Core
@@ -422,25 +444,15 @@ Core::Core(weft_comm_t comm, int rank, int size, uint64_t seq)
   if (st != WEFT_SUCCESS)
     throw weft_error("weft_comm_split", st, lane_->last_error());
   match_ = std::make_shared<Match>(this, p2p);
-  // The thread holds its own reference: it may outlive the Core.
-  done_thread_ = std::thread([done = done_] { done->run(); });
 }
 
 Core::~Core() {
   match_->shut(); // fails what waits, frees its lane
   match_.reset();
   lane_.reset(); // fails what is pending, destroys the communicator
-  {
-    std::lock_guard<std::mutex> lock(done_->mu);
-    done_->stop = true; // it still runs what is queued, then ends
-  }
-  done_->cv.notify_all();
-  // The last reference may go in a future callback on the completion
+  // The last reference may go in a future callback on a completion
   // thread: it then goes on with the Completions it holds, not with us.
-  if (done_thread_.get_id() == std::this_thread::get_id())
-    done_thread_.detach();
-  else
-    done_thread_.join();
+  done_->shut();
 }
 
 c10::intrusive_ptr<WorkWeft> Core::make_work(const Launch& l) {

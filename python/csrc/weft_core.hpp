@@ -15,15 +15,16 @@
 //    operations. A request's callback (Lane::on_done) runs in one, holding
 //    Weft's own communicator lock and not the GIL; it marks the Work
 //    complete (Work::mutex_, cv_) and queues any follow-up, nothing more.
-//  - The completion thread (Completions: its own mutex, condition and
-//    queue) runs what may call Weft or Python: it marks futures (future
-//    callbacks — DDP comm hooks, Python .then() — may call back into this
-//    process group or take the GIL, so they never run under Weft's lock)
-//    and moves point-to-point matching on (weft_match.cpp). A callback may
-//    drop the last reference to the group: ~Core then runs on the
-//    completion thread itself, so that thread's state is a Completions it
-//    shares (shared_ptr) and never the Core, and it runs every job still
-//    queued before it ends.
+//  - The completion threads (Completions: their own mutex, conditions and
+//    queue; one, more while a callback waits) run what may call Weft or
+//    Python: they mark futures (future callbacks — DDP comm hooks, Python
+//    .then() — may call back into this process group, wait for another
+//    future or take the GIL, so they never run under Weft's lock) and move
+//    point-to-point matching on (weft_match.cpp). A callback may drop the
+//    last reference to the group: ~Core then runs on a completion thread
+//    itself, so the threads' state is a Completions they share
+//    (shared_ptr) and never the Core, and they run every job still queued
+//    before they end.
 //  - Work::wait() without a timeout drives its requests itself (weft_wait
 //    under the lane's mu): the caller then gets the result without a
 //    hand-over from another thread.
@@ -56,15 +57,27 @@ class Core;
 class Lane;
 class Match;
 
-// The completion thread's queue of jobs, owned jointly by the Core and the
-// thread: whichever lets go last frees it.
-struct Completions {
+// The completion threads: a queue of jobs and the threads that run them,
+// owned jointly by the Core and the threads (whichever lets go last frees
+// it). One thread, and another whenever a job is queued while every thread
+// is busy (up to kMaxThreads): a future's callback may wait for another
+// future of this group (PowerSGD's hook does), which only a free thread
+// can mark. A thread idle for kIdleSeconds ends, but the last.
+struct Completions : std::enable_shared_from_this<Completions> {
+  static constexpr int kMaxThreads = 16;
+  static constexpr int kIdleSeconds = 30;
   std::mutex mu;
-  std::condition_variable cv;
+  std::condition_variable cv, gone;
   std::deque<std::function<void()>> queue;
   bool stop = false;
+  int threads = 0, idle = 0;
   void push(std::function<void()> job);
-  void run(); // the thread: run jobs until stopped and drained
+  // Run what is queued, then let the threads end; wait for them (but for
+  // the calling thread, when it is one of them: it goes on by itself).
+  void shut();
+
+ private:
+  void run(); // a thread: run jobs until stopped and drained, or idle
 };
 
 // One operation: a c10d::Work over one or more Weft requests, or one that
@@ -287,7 +300,6 @@ class Core : public std::enable_shared_from_this<Core> {
   // after another (a sparse all_reduce), keeps them in call order.
   std::recursive_mutex order_mu_;
   std::shared_ptr<Completions> done_;
-  std::thread done_thread_;
   std::unique_ptr<Lane> lane_; // the collectives'
   std::shared_ptr<Match> match_; // point to point, on a lane of its own
 };

@@ -86,7 +86,7 @@ TEST_SRCS := $(wildcard tests/unit/*/*.c tests/integration/*.c tests/faults/*.c 
 TEST_PROGS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 # Shell tests of the programs (exit 77: skipped, with the reason printed).
 TEST_SCRIPTS := $(wildcard tests/programs/test_*.sh) tests/fabric/test_fabric_topo.sh tests/fabric/test_slurm.sh \
-	tests/fabric/test_python_fabric.sh tests/fabric/test_congestion.sh
+	tests/fabric/test_python_fabric.sh tests/fabric/test_congestion.sh tests/python/torch_suite/quick.sh
 
 TOOLS := $(BUILD)/weft-topo $(BUILD)/weft-run
 # What a libfabric provider streams on its own (the ofi transport's yardstick).
@@ -124,7 +124,7 @@ PY_OBJS := $(PY_SRCS:python/csrc/%.cpp=$(BUILD)/python/%.o)
 PY_FLAGS := $(BUILD)/python/torch_flags
 CXXWARN := -Wall -Wextra -Werror -Wno-unused-parameter
 
-.PHONY: all lib perf tests test lint lint-src check-docs docs pytest python asan-test asan-quick tsan-quick valgrind fuzz fuzz-build install install-python format clean
+.PHONY: all lib perf tests test lint lint-src check-docs docs pytest python torch-suite asan-test asan-quick tsan-quick valgrind fuzz fuzz-build install install-python format clean
 all: lib perf tests $(TOOLS) $(if $(HAVE_TORCH),python)
 lib: $(BUILD)/libweft.so $(BUILD)/libweft.a $(LAUNCH_LIB)
 # Limits the figures are compared with (docs/benchmarks.md): libc only, no Weft.
@@ -345,6 +345,14 @@ pytest:
 	if ! $(PYTHON) -c 'import numpy, pytest' 2>/dev/null; then \
 		echo "SKIP: $(PYTHON) with numpy and pytest not found (scripts/install-deps.sh)"; exit 77; fi; \
 	WEFT_BUILD=$(BUILD) PYTHONPATH=python $(PYTHON) -m pytest -q -p no:cacheprovider tests/python
+
+# torch's own DistributedTest (tests/python/torch_suite/run.py): every test,
+# on Gloo (checked against gloo.txt), on Weft as the "weft" backend, and on
+# Weft made in Gloo's place; make test runs the tests Gloo passes
+# (tests/python/torch_suite/quick.sh). TORCH_SUITE_FLAGS: more (-j, --repeat).
+TORCH_SUITE_FLAGS ?= -j 2
+torch-suite: $(if $(HAVE_TORCH),$(PY_EXT))
+	WEFT_BUILD=$(BUILD) $(PYTHON) tests/python/torch_suite/run.py --mode all $(TORCH_SUITE_FLAGS)
 
 ASAN_SANITIZE := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 asan-test:

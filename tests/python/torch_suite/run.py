@@ -162,6 +162,7 @@ def main():
     ap.add_argument("--exceptions", default=os.path.join(HERE, "exceptions.txt"))
     ap.add_argument("--baseline", default=os.path.join(HERE, "gloo.txt"))
     ap.add_argument("--write-baseline", action="store_true")
+    ap.add_argument("--report", help="write every result (mode, test, outcome, seconds) here")
     ap.add_argument("--worker", nargs=argparse.REMAINDER)
     args = ap.parse_args()
     if args.worker is not None:
@@ -183,10 +184,11 @@ def main():
         tests = out.stdout.split()
     exceptions = read_exceptions(args.exceptions)
     baseline = read_baseline(args.baseline)
-    problems, summary = [], []
+    problems, summary, report = [], [], []
     for mode in modes:
         t0 = time.time()
         results = run_mode(mode, tests, args)
+        report += [f"{mode} {t} {o} {sec}" for t, (o, _, sec) in sorted(results.items())]
         c = counts(o for o, _, _ in results.values())
         line = f"{mode:>10}: {fmt(c)} of {len(tests)} in {time.time() - t0:.0f} s"
         if mode != "gloo" and baseline:
@@ -207,6 +209,9 @@ def main():
                 summary.append(f"      gloo differs from {args.baseline} on: {' '.join(differ)}")
         else:
             problems += check_mode(mode, results, baseline, exceptions)
+    if args.report:
+        with open(args.report, "w") as f:
+            f.write("\n".join(report) + "\n")
     for p in problems:
         print(p)
     print("\n".join(summary))

@@ -65,10 +65,20 @@ weft_op_t reduce_op(const c10d::ReduceOp& op, const char* call) {
     default:
       TORCH_CHECK(
           false, "weft: ", call, ": ReduceOp ", static_cast<int>(op.op_),
-          " is not supported (SUM, AVG, PRODUCT, MIN, MAX)");
+          " is not supported here (SUM, AVG, PRODUCT, MIN, MAX; all_reduce and reduce also "
+          "take BAND, BOR, BXOR on integer tensors)");
   }
 }
 
+
+namespace {
+
+bool bitwise(const c10d::ReduceOp& op) {
+  return op.op_ == c10d::ReduceOp::BAND || op.op_ == c10d::ReduceOp::BOR ||
+      op.op_ == c10d::ReduceOp::BXOR;
+}
+
+} // namespace
 
 WorkPtr Core::broadcast(std::vector<at::Tensor>& tensors, const c10d::BroadcastOptions& opts) {
   const at::Tensor& t = single(tensors, "broadcast");
@@ -92,6 +102,8 @@ WorkPtr Core::allreduce(std::vector<at::Tensor>& tensors, const c10d::AllreduceO
   if (tensors.size() == 1 && tensors[0].is_sparse())
     return sparse_allreduce(tensors[0], opts);
   const at::Tensor& t = single(tensors, "allreduce");
+  if (bitwise(opts.reduceOp))
+    return bitwise_reduce(tensors[0], opts.reduceOp, -1, opts.timeout, "allreduce");
   weft_datatype_t dt = reduce_dtype(t, "allreduce");
   weft_op_t op = reduce_op(opts.reduceOp, "allreduce");
   void* p = t.data_ptr();
@@ -133,10 +145,56 @@ WorkPtr Core::allreduce_coalesced(
                  .timeout = opts.timeout});
 }
 
+// BAND, BOR, BXOR (Gloo's, on integer tensors), which Weft's library does
+// not reduce: every rank's bytes gathered into one buffer, folded here
+// after the call, into the tensor (on @root only, or everywhere when -1).
+// Flags and masks are what these reduce: each rank receives n times the
+// tensor, where an all_reduce would move about twice it.
+WorkPtr Core::bitwise_reduce(at::Tensor& t, const c10d::ReduceOp& op, int root,
+                             std::chrono::milliseconds timeout, const char* call) {
+  TORCH_CHECK(!at::isFloatingType(t.scalar_type()) && !at::isComplexType(t.scalar_type()),
+              "weft: ", call, ": ReduceOp BAND, BOR and BXOR take integer or bool tensors, not ",
+              t.scalar_type());
+  int64_t n = static_cast<int64_t>(nbytes(t));
+  at::Tensor flat = at::empty({n * size_}, at::kByte);
+  flat.narrow(0, rank_ * n, n).copy_(t.reshape({-1}).view(at::kByte));
+  void* buf = flat.data_ptr();
+  int size = size_;
+  bool mine = root < 0 || root == rank_;
+  auto fold = [flat, t, op, n, size, mine] {
+    if (!mine)
+      return;
+    at::Tensor acc = flat.narrow(0, 0, n).clone();
+    for (int r = 1; r < size; r++) {
+      at::Tensor b = flat.narrow(0, r * n, n);
+      if (op.op_ == c10d::ReduceOp::BAND)
+        acc.bitwise_and_(b);
+      else if (op.op_ == c10d::ReduceOp::BOR)
+        acc.bitwise_or_(b);
+      else
+        acc.bitwise_xor_(b);
+    }
+    t.view({-1}).view(at::kByte).copy_(acc);
+  };
+  return launch({.type = root < 0 ? c10d::OpType::ALLREDUCE : c10d::OpType::REDUCE,
+                 .name = call,
+                 .inputs = {t},
+                 .outputs = {t},
+                 .keep = {t, flat},
+                 .posts = {[=](weft_comm_t c, weft_request_t* r) {
+                   return weft_iallgather(WEFT_IN_PLACE, buf, static_cast<size_t>(n),
+                                          WEFT_UINT8, c, r);
+                 }},
+                 .finish = fold,
+                 .timeout = timeout});
+}
+
 WorkPtr Core::reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) {
   const at::Tensor& t = single(tensors, "reduce");
   int root = check_root(opts.rootRank, size_, "reduce");
   TORCH_CHECK(opts.rootTensor == 0, "weft: reduce: rootTensor must be 0");
+  if (bitwise(opts.reduceOp))
+    return bitwise_reduce(tensors[0], opts.reduceOp, root, opts.timeout, "reduce");
   weft_datatype_t dt = reduce_dtype(t, "reduce");
   weft_op_t op = reduce_op(opts.reduceOp, "reduce");
   void* p = t.data_ptr();

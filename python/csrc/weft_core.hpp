@@ -241,6 +241,13 @@ class Core : public std::enable_shared_from_this<Core> {
   WorkPtr allreduce_coalesced(
       std::vector<at::Tensor>& tensors,
       const c10d::AllreduceCoalescedOptions& opts);
+  // BAND, BOR, BXOR (weft_colls.cpp): on @root, or on every rank if -1.
+  WorkPtr bitwise_reduce(
+      at::Tensor& t,
+      const c10d::ReduceOp& op,
+      int root,
+      std::chrono::milliseconds timeout,
+      const char* call);
   WorkPtr reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts);
   WorkPtr allgather(
       std::vector<std::vector<at::Tensor>>& outputs,

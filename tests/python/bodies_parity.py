@@ -102,6 +102,40 @@ def detail_mismatch(rank, nranks, port):
 
 # ---- the operations Gloo has
 
+def folded(x, op, gloo, nranks):
+    """Every rank's @x gathered over Gloo, folded here with @op."""
+    every = [torch.empty_like(x.view(torch.uint8)) for _ in range(nranks)]
+    dist.all_gather(every, x.view(torch.uint8).contiguous(), group=gloo)
+    fn = {dist.ReduceOp.BAND: torch.bitwise_and, dist.ReduceOp.BOR: torch.bitwise_or,
+          dist.ReduceOp.BXOR: torch.bitwise_xor}[op]
+    acc = every[0]
+    for e in every[1:]:
+        acc = fn(acc, e)
+    return acc.view(x.dtype)
+
+
+def bitwise_ops(check, rank, nranks, gloo):
+    """BAND, BOR, BXOR on integer and bool tensors: Gloo's result where Gloo
+    reduces the type (int8, uint8, int32, int64), else every rank's values
+    gathered over Gloo and folded."""
+    R = dist.ReduceOp
+    for dtype in (torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64, torch.bool):
+        g = torch.Generator().manual_seed(11 + rank)
+        x = torch.randint(0, 127, (1000,), generator=g).to(dtype)
+        for op in (R.BAND, R.BOR, R.BXOR):
+            a, b = x.clone(), x.clone()
+            dist.all_reduce(a, op=op)
+            if dtype in (torch.int16, torch.bool):
+                b = folded(x, op, gloo, nranks)
+            else:
+                dist.all_reduce(b, op=op, group=gloo)
+            check(torch.equal(a, b), f"all_reduce {op} of {dtype}")
+            c = x.clone()
+            dist.reduce(c, 1, op=op)
+            check(rank != 1 or torch.equal(c, b), f"reduce {op} of {dtype}")
+            check(rank == 1 or torch.equal(c, x), f"reduce {op} leaves other ranks' input")
+
+
 def coalesced_and_sparse(check, rank, nranks, gloo):
     # torch's all_gather_coalesced wants one dtype (Weft's would take several)
     ins = [torch.full((3,), float(rank)), torch.arange(4.0) + rank, torch.empty(0),
@@ -212,6 +246,7 @@ def operations(rank, nranks, port):
     sequence_numbers(check, rank, nranks)
     profiler_events(check, rank, nranks)
     coalesced_and_sparse(check, rank, nranks, gloo)
+    bitwise_ops(check, rank, nranks, gloo)
     tags_and_any(check, rank, nranks)
     tags_and_any(check, rank, nranks, gloo)
     p2p_beside_collectives(check, rank, nranks)

@@ -80,9 +80,9 @@ weft_status_t weft_request_set_timeout(weft_request_t request, double seconds)
 		return WEFT_SUCCESS;
 	struct weft_comm *comm = request->comm;
 	if (!(seconds > 0 && seconds < 1e9)) /* NaN too */
-		return weft_comm_fail(comm, WEFT_ERR_INVALID_ARG,
-				      "weft_request_set_timeout: %g s is not a timeout (0 < s < 1e9)",
-				      seconds);
+		return weft_comm_fail(
+		    comm, WEFT_ERR_INVALID_ARG,
+		    "weft_request_set_timeout: %g s is not a timeout (0 < s < 1e9)", seconds);
 	weft_comm_lock(comm);
 	if (request->status == WEFT_INPROGRESS) {
 		request->timeout_s = seconds;

@@ -54,8 +54,8 @@ static weft_status_t timed_out(struct weft_comm *comm, struct weft_task *t, doub
 {
 	char why[96], who[48] = "";
 	if (past_deadline(t, now))
-		snprintf(why, sizeof(why), "not finished within its timeout of %.1f s%s", t->timeout_s,
-			 t->posted ? "" : " (queued behind earlier operations)");
+		snprintf(why, sizeof(why), "not finished within its timeout of %.1f s%s",
+			 t->timeout_s, t->posted ? "" : " (queued behind earlier operations)");
 	else
 		snprintf(why, sizeof(why), "no progress for %.1f s", now - t->last_event);
 	if (t->waiting_for >= 0)

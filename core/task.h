@@ -99,7 +99,7 @@ struct weft_task {
 	/* weft_request_set_timeout: fail with WEFT_ERR_TIMEOUT at @deadline
 	 * (weft_now()), @timeout_s after it was set, running or queued; 0: none. */
 	double deadline, timeout_s;
-	int waiting_for;      /* peer the task waits on, for the timeout message; -1 none */
+	int waiting_for; /* peer the task waits on, for the timeout message; -1 none */
 	/* Called once when the operation finishes (weft_task_notify); NULL: none. */
 	void (*on_complete)(void *arg, weft_status_t status);
 	void *on_complete_arg;

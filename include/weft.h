@@ -318,21 +318,14 @@ WEFT_API weft_status_t weft_comm_get_async_error(weft_comm_t comm, weft_status_t
 WEFT_API const char *weft_comm_last_error(weft_comm_t comm);
 
 /**
- * The ranks that the job-wide verdict of the last timeout on @p comm
- * (docs/reliability.md) found had never reached the operation that timed
- * out, or had stopped inside it without answering: the ones a monitored
- * barrier names. Every rank that timed out in that operation, or was told
- * by a peer that it had, takes its own verdict. At most @p capacity of
- * them, in increasing order, go to @p ranks; *count is how many there are
- * (it may exceed capacity), 0 when every rank reached it, -1 when no
- * verdict was taken on this communicator (nothing timed out yet, a
- * communicator of one rank, a failure that was not a timeout).
- * @return WEFT_SUCCESS; WEFT_ERR_INVALID_ARG (comm or count NULL, ranks
- *         NULL with capacity > 0, capacity < 0).
+ * The ranks the job-wide verdict of the last timeout on @p comm
+ * (docs/reliability.md) found had never reached the operation, or had
+ * stopped inside it: the first @p capacity in @p ranks, increasing; *count
+ * is how many (0: every rank reached it; -1: no verdict was taken).
+ * @return WEFT_SUCCESS; WEFT_ERR_INVALID_ARG (a NULL it needs, capacity < 0).
  * Thread safety: may be called from any thread.
  */
-WEFT_API weft_status_t weft_comm_stragglers(weft_comm_t comm, int *ranks, int capacity,
-					    int *count);
+WEFT_API weft_status_t weft_comm_stragglers(weft_comm_t comm, int *ranks, int capacity, int *count);
 
 /** This rank's number and the communicator's size. */
 WEFT_API weft_status_t weft_comm_rank(weft_comm_t comm, int *rank);
@@ -511,8 +504,8 @@ WEFT_API weft_status_t weft_ibarrier(weft_comm_t comm, weft_request_t *request);
  * from this rank in the order both were called (as in NCCL; there are no
  * tags). Non-blocking sends and receives run side by side with the ones
  * started before them (in a group or not, as MPI's), while a collective
- * waits for those started before it and they for it. A send or receive of zero elements is a message like any other
- * (it matches the peer's next call, as in MPI). On a length mismatch the
+ * waits for those started before it and they for it. A send or receive of zero elements is a
+ * message like any other (it matches the peer's next call, as in MPI). On a length mismatch the
  * receive fails with a message naming both
  * sizes and the receiver's communicator closes its connections, so the
  * sender's communicator fails too, at the latest at its next call (a small
@@ -716,16 +709,11 @@ WEFT_API weft_status_t weft_request_on_complete(weft_request_t request,
 						void *arg);
 
 /**
- * Bound @p request's operation by @p seconds from now: if it has not
- * finished by then, running or still queued behind earlier operations of
- * its communicator, it fails with WEFT_ERR_TIMEOUT and the job-wide verdict
- * as any timeout does (the communicator is then dead), and
- * weft_comm_stragglers() names the ranks that never reached it. The
- * communicator's own timeout (no progress for its timeout_seconds) still
- * applies. A barrier bounded so is torch's monitored barrier. A NULL
- * request (a call that had nothing to do) has finished: nothing to bound.
+ * Bound @p request's operation by @p seconds from now, running or queued:
+ * past it, it fails with WEFT_ERR_TIMEOUT and the job-wide verdict as any
+ * timeout does (the communicator is then dead); weft_comm_stragglers()
+ * names who never reached it (a monitored barrier). NULL: nothing to bound.
  * @return WEFT_SUCCESS; WEFT_ERR_INVALID_ARG unless 0 < seconds < 1e9.
- * Blocking: no. Thread safety: as the communicator's other calls.
  */
 WEFT_API weft_status_t weft_request_set_timeout(weft_request_t request, double seconds);
 

@@ -111,7 +111,8 @@ static int bounded_barrier(weft_comm_t comm, int rank, const struct deadline_cas
 	sh->seconds[rank] = harness_now() - t0;
 	sh->status[rank] = st;
 	snprintf(sh->msg[rank], MSG_BYTES, "%s", weft_comm_last_error(comm));
-	weft_status_t q = weft_comm_stragglers(comm, sh->stragglers[rank], NRANKS, &sh->count[rank]);
+	weft_status_t q =
+	    weft_comm_stragglers(comm, sh->stragglers[rank], NRANKS, &sh->count[rank]);
 	if (q != WEFT_SUCCESS)
 		return harness_fail_status(comm, q, "weft_comm_stragglers");
 	if (stuck)
@@ -173,8 +174,11 @@ static void check_rank(const struct deadline_case *c, const struct deadline_shar
 START_TEST(deadline)
 {
 	const struct deadline_case *c = &cases[_i];
-	struct harness_job job = {
-	    .nranks = NRANKS, .env = c->env, .body = deadline_body, .arg = (void *)c, .timeout_s = 60};
+	struct harness_job job = {.nranks = NRANKS,
+				  .env = c->env,
+				  .body = deadline_body,
+				  .arg = (void *)c,
+				  .timeout_s = 60};
 	struct harness_result res;
 	harness_run_job(&job, &res);
 	ck_assert_msg(res.ok, "%s:\n%s", c->name, res.summary);
@@ -208,12 +212,15 @@ static int bad_input_body(weft_comm_t comm, int rank, int nranks, void *arg)
 		return harness_fail("weft_comm_stragglers took a NULL it cannot use");
 	/* an invalid argument leaves the communicator and the request usable */
 	st = weft_wait(&req);
-	return st == WEFT_SUCCESS ? 0 : harness_fail_status(comm, st, "the barrier after the bad calls");
+	return st == WEFT_SUCCESS
+		   ? 0
+		   : harness_fail_status(comm, st, "the barrier after the bad calls");
 }
 
 START_TEST(bad_input)
 {
-	struct harness_job job = {.nranks = 2, .env = env_shm, .body = bad_input_body, .timeout_s = 60};
+	struct harness_job job = {
+	    .nranks = 2, .env = env_shm, .body = bad_input_body, .timeout_s = 60};
 	struct harness_result res;
 	harness_run_job(&job, &res);
 	ck_assert_msg(res.ok, "%s", res.summary);

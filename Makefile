@@ -109,7 +109,8 @@ TEST_SRCS := $(wildcard tests/unit/*/*.c tests/integration/*.c tests/faults/*.c 
 TEST_PROGS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 # Shell tests of the programs (exit 77: skipped, with the reason printed).
 TEST_SCRIPTS := $(wildcard tests/programs/test_*.sh) tests/fabric/test_fabric_topo.sh tests/fabric/test_slurm.sh \
-	tests/fabric/test_python_fabric.sh tests/fabric/test_congestion.sh tests/docs/test_docs.sh
+	tests/fabric/test_python_fabric.sh tests/fabric/test_congestion.sh tests/docs/test_docs.sh \
+	tests/python/torch_suite/quick.sh
 
 TOOLS := $(BUILD)/weft-topo $(BUILD)/weft-run
 # What a libfabric provider streams on its own (the ofi transport's yardstick).
@@ -148,7 +149,7 @@ PY_OBJS := $(PY_SRCS:python/csrc/%.cpp=$(BUILD)/python/%.o)
 PY_FLAGS := $(BUILD)/python/torch_flags
 CXXWARN := -Wall -Wextra -Werror -Wno-unused-parameter
 
-.PHONY: all lib perf tests test lint lint-src check-docs docs pytest python asan-test asan-quick tsan-quick valgrind fuzz fuzz-build format clean
+.PHONY: all lib perf tests test lint lint-src check-docs docs pytest python torch-suite asan-test asan-quick tsan-quick valgrind fuzz fuzz-build format clean
 all: lib perf tests $(TOOLS) man $(if $(HAVE_TORCH),python)
 lib: $(BUILD)/libweft.so $(BUILD)/libweft.a $(LAUNCH_LIB)
 # Limits the figures are compared with (docs/benchmarks.md): libc only, no Weft.
@@ -394,17 +395,25 @@ pytest:
 		echo "SKIP: $(PYTHON) with numpy and pytest not found (scripts/install-deps.sh)"; exit 77; fi; \
 	WEFT_BUILD=$(BUILD) PYTHONPATH=python $(PYTHON) -m pytest -q -p no:cacheprovider tests/python
 
+# torch's own DistributedTest (tests/python/torch_suite/run.py): every test,
+# on Gloo (checked against gloo.txt), on Weft as the "weft" backend, and on
+# Weft made in Gloo's place; make test runs the tests Gloo passes
+# (tests/python/torch_suite/quick.sh). TORCH_SUITE_FLAGS: more (-j, --repeat).
+TORCH_SUITE_FLAGS ?= -j 2
+torch-suite: $(if $(HAVE_TORCH),$(PY_EXT))
+	WEFT_BUILD=$(BUILD) $(PYTHON) tests/python/torch_suite/run.py --mode all $(TORCH_SUITE_FLAGS)
+
 ASAN_SANITIZE := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 asan-test:
 	$(MAKE) BUILD=build-asan SANITIZE="$(ASAN_SANITIZE)" CFLAGS="-O1 -g" HAVE_TORCH= test
 
 # What CI runs under ASan + UBSan within its time (.ci/run): the suites of
-# bootstrap, failures, faults and the verdict, the parsers, and a sample of
+# bootstrap, failures, faults, the verdict and deadlines, the parsers, and a sample of
 # the collectives over every transport here. make asan-test runs them all.
 # Runs as in TEST_RUNS (tests/run); QUICK_PROGS(BUILD,RUNS) their programs.
 QUICK_PROGS = $(addprefix $(1)/tests/,$(sort $(foreach r,$(2),$(lastword $(subst :, ,$(r))))))
 ASAN_QUICK := unit/bootstrap/bootstrap unit/api/secret unit/bootstrap/doors unit/core/lazy \
-	faults/verdict faults/faults integration/failures unit/util/parse unit/topo/json unit/tune/tune \
+	faults/verdict faults/deadline faults/faults integration/failures unit/util/parse unit/topo/json unit/tune/tune \
 	$(call over,reduce_scatter broadcast reduce alltoall barrier errors,shm socket) \
 	integration/split_group integration/nonblocking integration/collectives \
 	security/attacks security/flood unit/api/review
@@ -420,7 +429,7 @@ asan-quick:
 # "split" cases: parents and children at once). Its own build, build-tsan/;
 # tests/lib/tsan.supp holds only races inside third-party libraries.
 TSAN_SANITIZE := -fsanitize=thread
-TSAN_QUICK := faults/verdict unit/core/progress_thread \
+TSAN_QUICK := faults/verdict faults/deadline unit/core/progress_thread \
 	WEFT_PROGRESS_THREAD=1+WEFT_TEST_ALGO=auto:integration/nonblocking \
 	WEFT_PROGRESS_THREAD=1+WEFT_CONNECT=lazy+WEFT_TEST_ALGO=auto:integration/nonblocking \
 	WEFT_PROGRESS_THREAD=1+WEFT_TEST_ALGO=split:integration/split_group unit/api/review

@@ -10,6 +10,7 @@
 #include "core/fail.h"
 #include "core/progress.h"
 #include "core/progress_thread.h"
+#include "core/watch.h"
 #include "tune/tune.h"
 
 weft_status_t weft_api_comm_finish(struct weft_comm *comm, weft_comm_t *out)
@@ -142,5 +143,13 @@ weft_status_t weft_comm_size(weft_comm_t comm, int *nranks)
 	if (!comm || !nranks)
 		return WEFT_ERR_INVALID_ARG;
 	*nranks = comm->nranks;
+	return WEFT_SUCCESS;
+}
+
+weft_status_t weft_comm_stragglers(weft_comm_t comm, int *ranks, int capacity, int *count)
+{
+	if (!comm || !count || capacity < 0 || (capacity > 0 && !ranks))
+		return WEFT_ERR_INVALID_ARG;
+	*count = weft_watch_stragglers(comm, ranks, capacity);
 	return WEFT_SUCCESS;
 }

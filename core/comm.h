@@ -138,6 +138,7 @@ struct weft_comm {
 	uint32_t *p2p_sent;	  /* [peer] sends started to it */
 	uint32_t *p2p_received;	  /* [peer] receives started from it */
 	struct weft_task *active; /* posted, not yet finished, in post order */
+	bool deadlines;		  /* a task was given one (weft_request_set_timeout) */
 	/* Point-to-point requests (core/p2p.c): the free ones, and all, to free. */
 	struct weft_p2p_req *free_reqs, *all_reqs;
 	struct weft_task *free_tasks;

@@ -233,6 +233,7 @@ static void watch_free(struct weft_watch *w)
 	free(w->addrs);
 	free(w->lens);
 	free(w->view);
+	free(w->straggler);
 	free(w);
 }
 
@@ -255,8 +256,9 @@ weft_status_t weft_watch_start(struct weft_comm *comm)
 	w->addrs = calloc((size_t)w->nranks, sizeof(*w->addrs));
 	w->lens = calloc((size_t)w->nranks, sizeof(*w->lens));
 	w->view = calloc((size_t)w->nranks, sizeof(*w->view));
+	w->straggler = calloc((size_t)w->nranks, sizeof(*w->straggler));
 	comm->watch = w;
-	if (!w->addrs || !w->lens || !w->view)
+	if (!w->addrs || !w->lens || !w->view || !w->straggler)
 		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "init: no memory for the watch");
 	weft_status_t st = exchange(comm, w);
 	if (st != WEFT_SUCCESS)

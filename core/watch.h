@@ -54,4 +54,11 @@ uint64_t weft_watch_peer_timed_out_call(const struct weft_comm *comm);
 void weft_watch_verdict(struct weft_comm *comm, const struct weft_task *task, char *buf,
 			size_t size);
 
+/* The ranks the last verdict on @p comm named as never having reached the
+ * operation that timed out, or as stopped inside it (not answering), in
+ * increasing order: the first @p capacity of them in @p ranks. Returns how
+ * many there are, or -1 when no verdict was taken (no timeout yet, or a
+ * communicator of one rank, which has no watch). Any thread. */
+int weft_watch_stragglers(struct weft_comm *comm, int *ranks, int capacity);
+
 #endif

@@ -84,8 +84,12 @@ struct weft_watch {
 	/* set by the thread: a peer timed out in call (number + 1) */
 	_Atomic uint64_t peer_timed_out;
 
-	pthread_mutex_t lock; /* guards view */
+	pthread_mutex_t lock; /* guards view and the verdict's stragglers */
 	struct watch_view *view;
+	/* [rank]: the last verdict found it had not reached the operation
+	 * (or had stopped inside it); verdicts: how many were taken */
+	bool *straggler;
+	unsigned verdicts;
 };
 
 /* watch.c */

@@ -324,6 +324,16 @@ WEFT_API weft_status_t weft_comm_get_async_error(weft_comm_t comm, weft_status_t
  * weft_comm_last_error. Thread safety: may be called from any thread. */
 WEFT_API const char *weft_comm_last_error(weft_comm_t comm);
 
+/**
+ * The ranks the job-wide verdict of the last timeout on @p comm
+ * (docs/reliability.md) found had never reached the operation, or had
+ * stopped inside it: the first @p capacity in @p ranks, increasing; *count
+ * is how many (0: every rank reached it; -1: no verdict was taken).
+ * @return WEFT_SUCCESS; WEFT_ERR_INVALID_ARG (a NULL it needs, capacity < 0).
+ * Thread safety: may be called from any thread.
+ */
+WEFT_API weft_status_t weft_comm_stragglers(weft_comm_t comm, int *ranks, int capacity, int *count);
+
 /** This rank's number and the communicator's size. */
 WEFT_API weft_status_t weft_comm_rank(weft_comm_t comm, int *rank);
 WEFT_API weft_status_t weft_comm_size(weft_comm_t comm, int *nranks);
@@ -499,8 +509,10 @@ WEFT_API weft_status_t weft_ibarrier(weft_comm_t comm, weft_request_t *request);
 /**
  * Point to point. Sends to a peer are matched with that peer's receives
  * from this rank in the order both were called (as in NCCL; there are no
- * tags). A send or receive of zero elements is a message like any other
- * (it matches the peer's next call, as in MPI). On a length mismatch the
+ * tags). Non-blocking sends and receives run side by side with the ones
+ * started before them (in a group or not, as MPI's), while a collective
+ * waits for those started before it and they for it. A send or receive of zero elements is a
+ * message like any other (it matches the peer's next call, as in MPI). On a length mismatch the
  * receive fails with a message naming both
  * sizes and the receiver's communicator closes its connections, so the
  * sender's communicator fails too, at the latest at its next call (a small
@@ -702,6 +714,15 @@ WEFT_API weft_status_t weft_test(weft_request_t *request);
 WEFT_API weft_status_t weft_request_on_complete(weft_request_t request,
 						void (*fn)(void *arg, weft_status_t status),
 						void *arg);
+
+/**
+ * Bound @p request's operation by @p seconds from now, running or queued:
+ * past it, it fails with WEFT_ERR_TIMEOUT and the job-wide verdict as any
+ * timeout does (the communicator is then dead); weft_comm_stragglers()
+ * names who never reached it (a monitored barrier). NULL: nothing to bound.
+ * @return WEFT_SUCCESS; WEFT_ERR_INVALID_ARG unless 0 < seconds < 1e9.
+ */
+WEFT_API weft_status_t weft_request_set_timeout(weft_request_t request, double seconds);
 
 /** Block until the request finishes; frees it and sets *request to NULL.
  * While waiting it also drives the other communicators on which this thread

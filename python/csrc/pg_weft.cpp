@@ -8,7 +8,9 @@ ProcessGroupWeft::ProcessGroupWeft(
     int rank,
     int size,
     std::chrono::milliseconds timeout)
-    : c10d::ProcessGroup(rank, size), core_(Core::create(store, rank, size, timeout)) {
+    : c10d::ProcessGroup(rank, size),
+      core_(Core::create(store, rank, size, timeout)),
+      timeout_(timeout) {
   init();
 }
 
@@ -98,8 +100,24 @@ WorkPtr ProcessGroupWeft::alltoall(
   return core_->alltoall(outputs, inputs, opts);
 }
 
+WorkPtr ProcessGroupWeft::allgather_coalesced(
+    std::vector<std::vector<at::Tensor>>& outputs,
+    std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions& opts) {
+  return core_->allgather_coalesced(outputs, inputs, opts);
+}
+
 WorkPtr ProcessGroupWeft::barrier(const c10d::BarrierOptions& opts) {
   return core_->barrier(opts);
+}
+
+void ProcessGroupWeft::monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAllRanks) {
+  core_->monitored_barrier(opts.timeout == c10d::kUnsetTimeout ? timeout_ : opts.timeout,
+                           waitAllRanks);
+}
+
+uint64_t ProcessGroupWeft::getSequenceNumberForGroup() {
+  return core_->sequence_number();
 }
 
 WorkPtr ProcessGroupWeft::send(std::vector<at::Tensor>& tensors, int dst, int tag) {
@@ -108,6 +126,10 @@ WorkPtr ProcessGroupWeft::send(std::vector<at::Tensor>& tensors, int dst, int ta
 
 WorkPtr ProcessGroupWeft::recv(std::vector<at::Tensor>& tensors, int src, int tag) {
   return core_->recv(tensors, src, tag);
+}
+
+WorkPtr ProcessGroupWeft::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
+  return core_->recv_anysource(tensors, tag);
 }
 
 // ---- the do-nothing process group

@@ -70,9 +70,19 @@ class ProcessGroupWeft : public c10d::ProcessGroup {
       std::vector<at::Tensor>& outputs,
       std::vector<at::Tensor>& inputs,
       const c10d::AllToAllOptions& opts) override;
+  WorkPtr allgather_coalesced(
+      std::vector<std::vector<at::Tensor>>& outputs,
+      std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts) override;
   WorkPtr barrier(const c10d::BarrierOptions& opts) override;
+  void monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAllRanks) override;
+  // Agreed when the group was made (rank 0's number, through the store, as
+  // Gloo agrees it); setting it again keeps it.
+  void setSequenceNumberForGroup() override {}
+  uint64_t getSequenceNumberForGroup() override;
   WorkPtr send(std::vector<at::Tensor>& tensors, int dst, int tag) override;
   WorkPtr recv(std::vector<at::Tensor>& tensors, int src, int tag) override;
+  WorkPtr recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
 
   std::string describe() {
     return core_->describe();
@@ -80,6 +90,7 @@ class ProcessGroupWeft : public c10d::ProcessGroup {
 
  private:
   std::shared_ptr<Core> core_;
+  std::chrono::milliseconds timeout_; // the group's: a monitored barrier's default
 };
 
 // The floor of c10d's own dispatch for the benchmark: every operation is

@@ -512,6 +512,7 @@ def topo(comm=None):
     or without one this host (weft_host_describe)."""
     if comm is None:
         return host()
+    comm = getattr(comm, "wrapped_pg", comm)  # DETAIL's ProcessGroupWrapper
     if hasattr(comm, "_weft_describe"):  # weft.torch's ProcessGroupWeft
         return json.loads(comm._weft_describe())
     return comm.describe()

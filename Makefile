@@ -194,7 +194,7 @@ $(PY_FLAGS): python/torch_flags.py
 	$(call say,GEN,$@)$(PYTHON) python/torch_flags.py > $@.tmp 2>/dev/null || \
 		{ rm -f $@.tmp; $(PYTHON) python/torch_flags.py; exit 1; }
 	@mv $@.tmp $@
-$(BUILD)/python/%.o: python/csrc/%.cpp $(wildcard python/csrc/*.hpp) include/weft.h $(PY_FLAGS)
+$(BUILD)/python/%.o: python/csrc/%.cpp $(wildcard python/csrc/*.hpp) $(wildcard include/*.h) $(PY_FLAGS)
 	$(call say,CXX,$<)$(CXX) -std=c++17 $(CXXWARN) $(CFLAGS) -fPIC -pthread -Iinclude \
 		$$(sed -n 1p $(PY_FLAGS)) -MMD -MP -c $< -o $@
 $(PY_EXT): $(PY_OBJS) $(BUILD)/libweft.so $(PY_FLAGS)
@@ -357,6 +357,7 @@ asan-test:
 QUICK_PROGS = $(addprefix $(1)/tests/,$(sort $(foreach r,$(2),$(lastword $(subst :, ,$(r))))))
 ASAN_QUICK := unit/bootstrap/bootstrap unit/api/secret unit/bootstrap/doors unit/core/lazy \
 	faults/verdict faults/faults integration/failures unit/util/parse unit/topo/json unit/tune/tune \
+	unit/core/agree faults/revoke faults/shrink_more \
 	$(call over,reduce_scatter broadcast reduce alltoall barrier errors,shm socket) \
 	integration/split_group integration/nonblocking integration/collectives \
 	security/attacks security/flood unit/api/review
@@ -372,7 +373,7 @@ asan-quick:
 # "split" cases: parents and children at once). Its own build, build-tsan/;
 # tests/lib/tsan.supp holds only races inside third-party libraries.
 TSAN_SANITIZE := -fsanitize=thread
-TSAN_QUICK := faults/verdict unit/core/progress_thread \
+TSAN_QUICK := faults/verdict unit/core/progress_thread faults/revoke \
 	WEFT_PROGRESS_THREAD=1+WEFT_TEST_ALGO=auto:integration/nonblocking \
 	WEFT_PROGRESS_THREAD=1+WEFT_CONNECT=lazy+WEFT_TEST_ALGO=auto:integration/nonblocking \
 	WEFT_PROGRESS_THREAD=1+WEFT_TEST_ALGO=split:integration/split_group unit/api/review
@@ -422,7 +423,7 @@ install: lib
 	ln -sf libweft.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libweft.so.$(SOMAJOR)
 	ln -sf libweft.so.$(SOMAJOR) $(DESTDIR)$(PREFIX)/lib/libweft.so
 	install -m 0644 $(BUILD)/libweft.a $(DESTDIR)$(PREFIX)/lib/libweft.a
-	install -m 0644 include/weft.h $(DESTDIR)$(PREFIX)/include/weft.h
+	install -m 0644 include/weft.h include/weft_fault.h $(DESTDIR)$(PREFIX)/include/
 	for p in $(PERF_PROGS) $(TOOLS); do install -m 0755 $$p $(DESTDIR)$(PREFIX)/bin/; done
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' weft.pc.in \
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/weft.pc

@@ -86,7 +86,7 @@ TEST_SRCS := $(wildcard tests/unit/*/*.c tests/integration/*.c tests/faults/*.c 
 TEST_PROGS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 # Shell tests of the programs (exit 77: skipped, with the reason printed).
 TEST_SCRIPTS := $(wildcard tests/programs/test_*.sh) tests/fabric/test_fabric_topo.sh tests/fabric/test_slurm.sh \
-	tests/fabric/test_python_fabric.sh tests/fabric/test_congestion.sh
+	tests/fabric/test_python_fabric.sh tests/fabric/test_congestion.sh tests/fabric/test_shrink_fabric.sh
 
 TOOLS := $(BUILD)/weft-topo $(BUILD)/weft-run
 # What a libfabric provider streams on its own (the ofi transport's yardstick).
@@ -131,7 +131,7 @@ lib: $(BUILD)/libweft.so $(BUILD)/libweft.a $(LAUNCH_LIB)
 PERF_LIMITS := $(BUILD)/copy_limit $(BUILD)/tcp_limit $(BUILD)/connect_probe $(BUILD)/c2c_latency
 # A stranger at the listeners, for perf/bench_flood.sh: libc only.
 FLOOD := $(BUILD)/flood
-perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF) $(PERF_LIMITS) $(OFI_STREAM) $(FLOOD)
+perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF) $(PERF_LIMITS) $(OFI_STREAM) $(FLOOD) $(SHRINK_BENCH)
 tests: $(TEST_PROGS) $(FAKE_IBV)
 
 $(BUILD)/obj/%.o: %.c
@@ -170,6 +170,13 @@ $(FLOOD): perf/flood.c
 $(BUILD)/c2c_latency: perf/c2c_latency.c perf/limit_args.h $(BUILD)/obj/util/parse.o
 	@mkdir -p $(dir $@)
 	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $(filter-out %.h,$^) -pthread $(SANITIZE)
+
+# A job that loses ranks and goes on (perf/bench_shrink.sh, the fabric's
+# and Slurm's shrink tests).
+SHRINK_BENCH := $(BUILD)/shrink_bench
+$(SHRINK_BENCH): perf/shrink_bench.c $(BUILD)/libweft.so $(LAUNCH_LIB)
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $< $(LAUNCH_LIB) -L$(BUILD) -lweft \
+		-Wl,-rpath,'$$ORIGIN' $(SANITIZE)
 
 # Descriptors per rank by connection mode (perf/connect_scale runs it).
 $(BUILD)/connect_probe: perf/connect_probe.c $(BUILD)/libweft.so $(LAUNCH_LIB)
@@ -303,7 +310,7 @@ unexport SLURM_TOPOLOGY_ADDR SLURM_TOPOLOGY_ADDR_PATTERN
 # failures' logs and the closing "N passed, N failed, N skipped").
 # The fabric tests need root, ip, tc and lldpd (the Slurm one also slurm-wlm
 # and munge); they exit 77 (skipped) otherwise.
-test: lint tests $(PERF_PROGS) $(PERF_LIMITS) $(TOOLS) $(if $(HAVE_TORCH),$(PY_EXT))
+test: lint tests $(PERF_PROGS) $(PERF_LIMITS) $(SHRINK_BENCH) $(TOOLS) $(if $(HAVE_TORCH),$(PY_EXT))
 	@tests/run --build $(BUILD) $(TEST_RUNS)
 
 # The house rules that a compiler does not check: file and function sizes

@@ -67,7 +67,9 @@ void weft_comm_error_revoked(struct weft_comm *comm, int by)
 	else
 		snprintf(who, sizeof(who), "by rank %d", by);
 	pthread_mutex_lock(&comm->err_lock);
-	if (status_is_fatal(comm->err.status))
+	/* The first error, unless it is this revoke's own (a kill that came
+	 * first, from another thread's progress). */
+	if (status_is_fatal(comm->err.status) && comm->err.status != WEFT_ERR_REVOKED)
 		snprintf(before, sizeof(before), "%s", comm->err.msg);
 	weft_err_clear(&comm->err);
 	weft_err_set(&comm->err, WEFT_ERR_REVOKED,

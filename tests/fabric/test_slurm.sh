@@ -29,7 +29,11 @@
 #   (f) sbatch --wait docs/slurm/allreduce.sbatch (the perf run of docs/launching.md);
 #   (g) sbatch --wait docs/slurm/mpirun.sbatch: Open MPI's mpirun inside the
 #       allocation, its daemons started through Slurm, is one exact 4-rank
-#       job over PMIx across the 4 nodes.
+#       job over PMIx across the 4 nodes;
+#   (h) srun --no-kill -K0 --mpi=pmix -N 4 -n 4 shrink_bench: one task is
+#       killed (SIGKILL) and Slurm leaves the others running (without -K0
+#       it ends the step), which shrink their communicator and finish as 3
+#       (docs/launching.md, "Losing a rank").
 # The programs are copied into the cluster's bin/ (the nodes have a private
 # /tmp). Exit: 0 pass, 1 fail, 77 skipped (not root, Slurm, munge or the
 # fabric's tools missing, or the cluster does not start here). Everything is
@@ -47,7 +51,7 @@ case $BUILD in /*) ;; *) BUILD=$REPO/$BUILD ;; esac
 JOB_TIMEOUT=${SLURM_JOB_TIMEOUT:-120}
 
 if [ -z "${FABRIC_STATE:-}" ]; then
-	for f in allreduce_perf weft-topo libweft.so; do
+	for f in allreduce_perf weft-topo shrink_bench libweft.so; do
 		[ -e "$BUILD/$f" ] || { echo "FAIL: $BUILD/$f not built"; exit 1; }
 	done
 	command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 not found"; exit 77; }
@@ -73,7 +77,7 @@ show() {
 	[ ! -s "$1.err" ] || sed 's/^/    ! /' "$1.err" | tail -n "${2:-25}"
 }
 
-if ! cp "$BUILD/allreduce_perf" "$BUILD/weft-topo" "$BIN/" ||
+if ! cp "$BUILD/allreduce_perf" "$BUILD/weft-topo" "$BUILD/shrink_bench" "$BIN/" ||
 	! cp "$BUILD/libweft.so" "$BIN/libweft.so.0"; then
 	echo "FAIL: cannot copy the programs into $BIN"
 	exit 1
@@ -359,6 +363,32 @@ else
 	fail "sbatch docs/slurm/mpirun.sbatch: ${msg:-the job failed}"
 	show "$OUT/mpirun.sbatch" 5
 	show "$OUT/mpirun"
+fi
+
+# (h) a task lost: srun --no-kill -K0 keeps the others, which shrink
+PIDS_DIR=$DIR/shrink-pids
+mkdir -p "$PIDS_DIR" && rm -f "$PIDS_DIR"/pid.*
+step shrink --mpi=pmix --no-kill -K0 -N 4 -n 4 "$BIN/shrink_bench" --seconds 60 --after 50 \
+	--dir "$PIDS_DIR" &
+SPID=$!
+for ((i = 0; i < 300; i++)); do
+	[ "$(find "$PIDS_DIR" -name 'pid.[0-9]*' | wc -l)" -eq 4 ] && break
+	sleep 0.1
+done
+if [ -f "$PIDS_DIR/pid.2" ]; then
+	kill -KILL "$(cat "$PIDS_DIR/pid.2")"
+	wait "$SPID"
+	if [ "$(grep -c 'RESULT .*new_size=3 ' "$OUT/shrink")" -eq 3 ]; then
+		ok "srun --no-kill -K0: task 2 killed, the other 3 shrank and went on"
+	else
+		fail "srun --no-kill -K0: the 3 survivors did not all go on"
+		show "$OUT/shrink"
+		show "$OUT/shrink.err"
+	fi
+else
+	wait "$SPID"
+	fail "srun --no-kill -K0: shrink_bench did not start on 4 nodes"
+	show "$OUT/shrink.err"
 fi
 
 echo "# test time: $((SECONDS - T0))s (fabric and cluster up/down not included)"

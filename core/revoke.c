@@ -14,11 +14,6 @@
 #include "core/watch_int.h"
 #include "util/log.h"
 
-bool weft_comm_revoked(const struct weft_comm *comm)
-{
-	return atomic_load_explicit(&comm->revoked, memory_order_relaxed) != 0;
-}
-
 int weft_comm_revoked_by(const struct weft_comm *comm)
 {
 	return atomic_load(&comm->revoked) - 1;
@@ -104,9 +99,9 @@ void weft_revoke(struct weft_comm *comm)
 	weft_comm_unlock(comm);
 }
 
-weft_status_t weft_revoke_status(struct weft_comm *comm, weft_status_t st)
+weft_status_t weft_revoke_status_slow(struct weft_comm *comm, weft_status_t st)
 {
-	if (st == WEFT_SUCCESS || st == WEFT_INPROGRESS || st == WEFT_ERR_REVOKED)
+	if (st == WEFT_ERR_REVOKED)
 		return st;
 	if (!weft_comm_revoked(comm))
 		weft_watch_drain(comm);

@@ -24,9 +24,6 @@
 
 struct weft_comm;
 
-/* Is the communicator revoked (by this rank or a peer)? One atomic load. */
-bool weft_comm_revoked(const struct weft_comm *comm);
-
 /* Who revoked it (a rank), or -1. */
 int weft_comm_revoked_by(const struct weft_comm *comm);
 
@@ -39,10 +36,15 @@ void weft_revoke_heard(struct weft_comm *comm, int by);
  * acknowledgements. */
 void weft_revoke(struct weft_comm *comm);
 
-/* An operation failed with @p st: if the communicator is revoked (a
- * revoke waiting at the watch's socket counts), the failure is the
- * revoke's. */
-weft_status_t weft_revoke_status(struct weft_comm *comm, weft_status_t st);
+/* An operation ended with @p st: if it failed and the communicator is
+ * revoked (a revoke waiting at the watch's socket counts), the failure is
+ * the revoke's. Inline for the successes (every operation ends here). */
+weft_status_t weft_revoke_status_slow(struct weft_comm *comm, weft_status_t st);
+
+static inline weft_status_t weft_revoke_status(struct weft_comm *comm, weft_status_t st)
+{
+	return st == WEFT_SUCCESS || st == WEFT_INPROGRESS ? st : weft_revoke_status_slow(comm, st);
+}
 
 #define WEFT_REVOKE_WAIT_S 0.25
 

@@ -19,6 +19,7 @@
  *	RESULT rank=R size=N new_rank=r new_size=n t_fail=T t_shrunk=T t_ok=T shrinks=K
  *	RESULT rank=R shrink=failed status=NAME t_fail=T msg=...      (exit 3)
  *	RESULT rank=R failure=none                                     (exit 0)
+ *	DONE rank=R          (the K AllReduces after the shrink are done: it went on)
  *
  * t_fail: the failed call returned; t_shrunk: weft_comm_shrink returned;
  * t_ok: the first AllReduce on the new communicator returned, correct.
@@ -108,6 +109,7 @@ static int recover(weft_comm_t *comm, int rank, int size, float *buf, const stru
 		for (int i = 0; i < o->after; i++)
 			if (allreduce(nc, buf, o->count) != WEFT_SUCCESS)
 				return recover(comm, rank, size, buf, o, now());
+		printf("DONE rank=%d\n", rank);
 		return 0;
 	}
 }
@@ -165,6 +167,11 @@ int main(int argc, char **argv)
 	struct opts o = {.count = 1024, .seconds = 60, .after = 20};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			printf("usage: shrink_bench [-np N] [--count C] [--seconds S] [--after K] "
+			       "[--dir D]\n(perf/shrink_bench.c says what it does)\n");
+			return 0;
+		}
 		if (!v)
 			return usage();
 		if (strcmp(a, "-np") == 0)

@@ -34,9 +34,9 @@
 #       each runs, srun on the cluster and build/ its copy of the programs;
 #       sbatch may name only a script (e)-(g) ran and passed;
 #   (i) srun --no-kill -K0 --mpi=pmix -N 4 -n 4 shrink_bench: one task is
-#       killed (SIGKILL) and Slurm leaves the others running (without -K0
-#       it ends the step), which shrink their communicator and finish as 3
-#       (docs/launching.md, "Losing a rank").
+#       killed (SIGKILL) and Slurm leaves the others running, which shrink
+#       their communicator and finish as 3; with -K1 Slurm ends the step
+#       instead, and they do not finish (docs/launching.md, "Losing a rank").
 # The programs are copied into the cluster's bin/ (the nodes have a private
 # /tmp). Exit: 0 pass, 1 fail, 77 skipped (not root, Slurm, munge or the
 # fabric's tools missing, or the cluster does not start here). Everything is
@@ -398,30 +398,38 @@ for f in $(cd "$REPO" && python3 tests/docs/blocks.py write slurm "$OUT/docs"); 
 	docs_block "$f"
 done
 
-# (i) a task lost: srun --no-kill -K0 keeps the others, which shrink
-PIDS_DIR=$DIR/shrink-pids
-mkdir -p "$PIDS_DIR" && rm -f "$PIDS_DIR"/pid.*
-step shrink --mpi=pmix --no-kill -K0 -N 4 -n 4 "$BIN/shrink_bench" --seconds 60 --after 50 \
-	--dir "$PIDS_DIR" &
-SPID=$!
-for ((i = 0; i < 300; i++)); do
-	[ "$(find "$PIDS_DIR" -name 'pid.[0-9]*' | wc -l)" -eq 4 ] && break
-	sleep 0.1
-done
-if [ -f "$PIDS_DIR/pid.2" ]; then
-	kill -KILL "$(cat "$PIDS_DIR/pid.2")"
-	wait "$SPID"
-	if [ "$(grep -c 'RESULT .*new_size=3 ' "$OUT/shrink")" -eq 3 ]; then
-		ok "srun --no-kill -K0: task 2 killed, the other 3 shrank and went on"
-	else
-		fail "srun --no-kill -K0: the 3 survivors did not all go on"
-		show "$OUT/shrink"
-		show "$OUT/shrink.err"
-	fi
+# (i) a task lost: with -K0 Slurm leaves the others running (they shrink
+# and finish: DONE), with -K1 it ends the step (none finishes)
+# lose LABEL SRUN_ARGS...: shrink_bench on 4 nodes, task 2 killed once warm.
+lose() {
+	local label=$1 pids=$DIR/$1-pids i
+	shift
+	mkdir -p "$pids" && rm -f "$pids"/pid.*
+	step "$label" "$@" --mpi=pmix -N 4 -n 4 "$BIN/shrink_bench" --seconds 60 --after 200 \
+		--dir "$pids" >&2 &
+	local spid=$!
+	for ((i = 0; i < 300; i++)); do
+		[ "$(find "$pids" -name 'pid.[0-9]*' | wc -l)" -eq 4 ] && break
+		sleep 0.1
+	done
+	[ -f "$pids/pid.2" ] && kill -KILL "$(cat "$pids/pid.2")"
+	wait "$spid"
+	grep -c '^DONE rank=' "$OUT/$label"
+}
+done_k0=$(lose shrink-k0 --no-kill -K0)
+if [ "$done_k0" -eq 3 ] && [ "$(grep -c 'RESULT .*new_size=3 ' "$OUT/shrink-k0")" -eq 3 ]; then
+	ok "srun --no-kill -K0: task 2 killed, the other 3 shrank and finished"
 else
-	wait "$SPID"
-	fail "srun --no-kill -K0: shrink_bench did not start on 4 nodes"
-	show "$OUT/shrink.err"
+	fail "srun --no-kill -K0: $done_k0 of the 3 survivors finished"
+	show "$OUT/shrink-k0"
+	show "$OUT/shrink-k0.err"
+fi
+done_k1=$(lose shrink-k1 -K1)
+if [ "$done_k1" -lt 3 ] && grep -q 'Terminat' "$OUT/shrink-k1.err"; then
+	ok "srun -K1: task 2 killed, Slurm ended the step ($done_k1 of 3 finished)"
+else
+	fail "srun -K1: the step went on ($done_k1 of 3 finished): the -K0 check proves nothing"
+	show "$OUT/shrink-k1.err"
 fi
 
 echo "# test time: $((SECONDS - T0))s (fabric and cluster up/down not included)"

@@ -61,7 +61,8 @@ static weft_status_t allreduce(weft_comm_t comm, float *buf, size_t count)
 	weft_comm_size(comm, &n);
 	for (size_t i = 0; st == WEFT_SUCCESS && i < count; i++)
 		if (buf[i] != (float)n) {
-			fprintf(stderr, "shrink_bench: element %zu is %g, expected %d\n", i, buf[i], n);
+			fprintf(stderr, "shrink_bench: element %zu is %g, expected %d\n", i, buf[i],
+				n);
 			exit(2);
 		}
 	return st;

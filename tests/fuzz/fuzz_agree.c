@@ -82,8 +82,8 @@ static void take_one(struct weft_watch *w, unsigned char *buf, size_t len, int f
 		weft_agree_take(w, buf, (ssize_t)len, &from);
 		snap(w->agree, &s1);
 		bool taken = w->dropped == dropped;
-		if (!taken && (memcmp(before, view, sizeof(view)) != 0 || w->dropped != dropped + 1 ||
-			       memcmp(&s0, &s1, sizeof(s0)) != 0))
+		if (!taken && (memcmp(before, view, sizeof(view)) != 0 ||
+			       w->dropped != dropped + 1 || memcmp(&s0, &s1, sizeof(s0)) != 0))
 			abort(); /* a datagram that was dropped changed something */
 		if (taken && (!(flags & 1) || !home || again || view[h.rank].last_seq != h.seq))
 			abort(); /* unsigned, from elsewhere or replayed, and taken */

@@ -249,7 +249,7 @@ static weft_status_t shrink_run(struct shrink *s, weft_comm_t *newcomm)
 		bool final = built || h->kind == AGREE_ABORT ||
 			     agree_blob_left_out(res.value, comm->rank) != WEFT_RANK_ALIVE;
 		free(res.value);
-		weft_agree_done(comm, built);
+		weft_agree_done(comm, built, !final);
 		if (final || attempt >= comm->nranks || weft_now() > req.deadline)
 			return st;
 		weft_log(WEFT_LOG_WARN, WEFT_SUB_COLL,

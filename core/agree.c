@@ -52,6 +52,7 @@ void weft_agree_send(struct weft_watch *w, int to, const struct agree_msg *m, un
 	    .acc_ballot = m->acc_ballot,
 	    .excl_hash = m->excl_hash,
 	    .value_len = m->value ? m->value->len : 0,
+	    .pad = m->flags,
 	};
 	if (h.value_len > AGREE_VALUE_MAX)
 		return;
@@ -135,6 +136,7 @@ void weft_agree_take(struct weft_watch *w, const unsigned char *buf, ssize_t len
 		return;
 	}
 	struct agree_msg m = {.type = h.type,
+			      .flags = h.pad,
 			      .from = h.rank,
 			      .instance = h.instance,
 			      .ballot = h.ballot,

@@ -42,9 +42,11 @@ struct weft_agree_result {
 weft_status_t weft_agree_run(struct weft_comm *comm, const struct weft_agree_req *req,
 			     struct weft_agree_result *res);
 
-/* After a decided instance: the caller's next call takes the next one
- * (@p built: it built the communicator of this one, which tells a rank
- * whose build failed that the others went on without it). */
-void weft_agree_done(struct weft_comm *comm, bool built);
+/* After a decided instance: the caller's next call takes the next one.
+ * @p built: it built the communicator of this one (so it tells a rank
+ * whose build of it failed that the others went on without it); @p
+ * failed: it was a member and failed to build it (so its next attempt
+ * asks whether the others did). */
+void weft_agree_done(struct weft_comm *comm, bool built, bool failed);
 
 #endif

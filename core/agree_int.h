@@ -31,7 +31,7 @@ struct agree_wire {
 	uint64_t acc_ballot;
 	uint64_t excl_hash;
 	uint32_t value_len;
-	uint32_t pad;
+	uint32_t pad; /* the message's flags (AGREE_F_RETRY) */
 };
 
 _Static_assert(sizeof(struct agree_wire) == 72, "the agreement's header is 72 bytes");

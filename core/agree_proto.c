@@ -133,11 +133,12 @@ void agree_acceptor_join(struct agree_acceptor *a, uint64_t instance, uint64_t e
 	a->built = false;
 }
 
-void agree_acceptor_leave(struct agree_acceptor *a, bool next, bool built)
+void agree_acceptor_leave(struct agree_acceptor *a, bool next, bool built, bool failed)
 {
 	a->joined = false;
 	if (!next)
 		return;
+	a->retry = failed;
 	free(a->past[AGREE_PAST - 1].value);
 	memmove(&a->past[1], &a->past[0], (AGREE_PAST - 1) * sizeof(a->past[0]));
 	a->past[0] = (struct agree_past){.instance = a->instance, .value = a->decided};
@@ -184,7 +185,10 @@ static bool not_here(const struct agree_acceptor *a, const struct agree_msg *in,
 {
 	if (in->type == AGREE_DECIDE || in->type == AGREE_NO_QUORUM)
 		return false;
-	if (a->built && in->instance > a->built_instance) {
+	/* Only to a rank that failed to build the instance this one built: a
+	 * rank merely ahead (a healthy communicator shrunk again) is told it
+	 * has not joined yet. */
+	if (a->built && (in->flags & AGREE_F_RETRY) && in->instance == a->built_instance + 1) {
 		reply(a, in, out, AGREE_BUILT);
 		out->ballot = a->built_instance;
 		return true;
@@ -353,6 +357,7 @@ static void send_to(struct agree_proposer *p, const struct agree_env *env, int r
 		    double now)
 {
 	struct agree_msg m = {.type = type,
+			      .flags = p->flags,
 			      .from = p->me,
 			      .instance = p->instance,
 			      .ballot = p->ballot,

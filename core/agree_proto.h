@@ -118,9 +118,14 @@ enum agree_type {
 	AGREE_TYPE_END
 };
 
-/* One message, decoded (core/agree_wire.c carries it). */
+/* In agree_msg.flags: the sender's last decided instance was one whose
+ * communicator it failed to build (a rank that built it answers BUILT). */
+#define AGREE_F_RETRY 1u
+
+/* One message, decoded (core/agree.c carries it). */
 struct agree_msg {
 	uint32_t type;
+	uint32_t flags;
 	int32_t from;
 	uint64_t instance;
 	uint64_t ballot;     /* PREPARE ACCEPT PROMISE ACCEPTED: the ballot; NACK: the higher one
@@ -148,6 +153,7 @@ struct agree_acceptor {
 	uint64_t no_quorum_reached;
 	bool built;		 /* the caller built the communicator of instance built_instance */
 	uint64_t built_instance; /* and has not joined another since */
+	bool retry;		 /* the caller failed to build its last decided instance's */
 	int built_by;		 /* a rank said it built an earlier instance; -1: none */
 	uint64_t built_by_instance;
 	struct agree_past past[AGREE_PAST]; /* newest first */
@@ -163,8 +169,8 @@ void agree_acceptor_join(struct agree_acceptor *a, uint64_t instance, uint64_t e
 /* The caller leaves the current instance: it failed without a decision
  * (the instance stays, its promises too), or it is done with a decided
  * one (@p next: the next call takes instance + 1; @p built: the caller
- * built its communicator). */
-void agree_acceptor_leave(struct agree_acceptor *a, bool next, bool built);
+ * built its communicator; @p failed: it was a member and failed to). */
+void agree_acceptor_leave(struct agree_acceptor *a, bool next, bool built, bool failed);
 
 /* Take a message; a reply is written to @p out (true) or none is due. A
  * DECIDE or NO_QUORUM changes what the caller's loop sees. */
@@ -211,6 +217,7 @@ struct agree_proposer {
 	uint64_t ballot, max_seen;
 	int rival;		     /* the lower rank whose ballot made this one stand back */
 	int reached;		     /* NOQUORUM: ranks that promised (this one included) */
+	uint32_t flags;		     /* in every message it sends (AGREE_F_RETRY) */
 	unsigned char *reply;	     /* [n] enum agree_reply for the current ballot */
 	double *sent;		     /* [n] when the current phase's message last went */
 	uint64_t *acc_ballot;	     /* [n] from the promises */

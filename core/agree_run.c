@@ -177,6 +177,7 @@ static weft_status_t propose(struct run *run)
 						"weft_comm_shrink: no memory for the agreement");
 		run->has_prop = true;
 	}
+	run->prop.flags = ag->acc.retry ? AGREE_F_RETRY : 0;
 	ag->prop = &run->prop;
 	struct agree_env env = {.ctx = run,
 				.nranks = run->comm->nranks,
@@ -212,7 +213,9 @@ static void ask(struct run *run, int c)
 	if (run->now - run->learn_sent < AGREE_RESEND_S)
 		return;
 	run->learn_sent = run->now;
-	struct agree_msg m = {.type = AGREE_LEARN, .instance = run->instance};
+	struct agree_msg m = {.type = AGREE_LEARN,
+			      .flags = run->w->agree->acc.retry ? AGREE_F_RETRY : 0,
+			      .instance = run->instance};
 	run_send(run, c, &m);
 	if (++run->learns % 4)
 		return;
@@ -331,7 +334,7 @@ weft_status_t weft_agree_run(struct weft_comm *comm, const struct weft_agree_req
 	st = loop(&run, res);
 	w->agree->prop = NULL;
 	if (st != WEFT_SUCCESS)
-		agree_acceptor_leave(&w->agree->acc, false, false);
+		agree_acceptor_leave(&w->agree->acc, false, false, false);
 	pthread_mutex_unlock(&w->lock);
 out_free:
 	if (run.has_prop)
@@ -342,12 +345,12 @@ out_free:
 	return st;
 }
 
-void weft_agree_done(struct weft_comm *comm, bool built)
+void weft_agree_done(struct weft_comm *comm, bool built, bool failed)
 {
 	struct weft_watch *w = comm->watch;
 	if (!w)
 		return;
 	pthread_mutex_lock(&w->lock);
-	agree_acceptor_leave(&w->agree->acc, true, built);
+	agree_acceptor_leave(&w->agree->acc, true, built, failed);
 	pthread_mutex_unlock(&w->lock);
 }

@@ -436,12 +436,64 @@ START_TEST(values_and_messages)
 }
 END_TEST
 
+/* After a decided instance whose communicator it built, an acceptor
+ * answers BUILT only to a rank that failed to build that one (RETRY, the
+ * next instance): a rank merely ahead of it (a healthy communicator
+ * shrunk again) hears NOT_JOINED and waits, instead of failing. */
+static uint32_t answer(struct agree_acceptor *a, uint64_t instance, uint32_t flags,
+		       uint64_t *ballot)
+{
+	struct agree_msg in = {.type = AGREE_PREPARE,
+			       .flags = flags,
+			       .from = 1,
+			       .instance = instance,
+			       .ballot = 1u << AGREE_RANK_BITS | 1u},
+			 out;
+	if (!agree_acceptor_take(a, &in, &out))
+		return 0;
+	*ballot = out.ballot;
+	return out.type;
+}
+
+START_TEST(built_answers_only_a_retry)
+{
+	struct agree_acceptor a;
+	uint64_t b = 0;
+	agree_acceptor_init(&a, 0);
+	agree_acceptor_join(&a, 0, 0);
+	agree_acceptor_leave(&a, true, true, false); /* built instance 0 */
+	ck_assert(!a.retry);
+	ck_assert_uint_eq(answer(&a, 1, 0, &b), AGREE_NOT_JOINED);
+	ck_assert_uint_eq(answer(&a, 1, AGREE_F_RETRY, &b), AGREE_BUILT);
+	ck_assert_uint_eq(b, 0); /* the instance it built */
+	ck_assert_uint_eq(answer(&a, 2, AGREE_F_RETRY, &b), AGREE_NOT_JOINED);
+	agree_acceptor_join(&a, 1, 0); /* it shrinks again: a member like any other */
+	ck_assert_uint_eq(answer(&a, 1, AGREE_F_RETRY, &b), AGREE_PROMISE);
+	agree_acceptor_free(&a);
+
+	/* The rank that failed to build: its next instance retries, and a
+	 * BUILT for it is what its loop reads. */
+	struct agree_acceptor f;
+	agree_acceptor_init(&f, 2);
+	agree_acceptor_join(&f, 0, 0);
+	agree_acceptor_leave(&f, true, false, true);
+	ck_assert(f.retry);
+	agree_acceptor_join(&f, 1, 0);
+	struct agree_msg built = {.type = AGREE_BUILT, .from = 0, .instance = 1, .ballot = 0}, out;
+	ck_assert(!agree_acceptor_take(&f, &built, &out));
+	ck_assert_int_eq(f.built_by, 0);
+	ck_assert_uint_eq(f.built_by_instance, 0);
+	agree_acceptor_free(&f);
+}
+END_TEST
+
 static Suite *agree_suite(void)
 {
 	Suite *s = suite_create("agree");
 	TCase *tc = tcase_create("protocol");
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, values_and_messages);
+	tcase_add_test(tc, built_answers_only_a_retry);
 	tcase_add_test(tc, one_host_agrees_and_ends);
 	tcase_add_test(tc, hosts_agree_and_need_a_majority);
 	tcase_add_test(tc, minority_never_decides);

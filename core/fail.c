@@ -59,7 +59,7 @@ void weft_comm_error_keep(struct weft_comm *comm, weft_status_t status)
 	pthread_mutex_unlock(&comm->err_lock);
 }
 
-void weft_comm_error_revoked(struct weft_comm *comm, int by)
+bool weft_comm_error_revoked(struct weft_comm *comm, int by)
 {
 	char who[48], before[WEFT_ERR_MSG_BYTES] = "";
 	if (by == comm->rank)
@@ -67,6 +67,13 @@ void weft_comm_error_revoked(struct weft_comm *comm, int by)
 	else
 		snprintf(who, sizeof(who), "by rank %d", by);
 	pthread_mutex_lock(&comm->err_lock);
+	/* The flag under the error lock: a call that fails on seeing it and
+	 * records why (weft_comm_error_keep) waits for this sentence. */
+	int none = 0;
+	if (!atomic_compare_exchange_strong(&comm->revoked, &none, by + 1)) {
+		pthread_mutex_unlock(&comm->err_lock);
+		return false;
+	}
 	/* The first error, unless it is this revoke's own (a kill that came
 	 * first, from another thread's progress). */
 	if (status_is_fatal(comm->err.status) && comm->err.status != WEFT_ERR_REVOKED)
@@ -77,6 +84,8 @@ void weft_comm_error_revoked(struct weft_comm *comm, int by)
 		     "makes one of the survivors)%s%s",
 		     comm->rank, who, before[0] ? "; this rank's first error: " : "", before);
 	pthread_mutex_unlock(&comm->err_lock);
+	atomic_store(&comm->async_error, (int)WEFT_ERR_REVOKED);
+	return true;
 }
 
 void weft_comm_error_copy(struct weft_comm *comm, char *buf, size_t len)

@@ -31,9 +31,12 @@ weft_status_t weft_comm_report(struct weft_comm *comm, weft_status_t status, con
  * last is its cause, and stays (or, if none was, one naming the status). */
 void weft_comm_error_keep(struct weft_comm *comm, weft_status_t status);
 
-/* The communicator was revoked by rank @p by (this rank, or a peer): that
- * is its error now, with the first fatal one before it quoted. */
-void weft_comm_error_revoked(struct weft_comm *comm, int by);
+/* Mark the communicator revoked by rank @p by (this rank, or a peer),
+ * unless it is already: that is its error now, with the first fatal one
+ * before it quoted, and its async error. The flag and the sentence change
+ * together under the error lock, so that an operation failing because it
+ * saw the flag reads this sentence. Returns true if this call revoked it. */
+bool weft_comm_error_revoked(struct weft_comm *comm, int by);
 
 /* The last error's text, copied under the error lock into @p buf. */
 void weft_comm_error_copy(struct weft_comm *comm, char *buf, size_t len);

@@ -22,11 +22,8 @@ int weft_comm_revoked_by(const struct weft_comm *comm)
 /* Mark it revoked by @p by; true if this call did. */
 static bool mark(struct weft_comm *comm, int by)
 {
-	int none = 0;
-	if (!atomic_compare_exchange_strong(&comm->revoked, &none, by + 1))
+	if (!weft_comm_error_revoked(comm, by))
 		return false;
-	atomic_store(&comm->async_error, (int)WEFT_ERR_REVOKED);
-	weft_comm_error_revoked(comm, by);
 	weft_log(WEFT_LOG_INFO, WEFT_SUB_COLL, "rank %d: communicator revoked by %s%d", comm->rank,
 		 by == comm->rank ? "this rank, " : "rank ", by);
 	return true;

@@ -56,7 +56,16 @@ weft_status_t weft_comm_fail_errno(struct weft_comm *comm, int errnum, const cha
 
 /* Record that @p rank of @p comm is dead and how it was found (@p how is
  * not WEFT_RANK_ALIVE). Returns true if this call recorded it, false if it
- * was known already (its first cause stays) or @p rank is not a peer. */
+ * was known already (its first cause stays) or @p rank is not a peer.
+ *
+ * Who calls it: core/detect.c (the pid check, refused datagrams, silence
+ * on the watch), the shrink for the ranks its agreement left out, and a
+ * transport's own rule through its environment, env->peer_gone(env->ctx,
+ * peer, how) (transports/transport.h; core/comm_init.c points it here):
+ * the path failover's, a peer dark on every path and silent on the watch
+ * for WEFT_PEER_DEAD seconds, is env->peer_gone(ctx, peer,
+ * WEFT_RANK_UNREACHABLE). A rank on another host recorded dead stays so
+ * for the shrink; on this host the pid check overrides it. */
 bool weft_comm_mark_dead(struct weft_comm *comm, int rank, weft_rank_failure_t how);
 
 /* How @p rank was found dead, or WEFT_RANK_ALIVE if it is not known dead. */

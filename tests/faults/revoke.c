@@ -11,7 +11,10 @@
  *    gets NULL) and stays usable; lists that differ fail on every rank;
  *    bad arguments and operations in flight are refused with a sentence;
  *  - quorum: across (fake) hosts a 2-rank job that loses one cannot
- *    shrink ("no quorum"), on one host it can.
+ *    shrink ("no quorum"), on one host it can;
+ *  - a transport's own rule (the path failover's) records a peer on
+ *    another host unreachable through env->peer_gone: failed_ranks names
+ *    it, a shrink leaves it out, and that rank, alive, learns so.
  */
 #include <check.h>
 #include <errno.h>
@@ -24,7 +27,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/comm.h"
 #include "harness.h"
+#include "transports/transport.h"
 
 #define MAXR 4
 
@@ -338,6 +343,73 @@ START_TEST(quorum_of_two)
 }
 END_TEST
 
+/* ---- a rank a transport found unreachable */
+
+static int gone_body(weft_comm_t comm, int rank, int nranks, void *arg)
+{
+	struct shared *sh = harness_shared();
+	(void)arg;
+	if (sum(comm, 1, (float)nranks) != WEFT_SUCCESS)
+		return harness_fail("warm-up");
+	if (rank != 3) { /* what the path failover does when rank 3 goes dark */
+		comm->env->peer_gone(comm->env->ctx, 3, WEFT_RANK_UNREACHABLE);
+		weft_failed_rank_t f[MAXR];
+		int n = 0;
+		weft_comm_failed_ranks(comm, f, MAXR, &n);
+		if (n != 1 || f[0].rank != 3 || f[0].how != WEFT_RANK_UNREACHABLE)
+			return harness_fail("failed_ranks: %d ranks, the first %d (%s)", n,
+					    n ? f[0].rank : -1,
+					    n ? weft_rank_failure_string(f[0].how) : "-");
+	}
+	weft_comm_t nc = NULL;
+	weft_status_t st = weft_comm_shrink(comm, NULL, 0, WEFT_SHRINK_DEFAULT, &nc);
+	sh->status[rank] = st;
+	snprintf(sh->msg[rank], sizeof(sh->msg[rank]), "%s", weft_comm_last_error(comm));
+	if (rank == 3)
+		return nc ? harness_fail("the unreachable rank got a communicator") : 0;
+	int r = -1, n = 0;
+	if (st != WEFT_SUCCESS || !nc)
+		return harness_fail_status(comm, st, "shrink without the unreachable rank");
+	weft_comm_rank(nc, &r);
+	weft_comm_size(nc, &n);
+	int rc = r != rank || n != 3 ? harness_fail("became %d of %d", r, n) : 0;
+	if (!rc && sum(nc, 1, 3) != WEFT_SUCCESS)
+		rc = harness_fail_status(nc, WEFT_ERR_INTERNAL, "allreduce on the shrunk one");
+	weft_comm_destroy(nc);
+	return rc;
+}
+
+static int own_host(int rank, int nranks, const weft_unique_id_t *id, void *arg)
+{
+	char v[16];
+	(void)nranks;
+	(void)id;
+	(void)arg;
+	snprintf(v, sizeof(v), "gone-h%d", rank);
+	return setenv("WEFT_HOSTID", v, 1) != 0;
+}
+
+START_TEST(transport_finds_unreachable)
+{
+	static const char *const env_lo[] = {"WEFT_TIMEOUT=10", "WEFT_PEER_DEAD=1",
+					     "WEFT_SOCKET_IFNAME=lo", NULL};
+	struct harness_job job = {.nranks = 4,
+				  .env = env_lo,
+				  .body = gone_body,
+				  .timeout_s = 60,
+				  .before_init = own_host};
+	struct harness_result res;
+	harness_run_job(&job, &res);
+	ck_assert_msg(res.ok, "%s", res.summary);
+	struct shared sh;
+	memcpy(&sh, res.shared, sizeof(sh));
+	ck_assert_msg(sh.status[3] == WEFT_ERR_REVOKED && strstr(sh.msg[3], "left out") &&
+			  strstr(sh.msg[3], "unreachable"),
+		      "the unreachable rank's shrink returned %s: %s",
+		      weft_status_string(sh.status[3]), sh.msg[3]);
+}
+END_TEST
+
 static Suite *revoke_suite(void)
 {
 	Suite *s = suite_create("revoke");
@@ -348,6 +420,7 @@ static Suite *revoke_suite(void)
 	tcase_add_test(tc, healthy_shrink);
 	tcase_add_test(tc, bad_uses);
 	tcase_add_loop_test(tc, quorum_of_two, 0, 2);
+	tcase_add_test(tc, transport_finds_unreachable);
 	suite_add_tcase(s, tc);
 	return s;
 }

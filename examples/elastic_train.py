@@ -110,7 +110,9 @@ def recover(first, step, who, failed_at, error):
     gone = weft.torch.failed_ranks(old)
     lost = [f"rank {who[r]} ({how})" for r, how in gone]
     now = members(first)
-    say(first, f"step {step}: lost {', '.join(lost) or 'no rank'} "
+    when = datetime.datetime.now() - datetime.timedelta(seconds=time.monotonic() - failed_at)
+    say(first, f"step {step}, {when.strftime('%H:%M:%S.%f')[:-3]}: lost "
+               f"{', '.join(lost) or 'no rank'} "
                f"({error.splitlines()[0][:120]}); going on with {len(now)} ranks {now}")
     return now, failed_at
 

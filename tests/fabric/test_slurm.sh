@@ -416,6 +416,7 @@ lose() {
 	wait "$spid"
 	grep -c '^DONE rank=' "$OUT/$label"
 }
+T_LOSE=$SECONDS
 done_k0=$(lose shrink-k0 --no-kill -K0)
 if [ "$done_k0" -eq 3 ] && [ "$(grep -c 'RESULT .*new_size=3 ' "$OUT/shrink-k0")" -eq 3 ]; then
 	ok "srun --no-kill -K0: task 2 killed, the other 3 shrank and finished"
@@ -431,6 +432,7 @@ else
 	fail "srun -K1: the step went on ($done_k1 of 3 finished): the -K0 check proves nothing"
 	show "$OUT/shrink-k1.err"
 fi
+echo "# (i) took $((SECONDS - T_LOSE))s"
 
 echo "# test time: $((SECONDS - T0))s (fabric and cluster up/down not included)"
 if [ "$FAILS" -eq 0 ]; then

@@ -9,7 +9,8 @@
  *    child of it stays usable;
  *  - a healthy communicator shrinks by its exclude list (the excluded rank
  *    gets NULL) and stays usable; lists that differ fail on every rank;
- *    bad arguments and operations in flight are refused with a sentence;
+ *    bad arguments and operations in flight (a request open, another
+ *    thread waiting in an allreduce) are refused with a sentence;
  *  - quorum: across (fake) hosts a 2-rank job that loses one cannot
  *    shrink ("no quorum"), on one host it can;
  *  - a transport's own rule (the path failover's) records a peer on
@@ -34,6 +35,7 @@
 #define MAXR 4
 
 struct shared {
+	_Atomic int refused; /* bad_uses: rank 0's shrink returned */
 	double revoked_at;
 	double failed_after[MAXR];
 	int status[MAXR];
@@ -225,6 +227,58 @@ END_TEST
 
 /* ---- bad uses */
 
+struct busy {
+	weft_comm_t comm;
+	float buf[16]; /* as sum()'s */
+	_Atomic int posted;
+	weft_status_t st;
+};
+
+/* An operation in another thread: posted, then waited for. */
+static void *busy_thread(void *arg)
+{
+	struct busy *b = arg;
+	weft_request_t req;
+	for (int i = 0; i < 16; i++)
+		b->buf[i] = 1;
+	b->st = weft_iallreduce(WEFT_IN_PLACE, b->buf, 16, WEFT_FLOAT32, WEFT_SUM, b->comm, &req);
+	atomic_store(&b->posted, 1);
+	if (b->st == WEFT_SUCCESS)
+		b->st = weft_wait(&req);
+	return NULL;
+}
+
+/* Rank 0 shrinks while its other thread waits in an allreduce that the
+ * other ranks join only once that shrink has returned. */
+static int shrink_while_busy(weft_comm_t comm, int rank, int nranks)
+{
+	struct shared *sh = harness_shared();
+	if (rank != 0) {
+		for (int i = 0; i < 2000 && !atomic_load(&sh->refused); i++)
+			nap(0.005);
+		return sum(comm, 1, (float)nranks) == WEFT_SUCCESS
+			   ? 0
+			   : harness_fail_status(comm, WEFT_ERR_INTERNAL, "the late allreduce");
+	}
+	struct busy b = {.comm = comm};
+	pthread_t t;
+	weft_comm_t nc = (weft_comm_t)1;
+	pthread_create(&t, NULL, busy_thread, &b);
+	while (!atomic_load(&b.posted))
+		nap(0.001);
+	weft_status_t st = weft_comm_shrink(comm, NULL, 0, 0, &nc);
+	atomic_store(&sh->refused, 1);
+	pthread_join(t, NULL);
+	if (expect(comm, st, WEFT_ERR_INVALID_ARG, "in flight",
+		   "shrink while another thread waits in an allreduce"))
+		return 1;
+	if (nc)
+		return harness_fail("newcomm not set to NULL");
+	if (b.st != WEFT_SUCCESS || b.buf[0] != (float)nranks)
+		return harness_fail_status(comm, b.st, "the other thread's allreduce");
+	return 0;
+}
+
 static int bad_body(weft_comm_t comm, int rank, int nranks, void *arg)
 {
 	weft_comm_t nc = (weft_comm_t)1;
@@ -264,8 +318,7 @@ static int bad_body(weft_comm_t comm, int rank, int nranks, void *arg)
 	st = weft_wait(&req);
 	if (st != WEFT_SUCCESS || buf[0] != (float)nranks)
 		return harness_fail_status(comm, st, "the iallreduce after the refused shrink");
-	(void)rank;
-	return 0;
+	return shrink_while_busy(comm, rank, nranks);
 }
 
 START_TEST(bad_uses)

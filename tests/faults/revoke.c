@@ -2,7 +2,8 @@
  * revoke.c — weft_comm_revoke, and the shrink's rules and bad uses:
  *
  *  - a revoke wakes ranks that wait for this one in a collective
- *    (WEFT_ERR_REVOKED within a second, naming who revoked), and a rank
+ *    (WEFT_ERR_REVOKED within a second, naming who revoked; a request
+ *    outstanding completes with it at its wait), and a rank
  *    outside Weft fails its next call at once; from a second thread it
  *    fails the call its own main thread waits in; the revoked
  *    communicator shrinks to a copy of itself (nobody is gone); a split
@@ -120,6 +121,16 @@ static int revoke_body(weft_comm_t comm, int rank, int nranks, void *arg)
 		if (harness_now() - t0 > 0.2)
 			return harness_fail("the next call took %.2f s to fail",
 					    harness_now() - t0);
+	} else if (rank == 2) { /* a request outstanding: its wait fails */
+		float buf[16] = {0};
+		weft_request_t req;
+		st = weft_iallreduce(WEFT_IN_PLACE, buf, 16, WEFT_FLOAT32, WEFT_SUM, comm, &req);
+		if (st == WEFT_SUCCESS)
+			st = weft_wait(&req);
+		sh->failed_after[rank] = harness_now() - sh->revoked_at;
+		if (expect(comm, st, WEFT_ERR_REVOKED, "revoked by rank 0",
+			   "the wait for an outstanding iallreduce"))
+			return 1;
 	} else {
 		st = sum(comm, 1, (float)nranks);
 		sh->failed_after[rank] = harness_now() - sh->revoked_at;

@@ -31,8 +31,8 @@
  *                         <------    PROMISE(b, accepted ballot and value)
  *   once every rank promised or      (NACK(promised) if b is lower;
  *   is gone, and they are a quorum:   NOT_JOINED while it has not called
- *   v = the value of the highest      shrink; BUILT if it already built the
- *   accepted ballot, else its own     communicator of an earlier instance)
+ *   v = the value of the highest      shrink; BUILT to a rank that failed to
+ *   accepted ballot, else its own     build the communicator it built)
  *   ACCEPT(i, b, v)       ------>    b >= promised: accept (b, v)
  *                         <------    ACCEPTED(b)
  *   once the promisers accepted

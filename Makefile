@@ -110,7 +110,7 @@ TEST_PROGS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 # Shell tests of the programs (exit 77: skipped, with the reason printed).
 TEST_SCRIPTS := $(wildcard tests/programs/test_*.sh) tests/fabric/test_fabric_topo.sh tests/fabric/test_slurm.sh \
 	tests/fabric/test_python_fabric.sh tests/fabric/test_congestion.sh tests/docs/test_docs.sh \
-	tests/python/torch_suite/quick.sh
+	tests/python/torch_suite/quick.sh tests/fabric/test_shrink_fabric.sh
 
 TOOLS := $(BUILD)/weft-topo $(BUILD)/weft-run
 # What a libfabric provider streams on its own (the ofi transport's yardstick).
@@ -156,7 +156,7 @@ lib: $(BUILD)/libweft.so $(BUILD)/libweft.a $(LAUNCH_LIB)
 PERF_LIMITS := $(BUILD)/copy_limit $(BUILD)/tcp_limit $(BUILD)/connect_probe $(BUILD)/c2c_latency
 # A stranger at the listeners, for perf/bench_flood.sh: libc only.
 FLOOD := $(BUILD)/flood
-perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF) $(PERF_LIMITS) $(OFI_STREAM) $(FLOOD)
+perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF) $(PERF_LIMITS) $(OFI_STREAM) $(FLOOD) $(SHRINK_BENCH)
 tests: $(TEST_PROGS) $(FAKE_IBV)
 
 $(BUILD)/obj/%.o: %.c
@@ -215,6 +215,13 @@ $(BUILD)/c2c_latency: perf/c2c_latency.c perf/limit_args.h $(BUILD)/obj/util/par
 	@mkdir -p $(dir $@)
 	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $(filter-out %.h,$^) -pthread $(SANITIZE)
 
+# A job that loses ranks and goes on (perf/bench_shrink.sh, the fabric's
+# and Slurm's shrink tests).
+SHRINK_BENCH := $(BUILD)/shrink_bench
+$(SHRINK_BENCH): perf/shrink_bench.c $(BUILD)/libweft.so $(LAUNCH_LIB)
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $< $(LAUNCH_LIB) -L$(BUILD) -lweft \
+		-Wl,-rpath,'$$ORIGIN' $(SANITIZE)
+
 # Descriptors per rank by connection mode (perf/connect_scale runs it).
 $(BUILD)/connect_probe: perf/connect_probe.c $(BUILD)/libweft.so $(LAUNCH_LIB)
 	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $< $(LAUNCH_LIB) -L$(BUILD) -lweft \
@@ -238,7 +245,7 @@ $(PY_FLAGS): python/torch_flags.py
 	$(call say,GEN,$@)$(PYTHON) python/torch_flags.py > $@.tmp 2>/dev/null || \
 		{ rm -f $@.tmp; $(PYTHON) python/torch_flags.py; exit 1; }
 	@mv $@.tmp $@
-$(BUILD)/python/%.o: python/csrc/%.cpp $(wildcard python/csrc/*.hpp) include/weft.h $(PY_FLAGS)
+$(BUILD)/python/%.o: python/csrc/%.cpp $(wildcard python/csrc/*.hpp) $(wildcard include/*.h) $(PY_FLAGS)
 	$(call say,CXX,$<)$(CXX) -std=c++17 $(CXXWARN) $(CXXFLAGS) $(CPPFLAGS) -fPIC -pthread -Iinclude \
 		$$(sed -n 1p $(PY_FLAGS)) -MMD -MP -c $< -o $@
 $(PY_EXT): $(PY_OBJS) $(BUILD)/libweft.so $(PY_FLAGS)
@@ -350,7 +357,7 @@ unexport SLURM_TOPOLOGY_ADDR SLURM_TOPOLOGY_ADDR_PATTERN
 # failures' logs and the closing "N passed, N failed, N skipped").
 # The fabric tests need root, ip, tc and lldpd (the Slurm one also slurm-wlm
 # and munge); they exit 77 (skipped) otherwise.
-test: lint tests $(PERF_PROGS) $(PERF_LIMITS) $(TOOLS) $(if $(HAVE_TORCH),$(PY_EXT))
+test: lint tests $(PERF_PROGS) $(PERF_LIMITS) $(SHRINK_BENCH) $(TOOLS) $(if $(HAVE_TORCH),$(PY_EXT))
 	@tests/run --build $(BUILD) $(TEST_RUNS)
 
 # The house rules that a compiler does not check: file and function sizes
@@ -414,6 +421,7 @@ asan-test:
 QUICK_PROGS = $(addprefix $(1)/tests/,$(sort $(foreach r,$(2),$(lastword $(subst :, ,$(r))))))
 ASAN_QUICK := unit/bootstrap/bootstrap unit/api/secret unit/bootstrap/doors unit/core/lazy \
 	faults/verdict faults/deadline faults/faults integration/failures unit/util/parse unit/topo/json unit/tune/tune \
+	unit/core/agree faults/revoke faults/shrink_more \
 	$(call over,reduce_scatter broadcast reduce alltoall barrier errors,shm socket) \
 	integration/split_group integration/nonblocking integration/collectives \
 	security/attacks security/flood unit/api/review
@@ -429,7 +437,7 @@ asan-quick:
 # "split" cases: parents and children at once). Its own build, build-tsan/;
 # tests/lib/tsan.supp holds only races inside third-party libraries.
 TSAN_SANITIZE := -fsanitize=thread
-TSAN_QUICK := faults/verdict faults/deadline unit/core/progress_thread \
+TSAN_QUICK := faults/verdict faults/deadline unit/core/progress_thread faults/revoke \
 	WEFT_PROGRESS_THREAD=1+WEFT_TEST_ALGO=auto:integration/nonblocking \
 	WEFT_PROGRESS_THREAD=1+WEFT_CONNECT=lazy+WEFT_TEST_ALGO=auto:integration/nonblocking \
 	WEFT_PROGRESS_THREAD=1+WEFT_TEST_ALGO=split:integration/split_group unit/api/review

@@ -153,3 +153,23 @@ weft_status_t weft_comm_stragglers(weft_comm_t comm, int *ranks, int capacity, i
 	*count = weft_watch_stragglers(comm, ranks, capacity);
 	return WEFT_SUCCESS;
 }
+
+weft_status_t weft_comm_failed_ranks(weft_comm_t comm, weft_failed_rank_t *ranks, int capacity,
+				     int *count)
+{
+	const char *bad = !comm			   ? "comm is NULL"
+			  : !count		   ? "count is NULL"
+			  : capacity < 0	   ? "capacity is negative"
+			  : capacity > 0 && !ranks ? "ranks is NULL with a capacity above 0"
+						   : NULL;
+	if (bad)
+		return weft_err_set(weft_err_init_fresh(), WEFT_ERR_INVALID_ARG,
+				    "weft_comm_failed_ranks: %s", bad);
+	*count = weft_comm_dead_list(comm, ranks, capacity);
+	return WEFT_SUCCESS;
+}
+
+const char *weft_rank_failure_string(weft_rank_failure_t how)
+{
+	return weft_dead_name(how);
+}

@@ -14,6 +14,7 @@
 #include "core/comm.h"
 #include "core/fail.h"
 #include "core/p2p.h"
+#include "core/revoke.h"
 #include "core/stats.h"
 #include "core/tag.h"
 #include "core/task.h"
@@ -131,6 +132,7 @@ static weft_status_t step_task(struct weft_comm *comm, struct weft_task *t, doub
 static weft_status_t finish_task(struct weft_comm *comm, struct weft_task **link,
 				 struct weft_task *t, weft_status_t st)
 {
+	st = weft_revoke_status(comm, st);
 	t->status = st;
 	*link = t->next;
 	if (!weft_task_is_p2p(t))
@@ -168,6 +170,7 @@ void weft_comm_kill(struct weft_comm *comm, weft_status_t status)
 {
 	if (comm->aborted)
 		return;
+	status = weft_revoke_status(comm, status);
 	comm->aborted = true;
 	/* Dead, whatever killed it (an invalid argument or no memory inside a
 	 * task too): every later call fails with this at once, and
@@ -199,6 +202,8 @@ weft_status_t weft_comm_progress(struct weft_comm *comm)
 		weft_comm_fail(comm, WEFT_ERR_ABORTED, "communicator aborted by weft_comm_abort");
 		weft_comm_kill(comm, WEFT_ERR_ABORTED);
 	}
+	if (weft_comm_revoked(comm) && !comm->aborted)
+		weft_comm_kill(comm, WEFT_ERR_REVOKED);
 	if (comm->aborted)
 		return (weft_status_t)atomic_load(&comm->async_error);
 	for (size_t i = 0; i < comm->ntps; i++) {
@@ -207,12 +212,14 @@ weft_status_t weft_comm_progress(struct weft_comm *comm)
 			continue;
 		weft_status_t st = tp->ops->msg.progress(tp);
 		if (st != WEFT_SUCCESS && st != WEFT_INPROGRESS) {
+			st = weft_revoke_status(comm, st);
 			weft_comm_kill(comm, st);
 			return st;
 		}
 	}
 	weft_status_t st = weft_p2p_progress(comm);
 	if (st != WEFT_SUCCESS) {
+		st = weft_revoke_status(comm, st);
 		weft_comm_kill(comm, st);
 		return st;
 	}

@@ -35,6 +35,12 @@ weft_status_t weft_watch_start(struct weft_comm *comm);
 /* Stop the thread and close the socket (safe on a comm without a watch). */
 void weft_watch_stop(struct weft_comm *comm);
 
+/* Read every datagram waiting at the watch's socket now, in the calling
+ * thread (the watch's thread does it too, as they come): an operation
+ * that failed because a peer closed its connection first asks whether
+ * that peer's revoke is already waiting (core/revoke.h). */
+void weft_watch_drain(struct weft_comm *comm);
+
 /* This rank started / finished collective number @p call. */
 void weft_watch_op_started(struct weft_comm *comm, uint64_t call, int coll);
 void weft_watch_op_finished(struct weft_comm *comm, uint64_t call);

@@ -72,6 +72,7 @@ typedef enum weft_status {
 	WEFT_ERR_NOT_SUPPORTED = -6,
 	WEFT_ERR_INTERNAL = -7, /**< a bug in Weft; please report the message */
 	WEFT_ERR_ABORTED = -8,	/**< the communicator was aborted */
+	WEFT_ERR_REVOKED = -9,	/**< the communicator was revoked (weft_comm_revoke): shrink it */
 } weft_status_t;
 
 /** Element types. fp16 and bf16 are combined in fp32, two values at a time,
@@ -801,5 +802,8 @@ WEFT_API weft_status_t weft_mem_deregister(weft_comm_t comm, weft_mem_handle_t h
 #ifdef __cplusplus
 }
 #endif
+
+/* Failures: revoke, shrink, the ranks known dead. */
+#include "weft_fault.h"
 
 #endif /* WEFT_H */

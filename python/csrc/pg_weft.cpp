@@ -14,7 +14,22 @@ ProcessGroupWeft::ProcessGroupWeft(
   init();
 }
 
+ProcessGroupWeft::ProcessGroupWeft(std::shared_ptr<Core> core)
+    : c10d::ProcessGroup(core->rank(), core->size()), core_(std::move(core)) {
+  init();
+}
+
 ProcessGroupWeft::~ProcessGroupWeft() = default;
+
+std::pair<c10::intrusive_ptr<ProcessGroupWeft>, std::vector<int64_t>> ProcessGroupWeft::shrink(
+    const std::vector<int64_t>& exclude,
+    bool abort) {
+  std::vector<int64_t> parent_ranks;
+  auto core = core_->shrink(exclude, abort, parent_ranks);
+  if (!core)
+    return {c10::intrusive_ptr<ProcessGroupWeft>(), {}};
+  return {c10::make_intrusive<ProcessGroupWeft>(std::move(core)), parent_ranks};
+}
 
 using WorkPtr = ProcessGroupWeft::WorkPtr;
 

@@ -88,6 +88,23 @@ class ProcessGroupWeft : public c10d::ProcessGroup {
     return core_->describe();
   }
 
+  // A process group over a communicator already made (a shrink's).
+  ProcessGroupWeft(std::shared_ptr<Core> core);
+
+  // weft_comm_revoke, weft_comm_shrink and weft_comm_failed_ranks for
+  // weft.torch (its revoke, shrink and failed_ranks say what they do).
+  void revoke() {
+    core_->revoke();
+  }
+  // The new group (None on a rank that excluded itself) and each of its
+  // ranks' rank in this group.
+  std::pair<c10::intrusive_ptr<ProcessGroupWeft>, std::vector<int64_t>> shrink(
+      const std::vector<int64_t>& exclude,
+      bool abort);
+  std::vector<std::pair<int64_t, std::string>> failed_ranks() {
+    return core_->failed_ranks();
+  }
+
  private:
   std::shared_ptr<Core> core_;
   std::chrono::milliseconds timeout_; // the group's: a monitored barrier's default

@@ -484,4 +484,52 @@ std::string Core::describe() {
   return out;
 }
 
+void Core::revoke() {
+  weft_comm_revoke(comm_);
+}
+
+std::shared_ptr<Core> Core::shrink(
+    const std::vector<int64_t>& exclude,
+    bool abort,
+    std::vector<int64_t>& parent_ranks) {
+  std::vector<int> ex(exclude.begin(), exclude.end());
+  weft_comm_t nc = nullptr;
+  weft_status_t st;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    reap(); // requests a revoke finished
+    st = weft_comm_shrink(
+        comm_, ex.empty() ? nullptr : ex.data(), static_cast<int>(ex.size()),
+        abort ? WEFT_SHRINK_ABORT : WEFT_SHRINK_DEFAULT, &nc);
+  }
+  if (st != WEFT_SUCCESS)
+    throw weft_error("weft_comm_shrink", st, last_error());
+  if (!nc)
+    return nullptr;
+  int r = 0, n = 0;
+  weft_comm_rank(nc, &r);
+  weft_comm_size(nc, &n);
+  std::vector<int32_t> map(static_cast<size_t>(n));
+  map[static_cast<size_t>(r)] = rank_;
+  st = weft_allgather(WEFT_IN_PLACE, map.data(), 1, WEFT_INT32, nc);
+  if (st != WEFT_SUCCESS) {
+    std::string msg = weft_comm_last_error(nc);
+    weft_comm_destroy(nc);
+    throw weft_error("weft_comm_shrink", st, msg);
+  }
+  parent_ranks.assign(map.begin(), map.end());
+  return std::make_shared<Core>(nc, r, n);
+}
+
+std::vector<std::pair<int64_t, std::string>> Core::failed_ranks() {
+  int count = 0;
+  weft_comm_failed_ranks(comm_, nullptr, 0, &count);
+  std::vector<weft_failed_rank_t> all(static_cast<size_t>(count > 0 ? count : 1));
+  weft_comm_failed_ranks(comm_, all.data(), static_cast<int>(all.size()), &count);
+  std::vector<std::pair<int64_t, std::string>> out;
+  for (int i = 0; i < count && i < static_cast<int>(all.size()); i++)
+    out.emplace_back(all[i].rank, weft_rank_failure_string(all[i].how));
+  return out;
+}
+
 } // namespace weft_torch

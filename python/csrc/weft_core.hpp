@@ -295,6 +295,20 @@ class Core : public std::enable_shared_from_this<Core> {
   // weft_comm_describe as JSON text (a collective, in call order).
   std::string describe();
 
+  // weft_comm_revoke: every pending and later operation of this group, on
+  // every rank, fails (from any thread: it takes no lock of ours).
+  void revoke();
+  // weft_comm_shrink, collective over the live ranks: a Core of the new
+  // communicator (nullptr on a rank that excluded itself), and in
+  // @parent_ranks each new rank's rank in this group (an allgather on the
+  // new communicator, so every member has the same map).
+  std::shared_ptr<Core> shrink(
+      const std::vector<int64_t>& exclude,
+      bool abort,
+      std::vector<int64_t>& parent_ranks);
+  // weft_comm_failed_ranks: (rank, how) pairs, how as Weft names it.
+  std::vector<std::pair<int64_t, std::string>> failed_ranks();
+
  private:
   friend class Match;
   c10::intrusive_ptr<WorkWeft> make_work(const Launch& l);

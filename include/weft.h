@@ -325,16 +325,6 @@ WEFT_API weft_status_t weft_comm_get_async_error(weft_comm_t comm, weft_status_t
  * weft_comm_last_error. Thread safety: may be called from any thread. */
 WEFT_API const char *weft_comm_last_error(weft_comm_t comm);
 
-/**
- * The ranks the job-wide verdict of the last timeout on @p comm
- * (docs/reliability.md) found had never reached the operation, or had
- * stopped inside it: the first @p capacity in @p ranks, increasing; *count
- * is how many (0: every rank reached it; -1: no verdict was taken).
- * @return WEFT_SUCCESS; WEFT_ERR_INVALID_ARG (a NULL it needs, capacity < 0).
- * Thread safety: may be called from any thread.
- */
-WEFT_API weft_status_t weft_comm_stragglers(weft_comm_t comm, int *ranks, int capacity, int *count);
-
 /** This rank's number and the communicator's size. */
 WEFT_API weft_status_t weft_comm_rank(weft_comm_t comm, int *rank);
 WEFT_API weft_status_t weft_comm_size(weft_comm_t comm, int *nranks);
@@ -803,7 +793,7 @@ WEFT_API weft_status_t weft_mem_deregister(weft_comm_t comm, weft_mem_handle_t h
 }
 #endif
 
-/* Failures: revoke, shrink, the ranks known dead. */
+/* Failures: revoke, shrink, the ranks known dead, the stragglers. */
 #include "weft_fault.h"
 
 #endif /* WEFT_H */

@@ -1,6 +1,7 @@
 /*
  * weft_fault.h — surviving a lost rank: revoke a communicator, shrink it to
- * its survivors without the launcher, and ask which ranks are known dead.
+ * its survivors without the launcher, and ask which ranks are known dead
+ * or never came.
  * Part of Weft's public interface: include <weft.h>, which includes this
  * file (its conventions hold here). docs/reliability.md says how the
  * survivors agree and why that is correct.
@@ -133,6 +134,16 @@ WEFT_API const char *weft_rank_failure_string(weft_rank_failure_t how);
  */
 WEFT_API weft_status_t weft_comm_failed_ranks(weft_comm_t comm, weft_failed_rank_t *ranks,
 					      int capacity, int *count);
+
+/**
+ * The ranks the job-wide verdict of the last timeout on @p comm
+ * (docs/reliability.md) found had never reached the operation, or had
+ * stopped inside it: the first @p capacity in @p ranks, increasing; *count
+ * is how many (0: every rank reached it; -1: no verdict was taken).
+ * @return WEFT_SUCCESS; WEFT_ERR_INVALID_ARG (a NULL it needs, capacity < 0).
+ * Thread safety: may be called from any thread.
+ */
+WEFT_API weft_status_t weft_comm_stragglers(weft_comm_t comm, int *ranks, int capacity, int *count);
 
 #ifdef __cplusplus
 }

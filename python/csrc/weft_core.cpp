@@ -254,6 +254,14 @@ void Lane::reap() {
   }
 }
 
+weft_status_t Lane::shrink(const std::vector<int>& exclude, bool abort, weft_comm_t* out) {
+  std::lock_guard<std::mutex> lock(mu);
+  reap();
+  return weft_comm_shrink(
+      comm_, exclude.empty() ? nullptr : exclude.data(), static_cast<int>(exclude.size()),
+      abort ? WEFT_SHRINK_ABORT : WEFT_SHRINK_DEFAULT, out);
+}
+
 void Lane::drive(WorkWeft* work) {
   if (!drive_)
     return; // the progress thread drives it
@@ -485,7 +493,8 @@ std::string Core::describe() {
 }
 
 void Core::revoke() {
-  weft_comm_revoke(comm_);
+  weft_comm_revoke(lane_->comm());
+  match_->revoke();
 }
 
 std::shared_ptr<Core> Core::shrink(
@@ -494,38 +503,36 @@ std::shared_ptr<Core> Core::shrink(
     std::vector<int64_t>& parent_ranks) {
   std::vector<int> ex(exclude.begin(), exclude.end());
   weft_comm_t nc = nullptr;
-  weft_status_t st;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    reap(); // requests a revoke finished
-    st = weft_comm_shrink(
-        comm_, ex.empty() ? nullptr : ex.data(), static_cast<int>(ex.size()),
-        abort ? WEFT_SHRINK_ABORT : WEFT_SHRINK_DEFAULT, &nc);
-  }
+  weft_status_t st = lane_->shrink(ex, abort, &nc);
   if (st != WEFT_SUCCESS)
-    throw weft_error("weft_comm_shrink", st, last_error());
+    throw weft_error("weft_comm_shrink", st, lane_->last_error());
   if (!nc)
     return nullptr;
   int r = 0, n = 0;
   weft_comm_rank(nc, &r);
   weft_comm_size(nc, &n);
-  std::vector<int32_t> map(static_cast<size_t>(n));
-  map[static_cast<size_t>(r)] = rank_;
-  st = weft_allgather(WEFT_IN_PLACE, map.data(), 1, WEFT_INT32, nc);
+  // Each member's rank in the parent, and the new group's sequence number:
+  // its new rank 0's, as at creation one rank's number is everyone's.
+  std::vector<int64_t> map(2 * static_cast<size_t>(n));
+  map[2 * static_cast<size_t>(r)] = rank_;
+  map[2 * static_cast<size_t>(r) + 1] = static_cast<int64_t>(seq_.load());
+  st = weft_allgather(WEFT_IN_PLACE, map.data(), 2, WEFT_INT64, nc);
   if (st != WEFT_SUCCESS) {
     std::string msg = weft_comm_last_error(nc);
     weft_comm_destroy(nc);
     throw weft_error("weft_comm_shrink", st, msg);
   }
-  parent_ranks.assign(map.begin(), map.end());
-  return std::make_shared<Core>(nc, r, n);
+  parent_ranks.clear();
+  for (int i = 0; i < n; i++)
+    parent_ranks.push_back(static_cast<int32_t>(map[2 * static_cast<size_t>(i)]));
+  return std::make_shared<Core>(nc, r, n, static_cast<uint64_t>(map[1]));
 }
 
 std::vector<std::pair<int64_t, std::string>> Core::failed_ranks() {
   int count = 0;
-  weft_comm_failed_ranks(comm_, nullptr, 0, &count);
+  weft_comm_failed_ranks(lane_->comm(), nullptr, 0, &count);
   std::vector<weft_failed_rank_t> all(static_cast<size_t>(count > 0 ? count : 1));
-  weft_comm_failed_ranks(comm_, all.data(), static_cast<int>(all.size()), &count);
+  weft_comm_failed_ranks(lane_->comm(), all.data(), static_cast<int>(all.size()), &count);
   std::vector<std::pair<int64_t, std::string>> out;
   for (int i = 0; i < count && i < static_cast<int>(all.size()); i++)
     out.emplace_back(all[i].rank, weft_rank_failure_string(all[i].how));

@@ -181,6 +181,9 @@ class Lane {
       std::function<void(weft_status_t)> then,
       c10::intrusive_ptr<WorkWeft> work = {});
   void drive(WorkWeft* work); // weft_wait its requests (mu taken inside)
+  // weft_comm_shrink of this lane's communicator, with mu, once the
+  // requests a revoke finished are freed (it refuses while any is pending).
+  weft_status_t shrink(const std::vector<int>& exclude, bool abort, weft_comm_t* out);
   std::string last_error() const;
   weft_comm_t comm() const {
     return comm_;

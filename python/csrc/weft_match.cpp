@@ -53,6 +53,18 @@ void Match::shut() {
   lane_.reset();
 }
 
+void Match::revoke() {
+  weft_comm_t comm = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    comm = lane_ ? lane_->comm() : nullptr;
+  }
+  // Outside mu_: the receives it fails finish in callbacks that take it.
+  // The lane lives while the group does (shut() is ~Core's).
+  if (comm)
+    weft_comm_revoke(comm);
+}
+
 c10::intrusive_ptr<WorkWeft> Match::send(const at::Tensor& tensor, int dst, int tag) {
   const at::Tensor& t = p2p_tensor(tensor, "send");
   TORCH_CHECK(dst >= 0 && dst < size_ && dst != rank_, "weft: send: peer ", dst,

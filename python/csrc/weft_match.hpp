@@ -60,6 +60,8 @@ class Match : public std::enable_shared_from_this<Match> {
   // The group goes: every receive still waiting fails, the communicator
   // is aborted if anything is posted, and freed.
   void shut();
+  // weft_comm_revoke on the point-to-point communicator: what waits fails.
+  void revoke();
 
   c10::intrusive_ptr<WorkWeft> send(const at::Tensor& t, int dst, int tag);
   // @src -1: from any rank (recvAnysource).

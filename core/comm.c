@@ -8,6 +8,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "core/fail.h"
+#include "core/progress_thread.h"
 #include "transports/transport.h"
 #include "util/netaddr.h"
 
@@ -51,7 +52,7 @@ void weft_comm_unlock(struct weft_comm *comm)
 void weft_comm_waiter(struct weft_comm *comm, int delta)
 {
 	if (comm->pt) /* only a progress thread reads it */
-		atomic_fetch_add(&comm->waiters, delta);
+		weft_progress_thread_waiters(comm, atomic_fetch_add(&comm->waiters, delta) + delta);
 }
 
 size_t weft_comm_scratch_bytes(int nranks, size_t chunk_bytes)

@@ -131,11 +131,19 @@ typedef struct weft_config {
 	 * A config whose size ends before this field (a caller built against
 	 * an older weft.h) reads as 0. */
 	int progress_thread;
+	/** Threads that compute beside this rank (OpenMP, torch's intra-op
+	 * pool), > 0; 0: OMP_NUM_THREADS, else 1. With WEFT_WAIT=auto a rank
+	 * sleeps in its waits when its host's ranks' compute threads outnumber
+	 * the CPUs they may run on (the torch backend passes
+	 * torch.get_num_threads()). A config whose size ends before this field
+	 * reads as 0. (A long, so that the struct ends past the padding after
+	 * progress_thread, where an older caller's config ends.) */
+	long compute_threads;
 } weft_config_t;
 
 #define WEFT_CONFIG_INIT                                                                           \
 	{                                                                                          \
-		sizeof(weft_config_t), 0.0, 0                                                      \
+		sizeof(weft_config_t), 0.0, 0, 0                                                   \
 	}
 
 /** Name of a status code ("success", "invalid argument", ...). Never NULL. */

@@ -149,6 +149,7 @@ static weft_status_t shm_post(struct weft_task *task)
 	if (ar->bytes <= SHMEM_SMALL_MAX) { /* the latency path needs nothing more */
 		ar->phase = PH_SMALL;
 		weft_shmem_small_publish(sh, a, ar->call, (uint32_t)task->seq);
+		weft_shmem_ring(task->comm);
 		return WEFT_SUCCESS;
 	}
 	memset(ar, 0, offsetof(struct allreduce_shm, v));
@@ -164,6 +165,7 @@ static weft_status_t shm_post(struct weft_task *task)
 	describe(task, &me->desc);
 	me->desc.word = (uint32_t)task->seq;
 	atomic_store_explicit(&me->desc_seq, ar->call, memory_order_release);
+	weft_shmem_ring(task->comm);
 	ar->phase = PH_DESC;
 	return WEFT_SUCCESS;
 }
@@ -365,11 +367,13 @@ static bool reduce_share(struct weft_task *task)
 	return ar->done_bytes == len;
 }
 
-static void publish(struct weft_shmem *sh, size_t which, uint64_t value)
+static void publish(struct weft_comm *comm, size_t which, uint64_t value)
 {
+	struct weft_shmem *sh = comm->shmem;
 	_Atomic uint64_t *flag =
 	    (_Atomic uint64_t *)(void *)((char *)shmem_ctl_of(sh, sh->rank) + which);
 	atomic_store_explicit(flag, value, memory_order_release);
+	weft_shmem_ring(comm);
 }
 
 #define CTL(field) offsetof(struct shmem_ctl, field)
@@ -386,7 +390,7 @@ static bool copy_in(struct weft_task *task, weft_status_t *st)
 		return false;
 	memcpy(shmem_stage_of(sh, sh->rank, false, (unsigned)(ar->round & 1)),
 	       (const char *)task->args.sendbuf + round_lo(ar), round_len(ar));
-	publish(sh, CTL(in_ready), shmem_tag(ar->call, ar->round));
+	publish(task->comm, CTL(in_ready), shmem_tag(ar->call, ar->round));
 	return true;
 }
 
@@ -405,7 +409,7 @@ static bool copy_out(struct weft_task *task, weft_status_t *st)
 		weft_copy_stream(dst, src, round_len(ar));
 	else
 		memcpy(dst, src, round_len(ar));
-	publish(sh, CTL(out_done), shmem_tag(ar->call, ar->round));
+	publish(task->comm, CTL(out_done), shmem_tag(ar->call, ar->round));
 	return true;
 }
 
@@ -468,7 +472,7 @@ __attribute__((noinline)) static weft_status_t shm_progress_large(struct weft_ta
 			if (run_round_phase(task, &st) != WEFT_SUCCESS)
 				return st;
 			if (ar->phase == PH_DONE)
-				publish(sh, CTL(done), ar->call);
+				publish(task->comm, CTL(done), ar->call);
 			break;
 		}
 	}
@@ -479,7 +483,6 @@ __attribute__((noinline)) static weft_status_t shm_progress_large(struct weft_ta
 static weft_status_t run_round_phase(struct weft_task *task, weft_status_t *st)
 {
 	struct allreduce_shm *ar = state(task);
-	struct weft_shmem *sh = task->comm->shmem;
 	switch (ar->phase) {
 	case PH_COPYIN:
 		if (!copy_in(task, st))
@@ -497,7 +500,7 @@ static weft_status_t run_round_phase(struct weft_task *task, weft_status_t *st)
 			*st = WEFT_INPROGRESS;
 			return *st;
 		}
-		publish(sh, CTL(reduced), shmem_tag(ar->call, ar->round));
+		publish(task->comm, CTL(reduced), shmem_tag(ar->call, ar->round));
 		ar->phase = PH_COPYOUT;
 		return WEFT_SUCCESS;
 	default: /* PH_COPYOUT */

@@ -326,8 +326,10 @@ static void net_item(struct weft_task *task, int q, uint32_t k, struct weft_xfer
 	}
 }
 
-/* A block's first network step goes once stage A finished it; the others
- * once the step before arrived. */
+/* A block's first network step goes once stage A finished it, the
+ * others once the step before arrived: a send forwards what arrived, and
+ * a receive reduces into it (messages from different partners arrive in
+ * any order, so a receive is not even posted before its turn). */
 static bool net_ready(const struct weft_task *task, int q, uint32_t k)
 {
 	const struct allreduce_rail *a = state(task);
@@ -354,7 +356,8 @@ static void net_recv_done(struct weft_task *task, int q, uint32_t k)
 
 static const struct weft_queue_ops local_recv_ops = {.item = local_item, .done = local_recv_done};
 static const struct weft_queue_ops local_send_ops = {.item = local_item, .ready = local_ready};
-static const struct weft_queue_ops net_recv_ops = {.item = net_item, .done = net_recv_done};
+static const struct weft_queue_ops net_recv_ops = {
+    .item = net_item, .ready = net_ready, .done = net_recv_done};
 static const struct weft_queue_ops net_send_ops = {.item = net_item, .ready = net_ready};
 
 static weft_status_t rail_post(struct weft_task *task)

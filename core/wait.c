@@ -256,6 +256,8 @@ static void sleep_unlocked(struct weft_comm *comm, int ms)
 	int n = epoll_wait(w->epfd, ev, 8, ms);
 	weft_comm_lock(comm);
 	atomic_fetch_add_explicit(&w->sleeps, 1, memory_order_relaxed);
+	if (n == 0)
+		atomic_fetch_add_explicit(&w->timeouts, 1, memory_order_relaxed);
 	uint64_t count;
 	if (n > 0 && read(w->evfd, &count, sizeof(count)) == (ssize_t)sizeof(count))
 		atomic_fetch_add_explicit(&w->woken, 1, memory_order_relaxed);

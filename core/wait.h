@@ -46,9 +46,9 @@ struct weft_wait {
 	/* Counted by what a sleeper must not miss: posts, completions, tasks
 	 * started and finished (weft_wait_moved, core/comm.h). */
 	uint64_t activity;
-	/* Sleeps taken and the times another thread's wake cut one short
-	 * (for tests and weft-topo). */
-	_Atomic uint64_t sleeps, woken;
+	/* Sleeps taken, those that ran out their time (nothing woke them),
+	 * and those another thread's wake cut short (for tests and weft-topo). */
+	_Atomic uint64_t sleeps, timeouts, woken;
 };
 
 /* This rank's card fields: WEFT_WAIT (a bad value fails, naming it), the

@@ -89,11 +89,12 @@ int main(int argc, char **argv)
 	for (int i = 0; i < n; i++)
 		trial(buf, count, &shares[i], &walls[i]);
 	if (perf_g_rank == 0) {
-		printf("# idle_perf: %d ranks, %zu bytes, WEFT_WAIT=%s, WEFT_PROGRESS_THREAD=%s; the "
-		       "last rank arrives %.0f ms late\n# CPU of a core used by the busiest waiting "
-		       "rank, per trial:",
-		       perf_g_nranks, count * 4, wait ? wait : "auto", pt ? pt : "0",
-		       IDLE_PERF_DELAY_S * 1e3);
+		printf(
+		    "# idle_perf: %d ranks, %zu bytes, WEFT_WAIT=%s, WEFT_PROGRESS_THREAD=%s; the "
+		    "last rank arrives %.0f ms late\n# CPU of a core used by the busiest waiting "
+		    "rank, per trial:",
+		    perf_g_nranks, count * 4, wait ? wait : "auto", pt ? pt : "0",
+		    IDLE_PERF_DELAY_S * 1e3);
 		for (int i = 0; i < n; i++)
 			printf(" %.1f%%", shares[i] * 100);
 		qsort(shares, (size_t)n, sizeof(double), cmp_double);

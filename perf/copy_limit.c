@@ -217,14 +217,10 @@ static int count_arg(const char *s, const char *what, uint64_t lo, uint64_t hi)
 	return limit_count_or_exit("copy_limit", what, s, lo, hi);
 }
 
-static void usage_exit(void)
-{
-	fprintf(stderr, "usage: copy_limit [-np N] [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] "
-			"[-w WARMUP] [--cross] [--sum [--in-place]]\n");
-	exit(2);
-}
+static const char usage[] = "usage: copy_limit [-np N] [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] "
+			    "[-w WARMUP] [--cross] [--sum [--in-place]]\n";
 
-/* The options, checked (usage errors exit 2). */
+/* The options, checked (usage errors exit 2; --help: the usage, status 0). */
 static void parse(int argc, char **argv, struct opts *o, struct mode *m)
 {
 	enum { OPT_NP = 256, OPT_CROSS, OPT_SUM, OPT_IN_PLACE };
@@ -232,10 +228,12 @@ static void parse(int argc, char **argv, struct opts *o, struct mode *m)
 					      {"cross", no_argument, NULL, OPT_CROSS},
 					      {"sum", no_argument, NULL, OPT_SUM},
 					      {"in-place", no_argument, NULL, OPT_IN_PLACE},
+					      {"help", no_argument, NULL, 'h'},
 					      {0}};
 	int c;
 	while ((c = getopt_long_only(argc, argv, "b:e:f:n:w:", longs, NULL)) != -1) {
 		switch (c) {
+		case 'h': fputs(usage, stdout); exit(0);
 		case OPT_NP: o->np = count_arg(optarg, "-np", 1, MAX_NP); break;
 		case OPT_CROSS: m->cross = true; break;
 		case OPT_SUM: m->sum = true; break;
@@ -245,7 +243,7 @@ static void parse(int argc, char **argv, struct opts *o, struct mode *m)
 		case 'f': o->factor = count_arg(optarg, "-f", 1, 1024); break;
 		case 'n': o->iters = count_arg(optarg, "-n", 1, 100000000); break;
 		case 'w': o->warmup = count_arg(optarg, "-w", 0, 100000000); break;
-		default: usage_exit();
+		default: fputs(usage, stderr); exit(2);
 		}
 	}
 	if (optind < argc) {

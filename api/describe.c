@@ -72,10 +72,10 @@ static weft_status_t describe_wait(const struct weft_comm *comm, json_t *root)
 	json_t *o = json_pack(
 	    "{s:s, s:s, s:i, s:b, s:f, s:I, s:I, s:I}", "asked",
 	    asked[mode >= 0 && mode < 3 ? mode : 0], "waits", w->block ? "block" : "spin",
-	    "compute_threads", (int)comm->cards[comm->rank].wait.compute_threads,
-	    "host_oversubscribed", w->host_over, "spin_us", w->spin_s * 1e6, "sleeps",
-	    (json_int_t)atomic_load(&w->sleeps), "timeouts", (json_int_t)atomic_load(&w->timeouts),
-	    "woken", (json_int_t)atomic_load(&w->woken));
+	    "compute_threads", (int)comm->cards[comm->rank].wait.compute_threads, "oversubscribed",
+	    w->host_over, "spin_us", w->spin_s * 1e6, "sleeps", (json_int_t)atomic_load(&w->sleeps),
+	    "timeouts", (json_int_t)atomic_load(&w->timeouts), "woken",
+	    (json_int_t)atomic_load(&w->woken));
 	return o && json_object_set_new(root, "wait", o) == 0 ? WEFT_SUCCESS : WEFT_ERR_NO_MEMORY;
 }
 

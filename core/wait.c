@@ -14,11 +14,13 @@
  *        progress thread sleeps, weft_comm_abort, a revoke, the watch's
  *        verdict). A sleeping rank leaves its core to the threads that
  *        compute; the price is the wake-up, tens of microseconds here.
- * auto   block when the host is oversubscribed: its ranks' compute threads
- *        (each rank's weft_config_t.compute_threads, which the torch
- *        backend sets to torch.get_num_threads(); else OMP_NUM_THREADS;
- *        else 1), summed over the host's ranks, outnumber the CPUs in the
- *        union of their affinity masks. Otherwise spin.
+ * auto   block when the machine is oversubscribed: its ranks' compute
+ *        threads (each rank's weft_config_t.compute_threads, which the
+ *        torch backend sets to torch.get_num_threads(); else
+ *        OMP_NUM_THREADS; else 1), summed over the ranks that run on this
+ *        kernel (the same boot id: network namespaces, as on the test
+ *        fabric, share the cores), outnumber the CPUs in the union of
+ *        their affinity masks. Otherwise spin.
  *
  * The cards carry each rank's WEFT_WAIT, compute threads and affinity
  * mask, so every rank of a host reaches the same verdict for each of its
@@ -49,6 +51,7 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -114,17 +117,35 @@ weft_status_t weft_wait_card(struct weft_wait_card *card, int config_threads,
 	for (int c = 0; c < WEFT_WAIT_CPU_BYTES * 8 && c < CPU_SETSIZE; c++)
 		if (CPU_ISSET(c, &set))
 			card->cpus[c / 8] |= (uint8_t)(1u << (c % 8));
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+	if (f) {
+		if (!fgets(card->machine, sizeof(card->machine), f))
+			card->machine[0] = '\0';
+		card->machine[strcspn(card->machine, "\n")] = '\0';
+		fclose(f);
+	}
 	return WEFT_SUCCESS;
 }
 
-/* Do this host's ranks' compute threads outnumber the CPUs they may run
- * on (the union of their masks)? */
+/* Does rank @p r share this rank's CPUs? The same kernel (boot id), or,
+ * where that is unknown, the same host. Network namespaces on one machine
+ * (a test fabric) are hosts of their own but share its cores. */
+static bool same_machine(const struct weft_comm *comm, int r)
+{
+	const char *a = comm->cards[r].wait.machine, *b = comm->cards[comm->rank].wait.machine;
+	if (!a[0] || !b[0])
+		return weft_comm_same_host(comm, r);
+	return strncmp(a, b, sizeof(comm->cards[r].wait.machine)) == 0;
+}
+
+/* Do the compute threads of the ranks on this machine outnumber the CPUs
+ * they may run on (the union of their masks)? */
 static bool host_oversubscribed(const struct weft_comm *comm, long *threads, int *cpus)
 {
 	uint8_t mask[WEFT_WAIT_CPU_BYTES] = {0};
 	*threads = 0;
 	for (int r = 0; r < comm->nranks; r++) {
-		if (!weft_comm_same_host(comm, r))
+		if (!same_machine(comm, r))
 			continue;
 		const struct weft_wait_card *c = &comm->cards[r].wait;
 		*threads += c->compute_threads > 0 ? c->compute_threads : 1;
@@ -176,7 +197,7 @@ weft_status_t weft_wait_init(struct weft_comm *comm)
 		w->peers = r != comm->rank && weft_comm_same_host(comm, r) &&
 			   weft_wait_rank_blocks(comm, r);
 	weft_log(WEFT_LOG_INFO, WEFT_SUB_INIT,
-		 "WEFT_WAIT=%s: %s (this host: %ld compute threads on %d CPUs%s)",
+		 "WEFT_WAIT=%s: %s (this machine: %ld compute threads on %d CPUs%s)",
 		 mode_names[comm->cards[comm->rank].wait.mode],
 		 w->block ? "waits sleep after the spin budget" : "waits spin", threads, cpus,
 		 w->host_over ? ", oversubscribed" : "");

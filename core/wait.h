@@ -29,11 +29,15 @@ struct weft_wait_card {
 	int32_t mode;			   /* enum weft_wait_mode */
 	int32_t compute_threads;	   /* threads that compute beside it (>= 1) */
 	uint8_t cpus[WEFT_WAIT_CPU_BYTES]; /* its affinity mask, bit c for CPU c */
+	/* The kernel it runs on (/proc/sys/kernel/random/boot_id): ranks of one
+	 * kernel share its CPUs whatever their host ids (network namespaces,
+	 * WEFT_HOSTID) say. */
+	char machine[40];
 };
 
 struct weft_wait {
 	bool block;	/* this rank sleeps after the spin budget */
-	bool host_over; /* this host's ranks' compute threads outnumber its cores */
+	bool host_over; /* this machine's ranks' compute threads outnumber its cores */
 	bool peers;	/* some local peer may sleep: stores it waits for must wake it */
 	double spin_s;	/* WEFT_WAIT_SPIN */
 	int epfd;	/* the wait set: transports' descriptors and evfd; -1 unless block */

@@ -13,9 +13,19 @@
  *    AllReduce's counters with weft_mem_alloc buffers), over sockets
  *    (epoll on the queued sockets), non-blocking with the progress thread
  *    (a post wakes the sleeping thread);
+ *  - a rank blocked in an 8-byte AllReduce for a peer 300 ms late uses at
+ *    most 2 % of a core (its process's CPU time, every thread: the watch,
+ *    a progress thread) over the wait, over shm and sockets, with and
+ *    without a progress thread: the median of 3 calls (WEFT_WAIT=spin
+ *    uses most of a core here; build/idle_perf is the benchmark);
  *  - weft_comm_abort from another thread wakes a sleeping waiter
  *    (WEFT_WAIT_SPIN=0: it sleeps at once), which fails with
  *    WEFT_ERR_ABORTED in bounded time;
+ *  - a peer's timeout ends a sleeping wait (the job's verdict: the watch
+ *    tells the ranks waiting in the same call, and wakes them): of 3
+ *    ranks, rank 2 skips an AllReduce, rank 1 (WEFT_TIMEOUT=1) times out,
+ *    and rank 0, asleep with WEFT_TIMEOUT=60, fails with WEFT_ERR_TIMEOUT
+ *    naming rank 2 within seconds, not at its own timeout;
  *  - bad WEFT_WAIT and WEFT_WAIT_SPIN values are init errors naming them.
  */
 #define _GNU_SOURCE
@@ -25,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -185,6 +196,69 @@ START_TEST(late_peer_socket)
 }
 END_TEST
 
+/* ---- what a sleeper costs the cores ---- */
+
+#define IDLE_CALLS	 3
+#define IDLE_MAX_PERCENT 2.0
+
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int body_idle(weft_comm_t comm, int rank, int nranks, void *arg)
+{
+	float x[2] = {1, 1};
+	double share[IDLE_CALLS];
+	for (int call = 0; call < IDLE_CALLS + 1; call++) { /* the first connects */
+		if (call > 0 && rank == nranks - 1)
+			usleep(LATE_US);
+		double c0 = cpu_seconds(), t0 = harness_now();
+		weft_status_t st =
+		    weft_allreduce(WEFT_IN_PLACE, x, 2, WEFT_FLOAT32, WEFT_SUM, comm);
+		if (st != WEFT_SUCCESS)
+			return harness_fail_status(comm, st, "allreduce %d", call);
+		if (call > 0)
+			share[call - 1] = (cpu_seconds() - c0) / (harness_now() - t0);
+	}
+	if (rank == nranks - 1)
+		return 0;
+	qsort(share, IDLE_CALLS, sizeof(double), cmp_double);
+	if (share[IDLE_CALLS / 2] * 100 > IDLE_MAX_PERCENT)
+		return harness_fail(
+		    "rank %d, blocked %d ms for a late peer, used %.1f %% of a core "
+		    "(median of %d calls; at most %.0f %%)",
+		    rank, LATE_US / 1000, share[IDLE_CALLS / 2] * 100, IDLE_CALLS,
+		    IDLE_MAX_PERCENT);
+	return 0;
+}
+
+START_TEST(idle_cpu)
+{
+	static const char *const cases[][2] = {
+	    {"WEFT_TRANSPORTS=shm", "WEFT_PROGRESS_THREAD=0"},
+	    {"WEFT_TRANSPORTS=socket", "WEFT_PROGRESS_THREAD=0"},
+	    {"WEFT_TRANSPORTS=shm", "WEFT_PROGRESS_THREAD=1"},
+	};
+	for (int i = 0; i < 3; i++) {
+		const char *const env[] = {"WEFT_WAIT=block",	    cases[i][0],       cases[i][1],
+					   "WEFT_SOCKET_IFNAME=lo", "WEFT_TIMEOUT=30", NULL};
+		struct harness_result res;
+		harness_run(2, env, body_idle, NULL, JOB_TIMEOUT_S, &res);
+		ck_assert_msg(res.ok, "%s %s: %s", cases[i][0], cases[i][1], res.summary);
+	}
+}
+END_TEST
+
 /* ---- an abort wakes a sleeper ---- */
 
 static void *aborter(void *arg)
@@ -226,6 +300,57 @@ START_TEST(abort_wakes_sleeper)
 		struct harness_result res;
 		harness_run(2, env, body_abort, NULL, JOB_TIMEOUT_S, &res);
 		ck_assert_msg(res.ok, "%s: %s", tps[i], res.summary);
+	}
+}
+END_TEST
+
+/* ---- a peer's timeout ends a sleeping wait ---- */
+
+static int told_before_init(int rank, int nranks, const weft_unique_id_t *id, void *arg)
+{
+	return setenv("WEFT_TIMEOUT", rank == 1 ? "1" : "60", 1) != 0;
+}
+
+static int body_told(weft_comm_t comm, int rank, int nranks, void *arg)
+{
+	float x = 1;
+	if (weft_allreduce(WEFT_IN_PLACE, &x, 1, WEFT_FLOAT32, WEFT_SUM, comm) != WEFT_SUCCESS)
+		return harness_fail("first allreduce");
+	if (rank == 2) {
+		sleep(4); /* never calls */
+		return 0;
+	}
+	double t0 = harness_now();
+	weft_status_t st = weft_allreduce(WEFT_IN_PLACE, &x, 1, WEFT_FLOAT32, WEFT_SUM, comm);
+	double took = harness_now() - t0;
+	if (st != WEFT_ERR_TIMEOUT)
+		return harness_fail_status(comm, st, "expected WEFT_ERR_TIMEOUT");
+	const char *msg = weft_comm_last_error(comm);
+	if (!strstr(msg, "rank 2 never reached"))
+		return harness_fail("rank %d: the verdict does not name rank 2: %s", rank, msg);
+	if (rank == 0 && took > 10)
+		return harness_fail("rank 0 asleep learnt of rank 1's timeout after %.1f s: %s",
+				    took, msg);
+	return 0;
+}
+
+START_TEST(peer_timeout_wakes_sleeper)
+{
+	static const char *const tps[] = {"WEFT_TRANSPORTS=shm", "WEFT_TRANSPORTS=socket"};
+	for (int i = 0; i < 2; i++) {
+		const char *const env[] = {"WEFT_WAIT=block", "WEFT_WAIT_SPIN=0", tps[i],
+					   "WEFT_SOCKET_IFNAME=lo", NULL};
+		struct harness_job job = {
+		    .nranks = 3,
+		    .env = env,
+		    .body = body_told,
+		    .timeout_s = JOB_TIMEOUT_S,
+		    .before_init = told_before_init,
+		};
+		struct harness_result res;
+		harness_run_job(&job, &res);
+		ck_assert_msg(res.ok, "%s: %s", tps[i], res.summary);
+		harness_result_free(&res);
 	}
 }
 END_TEST
@@ -276,7 +401,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, decision);
 	tcase_add_test(tc, late_peer_shm);
 	tcase_add_test(tc, late_peer_socket);
+	tcase_add_test(tc, idle_cpu);
 	tcase_add_test(tc, abort_wakes_sleeper);
+	tcase_add_test(tc, peer_timeout_wakes_sleeper);
 	tcase_add_test(tc, bad_settings);
 	suite_add_tcase(s, tc);
 	return s;

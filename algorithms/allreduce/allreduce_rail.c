@@ -50,6 +50,7 @@
 #include "core/comm.h"
 #include "core/fail.h"
 #include "reduce/reduce.h"
+#include "topo/topo_flow.h"
 
 #define RAIL_MAX_STEPS 24 /* log2 of the largest host count with halving-doubling */
 #define TAG_NET	       0x40000000u
@@ -406,6 +407,45 @@ static double rail_estimate(const struct weft_comm *comm, const struct weft_link
 	return t + ((double)(m - 1) / m + (double)(nh - 1) / ((double)nh * m)) * bytes * in.gamma;
 }
 
+/* Every rank's bytes (the tuner's flow estimate, O(n log H)): each local
+ * ring edge carries 2 (m-1) slices of S/m (stages A and C), and each rail
+ * its slice's halving-doubling (step s: S/m / 2^s with the partner at
+ * position hp ^ 2^s, both ways) or ring (2 (H-1)/H slices per edge). Every
+ * host's ranks are numbered from its leader, in placement order, as the
+ * task numbers them. */
+static void rail_flow(const struct weft_comm *comm, const struct weft_coll_args *args,
+		      struct weft_topo_flow *flow)
+{
+	int n = comm->nranks, nh = comm->graph.nhosts, dummy;
+	int *mem = calloc(5 * (size_t)nh + (size_t)n, sizeof(int));
+	if (!mem)
+		return; /* no flow: the estimate is its latency part */
+	struct rail_scan sc = {mem, mem + nh, mem + 2 * nh, mem + 3 * nh};
+	int *seen = mem + 4 * nh, *at = mem + 5 * nh; /* at[hp * m + j] */
+	scan_hosts(comm, &sc, &dummy);
+	int m = sc.count[comm->graph.host_of[comm->ring[0]]];
+	for (int p = 0; p < n; p++) {
+		int r = comm->ring[p], h = comm->graph.host_of[r];
+		at[sc.pos[h] * m + (seen[h]++ - sc.lead[h] + m) % m] = r;
+	}
+	double slice = (double)args->count * (double)args->esize / m;
+	int k = weft_rd_pow2(nh) == nh ? weft_rd_nsteps(nh) : -1;
+	for (int hp = 0; hp < nh; hp++)
+		for (int j = 0; j < m; j++) {
+			int r = at[hp * m + j];
+			if (m > 1)
+				weft_topo_flow_add(flow, r, at[hp * m + (j + 1) % m],
+						   2.0 * (m - 1) * slice);
+			for (int s = 0; s < k && k <= RAIL_MAX_STEPS; s++)
+				weft_topo_flow_add(flow, r, at[(hp ^ (1 << s)) * m + j],
+						   2 * slice / (double)(2 << s));
+			if ((k < 0 || k > RAIL_MAX_STEPS) && nh > 1)
+				weft_topo_flow_add(flow, r, at[(hp + 1) % nh * m + j],
+						   2.0 * (nh - 1) / nh * slice);
+		}
+	free(mem);
+}
+
 const struct weft_algo weft_allreduce_rail = {
     .id = WEFT_ALGO_RAIL,
     .coll = WEFT_COLL_ALLREDUCE,
@@ -415,5 +455,6 @@ const struct weft_algo weft_allreduce_rail = {
 		   "allgather",
     .estimate = rail_estimate,
     .supports = rail_supports,
+    .flow = rail_flow,
     .task = {.post = rail_post, .progress = weft_engine_task_progress},
 };

@@ -535,12 +535,13 @@ static void shm_finalize(struct weft_task *task)
  * reads the n - 1 peers' inputs. The handoff is a message's alpha without
  * the message: no task, header or matching, 20-25 % below a FIFO message
  * at 8 bytes here (0.48-0.53 us against rhd's 0.60-0.64 at np=2), so 0.75
- * alpha. Large: one pass of S over memory for
- * reading and one for writing (each rank reads every input of its share
- * and writes every output of it), the reductions of (n-1)/n S, and three
- * flag exchanges; buffers not from weft_mem_alloc add staged copies that
- * the slots keep in the cache (the choice cannot depend on them:
- * registration is local). */
+ * alpha. Large: each rank reads every input of its share and writes every
+ * output of it, S read and S written: one copy of S, which is what beta
+ * prices (the transports' bandwidth is a copy's, bytes moved once; the
+ * ring's estimate charges its 2 (n-1)/n S the same way), the reductions of
+ * (n-1)/n S, and three flag exchanges; buffers not from weft_mem_alloc add
+ * staged copies that the slots keep in the cache (the choice cannot depend
+ * on them: registration is local). */
 static double shm_estimate(const struct weft_comm *comm, const struct weft_links *links,
 			   const struct weft_coll_args *args)
 {
@@ -549,7 +550,7 @@ static double shm_estimate(const struct weft_comm *comm, const struct weft_links
 	double s = (double)args->count * (double)args->esize;
 	if (s <= SHMEM_SMALL_MAX)
 		return 0.75 * c.alpha + s * (n - 1) * c.beta + s * (n - 1) * c.gamma;
-	return 3 * c.alpha + 2 * s * c.beta + s * (n - 1) / n * c.gamma;
+	return 3 * c.alpha + s * c.beta + s * (n - 1) / n * c.gamma;
 }
 
 const struct weft_algo weft_allreduce_shm = {

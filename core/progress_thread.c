@@ -27,6 +27,7 @@
 #include "core/comm.h"
 #include "core/fail.h"
 #include "core/progress.h"
+#include "core/revoke.h"
 #include "util/log.h"
 #include "util/settings.h"
 
@@ -72,7 +73,8 @@ static void *pt_main(void *arg)
 	double quiet_since = 0;
 	pthread_mutex_lock(&comm->lock);
 	while (!pt->stop) {
-		bool abort = atomic_load(&comm->abort_requested) && !comm->aborted;
+		bool abort = (atomic_load(&comm->abort_requested) || weft_comm_revoked(comm)) &&
+			     !comm->aborted;
 		if (!comm->active && !abort) {
 			idle_wait(comm, pt, PT_IDLE_MS);
 			continue;

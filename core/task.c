@@ -39,6 +39,7 @@ struct weft_task *weft_task_get(struct weft_comm *comm)
 	t->on_complete = NULL;
 	t->status = WEFT_INPROGRESS;
 	t->waiting_for = -1;
+	t->deadline = 0;
 	return t;
 }
 

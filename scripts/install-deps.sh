@@ -24,6 +24,18 @@ pkgs=(
 	# tests/fabric/test_slurm.sh's PyTorch job and the Gloo peer docs/benchmarks.md compares with.
 	python3 python3-dev python3-numpy python3-pytest
 	python3-torch libtorch-dev pybind11-dev g++
+	# Weft as a system library (docs/install.md): the Debian packages and
+	# their checks (make deb: debhelper, dh-python, lintian; make
+	# deb-test: autopkgtest), the ABI check (make lint's check-abi:
+	# abigail-tools), the man pages' (check-man: mandoc, groff-base;
+	# man-db's man -l), CMake's find_package test and pip's (cmake,
+	# python3-setuptools, python3-pip, python3-venv, python3-wheel:
+	# tests/programs/test_install.sh, test_pip.sh)
+	debhelper dh-python lintian autopkgtest abigail-tools mandoc groff-base man-db
+	cmake python3-setuptools python3-pip python3-venv python3-wheel
+	# test_install.sh's static link (pkg-config --static weft): hwloc.pc
+	# names -ludev, which Debian's libhwloc-dev does not bring
+	libudev-dev
 )
 
 missing=()

@@ -12,9 +12,10 @@
  *                                    from a topology file (weft_model_describe)
  *   weft-topo --stats FILE...        the files of WEFT_STATS_FILE: each
  *                                    connection's last counters, leaf uplinks
- *   weft-topo --settings [--format text|json|markdown]
+ *   weft-topo --settings [--format text|json|markdown|man]
  *                                    every WEFT_* variable; markdown is
- *                                    docs/settings.md (make docs)
+ *                                    docs/settings.md (make docs), man the
+ *                                    ENVIRONMENT section of weft(7)
  *   --format text|json|dot   --rankfile   --launcher
  */
 #include <errno.h>
@@ -56,7 +57,7 @@ static void usage(FILE *out)
 	    "       weft-topo --model TOPOLOGY_FILE [--ranks-per-host N]\n"
 	    "                 [--order block|round-robin|random[:SEED]|RANKFILE] [--format ...]\n"
 	    "       weft-topo --stats FILE... [--format text|json]\n"
-	    "       weft-topo --settings [--format text|json|markdown]\n"
+	    "       weft-topo --settings [--format text|json|markdown|man]\n"
 	    "  alone: this host; with -np N, under mpirun/srun, or with WEFT_RANK,\n"
 	    "  WEFT_NRANKS and WEFT_ROOT set: the whole job (rank 0 prints).\n"
 	    "  --launcher: every process prints one line, what Weft reads from its\n"
@@ -65,7 +66,8 @@ static void usage(FILE *out)
 	    "  JSON file would be (default N 1, order block), built without running it,\n"
 	    "  with the time and peak memory of each step.\n"
 	    "  --stats: the files WEFT_STATS_FILE wrote (every rank's): per connection\n"
-	    "  its last counters, and per leaf the bytes sent to other leaves.\n");
+	    "  its last counters, and per leaf the bytes sent to other leaves.\n"
+	    "  -h, --help: this text.\n");
 }
 
 enum {
@@ -105,9 +107,11 @@ static int parse_format(const char *f, struct options *o)
 		o->format = WEFT_TOPO_DOT;
 	else if (strcmp(f, "markdown") == 0)
 		o->format = WEFT_TOPO_MARKDOWN;
+	else if (strcmp(f, "man") == 0)
+		o->format = WEFT_TOPO_MAN;
 	else {
-		fprintf(stderr, "weft-topo: --format %s: expected text, json, dot or markdown\n",
-			f);
+		fprintf(stderr,
+			"weft-topo: --format %s: expected text, json, dot, markdown or man\n", f);
 		return 2;
 	}
 	return 0;
@@ -181,8 +185,10 @@ static int parse(int argc, char **argv, struct options *o)
 		fprintf(stderr, "weft-topo: --model and -np: a model runs no job\n");
 		return 2;
 	}
-	if (rc == 0 && o->format == WEFT_TOPO_MARKDOWN && !o->settings) {
-		fprintf(stderr, "weft-topo: --format markdown: only with --settings\n");
+	if (rc == 0 && (o->format == WEFT_TOPO_MARKDOWN || o->format == WEFT_TOPO_MAN) &&
+	    !o->settings) {
+		fprintf(stderr, "weft-topo: --format %s: only with --settings\n",
+			o->format == WEFT_TOPO_MAN ? "man" : "markdown");
 		return 2;
 	}
 	if (rc == 0 && o->stats)

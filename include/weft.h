@@ -48,8 +48,7 @@ extern "C" {
 #define WEFT_API
 #endif
 
-/* The release (VERSION): the build fails if these differ (util/error.c); make lint
- * holds them to debian/changelog and CHANGELOG.md (scripts/check-packaging). */
+/* The release (VERSION): util/error.c and scripts/check-packaging hold these to it. */
 #define WEFT_VERSION_MAJOR 0
 #define WEFT_VERSION_MINOR 1
 #define WEFT_VERSION_PATCH 0

@@ -224,12 +224,10 @@ static const char usage[] = "usage: copy_limit [-np N] [-b MIN] [-e MAX] [-f FAC
 static void parse(int argc, char **argv, struct opts *o, struct mode *m)
 {
 	enum { OPT_NP = 256, OPT_CROSS, OPT_SUM, OPT_IN_PLACE };
-	static const struct option longs[] = {{"np", required_argument, NULL, OPT_NP},
-					      {"cross", no_argument, NULL, OPT_CROSS},
-					      {"sum", no_argument, NULL, OPT_SUM},
-					      {"in-place", no_argument, NULL, OPT_IN_PLACE},
-					      {"help", no_argument, NULL, 'h'},
-					      {0}};
+	static const struct option longs[] = {
+	    {"np", required_argument, NULL, OPT_NP}, {"cross", no_argument, NULL, OPT_CROSS},
+	    {"sum", no_argument, NULL, OPT_SUM},     {"in-place", no_argument, NULL, OPT_IN_PLACE},
+	    {"help", no_argument, NULL, 'h'},	     {0}};
 	int c;
 	while ((c = getopt_long_only(argc, argv, "b:e:f:n:w:", longs, NULL)) != -1) {
 		switch (c) {

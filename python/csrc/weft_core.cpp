@@ -8,6 +8,7 @@
 #include <random>
 #include <stdexcept>
 
+#include <ATen/Parallel.h>
 #include <ATen/core/ivalue.h>
 #include <c10/util/Exception.h>
 
@@ -431,6 +432,9 @@ std::shared_ptr<Core> Core::create(
   weft_config_t config = WEFT_CONFIG_INIT;
   config.timeout_seconds = timeout.count() > 0 ? timeout.count() / 1000.0 : 0.0;
   config.progress_thread = 1; // Work objects complete from it
+  // WEFT_WAIT=auto: this rank's compute threads beside its peers' decide
+  // whether a wait spins or sleeps (the cores are oversubscribed otherwise).
+  config.compute_threads = at::get_num_threads();
   weft_comm_t comm = nullptr;
   weft_status_t st = weft_comm_init_rank(&comm, size, w.id, rank, &config);
   memset(&w.id, 0, sizeof(w.id)); // it holds the job's key

@@ -2,6 +2,8 @@
 // requests), the completion thread, and the Core's life (the collectives
 // are in weft_colls.cpp, alltoall and barriers in weft_p2p.cpp, point to
 // point in weft_match.cpp).
+#include <Python.h> // first, as Python asks
+
 #include "weft_core.hpp"
 
 #include <cstring>
@@ -458,7 +460,29 @@ Core::Core(weft_comm_t comm, int rank, int size, uint64_t seq)
   match_ = std::make_shared<Match>(this, p2p);
 }
 
+namespace {
+// ~Core waits for the completion threads, and one of them may be freeing a
+// Work whose tensors must take the GIL to drop their Python objects: a
+// thread that holds it (the group dropped from Python, or a future's
+// callback run inline) lets it go while it waits, or neither goes on.
+class GilReleased {
+ public:
+  GilReleased()
+      : state_(Py_IsInitialized() && PyGILState_Check() ? PyEval_SaveThread() : nullptr) {}
+  ~GilReleased() {
+    if (state_)
+      PyEval_RestoreThread(state_);
+  }
+  GilReleased(const GilReleased&) = delete;
+  GilReleased& operator=(const GilReleased&) = delete;
+
+ private:
+  PyThreadState* state_;
+};
+} // namespace
+
 Core::~Core() {
+  GilReleased unlocked;
   match_->shut(); // fails what waits, frees its lane
   match_.reset();
   lane_.reset(); // fails what is pending, destroys the communicator

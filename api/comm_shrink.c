@@ -157,8 +157,8 @@ static weft_status_t join(struct shrink *s, const struct weft_agree_result *res,
 	struct weft_err err = {0};
 	if (res->composed_here) { /* this rank's listener is the root: serve it */
 		int64_t *pids = member_pids(comm, res->value, size);
-		st = weft_bootstrap_root_serve(s->root_fd, &uid.key, id, boot, pids, pids ? size : 0,
-					       &err);
+		st = weft_bootstrap_root_serve(s->root_fd, &uid.key, id, boot, pids,
+					       pids ? size : 0, &err);
 		free(pids);
 		s->root_fd = -1;
 	}

@@ -442,9 +442,9 @@ START_TEST(test_member_died)
 	struct weft_key key;
 	int fd = -1;
 	weft_key_from_u64(&key, 7);
-	ck_assert_int_eq(weft_bootstrap_root_listen((struct sockaddr *)&a, sizeof(a), &fd, &job.uid,
-						    &err),
-			 WEFT_SUCCESS);
+	ck_assert_int_eq(
+	    weft_bootstrap_root_listen((struct sockaddr *)&a, sizeof(a), &fd, &job.uid, &err),
+	    WEFT_SUCCESS);
 	int64_t member_pids[4] = {0, 0, dead, 0};
 	ck_assert_msg(weft_bootstrap_root_serve(fd, &key, NULL, 10.0, member_pids, 4, &err) ==
 			  WEFT_SUCCESS,
@@ -456,12 +456,13 @@ START_TEST(test_member_died)
 			pids[r] = spawn_rank(&job, r, r);
 	reap(pids, 4);
 	char want[80];
-	snprintf(want, sizeof(want), "rank 2 (pid %d on this host) died before it joined", (int)dead);
+	snprintf(want, sizeof(want), "rank 2 (pid %d on this host) died before it joined",
+		 (int)dead);
 	for (int r = 0; r < 4; r++) {
 		if (r == 2)
 			continue;
-		ck_assert_msg(slots[r].status == WEFT_ERR_REMOTE, "rank %d: %d %s", r, slots[r].status,
-			      slots[r].msg);
+		ck_assert_msg(slots[r].status == WEFT_ERR_REMOTE, "rank %d: %d %s", r,
+			      slots[r].status, slots[r].msg);
 		ck_assert_msg(strstr(slots[r].msg, want), "rank %d: %s", r, slots[r].msg);
 		ck_assert_msg(slots[r].elapsed < 3.0, "rank %d took %.2f s", r, slots[r].elapsed);
 	}

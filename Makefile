@@ -110,7 +110,8 @@ TEST_PROGS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 # Shell tests of the programs (exit 77: skipped, with the reason printed).
 TEST_SCRIPTS := $(wildcard tests/programs/test_*.sh) tests/fabric/test_fabric_topo.sh tests/fabric/test_slurm.sh \
 	tests/fabric/test_python_fabric.sh tests/fabric/test_congestion.sh tests/fabric/test_failover.sh \
-	tests/docs/test_docs.sh
+	tests/docs/test_docs.sh tests/python/torch_suite/quick.sh tests/fabric/test_shrink_fabric.sh \
+	tests/fabric/test_bench_training.sh
 
 TOOLS := $(BUILD)/weft-topo $(BUILD)/weft-run
 # What a libfabric provider streams on its own (the ofi transport's yardstick).
@@ -149,14 +150,14 @@ PY_OBJS := $(PY_SRCS:python/csrc/%.cpp=$(BUILD)/python/%.o)
 PY_FLAGS := $(BUILD)/python/torch_flags
 CXXWARN := -Wall -Wextra -Werror -Wno-unused-parameter
 
-.PHONY: all lib perf tests test lint lint-src check-docs docs pytest python asan-test asan-quick tsan-quick valgrind fuzz fuzz-build format clean
+.PHONY: all lib perf tests test lint lint-src check-docs docs pytest python torch-suite asan-test asan-quick tsan-quick valgrind fuzz fuzz-build format clean
 all: lib perf tests $(TOOLS) man $(if $(HAVE_TORCH),python)
 lib: $(BUILD)/libweft.so $(BUILD)/libweft.a $(LAUNCH_LIB)
 # Limits the figures are compared with (docs/benchmarks.md): libc only, no Weft.
 PERF_LIMITS := $(BUILD)/copy_limit $(BUILD)/tcp_limit $(BUILD)/connect_probe $(BUILD)/c2c_latency
 # A stranger at the listeners, for perf/bench_flood.sh: libc only.
 FLOOD := $(BUILD)/flood
-perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF) $(PERF_LIMITS) $(OFI_STREAM) $(FLOOD)
+perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF) $(PERF_LIMITS) $(OFI_STREAM) $(FLOOD) $(SHRINK_BENCH)
 tests: $(TEST_PROGS) $(FAKE_IBV)
 
 $(BUILD)/obj/%.o: %.c
@@ -215,6 +216,13 @@ $(BUILD)/c2c_latency: perf/c2c_latency.c perf/limit_args.h $(BUILD)/obj/util/par
 	@mkdir -p $(dir $@)
 	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $(filter-out %.h,$^) -pthread $(SANITIZE)
 
+# A job that loses ranks and goes on (perf/bench_shrink.sh, the fabric's
+# and Slurm's shrink tests).
+SHRINK_BENCH := $(BUILD)/shrink_bench
+$(SHRINK_BENCH): perf/shrink_bench.c $(BUILD)/libweft.so $(LAUNCH_LIB)
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $< $(LAUNCH_LIB) -L$(BUILD) -lweft \
+		-Wl,-rpath,'$$ORIGIN' $(SANITIZE)
+
 # Descriptors per rank by connection mode (perf/connect_scale runs it).
 $(BUILD)/connect_probe: perf/connect_probe.c $(BUILD)/libweft.so $(LAUNCH_LIB)
 	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $< $(LAUNCH_LIB) -L$(BUILD) -lweft \
@@ -238,7 +246,7 @@ $(PY_FLAGS): python/torch_flags.py
 	$(call say,GEN,$@)$(PYTHON) python/torch_flags.py > $@.tmp 2>/dev/null || \
 		{ rm -f $@.tmp; $(PYTHON) python/torch_flags.py; exit 1; }
 	@mv $@.tmp $@
-$(BUILD)/python/%.o: python/csrc/%.cpp $(wildcard python/csrc/*.hpp) include/weft.h $(PY_FLAGS)
+$(BUILD)/python/%.o: python/csrc/%.cpp $(wildcard python/csrc/*.hpp) $(wildcard include/*.h) $(PY_FLAGS)
 	$(call say,CXX,$<)$(CXX) -std=c++17 $(CXXWARN) $(CXXFLAGS) $(CPPFLAGS) -fPIC -pthread -Iinclude \
 		$$(sed -n 1p $(PY_FLAGS)) -MMD -MP -c $< -o $@
 $(PY_EXT): $(PY_OBJS) $(BUILD)/libweft.so $(PY_FLAGS)
@@ -315,7 +323,10 @@ MIXED := WEFT_TEST_ALGO=mixed,forced
 # algorithm; for AllReduce and AllGather the tuner's TCP matrix; over
 # libfabric every algorithm), with and without a progress thread; and every
 # collective over verbs with 3 QPs per connection (WEFT_IB_QPS_PER_CONN),
-# rendezvous data sprayed round robin and adaptively.
+# rendezvous data sprayed round robin and adaptively; and waits that sleep
+# (WEFT_WAIT=block, core/wait.c) for the collectives and the non-blocking
+# mixes over shm and TCP, and AllReduce across fake hosts (every forced
+# algorithm, rail's network stage included) sleeping at once.
 RERUNS := $(call over,$(COLLS),shm socket,WEFT_GATE=one) \
 	$(call over,nonblocking,shm socket,WEFT_GATE=one+$(MIXED)) \
 	$(call over,allreduce allgather,hosts,WEFT_GATE=one) \
@@ -335,7 +346,10 @@ RERUNS := $(call over,$(COLLS),shm socket,WEFT_GATE=one) \
 	$(call over,nonblocking,shm socket,WEFT_CONNECT=lazy+$(MIXED)) \
 	$(call over,allreduce allgather,socket,WEFT_CONNECT=lazy+WEFT_TEST_ALGO=auto) \
 	$(call over,nonblocking,shm socket,WEFT_CONNECT=lazy+WEFT_PROGRESS_THREAD=1) \
-	$(call over,collectives,ofi,WEFT_CONNECT=lazy)
+	$(call over,collectives,ofi,WEFT_CONNECT=lazy) \
+	$(call over,collectives,shm socket,WEFT_WAIT=block) \
+	$(call over,nonblocking,shm socket,WEFT_WAIT=block+WEFT_PROGRESS_THREAD=1+$(MIXED)) \
+	$(call over,allreduce,hosts,WEFT_WAIT=block+WEFT_WAIT_SPIN=0)
 
 TEST_RUNS := $(patsubst tests/%.c,%,$(sort $(filter tests/unit/%,$(TEST_SRCS)))) conformance \
 	$(patsubst tests/%.c,%,$(sort $(filter tests/integration/%,$(TEST_SRCS))) \
@@ -350,7 +364,7 @@ unexport SLURM_TOPOLOGY_ADDR SLURM_TOPOLOGY_ADDR_PATTERN
 # failures' logs and the closing "N passed, N failed, N skipped").
 # The fabric tests need root, ip, tc and lldpd (the Slurm one also slurm-wlm
 # and munge); they exit 77 (skipped) otherwise.
-test: lint tests $(PERF_PROGS) $(PERF_LIMITS) $(TOOLS) $(if $(HAVE_TORCH),$(PY_EXT))
+test: lint tests $(PERF_PROGS) $(PERF_LIMITS) $(SHRINK_BENCH) $(TOOLS) $(if $(HAVE_TORCH),$(PY_EXT))
 	@tests/run --build $(BUILD) $(TEST_RUNS)
 
 # The house rules that a compiler does not check: file and function sizes
@@ -395,20 +409,29 @@ pytest:
 		echo "SKIP: $(PYTHON) with numpy and pytest not found (scripts/install-deps.sh)"; exit 77; fi; \
 	WEFT_BUILD=$(BUILD) PYTHONPATH=python $(PYTHON) -m pytest -q -p no:cacheprovider tests/python
 
+# torch's own DistributedTest (tests/python/torch_suite/run.py): every test,
+# on Gloo (checked against gloo.txt), on Weft as the "weft" backend, and on
+# Weft made in Gloo's place; make test runs the tests Gloo passes
+# (tests/python/torch_suite/quick.sh). TORCH_SUITE_FLAGS: more (-j, --repeat).
+TORCH_SUITE_FLAGS ?= -j 2
+torch-suite: $(if $(HAVE_TORCH),$(PY_EXT))
+	WEFT_BUILD=$(BUILD) $(PYTHON) tests/python/torch_suite/run.py --mode all $(TORCH_SUITE_FLAGS)
+
 ASAN_SANITIZE := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 asan-test:
 	$(MAKE) BUILD=build-asan SANITIZE="$(ASAN_SANITIZE)" CFLAGS="-O1 -g" HAVE_TORCH= test
 
 # What CI runs under ASan + UBSan within its time (.ci/run): the suites of
-# bootstrap, failures, faults and the verdict, the parsers, and a sample of
+# bootstrap, failures, faults, the verdict and deadlines, the parsers, and a sample of
 # the collectives over every transport here. make asan-test runs them all.
 # Runs as in TEST_RUNS (tests/run); QUICK_PROGS(BUILD,RUNS) their programs.
 QUICK_PROGS = $(addprefix $(1)/tests/,$(sort $(foreach r,$(2),$(lastword $(subst :, ,$(r))))))
 ASAN_QUICK := unit/bootstrap/bootstrap unit/api/secret unit/bootstrap/doors unit/core/lazy \
-	faults/verdict faults/faults integration/failures unit/util/parse unit/topo/json unit/tune/tune \
+	faults/verdict faults/deadline faults/faults integration/failures unit/util/parse unit/topo/json unit/tune/tune \
+	unit/core/agree faults/revoke faults/shrink_more \
 	$(call over,reduce_scatter broadcast reduce alltoall barrier errors,shm socket) \
 	integration/split_group integration/nonblocking integration/collectives \
-	security/attacks security/flood unit/api/review
+	security/attacks security/flood unit/api/review unit/core/wait
 asan-quick:
 	$(MAKE) BUILD=build-asan SANITIZE="$(ASAN_SANITIZE)" CFLAGS="-O1 -g" HAVE_TORCH= \
 		$(call QUICK_PROGS,build-asan,$(ASAN_QUICK)) build-asan/tests/libfake_ibverbs.so
@@ -421,10 +444,11 @@ asan-quick:
 # "split" cases: parents and children at once). Its own build, build-tsan/;
 # tests/lib/tsan.supp holds only races inside third-party libraries.
 TSAN_SANITIZE := -fsanitize=thread
-TSAN_QUICK := faults/verdict unit/core/progress_thread \
+TSAN_QUICK := faults/verdict faults/deadline unit/core/progress_thread faults/revoke \
 	WEFT_PROGRESS_THREAD=1+WEFT_TEST_ALGO=auto:integration/nonblocking \
 	WEFT_PROGRESS_THREAD=1+WEFT_CONNECT=lazy+WEFT_TEST_ALGO=auto:integration/nonblocking \
-	WEFT_PROGRESS_THREAD=1+WEFT_TEST_ALGO=split:integration/split_group unit/api/review
+	WEFT_PROGRESS_THREAD=1+WEFT_TEST_ALGO=split:integration/split_group unit/api/review \
+	unit/core/wait WEFT_WAIT=block+WEFT_PROGRESS_THREAD=1+WEFT_TEST_ALGO=auto:integration/nonblocking
 tsan-quick:
 	$(MAKE) BUILD=build-tsan SANITIZE="$(TSAN_SANITIZE)" CFLAGS="-O1 -g" HAVE_TORCH= \
 		$(call QUICK_PROGS,build-tsan,$(TSAN_QUICK))

@@ -10,6 +10,7 @@
 #include "core/fail.h"
 #include "core/progress.h"
 #include "core/progress_thread.h"
+#include "core/watch.h"
 #include "tune/tune.h"
 
 weft_status_t weft_api_comm_finish(struct weft_comm *comm, weft_comm_t *out)
@@ -45,6 +46,13 @@ weft_status_t weft_api_config_check(const weft_config_t *config, const char *cal
 		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
 				    "%s: config->progress_thread is %d, expected -1, 0 or 1", call,
 				    config->progress_thread);
+	bool has_threads =
+	    config && config->size >= offsetof(weft_config_t, compute_threads) + sizeof(long);
+	if (has_threads && config->compute_threads < 0)
+		return weft_err_set(
+		    err, WEFT_ERR_INVALID_ARG,
+		    "%s: config->compute_threads is %ld, expected 0 (unknown) or more", call,
+		    config->compute_threads);
 	return WEFT_SUCCESS;
 }
 
@@ -99,6 +107,7 @@ weft_status_t weft_comm_abort(weft_comm_t comm)
 	 * owner's next progress closes the transports. With no call in flight,
 	 * do it now. */
 	atomic_store(&comm->abort_requested, true);
+	weft_wait_wake(comm); /* a thread asleep in a wait (WEFT_WAIT) sees it at once */
 	int none = WEFT_SUCCESS;
 	atomic_compare_exchange_strong(&comm->async_error, &none, (int)WEFT_ERR_ABORTED);
 	weft_comm_lock(comm); /* active changes under it, the transports close under it */
@@ -143,4 +152,32 @@ weft_status_t weft_comm_size(weft_comm_t comm, int *nranks)
 		return WEFT_ERR_INVALID_ARG;
 	*nranks = comm->nranks;
 	return WEFT_SUCCESS;
+}
+
+weft_status_t weft_comm_stragglers(weft_comm_t comm, int *ranks, int capacity, int *count)
+{
+	if (!comm || !count || capacity < 0 || (capacity > 0 && !ranks))
+		return WEFT_ERR_INVALID_ARG;
+	*count = weft_watch_stragglers(comm, ranks, capacity);
+	return WEFT_SUCCESS;
+}
+
+weft_status_t weft_comm_failed_ranks(weft_comm_t comm, weft_failed_rank_t *ranks, int capacity,
+				     int *count)
+{
+	const char *bad = !comm			   ? "comm is NULL"
+			  : !count		   ? "count is NULL"
+			  : capacity < 0	   ? "capacity is negative"
+			  : capacity > 0 && !ranks ? "ranks is NULL with a capacity above 0"
+						   : NULL;
+	if (bad)
+		return weft_err_set(weft_err_init_fresh(), WEFT_ERR_INVALID_ARG,
+				    "weft_comm_failed_ranks: %s", bad);
+	*count = weft_comm_dead_list(comm, ranks, capacity);
+	return WEFT_SUCCESS;
+}
+
+const char *weft_rank_failure_string(weft_rank_failure_t how)
+{
+	return weft_dead_name(how);
 }

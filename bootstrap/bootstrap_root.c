@@ -24,6 +24,7 @@
 #include "bootstrap/bootstrap_wire.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/proc.h"
 #include "util/settings.h"
 
 /* The job is over: every rank still connected is told why. */
@@ -34,6 +35,7 @@ static void root_fail(struct root *r, weft_status_t status, const char *text)
 	if (r->failed)
 		return;
 	r->failed = true;
+	r->fail_status = status;
 	r->fail_time = weft_bootstrap_wire_now_s();
 	snprintf(r->fail_text, sizeof(r->fail_text), "%s", text);
 	weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT, "bootstrap root %s: job failed: %s", r->addr, text);
@@ -170,7 +172,7 @@ static void root_on_join(struct root *r, struct conn *c)
 		snprintf(text, sizeof(text),
 			 "bootstrap: rank %d arrived after the job failed: %.300s", rank,
 			 r->fail_text);
-		conn_refuse(r, c, WEFT_ERR_TIMEOUT, text);
+		conn_refuse(r, c, r->fail_status, text);
 		r->told++;
 		return;
 	}
@@ -504,6 +506,30 @@ static void root_read(struct root *r, struct conn *c)
 	}
 }
 
+/* How often the pids of ranks not joined yet are checked, in seconds. */
+#define PID_CHECK_S 0.05
+
+/* A rank not joined yet whose pid on this host is gone: the job fails at
+ * once, naming it (true), rather than when the join's time runs out. */
+static bool root_member_died(struct root *r)
+{
+	char text[200];
+
+	if (!r->local_pids || r->npids != r->nranks)
+		return false;
+	for (int i = 0; i < r->nranks; i++) {
+		if (r->by_rank[i] || r->local_pids[i] <= 0 ||
+		    weft_pid_state((pid_t)r->local_pids[i]) != WEFT_PID_GONE)
+			continue;
+		snprintf(text, sizeof(text),
+			 "bootstrap: rank %d (pid %lld on this host) died before it joined", i,
+			 (long long)r->local_pids[i]);
+		root_fail(r, WEFT_ERR_REMOTE, text);
+		return true;
+	}
+	return false;
+}
+
 /* Fail whatever wait has run out; returns the earliest deadline still ahead. */
 static double root_check_deadlines(struct root *r, double now)
 {
@@ -533,6 +559,10 @@ static double root_check_deadlines(struct root *r, double now)
 	if (!r->all_joined) {
 		double deadline = r->join_start + r->timeout_s;
 
+		if (root_member_died(r))
+			return next;
+		if (r->local_pids && r->npids == r->nranks && now + PID_CHECK_S < next)
+			next = now + PID_CHECK_S;
 		if (now < deadline)
 			return deadline < next ? deadline : next;
 		for (int i = 0; i < r->nranks; i++)
@@ -631,7 +661,7 @@ static void root_serve(struct root *r, const struct pollfd *pfds, size_t n)
 		root_accept(r);
 }
 
-static void *root_main(void *arg)
+void *root_main(void *arg)
 {
 	struct root *r = arg;
 	struct pollfd *pfds = NULL;
@@ -683,107 +713,4 @@ static void *root_main(void *arg)
 		weft_wipe(&key, sizeof(key));
 	}
 	return NULL;
-}
-
-/* The root's state for listener @p fd, settings read; NULL on failure
- * (@p fd is then closed, the reason in @p err). */
-static struct root *root_new(int fd, const struct weft_key *key, double timeout_s,
-			     struct weft_err *err)
-{
-	struct root *r = calloc(1, sizeof(*r));
-	long v = 0;
-
-	if (!r) {
-		close(fd);
-		weft_err_set(err, WEFT_ERR_NO_MEMORY, "bootstrap: root state");
-		return NULL;
-	}
-	r->listen_fd = fd;
-	if (!weft_setting_long("WEFT_BOOTSTRAP_FANOUT", &v) || v < 1 || v > WEFT_MAX_RANKS) {
-		weft_err_set(err, WEFT_ERR_INVALID_ARG,
-			     "WEFT_BOOTSTRAP_FANOUT=%s: must be a whole number of ranks, 1 to %d",
-			     weft_setting_str("WEFT_BOOTSTRAP_FANOUT"), WEFT_MAX_RANKS);
-		root_free(r);
-		return NULL;
-	}
-	r->fanout = (int)v;
-	if (weft_random(r->job_id, sizeof(r->job_id), err) != WEFT_SUCCESS) {
-		root_free(r);
-		return NULL;
-	}
-	r->key = *key;
-	r->timeout_s = timeout_s;
-	r->handshake_s = weft_hs_timeout_s();
-	r->max_pending = weft_hs_max_pending();
-	r->start = weft_bootstrap_wire_now_s();
-	return r;
-}
-
-/* The root's thread, detached; on failure @p r is freed. */
-static weft_status_t root_thread_start(struct root *r, const struct weft_key *key,
-				       struct weft_err *err)
-{
-	pthread_attr_t attr;
-	pthread_t tid;
-	int rc;
-
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	rc = weft_bootstrap_roots_add(key) ? pthread_create(&tid, &attr, root_main, r) : ENOMEM;
-	pthread_attr_destroy(&attr);
-	if (!rc)
-		return WEFT_SUCCESS;
-	weft_bootstrap_roots_remove(key);
-	root_free(r);
-	return weft_err_errno(err, rc, "bootstrap: root thread");
-}
-
-weft_status_t weft_bootstrap_root_start(const struct sockaddr *addr, socklen_t addr_len,
-					const struct weft_key *key, double timeout_s,
-					struct weft_uid *uid, struct weft_err *err)
-{
-	union weft_uid_addr bound;
-	socklen_t bound_len = sizeof(bound);
-	char where[ADDR_STR_BYTES];
-	struct root *r;
-	int one = 1;
-	int fd;
-
-	if (!addr || !uid || !weft_bootstrap_wire_addr_len_ok(addr->sa_family, addr_len))
-		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
-				    "bootstrap: root address must be IPv4 or IPv6");
-	if (!(timeout_s > 0))
-		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
-				    "bootstrap: root timeout must be positive, not %g", timeout_s);
-	fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return weft_err_errno(err, errno, "bootstrap: root socket");
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, addr, addr_len) < 0 || listen(fd, SOMAXCONN) < 0 ||
-	    getsockname(fd, &bound.sa, &bound_len) < 0) {
-		int e = errno;
-
-		weft_bootstrap_wire_addr_format(addr, where, sizeof(where));
-		close(fd);
-		return weft_err_errno(err, e, "bootstrap: root listen on %s", where);
-	}
-	r = root_new(fd, key, timeout_s, err);
-	if (!r)
-		return err->status;
-	weft_bootstrap_wire_addr_format(&bound.sa, r->addr, sizeof(r->addr));
-	memcpy(where, r->addr, sizeof(where)); /* the thread owns r once it runs */
-	memset(uid, 0, sizeof(*uid));
-	uid->magic = WEFT_UID_MAGIC;
-	uid->key = *key;
-	uid->version = WEFT_UID_VERSION;
-	uid->addr_len = bound_len;
-	memcpy(&uid->addr, &bound, bound_len);
-	weft_status_t st = root_thread_start(r, key, err);
-	if (st != WEFT_SUCCESS) {
-		memset(uid, 0, sizeof(*uid));
-		return st;
-	}
-	weft_log(WEFT_LOG_INFO, WEFT_SUB_BOOT, "bootstrap root listening on %s (timeout %.1f s)",
-		 where, timeout_s);
-	return WEFT_SUCCESS;
 }

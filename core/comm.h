@@ -14,7 +14,9 @@
 
 #include "bootstrap/bootstrap.h"
 #include "core/gate.h"
+#include "core/progress_thread.h"
 #include "core/task.h"
+#include "core/wait.h"
 #include "topo/topo.h"
 #include "util/clock.h"
 #include "util/error.h"
@@ -37,6 +39,7 @@ struct weft_card {
 	uint32_t local_rank; /* index among the ranks with the same host_id */
 	uint32_t local_count;
 	struct weft_topo_card topo; /* NIC, NUMA, leaf */
+	struct weft_wait_card wait; /* WEFT_WAIT, compute threads, affinity (core/wait.h) */
 };
 
 struct weft_peer {
@@ -83,6 +86,7 @@ struct weft_comm {
 	struct weft_key key;
 	unsigned char id[WEFT_JOB_ID_BYTES];
 	double timeout_s;
+	double boot_timeout_s; /* > 0: the bootstrap's, not WEFT_BOOTSTRAP_TIMEOUT's */
 
 	struct weft_card *cards; /* nranks */
 	struct weft_peer *peers; /* nranks */
@@ -101,6 +105,8 @@ struct weft_comm {
 	struct weft_topo_graph graph;
 	bool placement_by_rank; /* WEFT_PLACEMENT=rank */
 	bool oversubscribed;	/* more ranks on this host than cores */
+	struct weft_wait wait;	/* WEFT_WAIT: spin or sleep (core/wait.h) */
+	int compute_threads;	/* weft_config_t.compute_threads (0: OMP_NUM_THREADS, else 1) */
 	int *ring;    /* ring order: ring[pos] is a rank; neighbours share a host, then a leaf */
 	int ring_pos; /* this rank's position in it */
 	size_t chunk_bytes; /* pipelining chunk, agreed by all ranks at init */
@@ -129,7 +135,8 @@ struct weft_comm {
 	 * the transports close. */
 	struct weft_mem_reg *mem_regs; /* core/mem_reg.h */
 
-	uint64_t seq; /* next collective's sequence number */
+	uint64_t seq;	  /* next collective's sequence number */
+	uint64_t shrinks; /* a communicator of one rank: shrinks made of it (the epoch) */
 	/* Operation words (core/tag.h) of the last WEFT_RECENT_CALLS collectives
 	 * started, at their call number modulo that, bit 32 set once filled:
 	 * a late message of an earlier call is compared with what this rank
@@ -138,6 +145,7 @@ struct weft_comm {
 	uint32_t *p2p_sent;	  /* [peer] sends started to it */
 	uint32_t *p2p_received;	  /* [peer] receives started from it */
 	struct weft_task *active; /* posted, not yet finished, in post order */
+	bool deadlines;		  /* a task was given one (weft_request_set_timeout) */
 	/* Point-to-point requests (core/p2p.c): the free ones, and all, to free. */
 	struct weft_p2p_req *free_reqs, *all_reqs;
 	struct weft_task *free_tasks;
@@ -159,6 +167,17 @@ struct weft_comm {
 	_Atomic int async_error; /* weft_status_t; fatal for the comm */
 	_Atomic bool abort_requested;
 	bool aborted;
+	/* 0, or the rank that revoked it (core/revoke.h) + 1. */
+	_Atomic int revoked;
+
+	/* The ranks known dead (core/fail.h): how each was found, a byte per
+	 * rank set once; when (weft_now), and the order they were found in
+	 * (ndead of them), under dead_lock, a leaf lock like err_lock. */
+	_Atomic unsigned char *dead_how;
+	double *dead_when;
+	int *dead_order;
+	int ndead;
+	pthread_mutex_t dead_lock;
 };
 
 /* The address this rank offers peers: WEFT_SOCKET_IFNAME's if set; else
@@ -184,6 +203,13 @@ size_t weft_comm_scratch_bytes(int nranks, size_t chunk_bytes);
  * @p bytes at buf + rank * bytes and gets everyone's. */
 weft_status_t weft_comm_allgather(struct weft_comm *comm, void *buf, size_t bytes);
 
+/* Something moved that a rank about to sleep must see (core/wait.c):
+ * a post, a completion, a task started or finished. Lock held. */
+static inline void weft_wait_moved(struct weft_comm *comm)
+{
+	comm->wait.activity++;
+}
+
 /* True if the peer is on this rank's host. */
 bool weft_comm_same_host(const struct weft_comm *comm, int peer);
 
@@ -203,12 +229,18 @@ static inline void weft_comm_unlock(struct weft_comm *comm)
 	pthread_mutex_unlock(&comm->lock);
 }
 
+/* Is the communicator revoked (core/revoke.h), by this rank or a peer? */
+static inline bool weft_comm_revoked(const struct weft_comm *comm)
+{
+	return atomic_load_explicit(&comm->revoked, memory_order_relaxed) != 0;
+}
+
 /* Count the callers that drive progress themselves (a blocking call, a
  * wait): the progress thread stands aside while there are any. */
 static inline void weft_comm_waiter(struct weft_comm *comm, int delta)
 {
-	if (comm->pt) /* only a progress thread reads it */
-		atomic_fetch_add(&comm->waiters, delta);
+	if (comm->pt) /* only a progress thread reads it; it wakes to stand aside or drive */
+		weft_progress_thread_waiters(comm, atomic_fetch_add(&comm->waiters, delta) + delta);
 }
 
 #endif

@@ -157,6 +157,8 @@ static weft_status_t exchange_cards(struct weft_comm *comm, const struct weft_to
 		return st;
 	me->rank = comm->rank;
 	me->pid = (int32_t)getpid();
+	if ((st = weft_wait_card(&me->wait, comm->compute_threads, comm)) != WEFT_SUCCESS)
+		return st;
 	st = weft_bootstrap_allgather(comm->bs, comm->cards, sizeof(struct weft_card), &comm->err);
 	if (st != WEFT_SUCCESS)
 		return st;
@@ -188,6 +190,11 @@ static void env_explain(void *ctx, uint64_t sent, uint64_t want, int peer, char 
 	weft_p2p_explain(ctx, sent, want, peer, buf, len);
 }
 
+static void env_peer_gone(void *ctx, int peer, weft_rank_failure_t how)
+{
+	weft_comm_mark_dead(ctx, peer, how);
+}
+
 static weft_status_t build_env(struct weft_comm *comm)
 {
 	int n = comm->nranks;
@@ -202,6 +209,8 @@ static weft_status_t build_env(struct weft_comm *comm)
 		    .pid = c->pid,
 		    .local_rank = (int)c->local_rank,
 		    .nic = c->topo.nic,
+		    .sleeps = r != comm->rank && weft_comm_same_host(comm, r) &&
+			      weft_wait_rank_blocks(comm, r),
 		};
 	}
 	const struct weft_card *me = &comm->cards[comm->rank];
@@ -217,10 +226,12 @@ static weft_status_t build_env(struct weft_comm *comm)
 	    .id = comm->id,
 	    .timeout_s = comm->timeout_s,
 	    .peers = comm->tp_peers,
+	    .wait_fd = comm->wait.epfd,
 	    .ctx = comm,
 	    .allgather = env_allgather,
 	    .fail = env_fail,
 	    .explain = env_explain,
+	    .peer_gone = env_peer_gone,
 	};
 	memcpy(&comm->env->comm_id, comm->id, sizeof(comm->env->comm_id));
 	return choose_ifname(comm, &comm->env->ifname);
@@ -445,6 +456,7 @@ void weft_comm_free(struct weft_comm *comm)
 	if (comm->shmem && comm->shmem_free)
 		comm->shmem_free(comm->shmem);
 	weft_topo_graph_free(&comm->graph);
+	weft_wait_fini(comm);
 	free(comm->scratch);
 	free(comm->ring);
 	free(comm->p2p_sent);
@@ -455,8 +467,12 @@ void weft_comm_free(struct weft_comm *comm)
 	weft_gate_fini(&comm->gate);
 	free(comm->peers);
 	free(comm->cards);
+	free((void *)comm->dead_how);
+	free(comm->dead_when);
+	free(comm->dead_order);
 	pthread_mutex_destroy(&comm->lock);
 	pthread_mutex_destroy(&comm->err_lock);
+	pthread_mutex_destroy(&comm->dead_lock);
 	weft_wipe(&comm->key, sizeof(comm->key));
 	free(comm);
 }
@@ -471,6 +487,7 @@ static weft_status_t comm_alloc(struct weft_comm **out, int nranks, const struct
 				    "init: no memory for the communicator");
 	pthread_mutex_init(&comm->lock, NULL);
 	pthread_mutex_init(&comm->err_lock, NULL);
+	pthread_mutex_init(&comm->dead_lock, NULL);
 	comm->rank = rank;
 	comm->nranks = nranks;
 	comm->key = uid->key;
@@ -478,12 +495,20 @@ static weft_status_t comm_alloc(struct weft_comm **out, int nranks, const struct
 	/* A config from a build before progress_thread existed ends before it. */
 	if (config && config->size >= offsetof(weft_config_t, progress_thread) + sizeof(int))
 		comm->progress_thread_mode = config->progress_thread;
+	if (config && config->size >= offsetof(weft_config_t, compute_threads) + sizeof(long))
+		comm->compute_threads =
+		    config->compute_threads > 1 << 20 ? 1 << 20 : (int)config->compute_threads;
+	comm->wait.epfd = comm->wait.evfd = -1; /* closed by free from the start */
 	comm->cards = calloc((size_t)nranks, sizeof(*comm->cards));
 	comm->peers = calloc((size_t)nranks, sizeof(*comm->peers));
 	comm->ring = calloc((size_t)nranks, sizeof(int));
 	comm->p2p_sent = calloc((size_t)nranks, sizeof(uint32_t));
 	comm->p2p_received = calloc((size_t)nranks, sizeof(uint32_t));
-	if (!comm->cards || !comm->peers || !comm->ring || !comm->p2p_sent || !comm->p2p_received)
+	comm->dead_how = calloc((size_t)nranks, sizeof(*comm->dead_how));
+	comm->dead_when = calloc((size_t)nranks, sizeof(*comm->dead_when));
+	comm->dead_order = calloc((size_t)nranks, sizeof(*comm->dead_order));
+	if (!comm->cards || !comm->peers || !comm->ring || !comm->p2p_sent || !comm->p2p_received ||
+	    !comm->dead_how || !comm->dead_when || !comm->dead_order)
 		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "init: no memory for %d ranks",
 				      nranks);
 	for (int p = 0; p < nranks; p++)
@@ -495,6 +520,8 @@ static weft_status_t comm_alloc(struct weft_comm **out, int nranks, const struct
 static double boot_timeout(const struct weft_comm *comm)
 {
 	double t = comm->timeout_s;
+	if (comm->boot_timeout_s > 0)
+		return comm->boot_timeout_s;
 	weft_setting_double("WEFT_BOOTSTRAP_TIMEOUT", &t);
 	return t;
 }
@@ -503,11 +530,20 @@ weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct 
 			       int rank, const weft_config_t *config,
 			       const struct weft_topo_card *known)
 {
+	return weft_comm_create_within(out, nranks, uid, rank, config, known, 0);
+}
+
+weft_status_t weft_comm_create_within(struct weft_comm **out, int nranks,
+				      const struct weft_uid *uid, int rank,
+				      const weft_config_t *config,
+				      const struct weft_topo_card *known, double boot_timeout_s)
+{
 	weft_registry_init();
 	struct weft_comm *comm;
 	weft_status_t st = comm_alloc(&comm, nranks, uid, rank, config);
 	if (!comm)
 		return st;
+	comm->boot_timeout_s = boot_timeout_s;
 	if (!known) /* a split child's rank would overwrite the job's in log lines */
 		weft_log_set_rank(rank);
 	if (st == WEFT_SUCCESS)
@@ -524,6 +560,8 @@ weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct 
 		st = weft_topo_bind(weft_setting_str("WEFT_BIND"), me_nic(comm),
 				    (int)comm->cards[rank].local_rank, &comm->err);
 	}
+	if (st == WEFT_SUCCESS)
+		st = weft_wait_init(comm);
 	if (st == WEFT_SUCCESS)
 		st = build_env(comm);
 	if (st == WEFT_SUCCESS)

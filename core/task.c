@@ -39,6 +39,7 @@ struct weft_task *weft_task_get(struct weft_comm *comm)
 	t->on_complete = NULL;
 	t->status = WEFT_INPROGRESS;
 	t->waiting_for = -1;
+	t->deadline = 0;
 	return t;
 }
 
@@ -92,6 +93,7 @@ bool weft_task_in_callback(void)
 void weft_task_touch(struct weft_task *task)
 {
 	task->last_event = weft_now();
+	weft_wait_moved(task->comm);
 }
 
 /* Collectives are numbered in call order, which every rank shares; sends
@@ -125,6 +127,7 @@ void weft_task_start(struct weft_task *task, unsigned group)
 	task->waiting_for = -1;
 	task->last_event = 0; /* the post sets it (a wait compares it before) */
 	task->next = NULL;
+	weft_wait_moved(comm);
 	struct weft_task **link = &comm->active;
 	while (*link)
 		link = &(*link)->next;

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/errqueue.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stddef.h>
@@ -14,8 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/agree_int.h"
 #include "core/comm.h"
 #include "core/fail.h"
+#include "core/revoke.h"
 #include "core/watch_int.h"
 #include "util/log.h"
 
@@ -41,6 +44,8 @@ void watch_state_mine(struct weft_watch *w, struct watch_state *st)
 	st->waiting_for = atomic_load_explicit(&w->waiting_for, memory_order_relaxed);
 	st->age_ms = age < 0 ? 0 : age > UINT32_MAX ? UINT32_MAX : (uint32_t)age;
 	st->flags = atomic_load(&w->timed_out_call) ? WATCH_TIMED_OUT : 0;
+	if (w->comm && weft_comm_revoked(w->comm))
+		st->flags |= WATCH_REVOKED;
 }
 
 static int neighbour(const struct weft_watch *w, int side)
@@ -56,7 +61,25 @@ static uint32_t heard_ms(const struct watch_view *v, double now)
 	return ms < 0 ? 0 : ms >= UINT32_MAX ? UINT32_MAX - 1 : (uint32_t)ms;
 }
 
-/* With w->lock held when type is a reply (it reads the view). */
+void watch_asked(struct weft_watch *w, int peer, double now)
+{
+	if (w->view[peer].asked == 0)
+		w->view[peer].asked = now;
+}
+
+void watch_sendto(struct weft_watch *w, int peer, const void *buf, size_t len)
+{
+	const struct sockaddr *to = (const struct sockaddr *)&w->addrs[peer];
+	/* A refusal an earlier datagram met is reported once, by failing the
+	 * next send (IP_RECVERR): that one goes again. */
+	for (int tries = 0; tries < 2; tries++)
+		if (sendto(w->fd, buf, len, MSG_DONTWAIT, to, w->lens[peer]) >= 0 ||
+		    errno != ECONNREFUSED)
+			return;
+}
+
+/* With w->lock held when type is a reply, a query or a revoke (it reads
+ * or writes the view). */
 void watch_send(struct weft_watch *w, int peer, uint32_t type)
 {
 	struct watch_msg m = {.magic = WATCH_MAGIC,
@@ -75,9 +98,10 @@ void watch_send(struct weft_watch *w, int peer, uint32_t type)
 		}
 	}
 	weft_mac(&w->key, &m, offsetof(struct watch_msg, mac), m.mac);
+	if (type == WATCH_QUERY || type == WATCH_REVOKE)
+		watch_asked(w, peer, weft_now());
 	/* Best effort: a lost datagram is a rank not heard from. */
-	(void)sendto(w->fd, &m, sizeof(m), MSG_DONTWAIT, (const struct sockaddr *)&w->addrs[peer],
-		     w->lens[peer]);
+	watch_sendto(w, peer, &m, sizeof(m));
 }
 
 static bool same_addr(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
@@ -96,13 +120,17 @@ static bool same_addr(const struct sockaddr_storage *a, const struct sockaddr_st
  * address that rank registered at init, with a MAC made with the key and a
  * sequence number newer than any taken from it: anything else is dropped
  * after those checks, and costs nothing more. */
+bool watch_from_rank(const struct weft_watch *w, int rank, const struct sockaddr_storage *from)
+{
+	return rank >= 0 && rank < w->nranks && rank != w->rank && same_addr(from, &w->addrs[rank]);
+}
+
 static bool datagram_ok(struct weft_watch *w, const struct watch_msg *m, ssize_t len,
 			const struct sockaddr_storage *from)
 {
 	unsigned char mac[WEFT_MAC_BYTES];
 	if (len != (ssize_t)sizeof(*m) || m->magic != WATCH_MAGIC || m->comm_id != w->comm_id ||
-	    m->rank < 0 || m->rank >= w->nranks || m->rank == w->rank ||
-	    !same_addr(from, &w->addrs[m->rank]))
+	    !watch_from_rank(w, m->rank, from))
 		return false;
 	weft_mac(&w->key, m, offsetof(struct watch_msg, mac), mac);
 	return weft_mac_equal(mac, m->mac);
@@ -124,6 +152,7 @@ void watch_take(struct weft_watch *w, const struct watch_msg *m, ssize_t len,
 	}
 	v->last_seq = m->seq;
 	v->heard = weft_now();
+	v->asked = 0;
 	v->st = m->me;
 	if (m->type == WATCH_REPLY) {
 		v->replied = true;
@@ -131,11 +160,99 @@ void watch_take(struct weft_watch *w, const struct watch_msg *m, ssize_t len,
 		memcpy(v->nb, m->nb, sizeof(v->nb));
 	}
 	if (m->type == WATCH_QUERY) {
-		if (m->timed_out_call)
+		if (m->timed_out_call) {
 			atomic_store(&w->peer_timed_out, m->timed_out_call);
+			uint64_t one = 1; /* a rank asleep in a wait hears of it now */
+			if (w->wake_fd >= 0 && write(w->wake_fd, &one, sizeof(one)) < 0) {
+				/* full: a wake-up is pending anyway */
+			}
+		}
 		watch_send(w, m->rank, WATCH_REPLY);
 	}
+	if (m->type == WATCH_REVOKE_ACK)
+		v->revoke_acked = true;
+	bool revoked = m->type == WATCH_REVOKE || (m->me.flags & WATCH_REVOKED);
+	/* Known before the acknowledgement goes: the revoker closes its
+	 * connections once it has it (core/revoke.c). */
+	if (revoked && w->comm)
+		weft_revoke_heard(w->comm, m->rank);
+	if (m->type == WATCH_REVOKE)
+		watch_send(w, m->rank, WATCH_REVOKE_ACK);
+	pthread_cond_broadcast(&w->changed);
 	pthread_mutex_unlock(&w->lock);
+}
+
+/* The refusals the socket's error queue holds (IP_RECVERR): a datagram to
+ * a rank whose watch socket is closed met an ICMP port unreachable — its
+ * process exited, or it destroyed the communicator. A rank on another
+ * host is then known dead; on this host the pid check decides (core/detect.c). */
+static void take_refusals(struct weft_watch *w)
+{
+	for (;;) {
+		char ctrl[512], byte;
+		struct sockaddr_storage to;
+		struct iovec iov = {&byte, 1};
+		struct msghdr mh = {.msg_name = &to,
+				    .msg_namelen = sizeof(to),
+				    .msg_iov = &iov,
+				    .msg_iovlen = 1,
+				    .msg_control = ctrl,
+				    .msg_controllen = sizeof(ctrl)};
+		if (recvmsg(w->fd, &mh, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+			return;
+		bool refused = false;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+			if (!((c->cmsg_level == SOL_IP && c->cmsg_type == IP_RECVERR) ||
+			      (c->cmsg_level == SOL_IPV6 && c->cmsg_type == IPV6_RECVERR)))
+				continue;
+			struct sock_extended_err ee;
+			memcpy(&ee, CMSG_DATA(c), sizeof(ee));
+			refused |= ee.ee_errno == ECONNREFUSED;
+		}
+		for (int r = 0; refused && r < w->nranks; r++) {
+			if (r == w->rank || !same_addr(&to, &w->addrs[r]))
+				continue;
+			pthread_mutex_lock(&w->lock);
+			if (w->view[r].refused == 0)
+				w->view[r].refused = weft_now();
+			pthread_cond_broadcast(&w->changed);
+			pthread_mutex_unlock(&w->lock);
+			if (w->comm && !weft_comm_same_host(w->comm, r))
+				weft_comm_mark_dead(w->comm, r, WEFT_RANK_KILLED);
+		}
+	}
+}
+
+/* Every datagram waiting at the socket: the watch's own, and the shrink's
+ * agreement (core/agree.c). */
+static void take_all(struct weft_watch *w)
+{
+	pthread_mutex_lock(&w->rx_lock);
+	for (;;) {
+		struct sockaddr_storage from;
+		socklen_t flen = sizeof(from);
+		ssize_t n = recvfrom(w->fd, w->rx, WATCH_RX_BYTES, MSG_DONTWAIT | MSG_TRUNC,
+				     (struct sockaddr *)&from, &flen);
+		if (n < 0 && errno == ECONNREFUSED) /* a refusal reported: read on */
+			continue;
+		if (n < 0)
+			break;
+		uint64_t magic = 0;
+		if (n >= (ssize_t)sizeof(magic))
+			memcpy(&magic, w->rx, sizeof(magic));
+		if (magic == WATCH_MAGIC || n < (ssize_t)sizeof(magic))
+			watch_take(w, (const struct watch_msg *)(const void *)w->rx, n, &from);
+		else
+			weft_agree_take(w, w->rx, n, &from);
+	}
+	take_refusals(w);
+	pthread_mutex_unlock(&w->rx_lock);
+}
+
+void weft_watch_drain(struct weft_comm *comm)
+{
+	if (comm->watch)
+		take_all(comm->watch);
 }
 
 static void *watch_thread(void *arg)
@@ -157,16 +274,7 @@ static void *watch_thread(void *arg)
 			break;
 		if (fds[1].revents)
 			break;
-		for (;;) {
-			struct watch_msg m;
-			struct sockaddr_storage from;
-			socklen_t flen = sizeof(from);
-			ssize_t n = recvfrom(w->fd, &m, sizeof(m), MSG_DONTWAIT | MSG_TRUNC,
-					     (struct sockaddr *)&from, &flen);
-			if (n < 0)
-				break;
-			watch_take(w, &m, n, &from);
-		}
+		take_all(w);
 	}
 	return NULL;
 }
@@ -189,6 +297,12 @@ static weft_status_t open_socket(struct weft_comm *comm, struct weft_watch *w,
 	if (w->fd < 0 || bind(w->fd, (struct sockaddr *)&mine->ss, len) != 0 ||
 	    getsockname(w->fd, (struct sockaddr *)&mine->ss, &len) != 0)
 		return weft_comm_fail_errno(comm, errno, "init: watch socket");
+	/* Refusals (a rank's socket closed: it exited) reach the error queue. */
+	int one = 1;
+	if (mine->ss.ss_family == AF_INET6)
+		setsockopt(w->fd, SOL_IPV6, IPV6_RECVERR, &one, sizeof(one));
+	else
+		setsockopt(w->fd, SOL_IP, IP_RECVERR, &one, sizeof(one));
 	mine->len = len;
 	return WEFT_SUCCESS;
 }
@@ -228,11 +342,16 @@ static void watch_free(struct weft_watch *w)
 	for (int i = 0; i < 2; i++)
 		if (w->stop_pipe[i] >= 0)
 			close(w->stop_pipe[i]);
+	weft_agree_free(w->agree);
 	pthread_mutex_destroy(&w->lock);
+	pthread_mutex_destroy(&w->rx_lock);
+	pthread_cond_destroy(&w->changed);
 	weft_wipe(&w->key, sizeof(w->key));
+	free(w->rx);
 	free(w->addrs);
 	free(w->lens);
 	free(w->view);
+	free(w->straggler);
 	free(w);
 }
 
@@ -245,7 +364,11 @@ weft_status_t weft_watch_start(struct weft_comm *comm)
 		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "init: no memory for the watch");
 	w->fd = w->stop_pipe[0] = w->stop_pipe[1] = -1;
 	pthread_mutex_init(&w->lock, NULL);
+	pthread_mutex_init(&w->rx_lock, NULL);
+	pthread_cond_init(&w->changed, NULL);
+	w->comm = comm;
 	w->rank = comm->rank;
+	w->wake_fd = comm->wait.evfd;
 	w->nranks = comm->nranks;
 	weft_key_derive(&w->key, &comm->key, "weft watch datagrams", comm->id, sizeof(comm->id));
 	memcpy(&w->comm_id, comm->id, sizeof(w->comm_id));
@@ -255,8 +378,11 @@ weft_status_t weft_watch_start(struct weft_comm *comm)
 	w->addrs = calloc((size_t)w->nranks, sizeof(*w->addrs));
 	w->lens = calloc((size_t)w->nranks, sizeof(*w->lens));
 	w->view = calloc((size_t)w->nranks, sizeof(*w->view));
+	w->straggler = calloc((size_t)w->nranks, sizeof(*w->straggler));
+	w->rx = malloc(WATCH_RX_BYTES);
+	w->agree = weft_agree_new(w);
 	comm->watch = w;
-	if (!w->addrs || !w->lens || !w->view)
+	if (!w->addrs || !w->lens || !w->view || !w->straggler || !w->rx || !w->agree)
 		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "init: no memory for the watch");
 	weft_status_t st = exchange(comm, w);
 	if (st != WEFT_SUCCESS)

@@ -60,6 +60,9 @@ CMAKE_SED = -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@CMAKEDIR@|$(CMAKEDIR)|g' -e 's|@V
 	-e 's|@SIZEOF_VOID_P@|$(SIZEOF_VOID_P)|g'
 SIZEOF_VOID_P = $(shell echo __SIZEOF_POINTER__ | $(CC) -E -P - 2>/dev/null | tail -n 1)
 
+# The public headers: weft.h and the one it includes.
+PUBLIC_HEADERS := include/weft.h include/weft_fault.h
+
 # What make install needs built (debian/rules builds it, then installs).
 installable: lib man $(INST_PROGS)
 
@@ -77,7 +80,7 @@ install-lib: lib
 	ln -sf libweft.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libweft.so.$(SOMAJOR)
 	ln -sf libweft.so.$(SOMAJOR) $(DESTDIR)$(LIBDIR)/libweft.so
 	install -m 0644 $(BUILD)/libweft.a $(DESTDIR)$(LIBDIR)/libweft.a
-	install -p -m 0644 include/weft.h $(DESTDIR)$(INCLUDEDIR)/weft.h
+	install -p -m 0644 $(PUBLIC_HEADERS) $(DESTDIR)$(INCLUDEDIR)/
 	sed $(PC_SED) weft.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/weft.pc
 	sed $(CMAKE_SED) cmake/WeftConfig.cmake.in > $(DESTDIR)$(CMAKEDIR)/WeftConfig.cmake
 	sed $(CMAKE_SED) cmake/WeftConfigVersion.cmake.in > $(DESTDIR)$(CMAKEDIR)/WeftConfigVersion.cmake
@@ -105,7 +108,7 @@ install-python:
 # What make install wrote, and the folders it made that are then empty.
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(LIBDIR)/,libweft.so.$(VERSION) libweft.so.$(SOMAJOR) libweft.so libweft.a) \
-		$(DESTDIR)$(INCLUDEDIR)/weft.h $(DESTDIR)$(PKGCONFIGDIR)/weft.pc \
+		$(addprefix $(DESTDIR)$(INCLUDEDIR)/,$(notdir $(PUBLIC_HEADERS))) $(DESTDIR)$(PKGCONFIGDIR)/weft.pc \
 		$(DESTDIR)$(CMAKEDIR)/WeftConfig.cmake $(DESTDIR)$(CMAKEDIR)/WeftConfigVersion.cmake \
 		$(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(TOOLS) $(PERF_PROGS))) \
 		$(addprefix $(DESTDIR)$(MANDIR)/man1/,$(MAN1) $(PERF_NAMES:=.1)) \

@@ -125,6 +125,10 @@ struct weft_tp_peer {
 	int pid;
 	int local_rank;	 /* index among the ranks of its host */
 	const char *nic; /* the interface nearest its cores ("" unknown) */
+	/* It may sleep while it waits (WEFT_WAIT, core/wait.c): after a store
+	 * it may be waiting for, wake it (the wait ops' wake). Only ever true
+	 * for a peer on this host. */
+	bool sleeps;
 };
 
 struct weft_tp_env {
@@ -148,6 +152,11 @@ struct weft_tp_env {
 	 * (a job on one host), else WEFT_SOCKET_IFNAME's or the NIC's. */
 	const char *ifname;
 	const struct weft_tp_peer *peers; /* nranks */
+	/* The communicator's wait set (an epoll instance) when this rank may
+	 * sleep in a wait (WEFT_WAIT), else -1: a transport adds the
+	 * descriptors whose readiness means it has work, level-triggered
+	 * (data is unused), and keeps their interest current in its settle op. */
+	int wait_fd;
 
 	/* Services of the communicator. */
 	void *ctx;
@@ -168,6 +177,14 @@ struct weft_tp_env {
 	 * unknown (no watch yet). For a transport deciding whether a peer
 	 * it cannot reach on any path is gone. */
 	double (*peer_silence)(void *ctx, int peer);
+	/* Record that @p peer is gone, found so by the transport's own rule:
+	 * the path failover's, dark on every path and silent on the watch for
+	 * WEFT_PEER_DEAD, records WEFT_RANK_UNREACHABLE. weft_comm_failed_ranks
+	 * then names it with @p how, and a shrink leaves it out (on another
+	 * host; on this one the pid check decides: core/detect.h). Records
+	 * only: failing the connection and its operations stays env->fail's.
+	 * Any thread. May be NULL (environments built by tests). */
+	void (*peer_gone)(void *ctx, int peer, weft_rank_failure_t how);
 };
 
 /* How a connection's data spreads over its sub-flows (WEFT_SPRAY): the
@@ -342,6 +359,25 @@ struct weft_tp_signal_ops {
 	void (*pace)(struct weft_conn *conn, double rate_Bps);
 };
 
+/* Waiting (WEFT_WAIT=block, core/wait.c): a rank sleeps after a progress
+ * pass that moved nothing, until what it waits for can move. arm: make
+ * sure what could move next will be announced on env->wait_fd (shared
+ * memory raises its "asleep" flag, which peers read after their stores);
+ * false if the transport cannot be waited on (no wait object: the rank
+ * then polls). One more progress pass follows. settle: false if there is
+ * work this transport could do at once (data arrived, room for a queued
+ * send); else set the interest of its descriptors to what is queued now
+ * and return true: the rank sleeps. disarm: awake (flags down, bells
+ * drained). wake: this rank stored what @p conn's peer may wait for
+ * (a counter of the shm AllReduce): wake it if it sleeps; a no-op where
+ * the data itself wakes the peer (a socket). */
+struct weft_tp_wait_ops {
+	bool (*arm)(struct weft_tp *tp);
+	bool (*settle)(struct weft_tp *tp);
+	void (*disarm)(struct weft_tp *tp);
+	void (*wake)(struct weft_conn *conn);
+};
+
 struct weft_setting;
 
 struct weft_tp_ops {
@@ -359,6 +395,7 @@ struct weft_tp_ops {
 	struct weft_tp_rma_ops rma;
 	struct weft_tp_prop_ops prop;
 	struct weft_tp_signal_ops signal;
+	struct weft_tp_wait_ops wait;
 };
 
 struct weft_tp {

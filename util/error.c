@@ -79,6 +79,7 @@ const char *weft_status_string(weft_status_t status)
 	case WEFT_ERR_NOT_SUPPORTED: return "not supported";
 	case WEFT_ERR_INTERNAL: return "internal error";
 	case WEFT_ERR_ABORTED: return "aborted";
+	case WEFT_ERR_REVOKED: return "revoked";
 	}
 	return "unknown status";
 }

@@ -21,6 +21,13 @@ static const struct weft_setting settings[] = {
     {"WEFT_TIMEOUT", "300", "seconds any wait may last (bootstrap and operations) before failing"},
     {"WEFT_BOOTSTRAP_TIMEOUT", NULL,
      "seconds to wait for all ranks at init (default: WEFT_TIMEOUT)"},
+    {"WEFT_PEER_DEAD", "5",
+     "seconds a peer may stay silent on the watch (asked, not answering) before it is found "
+     "failed: unreachable, or stopped when it is on this host and stopped (at most "
+     "WEFT_TIMEOUT); a peer whose process is gone is found at once"},
+    {"WEFT_KEEP_GOING", "0",
+     "1: Weft's own launcher (-np, weft-run) keeps the other ranks running when one dies, so "
+     "that they can shrink their communicators and go on (--keep-going)"},
     {"WEFT_BOOTSTRAP_FANOUT", "4",
      "children per rank in the bootstrap's relay tree, read where the root starts (1: a chain; "
      "the rank count or more: the root sends to every rank)"},
@@ -63,6 +70,12 @@ static const struct weft_setting settings[] = {
      "descriptors only for the peers the algorithms use) or 'auto' (lazy above 64 ranks)"},
     {"WEFT_PROGRESS_THREAD", "0",
      "1: a thread per communicator drives non-blocking operations while the caller computes"},
+    {"WEFT_WAIT", "auto",
+     "how a waiting rank waits: 'spin', 'block' (spin for WEFT_WAIT_SPIN, then sleep until its "
+     "peers' data or another thread wakes it) or 'auto' (block when the host's ranks' compute "
+     "threads outnumber the CPUs they may run on)"},
+    {"WEFT_WAIT_SPIN", "50",
+     "microseconds a blocking wait (WEFT_WAIT) polls without an event before it sleeps"},
     {"WEFT_GATE", "open",
      "pacing gate on every connection's sends: 'open', or 'one' (one message in flight, "
      "for tests)"},

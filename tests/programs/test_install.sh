@@ -41,7 +41,7 @@ mk() { make -s -C "$REPO" BUILD="$BUILD" "$@" >"$OUT/make.log" 2>&1 || {
 # (a) staged, then moved into place.
 mk PREFIX="$P" LIBDIR="$LIB" DESTDIR="$OUT/stage" install
 mv "$OUT/stage$P" "$P"
-for f in "$LIB/libweft.so.$VERSION" "$LIB/libweft.a" "$P/include/weft.h" "$LIB/pkgconfig/weft.pc" \
+for f in "$LIB/libweft.so.$VERSION" "$LIB/libweft.a" "$P/include/weft.h" "$P/include/weft_fault.h" "$LIB/pkgconfig/weft.pc" \
 	"$LIB/cmake/Weft/WeftConfig.cmake" "$LIB/cmake/Weft/WeftConfigVersion.cmake" \
 	"$P/bin/weft-topo" "$P/bin/weft-run" "$P/bin/allreduce_perf" "$P/share/man/man7/weft.7" \
 	"$P/share/man/man1/weft-topo.1" "$P/share/man/man1/weft-perf.1"; do

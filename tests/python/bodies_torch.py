@@ -205,7 +205,9 @@ def errors(check, rank, n):
         (lambda: dist.all_reduce(torch.ones(4, 4).t()), "not contiguous"),
         (lambda: dist.all_reduce(torch.ones(4, device="meta")), "CPU"),
         (lambda: dist.all_reduce(torch.ones(4, dtype=torch.int16)), "cannot reduce"),
-        (lambda: dist.all_reduce(torch.ones(4, dtype=torch.int32), op=R.BAND), "not supported"),
+        (lambda: dist.all_reduce(torch.ones(4), op=R.BAND), "integer or bool"),
+        (lambda: dist.reduce_scatter(torch.ones(1), [torch.ones(1)] * n, op=R.BOR),
+         "not supported"),
         (lambda: pg.allreduce([torch.ones(2), torch.ones(2)]), "one tensor per call"),
         (lambda: dist.all_to_all_single(torch.empty(3), torch.empty(3), [5] * n,
                                         [3] + [0] * (n - 1)), "add up to"),
@@ -245,6 +247,27 @@ def vs_gloo(rank, nranks, port):
     check(dist.get_backend() == "weft", "get_backend")
     dist.destroy_process_group()
     return {"failures": check.failures, "cases": check.cases}
+
+
+def compute_threads(rank, nranks, port):
+    """WEFT_WAIT=auto: the backend tells Weft torch.get_num_threads(), and
+    the ranks' threads against the CPUs of their masks decide the wait."""
+    os.environ["WEFT_WAIT"] = "auto"
+    os.environ.pop("OMP_NUM_THREADS", None)  # the backend's figure, not this
+    cpus = len(os.sched_getaffinity(0))
+    torch.set_num_threads(1)
+    init(rank, nranks, port)
+    first = weft.topo(dist.distributed_c10d._get_default_group())["wait"]
+    # Every rank at every CPU, and one more on rank 0: oversubscribed.
+    torch.set_num_threads(cpus + (rank == 0))
+    group = dist.new_group(backend="weft")
+    second = weft.topo(group)["wait"]
+    t = torch.full((1000,), float(rank + 1))
+    dist.all_reduce(t, group=group)  # and it sums, sleeping in its waits
+    ok = torch.equal(t, torch.full((1000,), float(nranks * (nranks + 1) // 2)))
+    dist.destroy_process_group()
+    return {"cpus": cpus, "first": first, "second": second, "threads": torch.get_num_threads(),
+            "sum_ok": ok}
 
 
 # ---- failures of the job

@@ -55,3 +55,16 @@ void weft_tp_no_paths(struct weft_conn *conn, struct weft_tp_paths *out)
 {
 	memset(out, 0, sizeof(*out));
 }
+
+bool weft_tp_no_arm(struct weft_tp *tp)
+{
+	return false;
+}
+
+void weft_tp_no_disarm(struct weft_tp *tp)
+{
+}
+
+void weft_tp_no_wake(struct weft_conn *conn)
+{
+}

@@ -305,7 +305,11 @@ struct weft_sock {
 	uint64_t tx_bytes;	   /* payload bytes sent on this slot (sub-flow weights) */
 	bool eof;		   /* the peer said BYE on it, or closed it */
 	struct weft_bounce bounce; /* reduce receives land here */
-	struct tcp_counters {	   /* TCP_INFO at the previous signals query */
+	/* In the wait set (WEFT_WAIT, socket_wait.c): the descriptor and
+	 * interest registered, and the SO_RCVLOWAT set on which descriptor. */
+	int ep_fd, lowat_fd, lowat;
+	uint32_t ep_events;
+	struct tcp_counters { /* TCP_INFO at the previous signals query */
 		uint32_t delivered, delivered_ce;
 		uint64_t bytes_acked;
 	} seen;
@@ -454,13 +458,15 @@ struct weft_sock_comm {
 	struct weft_sock_conn **connecting;
 	int nconnecting;
 	unsigned idle_polls;
+	int ep_listen_fd; /* the listener in the wait set (lazily), socket_wait.c */
+	uint32_t ep_listen_events;
 };
 
 extern const struct weft_tp_ops weft_tp_socket_ops;
 
 /* socket_settings.c: the transport's settings (the ops table lists them),
  * reading them at init, and WEFT_REPATH's names. */
-#define WEFT_TP_SOCKET_NSETTINGS 7
+#define WEFT_TP_SOCKET_NSETTINGS 6
 extern const struct weft_setting weft_tp_socket_settings[];
 weft_status_t weft_tp_socket_read_settings(struct weft_sock_comm *sc);
 const char *weft_tp_socket_repath_name(enum weft_sock_repath r);
@@ -622,6 +628,11 @@ bool weft_tp_socket_route_call(struct weft_sock_comm *sc, int fd, int rank,
 /* The acceptor: ask the connector, on a new connection, for new sockets in
  * the slots of @p mask (every data path is dark); moved by health. */
 weft_status_t weft_tp_socket_repath_call(struct weft_sock_conn *c);
+
+/* socket_wait.c: the wait ops (WEFT_WAIT=block). */
+bool weft_tp_socket_arm(struct weft_tp *tp);
+bool weft_tp_socket_settle(struct weft_tp *tp);
+void weft_tp_socket_disarm(struct weft_tp *tp);
 
 /* socket_pace.c: congestion signals from TCP_INFO and the pacer's rate
  * (the signal ops); the settings and socket options pacing needs. */

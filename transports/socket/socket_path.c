@@ -279,6 +279,8 @@ static weft_status_t dark_check(struct weft_sock_conn *c, double now)
 	weft_tp_socket_dark_note(c, note, sizeof(note));
 	if (silent >= 0)
 		snprintf(watch, sizeof(watch), "nothing from it on the watch for %.1f s", silent);
+	if (env->peer_gone) /* weft_comm_failed_ranks names it, a shrink leaves it out */
+		env->peer_gone(env->ctx, c->base.peer, WEFT_RANK_UNREACHABLE);
 	weft_status_t st = weft_tp_fail(
 	    env, WEFT_ERR_REMOTE,
 	    "socket: peer rank %d (%s) is unreachable: every path to it "

@@ -42,9 +42,6 @@ const struct weft_setting weft_tp_socket_settings[] = {
      "or stall+congestion (also one persistently more CE-marked or slower than its "
      "siblings; a single one probes: experimental, not yet measured); the same on every "
      "rank"},
-    {"WEFT_PEER_DEAD", "5",
-     "seconds a peer may be dark on every TCP path and silent on the watch before it is "
-     "declared failed (well below WEFT_TIMEOUT)"},
 };
 
 _Static_assert(sizeof(weft_tp_socket_settings) / sizeof(weft_tp_socket_settings[0]) ==

@@ -4,8 +4,9 @@
  * (WEFT_REPATH, WEFT_PATH_STALL, WEFT_PEER_DEAD; socket_path.c).
  *
  * WEFT_REPATH defaults to off for now: with stall, the AllReduce suite
- * under WEFT_PACER=dcqcn hung in 3 of 28 cases (no progress for 60 s, not
- * yet understood), and the cost of acknowledgements on a healthy path is
+ * under WEFT_PACER=dcqcn hung in 3 of 28 cases, and integration/allgather
+ * once at 8 ranks with 7-element messages (no progress for 60 s, not yet
+ * understood), and the cost of acknowledgements on a healthy path is
  * not measured. stall is what tests/unit/transports/failover.c and
  * tests/fabric/test_failover.sh exercise; stall+congestion (socket_repath.c)
  * is not measured on the fabric at all (issue 27).

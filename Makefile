@@ -323,7 +323,7 @@ MIXED := WEFT_TEST_ALGO=mixed,forced
 # libfabric every algorithm), with and without a progress thread; and every
 # collective over verbs with 3 QPs per connection (WEFT_IB_QPS_PER_CONN),
 # rendezvous data sprayed round robin and adaptively; and waits that sleep
-# (WEFT_WAIT=block, core/wait.c) for the collectives and the non-blocking
+# (WEFT_WAIT=block, core/wait.c) for AllReduce, Broadcast, Barrier and the non-blocking
 # mixes over shm and TCP, and AllReduce across fake hosts (every forced
 # algorithm, rail's network stage included) sleeping at once.
 RERUNS := $(call over,$(COLLS),shm socket,WEFT_GATE=one) \
@@ -346,7 +346,7 @@ RERUNS := $(call over,$(COLLS),shm socket,WEFT_GATE=one) \
 	$(call over,allreduce allgather,socket,WEFT_CONNECT=lazy+WEFT_TEST_ALGO=auto) \
 	$(call over,nonblocking,shm socket,WEFT_CONNECT=lazy+WEFT_PROGRESS_THREAD=1) \
 	$(call over,collectives,ofi,WEFT_CONNECT=lazy) \
-	$(call over,collectives,shm socket,WEFT_WAIT=block) \
+	$(call over,allreduce broadcast barrier,shm socket,WEFT_WAIT=block) \
 	$(call over,nonblocking,shm socket,WEFT_WAIT=block+WEFT_PROGRESS_THREAD=1+$(MIXED)) \
 	$(call over,allreduce,hosts,WEFT_WAIT=block+WEFT_WAIT_SPIN=0)
 

@@ -38,6 +38,15 @@ HAVE_LLDPCTL := $(shell pkg-config --exists lldpctl && echo 1)
 HAVE_PMIX    := $(shell pkg-config --exists pmix && echo 1)
 PMIX_CFLAGS  := $(if $(HAVE_PMIX),$(shell pkg-config --cflags pmix) -DWEFT_HAVE_PMIX \
 	-DWEFT_PMIX_LIBDIR='"$(shell pkg-config --variable=libdir pmix)"')
+# libmicrohttpd serves /metrics (core/metrics_http.c): only its header at
+# build time, and only for that file; the library itself is dlopen'd when an
+# endpoint starts, so libweft loads where it is missing.
+HAVE_MHD     := $(shell pkg-config --exists libmicrohttpd && echo 1)
+MHD_CFLAGS   := $(if $(HAVE_MHD),$(shell pkg-config --cflags libmicrohttpd) -DWEFT_HAVE_MHD)
+# weft-topo --watch: a terminal view (ncurses) of the job's /metrics (libcurl).
+HAVE_WATCH   := $(shell pkg-config --exists ncursesw libcurl && echo 1)
+WATCH_CFLAGS := $(if $(HAVE_WATCH),$(shell pkg-config --cflags ncursesw libcurl) -DWEFT_HAVE_WATCH)
+WATCH_LIBS   := $(if $(HAVE_WATCH),$(shell pkg-config --libs ncursesw libcurl))
 # jansson reads topology files and writes the communicator's self-description;
 # zlib packs the bootstrap's allgather results (bootstrap/bootstrap_wire.h).
 PKGS      := hwloc libfabric jansson zlib libsodium $(if $(HAVE_LLDPCTL),lldpctl)
@@ -139,6 +148,7 @@ $(BUILD)/obj/%.o: %.c
 	$(call say,CC,$<)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(BUILD)/obj/launch/launch_pmix.o: ALL_CFLAGS += $(PMIX_CFLAGS)
+$(BUILD)/obj/core/metrics_http.o: ALL_CFLAGS += $(MHD_CFLAGS)
 
 $(BUILD)/libweft.so: $(LIB_OBJS) api/weft.map
 	$(call say,CC,$@)$(CC) -shared -Wl,-soname,libweft.so.$(SOMAJOR) -Wl,--version-script=api/weft.map \
@@ -207,8 +217,8 @@ TOPO_TOOL_HDRS := $(wildcard tools/weft-topo/*.h)
 TOOL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -pthread -Iinclude -I. \
 	$(shell pkg-config --cflags jansson 2>/dev/null) $(SANITIZE)
 $(BUILD)/weft-topo: $(TOPO_TOOL_SRCS) $(TOPO_TOOL_HDRS) $(BUILD)/libweft.so $(LAUNCH_LIB)
-	$(call say,CC,$@)$(CC) $(TOOL_CFLAGS) -o $@ $(TOPO_TOOL_SRCS) $(LAUNCH_LIB) -L$(BUILD) -lweft -Wl,-rpath,'$$ORIGIN' \
-		$(shell pkg-config --libs jansson 2>/dev/null) $(SANITIZE)
+	$(call say,CC,$@)$(CC) $(TOOL_CFLAGS) $(WATCH_CFLAGS) -o $@ $(TOPO_TOOL_SRCS) $(LAUNCH_LIB) -L$(BUILD) -lweft -Wl,-rpath,'$$ORIGIN' \
+		$(shell pkg-config --libs jansson 2>/dev/null) $(WATCH_LIBS) $(SANITIZE)
 
 # weft-run: the local launcher (tools/launch) for any program.
 $(BUILD)/weft-run: tools/weft-run/weft_run_main.c $(LAUNCH_LIB) $(BUILD)/libweft.so

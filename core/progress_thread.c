@@ -22,6 +22,7 @@
 #include "core/progress_thread.h"
 
 #include "core/comm.h"
+#include "core/detect.h"
 #include "core/fail.h"
 #include "core/progress.h"
 #include "util/log.h"
@@ -66,14 +67,17 @@ static void *pt_main(void *arg)
 	struct weft_comm *comm = arg;
 	struct weft_progress_thread *pt = comm->pt;
 	double quiet_since = 0;
+	uint64_t waited = 0; /* the detector's accounting: the last pass over work; 0 none */
 	pthread_mutex_lock(&comm->lock);
 	while (!pt->stop) {
 		bool abort = atomic_load(&comm->abort_requested) && !comm->aborted;
 		if (!comm->active && !abort) {
+			waited = 0;
 			idle_wait(comm, pt);
 			continue;
 		}
-		if (atomic_load(&comm->waiters) > 0) { /* a blocking call drives */
+		if (atomic_load(&comm->waiters) > 0) { /* a blocking call drives (and counts) */
+			waited = 0;
 			pthread_mutex_unlock(&comm->lock);
 			nap(PT_NAP_NS);
 			pthread_mutex_lock(&comm->lock);
@@ -81,6 +85,10 @@ static void *pt_main(void *arg)
 		}
 		double before = last_event(comm);
 		weft_comm_progress(comm); /* errors land in the tasks */
+		if (comm->detect && comm->active && waited)
+			weft_detect_waited(comm, comm->active, &waited);
+		else if (comm->detect)
+			waited = comm->active ? weft_now_ns() : 0;
 		bool moved = last_event(comm) != before;
 		pthread_mutex_unlock(&comm->lock);
 		double now = weft_now();

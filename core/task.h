@@ -97,6 +97,12 @@ struct weft_task {
 	weft_status_t status; /* WEFT_INPROGRESS while active */
 	double last_event;    /* when a message of this task last completed */
 	int waiting_for;      /* peer the task waits on, for the timeout message; -1 none */
+	/* The message it waits for, as far as the algorithm knows: its tag
+	 * step (UINT32_MAX unknown) and whether it is a send. */
+	uint32_t waiting_step;
+	bool waiting_send;
+	uint64_t trace_id;  /* its record in the flight recorder (core/trace.h); 0 none */
+	uint64_t posted_ns; /* when it was called, for the metrics (0: not timed) */
 	/* Called once when the operation finishes (weft_task_notify); NULL: none. */
 	void (*on_complete)(void *arg, weft_status_t status);
 	void *on_complete_arg;

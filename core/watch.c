@@ -4,17 +4,20 @@
 #define _GNU_SOURCE /* pipe2 */
 #include "core/watch.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "core/comm.h"
+#include "core/detect_int.h"
 #include "core/fail.h"
 #include "core/watch_int.h"
 #include "util/log.h"
@@ -72,6 +75,13 @@ void watch_send(struct weft_watch *w, int peer, uint32_t type)
 	/* Best effort: a lost datagram is a rank not heard from. */
 	(void)sendto(w->fd, &m, sizeof(m), MSG_DONTWAIT, (const struct sockaddr *)&w->addrs[peer],
 		     w->lens[peer]);
+}
+
+static bool same_addr(const struct sockaddr_storage *a, const struct sockaddr_storage *b);
+
+bool watch_from(const struct weft_watch *w, int rank, const struct sockaddr_storage *from)
+{
+	return rank >= 0 && rank < w->nranks && same_addr(from, &w->addrs[rank]);
 }
 
 static bool same_addr(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
@@ -132,6 +142,27 @@ void watch_take(struct weft_watch *w, const struct watch_msg *m, ssize_t len,
 	pthread_mutex_unlock(&w->lock);
 }
 
+/* Every datagram waiting: the detector's (by size and magic) or the
+ * watch's own. */
+static void drain(struct weft_watch *w)
+{
+	for (;;) {
+		union {
+			struct watch_msg watch;
+			struct detect_msg detect;
+		} m;
+		struct sockaddr_storage from;
+		socklen_t flen = sizeof(from);
+		ssize_t n = recvfrom(w->fd, &m, sizeof(m), MSG_DONTWAIT | MSG_TRUNC,
+				     (struct sockaddr *)&from, &flen);
+		if (n < 0)
+			break;
+		if (!weft_detect_take(w, &m, n, &from))
+			watch_take(w, &m.watch, n, &from);
+	}
+}
+
+/* Heartbeats every period_s; the detector's work at its own period. */
 static void *watch_thread(void *arg)
 {
 	struct weft_watch *w = arg;
@@ -144,23 +175,19 @@ static void *watch_thread(void *arg)
 				watch_send(w, neighbour(w, 0), WATCH_HEARTBEAT);
 			next_beat = now + w->period_s;
 		}
+		weft_detect_watch_tick(w, weft_now_ns());
 		struct pollfd fds[2] = {{.fd = w->fd, .events = POLLIN},
 					{.fd = w->stop_pipe[0], .events = POLLIN}};
-		int ms = (int)((next_beat - now) * 1e3) + 1;
+		double next = next_beat, det = weft_detect_next_ns(w) * 1e-9;
+		if (det > 0 && det < next)
+			next = det;
+		now = weft_now();
+		int ms = next > now ? (int)((next - now) * 1e3) + 1 : 0;
 		if (poll(fds, 2, ms) < 0 && errno != EINTR)
 			break;
 		if (fds[1].revents)
 			break;
-		for (;;) {
-			struct watch_msg m;
-			struct sockaddr_storage from;
-			socklen_t flen = sizeof(from);
-			ssize_t n = recvfrom(w->fd, &m, sizeof(m), MSG_DONTWAIT | MSG_TRUNC,
-					     (struct sockaddr *)&from, &flen);
-			if (n < 0)
-				break;
-			watch_take(w, &m, n, &from);
-		}
+		drain(w);
 	}
 	return NULL;
 }
@@ -239,6 +266,8 @@ weft_status_t weft_watch_start(struct weft_comm *comm)
 		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "init: no memory for the watch");
 	w->fd = w->stop_pipe[0] = w->stop_pipe[1] = -1;
 	pthread_mutex_init(&w->lock, NULL);
+	w->comm = comm;
+	w->detect = comm->detect;
 	w->rank = comm->rank;
 	w->nranks = comm->nranks;
 	weft_key_derive(&w->key, &comm->key, "weft watch datagrams", comm->id, sizeof(comm->id));
@@ -298,6 +327,20 @@ void weft_watch_op_finished(struct weft_comm *comm, uint64_t call)
 		return;
 	atomic_store_explicit(&w->finished, call + 1, memory_order_relaxed);
 	atomic_store_explicit(&w->changed_ms, watch_now_ms(), memory_order_relaxed);
+}
+
+void weft_watch_addr(const struct weft_comm *comm, int rank, char *buf, size_t len)
+{
+	const struct weft_watch *w = comm->watch;
+	snprintf(buf, len, "-");
+	if (!w || rank < 0 || rank >= w->nranks)
+		return;
+	const struct sockaddr_storage *ss = &w->addrs[rank];
+	const void *a = ss->ss_family == AF_INET6
+			    ? (const void *)&((const struct sockaddr_in6 *)ss)->sin6_addr
+			    : (const void *)&((const struct sockaddr_in *)ss)->sin_addr;
+	if (!inet_ntop(ss->ss_family, a, buf, (socklen_t)len))
+		snprintf(buf, len, "-");
 }
 
 bool weft_watch_peer_timed_out(const struct weft_comm *comm)

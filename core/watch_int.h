@@ -63,7 +63,12 @@ struct watch_view {
 	struct watch_state nb[2];
 };
 
+struct weft_comm;
+struct weft_detect;
+
 struct weft_watch {
+	struct weft_comm *comm;
+	struct weft_detect *detect; /* the slow-link detector's datagrams (core/detect.h) */
 	int fd;
 	int stop_pipe[2];
 	pthread_t thread;
@@ -92,6 +97,8 @@ struct weft_watch {
 void watch_state_mine(struct weft_watch *w, struct watch_state *st);
 void watch_send(struct weft_watch *w, int peer, uint32_t type);
 int64_t watch_now_ms(void);
+/* Whether @p from is the address rank @p rank registered. */
+bool watch_from(const struct weft_watch *w, int rank, const struct sockaddr_storage *from);
 /* One datagram of @p len bytes from @p from, as the thread received it:
  * checked (datagram_ok, the sequence), then taken into the view, a query
  * answered (tests/fuzz/fuzz_watch.c calls it too). */

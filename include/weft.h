@@ -318,6 +318,24 @@ WEFT_API weft_status_t weft_comm_get_async_error(weft_comm_t comm, weft_status_t
 WEFT_API const char *weft_comm_last_error(weft_comm_t comm);
 
 /** This rank's number and the communicator's size. */
+/**
+ * Write the communicator's flight recorder (JSON): its last WEFT_TRACE_BUFFER
+ * operations (number, collective, algorithm, datatype, count, root, the
+ * call's signature, when each was called, started and finished; for one
+ * unfinished, the peer and message it waits for) and its last events.
+ * weft-topo --trace merges a job's files into a verdict. With
+ * WEFT_TRACE_DIR set, Weft writes the file itself on a timeout, when the
+ * communicator dies, and on a fatal signal or SIGTERM (docs/observability.md).
+ * @param path  the file to write (replaced whole); NULL: the one in
+ *              WEFT_TRACE_DIR (weft-trace-HOST-rRANK-pPID-COMMID.json).
+ * @return WEFT_SUCCESS; WEFT_ERR_INVALID_ARG (comm NULL; path NULL without
+ *         WEFT_TRACE_DIR); WEFT_ERR_SYSTEM (not written: weft_comm_last_error()
+ *         says why; the communicator lives on).
+ * Blocking: no; not collective. Thread safety: any thread, also while
+ * another is inside a call on @p comm (shown in flight).
+ */
+WEFT_API weft_status_t weft_comm_dump(weft_comm_t comm, const char *path);
+
 WEFT_API weft_status_t weft_comm_rank(weft_comm_t comm, int *rank);
 WEFT_API weft_status_t weft_comm_size(weft_comm_t comm, int *nranks);
 

@@ -1,0 +1,146 @@
+/* detect_int.h — what the detector's files share: its state, and the
+ * datagrams it sends over the watch's socket (detect.h says why). */
+#ifndef WEFT_DETECT_INT_H
+#define WEFT_DETECT_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "core/detect.h"
+#include "core/detect_stats.h"
+
+struct weft_watch;
+
+#define DETECT_MAGIC 0x5745465444455431ull /* "WEFTDET1" */
+#define DETECT_LINKS 8			   /* connections per sample */
+#define DETECT_KEPT  8			   /* verdicts a rank keeps for the metrics */
+
+enum detect_type {
+	DETECT_SAMPLE = 1,  /* a rank's period, to rank 0 */
+	DETECT_VERDICT = 2, /* rank 0's decision, to every rank */
+};
+
+enum detect_kind { DETECT_LINK = 1, DETECT_RANK = 2 };
+
+struct detect_link_wire {
+	int32_t peer;
+	uint32_t kbytes;  /* acknowledged in the period, KiB */
+	uint32_t busy_us; /* with data out, less receiver-limited, per sub-flow */
+	uint32_t rate_kBps;
+};
+
+struct detect_sample {
+	uint32_t period_us;
+	uint32_t ops;		/* operations finished */
+	uint32_t wait_permille; /* of the period, blocked in a wait and running */
+	uint32_t stall_permille;
+	int32_t top_peer; /* the peer waited on most, -1 none */
+	uint32_t top_permille;
+	uint32_t nlinks;
+	uint32_t pad;
+	struct detect_link_wire links[DETECT_LINKS];
+};
+
+struct detect_verdict {
+	uint64_t id;	/* rank 0 numbers its verdicts: a repeat is ignored */
+	uint32_t kind;	/* enum detect_kind */
+	uint32_t named; /* 1 named, 0 cleared */
+	int32_t rank;	/* the rank (a link: the first rank of the slow host) */
+	uint32_t ops;	/* operations while it was flagged */
+	/* a link: the host's best rate, B/s; a rank: its wait fraction, in
+	 * millionths; and the job's median of the same */
+	uint64_t value, median;
+	uint32_t periods; /* in a row */
+	uint32_t pad;
+};
+
+/* One datagram: authenticated like the watch's (a MAC over all before it,
+ * made with the watch's key; the sender's sequence number). */
+struct detect_msg {
+	uint64_t magic;
+	uint64_t comm_id;
+	uint64_t seq;
+	uint32_t type;
+	int32_t rank;
+	union {
+		struct detect_sample sample;
+		struct detect_verdict verdict;
+	} u;
+	unsigned char mac[32];
+};
+
+_Static_assert(sizeof(struct detect_msg) == 224, "detector datagram is 224 bytes");
+
+/* Rank 0's view. */
+struct detect_root {
+	struct detect_root_rank {
+		uint64_t at_ns; /* when its last sample came; 0 never */
+		struct detect_sample s;
+	} * ranks;
+	struct weft_detect_run *host_run, *rank_run;
+	double *host_best, host_median;
+	double *rank_wait, rank_median;
+	uint64_t next_id;
+	/* scratch for one evaluation */
+	struct weft_detect_link_obs *links;
+	double *best, *tmp, *wait;
+	bool *slow_h, *slow_r, *have, *skip;
+	/* verdicts sent this period, sent again next period (a lost one) */
+	struct detect_verdict resend[DETECT_KEPT];
+	int nresend;
+};
+
+struct weft_detect {
+	struct weft_comm *comm;
+	struct weft_detect_pub pub;
+	uint64_t period_ns;
+	int confirm;
+	/* the driving thread's */
+	unsigned polls;
+	uint64_t next_read_ns;
+	uint64_t *read_at; /* [peer] bytes sent at its last signals read */
+	/* the watch thread's */
+	uint64_t next_ns;
+	uint64_t prev_t, prev_wait, prev_stall, prev_ops;
+	uint64_t *prev_wait_on;
+	struct detect_prev_link {
+		uint64_t acked, busy_us, rwnd_us;
+	} * prev_link;
+	uint64_t *last_seq; /* [rank] the newest detector datagram taken */
+	uint64_t dropped;
+	struct detect_root *root; /* rank 0 only */
+	/* the verdicts as this rank knows them (the WARN lines, the metrics) */
+	pthread_mutex_t lock;
+	struct detect_verdict kept[DETECT_KEPT];
+	int nkept;
+	uint64_t last_id;
+};
+
+/* A detector datagram to @p peer (sequence number and MAC made here). */
+void weft_detect_send(struct weft_watch *w, int peer, uint32_t type, const void *body, size_t len);
+
+/* detect_watch.c, from the watch's thread: the period's work (a sample to
+ * rank 0; on rank 0 the evaluation), and when it is next due. */
+void weft_detect_watch_tick(struct weft_watch *w, uint64_t now_ns);
+uint64_t weft_detect_next_ns(const struct weft_watch *w);
+
+/* A datagram of @p len bytes that may be the detector's (its magic and
+ * size): true if it was (taken or dropped), false for the watch's own. */
+bool weft_detect_take(struct weft_watch *w, const void *buf, ssize_t len,
+		      const struct sockaddr_storage *from);
+
+/* detect_root.c: rank 0 takes a sample (its own too) and decides. */
+void weft_detect_root_sample(struct weft_watch *w, int rank, const struct detect_sample *s,
+			     uint64_t now_ns);
+void weft_detect_root_eval(struct weft_watch *w, uint64_t now_ns);
+struct detect_root *weft_detect_root_new(int nranks, int nhosts);
+void weft_detect_root_free(struct detect_root *root);
+
+/* A verdict reached this rank (from rank 0, or rank 0's own): kept, and
+ * logged and recorded once. */
+void weft_detect_apply(struct weft_watch *w, const struct detect_verdict *v);
+
+#endif

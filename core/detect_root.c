@@ -1,0 +1,196 @@
+/*
+ * detect_root.c — rank 0's side of the detector: the latest sample of
+ * every rank, and every period the decision (detect_stats.c) over those
+ * no older than 2.5 periods; a change is sent to every rank at once and
+ * again the next period (one lost datagram must not leave a rank behind).
+ * A suspect with no fresh word (a host whose connections moved too little
+ * to be believed, a rank that sent nothing) keeps its state: nothing is
+ * known of it either way.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/comm.h"
+#include "core/detect_int.h"
+#include "core/watch_int.h"
+
+struct detect_root *weft_detect_root_new(int nranks, int nhosts)
+{
+	struct detect_root *r = calloc(1, sizeof(*r));
+	size_t n = (size_t)nranks, h = (size_t)nhosts, big = n > h ? n : h;
+	if (!r)
+		return NULL;
+	r->ranks = calloc(n, sizeof(*r->ranks));
+	r->host_run = calloc(h, sizeof(*r->host_run));
+	r->rank_run = calloc(n, sizeof(*r->rank_run));
+	r->host_best = calloc(h, sizeof(*r->host_best));
+	r->rank_wait = calloc(n, sizeof(*r->rank_wait));
+	r->links = calloc(n * DETECT_LINKS, sizeof(*r->links));
+	r->best = calloc(h, sizeof(*r->best));
+	r->tmp = calloc(2 * big, sizeof(*r->tmp));
+	r->wait = calloc(n, sizeof(*r->wait));
+	r->slow_h = calloc(h, sizeof(*r->slow_h));
+	r->slow_r = calloc(n, sizeof(*r->slow_r));
+	r->have = calloc(n, sizeof(*r->have));
+	r->skip = calloc(n, sizeof(*r->skip));
+	r->next_id = 1;
+	if (!r->ranks || !r->host_run || !r->rank_run || !r->host_best || !r->rank_wait ||
+	    !r->links || !r->best || !r->tmp || !r->wait || !r->slow_h || !r->slow_r || !r->have ||
+	    !r->skip) {
+		weft_detect_root_free(r);
+		return NULL;
+	}
+	return r;
+}
+
+void weft_detect_root_free(struct detect_root *r)
+{
+	if (!r)
+		return;
+	free(r->ranks);
+	free(r->host_run);
+	free(r->rank_run);
+	free(r->host_best);
+	free(r->rank_wait);
+	free(r->links);
+	free(r->best);
+	free(r->tmp);
+	free(r->wait);
+	free(r->slow_h);
+	free(r->slow_r);
+	free(r->have);
+	free(r->skip);
+	free(r);
+}
+
+static struct detect_root *root_of(struct weft_watch *w)
+{
+	struct weft_detect *d = w->detect;
+	if (!d->root && d->comm)
+		d->root = weft_detect_root_new(w->nranks, d->comm->graph.nhosts);
+	return d->root;
+}
+
+void weft_detect_root_sample(struct weft_watch *w, int rank, const struct detect_sample *s,
+			     uint64_t now_ns)
+{
+	struct detect_root *r = root_of(w);
+	if (!r)
+		return;
+	r->ranks[rank].s = *s;
+	r->ranks[rank].at_ns = now_ns ? now_ns : 1;
+}
+
+/* To every rank (this one through weft_detect_apply), and again next period. */
+static void broadcast(struct weft_watch *w, const struct detect_verdict *v)
+{
+	for (int p = 0; p < w->nranks; p++)
+		if (p != w->rank)
+			weft_detect_send(w, p, DETECT_VERDICT, v, sizeof(*v));
+	weft_detect_apply(w, v);
+}
+
+static void decide(struct weft_watch *w, struct detect_root *r, int kind, int rank,
+		   const struct weft_detect_run *run, double value, double median)
+{
+	struct detect_verdict v = {.id = r->next_id++,
+				   .kind = (uint32_t)kind,
+				   .named = run->named,
+				   .rank = rank,
+				   .ops = run->ops,
+				   .value = (uint64_t)(value > 0 ? value : 0),
+				   .median = (uint64_t)(median > 0 ? median : 0),
+				   .periods = run->flagged};
+	broadcast(w, &v);
+	if (r->nresend < DETECT_KEPT)
+		r->resend[r->nresend++] = v;
+}
+
+/* The fresh samples: connections into r->links, waits into r->wait and
+ * r->have; returns how many connections, and the job's median operations
+ * per period in *ops. */
+static int gather(struct weft_watch *w, struct detect_root *r, uint64_t now, uint32_t *ops)
+{
+	uint64_t fresh = w->detect->period_ns * 5 / 2;
+	int nl = 0, nops = 0;
+	for (int k = 0; k < w->nranks; k++) {
+		const struct detect_root_rank *rk = &r->ranks[k];
+		r->have[k] = rk->at_ns && now - rk->at_ns <= fresh;
+		if (!r->have[k])
+			continue;
+		r->wait[k] = rk->s.wait_permille / 1000.0;
+		r->tmp[nops++] = rk->s.ops;
+		for (unsigned i = 0; i < rk->s.nlinks; i++) {
+			const struct detect_link_wire *x = &rk->s.links[i];
+			r->links[nl++] = (struct weft_detect_link_obs){
+			    .src = k,
+			    .dst = x->peer,
+			    .bytes = (uint64_t)x->kbytes << 10,
+			    .busy_s = x->busy_us * 1e-6,
+			    .rate_Bps = x->rate_kBps * 1000.0,
+			};
+		}
+	}
+	*ops = nops ? (uint32_t)weft_detect_median(r->tmp, nops) : 0;
+	return nl;
+}
+
+static void eval_hosts(struct weft_watch *w, struct detect_root *r, int nl, uint32_t ops)
+{
+	const struct weft_topo_graph *g = &w->detect->comm->graph;
+	double median;
+	weft_detect_slow_hosts(r->links, nl, g->host_of, g->nhosts, r->best, r->slow_h, &median,
+			       r->tmp);
+	if (median > 0)
+		r->host_median = median;
+	for (int h = 0; h < g->nhosts; h++) {
+		if (r->best[h] <= 0)
+			continue; /* nothing believed of it this period */
+		r->host_best[h] = r->best[h];
+		enum weft_detect_change c =
+		    weft_detect_step(&r->host_run[h], r->slow_h[h], ops, w->detect->confirm);
+		if (c != WEFT_DETECT_SAME)
+			decide(w, r, DETECT_LINK, g->host_leader[h], &r->host_run[h],
+			       r->host_best[h], r->host_median);
+	}
+}
+
+static void eval_ranks(struct weft_watch *w, struct detect_root *r, uint32_t ops)
+{
+	const struct weft_topo_graph *g = &w->detect->comm->graph;
+	double median;
+	for (int k = 0; k < w->nranks; k++) {
+		int h = g->host_of[k];
+		r->skip[k] = r->host_run[h].named || r->slow_h[h];
+	}
+	weft_detect_slow_ranks(r->wait, r->have, r->skip, w->nranks, r->slow_r, &median, r->tmp);
+	if (median > 0)
+		r->rank_median = median;
+	for (int k = 0; k < w->nranks; k++) {
+		if (!r->have[k])
+			continue;
+		r->rank_wait[k] = r->wait[k];
+		enum weft_detect_change c =
+		    weft_detect_step(&r->rank_run[k], r->slow_r[k], ops, w->detect->confirm);
+		if (c != WEFT_DETECT_SAME)
+			decide(w, r, DETECT_RANK, k, &r->rank_run[k], r->rank_wait[k] * 1e6,
+			       r->rank_median * 1e6);
+	}
+}
+
+void weft_detect_root_eval(struct weft_watch *w, uint64_t now)
+{
+	struct detect_root *r = root_of(w);
+	if (!r)
+		return;
+	for (int i = 0; i < r->nresend; i++)
+		for (int p = 0; p < w->nranks; p++)
+			if (p != w->rank)
+				weft_detect_send(w, p, DETECT_VERDICT, &r->resend[i],
+						 sizeof(r->resend[i]));
+	r->nresend = 0;
+	uint32_t ops;
+	int nl = gather(w, r, now, &ops);
+	eval_hosts(w, r, nl, ops);
+	eval_ranks(w, r, ops);
+}

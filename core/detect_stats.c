@@ -1,0 +1,129 @@
+/* detect_stats.c — see detect_stats.h. */
+#include "core/detect_stats.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+double weft_detect_median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double weft_detect_mad(const double *v, int n, double med, double *tmp)
+{
+	for (int i = 0; i < n; i++)
+		tmp[i] = fabs(v[i] - med);
+	return 1.4826 * weft_detect_median(tmp, n);
+}
+
+/* Scaled MADs below which a small spread is not believed: a job whose
+ * hosts all run alike has a MAD near 0, and jitter must not be an
+ * outlier. In log units: 5 %. */
+#define LOG_MAD_FLOOR  0.05
+#define WAIT_MAD_FLOOR 0.03
+
+int weft_detect_slow_hosts(const struct weft_detect_link_obs *links, int nlinks, const int *host_of,
+			   int nhosts, double *best, bool *slow, double *median_Bps, double *tmp)
+{
+	memset(best, 0, (size_t)nhosts * sizeof(*best));
+	memset(slow, 0, (size_t)nhosts * sizeof(*slow));
+	*median_Bps = 0;
+	for (int i = 0; i < nlinks; i++) {
+		const struct weft_detect_link_obs *l = &links[i];
+		int a = host_of[l->src], b = host_of[l->dst];
+		if (a == b || l->bytes < WEFT_DETECT_MIN_BYTES ||
+		    l->busy_s < WEFT_DETECT_MIN_BUSY_S || !(l->rate_Bps > 0))
+			continue;
+		if (l->rate_Bps > best[a])
+			best[a] = l->rate_Bps;
+		if (l->rate_Bps > best[b])
+			best[b] = l->rate_Bps;
+	}
+	double *logs = tmp, *scratch = tmp + nhosts;
+	int n = 0;
+	for (int h = 0; h < nhosts; h++)
+		if (best[h] > 0)
+			logs[n++] = log(best[h]);
+	if (n < 3)
+		return 0;
+	double med = weft_detect_median(logs, n);
+	double mad = weft_detect_mad(logs, n, med, scratch);
+	if (mad < LOG_MAD_FLOOR)
+		mad = LOG_MAD_FLOOR;
+	double gap = fmax(WEFT_DETECT_Z * mad, log(WEFT_DETECT_RATE_FACTOR));
+	*median_Bps = exp(med);
+	int found = 0;
+	for (int h = 0; h < nhosts; h++)
+		if (best[h] > 0 && log(best[h]) < med - gap) {
+			slow[h] = true;
+			found++;
+		}
+	return found;
+}
+
+int weft_detect_slow_ranks(const double *wait, const bool *have, const bool *skip, int n,
+			   bool *slow, double *median, double *tmp)
+{
+	memset(slow, 0, (size_t)n * sizeof(*slow));
+	*median = 0;
+	double *v = tmp, *scratch = tmp + n;
+	int m = 0;
+	for (int r = 0; r < n; r++)
+		if (have[r])
+			v[m++] = wait[r];
+	if (m < 3)
+		return 0;
+	double med = weft_detect_median(v, m);
+	double mad = weft_detect_mad(v, m, med, scratch);
+	*median = med;
+	if (med < WEFT_DETECT_MIN_WAIT)
+		return 0; /* nobody waits much: nobody is holding the job up */
+	if (mad < WAIT_MAD_FLOOR)
+		mad = WAIT_MAD_FLOOR;
+	double gap = fmax(WEFT_DETECT_Z * mad, WEFT_DETECT_WAIT_GAP);
+	int found = 0;
+	for (int r = 0; r < n; r++)
+		if (have[r] && !skip[r] && wait[r] < med - gap) {
+			slow[r] = true;
+			found++;
+		}
+	return found;
+}
+
+enum weft_detect_change weft_detect_step(struct weft_detect_run *run, bool flagged, uint32_t ops,
+					 int confirm)
+{
+	if (flagged) {
+		run->clean = 0;
+		if (run->flagged < UINT16_MAX)
+			run->flagged++;
+		run->ops += ops;
+		if (!run->named && run->flagged >= confirm) {
+			run->named = true;
+			return WEFT_DETECT_NAMED;
+		}
+		return WEFT_DETECT_SAME;
+	}
+	run->flagged = 0;
+	if (!run->named) {
+		run->ops = 0;
+		return WEFT_DETECT_SAME;
+	}
+	if (run->clean < UINT16_MAX)
+		run->clean++;
+	if (run->clean >= confirm) {
+		run->named = false;
+		run->clean = 0;
+		run->ops = 0;
+		return WEFT_DETECT_CLEARED;
+	}
+	return WEFT_DETECT_SAME;
+}

@@ -1,0 +1,254 @@
+/*
+ * detect_watch.c — the detector in the watch's thread: each period, this
+ * rank's sample (its wait fraction, its busiest connections' path rates)
+ * goes to rank 0; the datagrams that come in (samples on rank 0,
+ * verdicts everywhere) are checked as the watch's are; a verdict is kept
+ * for the metrics and said once, in a WARN line and the flight recorder.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/comm.h"
+#include "core/detect_int.h"
+#include "core/trace.h"
+#include "core/watch.h"
+#include "core/watch_int.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+uint64_t weft_detect_next_ns(const struct weft_watch *w)
+{
+	return w->detect ? w->detect->next_ns : UINT64_MAX;
+}
+
+/* A datagram to @p peer (its sequence number and MAC made here). */
+void weft_detect_send(struct weft_watch *w, int peer, uint32_t type, const void *body, size_t len)
+{
+	struct detect_msg m;
+	memset(&m, 0, sizeof(m));
+	m.magic = DETECT_MAGIC;
+	m.comm_id = w->comm_id;
+	m.seq = atomic_fetch_add(&w->seq, 1) + 1;
+	m.type = type;
+	m.rank = w->rank;
+	memcpy(&m.u, body, len < sizeof(m.u) ? len : sizeof(m.u));
+	weft_mac(&w->key, &m, offsetof(struct detect_msg, mac), m.mac);
+	(void)sendto(w->fd, &m, sizeof(m), MSG_DONTWAIT, (const struct sockaddr *)&w->addrs[peer],
+		     w->lens[peer]);
+}
+
+static uint32_t permille(uint64_t part, uint64_t whole)
+{
+	return whole == 0 ? 0 : part >= whole ? 1000 : (uint32_t)(part * 1000 / whole);
+}
+
+/* The connection to @p p over the period, into the top DETECT_LINKS by
+ * bytes acknowledged. */
+static void take_link(struct weft_detect *d, int p, struct detect_sample *s)
+{
+	const struct weft_p2p_link *l = &d->comm->peers[p].link;
+	struct detect_prev_link *prev = &d->prev_link[p];
+	uint64_t acked = weft_counter_get(&l->sig.acked), busy = weft_counter_get(&l->sig.busy_us);
+	uint64_t rwnd = weft_counter_get(&l->sig.rwnd_us);
+	uint64_t da = acked - prev->acked, db = busy - prev->busy_us, dr = rwnd - prev->rwnd_us;
+	*prev = (struct detect_prev_link){acked, busy, rwnd};
+	if (da == 0)
+		return;
+	unsigned nsub = atomic_load_explicit(&l->sig.nsub, memory_order_relaxed);
+	uint64_t eff = (db > dr ? db - dr : 0) / (nsub ? nsub : 1); /* sub-flows run side by side */
+	struct detect_link_wire x = {.peer = p,
+				     .kbytes =
+					 da >> 10 > UINT32_MAX ? UINT32_MAX : (uint32_t)(da >> 10),
+				     .busy_us = eff > UINT32_MAX ? UINT32_MAX : (uint32_t)eff,
+				     .rate_kBps = eff ? (uint32_t)(da * 1000 / eff) : 0};
+	unsigned i = s->nlinks < DETECT_LINKS ? s->nlinks++ : DETECT_LINKS;
+	if (i == DETECT_LINKS) { /* full: replace the smallest if this is larger */
+		unsigned min = 0;
+		for (unsigned k = 1; k < DETECT_LINKS; k++)
+			if (s->links[k].kbytes < s->links[min].kbytes)
+				min = k;
+		if (s->links[min].kbytes >= x.kbytes)
+			return;
+		i = min;
+	}
+	s->links[i] = x;
+}
+
+static void build(struct weft_detect *d, uint64_t now, struct detect_sample *s)
+{
+	const struct weft_comm *comm = d->comm;
+	uint64_t dt = now - d->prev_t, wait = weft_counter_get(&d->pub.wait_ns);
+	uint64_t stall = weft_counter_get(&d->pub.stall_ns), ops = weft_counter_get(&d->pub.ops);
+	memset(s, 0, sizeof(*s));
+	s->period_us = (uint32_t)(dt / 1000);
+	s->ops = (uint32_t)(ops - d->prev_ops);
+	s->wait_permille = permille(wait - d->prev_wait, dt);
+	s->stall_permille = permille(stall - d->prev_stall, dt);
+	s->top_peer = -1;
+	uint64_t top = 0;
+	for (int p = 0; p < comm->nranks; p++) {
+		uint64_t on = weft_counter_get(&d->pub.wait_on[p]);
+		if (on - d->prev_wait_on[p] > top) {
+			top = on - d->prev_wait_on[p];
+			s->top_peer = p;
+		}
+		d->prev_wait_on[p] = on;
+		if (p != comm->rank)
+			take_link(d, p, s);
+	}
+	s->top_permille = permille(top, dt);
+	d->prev_t = now;
+	d->prev_wait = wait;
+	d->prev_stall = stall;
+	d->prev_ops = ops;
+}
+
+void weft_detect_watch_tick(struct weft_watch *w, uint64_t now)
+{
+	struct weft_detect *d = w->detect;
+	if (!d || now < d->next_ns)
+		return;
+	struct detect_sample s;
+	if (d->next_ns == 0) { /* the first: only where the counters start */
+		build(d, now, &s);
+		d->next_ns = now + d->period_ns;
+		return;
+	}
+	d->next_ns += d->period_ns;
+	if (d->next_ns <= now)
+		d->next_ns = now + d->period_ns;
+	build(d, now, &s);
+	if (w->rank != 0) {
+		weft_detect_send(w, 0, DETECT_SAMPLE, &s, sizeof(s));
+		return;
+	}
+	weft_detect_root_sample(w, 0, &s, now);
+	weft_detect_root_eval(w, now);
+}
+
+/* ---- what comes in ---- */
+
+static bool sample_ok(const struct weft_watch *w, const struct detect_sample *s)
+{
+	if (s->nlinks > DETECT_LINKS)
+		return false;
+	for (unsigned i = 0; i < s->nlinks; i++)
+		if (s->links[i].peer < 0 || s->links[i].peer >= w->nranks)
+			return false;
+	return s->top_peer >= -1 && s->top_peer < w->nranks;
+}
+
+static bool verdict_ok(const struct weft_watch *w, const struct detect_verdict *v)
+{
+	return (v->kind == DETECT_LINK || v->kind == DETECT_RANK) && v->named <= 1 &&
+	       v->rank >= 0 && v->rank < w->nranks && v->id > 0;
+}
+
+bool weft_detect_take(struct weft_watch *w, const void *buf, ssize_t len,
+		      const struct sockaddr_storage *from)
+{
+	const struct detect_msg *m = buf;
+	if (len != (ssize_t)sizeof(*m) || m->magic != DETECT_MAGIC)
+		return false;
+	struct weft_detect *d = w->detect;
+	unsigned char mac[WEFT_MAC_BYTES];
+	bool ok = d && m->comm_id == w->comm_id && m->rank >= 0 && m->rank < w->nranks &&
+		  m->rank != w->rank && watch_from(w, m->rank, from);
+	if (ok) {
+		weft_mac(&w->key, m, offsetof(struct detect_msg, mac), mac);
+		ok = weft_mac_equal(mac, m->mac) && m->seq > d->last_seq[m->rank];
+	}
+	if (ok && m->type == DETECT_SAMPLE)
+		ok = w->rank == 0 && sample_ok(w, &m->u.sample);
+	else if (ok)
+		ok = m->type == DETECT_VERDICT && m->rank == 0 && verdict_ok(w, &m->u.verdict);
+	if (!ok) {
+		if (d)
+			d->dropped++;
+		else
+			w->dropped++;
+		return true;
+	}
+	d->last_seq[m->rank] = m->seq;
+	if (m->type == DETECT_SAMPLE)
+		weft_detect_root_sample(w, m->rank, &m->u.sample, weft_now_ns());
+	else
+		weft_detect_apply(w, &m->u.verdict);
+	return true;
+}
+
+/* ---- a verdict ---- */
+
+/* Keep @p v for the metrics: in place of the last word on its suspect,
+ * else in a free slot, else over the oldest cleared one. */
+static void keep(struct weft_detect *d, const struct detect_verdict *v)
+{
+	int at = -1;
+	for (int i = 0; i < d->nkept && at < 0; i++)
+		if (d->kept[i].kind == v->kind && d->kept[i].rank == v->rank)
+			at = i;
+	if (at < 0 && d->nkept < DETECT_KEPT)
+		at = d->nkept++;
+	for (int i = 0; i < d->nkept && at < 0; i++)
+		if (!d->kept[i].named)
+			at = i;
+	if (at >= 0)
+		d->kept[at] = *v;
+}
+
+/* "rank 1 (h3, 10.77.5.13)" */
+static void who(const struct weft_comm *comm, int rank, char *buf, size_t len)
+{
+	char addr[64];
+	weft_watch_addr(comm, rank, addr, sizeof(addr));
+	snprintf(buf, len, "rank %d (%s, %s)", rank, comm->cards[rank].hostname, addr);
+}
+
+static void say(const struct weft_comm *comm, const struct detect_verdict *v, char *buf, size_t len)
+{
+	char w[160], leaf[96] = "";
+	who(comm, v->rank, w, sizeof(w));
+	const char *ln = weft_comm_leaf_name(comm, v->rank);
+	if (ln)
+		snprintf(leaf, sizeof(leaf), " to %s", ln);
+	if (v->kind == DETECT_LINK && v->named)
+		snprintf(buf, len,
+			 "slow: %s uplink%s at %.1f MB/s, the job's median %.1f MB/s, for %u "
+			 "operations",
+			 w, leaf, v->value / 1e6, v->median / 1e6, v->ops);
+	else if (v->kind == DETECT_LINK)
+		snprintf(
+		    buf, len,
+		    "slow: cleared: %s uplink%s back at %.1f MB/s (the job's median %.1f MB/s)", w,
+		    leaf, v->value / 1e6, v->median / 1e6);
+	else if (v->named)
+		snprintf(buf, len,
+			 "slow: %s holds the job up: it waited %.0f%% of the time for peers, the "
+			 "job's median %.0f%%, for %u operations",
+			 w, v->value / 1e4, v->median / 1e4, v->ops);
+	else
+		snprintf(buf, len,
+			 "slow: cleared: %s waits like the others again (%.0f%%, the job's median "
+			 "%.0f%%)",
+			 w, v->value / 1e4, v->median / 1e4);
+}
+
+void weft_detect_apply(struct weft_watch *w, const struct detect_verdict *v)
+{
+	struct weft_detect *d = w->detect;
+	pthread_mutex_lock(&d->lock);
+	bool fresh = v->id > d->last_id;
+	if (fresh) {
+		d->last_id = v->id;
+		keep(d, v);
+	}
+	pthread_mutex_unlock(&d->lock);
+	if (!fresh || !d->comm)
+		return;
+	char line[WEFT_TRACE_TEXT_BYTES * 3];
+	say(d->comm, v, line, sizeof(line));
+	weft_log(WEFT_LOG_WARN, v->kind == DETECT_LINK ? WEFT_SUB_NET : WEFT_SUB_COLL, "%s", line);
+	weft_trace_event(d->comm, v->named ? WEFT_EV_SLOW : WEFT_EV_CLEARED, v->rank, "%s",
+			 line + 6 /* past "slow: " */);
+}

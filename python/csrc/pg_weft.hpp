@@ -74,6 +74,9 @@ class ProcessGroupWeft : public c10d::ProcessGroup {
   WorkPtr send(std::vector<at::Tensor>& tensors, int dst, int tag) override;
   WorkPtr recv(std::vector<at::Tensor>& tensors, int src, int tag) override;
 
+  std::string dump(const std::string& path) {
+    return core_->dump(path);
+  }
   std::string describe() {
     return core_->describe();
   }

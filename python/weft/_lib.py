@@ -108,6 +108,7 @@ _PROTOS = {
     "weft_comm_size": (c_status, [c_comm, _P(ctypes.c_int)]),
     "weft_comm_split": (c_status, [c_comm, ctypes.c_int, ctypes.c_int, _P(c_comm)]),
     "weft_comm_describe": (c_status, [c_comm, _P(ctypes.c_void_p)]),
+    "weft_comm_dump": (c_status, [c_comm, ctypes.c_char_p]),
     "weft_host_describe": (c_status, [_P(ctypes.c_void_p)]),
     "weft_settings_describe": (c_status, [_P(ctypes.c_void_p)]),
     "weft_describe_free": (None, [ctypes.c_void_p]),

@@ -279,6 +279,7 @@ static void ends_text(const struct job *j, const struct verdict *v, FILE *out)
 
 static void events_text(const struct job *j, FILE *out)
 {
+	bool any = false;
 	for (long long r = 0; r < j->nranks; r++) {
 		const struct dump *d = j->by_rank[r];
 		size_t i;
@@ -288,8 +289,11 @@ static void events_text(const struct job *j, FILE *out)
 			fprintf(out, "  rank %lld, %.1f s before its dump: %s: %s\n", r,
 				(d->dumped_us - weft_tool_int(e, "t_us")) / 1e6,
 				weft_tool_str(e, "kind"), weft_tool_str(e, "text"));
+			any = true;
 		}
 	}
+	if (!any)
+		fprintf(out, "  none recorded\n");
 }
 
 void weft_trace_verdict_text(const struct job *j, FILE *out)

@@ -193,7 +193,9 @@ static void make_labels(struct weft_metrics *m)
 	for (int i = 0; i < 8; i++)
 		snprintf(comm_hex + 2 * i, 3, "%02x", c->id[i]);
 	struct weft_mbuf b = {0};
-	weft_mbuf_printf(&b, "job=\"");
+	/* "weft_job", not "job": Prometheus's own job label names the scrape
+	 * job, and a target's would be renamed exported_job. */
+	weft_mbuf_printf(&b, "weft_job=\"");
 	weft_mbuf_label(&b, ex.job);
 	weft_mbuf_printf(&b, "\",rank=\"%d\",host=\"", c->rank);
 	weft_mbuf_label(&b, c->cards[c->rank].hostname);

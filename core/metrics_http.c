@@ -187,7 +187,7 @@ struct weft_metrics_http *weft_metrics_http_start(const char *addr, int port, in
 	    (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT, (unsigned)connections,
 	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, MHD_OPTION_CONNECTION_TIMEOUT,
 	    (unsigned)(idle > 0 ? idle : 5), MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536,
-	    MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)16, MHD_OPTION_END);
+	    MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)SOMAXCONN, MHD_OPTION_END);
 	snprintf(h->where, sizeof(h->where), "%s%s%s:%d", ss.ss_family == AF_INET6 ? "[" : "", addr,
 		 ss.ss_family == AF_INET6 ? "]" : "", port);
 	if (!h->daemon) {

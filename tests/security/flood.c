@@ -2,8 +2,8 @@
  * flood.c — strangers cannot exhaust a listener or slow a job down
  * to failure. While 3 ranks initialise and then loop AllReduces over
  * sockets connected on demand (so every listener stays open: the root and
- * the relay listeners during init, each rank's socket listener and watch
- * socket during the job), a flooder process keeps 2,000 silent
+ * the relay listeners during init, each rank's socket listener, watch
+ * socket and /metrics endpoint during the job), a flooder process keeps 2,000 silent
  * connections open across them, opens 10,000 more that send garbage or a
  * well-formed handshake made with the wrong key and leave, and sends
  * 10,000 garbage datagrams to each watch socket. Every AllReduce must be
@@ -37,6 +37,7 @@
 #define FD_SLACK     48
 #define MAX_TARGETS  64
 #define LOOP_SECONDS 3.0
+#define METRICS_CONNS "8" /* the /metrics endpoint's connections (and its epoll, pipe) */
 
 struct flood {
 	_Atomic int stop;
@@ -46,6 +47,8 @@ struct flood {
 	_Atomic int peak[NRANKS];     /* the most seen during the job */
 	_Atomic long silent, noisy, datagrams;
 	_Atomic long at_root;	 /* connections to the root's port */
+	_Atomic long at_metrics; /* connections to the /metrics endpoints */
+	_Atomic int metrics_port; /* the endpoints' base port (rank r: + r) */
 	_Atomic int bad[NRANKS]; /* allreduce results that were wrong */
 };
 
@@ -120,6 +123,11 @@ static void datagram(unsigned port)
 		fl->datagrams++;
 }
 
+static bool at_metrics(unsigned port)
+{
+	return port >= (unsigned)fl->metrics_port && port < (unsigned)fl->metrics_port + NRANKS;
+}
+
 static void flooder(void)
 {
 	struct rlimit rl = {SILENT + 256, SILENT + 256};
@@ -147,6 +155,7 @@ static void flooder(void)
 					silent[nsilent++] = fd;
 					fl->silent++;
 					fl->at_root += (int)tcp[i] == fl->root_port;
+					fl->at_metrics += at_metrics(tcp[i]);
 				}
 			}
 			if (fl->noisy < NOISY) {
@@ -166,6 +175,7 @@ static void flooder(void)
 					close(fd);
 					fl->noisy++;
 					fl->at_root += (int)tcp[i] == fl->root_port;
+					fl->at_metrics += at_metrics(tcp[i]);
 				}
 			}
 		}
@@ -233,8 +243,10 @@ START_TEST(flood_every_listener)
 		flooder();
 		_exit(0);
 	}
-	char pending[32];
+	char pending[32], metrics[48];
 	snprintf(pending, sizeof(pending), "WEFT_MAX_PENDING=%d", MAX_PENDING);
+	fl->metrics_port = 30000 + (int)(getpid() % 20000);
+	snprintf(metrics, sizeof(metrics), "WEFT_METRICS_PORT=%d", fl->metrics_port);
 	const char *const env[] = {"WEFT_TRANSPORTS=socket",
 				   "WEFT_SOCKET_IFNAME=lo",
 				   "WEFT_CONNECT=lazy",
@@ -242,6 +254,8 @@ START_TEST(flood_every_listener)
 				   "WEFT_TIMEOUT=60",
 				   "WEFT_HANDSHAKE_TIMEOUT=2",
 				   pending,
+				   metrics,
+				   "WEFT_METRICS_CONNECTIONS=" METRICS_CONNS,
 				   NULL};
 	struct harness_job job = {.nranks = NRANKS,
 				  .env = env,
@@ -253,16 +267,18 @@ START_TEST(flood_every_listener)
 	fl->stop = 1;
 	waitpid(fp, NULL, 0);
 	fprintf(stderr,
-		"flood: %ld silent, %ld noisy connections (%ld at the root), %ld datagrams\n",
-		fl->silent, fl->noisy, fl->at_root, fl->datagrams);
+		"flood: %ld silent, %ld noisy connections (%ld at the root, %ld at /metrics), %ld "
+		"datagrams\n",
+		fl->silent, fl->noisy, fl->at_root, fl->at_metrics, fl->datagrams);
 	ck_assert_msg(res.ok, "%s", res.summary);
 	ck_assert_msg(fl->silent >= 500 && fl->noisy >= 2000 && fl->at_root >= 400 &&
-			  fl->datagrams >= 1000,
+			  fl->at_metrics >= 100 && fl->datagrams >= 1000,
 		      "the flood was too thin to prove anything (%ld silent, %ld noisy, %ld at the "
-		      "root, %ld datagrams)",
-		      fl->silent, fl->noisy, fl->at_root, fl->datagrams);
-	/* the root's door (in rank 0), a relay door, the socket listener */
-	int bound = 3 * MAX_PENDING + FD_SLACK;
+		      "root, %ld at /metrics, %ld datagrams)",
+		      fl->silent, fl->noisy, fl->at_root, fl->at_metrics, fl->datagrams);
+	/* the root's door (in rank 0), a relay door, the socket listener, and
+	 * the /metrics endpoint: its connections, listener, epoll and pipe */
+	int bound = 3 * MAX_PENDING + atoi(METRICS_CONNS) + 4 + FD_SLACK;
 	for (int r = 0; r < NRANKS; r++)
 		ck_assert_msg(fl->peak[r] - fl->baseline[r] <= bound,
 			      "rank %d held %d descriptors more than before init (bound %d)", r,

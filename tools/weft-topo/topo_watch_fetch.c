@@ -16,6 +16,7 @@
 #include <time.h>
 
 #define BODY_MAX (64u << 20) /* a target that sends more is not Weft */
+#define PATH_MIN_BYTES (64u << 10) /* acknowledged in a frame, for a path rate */
 
 struct body {
 	char *p;
@@ -157,7 +158,9 @@ static void rates(struct frame *f, const struct frame *prev)
 		       acked = l->acked - p->acked;
 		l->has_rate = true;
 		l->tput = (l->sent - p->sent) / dt;
-		l->path = busy > 1e-3 ? acked * (l->nsub ? l->nsub : 1) / busy : 0;
+		/* a few small messages' rate is their size over an RTT, not the path's */
+		l->path = busy > 1e-3 && acked >= PATH_MIN_BYTES ? acked * (l->nsub ? l->nsub : 1) / busy
+								  : 0;
 		double dd = l->delivered - p->delivered;
 		l->ce_frac = dd > 0 ? (l->ce - p->ce) / dd : 0;
 		l->retrans_d = l->retrans - p->retrans;

@@ -1,0 +1,291 @@
+/*
+ * detect.c — the slow-link and slow-rank detector's decisions
+ * (core/detect_stats.h) on made-up jobs, and its datagrams' checks
+ * (core/detect_watch.c, weft_detect_take) on a watch made by hand:
+ *  - median and MAD as statistics books have them;
+ *  - a host whose every connection runs at a quarter of the others' is
+ *    named, and only it; healthy jobs with the noise a shared machine has
+ *    (every host alike, or two-level fabrics where every host has one
+ *    fast connection under its leaf and one slow one across the spine)
+ *    name nobody; connections too small to believe, or inside a host, do
+ *    not count; fewer than 3 hosts: nobody;
+ *  - a rank that waits far less than the others, who wait a lot, is named;
+ *    a job where nobody waits much, or everyone alike, names nobody; a
+ *    skipped rank is never named;
+ *  - naming takes WEFT_DETECT_CONFIRM flagged periods in a row, clearing
+ *    as many clean ones, and an interruption starts the count again;
+ *  - datagrams: unsigned, from another address, of another communicator,
+ *    replayed, a sample to a rank other than 0, a verdict from a rank
+ *    other than 0, links naming no rank: dropped; a good verdict is kept
+ *    once (its repeat is not a second event).
+ */
+#include <check.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/detect_int.h"
+#include "core/detect_stats.h"
+#include "core/watch_int.h"
+
+START_TEST(median_and_mad)
+{
+	double v[] = {5, 1, 4, 2, 3}, tmp[5];
+	ck_assert(weft_detect_median(v, 5) == 3);
+	double w[] = {4, 1, 3, 2};
+	ck_assert(weft_detect_median(w, 4) == 2.5);
+	double x[] = {1, 1, 2, 2, 4, 6, 9}; /* the textbook's: MAD 1 */
+	double med = weft_detect_median(x, 7);
+	ck_assert(fabs(weft_detect_mad(x, 7, med, tmp) - 1.4826) < 1e-9);
+}
+END_TEST
+
+/* A ring of @p n ranks, one per host: rank r sends to r+1 at rate[r]. */
+static int ring(struct weft_detect_link_obs *l, int n, const double *rate)
+{
+	for (int r = 0; r < n; r++)
+		l[r] = (struct weft_detect_link_obs){.src = r,
+						     .dst = (r + 1) % n,
+						     .bytes = 4u << 20,
+						     .busy_s = 0.15,
+						     .rate_Bps = rate[r]};
+	return n;
+}
+
+START_TEST(throttled_host_named)
+{
+	/* 4 hosts at 36 MB/s; host 1's uplink at 9: its links in and out */
+	int host_of[] = {0, 1, 2, 3};
+	double rate[] = {9e6, 9.1e6, 35e6, 37e6}, best[4], tmp[8], median;
+	bool slow[4];
+	struct weft_detect_link_obs l[4];
+	int n = weft_detect_slow_hosts(l, ring(l, 4, rate), host_of, 4, best, slow, &median, tmp);
+	ck_assert_int_eq(n, 1);
+	ck_assert(slow[1] && !slow[0] && !slow[2] && !slow[3]);
+	ck_assert(best[1] == 9.1e6 && best[0] == 37e6);
+	ck_assert(median > 30e6 && median < 38e6);
+}
+END_TEST
+
+START_TEST(healthy_jobs_name_nobody)
+{
+	double best[16], tmp[32], median;
+	bool slow[16];
+	struct weft_detect_link_obs l[16];
+	int host_of[16];
+	for (int r = 0; r < 16; r++)
+		host_of[r] = r;
+	/* every host alike, with 30 % noise */
+	double noisy[] = {30e6, 39e6, 36e6, 33e6, 27e6, 37e6, 35e6, 31e6};
+	ck_assert_int_eq(weft_detect_slow_hosts(l, ring(l, 8, noisy), host_of, 8, best, slow,
+						&median, tmp),
+			 0);
+	/* two levels: in-leaf links at GB/s, spine links at 36 MB/s, every host
+	 * has one of each (a leaf-aware ring) */
+	double two[] = {2e9, 36e6, 1.5e9, 35e6, 2.5e9, 37e6, 1e9, 36e6};
+	ck_assert_int_eq(weft_detect_slow_hosts(l, ring(l, 8, two), host_of, 8, best, slow,
+						&median, tmp),
+			 0);
+	/* too little to believe: a slow link that moved 64 KiB */
+	double one[] = {1e6, 36e6, 36e6, 36e6};
+	ring(l, 4, one);
+	l[0].bytes = 64 << 10;
+	l[3].bytes = 64 << 10;
+	ck_assert_int_eq(weft_detect_slow_hosts(l, 4, host_of, 4, best, slow, &median, tmp), 0);
+	/* inside a host: never a host's uplink */
+	int same[] = {0, 0, 1, 2};
+	ring(l, 4, one);
+	l[3].rate_Bps = 1e6; /* 3 -> 0 slow too: host 0 then has only slow links */
+	l[0].dst = 1;	     /* but 0 -> 1 stays inside host 0 */
+	/* host 0's connection out (1 -> 2) is fast: only its link inside counts as slow */
+	ck_assert_int_eq(weft_detect_slow_hosts(l, 4, same, 3, best, slow, &median, tmp), 0);
+	ck_assert(best[0] == 36e6);
+	/* two hosts: no majority */
+	double two_hosts[] = {1e6, 36e6};
+	ck_assert_int_eq(weft_detect_slow_hosts(l, ring(l, 2, two_hosts), host_of, 2, best, slow,
+						&median, tmp),
+			 0);
+}
+END_TEST
+
+START_TEST(slow_rank_named)
+{
+	double wait[] = {0.62, 0.58, 0.04, 0.60}, tmp[8], median;
+	bool have[] = {1, 1, 1, 1}, skip[4] = {0}, slow[4];
+	ck_assert_int_eq(weft_detect_slow_ranks(wait, have, skip, 4, slow, &median, tmp), 1);
+	ck_assert(slow[2] && !slow[0] && !slow[1] && !slow[3]);
+	ck_assert(fabs(median - 0.59) < 1e-9);
+	skip[2] = true; /* its host's uplink is named: the link explains it */
+	ck_assert_int_eq(weft_detect_slow_ranks(wait, have, skip, 4, slow, &median, tmp), 0);
+	skip[2] = false;
+	have[2] = false; /* no sample from it */
+	ck_assert_int_eq(weft_detect_slow_ranks(wait, have, skip, 4, slow, &median, tmp), 0);
+	double calm[] = {0.10, 0.12, 0.01, 0.11}; /* nobody waits much */
+	have[2] = true;
+	ck_assert_int_eq(weft_detect_slow_ranks(calm, have, skip, 4, slow, &median, tmp), 0);
+	double alike[] = {0.55, 0.48, 0.40, 0.52}; /* everyone waits, nobody far less */
+	ck_assert_int_eq(weft_detect_slow_ranks(alike, have, skip, 4, slow, &median, tmp), 0);
+}
+END_TEST
+
+START_TEST(confirm_and_clear)
+{
+	struct weft_detect_run run = {0};
+	ck_assert_int_eq(weft_detect_step(&run, true, 2, 3), WEFT_DETECT_SAME);
+	ck_assert_int_eq(weft_detect_step(&run, true, 2, 3), WEFT_DETECT_SAME);
+	ck_assert_int_eq(weft_detect_step(&run, false, 2, 3), WEFT_DETECT_SAME); /* interrupted */
+	ck_assert_int_eq(weft_detect_step(&run, true, 1, 3), WEFT_DETECT_SAME);
+	ck_assert_int_eq(weft_detect_step(&run, true, 1, 3), WEFT_DETECT_SAME);
+	ck_assert_int_eq(weft_detect_step(&run, true, 1, 3), WEFT_DETECT_NAMED);
+	ck_assert_int_eq(run.ops, 3); /* the operations of the run that named it */
+	ck_assert_int_eq(weft_detect_step(&run, true, 1, 3), WEFT_DETECT_SAME);
+	ck_assert_int_eq(weft_detect_step(&run, false, 1, 3), WEFT_DETECT_SAME);
+	ck_assert_int_eq(weft_detect_step(&run, false, 1, 3), WEFT_DETECT_SAME);
+	ck_assert_int_eq(weft_detect_step(&run, true, 1, 3), WEFT_DETECT_SAME); /* not yet clear */
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(weft_detect_step(&run, false, 1, 3), WEFT_DETECT_SAME);
+	ck_assert_int_eq(weft_detect_step(&run, false, 1, 3), WEFT_DETECT_CLEARED);
+	ck_assert(!run.named);
+}
+END_TEST
+
+/* ---- datagrams ---- */
+
+#define NRANKS 4
+static struct sockaddr_storage addrs[NRANKS];
+static socklen_t lens[NRANKS];
+static struct watch_view view[NRANKS];
+static uint64_t last_seq[NRANKS];
+
+static void address(struct sockaddr_storage *ss, int rank)
+{
+	struct sockaddr_in *a = (struct sockaddr_in *)ss;
+	memset(ss, 0, sizeof(*ss));
+	a->sin_family = AF_INET;
+	a->sin_port = htons((uint16_t)(40000 + rank));
+	a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+}
+
+static void make_watch(struct weft_watch *w, struct weft_detect *d, int me)
+{
+	memset(d, 0, sizeof(*d));
+	memset(last_seq, 0, sizeof(last_seq));
+	d->last_seq = last_seq;
+	pthread_mutex_init(&d->lock, NULL);
+	*w = (struct weft_watch){.fd = -1,
+				 .rank = me,
+				 .nranks = NRANKS,
+				 .comm_id = 0x1122334455667788ull,
+				 .addrs = addrs,
+				 .lens = lens,
+				 .view = view,
+				 .detect = d};
+	weft_key_from_u64(&w->key, 0xa5a5a5a5a5a5a5a5ull);
+	for (int r = 0; r < NRANKS; r++) {
+		address(&addrs[r], r);
+		lens[r] = sizeof(struct sockaddr_in);
+	}
+}
+
+static struct detect_msg verdict_msg(const struct weft_watch *w, int from, uint64_t seq,
+				     uint64_t id)
+{
+	struct detect_msg m = {.magic = DETECT_MAGIC,
+			       .comm_id = w->comm_id,
+			       .seq = seq,
+			       .type = DETECT_VERDICT,
+			       .rank = from};
+	m.u.verdict = (struct detect_verdict){
+	    .id = id, .kind = DETECT_LINK, .named = 1, .rank = 2, .value = 9000000, .median = 36000000};
+	weft_mac(&w->key, &m, offsetof(struct detect_msg, mac), m.mac);
+	return m;
+}
+
+START_TEST(datagrams)
+{
+	struct weft_watch w;
+	struct weft_detect d;
+	struct sockaddr_storage from0, from1, stranger;
+	make_watch(&w, &d, 1);
+	address(&from0, 0);
+	address(&from1, 1);
+	address(&stranger, 9);
+	struct detect_msg m = verdict_msg(&w, 0, 5, 1);
+	ck_assert(weft_detect_take(&w, &m, sizeof(m), &from0)); /* taken */
+	ck_assert_int_eq(d.nkept, 1);
+	ck_assert_int_eq(d.kept[0].rank, 2);
+	ck_assert(weft_detect_take(&w, &m, sizeof(m), &from0)); /* replayed: dropped */
+	ck_assert_int_eq(d.dropped, 1);
+	m = verdict_msg(&w, 0, 6, 1); /* rank 0 sends it again (a resend): kept once */
+	ck_assert(weft_detect_take(&w, &m, sizeof(m), &from0));
+	ck_assert_int_eq(d.nkept, 1);
+	ck_assert_int_eq(d.last_id, 1);
+	m = verdict_msg(&w, 0, 7, 2);
+	ck_assert(weft_detect_take(&w, &m, sizeof(m), &stranger)); /* another address */
+	m.mac[0] ^= 1;
+	ck_assert(weft_detect_take(&w, &m, sizeof(m), &from0)); /* forged */
+	m = verdict_msg(&w, 2, 8, 2);
+	ck_assert(weft_detect_take(&w, &m, sizeof(m), &addrs[2])); /* a verdict not from 0 */
+	m = verdict_msg(&w, 0, 9, 2);
+	m.comm_id++;
+	weft_mac(&w.key, &m, offsetof(struct detect_msg, mac), m.mac);
+	ck_assert(weft_detect_take(&w, &m, sizeof(m), &from0)); /* another communicator */
+	ck_assert_int_eq(d.dropped, 5);
+	ck_assert_int_eq(d.last_id, 1);
+	/* a sample to rank 1 (only rank 0 takes them) */
+	m = verdict_msg(&w, 0, 10, 2);
+	m.type = DETECT_SAMPLE;
+	weft_mac(&w.key, &m, offsetof(struct detect_msg, mac), m.mac);
+	ck_assert(weft_detect_take(&w, &m, sizeof(m), &from0));
+	ck_assert_int_eq(d.dropped, 6);
+	/* not the detector's: the watch's to judge */
+	ck_assert(!weft_detect_take(&w, &m, 176, &from0));
+	m.magic = 0;
+	ck_assert(!weft_detect_take(&w, &m, sizeof(m), &from0));
+	pthread_mutex_destroy(&d.lock);
+}
+END_TEST
+
+START_TEST(sample_to_root_checked)
+{
+	struct weft_watch w;
+	struct weft_detect d;
+	make_watch(&w, &d, 0);
+	struct detect_msg m = {.magic = DETECT_MAGIC,
+			       .comm_id = w.comm_id,
+			       .seq = 1,
+			       .type = DETECT_SAMPLE,
+			       .rank = 3};
+	m.u.sample.nlinks = DETECT_LINKS + 1; /* more links than a sample holds */
+	weft_mac(&w.key, &m, offsetof(struct detect_msg, mac), m.mac);
+	ck_assert(weft_detect_take(&w, &m, sizeof(m), &addrs[3]));
+	m.u.sample.nlinks = 1;
+	m.u.sample.links[0].peer = NRANKS; /* no such rank */
+	m.seq = 2;
+	weft_mac(&w.key, &m, offsetof(struct detect_msg, mac), m.mac);
+	ck_assert(weft_detect_take(&w, &m, sizeof(m), &addrs[3]));
+	ck_assert_int_eq(d.dropped, 2);
+	ck_assert_ptr_null(d.root); /* nothing reached the root's view */
+	pthread_mutex_destroy(&d.lock);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("detect");
+	TCase *tc = tcase_create("detect");
+	tcase_add_test(tc, median_and_mad);
+	tcase_add_test(tc, throttled_host_named);
+	tcase_add_test(tc, healthy_jobs_name_nobody);
+	tcase_add_test(tc, slow_rank_named);
+	tcase_add_test(tc, confirm_and_clear);
+	tcase_add_test(tc, datagrams);
+	tcase_add_test(tc, sample_to_root_checked);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -28,7 +28,7 @@ enum detect_kind { DETECT_LINK = 1, DETECT_RANK = 2 };
 struct detect_link_wire {
 	int32_t peer;
 	uint32_t kbytes;  /* acknowledged in the period, KiB */
-	uint32_t busy_us; /* with data out, less receiver-limited, per sub-flow */
+	uint32_t busy_us; /* the path's time: with data out, less receiver-limited */
 	uint32_t rate_kBps;
 };
 
@@ -74,11 +74,17 @@ struct detect_msg {
 
 _Static_assert(sizeof(struct detect_msg) == 224, "detector datagram is 224 bytes");
 
+/* Samples of a rank rank 0 keeps: a connection's rate is taken over them
+ * (bytes over path time, summed), so that TCP's busy time, counted in
+ * jiffies, is long enough to be believed. */
+#define DETECT_HISTORY 3
+
 /* Rank 0's view. */
 struct detect_root {
 	struct detect_root_rank {
-		uint64_t at_ns; /* when its last sample came; 0 never */
-		struct detect_sample s;
+		uint64_t at_ns[DETECT_HISTORY]; /* when each came; 0 never */
+		struct detect_sample s[DETECT_HISTORY];
+		unsigned n; /* samples taken; the latest is s[(n - 1) % DETECT_HISTORY] */
 	} * ranks;
 	struct weft_detect_run *host_run, *rank_run;
 	double *host_best, host_median;
@@ -107,7 +113,7 @@ struct weft_detect {
 	uint64_t prev_t, prev_wait, prev_stall, prev_ops;
 	uint64_t *prev_wait_on;
 	struct detect_prev_link {
-		uint64_t acked, busy_us, rwnd_us;
+		uint64_t acked, path_us;
 	} * prev_link;
 	uint64_t *last_seq; /* [rank] the newest detector datagram taken */
 	uint64_t dropped;

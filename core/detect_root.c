@@ -7,12 +7,14 @@
  * to be believed, a rank that sent nothing) keeps its state: nothing is
  * known of it either way.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/comm.h"
 #include "core/detect_int.h"
 #include "core/watch_int.h"
+#include "util/log.h"
 
 struct detect_root *weft_detect_root_new(int nranks, int nhosts)
 {
@@ -77,8 +79,10 @@ void weft_detect_root_sample(struct weft_watch *w, int rank, const struct detect
 	struct detect_root *r = root_of(w);
 	if (!r)
 		return;
-	r->ranks[rank].s = *s;
-	r->ranks[rank].at_ns = now_ns ? now_ns : 1;
+	struct detect_root_rank *rk = &r->ranks[rank];
+	unsigned i = rk->n++ % DETECT_HISTORY;
+	rk->s[i] = *s;
+	rk->at_ns[i] = now_ns ? now_ns : 1;
 }
 
 /* To every rank (this one through weft_detect_apply), and again next period. */
@@ -106,30 +110,46 @@ static void decide(struct weft_watch *w, struct detect_root *r, int kind, int ra
 		r->resend[r->nresend++] = v;
 }
 
+/* Connection @p x of @p rk's latest sample, over the samples of the last
+ * DETECT_HISTORY periods that carry it: bytes and path time summed. */
+static struct weft_detect_link_obs windowed(const struct detect_root_rank *rk, int src,
+					    const struct detect_link_wire *x, uint64_t now,
+					    uint64_t window)
+{
+	struct weft_detect_link_obs o = {.src = src, .dst = x->peer};
+	for (unsigned h = 0; h < DETECT_HISTORY && h < rk->n; h++) {
+		const struct detect_sample *s = &rk->s[(rk->n - 1 - h) % DETECT_HISTORY];
+		if (now - rk->at_ns[(rk->n - 1 - h) % DETECT_HISTORY] > window)
+			break;
+		for (unsigned i = 0; i < s->nlinks; i++)
+			if (s->links[i].peer == x->peer) {
+				o.bytes += (uint64_t)s->links[i].kbytes << 10;
+				o.busy_s += s->links[i].busy_us * 1e-6;
+			}
+	}
+	o.rate_Bps = o.busy_s > 0 ? (double)o.bytes / o.busy_s : 0;
+	return o;
+}
+
 /* The fresh samples: connections into r->links, waits into r->wait and
  * r->have; returns how many connections, and the job's median operations
  * per period in *ops. */
 static int gather(struct weft_watch *w, struct detect_root *r, uint64_t now, uint32_t *ops)
 {
-	uint64_t fresh = w->detect->period_ns * 5 / 2;
+	uint64_t period = w->detect->period_ns, fresh = period * 5 / 2;
 	int nl = 0, nops = 0;
 	for (int k = 0; k < w->nranks; k++) {
 		const struct detect_root_rank *rk = &r->ranks[k];
-		r->have[k] = rk->at_ns && now - rk->at_ns <= fresh;
+		unsigned last = (rk->n + DETECT_HISTORY - 1) % DETECT_HISTORY;
+		r->have[k] = rk->n && now - rk->at_ns[last] <= fresh;
 		if (!r->have[k])
 			continue;
-		r->wait[k] = rk->s.wait_permille / 1000.0;
-		r->tmp[nops++] = rk->s.ops;
-		for (unsigned i = 0; i < rk->s.nlinks; i++) {
-			const struct detect_link_wire *x = &rk->s.links[i];
-			r->links[nl++] = (struct weft_detect_link_obs){
-			    .src = k,
-			    .dst = x->peer,
-			    .bytes = (uint64_t)x->kbytes << 10,
-			    .busy_s = x->busy_us * 1e-6,
-			    .rate_Bps = x->rate_kBps * 1000.0,
-			};
-		}
+		const struct detect_sample *s = &rk->s[last];
+		r->wait[k] = s->wait_permille / 1000.0;
+		r->tmp[nops++] = s->ops;
+		for (unsigned i = 0; i < s->nlinks; i++)
+			r->links[nl++] =
+			    windowed(rk, k, &s->links[i], now, period * (DETECT_HISTORY + 1));
 	}
 	*ops = nops ? (uint32_t)weft_detect_median(r->tmp, nops) : 0;
 	return nl;
@@ -178,6 +198,23 @@ static void eval_ranks(struct weft_watch *w, struct detect_root *r, uint32_t ops
 	}
 }
 
+/* WEFT_DEBUG=TRACE, subsystem NET: what each period's decision saw. */
+static void trace_period(struct weft_watch *w, struct detect_root *r, int nl)
+{
+	if (!weft_log_enabled(WEFT_LOG_TRACE, WEFT_SUB_NET))
+		return;
+	const struct weft_topo_graph *g = &w->detect->comm->graph;
+	char line[1024];
+	size_t n = 0;
+	for (int h = 0; h < g->nhosts && n + 32 < sizeof(line); h++)
+		n += (size_t)snprintf(line + n, sizeof(line) - n, " h%d=%.1f%s", h,
+				      r->best[h] / 1e6, r->slow_h[h] ? "!" : "");
+	for (int k = 0; k < w->nranks && n + 32 < sizeof(line); k++)
+		n += (size_t)snprintf(line + n, sizeof(line) - n, " r%d=%.2f%s", k,
+				      r->have[k] ? r->wait[k] : -1.0, r->slow_r[k] ? "!" : "");
+	weft_log(WEFT_LOG_TRACE, WEFT_SUB_NET, "detect: %d links; best MB/s, wait:%s", nl, line);
+}
+
 void weft_detect_root_eval(struct weft_watch *w, uint64_t now)
 {
 	struct detect_root *r = root_of(w);
@@ -193,4 +230,5 @@ void weft_detect_root_eval(struct weft_watch *w, uint64_t now)
 	int nl = gather(w, r, now, &ops);
 	eval_hosts(w, r, nl, ops);
 	eval_ranks(w, r, ops);
+	trace_period(w, r, nl);
 }

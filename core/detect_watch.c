@@ -49,14 +49,11 @@ static void take_link(struct weft_detect *d, int p, struct detect_sample *s)
 {
 	const struct weft_p2p_link *l = &d->comm->peers[p].link;
 	struct detect_prev_link *prev = &d->prev_link[p];
-	uint64_t acked = weft_counter_get(&l->sig.acked), busy = weft_counter_get(&l->sig.busy_us);
-	uint64_t rwnd = weft_counter_get(&l->sig.rwnd_us);
-	uint64_t da = acked - prev->acked, db = busy - prev->busy_us, dr = rwnd - prev->rwnd_us;
-	*prev = (struct detect_prev_link){acked, busy, rwnd};
+	uint64_t acked = weft_counter_get(&l->sig.acked), path = weft_counter_get(&l->sig.path_us);
+	uint64_t da = acked - prev->acked, eff = path - prev->path_us;
+	*prev = (struct detect_prev_link){acked, path};
 	if (da == 0)
 		return;
-	unsigned nsub = atomic_load_explicit(&l->sig.nsub, memory_order_relaxed);
-	uint64_t eff = (db > dr ? db - dr : 0) / (nsub ? nsub : 1); /* sub-flows run side by side */
 	struct detect_link_wire x = {.peer = p,
 				     .kbytes =
 					 da >> 10 > UINT32_MAX ? UINT32_MAX : (uint32_t)(da >> 10),

@@ -75,7 +75,7 @@ static void read_signals(struct weft_p2p_link *link, struct weft_pacer_signal *s
 	int n = link->conn->ops->signal.signals(link->conn, sig, WEFT_GATE_MAX_SUBFLOWS);
 	struct weft_link_signals *acc = &link->sig;
 	*sum = (struct weft_pacer_signal){0};
-	uint64_t acked = 0, busy = 0, rwnd = 0, retrans = 0;
+	uint64_t acked = 0, path = 0, rwnd = 0, retrans = 0;
 	bool limited_by_network = false;
 	for (int i = 0; i < n; i++) {
 		sum->delivered += sig[i].delivered;
@@ -85,7 +85,11 @@ static void read_signals(struct weft_p2p_link *link, struct weft_pacer_signal *s
 		sum->delivery_Bps += (double)sig[i].delivery_Bps;
 		limited_by_network |= sig[i].delivery_Bps && !sig[i].app_limited;
 		acked += sig[i].bytes_acked;
-		busy += sig[i].busy_us;
+		uint32_t sent = sig[i].busy_us > sig[i].rwnd_limited_us
+				    ? sig[i].busy_us - sig[i].rwnd_limited_us
+				    : 0;
+		if (sent > path) /* sub-flows run side by side: the longest is the path's time */
+			path = sent;
 		rwnd += sig[i].rwnd_limited_us;
 		retrans += sig[i].retrans;
 		weft_counter_add(&acc->sub_bytes[i], sig[i].bytes_acked);
@@ -98,7 +102,7 @@ static void read_signals(struct weft_p2p_link *link, struct weft_pacer_signal *s
 	weft_counter_add(&acc->delivered, sum->delivered);
 	weft_counter_add(&acc->delivered_ce, sum->delivered_ce);
 	weft_counter_add(&acc->acked, acked);
-	weft_counter_add(&acc->busy_us, busy);
+	weft_counter_add(&acc->path_us, path);
 	weft_counter_add(&acc->rwnd_us, rwnd);
 	weft_counter_add(&acc->retrans, retrans);
 	if (n > 0)

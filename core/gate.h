@@ -50,10 +50,13 @@ struct weft_link_signals {
 	_Atomic unsigned nsub;	 /* sub-flows in the last read */
 	weft_counter_t sub_bytes[WEFT_GATE_MAX_SUBFLOWS]; /* bytes acked per sub-flow */
 	weft_counter_t acked;				  /* their sum */
-	/* Microseconds the sub-flows had data out (their sum), of which the
-	 * receiver's window held them back (TCP_INFO's busy and rwnd-limited
-	 * times; 0 where the transport cannot tell), and segments resent. */
-	weft_counter_t busy_us, rwnd_us, retrans;
+	/* The path's time: at each read, the busiest sub-flow's time with data
+	 * out less the time the receiver's window held it back (TCP_INFO's
+	 * busy and rwnd-limited times), summed over the reads, so that
+	 * acked / path_us is the path's rate whatever the sub-flows' number;
+	 * the receiver-limited time summed over sub-flows; segments resent.
+	 * 0 where the transport cannot tell. */
+	weft_counter_t path_us, rwnd_us, retrans;
 };
 
 /* One connection's accounting. */

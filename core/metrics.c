@@ -141,8 +141,8 @@ void weft_metrics_op(struct weft_task *task, weft_status_t status, uint64_t now_
 	weft_counter_add(&c->sum_ns[k], ns);
 	weft_counter_add(&c->count[k], 1);
 	if (status == WEFT_SUCCESS) {
-		weft_counter_set(&c->last_bytes, bus_bytes(task, task->comm->nranks));
-		weft_counter_set(&c->last_ns, ns);
+		weft_counter_set(&c->last_bytes[k], bus_bytes(task, task->comm->nranks));
+		weft_counter_set(&c->last_ns[k], ns);
 	} else {
 		weft_counter_add(&a->failed, 1);
 		if (status == WEFT_ERR_TIMEOUT)

@@ -56,7 +56,8 @@ struct weft_metrics_coll {
 	 * one is +Inf), their count and their summed time */
 	weft_counter_t hist[WEFT_METRICS_CLASSES][WEFT_METRICS_BUCKETS + 1];
 	weft_counter_t count[WEFT_METRICS_CLASSES], sum_ns[WEFT_METRICS_CLASSES];
-	weft_counter_t last_bytes, last_ns; /* the last successful one, for its busbw */
+	/* per size class, the last successful one, for its busbw */
+	weft_counter_t last_bytes[WEFT_METRICS_CLASSES], last_ns[WEFT_METRICS_CLASSES];
 };
 
 struct weft_metrics {

@@ -19,7 +19,7 @@
 /* One row: a peer, or a leaf's peers summed. */
 struct row {
 	char extra[PEER_LABELS];
-	uint64_t sent, msgs, acked, busy_us, rwnd_us, delivered, ce, retrans;
+	uint64_t sent, msgs, acked, path_us, rwnd_us, delivered, ce, retrans;
 	uint32_t rtt_us;
 	uint64_t rate;
 	int peer; /* the peer (per-peer rows); -1 for a leaf */
@@ -37,7 +37,7 @@ static void take(struct row *r, const struct weft_p2p_link *l)
 	r->sent += weft_counter_get(&l->sent_bytes);
 	r->msgs += weft_counter_get(&l->sent_msgs);
 	r->acked += weft_counter_get(&l->sig.acked);
-	r->busy_us += weft_counter_get(&l->sig.busy_us);
+	r->path_us += weft_counter_get(&l->sig.path_us);
 	r->rwnd_us += weft_counter_get(&l->sig.rwnd_us);
 	r->delivered += weft_counter_get(&l->sig.delivered);
 	r->ce += weft_counter_get(&l->sig.delivered_ce);
@@ -139,10 +139,11 @@ static const struct {
     [MSGS] = {"weft_peer_sent_messages", WEFT_MK_COUNTER, false, "messages sent to the peer"},
     [ACKED] = {"weft_peer_acked_bytes", WEFT_MK_COUNTER, false,
 	       "bytes the peer acknowledged (TCP_INFO; 0 where the transport reports none)"},
-    [BUSY] = {"weft_peer_busy_seconds", WEFT_MK_COUNTER, true,
-	      "time the connection's sub-flows had data out, summed over them (TCP_INFO)"},
+    [BUSY] = {"weft_peer_path_seconds", WEFT_MK_COUNTER, true,
+	      "time the connection had data out and the receiver's window open (TCP_INFO; the "
+	      "busiest sub-flow's): acked bytes over this is the path's rate"},
     [RWND] = {"weft_peer_receiver_limited_seconds", WEFT_MK_COUNTER, true,
-	      "of that, time the receiver's window held them back (TCP_INFO)"},
+	      "time the receiver's window held the sub-flows back, summed over them (TCP_INFO)"},
     [DELIVERED] = {"weft_peer_delivered_segments", WEFT_MK_COUNTER, false,
 		   "segments delivered (TCP_INFO)"},
     [CE] = {"weft_peer_ce_marked_segments", WEFT_MK_COUNTER, false,
@@ -161,7 +162,7 @@ static uint64_t value(const struct row *r, enum field f)
 	case SENT: return r->sent;
 	case MSGS: return r->msgs;
 	case ACKED: return r->acked;
-	case BUSY: return r->busy_us;
+	case BUSY: return r->path_us;
 	case RWND: return r->rwnd_us;
 	case DELIVERED: return r->delivered;
 	case CE: return r->ce;

@@ -205,23 +205,24 @@ static double bus_factor(int coll, int n)
 
 static void busbw(struct weft_mout *o, const struct weft_metrics *list)
 {
-	weft_mout_header(
-	    o, "weft_busbw_bytes_per_second", WEFT_MK_GAUGE,
-	    "bus bandwidth of the last successful operation of each collective (nccl-tests' "
-	    "busbw)");
+	weft_mout_header(o, "weft_busbw_bytes_per_second", WEFT_MK_GAUGE,
+			 "bus bandwidth of the last successful operation of each collective and "
+			 "size class (nccl-tests' busbw)");
 	for (const struct weft_metrics *m = list; m; m = m->next)
-		for (int c = 0; c < WEFT_COLL_COUNT; c++) {
-			uint64_t ns = weft_counter_get(&m->coll[c].last_ns);
-			uint64_t bytes = weft_counter_get(&m->coll[c].last_bytes);
-			double f = bus_factor(c, m->comm->nranks);
-			if (ns == 0 || f == 0)
-				continue;
-			char extra[64];
-			snprintf(extra, sizeof(extra), ",collective=\"%s\"",
-				 weft_coll_name((enum weft_coll_kind)c));
-			weft_mout_d(o, "weft_busbw_bytes_per_second", m->labels, extra,
-				    (double)bytes / (ns * 1e-9) * f);
-		}
+		for (int c = 0; c < WEFT_COLL_COUNT; c++)
+			for (int k = 0; k < WEFT_METRICS_CLASSES; k++) {
+				uint64_t ns = weft_counter_get(&m->coll[c].last_ns[k]);
+				uint64_t bytes = weft_counter_get(&m->coll[c].last_bytes[k]);
+				double f = bus_factor(c, m->comm->nranks);
+				if (ns == 0 || f == 0)
+					continue;
+				char extra[96];
+				snprintf(extra, sizeof(extra), ",collective=\"%s\",size=\"%s\"",
+					 weft_coll_name((enum weft_coll_kind)c),
+					 weft_metrics_class_name[k]);
+				weft_mout_d(o, "weft_busbw_bytes_per_second", m->labels, extra,
+					    (double)bytes / (ns * 1e-9) * f);
+			}
 }
 
 typedef uint64_t (*comm_field)(const struct weft_metrics *m);

@@ -88,16 +88,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		bool home = (flags & 2) && m->rank >= 0 && m->rank < NRANKS;
 		address(&from, home ? m->rank : NRANKS + 7);
 		bool ours = len == sizeof(*m) && m->magic == DETECT_MAGIC;
-		bool good = ours && (flags & 1) && home && m->comm_id == w.comm_id && m->rank != 0 &&
-			    m->type == DETECT_SAMPLE && links_ok(&m->u.sample);
+		bool good = ours && (flags & 1) && home && m->comm_id == w.comm_id &&
+			    m->rank != 0 && m->type == DETECT_SAMPLE && links_ok(&m->u.sample);
 		for (int again = 0; again < ((flags & 4) ? 2 : 1); again++) {
 			uint64_t dropped = d.dropped;
 			bool fresh = good && m->seq > last_seq[m->rank];
 			if (weft_detect_take(&w, m, (ssize_t)len, &from) != ours)
 				abort(); /* the detector took the watch's, or left its own */
-			if (fresh && (last_seq[m->rank] != m->seq || d.dropped != dropped ||
-				      memcmp(&d.root->ranks[m->rank].s, &m->u.sample,
-					     sizeof(m->u.sample)) != 0))
+			if (fresh &&
+			    (last_seq[m->rank] != m->seq || d.dropped != dropped ||
+			     memcmp(&d.root->ranks[m->rank]
+					 .s[(d.root->ranks[m->rank].n - 1) % DETECT_HISTORY],
+				    &m->u.sample, sizeof(m->u.sample)) != 0))
 				abort(); /* a good sample was not taken as it came */
 			if (ours && !fresh && m->type == DETECT_SAMPLE && d.dropped != dropped + 1)
 				abort(); /* a bad one was not counted as dropped */

@@ -117,6 +117,7 @@ static struct wrank *rank_of(struct frame *f, const struct line *ln)
 	w->rank = r;
 	snprintf(w->host, sizeof(w->host), "%s", label(ln, "host"));
 	snprintf(w->leaf, sizeof(w->leaf), "%s", label(ln, "leaf"));
+	w->busbw_class = -1;
 	return w;
 }
 
@@ -157,6 +158,16 @@ static void take_slow(struct frame *f, const struct line *ln)
 	s->named = ln->value > 0;
 }
 
+/* The size classes of the metrics (core/metrics.h), smallest first. */
+static int size_class(const struct line *ln)
+{
+	static const char *const names[] = {"0-64K", "64K-1M", "1M-16M", "16M-inf"};
+	for (int i = 0; i < 4; i++)
+		if (strcmp(label(ln, "size"), names[i]) == 0)
+			return i;
+	return -1;
+}
+
 static void take_rank(struct frame *f, const struct line *ln)
 {
 	struct wrank *w = rank_of(f, ln);
@@ -175,8 +186,9 @@ static void take_rank(struct frame *f, const struct line *ln)
 		w->wait = ln->value;
 	else if (strcmp(n, "weft_stall_seconds_total") == 0)
 		w->stall = ln->value;
-	else if (strcmp(n, "weft_busbw_bytes_per_second") == 0 && ln->value > w->busbw) {
+	else if (strcmp(n, "weft_busbw_bytes_per_second") == 0 && size_class(ln) > w->busbw_class) {
 		w->busbw = ln->value;
+		w->busbw_class = size_class(ln);
 		snprintf(w->busbw_coll, sizeof(w->busbw_coll), "%s", label(ln, "collective"));
 	}
 }
@@ -198,7 +210,7 @@ static void take_link(struct frame *f, const struct line *ln)
 		l->sent = ln->value;
 	else if (strcmp(n, "acked_bytes_total") == 0)
 		l->acked = ln->value;
-	else if (strcmp(n, "busy_seconds_total") == 0)
+	else if (strcmp(n, "path_seconds_total") == 0)
 		l->busy = ln->value;
 	else if (strcmp(n, "receiver_limited_seconds_total") == 0)
 		l->rwnd = ln->value;

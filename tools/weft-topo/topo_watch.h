@@ -19,9 +19,10 @@ struct wrank {
 	char comm[24];
 	int rank, nranks;
 	char host[WATCH_NAME], leaf[WATCH_NAME];
-	char cur[24]; /* the collective in flight, "" none */
-	double age;   /* how long it has been */
-	double busbw; /* the largest of its collectives' last busbw */
+	char cur[24];	 /* the collective in flight, "" none */
+	double age;	 /* how long it has been */
+	double busbw;	 /* the last busbw of its largest size class */
+	int busbw_class; /* that class (0: the smallest), -1 none */
 	char busbw_coll[24];
 	double ops;	    /* finished */
 	double wait, stall; /* seconds, cumulative */

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#define BODY_MAX (64u << 20) /* a target that sends more is not Weft */
+#define BODY_MAX       (64u << 20) /* a target that sends more is not Weft */
 #define PATH_MIN_BYTES (64u << 10) /* acknowledged in a frame, for a path rate */
 
 struct body {
@@ -159,8 +159,7 @@ static void rates(struct frame *f, const struct frame *prev)
 		l->has_rate = true;
 		l->tput = (l->sent - p->sent) / dt;
 		/* a few small messages' rate is their size over an RTT, not the path's */
-		l->path = busy > 1e-3 && acked >= PATH_MIN_BYTES ? acked * (l->nsub ? l->nsub : 1) / busy
-								  : 0;
+		l->path = busy > 1e-3 && acked >= PATH_MIN_BYTES ? acked / busy : 0;
 		double dd = l->delivered - p->delivered;
 		l->ce_frac = dd > 0 ? (l->ce - p->ce) / dd : 0;
 		l->retrans_d = l->retrans - p->retrans;

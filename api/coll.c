@@ -42,8 +42,11 @@ weft_status_t weft_api_check_data(struct weft_comm *comm, const char *call, size
 	if (!weft_dtype_valid(dtype))
 		return weft_comm_fail(comm, WEFT_ERR_INVALID_ARG, "%s: invalid datatype %d", call,
 				      (int)dtype);
-	size_t esize = weft_datatype_size(dtype);
-	if (count > SIZE_MAX / esize / nblocks || count * esize * nblocks > (size_t)PTRDIFF_MAX)
+	size_t esize = weft_datatype_size(dtype), bytes;
+	/* Overflow-checked products, not divisions: two 64-bit divides are a
+	 * tenth of an 8-byte AllReduce. */
+	if (__builtin_mul_overflow(count, esize, &bytes) ||
+	    __builtin_mul_overflow(bytes, nblocks, &bytes) || bytes > (size_t)PTRDIFF_MAX)
 		return weft_comm_fail(comm, WEFT_ERR_INVALID_ARG,
 				      "%s: count %zu of %s overflows the address space", call,
 				      count, weft_dtype_name(dtype));

@@ -44,25 +44,6 @@ const char *weft_comm_connect_mode_name(const struct weft_comm *comm)
 	return comm->connect_mode == WEFT_CONNECT_LAZY ? "lazy" : "eager";
 }
 
-/* One lock per communicator: the progress thread's (core/progress_thread.c)
- * when there is one, else contended only by weft_comm_abort from another
- * thread. */
-void weft_comm_lock(struct weft_comm *comm)
-{
-	pthread_mutex_lock(&comm->lock);
-}
-
-void weft_comm_unlock(struct weft_comm *comm)
-{
-	pthread_mutex_unlock(&comm->lock);
-}
-
-void weft_comm_waiter(struct weft_comm *comm, int delta)
-{
-	if (comm->pt) /* only a progress thread reads it */
-		atomic_fetch_add(&comm->waiters, delta);
-}
-
 size_t weft_comm_scratch_bytes(int nranks, size_t chunk_bytes)
 {
 	size_t bytes = WEFT_SCRATCH_CHUNKS * chunk_bytes;

@@ -24,6 +24,8 @@
 set -u
 set -o pipefail
 
+case ${1:-} in -h | --help) sed -n '2,/^# Exit/{s/^# \{0,1\}//;p}' "$0"; exit 0 ;; esac
+
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/.." && pwd)
 FABRIC_DIR=$REPO/tests/fabric

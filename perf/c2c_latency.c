@@ -87,6 +87,12 @@ static bool count_arg(const char *s, uint64_t lo, uint64_t hi, long *out)
 int main(int argc, char **argv)
 {
 	long cpu_a = 0, b = 1, n = trips, r = bursts;
+	static const char usage[] =
+	    "usage: c2c_latency [-a CPU] [-b CPU] [-n ROUND_TRIPS 1..1e8] [-r BURSTS 1..1000]\n";
+	if (argc == 2 && strcmp(argv[1], "--help") == 0) {
+		fputs(usage, stdout);
+		return 0;
+	}
 	int c;
 	while ((c = getopt(argc, argv, "a:b:n:r:")) != -1) {
 		bool ok = false;
@@ -98,9 +104,7 @@ int main(int argc, char **argv)
 		default: break;
 		}
 		if (!ok) {
-			fprintf(stderr,
-				"usage: c2c_latency [-a CPU] [-b CPU] [-n ROUND_TRIPS 1..1e8] "
-				"[-r BURSTS 1..1000]\n");
+			fputs(usage, stderr);
 			return 2;
 		}
 	}

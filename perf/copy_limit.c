@@ -137,20 +137,21 @@ int main(int argc, char **argv)
 {
 	int np = 2, factor = 2, iters = 0, warmup = 3;
 	size_t lo = 8, hi = 256u << 20;
-	static const struct option opts[] = {{"np", required_argument, NULL, 'p'}, {0}};
+	static const struct option opts[] = {
+	    {"np", required_argument, NULL, 'p'}, {"help", no_argument, NULL, 'h'}, {0}};
+	static const char usage[] =
+	    "usage: copy_limit [-np N] [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP]\n";
 	int c;
 	while ((c = getopt_long_only(argc, argv, "b:e:f:n:w:", opts, NULL)) != -1) {
 		switch (c) {
+		case 'h': fputs(usage, stdout); return 0;
 		case 'p': np = count_arg(optarg, "-np", 1, MAX_NP); break;
 		case 'b': lo = parse_size(optarg); break;
 		case 'e': hi = parse_size(optarg); break;
 		case 'f': factor = count_arg(optarg, "-f", 1, 1024); break;
 		case 'n': iters = count_arg(optarg, "-n", 1, 100000000); break;
 		case 'w': warmup = count_arg(optarg, "-w", 0, 100000000); break;
-		default:
-			fprintf(stderr, "usage: copy_limit [-np N] [-b MIN] [-e MAX] [-f FACTOR] "
-					"[-n ITERS] [-w WARMUP]\n");
-			return 2;
+		default: fputs(usage, stderr); return 2;
 		}
 	}
 	if (optind < argc) {

@@ -311,20 +311,25 @@ static int count_arg(const char *s, const char *what, uint64_t lo, uint64_t hi)
 	return limit_count_or_exit("tcp_limit", what, s, lo, hi);
 }
 
-static void usage(void)
+/* To standard output with status 0 (--help), else to standard error with 2. */
+static void usage(int status)
 {
-	fprintf(stderr, "usage: tcp_limit [-b MIN] [-e MAX] [-f F] [-n ITERS] [-w WARMUP] "
-			"[--nsocks N] [--chunk BYTES] [--sockbuf BYTES] "
-			"[--mode poll|threads|both] [--best]\n");
-	exit(2);
+	fprintf(status ? stderr : stdout,
+		"usage: tcp_limit [-b MIN] [-e MAX] [-f F] [-n ITERS] [-w WARMUP] "
+		"[--nsocks N] [--chunk BYTES] [--sockbuf BYTES] "
+		"[--mode poll|threads|both] [--best]\n");
+	exit(status);
 }
 
 static void parse(int argc, char **argv, struct opts *o)
 {
-	static const struct option lopts[] = {
-	    {"nsocks", required_argument, NULL, 's'},  {"chunk", required_argument, NULL, 'c'},
-	    {"sockbuf", required_argument, NULL, 'B'}, {"mode", required_argument, NULL, 'm'},
-	    {"best", no_argument, NULL, 'x'},	       {0}};
+	static const struct option lopts[] = {{"nsocks", required_argument, NULL, 's'},
+					      {"chunk", required_argument, NULL, 'c'},
+					      {"sockbuf", required_argument, NULL, 'B'},
+					      {"mode", required_argument, NULL, 'm'},
+					      {"best", no_argument, NULL, 'x'},
+					      {"help", no_argument, NULL, 'h'},
+					      {0}};
 	const char *env = getenv("WEFT_SOCKET_NSOCKS");
 	*o = (struct opts){.lo = 64u << 10,
 			   .hi = 256u << 20,
@@ -357,7 +362,8 @@ static void parse(int argc, char **argv, struct opts *o)
 			o->thread_mode = strcmp(optarg, "poll") != 0;
 			break;
 		case 'x': o->best = true; break;
-		default: usage();
+		case 'h': usage(0); break;
+		default: usage(2);
 		}
 	}
 	if (optind < argc) {

@@ -17,7 +17,11 @@
 #       WEFT_PLACEMENT=rank): every rank exits 0, "# Out of bounds values : 0 OK",
 #       every #wrong column 0;
 #   (c) the same AllReduce with WEFT_TRANSPORTS=ofi over tcp;ofi_rxm, the
-#       provider pinned to each namespace's veth (FI_TCP_IFACE).
+#       provider pinned to each namespace's veth (FI_TCP_IFACE);
+#   (d) the blocks of README.md and docs/ marked "hosts N" (tests/docs/):
+#       host k of the first N runs the block, WEFT_RANK=0 made WEFT_RANK=k-1,
+#       10.0.0.1 the first host's address, eth0 the host's own interface,
+#       with one WEFT_SECRET for the job; every host's run exits 0.
 # Exit: 0 pass, 1 fail, 77 skipped (not root, ip/tc/lldpd missing, ...).
 # The fabric is always torn down (fabric.sh with). Set WEFT_BUILD to test
 # another build directory (default: build, relative to the repository);
@@ -193,6 +197,36 @@ else
 	fail "allreduce_perf over ofi: a rank failed"
 	sed 's/^/    | /' "$OUT/allreduce-ofi.0.out" "$OUT/allreduce-ofi.0.err" | tail -n 20
 fi
+
+# (d) the docs' blocks for several hosts
+docs_hosts_block() {
+	local f=$1 n where r st rc=0
+	n=${f%.sh}
+	n=${n##*.}
+	where=$(head -n 1 "$f" | cut -c3-)
+	local -a pids=()
+	for ((r = 0; r < n; r++)); do
+		sed -e '1d' -e "s/WEFT_RANK=0/WEFT_RANK=$r/g" -e "s/10\.0\.0\.1/${RANK_IP[0]}/g" \
+			-e "s/\beth0\b/${RANK_IF[r]}/g" "$f" >"$f.$r"
+		(cd "$REPO" && timeout -k 5 "$FABRIC_JOB_TIMEOUT" "$FABRIC" run "${RANK_HOST[r]}" -- \
+			env WEFT_SECRET="$FABRIC_SECRET" bash -e -o pipefail "$f.$r") >"$f.$r.out" 2>&1 &
+		pids+=($!)
+	done
+	for ((r = 0; r < n; r++)); do
+		st=0
+		wait "${pids[r]}" || st=$?
+		[ "$st" -eq 0 ] || { rc=1; echo "# $where: host $((r + 1)) exited $st:"; tail -n 15 "$f.$r.out" | sed 's/^/#   /'; }
+	done
+	if [ "$rc" -eq 0 ]; then
+		echo "ok: docs: $where, on $n hosts"
+	else
+		fail "docs: $where, on $n hosts"
+	fi
+}
+mkdir -p "$OUT/docs"
+for f in $(cd "$REPO" && python3 tests/docs/blocks.py write hosts "$OUT/docs"); do
+	docs_hosts_block "$f"
+done
 
 echo "# test time: $((SECONDS - T0))s (fabric up/down not included)"
 if [ "$FAILS" -eq 0 ]; then

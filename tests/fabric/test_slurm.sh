@@ -29,7 +29,10 @@
 #   (f) sbatch --wait docs/slurm/allreduce.sbatch (the perf run of docs/launching.md);
 #   (g) sbatch --wait docs/slurm/mpirun.sbatch: Open MPI's mpirun inside the
 #       allocation, its daemons started through Slurm, is one exact 4-rank
-#       job over PMIx across the 4 nodes.
+#       job over PMIx across the 4 nodes;
+#   (h) the blocks of README.md and docs/ marked "slurm" (tests/docs/):
+#       each runs, srun on the cluster and build/ its copy of the programs;
+#       sbatch may name only a script (e)-(g) ran and passed.
 # The programs are copied into the cluster's bin/ (the nodes have a private
 # /tmp). Exit: 0 pass, 1 fail, 77 skipped (not root, Slurm, munge or the
 # fabric's tools missing, or the cluster does not start here). Everything is
@@ -326,6 +329,7 @@ elif PYTHON=$TORCH_PY WEFT_DEBUG=INFO WEFT_DEBUG_SUBSYS=INIT batch torchrun \
 	"$REPO/docs/slurm/torchrun.sbatch" --no_python "$BIN/allreduce_perf" -b 1K -e 64K -f 4 -n 3 -w 1 &&
 	msg=$(check_perf "$OUT/torchrun" 2 torchrun "launcher interface environment: torchrun rank"); then
 	ok "sbatch docs/slurm/torchrun.sbatch: torchrun's ranks, not PMIx's; one exact 2-rank job"
+	echo docs/slurm/torchrun.sbatch >>"$OUT/sbatch-ok"
 else
 	fail "sbatch docs/slurm/torchrun.sbatch: ${msg:-the job failed}"
 	show "$OUT/torchrun.sbatch" 5
@@ -336,6 +340,7 @@ fi
 if WEFT_BIN=$BIN batch allreduce "$REPO/docs/slurm/allreduce.sbatch" -b 1K -e 64K -f 4 -n 3 -w 1 &&
 	msg=$(check_perf "$OUT/allreduce" 4 PMIx); then
 	ok "sbatch docs/slurm/allreduce.sbatch: one exact 4-rank job"
+	echo docs/slurm/allreduce.sbatch >>"$OUT/sbatch-ok"
 else
 	fail "sbatch docs/slurm/allreduce.sbatch: ${msg:-the job failed}"
 	show "$OUT/allreduce.sbatch" 5
@@ -350,6 +355,7 @@ if OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 WEFT_DEBUG=INFO \
 	if [ "$(cat "$OUT/mpirun" "$OUT/mpirun.err" | grep -oE 'INFO INIT rank [0-9] of 4 ready on h[1-4]' | sort -u |
 		awk '{print $NF}' | sort -u | wc -l)" -eq 4 ]; then
 		ok "sbatch docs/slurm/mpirun.sbatch: mpirun across 4 nodes, one exact 4-rank job over PMIx"
+		echo docs/slurm/mpirun.sbatch >>"$OUT/sbatch-ok"
 	else
 		fail "sbatch docs/slurm/mpirun.sbatch: the ranks are not on 4 nodes"
 		show "$OUT/mpirun"
@@ -360,6 +366,33 @@ else
 	show "$OUT/mpirun.sbatch" 5
 	show "$OUT/mpirun"
 fi
+
+# (h) the docs' blocks marked "slurm" (tests/docs/blocks.py), each as a user
+# would paste it on the cluster: srun runs on the cluster as step() runs it,
+# build/ is the cluster's copy of the programs ($BIN), and sbatch may name
+# only a script that (e)-(g) above ran to the end (sbatch --wait) and passed.
+docs_block() {
+	local f=$1 where
+	where=$(head -n 1 "$f" | cut -c3-)
+	{
+		printf 'srun() { timeout -k 5 %q %q run -- srun --chdir=%q "$@"; }\n' \
+			"$JOB_TIMEOUT" "$SLURM_SH" "$DIR"
+		printf 'sbatch() { grep -qx -- "$1" %q || { echo "sbatch $1: not a script (e)-(g) ran and passed" >&2; return 1; }; }\n' \
+			"$OUT/sbatch-ok"
+		sed -e '1d' -e "s|build/|$BIN/|g" "$f"
+	} >"$f.run"
+	touch "$OUT/sbatch-ok"
+	if (cd "$REPO" && bash -e -o pipefail "$f.run") >"$f.out" 2>&1; then
+		ok "docs: $where, on the cluster"
+	else
+		fail "docs: $where, on the cluster:"
+		show "$f.out" 15
+	fi
+}
+mkdir -p "$OUT/docs"
+for f in $(cd "$REPO" && python3 tests/docs/blocks.py write slurm "$OUT/docs"); do
+	docs_block "$f"
+done
 
 echo "# test time: $((SECONDS - T0))s (fabric and cluster up/down not included)"
 if [ "$FAILS" -eq 0 ]; then

@@ -41,7 +41,7 @@
 /* Sprayed, less: what a socket holds unsent (and the fragment it is
  * writing) is what it still owes when the others have finished, and a
  * slower path's sockets then hold the message back. On the two-spine
- * fabric with one spine at half rate (tests/fabric/bench_spray.sh's
+ * fabric with one spine at half rate (perf/bench_congestion.sh --mode spray's
  * unequal one, 8 sub-flows, 32 MiB AllReduce), two interleaved A/Bs of 4
  * trials each gave medians of 32.4 and 32.3 MB/s with 32K, of the 37.5
  * the two spines carry, and 28.8 and 23.8 with 128K. */

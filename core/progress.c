@@ -110,8 +110,7 @@ static weft_status_t step_task(struct weft_comm *comm, struct weft_task *t, doub
 /* The recorder, the metrics and the detector hear that @p t ended. */
 static void record_end(struct weft_comm *comm, struct weft_task *t, weft_status_t st)
 {
-	bool timed = (comm->trace && comm->trace->cap) || comm->metrics;
-	uint64_t ns = timed ? weft_now_ns() : 0;
+	uint64_t ns = weft_task_clock(comm);
 	weft_trace_finished(t, st, ns);
 	weft_metrics_op(t, st, ns);
 	weft_detect_op(comm);

@@ -139,6 +139,11 @@ void weft_task_notify(struct weft_task *task);
  * then refuse (weft.h, weft_request_on_complete). */
 bool weft_task_in_callback(void);
 
+/* The time the recorder and the metrics give an operation's call and end:
+ * weft_now_ns() with the metrics on, the coarse clock with the recorder
+ * alone, 0 with neither. */
+uint64_t weft_task_clock(const struct weft_comm *comm);
+
 /* Note that a message of this task has completed (resets its timeout). */
 void weft_task_touch(struct weft_task *task);
 

@@ -182,9 +182,10 @@ static void take_rank(struct frame *f, const struct line *ln)
 		w->age = ln->value;
 	else if (strcmp(n, "weft_operations_finished_total") == 0)
 		w->ops = ln->value;
-	else if (strcmp(n, "weft_wait_seconds_total") == 0)
+	else if (strcmp(n, "weft_wait_seconds_total") == 0) {
 		w->wait = ln->value;
-	else if (strcmp(n, "weft_stall_seconds_total") == 0)
+		w->has_wait = true;
+	} else if (strcmp(n, "weft_stall_seconds_total") == 0)
 		w->stall = ln->value;
 	else if (strcmp(n, "weft_busbw_bytes_per_second") == 0 && size_class(ln) > w->busbw_class) {
 		w->busbw = ln->value;

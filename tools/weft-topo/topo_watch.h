@@ -26,6 +26,7 @@ struct wrank {
 	char busbw_coll[24];
 	double ops;	    /* finished */
 	double wait, stall; /* seconds, cumulative */
+	bool has_wait;	    /* the detector's series were there */
 	double wait_rate;   /* since the previous frame: fraction of the time waiting */
 	bool has_wait_rate;
 };

@@ -167,7 +167,7 @@ static void rates(struct frame *f, const struct frame *prev)
 	for (int i = 0; dt > 0 && i < f->nranks; i++) {
 		struct wrank *r = &f->ranks[i];
 		const struct wrank *p = prev_rank(prev, r);
-		if (p) {
+		if (p && r->has_wait && p->has_wait) {
 			r->has_wait_rate = true;
 			r->wait_rate = (r->wait - p->wait) / dt;
 		}

@@ -62,11 +62,15 @@ weft_status_t weft_detect_init(struct weft_comm *comm)
 	pthread_mutex_init(&d->lock, NULL);
 	size_t n = (size_t)comm->nranks;
 	d->pub.wait_on = calloc(n, sizeof(*d->pub.wait_on));
+	d->pub.late_ns = calloc(n, sizeof(*d->pub.late_ns));
+	d->pub.late_n = calloc(n, sizeof(*d->pub.late_n));
+	d->prev_late = calloc(2 * n, sizeof(*d->prev_late));
 	d->read_at = calloc(n, sizeof(*d->read_at));
 	d->prev_wait_on = calloc(n, sizeof(*d->prev_wait_on));
 	d->prev_link = calloc(n, sizeof(*d->prev_link));
 	d->last_seq = calloc(n, sizeof(*d->last_seq));
-	if (!d->pub.wait_on || !d->read_at || !d->prev_wait_on || !d->prev_link || !d->last_seq)
+	if (!d->pub.wait_on || !d->pub.late_ns || !d->pub.late_n || !d->prev_late || !d->read_at ||
+	    !d->prev_wait_on || !d->prev_link || !d->last_seq)
 		return weft_err_set(&comm->err, WEFT_ERR_NO_MEMORY,
 				    "init: no memory for the detector");
 	return WEFT_SUCCESS;
@@ -81,6 +85,9 @@ void weft_detect_fini(struct weft_comm *comm)
 	weft_detect_root_free(d->root);
 	pthread_mutex_destroy(&d->lock);
 	free(d->pub.wait_on);
+	free(d->pub.late_ns);
+	free(d->pub.late_n);
+	free(d->prev_late);
 	free(d->read_at);
 	free(d->prev_wait_on);
 	free(d->prev_link);
@@ -102,6 +109,17 @@ void weft_detect_waited(struct weft_comm *comm, const struct weft_task *task, ui
 	int p = task->waiting_for;
 	if (p >= 0 && p < comm->nranks)
 		weft_counter_add(&d->pub.wait_on[p], dt);
+}
+
+void weft_detect_first(const struct weft_task *task, int peer)
+{
+	struct weft_detect *d = task->comm->detect;
+	if (!d || peer < 0 || peer >= task->comm->nranks || !task->started_ns)
+		return;
+	uint64_t now = weft_now_ns();
+	weft_counter_add(&d->pub.late_ns[peer],
+			 now > task->started_ns ? now - task->started_ns : 0);
+	weft_counter_add(&d->pub.late_n[peer], 1);
 }
 
 void weft_detect_op(struct weft_comm *comm)

@@ -64,6 +64,9 @@ struct weft_detect_pub {
 	weft_counter_t stall_ns; /* blocked in a wait, not running (gaps) */
 	weft_counter_t ops;	 /* operations finished */
 	weft_counter_t *wait_on; /* [peer] ns of wait_ns spent waiting on it */
+	/* [peer] the first message of an operation from it: how long after
+	 * this rank posted the operation it came, summed, and how many */
+	weft_counter_t *late_ns, *late_n;
 };
 
 /* WEFT_DETECT, WEFT_DETECT_PERIOD, WEFT_DETECT_CONFIRM (a bad value fails
@@ -78,6 +81,12 @@ void weft_detect_waited(struct weft_comm *comm, const struct weft_task *task, ui
 /* From progress: every WEFT_DETECT_PERIOD / 2, read the signals of the
  * connections that carried data since (the gate's sample). */
 void weft_detect_tick(struct weft_comm *comm);
+
+/* The first message of @p task's first step from @p peer arrived (the
+ * engine's note): how late after this rank posted the operation. A rank
+ * whose first messages come late to the ranks that wait for them arrived
+ * late itself (stopped, starved, or called late). */
+void weft_detect_first(const struct weft_task *task, int peer);
 
 /* An operation finished (counted for the samples). */
 void weft_detect_op(struct weft_comm *comm);

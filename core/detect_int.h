@@ -17,6 +17,7 @@ struct weft_watch;
 #define DETECT_MAGIC 0x5745465444455431ull /* "WEFTDET1" */
 #define DETECT_LINKS 8			   /* connections per sample */
 #define DETECT_KEPT  8			   /* verdicts a rank keeps for the metrics */
+#define DETECT_LATE  4			   /* peers' lateness per sample */
 
 enum detect_type {
 	DETECT_SAMPLE = 1,  /* a rank's period, to rank 0 */
@@ -40,8 +41,15 @@ struct detect_sample {
 	int32_t top_peer; /* the peer waited on most, -1 none */
 	uint32_t top_permille;
 	uint32_t nlinks;
-	uint32_t pad;
+	uint32_t nlate;
 	struct detect_link_wire links[DETECT_LINKS];
+	/* peers whose first message of an operation came in this period: how
+	 * late after this rank posted the operation, on average */
+	struct detect_late_wire {
+		int32_t peer;
+		uint32_t count;
+		uint32_t delay_us;
+	} late[DETECT_LATE];
 };
 
 struct detect_verdict {
@@ -50,8 +58,8 @@ struct detect_verdict {
 	uint32_t named; /* 1 named, 0 cleared */
 	int32_t rank;	/* the rank (a link: the first rank of the slow host) */
 	uint32_t ops;	/* operations while it was flagged */
-	/* a link: the host's best rate, B/s; a rank: its wait fraction, in
-	 * millionths; and the job's median of the same */
+	/* a link: the host's best rate, B/s; a rank: its lateness, us; and
+	 * the job's median of the same */
 	uint64_t value, median;
 	uint32_t periods; /* in a row */
 	uint32_t pad;
@@ -72,7 +80,7 @@ struct detect_msg {
 	unsigned char mac[32];
 };
 
-_Static_assert(sizeof(struct detect_msg) == 224, "detector datagram is 224 bytes");
+_Static_assert(sizeof(struct detect_msg) == 272, "detector datagram is 272 bytes");
 
 /* Samples of a rank rank 0 keeps: a connection's rate is taken over them
  * (bytes over path time, summed), so that TCP's busy time, counted in
@@ -88,12 +96,13 @@ struct detect_root {
 	} * ranks;
 	struct weft_detect_run *host_run, *rank_run;
 	double *host_best, host_median;
-	double *rank_wait, rank_median;
+	double *rank_late, rank_median; /* seconds */
 	uint64_t next_id;
 	/* scratch for one evaluation */
 	struct weft_detect_link_obs *links;
-	double *best, *tmp, *wait;
+	double *best, *tmp, *late;
 	bool *slow_h, *slow_r, *have, *skip;
+	int *itmp;
 	/* verdicts sent this period, sent again next period (a lost one) */
 	struct detect_verdict resend[DETECT_KEPT];
 	int nresend;
@@ -112,6 +121,7 @@ struct weft_detect {
 	uint64_t next_ns;
 	uint64_t prev_t, prev_wait, prev_stall, prev_ops;
 	uint64_t *prev_wait_on;
+	uint64_t *prev_late; /* [2 peer] late_ns, [2 peer + 1] late_n at the last sample */
 	struct detect_prev_link {
 		uint64_t acked, path_us;
 	} * prev_link;

@@ -26,19 +26,20 @@ struct detect_root *weft_detect_root_new(int nranks, int nhosts)
 	r->host_run = calloc(h, sizeof(*r->host_run));
 	r->rank_run = calloc(n, sizeof(*r->rank_run));
 	r->host_best = calloc(h, sizeof(*r->host_best));
-	r->rank_wait = calloc(n, sizeof(*r->rank_wait));
+	r->rank_late = calloc(n, sizeof(*r->rank_late));
 	r->links = calloc(n * DETECT_LINKS, sizeof(*r->links));
 	r->best = calloc(h, sizeof(*r->best));
 	r->tmp = calloc(2 * big, sizeof(*r->tmp));
-	r->wait = calloc(n, sizeof(*r->wait));
+	r->late = calloc(n, sizeof(*r->late));
 	r->slow_h = calloc(h, sizeof(*r->slow_h));
 	r->slow_r = calloc(n, sizeof(*r->slow_r));
 	r->have = calloc(n, sizeof(*r->have));
 	r->skip = calloc(n, sizeof(*r->skip));
+	r->itmp = calloc(2 * h, sizeof(*r->itmp));
 	r->next_id = 1;
-	if (!r->ranks || !r->host_run || !r->rank_run || !r->host_best || !r->rank_wait ||
-	    !r->links || !r->best || !r->tmp || !r->wait || !r->slow_h || !r->slow_r || !r->have ||
-	    !r->skip) {
+	if (!r->ranks || !r->host_run || !r->rank_run || !r->host_best || !r->rank_late ||
+	    !r->links || !r->best || !r->tmp || !r->late || !r->slow_h || !r->slow_r || !r->have ||
+	    !r->skip || !r->itmp) {
 		weft_detect_root_free(r);
 		return NULL;
 	}
@@ -53,15 +54,16 @@ void weft_detect_root_free(struct detect_root *r)
 	free(r->host_run);
 	free(r->rank_run);
 	free(r->host_best);
-	free(r->rank_wait);
+	free(r->rank_late);
 	free(r->links);
 	free(r->best);
 	free(r->tmp);
-	free(r->wait);
+	free(r->late);
 	free(r->slow_h);
 	free(r->slow_r);
 	free(r->have);
 	free(r->skip);
+	free(r->itmp);
 	free(r);
 }
 
@@ -131,25 +133,42 @@ static struct weft_detect_link_obs windowed(const struct detect_root_rank *rk, i
 	return o;
 }
 
-/* The fresh samples: connections into r->links, waits into r->wait and
- * r->have; returns how many connections, and the job's median operations
- * per period in *ops. */
+/* The fresh samples: connections into r->links, each rank's lateness as
+ * the ranks it feeds saw it into r->late and r->have (the average over
+ * its receivers, weighted by their counts); returns how many
+ * connections, and the job's median operations per period in *ops. */
 static int gather(struct weft_watch *w, struct detect_root *r, uint64_t now, uint32_t *ops)
 {
 	uint64_t period = w->detect->period_ns, fresh = period * 5 / 2;
 	int nl = 0, nops = 0;
+	double *cnt = r->tmp + w->nranks; /* beside the ops' slots */
+	for (int k = 0; k < w->nranks; k++)
+		r->late[k] = cnt[k] = 0;
 	for (int k = 0; k < w->nranks; k++) {
 		const struct detect_root_rank *rk = &r->ranks[k];
 		unsigned last = (rk->n + DETECT_HISTORY - 1) % DETECT_HISTORY;
-		r->have[k] = rk->n && now - rk->at_ns[last] <= fresh;
-		if (!r->have[k])
+		if (!rk->n || now - rk->at_ns[last] > fresh)
 			continue;
 		const struct detect_sample *s = &rk->s[last];
-		r->wait[k] = s->wait_permille / 1000.0;
 		r->tmp[nops++] = s->ops;
+		for (unsigned h = 0; h < DETECT_HISTORY && h < rk->n; h++) { /* the window */
+			unsigned at = (rk->n - 1 - h) % DETECT_HISTORY;
+			if (now - rk->at_ns[at] > period * (DETECT_HISTORY + 1))
+				break;
+			for (unsigned i = 0; i < rk->s[at].nlate; i++) {
+				const struct detect_late_wire *x = &rk->s[at].late[i];
+				r->late[x->peer] += x->delay_us * 1e-6 * x->count;
+				cnt[x->peer] += x->count;
+			}
+		}
 		for (unsigned i = 0; i < s->nlinks; i++)
 			r->links[nl++] =
 			    windowed(rk, k, &s->links[i], now, period * (DETECT_HISTORY + 1));
+	}
+	for (int k = 0; k < w->nranks; k++) {
+		r->have[k] = cnt[k] > 0;
+		if (r->have[k])
+			r->late[k] /= cnt[k];
 	}
 	*ops = nops ? (uint32_t)weft_detect_median(r->tmp, nops) : 0;
 	return nl;
@@ -160,7 +179,7 @@ static void eval_hosts(struct weft_watch *w, struct detect_root *r, int nl, uint
 	const struct weft_topo_graph *g = &w->detect->comm->graph;
 	double median;
 	weft_detect_slow_hosts(r->links, nl, g->host_of, g->nhosts, r->best, r->slow_h, &median,
-			       r->tmp);
+			       r->tmp, r->itmp);
 	if (median > 0)
 		r->host_median = median;
 	for (int h = 0; h < g->nhosts; h++) {
@@ -183,17 +202,17 @@ static void eval_ranks(struct weft_watch *w, struct detect_root *r, uint32_t ops
 		int h = g->host_of[k];
 		r->skip[k] = r->host_run[h].named || r->slow_h[h];
 	}
-	weft_detect_slow_ranks(r->wait, r->have, r->skip, w->nranks, r->slow_r, &median, r->tmp);
+	weft_detect_late_ranks(r->late, r->have, r->skip, w->nranks, r->slow_r, &median, r->tmp);
 	if (median > 0)
 		r->rank_median = median;
 	for (int k = 0; k < w->nranks; k++) {
 		if (!r->have[k])
 			continue;
-		r->rank_wait[k] = r->wait[k];
+		r->rank_late[k] = r->late[k];
 		enum weft_detect_change c =
 		    weft_detect_step(&r->rank_run[k], r->slow_r[k], ops, w->detect->confirm);
 		if (c != WEFT_DETECT_SAME)
-			decide(w, r, DETECT_RANK, k, &r->rank_run[k], r->rank_wait[k] * 1e6,
+			decide(w, r, DETECT_RANK, k, &r->rank_run[k], r->rank_late[k] * 1e6,
 			       r->rank_median * 1e6);
 	}
 }
@@ -210,9 +229,16 @@ static void trace_period(struct weft_watch *w, struct detect_root *r, int nl)
 		n += (size_t)snprintf(line + n, sizeof(line) - n, " h%d=%.1f%s", h,
 				      r->best[h] / 1e6, r->slow_h[h] ? "!" : "");
 	for (int k = 0; k < w->nranks && n + 32 < sizeof(line); k++)
-		n += (size_t)snprintf(line + n, sizeof(line) - n, " r%d=%.2f%s", k,
-				      r->have[k] ? r->wait[k] : -1.0, r->slow_r[k] ? "!" : "");
-	weft_log(WEFT_LOG_TRACE, WEFT_SUB_NET, "detect: %d links; best MB/s, wait:%s", nl, line);
+		n +=
+		    (size_t)snprintf(line + n, sizeof(line) - n, " r%d=%.1fms%s", k,
+				     r->have[k] ? r->late[k] * 1e3 : -1.0, r->slow_r[k] ? "!" : "");
+	weft_log(WEFT_LOG_TRACE, WEFT_SUB_NET, "detect: %d links; best MB/s, late:%s", nl, line);
+	n = 0;
+	for (int i = 0; i < nl && n + 48 < sizeof(line); i++)
+		n += (size_t)snprintf(line + n, sizeof(line) - n, " %d>%d=%.1f/%lluK",
+				      r->links[i].src, r->links[i].dst, r->links[i].rate_Bps / 1e6,
+				      (unsigned long long)(r->links[i].bytes >> 10));
+	weft_log(WEFT_LOG_TRACE, WEFT_SUB_NET, "detect: links MB/s over the window:%s", line);
 }
 
 void weft_detect_root_eval(struct weft_watch *w, uint64_t now)

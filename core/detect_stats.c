@@ -27,14 +27,31 @@ double weft_detect_mad(const double *v, int n, double med, double *tmp)
 /* Scaled MADs below which a small spread is not believed: a job whose
  * hosts all run alike has a MAD near 0, and jitter must not be an
  * outlier. In log units: 5 %. */
-#define LOG_MAD_FLOOR  0.05
-#define WAIT_MAD_FLOOR 0.03
+#define LOG_MAD_FLOOR 0.05
+
+/* One believed connection between hosts @p a and @p b at @p rate: the
+ * host's best, and the other hosts it has been seen with (the first in
+ * peer[a], -1 none; two[a] once a second one appears). */
+static void take(double *best, int *peer, int *two, int a, int b, double rate)
+{
+	if (rate > best[a])
+		best[a] = rate;
+	if (peer[a] < 0)
+		peer[a] = b;
+	else if (peer[a] != b)
+		two[a] = 1;
+}
 
 int weft_detect_slow_hosts(const struct weft_detect_link_obs *links, int nlinks, const int *host_of,
-			   int nhosts, double *best, bool *slow, double *median_Bps, double *tmp)
+			   int nhosts, double *best, bool *slow, double *median_Bps, double *tmp,
+			   int *itmp)
 {
+	int *peer = itmp, *two = itmp + nhosts;
 	memset(best, 0, (size_t)nhosts * sizeof(*best));
 	memset(slow, 0, (size_t)nhosts * sizeof(*slow));
+	memset(two, 0, (size_t)nhosts * sizeof(*two));
+	for (int h = 0; h < nhosts; h++)
+		peer[h] = -1;
 	*median_Bps = 0;
 	for (int i = 0; i < nlinks; i++) {
 		const struct weft_detect_link_obs *l = &links[i];
@@ -42,10 +59,8 @@ int weft_detect_slow_hosts(const struct weft_detect_link_obs *links, int nlinks,
 		if (a == b || l->bytes < WEFT_DETECT_MIN_BYTES ||
 		    l->busy_s < WEFT_DETECT_MIN_BUSY_S || !(l->rate_Bps > 0))
 			continue;
-		if (l->rate_Bps > best[a])
-			best[a] = l->rate_Bps;
-		if (l->rate_Bps > best[b])
-			best[b] = l->rate_Bps;
+		take(best, peer, two, a, b, l->rate_Bps);
+		take(best, peer, two, b, a, l->rate_Bps);
 	}
 	double *logs = tmp, *scratch = tmp + nhosts;
 	int n = 0;
@@ -62,14 +77,14 @@ int weft_detect_slow_hosts(const struct weft_detect_link_obs *links, int nlinks,
 	*median_Bps = exp(med);
 	int found = 0;
 	for (int h = 0; h < nhosts; h++)
-		if (best[h] > 0 && log(best[h]) < med - gap) {
+		if (best[h] > 0 && log(best[h]) < med - gap && two[h]) {
 			slow[h] = true;
 			found++;
 		}
 	return found;
 }
 
-int weft_detect_slow_ranks(const double *wait, const bool *have, const bool *skip, int n,
+int weft_detect_late_ranks(const double *late, const bool *have, const bool *skip, int n,
 			   bool *slow, double *median, double *tmp)
 {
 	memset(slow, 0, (size_t)n * sizeof(*slow));
@@ -78,20 +93,16 @@ int weft_detect_slow_ranks(const double *wait, const bool *have, const bool *ski
 	int m = 0;
 	for (int r = 0; r < n; r++)
 		if (have[r])
-			v[m++] = wait[r];
+			v[m++] = late[r];
 	if (m < 3)
 		return 0;
 	double med = weft_detect_median(v, m);
 	double mad = weft_detect_mad(v, m, med, scratch);
 	*median = med;
-	if (med < WEFT_DETECT_MIN_WAIT)
-		return 0; /* nobody waits much: nobody is holding the job up */
-	if (mad < WAIT_MAD_FLOOR)
-		mad = WAIT_MAD_FLOOR;
-	double gap = fmax(WEFT_DETECT_Z * mad, WEFT_DETECT_WAIT_GAP);
+	double gap = fmax(WEFT_DETECT_Z * mad, WEFT_DETECT_LATE_S);
 	int found = 0;
 	for (int r = 0; r < n; r++)
-		if (have[r] && !skip[r] && wait[r] < med - gap) {
+		if (have[r] && !skip[r] && late[r] > med + gap && late[r] > 2 * med) {
 			slow[r] = true;
 			found++;
 		}

@@ -18,10 +18,8 @@
 #define WEFT_DETECT_Z 3.0
 /* ... this factor below it for a host's rate, */
 #define WEFT_DETECT_RATE_FACTOR 2.0
-/* ... this far below it for a rank's wait fraction, whose median must be
- * at least WEFT_DETECT_MIN_WAIT (the others must be waiting). */
-#define WEFT_DETECT_WAIT_GAP 0.2
-#define WEFT_DETECT_MIN_WAIT 0.25
+/* ... and this many seconds above it for a rank's lateness. */
+#define WEFT_DETECT_LATE_S 0.01
 
 /* One connection's period: from rank src to rank dst. */
 struct weft_detect_link_obs {
@@ -42,17 +40,22 @@ double weft_detect_mad(const double *v, int n, double med, double *tmp);
  * nhosts-1). best[h] is the best believed rate of a connection into or
  * out of host h (0: none believed; connections inside a host do not
  * count). slow[h] is set for the outliers; *median_Bps is the hosts'
- * median best rate. Returns how many are slow (0 with fewer than 3 hosts
- * with a rate). @p tmp holds 2 x nhosts doubles. */
+ * median best rate. A host is judged only on believed connections to at
+ * least 2 other hosts: one slow connection may be its peer's fault.
+ * Returns how many are slow (0 with fewer than 3 hosts with a rate).
+ * @p tmp holds 2 x nhosts doubles and @p itmp 2 x nhosts ints. */
 int weft_detect_slow_hosts(const struct weft_detect_link_obs *links, int nlinks, const int *host_of,
-			   int nhosts, double *best, bool *slow, double *median_Bps, double *tmp);
+			   int nhosts, double *best, bool *slow, double *median_Bps, double *tmp,
+			   int *itmp);
 
-/* Ranks that everyone waits for: wait[r] is the fraction of the period
- * rank r spent blocked waiting for peers, have[r] whether it reported one;
- * skip[r] leaves a rank out (its host's uplink is named). slow[r] is set
- * for the outliers; *median the median wait. Returns how many (0 with
- * fewer than 3 ranks reporting). @p tmp holds 2 x n doubles. */
-int weft_detect_slow_ranks(const double *wait, const bool *have, const bool *skip, int n,
+/* Ranks that arrive late: late[r] is how long, on average, the ranks that
+ * receive from rank r waited after posting an operation for its first
+ * message, have[r] whether any said; skip[r] leaves a rank out (its
+ * host's uplink is named, which explains it). slow[r] is set for the
+ * outliers (3 scaled MADs and WEFT_DETECT_LATE_S above the median, and
+ * twice it); *median is the median. Returns how many (0 with fewer than 3
+ * ranks known). @p tmp holds 2 x n doubles. */
+int weft_detect_late_ranks(const double *late, const bool *have, const bool *skip, int n,
 			   bool *slow, double *median, double *tmp);
 
 /* Naming and clearing: a suspect is named after @p confirm periods in a

@@ -72,6 +72,34 @@ static void take_link(struct weft_detect *d, int p, struct detect_sample *s)
 	s->links[i] = x;
 }
 
+/* Peer @p p's first messages over the period, into the DETECT_LATE with
+ * the most of them. */
+static void take_late(struct weft_detect *d, int p, struct detect_sample *s)
+{
+	uint64_t ns = weft_counter_get(&d->pub.late_ns[p]), n = weft_counter_get(&d->pub.late_n[p]);
+	uint64_t dns = ns - d->prev_late[2 * p], dn = n - d->prev_late[2 * p + 1];
+	d->prev_late[2 * p] = ns;
+	d->prev_late[2 * p + 1] = n;
+	if (dn == 0)
+		return;
+	uint64_t avg_us = dns / dn / 1000;
+	struct detect_late_wire x = {.peer = p,
+				     .count = dn > UINT32_MAX ? UINT32_MAX : (uint32_t)dn,
+				     .delay_us =
+					 avg_us > UINT32_MAX ? UINT32_MAX : (uint32_t)avg_us};
+	unsigned i = s->nlate < DETECT_LATE ? s->nlate++ : DETECT_LATE;
+	if (i == DETECT_LATE) {
+		unsigned min = 0;
+		for (unsigned k = 1; k < DETECT_LATE; k++)
+			if (s->late[k].count < s->late[min].count)
+				min = k;
+		if (s->late[min].count >= x.count)
+			return;
+		i = min;
+	}
+	s->late[i] = x;
+}
+
 static void build(struct weft_detect *d, uint64_t now, struct detect_sample *s)
 {
 	const struct weft_comm *comm = d->comm;
@@ -91,8 +119,10 @@ static void build(struct weft_detect *d, uint64_t now, struct detect_sample *s)
 			s->top_peer = p;
 		}
 		d->prev_wait_on[p] = on;
-		if (p != comm->rank)
+		if (p != comm->rank) {
 			take_link(d, p, s);
+			take_late(d, p, s);
+		}
 	}
 	s->top_permille = permille(top, dt);
 	d->prev_t = now;
@@ -128,10 +158,13 @@ void weft_detect_watch_tick(struct weft_watch *w, uint64_t now)
 
 static bool sample_ok(const struct weft_watch *w, const struct detect_sample *s)
 {
-	if (s->nlinks > DETECT_LINKS)
+	if (s->nlinks > DETECT_LINKS || s->nlate > DETECT_LATE)
 		return false;
 	for (unsigned i = 0; i < s->nlinks; i++)
 		if (s->links[i].peer < 0 || s->links[i].peer >= w->nranks)
+			return false;
+	for (unsigned i = 0; i < s->nlate; i++)
+		if (s->late[i].peer < 0 || s->late[i].peer >= w->nranks)
 			return false;
 	return s->top_peer >= -1 && s->top_peer < w->nranks;
 }
@@ -221,14 +254,15 @@ static void say(const struct weft_comm *comm, const struct detect_verdict *v, ch
 		    leaf, v->value / 1e6, v->median / 1e6);
 	else if (v->named)
 		snprintf(buf, len,
-			 "slow: %s holds the job up: it waited %.0f%% of the time for peers, the "
-			 "job's median %.0f%%, for %u operations",
-			 w, v->value / 1e4, v->median / 1e4, v->ops);
+			 "slow: %s holds the job up: the ranks it feeds waited %.0f ms on average "
+			 "for its first message of an operation, the job's median %.0f ms, for %u "
+			 "operations",
+			 w, v->value / 1e3, v->median / 1e3, v->ops);
 	else
 		snprintf(buf, len,
-			 "slow: cleared: %s waits like the others again (%.0f%%, the job's median "
-			 "%.0f%%)",
-			 w, v->value / 1e4, v->median / 1e4);
+			 "slow: cleared: %s keeps time again (its first messages %.0f ms after the "
+			 "call, the job's median %.0f ms)",
+			 w, v->value / 1e3, v->median / 1e3);
 }
 
 void weft_detect_apply(struct weft_watch *w, const struct detect_verdict *v)

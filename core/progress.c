@@ -82,6 +82,7 @@ static weft_status_t post_task(struct weft_task *t)
 {
 	uint64_t ns = weft_now_ns();
 	t->posted = true;
+	t->started_ns = ns;
 	t->last_event = (double)ns * 1e-9;
 	weft_trace_started(t, ns);
 	return t->ops->post(t);

@@ -101,8 +101,9 @@ struct weft_task {
 	 * step (UINT32_MAX unknown) and whether it is a send. */
 	uint32_t waiting_step;
 	bool waiting_send;
-	uint64_t trace_id;  /* its record in the flight recorder (core/trace.h); 0 none */
-	uint64_t posted_ns; /* when it was called, for the metrics (0: not timed) */
+	uint64_t trace_id;   /* its record in the flight recorder (core/trace.h); 0 none */
+	uint64_t posted_ns;  /* when it was called, for the metrics (0: not timed) */
+	uint64_t started_ns; /* when its algorithm was posted (weft_now_ns) */
 	/* Called once when the operation finishes (weft_task_notify); NULL: none. */
 	void (*on_complete)(void *arg, weft_status_t status);
 	void *on_complete_arg;

@@ -41,7 +41,7 @@ OUT=$(mktemp -d /tmp/weft-test-prometheus.XXXXXX)
 PIDS=()
 cleanup() {
 	local p
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+	for p in "${PIDS[@]}" $(ip netns pids "$NS" 2>/dev/null); do kill "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	ip netns del "$NS" 2>/dev/null
 	rm -rf "$OUT"

@@ -95,7 +95,8 @@ TEST_SRCS := $(wildcard tests/unit/*/*.c tests/integration/*.c tests/faults/*.c 
 TEST_PROGS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 # Shell tests of the programs (exit 77: skipped, with the reason printed).
 TEST_SCRIPTS := $(wildcard tests/programs/test_*.sh) tests/fabric/test_fabric_topo.sh tests/fabric/test_slurm.sh \
-	tests/fabric/test_python_fabric.sh tests/fabric/test_congestion.sh tests/docs/test_docs.sh
+	tests/fabric/test_python_fabric.sh tests/fabric/test_congestion.sh tests/fabric/test_prometheus.sh \
+	tests/fabric/test_detect.sh tests/docs/test_docs.sh
 
 TOOLS := $(BUILD)/weft-topo $(BUILD)/weft-run
 # What a libfabric provider streams on its own (the ofi transport's yardstick).
@@ -369,7 +370,7 @@ ASAN_QUICK := unit/bootstrap/bootstrap unit/api/secret unit/bootstrap/doors unit
 	faults/verdict faults/faults integration/failures unit/util/parse unit/topo/json unit/tune/tune \
 	$(call over,reduce_scatter broadcast reduce alltoall barrier errors,shm socket) \
 	integration/split_group integration/nonblocking integration/collectives \
-	security/attacks security/flood unit/api/review
+	security/attacks security/flood unit/api/review faults/recorder unit/core/detect
 asan-quick:
 	$(MAKE) BUILD=build-asan SANITIZE="$(ASAN_SANITIZE)" CFLAGS="-O1 -g" HAVE_TORCH= \
 		$(call QUICK_PROGS,build-asan,$(ASAN_QUICK)) build-asan/tests/libfake_ibverbs.so
@@ -378,14 +379,17 @@ asan-quick:
 # ThreadSanitizer on the suites with more than one thread per rank: the
 # progress thread (WEFT_PROGRESS_THREAD=1), the watch's thread (every
 # communicator has one; the verdict suite drives it hardest), abort from
-# another thread, and waits that drive other communicators (split_group's
-# "split" cases: parents and children at once). Its own build, build-tsan/;
+# another thread, waits that drive other communicators (split_group's
+# "split" cases: parents and children at once), and the metrics exporter's
+# thread reading the counters while operations and the progress thread
+# write them (the detector's thread too: 3 ranks). Its own build, build-tsan/;
 # tests/lib/tsan.supp holds only races inside third-party libraries.
 TSAN_SANITIZE := -fsanitize=thread
 TSAN_QUICK := faults/verdict unit/core/progress_thread \
 	WEFT_PROGRESS_THREAD=1+WEFT_TEST_ALGO=auto:integration/nonblocking \
 	WEFT_PROGRESS_THREAD=1+WEFT_CONNECT=lazy+WEFT_TEST_ALGO=auto:integration/nonblocking \
-	WEFT_PROGRESS_THREAD=1+WEFT_TEST_ALGO=split:integration/split_group unit/api/review
+	WEFT_PROGRESS_THREAD=1+WEFT_TEST_ALGO=split:integration/split_group unit/api/review \
+	WEFT_METRICS_FILE=build-tsan/metrics.%p.prom+WEFT_METRICS_INTERVAL=0.05+WEFT_PROGRESS_THREAD=1+WEFT_TEST_ALGO=auto:integration/nonblocking
 tsan-quick:
 	$(MAKE) BUILD=build-tsan SANITIZE="$(TSAN_SANITIZE)" CFLAGS="-O1 -g" HAVE_TORCH= \
 		$(call QUICK_PROGS,build-tsan,$(TSAN_QUICK))

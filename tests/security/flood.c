@@ -29,14 +29,14 @@
 #include "harness.h"
 #include "stranger.h"
 
-#define NRANKS	     3
-#define SILENT	     2000
-#define NOISY	     10000
-#define DATAGRAMS    10000
-#define MAX_PENDING  32
-#define FD_SLACK     48
-#define MAX_TARGETS  64
-#define LOOP_SECONDS 3.0
+#define NRANKS	      3
+#define SILENT	      2000
+#define NOISY	      10000
+#define DATAGRAMS     10000
+#define MAX_PENDING   32
+#define FD_SLACK      48
+#define MAX_TARGETS   64
+#define LOOP_SECONDS  3.0
 #define METRICS_CONNS "8" /* the /metrics endpoint's connections (and its epoll, pipe) */
 
 struct flood {
@@ -46,10 +46,10 @@ struct flood {
 	_Atomic int baseline[NRANKS]; /* descriptors before init */
 	_Atomic int peak[NRANKS];     /* the most seen during the job */
 	_Atomic long silent, noisy, datagrams;
-	_Atomic long at_root;	 /* connections to the root's port */
-	_Atomic long at_metrics; /* connections to the /metrics endpoints */
+	_Atomic long at_root;	  /* connections to the root's port */
+	_Atomic long at_metrics;  /* connections to the /metrics endpoints */
 	_Atomic int metrics_port; /* the endpoints' base port (rank r: + r) */
-	_Atomic int bad[NRANKS]; /* allreduce results that were wrong */
+	_Atomic int bad[NRANKS];  /* allreduce results that were wrong */
 };
 
 static struct flood *fl;

@@ -15,8 +15,9 @@
  *
  * What carries it: the watch's UDP socket (core/watch.h), at a period of
  * its own, WEFT_DETECT_PERIOD (0.2 s): every rank sends rank 0 one
- * datagram per period (its wait fraction and its busiest connections'
- * rates, 200 bytes, authenticated like every watch datagram); rank 0
+ * datagram per period (its busiest connections' bytes and path times,
+ * its peers' lateness, its wait share; 280 bytes, authenticated like
+ * every watch datagram); rank 0
  * decides and sends every rank the verdict when it changes. A gather to
  * one rank and a broadcast from it, never an all-to-all; no data frame
  * carries anything more.
@@ -28,11 +29,11 @@
  *    hosts, median and MAD of the logarithms, at least 2x below the median
  *    and 3 scaled MADs (a throttled NIC slows every connection through it;
  *    a slow peer elsewhere slows only one of a host's connections);
- *  - a rank is slow when the others wait a quarter of their time or more
- *    and it waits far less than they do (median and MAD again): everyone
- *    waits for it, it waits for no one (late arrivals, a CPU-starved or
- *    stopped process); not named when its host's uplink is (the link
- *    explains it);
+ *  - a rank is slow when its first messages of an operation reach the
+ *    ranks it feeds late, far later than the job's median (median and MAD
+ *    again, at least 10 ms and twice the median): late arrivals, a
+ *    CPU-starved or stopped process; not named when its host's uplink is
+ *    (the link explains it);
  *  - either for WEFT_DETECT_CONFIRM periods in a row before it is named,
  *    and as many clean ones before it is cleared.
  * Named: a WARN line on every rank ("slow: rank 1 (h3, 10.77.5.13) uplink

@@ -38,10 +38,12 @@ struct detect_sample {
 	uint32_t ops;		/* operations finished */
 	uint32_t wait_permille; /* of the period, blocked in a wait and running */
 	uint32_t stall_permille;
+	uint32_t off_permille; /* the watch's thread woke late: the process did not run */
 	int32_t top_peer; /* the peer waited on most, -1 none */
 	uint32_t top_permille;
 	uint32_t nlinks;
 	uint32_t nlate;
+	uint32_t pad;
 	struct detect_link_wire links[DETECT_LINKS];
 	/* peers whose first message of an operation came in this period: how
 	 * late after this rank posted the operation, on average */
@@ -80,7 +82,7 @@ struct detect_msg {
 	unsigned char mac[32];
 };
 
-_Static_assert(sizeof(struct detect_msg) == 272, "detector datagram is 272 bytes");
+_Static_assert(sizeof(struct detect_msg) == 280, "detector datagram is 280 bytes");
 
 /* Samples of a rank rank 0 keeps: a connection's rate is taken over them
  * (bytes over path time, summed), so that TCP's busy time, counted in
@@ -119,7 +121,8 @@ struct weft_detect {
 	uint64_t *read_at; /* [peer] bytes sent at its last signals read */
 	/* the watch thread's */
 	uint64_t next_ns;
-	uint64_t prev_t, prev_wait, prev_stall, prev_ops;
+	uint64_t tick_due, off_ns; /* the thread's next tick, and its lateness summed */
+	uint64_t prev_t, prev_wait, prev_stall, prev_ops, prev_off;
 	uint64_t *prev_wait_on;
 	uint64_t *prev_late; /* [2 peer] late_ns, [2 peer + 1] late_n at the last sample */
 	struct detect_prev_link {

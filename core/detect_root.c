@@ -14,6 +14,7 @@
 #include "core/comm.h"
 #include "core/detect_int.h"
 #include "core/watch_int.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 struct detect_root *weft_detect_root_new(int nranks, int nhosts)
@@ -217,8 +218,18 @@ static void eval_ranks(struct weft_watch *w, struct detect_root *r, uint32_t ops
 	}
 }
 
-/* WEFT_DEBUG=TRACE, subsystem NET: what each period's decision saw. */
-static void trace_period(struct weft_watch *w, struct detect_root *r, int nl)
+/* The latest fresh sample of @p rank, or NULL. */
+static const struct detect_sample *latest(const struct detect_root *r, int rank, uint64_t now,
+					  uint64_t fresh)
+{
+	const struct detect_root_rank *rk = &r->ranks[rank];
+	unsigned last = (rk->n + DETECT_HISTORY - 1) % DETECT_HISTORY;
+	return rk->n && now - rk->at_ns[last] <= fresh ? &rk->s[last] : NULL;
+}
+
+/* WEFT_DEBUG=TRACE, subsystem NET: what each period's decision saw (the
+ * time, realtime, so that a run's log lines up with what was done to it). */
+static void trace_period(struct weft_watch *w, struct detect_root *r, int nl, uint64_t now)
 {
 	if (!weft_log_enabled(WEFT_LOG_TRACE, WEFT_SUB_NET))
 		return;
@@ -228,11 +239,16 @@ static void trace_period(struct weft_watch *w, struct detect_root *r, int nl)
 	for (int h = 0; h < g->nhosts && n + 32 < sizeof(line); h++)
 		n += (size_t)snprintf(line + n, sizeof(line) - n, " h%d=%.1f%s", h,
 				      r->best[h] / 1e6, r->slow_h[h] ? "!" : "");
-	for (int k = 0; k < w->nranks && n + 32 < sizeof(line); k++)
-		n +=
-		    (size_t)snprintf(line + n, sizeof(line) - n, " r%d=%.1fms%s", k,
-				     r->have[k] ? r->late[k] * 1e3 : -1.0, r->slow_r[k] ? "!" : "");
-	weft_log(WEFT_LOG_TRACE, WEFT_SUB_NET, "detect: %d links; best MB/s, late:%s", nl, line);
+	for (int k = 0; k < w->nranks && n + 64 < sizeof(line); k++) {
+		const struct detect_sample *s = latest(r, k, now, w->detect->period_ns * 5 / 2);
+		n += (size_t)snprintf(line + n, sizeof(line) - n, " r%d=%u/%u/%u/%.1fms%s", k,
+				      s ? s->wait_permille : 0, s ? s->stall_permille : 0,
+				      s ? s->off_permille : 0, r->have[k] ? r->late[k] * 1e3 : -1.0,
+				      r->slow_r[k] ? "!" : "");
+	}
+	weft_log(WEFT_LOG_TRACE, WEFT_SUB_NET,
+		 "detect t=%.3f: %d links; best MB/s; wait/stall/off permille, late:%s",
+		 (double)weft_wall_ns() * 1e-9, nl, line);
 	n = 0;
 	for (int i = 0; i < nl && n + 48 < sizeof(line); i++)
 		n += (size_t)snprintf(line + n, sizeof(line) - n, " %d>%d=%.1f/%lluK",
@@ -256,5 +272,5 @@ void weft_detect_root_eval(struct weft_watch *w, uint64_t now)
 	int nl = gather(w, r, now, &ops);
 	eval_hosts(w, r, nl, ops);
 	eval_ranks(w, r, ops);
-	trace_period(w, r, nl);
+	trace_period(w, r, nl, now);
 }

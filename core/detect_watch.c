@@ -17,9 +17,34 @@
 #include "util/clock.h"
 #include "util/log.h"
 
+/* With WEFT_DEBUG=TRACE for NET (the line that shows it), the watch's
+ * thread wakes every TICK_NS while the detector runs: how late it wakes,
+ * beyond what poll's millisecond rounds up, is time the process did not
+ * run (stopped, or its cores taken by others), whatever its main thread
+ * was doing. A diagnostic only (no decision uses it), so without TRACE
+ * the thread keeps to the detector's period and sends 0. */
+#define TICK_NS	 10000000ull
+#define SLACK_NS 2000000ull
+
 uint64_t weft_detect_next_ns(const struct weft_watch *w)
 {
-	return w->detect ? w->detect->next_ns : UINT64_MAX;
+	const struct weft_detect *d = w->detect;
+	if (!d)
+		return UINT64_MAX;
+	return d->tick_due && d->tick_due < d->next_ns ? d->tick_due : d->next_ns;
+}
+
+/* The thread woke at @p now: its lateness against the tick it asked for. */
+static void ticked(struct weft_detect *d, uint64_t now)
+{
+	if (!weft_log_enabled(WEFT_LOG_TRACE, WEFT_SUB_NET)) {
+		d->tick_due = 0;
+		return;
+	}
+	if (d->tick_due && now > d->tick_due + SLACK_NS)
+		d->off_ns += now - d->tick_due - SLACK_NS;
+	if (now >= d->tick_due)
+		d->tick_due = now + TICK_NS;
 }
 
 /* A datagram to @p peer (its sequence number and MAC made here). */
@@ -105,11 +130,13 @@ static void build(struct weft_detect *d, uint64_t now, struct detect_sample *s)
 	const struct weft_comm *comm = d->comm;
 	uint64_t dt = now - d->prev_t, wait = weft_counter_get(&d->pub.wait_ns);
 	uint64_t stall = weft_counter_get(&d->pub.stall_ns), ops = weft_counter_get(&d->pub.ops);
+	uint64_t off = d->off_ns;
 	memset(s, 0, sizeof(*s));
 	s->period_us = (uint32_t)(dt / 1000);
 	s->ops = (uint32_t)(ops - d->prev_ops);
 	s->wait_permille = permille(wait - d->prev_wait, dt);
 	s->stall_permille = permille(stall - d->prev_stall, dt);
+	s->off_permille = permille(off - d->prev_off, dt);
 	s->top_peer = -1;
 	uint64_t top = 0;
 	for (int p = 0; p < comm->nranks; p++) {
@@ -129,12 +156,16 @@ static void build(struct weft_detect *d, uint64_t now, struct detect_sample *s)
 	d->prev_wait = wait;
 	d->prev_stall = stall;
 	d->prev_ops = ops;
+	d->prev_off = off;
 }
 
 void weft_detect_watch_tick(struct weft_watch *w, uint64_t now)
 {
 	struct weft_detect *d = w->detect;
-	if (!d || now < d->next_ns)
+	if (!d)
+		return;
+	ticked(d, now);
+	if (now < d->next_ns)
 		return;
 	struct detect_sample s;
 	if (d->next_ns == 0) { /* the first: only where the counters start */

@@ -1,10 +1,10 @@
 #!/bin/bash
 # test_detect.sh — the online detector (core/detect.h) on the namespace
 # fabric: 4 hosts under 4 leaves, 300 Mbit uplinks (fabric.sh --leaves 4
-# --hosts-per-leaf 1 --spine-rate 300mbit), one rank per host looping
-# AllReduces of 1 MiB over sockets (every link crosses the spine: the
-# job's median path rate is the uplinks' ~36 MB/s), each serving /metrics
-# on its host's address.
+# --hosts-per-leaf 1 --spine-rate 300mbit), one rank per host looping ring
+# AllReduces of 4 MiB over sockets (every link crosses the spine: the
+# job's median path rate is the uplinks', ~36 MB/s at most), each serving
+# /metrics on its host's address.
 #   1. healthy for 3 s: nobody is named;
 #   2. rank 1's host link throttled to a quarter (tbf 75mbit both ways, on
 #      the host's veth and the leaf's port): every rank logs "slow: rank 1
@@ -56,7 +56,7 @@ out = sys.argv[1]
 comm = weft.Comm.from_env()
 with open(os.path.join(out, "pid.%d" % comm.rank), "w") as f:
     f.write("%d\n" % os.getpid())
-x = np.ones(1 << 18, dtype=np.float32)
+x = np.ones(1 << 20, dtype=np.float32)  # 4 MiB
 stop = np.zeros(1, dtype=np.int32)
 while not stop[0]:  # every rank stops at the same call
     comm.allreduce(x)
@@ -70,7 +70,7 @@ for ((r = 0; r < NRANKS; r++)); do
 	timeout -k 5 300 "$FABRIC_SH" run "${RANK_HOST[r]}" -- \
 		env WEFT_RANK="$r" WEFT_NRANKS="$NRANKS" WEFT_ROOT="${RANK_IP[0]}:29700" \
 		WEFT_SECRET="$FABRIC_SECRET" WEFT_SOCKET_IFNAME="${RANK_IF[r]}" \
-		WEFT_LLDP_SOCKET="${RANK_SOCK[r]}" WEFT_TRANSPORTS=socket WEFT_TIMEOUT=60 \
+		WEFT_LLDP_SOCKET="${RANK_SOCK[r]}" WEFT_TRANSPORTS=socket WEFT_ALGO=allreduce:ring WEFT_TIMEOUT=60 \
 		WEFT_METRICS_PORT=$MPORT WEFT_METRICS_ADDR="${RANK_IP[r]}" WEFT_BUILD="$BUILD" \
 		PYTHONPATH="$REPO/python" "$PY" "$OUT/loop.py" "$OUT" >"$OUT/r$r.out" 2>"$OUT/r$r.err" &
 	PIDS+=($!)

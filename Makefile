@@ -370,7 +370,7 @@ ASAN_QUICK := unit/bootstrap/bootstrap unit/api/secret unit/bootstrap/doors unit
 	faults/verdict faults/faults integration/failures unit/util/parse unit/topo/json unit/tune/tune \
 	$(call over,reduce_scatter broadcast reduce alltoall barrier errors,shm socket) \
 	integration/split_group integration/nonblocking integration/collectives \
-	security/attacks security/flood unit/api/review faults/recorder unit/core/detect
+	security/attacks security/flood unit/api/review faults/recorder unit/core/slowdet
 asan-quick:
 	$(MAKE) BUILD=build-asan SANITIZE="$(ASAN_SANITIZE)" CFLAGS="-O1 -g" HAVE_TORCH= \
 		$(call QUICK_PROGS,build-asan,$(ASAN_QUICK)) build-asan/tests/libfake_ibverbs.so

@@ -76,7 +76,7 @@ struct weft_watch;
 struct weft_p2p_req;
 struct weft_trace;
 struct weft_metrics;
-struct weft_detect;
+struct weft_slowdet;
 
 struct weft_comm {
 	int rank;
@@ -102,7 +102,7 @@ struct weft_comm {
 	struct weft_stats *stats;     /* WEFT_STATS_FILE (core/stats.h), else NULL */
 	struct weft_trace *trace;     /* the flight recorder (core/trace.h) */
 	struct weft_metrics *metrics; /* WEFT_METRICS_* (core/metrics.h), else NULL */
-	struct weft_detect *detect;   /* the slow-link detector (core/detect.h), else NULL */
+	struct weft_slowdet *slowdet; /* the slow-link detector (core/slowdet.h), else NULL */
 
 	struct weft_topo_graph graph;
 	bool placement_by_rank; /* WEFT_PLACEMENT=rank */

@@ -13,12 +13,12 @@
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/hostid.h"
 #include "core/comm.h"
-#include "core/detect.h"
 #include "core/fail.h"
 #include "core/mem_reg.h"
 #include "core/metrics.h"
 #include "core/p2p.h"
 #include "core/progress_thread.h"
+#include "core/slowdet.h"
 #include "core/stats.h"
 #include "core/trace.h"
 #include "core/watch.h"
@@ -422,7 +422,7 @@ void weft_comm_free(struct weft_comm *comm)
 	weft_metrics_fini(comm); /* off the exporter first: a render reads the rest */
 	weft_progress_thread_stop(comm);
 	weft_watch_stop(comm);
-	weft_detect_fini(comm); /* the watch's thread used it */
+	weft_slowdet_fini(comm); /* the watch's thread used it */
 	if (comm->bs)
 		weft_bootstrap_close(comm->bs);
 	weft_p2p_abort(comm, WEFT_ERR_ABORTED);
@@ -549,7 +549,7 @@ weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct 
 	if (st == WEFT_SUCCESS)
 		st = check_isa(comm);
 	if (st == WEFT_SUCCESS)
-		st = weft_detect_init(comm); /* needs the graph; the watch carries it */
+		st = weft_slowdet_init(comm); /* needs the graph; the watch carries it */
 	if (st == WEFT_SUCCESS)
 		st = weft_watch_start(comm);
 	if (st != WEFT_SUCCESS)

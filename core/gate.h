@@ -41,7 +41,7 @@ struct weft_conn;
  * deltas since the connection came up. The op hands each delta out once,
  * so the gate is its one reader: the pacer gets the deltas of each read,
  * and the statistics (core/stats.h), the metrics (core/metrics.h) and the
- * slow-link detector (core/detect.h) these sums. The thread that drives
+ * slow-link detector (core/slowdet.h) these sums. The thread that drives
  * the communicator writes them; the exporter and the watch read them
  * (util/counter.h). */
 struct weft_link_signals {

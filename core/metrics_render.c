@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "core/comm.h"
-#include "core/detect.h"
 #include "core/metrics_int.h"
+#include "core/slowdet.h"
 #include "transports/transport.h"
 #include "util/clock.h"
 
@@ -314,7 +314,7 @@ void weft_metrics_render_list(const struct weft_metrics *list, enum weft_metrics
 	per_comm(&o, list, "weft_timeouts", "operations that timed out (WEFT_TIMEOUT)", f_timeouts);
 	events(&o, list);
 	weft_metrics_render_peers(list, &o);
-	weft_detect_render(list, &o);
+	weft_slowdet_render(list, &o);
 	if (fmt == WEFT_METRICS_OPENMETRICS)
 		weft_mbuf_printf(b, "# EOF\n");
 }

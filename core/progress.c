@@ -12,10 +12,10 @@
 #include "core/progress.h"
 
 #include "core/comm.h"
-#include "core/detect.h"
 #include "core/fail.h"
 #include "core/metrics.h"
 #include "core/p2p.h"
+#include "core/slowdet.h"
 #include "core/stats.h"
 #include "core/tag.h"
 #include "core/task.h"
@@ -114,7 +114,7 @@ static void record_end(struct weft_comm *comm, struct weft_task *t, weft_status_
 	uint64_t ns = weft_task_clock(comm);
 	weft_trace_finished(t, st, ns);
 	weft_metrics_op(t, st, ns);
-	weft_detect_op(comm);
+	weft_slowdet_op(comm);
 }
 
 static weft_status_t finish_task(struct weft_comm *comm, struct weft_task **link,
@@ -223,7 +223,7 @@ weft_status_t weft_comm_progress(struct weft_comm *comm)
 		return st;
 	}
 	weft_stats_tick(comm);
-	weft_detect_tick(comm);
+	weft_slowdet_tick(comm);
 	return progress_tasks(comm);
 }
 
@@ -315,7 +315,7 @@ static void progress_others(const struct weft_comm *self)
 static weft_status_t wait_locked(struct weft_comm *comm, struct weft_task *task)
 {
 	unsigned spins = 0;
-	uint64_t last = comm->detect ? weft_now_ns() : 0; /* the detector's wait accounting */
+	uint64_t last = comm->slowdet ? weft_now_ns() : 0; /* the detector's wait accounting */
 	while (task->status == WEFT_INPROGRESS) {
 		double seen = task->last_event;
 		weft_comm_unlock(comm);
@@ -324,8 +324,8 @@ static weft_status_t wait_locked(struct weft_comm *comm, struct weft_task *task)
 		weft_status_t st = weft_comm_progress(comm);
 		if (st != WEFT_SUCCESS && task->status == WEFT_INPROGRESS)
 			task->status = st;
-		if (comm->detect)
-			weft_detect_waited(comm, task, &last);
+		if (comm->slowdet)
+			weft_slowdet_waited(comm, task, &last);
 		if (task->last_event != seen)
 			spins = 0;
 		else if (task->status == WEFT_INPROGRESS)

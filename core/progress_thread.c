@@ -22,9 +22,9 @@
 #include "core/progress_thread.h"
 
 #include "core/comm.h"
-#include "core/detect.h"
 #include "core/fail.h"
 #include "core/progress.h"
+#include "core/slowdet.h"
 #include "util/log.h"
 #include "util/settings.h"
 
@@ -85,9 +85,9 @@ static void *pt_main(void *arg)
 		}
 		double before = last_event(comm);
 		weft_comm_progress(comm); /* errors land in the tasks */
-		if (comm->detect && comm->active && waited)
-			weft_detect_waited(comm, comm->active, &waited);
-		else if (comm->detect)
+		if (comm->slowdet && comm->active && waited)
+			weft_slowdet_waited(comm, comm->active, &waited);
+		else if (comm->slowdet)
 			waited = comm->active ? weft_now_ns() : 0;
 		bool moved = last_event(comm) != before;
 		pthread_mutex_unlock(&comm->lock);

@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "core/comm.h"
-#include "core/detect_int.h"
 #include "core/fail.h"
+#include "core/slowdet_int.h"
 #include "core/watch_int.h"
 #include "util/log.h"
 
@@ -155,7 +155,7 @@ static void drain(struct weft_watch *w)
 	for (;;) {
 		union {
 			struct watch_msg watch;
-			struct detect_msg detect;
+			struct slowdet_msg slowdet;
 		} m;
 		struct sockaddr_storage from;
 		socklen_t flen = sizeof(from);
@@ -163,7 +163,7 @@ static void drain(struct weft_watch *w)
 				     (struct sockaddr *)&from, &flen);
 		if (n < 0)
 			break;
-		if (!weft_detect_take(w, &m, n, &from))
+		if (!weft_slowdet_take(w, &m, n, &from))
 			watch_take(w, &m.watch, n, &from);
 	}
 }
@@ -181,10 +181,10 @@ static void *watch_thread(void *arg)
 				watch_send(w, neighbour(w, 0), WATCH_HEARTBEAT);
 			next_beat = now + w->period_s;
 		}
-		weft_detect_watch_tick(w, weft_now_ns());
+		weft_slowdet_watch_tick(w, weft_now_ns());
 		struct pollfd fds[2] = {{.fd = w->fd, .events = POLLIN},
 					{.fd = w->stop_pipe[0], .events = POLLIN}};
-		double next = next_beat, det = weft_detect_next_ns(w) * 1e-9;
+		double next = next_beat, det = weft_slowdet_next_ns(w) * 1e-9;
 		if (det > 0 && det < next)
 			next = det;
 		now = weft_now();
@@ -273,7 +273,7 @@ weft_status_t weft_watch_start(struct weft_comm *comm)
 	w->fd = w->stop_pipe[0] = w->stop_pipe[1] = -1;
 	pthread_mutex_init(&w->lock, NULL);
 	w->comm = comm;
-	w->detect = comm->detect;
+	w->slowdet = comm->slowdet;
 	w->rank = comm->rank;
 	w->nranks = comm->nranks;
 	weft_key_derive(&w->key, &comm->key, "weft watch datagrams", comm->id, sizeof(comm->id));

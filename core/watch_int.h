@@ -64,11 +64,11 @@ struct watch_view {
 };
 
 struct weft_comm;
-struct weft_detect;
+struct weft_slowdet;
 
 struct weft_watch {
 	struct weft_comm *comm;
-	struct weft_detect *detect; /* the slow-link detector's datagrams (core/detect.h) */
+	struct weft_slowdet *slowdet; /* the slow-link detector's datagrams (core/slowdet.h) */
 	int fd;
 	int stop_pipe[2];
 	pthread_t thread;

@@ -227,7 +227,7 @@ struct weft_tp_signal {
 	/* Microseconds the sub-flow had data out, of which the receiver's
 	 * window held it back (TCP's busy and rwnd-limited times), and
 	 * segments retransmitted; 0 where unknown. The slow-link detector
-	 * (core/detect.h) takes bytes_acked over busy - rwnd as the path's
+	 * (core/slowdet.h) takes bytes_acked over busy - rwnd as the path's
 	 * rate: the one thing a slow path and a slow receiver do not share. */
 	uint32_t busy_us, rwnd_limited_us, retrans;
 };

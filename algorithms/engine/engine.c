@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "core/comm.h"
-#include "core/detect.h"
 #include "core/p2p.h"
+#include "core/slowdet.h"
 
 void weft_engine_init(struct weft_engine *eng, const struct weft_engine_ops *ops)
 {
@@ -137,8 +137,8 @@ static weft_status_t queue_progress(struct weft_engine *eng, struct weft_task *t
 			weft_p2p_release(task->comm, *req);
 			*req = NULL;
 		}
-		if (q->done == 0 && !q->send && eng->phase == 0 && task->comm->detect)
-			weft_detect_first(task, eng->msg_peer[q->first]);
+		if (q->done == 0 && !q->send && eng->phase == 0 && task->comm->slowdet)
+			weft_slowdet_first(task, eng->msg_peer[q->first]);
 		if (q->ops->done)
 			q->ops->done(task, qi, q->done);
 		q->done++;

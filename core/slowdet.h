@@ -1,5 +1,5 @@
 /*
- * detect.h — the online detector: a slow link or a slow rank, named on
+ * slowdet.h — the online detector: a slow link or a slow rank, named on
  * every rank while the job runs, and cleared when it recovers.
  *
  * What it measures (each rank, at no cost an operation would notice):
@@ -23,7 +23,7 @@
  * carries anything more.
  *
  * How it decides (rank 0, every period, over the latest sample of each
- * rank; detect_stats.c):
+ * rank; slowdet_stats.c):
  *  - a host's uplink is slow when the best rate of any connection into or
  *    out of the host is well below the job's: robust statistics across
  *    hosts, median and MAD of the logarithms, at least 2x below the median
@@ -45,8 +45,8 @@
  * and connections that report TCP_INFO (socket) for slow links; slow ranks
  * are found over any transport.
  */
-#ifndef WEFT_DETECT_H
-#define WEFT_DETECT_H
+#ifndef WEFT_SLOWDET_H
+#define WEFT_SLOWDET_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -60,7 +60,7 @@ struct weft_metrics;
 struct weft_mout;
 
 /* What the thread that drives the communicator publishes for the watch. */
-struct weft_detect_pub {
+struct weft_slowdet_pub {
 	weft_counter_t wait_ns;	 /* blocked in a wait, running */
 	weft_counter_t stall_ns; /* blocked in a wait, not running (gaps) */
 	weft_counter_t ops;	 /* operations finished */
@@ -71,29 +71,29 @@ struct weft_detect_pub {
 };
 
 /* WEFT_DETECT, WEFT_DETECT_PERIOD, WEFT_DETECT_CONFIRM (a bad value fails
- * init, naming it), and the state (comm->detect; NULL when off). */
-weft_status_t weft_detect_init(struct weft_comm *comm);
-void weft_detect_fini(struct weft_comm *comm);
+ * init, naming it), and the state (comm->slowdet; NULL when off). */
+weft_status_t weft_slowdet_init(struct weft_comm *comm);
+void weft_slowdet_fini(struct weft_comm *comm);
 
 /* The wait loop: call with @p last the time of the previous iteration
  * (weft_now_ns(), updated), after each progress while @p task waits. */
-void weft_detect_waited(struct weft_comm *comm, const struct weft_task *task, uint64_t *last);
+void weft_slowdet_waited(struct weft_comm *comm, const struct weft_task *task, uint64_t *last);
 
 /* From progress: every WEFT_DETECT_PERIOD / 2, read the signals of the
  * connections that carried data since (the gate's sample). */
-void weft_detect_tick(struct weft_comm *comm);
+void weft_slowdet_tick(struct weft_comm *comm);
 
 /* The first message of @p task's first step from @p peer arrived (the
  * engine's note): how late after this rank posted the operation. A rank
  * whose first messages come late to the ranks that wait for them arrived
  * late itself (stopped, starved, or called late). */
-void weft_detect_first(const struct weft_task *task, int peer);
+void weft_slowdet_first(const struct weft_task *task, int peer);
 
 /* An operation finished (counted for the samples). */
-void weft_detect_op(struct weft_comm *comm);
+void weft_slowdet_op(struct weft_comm *comm);
 
 /* The metrics' series of the detector (weft_slow, weft_wait_seconds_total,
  * weft_stall_seconds_total). */
-void weft_detect_render(const struct weft_metrics *list, struct weft_mout *o);
+void weft_slowdet_render(const struct weft_metrics *list, struct weft_mout *o);
 
 #endif

@@ -1,7 +1,7 @@
-/* detect.c — the detector's settings and state, what the driving thread
- * measures, and its series in the metrics (detect.h says why;
- * detect_watch.c and detect_root.c run in the watch's thread). */
-#include "core/detect.h"
+/* slowdet.c — the detector's settings and state, what the driving thread
+ * measures, and its series in the metrics (slowdet.h says why;
+ * slowdet_watch.c and slowdet_root.c run in the watch's thread). */
+#include "core/slowdet.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -10,9 +10,9 @@
 #include <string.h>
 
 #include "core/comm.h"
-#include "core/detect_int.h"
 #include "core/gate.h"
 #include "core/metrics_int.h"
+#include "core/slowdet_int.h"
 #include "core/task.h"
 #include "core/watch.h"
 #include "util/clock.h"
@@ -43,7 +43,7 @@ static weft_status_t read_settings(struct weft_comm *comm, bool *on, double *per
 	return WEFT_SUCCESS;
 }
 
-weft_status_t weft_detect_init(struct weft_comm *comm)
+weft_status_t weft_slowdet_init(struct weft_comm *comm)
 {
 	bool on = false;
 	double period = 0;
@@ -51,11 +51,11 @@ weft_status_t weft_detect_init(struct weft_comm *comm)
 	weft_status_t st = read_settings(comm, &on, &period, &confirm);
 	if (st != WEFT_SUCCESS || !on || comm->nranks < 3)
 		return st;
-	struct weft_detect *d = calloc(1, sizeof(*d));
+	struct weft_slowdet *d = calloc(1, sizeof(*d));
 	if (!d)
 		return weft_err_set(&comm->err, WEFT_ERR_NO_MEMORY,
 				    "init: no memory for the detector");
-	comm->detect = d;
+	comm->slowdet = d;
 	d->comm = comm;
 	d->period_ns = (uint64_t)(period * 1e9);
 	d->confirm = (int)confirm;
@@ -76,13 +76,13 @@ weft_status_t weft_detect_init(struct weft_comm *comm)
 	return WEFT_SUCCESS;
 }
 
-void weft_detect_fini(struct weft_comm *comm)
+void weft_slowdet_fini(struct weft_comm *comm)
 {
-	struct weft_detect *d = comm->detect;
+	struct weft_slowdet *d = comm->slowdet;
 	if (!d)
 		return;
-	comm->detect = NULL;
-	weft_detect_root_free(d->root);
+	comm->slowdet = NULL;
+	weft_slowdet_root_free(d->root);
 	pthread_mutex_destroy(&d->lock);
 	free(d->pub.wait_on);
 	free(d->pub.late_ns);
@@ -95,9 +95,9 @@ void weft_detect_fini(struct weft_comm *comm)
 	free(d);
 }
 
-void weft_detect_waited(struct weft_comm *comm, const struct weft_task *task, uint64_t *last)
+void weft_slowdet_waited(struct weft_comm *comm, const struct weft_task *task, uint64_t *last)
 {
-	struct weft_detect *d = comm->detect;
+	struct weft_slowdet *d = comm->slowdet;
 	uint64_t now = weft_now_ns();
 	uint64_t dt = now - *last;
 	*last = now;
@@ -111,9 +111,9 @@ void weft_detect_waited(struct weft_comm *comm, const struct weft_task *task, ui
 		weft_counter_add(&d->pub.wait_on[p], dt);
 }
 
-void weft_detect_first(const struct weft_task *task, int peer)
+void weft_slowdet_first(const struct weft_task *task, int peer)
 {
-	struct weft_detect *d = task->comm->detect;
+	struct weft_slowdet *d = task->comm->slowdet;
 	if (!d || peer < 0 || peer >= task->comm->nranks || !task->started_ns)
 		return;
 	uint64_t now = weft_now_ns();
@@ -122,18 +122,18 @@ void weft_detect_first(const struct weft_task *task, int peer)
 	weft_counter_add(&d->pub.late_n[peer], 1);
 }
 
-void weft_detect_op(struct weft_comm *comm)
+void weft_slowdet_op(struct weft_comm *comm)
 {
-	if (comm->detect)
-		weft_counter_add(&comm->detect->pub.ops, 1);
+	if (comm->slowdet)
+		weft_counter_add(&comm->slowdet->pub.ops, 1);
 }
 
 /* Every READS_PER_TICK-th progress looks at the clock; every half period
  * the connections that sent since their last read are read (the paced
  * ones are read by their pacer's tick already). */
-void weft_detect_tick(struct weft_comm *comm)
+void weft_slowdet_tick(struct weft_comm *comm)
 {
-	struct weft_detect *d = comm->detect;
+	struct weft_slowdet *d = comm->slowdet;
 	if (!d || (++d->polls & 63))
 		return;
 	uint64_t now = weft_now_ns();
@@ -156,12 +156,12 @@ void weft_detect_tick(struct weft_comm *comm)
 
 static void render_named(const struct weft_metrics *m, struct weft_mout *o)
 {
-	struct weft_detect *d = m->comm->detect;
+	struct weft_slowdet *d = m->comm->slowdet;
 	if (!d)
 		return;
 	pthread_mutex_lock(&d->lock);
 	for (int i = 0; i < d->nkept; i++) {
-		const struct detect_verdict *v = &d->kept[i];
+		const struct slowdet_verdict *v = &d->kept[i];
 		const struct weft_comm *c = m->comm;
 		char addr[64], extra[400];
 		weft_watch_addr(c, v->rank, addr, sizeof(addr));
@@ -177,7 +177,7 @@ static void render_named(const struct weft_metrics *m, struct weft_mout *o)
 	pthread_mutex_unlock(&d->lock);
 }
 
-void weft_detect_render(const struct weft_metrics *list, struct weft_mout *o)
+void weft_slowdet_render(const struct weft_metrics *list, struct weft_mout *o)
 {
 	weft_mout_header(o, "weft_slow", WEFT_MK_GAUGE,
 			 "1 while the detector names a slow link (a host's uplink) or a slow "
@@ -189,16 +189,16 @@ void weft_detect_render(const struct weft_metrics *list, struct weft_mout *o)
 		size_t off;
 	} sums[] = {
 	    {"weft_wait_seconds", "time blocked in a wait for peers, running",
-	     offsetof(struct weft_detect_pub, wait_ns)},
+	     offsetof(struct weft_slowdet_pub, wait_ns)},
 	    {"weft_stall_seconds", "time blocked in a wait but not running (descheduled, stopped)",
-	     offsetof(struct weft_detect_pub, stall_ns)},
+	     offsetof(struct weft_slowdet_pub, stall_ns)},
 	};
 	for (size_t k = 0; k < sizeof(sums) / sizeof(sums[0]); k++) {
 		char name[64];
 		snprintf(name, sizeof(name), "%s_total", sums[k].base);
 		weft_mout_header(o, sums[k].base, WEFT_MK_COUNTER, sums[k].help);
 		for (const struct weft_metrics *m = list; m; m = m->next) {
-			struct weft_detect *d = m->comm->detect;
+			struct weft_slowdet *d = m->comm->slowdet;
 			if (!d)
 				continue;
 			const weft_counter_t *c =

@@ -1,5 +1,5 @@
-/* detect_stats.c — see detect_stats.h. */
-#include "core/detect_stats.h"
+/* slowdet_stats.c — see slowdet_stats.h. */
+#include "core/slowdet_stats.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -11,17 +11,17 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-double weft_detect_median(double *v, int n)
+double weft_slowdet_median(double *v, int n)
 {
 	qsort(v, (size_t)n, sizeof(*v), cmp_double);
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-double weft_detect_mad(const double *v, int n, double med, double *tmp)
+double weft_slowdet_mad(const double *v, int n, double med, double *tmp)
 {
 	for (int i = 0; i < n; i++)
 		tmp[i] = fabs(v[i] - med);
-	return 1.4826 * weft_detect_median(tmp, n);
+	return 1.4826 * weft_slowdet_median(tmp, n);
 }
 
 /* Scaled MADs below which a small spread is not believed: a job whose
@@ -42,9 +42,9 @@ static void take(double *best, int *peer, int *two, int a, int b, double rate)
 		two[a] = 1;
 }
 
-int weft_detect_slow_hosts(const struct weft_detect_link_obs *links, int nlinks, const int *host_of,
-			   int nhosts, double *best, bool *slow, double *median_Bps, double *tmp,
-			   int *itmp)
+int weft_slowdet_slow_hosts(const struct weft_slowdet_link_obs *links, int nlinks,
+			    const int *host_of, int nhosts, double *best, bool *slow,
+			    double *median_Bps, double *tmp, int *itmp)
 {
 	int *peer = itmp, *two = itmp + nhosts;
 	memset(best, 0, (size_t)nhosts * sizeof(*best));
@@ -54,7 +54,7 @@ int weft_detect_slow_hosts(const struct weft_detect_link_obs *links, int nlinks,
 		peer[h] = -1;
 	*median_Bps = 0;
 	for (int i = 0; i < nlinks; i++) {
-		const struct weft_detect_link_obs *l = &links[i];
+		const struct weft_slowdet_link_obs *l = &links[i];
 		int a = host_of[l->src], b = host_of[l->dst];
 		if (a == b || l->bytes < WEFT_DETECT_MIN_BYTES ||
 		    l->busy_s < WEFT_DETECT_MIN_BUSY_S || !(l->rate_Bps > 0))
@@ -69,8 +69,8 @@ int weft_detect_slow_hosts(const struct weft_detect_link_obs *links, int nlinks,
 			logs[n++] = log(best[h]);
 	if (n < 3)
 		return 0;
-	double med = weft_detect_median(logs, n);
-	double mad = weft_detect_mad(logs, n, med, scratch);
+	double med = weft_slowdet_median(logs, n);
+	double mad = weft_slowdet_mad(logs, n, med, scratch);
 	if (mad < LOG_MAD_FLOOR)
 		mad = LOG_MAD_FLOOR;
 	double gap = fmax(WEFT_DETECT_Z * mad, log(WEFT_DETECT_RATE_FACTOR));
@@ -84,8 +84,8 @@ int weft_detect_slow_hosts(const struct weft_detect_link_obs *links, int nlinks,
 	return found;
 }
 
-int weft_detect_late_ranks(const double *late, const bool *have, const bool *skip, int n,
-			   bool *slow, double *median, double *tmp)
+int weft_slowdet_late_ranks(const double *late, const bool *have, const bool *skip, int n,
+			    bool *slow, double *median, double *tmp)
 {
 	memset(slow, 0, (size_t)n * sizeof(*slow));
 	*median = 0;
@@ -96,8 +96,8 @@ int weft_detect_late_ranks(const double *late, const bool *have, const bool *ski
 			v[m++] = late[r];
 	if (m < 3)
 		return 0;
-	double med = weft_detect_median(v, m);
-	double mad = weft_detect_mad(v, m, med, scratch);
+	double med = weft_slowdet_median(v, m);
+	double mad = weft_slowdet_mad(v, m, med, scratch);
 	*median = med;
 	double gap = fmax(WEFT_DETECT_Z * mad, WEFT_DETECT_LATE_S);
 	int found = 0;
@@ -109,8 +109,8 @@ int weft_detect_late_ranks(const double *late, const bool *have, const bool *ski
 	return found;
 }
 
-enum weft_detect_change weft_detect_step(struct weft_detect_run *run, bool flagged, uint32_t ops,
-					 int confirm)
+enum weft_slowdet_change weft_slowdet_step(struct weft_slowdet_run *run, bool flagged, uint32_t ops,
+					   int confirm)
 {
 	if (flagged) {
 		run->clean = 0;

@@ -1,5 +1,5 @@
 /*
- * detect_watch.c — the detector in the watch's thread: each period, this
+ * slowdet_watch.c — the detector in the watch's thread: each period, this
  * rank's sample (its wait fraction, its busiest connections' path rates)
  * goes to rank 0; the datagrams that come in (samples on rank 0,
  * verdicts everywhere) are checked as the watch's are; a verdict is kept
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "core/comm.h"
-#include "core/detect_int.h"
+#include "core/slowdet_int.h"
 #include "core/trace.h"
 #include "core/watch.h"
 #include "core/watch_int.h"
@@ -26,16 +26,16 @@
 #define TICK_NS	 10000000ull
 #define SLACK_NS 2000000ull
 
-uint64_t weft_detect_next_ns(const struct weft_watch *w)
+uint64_t weft_slowdet_next_ns(const struct weft_watch *w)
 {
-	const struct weft_detect *d = w->detect;
+	const struct weft_slowdet *d = w->slowdet;
 	if (!d)
 		return UINT64_MAX;
 	return d->tick_due && d->tick_due < d->next_ns ? d->tick_due : d->next_ns;
 }
 
 /* The thread woke at @p now: its lateness against the tick it asked for. */
-static void ticked(struct weft_detect *d, uint64_t now)
+static void ticked(struct weft_slowdet *d, uint64_t now)
 {
 	if (!weft_log_enabled(WEFT_LOG_TRACE, WEFT_SUB_NET)) {
 		d->tick_due = 0;
@@ -48,9 +48,9 @@ static void ticked(struct weft_detect *d, uint64_t now)
 }
 
 /* A datagram to @p peer (its sequence number and MAC made here). */
-void weft_detect_send(struct weft_watch *w, int peer, uint32_t type, const void *body, size_t len)
+void weft_slowdet_send(struct weft_watch *w, int peer, uint32_t type, const void *body, size_t len)
 {
-	struct detect_msg m;
+	struct slowdet_msg m;
 	memset(&m, 0, sizeof(m));
 	m.magic = DETECT_MAGIC;
 	m.comm_id = w->comm_id;
@@ -58,7 +58,7 @@ void weft_detect_send(struct weft_watch *w, int peer, uint32_t type, const void 
 	m.type = type;
 	m.rank = w->rank;
 	memcpy(&m.u, body, len < sizeof(m.u) ? len : sizeof(m.u));
-	weft_mac(&w->key, &m, offsetof(struct detect_msg, mac), m.mac);
+	weft_mac(&w->key, &m, offsetof(struct slowdet_msg, mac), m.mac);
 	(void)sendto(w->fd, &m, sizeof(m), MSG_DONTWAIT, (const struct sockaddr *)&w->addrs[peer],
 		     w->lens[peer]);
 }
@@ -70,20 +70,20 @@ static uint32_t permille(uint64_t part, uint64_t whole)
 
 /* The connection to @p p over the period, into the top DETECT_LINKS by
  * bytes acknowledged. */
-static void take_link(struct weft_detect *d, int p, struct detect_sample *s)
+static void take_link(struct weft_slowdet *d, int p, struct slowdet_sample *s)
 {
 	const struct weft_p2p_link *l = &d->comm->peers[p].link;
-	struct detect_prev_link *prev = &d->prev_link[p];
+	struct slowdet_prev_link *prev = &d->prev_link[p];
 	uint64_t acked = weft_counter_get(&l->sig.acked), path = weft_counter_get(&l->sig.path_us);
 	uint64_t da = acked - prev->acked, eff = path - prev->path_us;
-	*prev = (struct detect_prev_link){acked, path};
+	*prev = (struct slowdet_prev_link){acked, path};
 	if (da == 0)
 		return;
-	struct detect_link_wire x = {.peer = p,
-				     .kbytes =
-					 da >> 10 > UINT32_MAX ? UINT32_MAX : (uint32_t)(da >> 10),
-				     .busy_us = eff > UINT32_MAX ? UINT32_MAX : (uint32_t)eff,
-				     .rate_kBps = eff ? (uint32_t)(da * 1000 / eff) : 0};
+	struct slowdet_link_wire x = {.peer = p,
+				      .kbytes =
+					  da >> 10 > UINT32_MAX ? UINT32_MAX : (uint32_t)(da >> 10),
+				      .busy_us = eff > UINT32_MAX ? UINT32_MAX : (uint32_t)eff,
+				      .rate_kBps = eff ? (uint32_t)(da * 1000 / eff) : 0};
 	unsigned i = s->nlinks < DETECT_LINKS ? s->nlinks++ : DETECT_LINKS;
 	if (i == DETECT_LINKS) { /* full: replace the smallest if this is larger */
 		unsigned min = 0;
@@ -99,7 +99,7 @@ static void take_link(struct weft_detect *d, int p, struct detect_sample *s)
 
 /* Peer @p p's first messages over the period, into the DETECT_LATE with
  * the most of them. */
-static void take_late(struct weft_detect *d, int p, struct detect_sample *s)
+static void take_late(struct weft_slowdet *d, int p, struct slowdet_sample *s)
 {
 	uint64_t ns = weft_counter_get(&d->pub.late_ns[p]), n = weft_counter_get(&d->pub.late_n[p]);
 	uint64_t dns = ns - d->prev_late[2 * p], dn = n - d->prev_late[2 * p + 1];
@@ -108,10 +108,10 @@ static void take_late(struct weft_detect *d, int p, struct detect_sample *s)
 	if (dn == 0)
 		return;
 	uint64_t avg_us = dns / dn / 1000;
-	struct detect_late_wire x = {.peer = p,
-				     .count = dn > UINT32_MAX ? UINT32_MAX : (uint32_t)dn,
-				     .delay_us =
-					 avg_us > UINT32_MAX ? UINT32_MAX : (uint32_t)avg_us};
+	struct slowdet_late_wire x = {.peer = p,
+				      .count = dn > UINT32_MAX ? UINT32_MAX : (uint32_t)dn,
+				      .delay_us =
+					  avg_us > UINT32_MAX ? UINT32_MAX : (uint32_t)avg_us};
 	unsigned i = s->nlate < DETECT_LATE ? s->nlate++ : DETECT_LATE;
 	if (i == DETECT_LATE) {
 		unsigned min = 0;
@@ -125,7 +125,7 @@ static void take_late(struct weft_detect *d, int p, struct detect_sample *s)
 	s->late[i] = x;
 }
 
-static void build(struct weft_detect *d, uint64_t now, struct detect_sample *s)
+static void build(struct weft_slowdet *d, uint64_t now, struct slowdet_sample *s)
 {
 	const struct weft_comm *comm = d->comm;
 	uint64_t dt = now - d->prev_t, wait = weft_counter_get(&d->pub.wait_ns);
@@ -159,15 +159,15 @@ static void build(struct weft_detect *d, uint64_t now, struct detect_sample *s)
 	d->prev_off = off;
 }
 
-void weft_detect_watch_tick(struct weft_watch *w, uint64_t now)
+void weft_slowdet_watch_tick(struct weft_watch *w, uint64_t now)
 {
-	struct weft_detect *d = w->detect;
+	struct weft_slowdet *d = w->slowdet;
 	if (!d)
 		return;
 	ticked(d, now);
 	if (now < d->next_ns)
 		return;
-	struct detect_sample s;
+	struct slowdet_sample s;
 	if (d->next_ns == 0) { /* the first: only where the counters start */
 		build(d, now, &s);
 		d->next_ns = now + d->period_ns;
@@ -178,16 +178,16 @@ void weft_detect_watch_tick(struct weft_watch *w, uint64_t now)
 		d->next_ns = now + d->period_ns;
 	build(d, now, &s);
 	if (w->rank != 0) {
-		weft_detect_send(w, 0, DETECT_SAMPLE, &s, sizeof(s));
+		weft_slowdet_send(w, 0, DETECT_SAMPLE, &s, sizeof(s));
 		return;
 	}
-	weft_detect_root_sample(w, 0, &s, now);
-	weft_detect_root_eval(w, now);
+	weft_slowdet_root_sample(w, 0, &s, now);
+	weft_slowdet_root_eval(w, now);
 }
 
 /* ---- what comes in ---- */
 
-static bool sample_ok(const struct weft_watch *w, const struct detect_sample *s)
+static bool sample_ok(const struct weft_watch *w, const struct slowdet_sample *s)
 {
 	if (s->nlinks > DETECT_LINKS || s->nlate > DETECT_LATE)
 		return false;
@@ -200,24 +200,24 @@ static bool sample_ok(const struct weft_watch *w, const struct detect_sample *s)
 	return s->top_peer >= -1 && s->top_peer < w->nranks;
 }
 
-static bool verdict_ok(const struct weft_watch *w, const struct detect_verdict *v)
+static bool verdict_ok(const struct weft_watch *w, const struct slowdet_verdict *v)
 {
 	return (v->kind == DETECT_LINK || v->kind == DETECT_RANK) && v->named <= 1 &&
 	       v->rank >= 0 && v->rank < w->nranks && v->id > 0;
 }
 
-bool weft_detect_take(struct weft_watch *w, const void *buf, ssize_t len,
-		      const struct sockaddr_storage *from)
+bool weft_slowdet_take(struct weft_watch *w, const void *buf, ssize_t len,
+		       const struct sockaddr_storage *from)
 {
-	const struct detect_msg *m = buf;
+	const struct slowdet_msg *m = buf;
 	if (len != (ssize_t)sizeof(*m) || m->magic != DETECT_MAGIC)
 		return false;
-	struct weft_detect *d = w->detect;
+	struct weft_slowdet *d = w->slowdet;
 	unsigned char mac[WEFT_MAC_BYTES];
 	bool ok = d && m->comm_id == w->comm_id && m->rank >= 0 && m->rank < w->nranks &&
 		  m->rank != w->rank && watch_from(w, m->rank, from);
 	if (ok) {
-		weft_mac(&w->key, m, offsetof(struct detect_msg, mac), mac);
+		weft_mac(&w->key, m, offsetof(struct slowdet_msg, mac), mac);
 		ok = weft_mac_equal(mac, m->mac) && m->seq > d->last_seq[m->rank];
 	}
 	if (ok && m->type == DETECT_SAMPLE)
@@ -233,9 +233,9 @@ bool weft_detect_take(struct weft_watch *w, const void *buf, ssize_t len,
 	}
 	d->last_seq[m->rank] = m->seq;
 	if (m->type == DETECT_SAMPLE)
-		weft_detect_root_sample(w, m->rank, &m->u.sample, weft_now_ns());
+		weft_slowdet_root_sample(w, m->rank, &m->u.sample, weft_now_ns());
 	else
-		weft_detect_apply(w, &m->u.verdict);
+		weft_slowdet_apply(w, &m->u.verdict);
 	return true;
 }
 
@@ -243,7 +243,7 @@ bool weft_detect_take(struct weft_watch *w, const void *buf, ssize_t len,
 
 /* Keep @p v for the metrics: in place of the last word on its suspect,
  * else in a free slot, else over the oldest cleared one. */
-static void keep(struct weft_detect *d, const struct detect_verdict *v)
+static void keep(struct weft_slowdet *d, const struct slowdet_verdict *v)
 {
 	int at = -1;
 	for (int i = 0; i < d->nkept && at < 0; i++)
@@ -266,7 +266,8 @@ static void who(const struct weft_comm *comm, int rank, char *buf, size_t len)
 	snprintf(buf, len, "rank %d (%s, %s)", rank, comm->cards[rank].hostname, addr);
 }
 
-static void say(const struct weft_comm *comm, const struct detect_verdict *v, char *buf, size_t len)
+static void say(const struct weft_comm *comm, const struct slowdet_verdict *v, char *buf,
+		size_t len)
 {
 	char w[160], leaf[96] = "";
 	who(comm, v->rank, w, sizeof(w));
@@ -296,9 +297,9 @@ static void say(const struct weft_comm *comm, const struct detect_verdict *v, ch
 			 w, v->value / 1e3, v->median / 1e3);
 }
 
-void weft_detect_apply(struct weft_watch *w, const struct detect_verdict *v)
+void weft_slowdet_apply(struct weft_watch *w, const struct slowdet_verdict *v)
 {
-	struct weft_detect *d = w->detect;
+	struct weft_slowdet *d = w->slowdet;
 	pthread_mutex_lock(&d->lock);
 	bool fresh = v->id > d->last_id;
 	if (fresh) {

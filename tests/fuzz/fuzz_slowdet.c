@@ -1,7 +1,7 @@
 /*
- * fuzz_detect.c — libFuzzer target: the detector's datagram intake
- * (core/detect_watch.c, weft_detect_take), which shares the watch's
- * socket (core/detect.h). A watch of rank 0 of 4 (the rank that takes
+ * fuzz_slowdet.c — libFuzzer target: the detector's datagram intake
+ * (core/slowdet_watch.c, weft_slowdet_take), which shares the watch's
+ * socket (core/slowdet.h). A watch of rank 0 of 4 (the rank that takes
  * samples and decides) is made by hand; each input is a run of
  * datagrams, each a length byte (its size, up to 240), a flags byte and
  * the datagram:
@@ -21,7 +21,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "core/detect_int.h"
+#include "core/slowdet_int.h"
 #include "core/watch_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -41,7 +41,7 @@ static void address(struct sockaddr_storage *ss, int rank)
 	a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 }
 
-static bool links_ok(const struct detect_sample *s)
+static bool links_ok(const struct slowdet_sample *s)
 {
 	if (s->nlinks > DETECT_LINKS || s->top_peer < -1 || s->top_peer >= NRANKS)
 		return false;
@@ -54,7 +54,7 @@ static bool links_ok(const struct detect_sample *s)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	uint64_t last_seq[NRANKS] = {0};
-	struct weft_detect d = {.last_seq = last_seq, .period_ns = 200000000};
+	struct weft_slowdet d = {.last_seq = last_seq, .period_ns = 200000000};
 	pthread_mutex_init(&d.lock, NULL);
 	struct weft_watch w = {.fd = -1, /* verdicts go nowhere */
 			       .rank = 0,
@@ -63,9 +63,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			       .addrs = addrs,
 			       .lens = lens,
 			       .view = view,
-			       .detect = &d};
+			       .slowdet = &d};
 	weft_key_from_u64(&w.key, 0xa5a5a5a5a5a5a5a5ull);
-	d.root = weft_detect_root_new(NRANKS, NRANKS);
+	d.root = weft_slowdet_root_new(NRANKS, NRANKS);
 	for (int r = 0; r < NRANKS; r++) {
 		address(&addrs[r], r);
 		lens[r] = sizeof(struct sockaddr_in);
@@ -81,9 +81,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(buf, data, len);
 		data += len;
 		size -= len;
-		struct detect_msg *m = (struct detect_msg *)buf;
-		if ((flags & 1) && len >= offsetof(struct detect_msg, mac))
-			weft_mac(&w.key, m, offsetof(struct detect_msg, mac), m->mac);
+		struct slowdet_msg *m = (struct slowdet_msg *)buf;
+		if ((flags & 1) && len >= offsetof(struct slowdet_msg, mac))
+			weft_mac(&w.key, m, offsetof(struct slowdet_msg, mac), m->mac);
 		struct sockaddr_storage from;
 		bool home = (flags & 2) && m->rank >= 0 && m->rank < NRANKS;
 		address(&from, home ? m->rank : NRANKS + 7);
@@ -93,7 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (int again = 0; again < ((flags & 4) ? 2 : 1); again++) {
 			uint64_t dropped = d.dropped;
 			bool fresh = good && m->seq > last_seq[m->rank];
-			if (weft_detect_take(&w, m, (ssize_t)len, &from) != ours)
+			if (weft_slowdet_take(&w, m, (ssize_t)len, &from) != ours)
 				abort(); /* the detector took the watch's, or left its own */
 			if (fresh &&
 			    (last_seq[m->rank] != m->seq || d.dropped != dropped ||
@@ -105,7 +105,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort(); /* a bad one was not counted as dropped */
 		}
 	}
-	weft_detect_root_free(d.root);
+	weft_slowdet_root_free(d.root);
 	pthread_mutex_destroy(&d.lock);
 	return 0;
 }

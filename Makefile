@@ -5,10 +5,13 @@
 #   make asan-quick    the suites CI runs under ASan + UBSan (ASAN_QUICK)
 #   make tsan-quick    the threaded suites under ThreadSanitizer (TSAN_QUICK)
 #   make valgrind      a 2-rank AllReduce under valgrind memcheck
-#   make install PREFIX=/usr/local
+#   make install PREFIX=/usr/local [LIBDIR=...] [DESTDIR=...]; make uninstall
+#   make deb           the Debian packages (dpkg-buildpackage), lintian; deb-test: autopkgtest
 #   make fuzz          build the libFuzzer targets (clang) and run each FUZZ_S s
 #   make format        clang-format every source file
 #   make docs          write docs/settings.md from the declared settings (make lint checks it)
+#   make man           the man pages into $(BUILD)/man/ (weft(7) lists the declared settings)
+#   make abi-dump      record the library's ABI as the baseline check-abi compares with
 
 BUILD   ?= build
 # `make` alone builds everything (rules above `all:` must not become the default)
@@ -24,10 +27,24 @@ V ?= 0
 
 say = $(if $(filter 1,$(V)),,@echo "  $(1)	$(2)";)
 
-VERSION := 0.1.0
+# The release: the VERSION file is the one place it is written. The
+# header's WEFT_VERSION_* must equal it (the build fails otherwise:
+# util/error.c), weft.pc, the CMake files and the Python package get it
+# from here, and make lint holds debian/changelog and CHANGELOG.md to it
+# (scripts/check-packaging; scripts/set-version writes them all).
+VERSION := $(strip $(file <VERSION))
+VERSION_PARTS := $(subst ., ,$(VERSION))
+ifeq ($(shell echo '$(VERSION)' | grep -Ex '[0-9]+\.[0-9]+\.[0-9]+'),)
+$(error VERSION: expected MAJOR.MINOR.PATCH, found '$(VERSION)')
+endif
+# The ABI's number, not the release's: the soname libweft.so.$(SOMAJOR),
+# the symbol version WEFT_$(SOMAJOR) (api/weft.map) and the Debian package
+# libweft$(SOMAJOR). It changes only when the ABI breaks, which check-abi
+# and the symbols file (debian/libweft0.symbols) make a deliberate act.
 SOMAJOR := 0
 
-# liblldpctl is optional: without it the leaf comes from WEFT_TOPO_FILE only.
+# liblldpctl's header is optional: without it the leaf comes from
+# WEFT_TOPO_FILE or Slurm only (the library itself is opened with dlopen).
 HAVE_LLDPCTL := $(shell pkg-config --exists lldpctl && echo 1)
 # The verbs transport always builds, against rdma-core's headers
 # (libibverbs-dev); libibverbs itself is dlopen'd at run time
@@ -51,15 +68,19 @@ WATCH_LIBS   := $(if $(HAVE_WATCH),$(shell pkg-config --libs ncursesw libcurl))
 # zlib packs the bootstrap's allgather results (bootstrap/bootstrap_wire.h).
 PKGS      := hwloc libfabric jansson zlib libsodium $(if $(HAVE_LLDPCTL),lldpctl)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(if $(HAVE_LLDPCTL),-DWEFT_HAVE_LLDPCTL)
-# libfabric's headers only: the ofi transport loads the library with dlopen
-# (transports/ofi/ofi_lib.c says why).
-PKG_LIBS   := $(shell pkg-config --libs $(filter-out libfabric,$(PKGS)) 2>/dev/null)
+# libfabric's and liblldpctl's headers only: the ofi transport and the
+# LLDP query load the libraries with dlopen (transports/ofi/ofi_lib.c and
+# topo/topo_lldp_lib.h say why).
+DLOPEN_PKGS := libfabric lldpctl
+PKG_LIBS   := $(shell pkg-config --libs $(filter-out $(DLOPEN_PKGS),$(PKGS)) 2>/dev/null)
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
 
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
 CFLAGS  ?= -O2 -g
-ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden -pthread \
+# CPPFLAGS and LDFLAGS as GNU make passes them (dpkg-buildflags' hardening
+# in the Debian build: debian/rules).
+ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) $(CPPFLAGS) -fPIC -fvisibility=hidden -pthread \
 	-Iinclude -I. $(PKG_CFLAGS) $(SANITIZE) -MMD -MP
 LDLIBS_LIB := $(PKG_LIBS) -pthread -ldl -lm $(SANITIZE)
 
@@ -78,6 +99,8 @@ LAUNCH_LIB  := $(BUILD)/libweft_launch.a
 # The perf programs compile the size parser themselves: it is internal to
 # libweft, and the MPI baselines do not link libweft at all.
 PERF_COMMON := $(filter-out %_perf.c,$(wildcard perf/perf_*.c)) util/parse.c
+PERF_COMMON_OBJS := $(PERF_COMMON:%.c=$(BUILD)/obj/%.o)
+.SECONDARY: $(PERF_COMMON_OBJS)
 PERF_HDRS   := $(wildcard perf/*.h)
 PERF_PROGS  := $(patsubst perf/%.c,$(BUILD)/%,$(filter-out perf/mpi_%,$(wildcard perf/*_perf.c)))
 MPI_PERF    := $(if $(MPICC),$(patsubst perf/%.c,$(BUILD)/%,$(wildcard perf/mpi_*_perf.c)))
@@ -96,7 +119,8 @@ TEST_PROGS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 # Shell tests of the programs (exit 77: skipped, with the reason printed).
 TEST_SCRIPTS := $(wildcard tests/programs/test_*.sh) tests/fabric/test_fabric_topo.sh tests/fabric/test_slurm.sh \
 	tests/fabric/test_python_fabric.sh tests/fabric/test_congestion.sh tests/fabric/test_prometheus.sh \
-	tests/fabric/test_detect.sh tests/docs/test_docs.sh
+	tests/fabric/test_detect.sh tests/docs/test_docs.sh \
+	tests/python/torch_suite/quick.sh tests/fabric/test_shrink_fabric.sh
 
 TOOLS := $(BUILD)/weft-topo $(BUILD)/weft-run
 # What a libfabric provider streams on its own (the ofi transport's yardstick).
@@ -124,6 +148,7 @@ $(CONF_PROG): $(CONF_SRCS) $(wildcard tests/conformance/*.h) $(wildcard tests/li
 # interpreter explicitly, since the python3 first on PATH may lack torch.
 PYTHON  ?= /usr/bin/python3
 CXX     ?= c++
+CXXFLAGS ?= $(CFLAGS)
 PY_SUFFIX := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
 HAVE_TORCH := $(shell $(PYTHON) -c 'import importlib.util as u, sys; sys.exit(not u.find_spec("torch"))' \
 	2>/dev/null && test -f /usr/include/torch/csrc/distributed/c10d/ProcessGroup.hpp && \
@@ -134,14 +159,14 @@ PY_OBJS := $(PY_SRCS:python/csrc/%.cpp=$(BUILD)/python/%.o)
 PY_FLAGS := $(BUILD)/python/torch_flags
 CXXWARN := -Wall -Wextra -Werror -Wno-unused-parameter
 
-.PHONY: all lib perf tests test lint lint-src check-docs docs pytest python asan-test asan-quick tsan-quick valgrind fuzz fuzz-build install install-python format clean
-all: lib perf tests $(TOOLS) $(if $(HAVE_TORCH),python)
+.PHONY: all lib perf tests test lint lint-src check-docs docs pytest python torch-suite asan-test asan-quick tsan-quick valgrind fuzz fuzz-build format clean
+all: lib perf tests $(TOOLS) man $(if $(HAVE_TORCH),python)
 lib: $(BUILD)/libweft.so $(BUILD)/libweft.a $(LAUNCH_LIB)
 # Limits the figures are compared with (docs/benchmarks.md): libc only, no Weft.
 PERF_LIMITS := $(BUILD)/copy_limit $(BUILD)/tcp_limit $(BUILD)/connect_probe $(BUILD)/c2c_latency
 # A stranger at the listeners, for perf/bench_flood.sh: libc only.
 FLOOD := $(BUILD)/flood
-perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF) $(PERF_LIMITS) $(OFI_STREAM) $(FLOOD)
+perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF) $(PERF_LIMITS) $(OFI_STREAM) $(FLOOD) $(SHRINK_BENCH)
 tests: $(TEST_PROGS) $(FAKE_IBV)
 
 $(BUILD)/obj/%.o: %.c
@@ -150,10 +175,14 @@ $(BUILD)/obj/%.o: %.c
 
 $(BUILD)/obj/launch/launch_pmix.o: ALL_CFLAGS += $(PMIX_CFLAGS)
 $(BUILD)/obj/core/metrics_http.o: ALL_CFLAGS += $(MHD_CFLAGS)
+# weft_version() and the check that include/weft.h says the same (util/error.c).
+$(BUILD)/obj/util/error.o: ALL_CFLAGS += -DWEFT_BUILD_MAJOR=$(word 1,$(VERSION_PARTS)) \
+	-DWEFT_BUILD_MINOR=$(word 2,$(VERSION_PARTS)) -DWEFT_BUILD_PATCH=$(word 3,$(VERSION_PARTS))
+$(BUILD)/obj/util/error.o: VERSION
 
 $(BUILD)/libweft.so: $(LIB_OBJS) api/weft.map
 	$(call say,CC,$@)$(CC) -shared -Wl,-soname,libweft.so.$(SOMAJOR) -Wl,--version-script=api/weft.map \
-		-Wl,--no-undefined -o $@ $(LIB_OBJS) $(LDLIBS_LIB)
+		-Wl,--no-undefined $(LDFLAGS) -o $@ $(LIB_OBJS) $(LDLIBS_LIB)
 	ln -sf libweft.so $(BUILD)/libweft.so.$(SOMAJOR)
 
 $(BUILD)/libweft.a: $(LIB_OBJS)
@@ -164,10 +193,25 @@ $(LAUNCH_LIB): $(LAUNCH_OBJS)
 	rm -f $@
 	$(call say,AR,$@)ar rcs $@ $^
 
-# Perf programs link the shared library, found next to them.
-$(BUILD)/%_perf: perf/%_perf.c $(PERF_COMMON) $(PERF_HDRS) $(BUILD)/libweft.so $(LAUNCH_LIB)
-	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -Iperf -o $@ $< $(PERF_COMMON) $(LAUNCH_LIB) -L$(BUILD) -lweft \
-		-Wl,-rpath,'$$ORIGIN' $(SANITIZE) -lm
+# Where a program finds libweft: beside itself in the build tree ($ORIGIN);
+# the copies make install installs are linked again into $(INST) with
+# INSTALL_RPATH instead (below), so that no installed file points into
+# the build tree.
+INST    := $(BUILD)/inst
+RUNPATH  = -Wl,-rpath,'$$ORIGIN'
+$(INST)/%: RUNPATH = $(addprefix -Wl$(comma)-rpath$(comma),$(INSTALL_RPATH))
+comma := ,
+
+# Perf programs link the shared library (their common part compiled once).
+define LINK_PERF
+	@mkdir -p $(@D)
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -Iperf -o $@ $< $(PERF_COMMON_OBJS) $(LAUNCH_LIB) -L$(BUILD) \
+		-lweft $(RUNPATH) $(LDFLAGS) $(SANITIZE) -lm
+endef
+$(BUILD)/%_perf: perf/%_perf.c $(PERF_COMMON_OBJS) $(PERF_HDRS) $(BUILD)/libweft.so $(LAUNCH_LIB)
+	$(LINK_PERF)
+$(INST)/%_perf: perf/%_perf.c $(PERF_COMMON_OBJS) $(PERF_HDRS) $(BUILD)/libweft.so $(LAUNCH_LIB)
+	$(LINK_PERF)
 
 $(BUILD)/%_limit: perf/%_limit.c perf/limit_args.h $(BUILD)/obj/util/parse.o
 	@mkdir -p $(dir $@)
@@ -181,6 +225,13 @@ $(FLOOD): perf/flood.c
 $(BUILD)/c2c_latency: perf/c2c_latency.c perf/limit_args.h $(BUILD)/obj/util/parse.o
 	@mkdir -p $(dir $@)
 	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $(filter-out %.h,$^) -pthread $(SANITIZE)
+
+# A job that loses ranks and goes on (perf/bench_shrink.sh, the fabric's
+# and Slurm's shrink tests).
+SHRINK_BENCH := $(BUILD)/shrink_bench
+$(SHRINK_BENCH): perf/shrink_bench.c $(BUILD)/libweft.so $(LAUNCH_LIB)
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $< $(LAUNCH_LIB) -L$(BUILD) -lweft \
+		-Wl,-rpath,'$$ORIGIN' $(SANITIZE)
 
 # Descriptors per rank by connection mode (perf/connect_scale runs it).
 $(BUILD)/connect_probe: perf/connect_probe.c $(BUILD)/libweft.so $(LAUNCH_LIB)
@@ -205,29 +256,32 @@ $(PY_FLAGS): python/torch_flags.py
 	$(call say,GEN,$@)$(PYTHON) python/torch_flags.py > $@.tmp 2>/dev/null || \
 		{ rm -f $@.tmp; $(PYTHON) python/torch_flags.py; exit 1; }
 	@mv $@.tmp $@
-$(BUILD)/python/%.o: python/csrc/%.cpp $(wildcard python/csrc/*.hpp) include/weft.h $(PY_FLAGS)
-	$(call say,CXX,$<)$(CXX) -std=c++17 $(CXXWARN) $(CFLAGS) -fPIC -pthread -Iinclude \
+$(BUILD)/python/%.o: python/csrc/%.cpp $(wildcard python/csrc/*.hpp) $(wildcard include/*.h) $(PY_FLAGS)
+	$(call say,CXX,$<)$(CXX) -std=c++17 $(CXXWARN) $(CXXFLAGS) $(CPPFLAGS) -fPIC -pthread -Iinclude \
 		$$(sed -n 1p $(PY_FLAGS)) -MMD -MP -c $< -o $@
 $(PY_EXT): $(PY_OBJS) $(BUILD)/libweft.so $(PY_FLAGS)
-	$(call say,CXX,$@)$(CXX) -shared -o $@ $(PY_OBJS) -L$(BUILD) -lweft $$(sed -n 2p $(PY_FLAGS))
+	$(call say,CXX,$@)$(CXX) -shared $(LDFLAGS) -o $@ $(PY_OBJS) -L$(BUILD) -lweft $$(sed -n 2p $(PY_FLAGS))
 
 # weft-topo sits on the public API: it sees include/ and jansson only, and
 # links the shared library (and the local launcher for -np).
 TOPO_TOOL_SRCS := $(wildcard tools/weft-topo/*.c) util/parse.c
 TOPO_TOOL_HDRS := $(wildcard tools/weft-topo/*.h)
-TOOL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -pthread -Iinclude -I. \
+TOOL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) $(CPPFLAGS) -pthread -Iinclude -I. \
 	$(shell pkg-config --cflags jansson 2>/dev/null) $(SANITIZE)
-$(BUILD)/weft-topo: $(TOPO_TOOL_SRCS) $(TOPO_TOOL_HDRS) $(BUILD)/libweft.so $(LAUNCH_LIB)
-	$(call say,CC,$@)$(CC) $(TOOL_CFLAGS) $(WATCH_CFLAGS) -o $@ $(TOPO_TOOL_SRCS) $(LAUNCH_LIB) -L$(BUILD) -lweft -Wl,-rpath,'$$ORIGIN' \
-		$(shell pkg-config --libs jansson 2>/dev/null) $(WATCH_LIBS) $(SANITIZE)
+$(BUILD)/weft-topo $(INST)/weft-topo: $(TOPO_TOOL_SRCS) $(TOPO_TOOL_HDRS) $(BUILD)/libweft.so $(LAUNCH_LIB)
+	@mkdir -p $(@D)
+	$(call say,CC,$@)$(CC) $(TOOL_CFLAGS) $(WATCH_CFLAGS) -o $@ $(TOPO_TOOL_SRCS) $(LAUNCH_LIB) -L$(BUILD) -lweft $(RUNPATH) \
+		$(LDFLAGS) $(shell pkg-config --libs jansson 2>/dev/null) $(WATCH_LIBS) $(SANITIZE)
 
 # weft-run: the local launcher (tools/launch) for any program.
-$(BUILD)/weft-run: tools/weft-run/weft_run_main.c $(LAUNCH_LIB) $(BUILD)/libweft.so
-	$(call say,CC,$@)$(CC) $(TOOL_CFLAGS) -o $@ $< $(LAUNCH_LIB) -L$(BUILD) -lweft -Wl,-rpath,'$$ORIGIN' $(SANITIZE)
+$(BUILD)/weft-run $(INST)/weft-run: tools/weft-run/weft_run_main.c $(LAUNCH_LIB) $(BUILD)/libweft.so
+	@mkdir -p $(@D)
+	$(call say,CC,$@)$(CC) $(TOOL_CFLAGS) -o $@ $< $(LAUNCH_LIB) -L$(BUILD) -lweft $(RUNPATH) $(LDFLAGS) $(SANITIZE)
 
 # Tests link the static library so they can reach internal functions.
 $(TEST_LIB_OBJS): ALL_CFLAGS += -Itests/lib
 $(TEST_LIB): $(TEST_LIB_OBJS)
+	@mkdir -p $(@D)
 	rm -f $@
 	$(call say,AR,$@)ar rcs $@ $^
 
@@ -314,19 +368,21 @@ unexport SLURM_TOPOLOGY_ADDR SLURM_TOPOLOGY_ADDR_PATTERN
 # failures' logs and the closing "N passed, N failed, N skipped").
 # The fabric tests need root, ip, tc and lldpd (the Slurm one also slurm-wlm
 # and munge); they exit 77 (skipped) otherwise.
-test: lint tests $(PERF_PROGS) $(PERF_LIMITS) $(TOOLS) $(if $(HAVE_TORCH),$(PY_EXT))
+test: lint tests $(PERF_PROGS) $(PERF_LIMITS) $(SHRINK_BENCH) $(TOOLS) $(if $(HAVE_TORCH),$(PY_EXT))
 	@tests/run --build $(BUILD) $(TEST_RUNS)
 
 # The house rules that a compiler does not check: file and function sizes
 # (C and Python), includes that only point down the layers (STYLE.md,
 # DESIGN.md), the layer table docs/design.md holds (scripts/layers.txt's),
 # clang-format's layout (.clang-format), and flake8 over the Python outside
-# tests/ (.flake8; scripts/python-files lists it) -- then the docs that are
-# generated (check-docs).
+# tests/ (.flake8; scripts/python-files lists it), the version and the
+# Debian packages' promises (check-packaging) -- then the docs that are
+# generated (check-docs) and what needs the built library and tools
+# (check-package in mk/package.mk: the man pages, the ABI, the symbols).
 FORMAT_FILES = $(or $(shell git ls-files '*.c' '*.h' 2>/dev/null),\
 	$(shell find include $(LIB_DIRS) tools perf tests -name '*.[ch]'))
-lint: lint-src check-docs
-lint-src:
+lint: lint-src check-docs check-package
+lint-src: check-packaging
 	$(call say,LINT,sizes)scripts/check-sizes
 	$(call say,LINT,layers)scripts/check-layers
 	$(call say,LINT,design)scripts/check-layers --doc docs/design.md
@@ -357,17 +413,26 @@ pytest:
 		echo "SKIP: $(PYTHON) with numpy and pytest not found (scripts/install-deps.sh)"; exit 77; fi; \
 	WEFT_BUILD=$(BUILD) PYTHONPATH=python $(PYTHON) -m pytest -q -p no:cacheprovider tests/python
 
+# torch's own DistributedTest (tests/python/torch_suite/run.py): every test,
+# on Gloo (checked against gloo.txt), on Weft as the "weft" backend, and on
+# Weft made in Gloo's place; make test runs the tests Gloo passes
+# (tests/python/torch_suite/quick.sh). TORCH_SUITE_FLAGS: more (-j, --repeat).
+TORCH_SUITE_FLAGS ?= -j 2
+torch-suite: $(if $(HAVE_TORCH),$(PY_EXT))
+	WEFT_BUILD=$(BUILD) $(PYTHON) tests/python/torch_suite/run.py --mode all $(TORCH_SUITE_FLAGS)
+
 ASAN_SANITIZE := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 asan-test:
 	$(MAKE) BUILD=build-asan SANITIZE="$(ASAN_SANITIZE)" CFLAGS="-O1 -g" HAVE_TORCH= test
 
 # What CI runs under ASan + UBSan within its time (.ci/run): the suites of
-# bootstrap, failures, faults and the verdict, the parsers, and a sample of
+# bootstrap, failures, faults, the verdict and deadlines, the parsers, and a sample of
 # the collectives over every transport here. make asan-test runs them all.
 # Runs as in TEST_RUNS (tests/run); QUICK_PROGS(BUILD,RUNS) their programs.
 QUICK_PROGS = $(addprefix $(1)/tests/,$(sort $(foreach r,$(2),$(lastword $(subst :, ,$(r))))))
 ASAN_QUICK := unit/bootstrap/bootstrap unit/api/secret unit/bootstrap/doors unit/core/lazy \
-	faults/verdict faults/faults integration/failures unit/util/parse unit/topo/json unit/tune/tune \
+	faults/verdict faults/deadline faults/faults integration/failures unit/util/parse unit/topo/json unit/tune/tune \
+	unit/core/agree faults/revoke faults/shrink_more \
 	$(call over,reduce_scatter broadcast reduce alltoall barrier errors,shm socket) \
 	integration/split_group integration/nonblocking integration/collectives \
 	security/attacks security/flood unit/api/review faults/recorder unit/core/slowdet
@@ -385,7 +450,7 @@ asan-quick:
 # write them (the detector's thread too: 3 ranks). Its own build, build-tsan/;
 # tests/lib/tsan.supp holds only races inside third-party libraries.
 TSAN_SANITIZE := -fsanitize=thread
-TSAN_QUICK := faults/verdict unit/core/progress_thread \
+TSAN_QUICK := faults/verdict faults/deadline unit/core/progress_thread faults/revoke \
 	WEFT_PROGRESS_THREAD=1+WEFT_TEST_ALGO=auto:integration/nonblocking \
 	WEFT_PROGRESS_THREAD=1+WEFT_CONNECT=lazy+WEFT_TEST_ALGO=auto:integration/nonblocking \
 	WEFT_PROGRESS_THREAD=1+WEFT_TEST_ALGO=split:integration/split_group unit/api/review \
@@ -430,35 +495,15 @@ fuzz: fuzz-build
 		else fail=1; tail -40 $(FUZZ_BUILD)/$$n.log; echo "$$n: FAILED"; fi; done; \
 	[ $$fail -eq 0 ]
 
-install: lib
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 $(BUILD)/libweft.so $(DESTDIR)$(PREFIX)/lib/libweft.so.$(VERSION)
-	ln -sf libweft.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libweft.so.$(SOMAJOR)
-	ln -sf libweft.so.$(SOMAJOR) $(DESTDIR)$(PREFIX)/lib/libweft.so
-	install -m 0644 $(BUILD)/libweft.a $(DESTDIR)$(PREFIX)/lib/libweft.a
-	install -m 0644 include/weft.h $(DESTDIR)$(PREFIX)/include/weft.h
-	for p in $(PERF_PROGS) $(TOOLS); do install -m 0755 $$p $(DESTDIR)$(PREFIX)/bin/; done
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' weft.pc.in \
-		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/weft.pc
-	$(MAKE) --no-print-directory install-python
-
-# The package goes where $(PYTHON) looks under $(PREFIX) (Debian's
-# /usr/local/lib/python3.X/dist-packages), with _install.py telling it where
-# libweft is; the torch extension with it when it is built.
-PY_VER := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
-PYDIR  ?= $(PREFIX)/lib/python$(PY_VER)/dist-packages
-install-python:
-	@[ -n "$(PY_VER)" ] || { echo "install: $(PYTHON) not found: the Python package is not installed"; exit 0; }; \
-	set -e; d=$(DESTDIR)$(PYDIR)/weft; install -d $$d/torch; \
-	install -m 0644 python/weft/*.py $$d/; install -m 0644 python/weft/torch/*.py $$d/torch/; \
-	echo 'LIBDIR = "$(PREFIX)/lib"  # written by make install' > $$d/_install.py; \
-	if [ -f $(PY_EXT) ]; then install -m 0755 $(PY_EXT) $$d/; \
-	else echo "install: $(PY_EXT) not built (make python): weft.torch is not installed"; fi
-
 format:
 	clang-format -i $(shell git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf build build-asan build-tsan build-fuzz python/weft/_torch_ext*.so
+	rm -rf build build-asan build-tsan build-fuzz python/weft/_torch_ext*.so python/build python/*.egg-info
 
--include $(LIB_OBJS:.o=.d) $(LAUNCH_OBJS:.o=.d) $(PY_OBJS:.o=.d) $(TEST_LIB_OBJS:.o=.d)
+# make install and uninstall, the man pages, the Debian packages, and the
+# checks that hold the ABI and the version still (make lint).
+include mk/package.mk
+
+-include $(LIB_OBJS:.o=.d) $(LAUNCH_OBJS:.o=.d) $(PY_OBJS:.o=.d) $(TEST_LIB_OBJS:.o=.d) \
+	$(filter-out $(LIB_OBJS:.o=.d),$(PERF_COMMON_OBJS:.o=.d))

@@ -28,6 +28,11 @@ weft_status_t weft_api_check_comm(struct weft_comm *comm, const char *call)
 	if (async != WEFT_SUCCESS) {
 		char earlier[WEFT_ERR_MSG_BYTES];
 		weft_comm_error_copy(comm, earlier, sizeof(earlier));
+		if (async == WEFT_ERR_REVOKED)
+			return weft_comm_fail(comm, async,
+					      "%s: the communicator is revoked; weft_comm_shrink "
+					      "makes one of the survivors (%s)",
+					      call, earlier);
 		return weft_comm_fail(comm, async, "%s: the communicator failed earlier: %s", call,
 				      earlier[0] ? earlier : weft_status_string(async));
 	}

@@ -12,6 +12,7 @@
 #include "core/progress.h"
 #include "core/progress_thread.h"
 #include "core/trace.h"
+#include "core/watch.h"
 #include "tune/tune.h"
 
 weft_status_t weft_api_comm_finish(struct weft_comm *comm, weft_comm_t *out)
@@ -170,4 +171,32 @@ weft_status_t weft_comm_size(weft_comm_t comm, int *nranks)
 		return WEFT_ERR_INVALID_ARG;
 	*nranks = comm->nranks;
 	return WEFT_SUCCESS;
+}
+
+weft_status_t weft_comm_stragglers(weft_comm_t comm, int *ranks, int capacity, int *count)
+{
+	if (!comm || !count || capacity < 0 || (capacity > 0 && !ranks))
+		return WEFT_ERR_INVALID_ARG;
+	*count = weft_watch_stragglers(comm, ranks, capacity);
+	return WEFT_SUCCESS;
+}
+
+weft_status_t weft_comm_failed_ranks(weft_comm_t comm, weft_failed_rank_t *ranks, int capacity,
+				     int *count)
+{
+	const char *bad = !comm			   ? "comm is NULL"
+			  : !count		   ? "count is NULL"
+			  : capacity < 0	   ? "capacity is negative"
+			  : capacity > 0 && !ranks ? "ranks is NULL with a capacity above 0"
+						   : NULL;
+	if (bad)
+		return weft_err_set(weft_err_init_fresh(), WEFT_ERR_INVALID_ARG,
+				    "weft_comm_failed_ranks: %s", bad);
+	*count = weft_comm_dead_list(comm, ranks, capacity);
+	return WEFT_SUCCESS;
+}
+
+const char *weft_rank_failure_string(weft_rank_failure_t how)
+{
+	return weft_dead_name(how);
 }

@@ -3,6 +3,7 @@
 #include "core/fail.h"
 #include "core/progress.h"
 #include "core/task.h"
+#include "util/clock.h"
 
 weft_status_t weft_test(weft_request_t *request)
 {
@@ -70,5 +71,24 @@ weft_status_t weft_request_on_complete(weft_request_t request,
 	weft_comm_unlock(comm);
 	if (st != WEFT_INPROGRESS) /* finished already: now, in this thread */
 		fn(arg, st);
+	return WEFT_SUCCESS;
+}
+
+weft_status_t weft_request_set_timeout(weft_request_t request, double seconds)
+{
+	if (!request) /* a call with nothing to do: finished already */
+		return WEFT_SUCCESS;
+	struct weft_comm *comm = request->comm;
+	if (!(seconds > 0 && seconds < 1e9)) /* NaN too */
+		return weft_comm_fail(
+		    comm, WEFT_ERR_INVALID_ARG,
+		    "weft_request_set_timeout: %g s is not a timeout (0 < s < 1e9)", seconds);
+	weft_comm_lock(comm);
+	if (request->status == WEFT_INPROGRESS) {
+		request->timeout_s = seconds;
+		request->deadline = weft_now() + seconds;
+		comm->deadlines = true;
+	}
+	weft_comm_unlock(comm);
 	return WEFT_SUCCESS;
 }

@@ -79,6 +79,24 @@ weft_status_t weft_bootstrap_root_start(const struct sockaddr *addr, socklen_t a
 					const struct weft_key *key, double timeout_s,
 					struct weft_uid *uid, struct weft_err *err);
 
+/*
+ * The same in two steps. Listen: bind and listen on @p addr (port 0: the
+ * kernel picks), and fill @p uid with the address (no key); the socket is
+ * *fd (the caller closes it if it never serves). Serve: start the thread
+ * on that listener (it owns @p fd from then on, even when this fails),
+ * handing every rank @p job_id (NULL: a random one).
+ */
+weft_status_t weft_bootstrap_root_listen(const struct sockaddr *addr, socklen_t addr_len, int *fd,
+					 struct weft_uid *uid, struct weft_err *err);
+weft_status_t weft_bootstrap_root_serve(int fd, const struct weft_key *key,
+					const unsigned char *job_id, double timeout_s,
+					struct weft_err *err);
+
+/* In weft_uid.reserved: the root was listening before its id was handed
+ * out, so a refused connection means it is gone (not "not up yet": a rank
+ * does not knock again). */
+#define WEFT_UID_LISTENING 1u
+
 /* Check an id received from the user: magic, version, address family. */
 weft_status_t weft_bootstrap_uid_check(const struct weft_uid *uid, struct weft_err *err);
 

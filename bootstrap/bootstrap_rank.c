@@ -374,8 +374,9 @@ static weft_status_t join_root(struct weft_bootstrap *bs, const struct weft_uid 
 	snprintf(who, sizeof(who), "root %s", bs->root);
 	for (;;) {
 		dropped = false;
-		rc =
-		    bs_connect(bs, &uid->addr.sa, uid->addr_len, true, deadline, who, &bs->fd, err);
+		bool refused_again = !(uid->reserved & WEFT_UID_LISTENING);
+		rc = bs_connect(bs, &uid->addr.sa, uid->addr_len, refused_again, deadline, who,
+				&bs->fd, err);
 		if (rc == WEFT_SUCCESS && bs->listen_fd < 0)
 			rc = relay_listen(bs, &join.relay_port, err);
 		else if (rc == WEFT_SUCCESS)

@@ -299,6 +299,11 @@ weft_status_t bs_connect(struct weft_bootstrap *bs, const struct sockaddr *addr,
 			backoff = backoff * 2 < 0.2 ? backoff * 2 : 0.2;
 			continue;
 		}
+		if (e == ECONNREFUSED && !retry_refused)
+			return weft_err_set(err, WEFT_ERR_REMOTE,
+					    "rank %d: bootstrap: %s refused the connection: it was "
+					    "listening, so its process is gone",
+					    bs->rank, who);
 		if (e == ECONNREFUSED || e == ETIMEDOUT)
 			return weft_err_set(err, WEFT_ERR_TIMEOUT,
 					    "rank %d: bootstrap: connect to %s: %s for %.1f s",

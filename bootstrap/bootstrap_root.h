@@ -115,6 +115,8 @@ void weft_bootstrap_roots_remove(const struct weft_key *key);
 
 /* bootstrap_root.c: a joined rank's connection closed or broke. */
 void root_conn_lost(struct root *r, struct conn *c, const char *why);
+/* bootstrap_root.c: the root's thread (bootstrap_root_start.c starts it). */
+void *root_main(void *arg);
 
 /* bootstrap_root_io.c */
 struct blob *blob_new(size_t len);

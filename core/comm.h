@@ -86,6 +86,7 @@ struct weft_comm {
 	struct weft_key key;
 	unsigned char id[WEFT_JOB_ID_BYTES];
 	double timeout_s;
+	double boot_timeout_s; /* > 0: the bootstrap's, not WEFT_BOOTSTRAP_TIMEOUT's */
 
 	struct weft_card *cards; /* nranks */
 	struct weft_peer *peers; /* nranks */
@@ -135,7 +136,8 @@ struct weft_comm {
 	 * the transports close. */
 	struct weft_mem_reg *mem_regs; /* core/mem_reg.h */
 
-	uint64_t seq; /* next collective's sequence number */
+	uint64_t seq;	  /* next collective's sequence number */
+	uint64_t shrinks; /* a communicator of one rank: shrinks made of it (the epoch) */
 	/* Operation words (core/tag.h) of the last WEFT_RECENT_CALLS collectives
 	 * started, at their call number modulo that, bit 32 set once filled:
 	 * a late message of an earlier call is compared with what this rank
@@ -144,6 +146,7 @@ struct weft_comm {
 	uint32_t *p2p_sent;	  /* [peer] sends started to it */
 	uint32_t *p2p_received;	  /* [peer] receives started from it */
 	struct weft_task *active; /* posted, not yet finished, in post order */
+	bool deadlines;		  /* a task was given one (weft_request_set_timeout) */
 	/* Point-to-point requests (core/p2p.c): the free ones, and all, to free. */
 	struct weft_p2p_req *free_reqs, *all_reqs;
 	struct weft_task *free_tasks;
@@ -165,6 +168,17 @@ struct weft_comm {
 	_Atomic int async_error; /* weft_status_t; fatal for the comm */
 	_Atomic bool abort_requested;
 	bool aborted;
+	/* 0, or the rank that revoked it (core/revoke.h) + 1. */
+	_Atomic int revoked;
+
+	/* The ranks known dead (core/fail.h): how each was found, a byte per
+	 * rank set once; when (weft_now), and the order they were found in
+	 * (ndead of them), under dead_lock, a leaf lock like err_lock. */
+	_Atomic unsigned char *dead_how;
+	double *dead_when;
+	int *dead_order;
+	int ndead;
+	pthread_mutex_t dead_lock;
 };
 
 /* The address this rank offers peers: WEFT_SOCKET_IFNAME's if set; else
@@ -211,6 +225,12 @@ static inline void weft_comm_lock(struct weft_comm *comm)
 static inline void weft_comm_unlock(struct weft_comm *comm)
 {
 	pthread_mutex_unlock(&comm->lock);
+}
+
+/* Is the communicator revoked (core/revoke.h), by this rank or a peer? */
+static inline bool weft_comm_revoked(const struct weft_comm *comm)
+{
+	return atomic_load_explicit(&comm->revoked, memory_order_relaxed) != 0;
 }
 
 /* Count the callers that drive progress themselves (a blocking call, a

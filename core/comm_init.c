@@ -191,6 +191,11 @@ static void env_explain(void *ctx, uint64_t sent, uint64_t want, int peer, char 
 	weft_p2p_explain(ctx, sent, want, peer, buf, len);
 }
 
+static void env_peer_gone(void *ctx, int peer, weft_rank_failure_t how)
+{
+	weft_comm_mark_dead(ctx, peer, how);
+}
+
 static weft_status_t build_env(struct weft_comm *comm)
 {
 	int n = comm->nranks;
@@ -224,6 +229,7 @@ static weft_status_t build_env(struct weft_comm *comm)
 	    .allgather = env_allgather,
 	    .fail = env_fail,
 	    .explain = env_explain,
+	    .peer_gone = env_peer_gone,
 	};
 	memcpy(&comm->env->comm_id, comm->id, sizeof(comm->env->comm_id));
 	return choose_ifname(comm, &comm->env->ifname);
@@ -461,8 +467,12 @@ void weft_comm_free(struct weft_comm *comm)
 	weft_trace_fini(comm);
 	free(comm->peers);
 	free(comm->cards);
+	free((void *)comm->dead_how);
+	free(comm->dead_when);
+	free(comm->dead_order);
 	pthread_mutex_destroy(&comm->lock);
 	pthread_mutex_destroy(&comm->err_lock);
+	pthread_mutex_destroy(&comm->dead_lock);
 	weft_wipe(&comm->key, sizeof(comm->key));
 	free(comm);
 }
@@ -477,6 +487,7 @@ static weft_status_t comm_alloc(struct weft_comm **out, int nranks, const struct
 				    "init: no memory for the communicator");
 	pthread_mutex_init(&comm->lock, NULL);
 	pthread_mutex_init(&comm->err_lock, NULL);
+	pthread_mutex_init(&comm->dead_lock, NULL);
 	comm->rank = rank;
 	comm->nranks = nranks;
 	comm->key = uid->key;
@@ -489,7 +500,11 @@ static weft_status_t comm_alloc(struct weft_comm **out, int nranks, const struct
 	comm->ring = calloc((size_t)nranks, sizeof(int));
 	comm->p2p_sent = calloc((size_t)nranks, sizeof(uint32_t));
 	comm->p2p_received = calloc((size_t)nranks, sizeof(uint32_t));
-	if (!comm->cards || !comm->peers || !comm->ring || !comm->p2p_sent || !comm->p2p_received)
+	comm->dead_how = calloc((size_t)nranks, sizeof(*comm->dead_how));
+	comm->dead_when = calloc((size_t)nranks, sizeof(*comm->dead_when));
+	comm->dead_order = calloc((size_t)nranks, sizeof(*comm->dead_order));
+	if (!comm->cards || !comm->peers || !comm->ring || !comm->p2p_sent || !comm->p2p_received ||
+	    !comm->dead_how || !comm->dead_when || !comm->dead_order)
 		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "init: no memory for %d ranks",
 				      nranks);
 	for (int p = 0; p < nranks; p++)
@@ -507,6 +522,8 @@ static weft_status_t comm_alloc(struct weft_comm **out, int nranks, const struct
 static double boot_timeout(const struct weft_comm *comm)
 {
 	double t = comm->timeout_s;
+	if (comm->boot_timeout_s > 0)
+		return comm->boot_timeout_s;
 	weft_setting_double("WEFT_BOOTSTRAP_TIMEOUT", &t);
 	return t;
 }
@@ -515,11 +532,20 @@ weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct 
 			       int rank, const weft_config_t *config,
 			       const struct weft_topo_card *known)
 {
+	return weft_comm_create_within(out, nranks, uid, rank, config, known, 0);
+}
+
+weft_status_t weft_comm_create_within(struct weft_comm **out, int nranks,
+				      const struct weft_uid *uid, int rank,
+				      const weft_config_t *config,
+				      const struct weft_topo_card *known, double boot_timeout_s)
+{
 	weft_registry_init();
 	struct weft_comm *comm;
 	weft_status_t st = comm_alloc(&comm, nranks, uid, rank, config);
 	if (!comm)
 		return st;
+	comm->boot_timeout_s = boot_timeout_s;
 	if (!known) /* a split child's rank would overwrite the job's in log lines */
 		weft_log_set_rank(rank);
 	if (st == WEFT_SUCCESS)

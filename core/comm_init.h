@@ -19,6 +19,14 @@ weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct 
 			       int rank, const weft_config_t *config,
 			       const struct weft_topo_card *known);
 
+/* The same, with the bootstrap's timeout given (> 0) rather than read
+ * from WEFT_BOOTSTRAP_TIMEOUT: a shrink's survivors are all there already,
+ * and one that does not come soon is gone (api/comm_shrink.c). */
+weft_status_t weft_comm_create_within(struct weft_comm **out, int nranks,
+				      const struct weft_uid *uid, int rank,
+				      const weft_config_t *config,
+				      const struct weft_topo_card *known, double boot_timeout_s);
+
 /* Every rank got this far: the closing barrier, and the bootstrap closes.
  * On failure the communicator is freed and the message is in
  * weft_init_last_error(). */

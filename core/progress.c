@@ -15,6 +15,7 @@
 #include "core/fail.h"
 #include "core/metrics.h"
 #include "core/p2p.h"
+#include "core/revoke.h"
 #include "core/slowdet.h"
 #include "core/stats.h"
 #include "core/tag.h"
@@ -23,19 +24,18 @@
 #include "core/watch.h"
 #include "transports/transport.h"
 
-/* May @p t run now? The oldest task always may; the ones after it only if
- * all of them, up to @p t, are sends/receives of one group. */
-static bool may_run(const struct weft_comm *comm, const struct weft_task *t)
+/* May @p t run now? The oldest task always may; a send or receive also
+ * when every task before it is a send or receive (grouped or not, as MPI's
+ * non-blocking point to point): they all run side by side, posted in call
+ * order, so each connection still sees its messages in call order and a
+ * collective still waits for the point to point started before it (and
+ * the point to point started after it for the collective). Ranks that
+ * exchange with isend/irecv outside a group then cannot deadlock on a send
+ * that waits for its receiver. @p p2p_before: every task before @p t is a
+ * send or receive. */
+static bool may_run(const struct weft_comm *comm, const struct weft_task *t, bool p2p_before)
 {
-	const struct weft_task *head = comm->active;
-	if (t == head)
-		return true;
-	if (!t->group || !weft_task_is_p2p(t))
-		return false;
-	for (const struct weft_task *q = head; q != t; q = q->next)
-		if (q->group != t->group || !weft_task_is_p2p(q))
-			return false;
-	return true;
+	return t == comm->active || (p2p_before && weft_task_is_p2p(t));
 }
 
 /* A peer timed out in an operation this rank is in too (or in a later
@@ -48,33 +48,64 @@ static bool peer_stuck_too(const struct weft_comm *comm, const struct weft_task 
 	return call + 1 >= weft_watch_peer_timed_out_call(comm);
 }
 
+static bool past_deadline(const struct weft_task *t, double now)
+{
+	return t->deadline > 0 && now >= t->deadline;
+}
+
 /* The timeout: the job-wide verdict (core/watch.h) follows the local view. */
 static weft_status_t timed_out(struct weft_comm *comm, struct weft_task *t, double now, bool told)
 {
-	char who[48] = "";
+	char why[96], who[48] = "";
+	if (past_deadline(t, now))
+		snprintf(why, sizeof(why), "not finished within its timeout of %.1f s%s",
+			 t->timeout_s, t->posted ? "" : " (queued behind earlier operations)");
+	else
+		snprintf(why, sizeof(why), "no progress for %.1f s", now - t->last_event);
 	if (t->waiting_for >= 0)
 		snprintf(who, sizeof(who), " waiting for rank %d", t->waiting_for);
 	char verdict[WEFT_ERR_MSG_BYTES], connecting[128];
 	weft_watch_verdict(comm, t, verdict, sizeof(verdict));
 	weft_p2p_connecting_note(comm, connecting, sizeof(connecting));
-	weft_trace_event(comm, WEFT_EV_TIMEOUT, t->waiting_for,
-			 "%s seq %llu: no progress for %.1f s%s", weft_coll_name(t->args.coll),
-			 (unsigned long long)weft_tag_number((uint32_t)t->seq), now - t->last_event,
-			 who);
-	return weft_comm_fail(
-	    comm, WEFT_ERR_TIMEOUT, "%s seq %llu: no progress for %.1f s%s%s%s; %s",
-	    weft_coll_name(t->args.coll), (unsigned long long)weft_tag_number((uint32_t)t->seq),
-	    now - t->last_event, who, told ? " (a peer timed out)" : "", connecting,
-	    verdict[0] ? verdict : "no verdict (no watch)");
+	weft_trace_event(comm, WEFT_EV_TIMEOUT, t->waiting_for, "%s seq %llu: %s%s",
+			 weft_coll_name(t->args.coll),
+			 (unsigned long long)weft_tag_number((uint32_t)t->seq), why, who);
+	return weft_comm_fail(comm, WEFT_ERR_TIMEOUT, "%s seq %llu: %s%s%s%s; %s",
+			      weft_coll_name(t->args.coll),
+			      (unsigned long long)weft_tag_number((uint32_t)t->seq), why, who,
+			      told ? " (a peer timed out)" : "", connecting,
+			      verdict[0] ? verdict : "no verdict (no watch)");
 }
 
-/* Has @p t been stuck past the timeout, or has a peer timed out in it? */
+/* Has @p t been stuck past the timeout or its deadline, or has a peer
+ * timed out in it? */
 static weft_status_t check_stuck(struct weft_comm *comm, struct weft_task *t, double now)
 {
 	bool told = weft_watch_peer_timed_out(comm) && peer_stuck_too(comm, t);
-	if (now - t->last_event <= comm->timeout_s && !told)
+	if (now - t->last_event <= comm->timeout_s && !told && !past_deadline(t, now))
 		return WEFT_INPROGRESS;
 	return timed_out(comm, t, now, told);
+}
+
+/* The tasks from @p t on cannot run yet, but one may pass the deadline its
+ * request was given (weft_request_set_timeout): a rank stuck in an earlier
+ * operation must not hide the ranks that never reached this one. */
+static weft_status_t check_queued(struct weft_comm *comm, struct weft_task *t, double now)
+{
+	if (!comm->deadlines)
+		return WEFT_SUCCESS;
+	for (; t; t = t->next) {
+		if (t->deadline == 0)
+			continue;
+		if (now == 0)
+			now = weft_now();
+		if (past_deadline(t, now)) {
+			weft_status_t st = timed_out(comm, t, now, false);
+			weft_comm_kill(comm, st);
+			return st;
+		}
+	}
+	return WEFT_SUCCESS;
 }
 
 /* Post @p t; its timeout counts from now. */
@@ -120,6 +151,7 @@ static void record_end(struct weft_comm *comm, struct weft_task *t, weft_status_
 static weft_status_t finish_task(struct weft_comm *comm, struct weft_task **link,
 				 struct weft_task *t, weft_status_t st)
 {
+	st = weft_revoke_status(comm, st);
 	t->status = st;
 	record_end(comm, t, st);
 	*link = t->next;
@@ -136,13 +168,15 @@ static weft_status_t progress_tasks(struct weft_comm *comm)
 {
 	double now = 0;
 	struct weft_task **link = &comm->active;
+	bool p2p_before = true;
 	while (*link) {
 		struct weft_task *t = *link;
-		if (!may_run(comm, t))
-			break;
+		if (!may_run(comm, t, p2p_before))
+			return check_queued(comm, t, now);
 		weft_status_t st = step_task(comm, t, &now);
 		if (st == WEFT_INPROGRESS) {
 			t->status = st;
+			p2p_before = p2p_before && weft_task_is_p2p(t);
 			link = &t->next;
 			continue;
 		}
@@ -171,6 +205,7 @@ void weft_comm_kill(struct weft_comm *comm, weft_status_t status)
 {
 	if (comm->aborted)
 		return;
+	status = weft_revoke_status(comm, status);
 	comm->aborted = true;
 	/* Dead, whatever killed it (an invalid argument or no memory inside a
 	 * task too): every later call fails with this at once, and
@@ -205,6 +240,8 @@ weft_status_t weft_comm_progress(struct weft_comm *comm)
 		weft_comm_fail(comm, WEFT_ERR_ABORTED, "communicator aborted by weft_comm_abort");
 		weft_comm_kill(comm, WEFT_ERR_ABORTED);
 	}
+	if (weft_comm_revoked(comm) && !comm->aborted)
+		weft_comm_kill(comm, WEFT_ERR_REVOKED);
 	if (comm->aborted)
 		return (weft_status_t)atomic_load(&comm->async_error);
 	for (size_t i = 0; i < comm->ntps; i++) {
@@ -213,12 +250,14 @@ weft_status_t weft_comm_progress(struct weft_comm *comm)
 			continue;
 		weft_status_t st = tp->ops->msg.progress(tp);
 		if (st != WEFT_SUCCESS && st != WEFT_INPROGRESS) {
+			st = weft_revoke_status(comm, st);
 			weft_comm_kill(comm, st);
 			return st;
 		}
 	}
 	weft_status_t st = weft_p2p_progress(comm);
 	if (st != WEFT_SUCCESS) {
+		st = weft_revoke_status(comm, st);
 		weft_comm_kill(comm, st);
 		return st;
 	}

@@ -24,6 +24,7 @@
 #include "core/comm.h"
 #include "core/fail.h"
 #include "core/progress.h"
+#include "core/revoke.h"
 #include "core/slowdet.h"
 #include "util/log.h"
 #include "util/settings.h"
@@ -70,7 +71,8 @@ static void *pt_main(void *arg)
 	uint64_t waited = 0; /* the detector's accounting: the last pass over work; 0 none */
 	pthread_mutex_lock(&comm->lock);
 	while (!pt->stop) {
-		bool abort = atomic_load(&comm->abort_requested) && !comm->aborted;
+		bool abort = (atomic_load(&comm->abort_requested) || weft_comm_revoked(comm)) &&
+			     !comm->aborted;
 		if (!comm->active && !abort) {
 			waited = 0;
 			idle_wait(comm, pt);

@@ -215,7 +215,7 @@ bool weft_slowdet_take(struct weft_watch *w, const void *buf, ssize_t len,
 	struct weft_slowdet *d = w->slowdet;
 	unsigned char mac[WEFT_MAC_BYTES];
 	bool ok = d && m->comm_id == w->comm_id && m->rank >= 0 && m->rank < w->nranks &&
-		  m->rank != w->rank && watch_from(w, m->rank, from);
+		  m->rank != w->rank && watch_from_rank(w, m->rank, from);
 	if (ok) {
 		weft_mac(&w->key, m, offsetof(struct slowdet_msg, mac), mac);
 		ok = weft_mac_equal(mac, m->mac) && m->seq > d->last_seq[m->rank];

@@ -44,6 +44,7 @@ struct weft_task *weft_task_get(struct weft_comm *comm)
 	t->waiting_for = -1;
 	t->waiting_step = UINT32_MAX;
 	t->trace_id = 0;
+	t->deadline = 0;
 	return t;
 }
 

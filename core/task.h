@@ -96,7 +96,10 @@ struct weft_task {
 	bool group_wait;      /* recorded in a group by a blocking call: weft_group_end waits */
 	weft_status_t status; /* WEFT_INPROGRESS while active */
 	double last_event;    /* when a message of this task last completed */
-	int waiting_for;      /* peer the task waits on, for the timeout message; -1 none */
+	/* weft_request_set_timeout: fail with WEFT_ERR_TIMEOUT at @deadline
+	 * (weft_now()), @timeout_s after it was set, running or queued; 0: none. */
+	double deadline, timeout_s;
+	int waiting_for; /* peer the task waits on, for the timeout message; -1 none */
 	/* The message it waits for, as far as the algorithm knows: its tag
 	 * step (UINT32_MAX unknown) and whether it is a send. */
 	uint32_t waiting_step;

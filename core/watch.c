@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/errqueue.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stddef.h>
@@ -16,8 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/agree_int.h"
 #include "core/comm.h"
 #include "core/fail.h"
+#include "core/revoke.h"
 #include "core/slowdet_int.h"
 #include "core/watch_int.h"
 #include "util/log.h"
@@ -44,6 +47,8 @@ void watch_state_mine(struct weft_watch *w, struct watch_state *st)
 	st->waiting_for = atomic_load_explicit(&w->waiting_for, memory_order_relaxed);
 	st->age_ms = age < 0 ? 0 : age > UINT32_MAX ? UINT32_MAX : (uint32_t)age;
 	st->flags = atomic_load(&w->timed_out_call) ? WATCH_TIMED_OUT : 0;
+	if (w->comm && weft_comm_revoked(w->comm))
+		st->flags |= WATCH_REVOKED;
 }
 
 static int neighbour(const struct weft_watch *w, int side)
@@ -59,7 +64,25 @@ static uint32_t heard_ms(const struct watch_view *v, double now)
 	return ms < 0 ? 0 : ms >= UINT32_MAX ? UINT32_MAX - 1 : (uint32_t)ms;
 }
 
-/* With w->lock held when type is a reply (it reads the view). */
+void watch_asked(struct weft_watch *w, int peer, double now)
+{
+	if (w->view[peer].asked == 0)
+		w->view[peer].asked = now;
+}
+
+void watch_sendto(struct weft_watch *w, int peer, const void *buf, size_t len)
+{
+	const struct sockaddr *to = (const struct sockaddr *)&w->addrs[peer];
+	/* A refusal an earlier datagram met is reported once, by failing the
+	 * next send (IP_RECVERR): that one goes again. */
+	for (int tries = 0; tries < 2; tries++)
+		if (sendto(w->fd, buf, len, MSG_DONTWAIT, to, w->lens[peer]) >= 0 ||
+		    errno != ECONNREFUSED)
+			return;
+}
+
+/* With w->lock held when type is a reply, a query or a revoke (it reads
+ * or writes the view). */
 void watch_send(struct weft_watch *w, int peer, uint32_t type)
 {
 	struct watch_msg m = {.magic = WATCH_MAGIC,
@@ -78,16 +101,10 @@ void watch_send(struct weft_watch *w, int peer, uint32_t type)
 		}
 	}
 	weft_mac(&w->key, &m, offsetof(struct watch_msg, mac), m.mac);
+	if (type == WATCH_QUERY || type == WATCH_REVOKE)
+		watch_asked(w, peer, weft_now());
 	/* Best effort: a lost datagram is a rank not heard from. */
-	(void)sendto(w->fd, &m, sizeof(m), MSG_DONTWAIT, (const struct sockaddr *)&w->addrs[peer],
-		     w->lens[peer]);
-}
-
-static bool same_addr(const struct sockaddr_storage *a, const struct sockaddr_storage *b);
-
-bool watch_from(const struct weft_watch *w, int rank, const struct sockaddr_storage *from)
-{
-	return rank >= 0 && rank < w->nranks && same_addr(from, &w->addrs[rank]);
+	watch_sendto(w, peer, &m, sizeof(m));
 }
 
 static bool same_addr(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
@@ -106,13 +123,17 @@ static bool same_addr(const struct sockaddr_storage *a, const struct sockaddr_st
  * address that rank registered at init, with a MAC made with the key and a
  * sequence number newer than any taken from it: anything else is dropped
  * after those checks, and costs nothing more. */
+bool watch_from_rank(const struct weft_watch *w, int rank, const struct sockaddr_storage *from)
+{
+	return rank >= 0 && rank < w->nranks && rank != w->rank && same_addr(from, &w->addrs[rank]);
+}
+
 static bool datagram_ok(struct weft_watch *w, const struct watch_msg *m, ssize_t len,
 			const struct sockaddr_storage *from)
 {
 	unsigned char mac[WEFT_MAC_BYTES];
 	if (len != (ssize_t)sizeof(*m) || m->magic != WATCH_MAGIC || m->comm_id != w->comm_id ||
-	    m->rank < 0 || m->rank >= w->nranks || m->rank == w->rank ||
-	    !same_addr(from, &w->addrs[m->rank]))
+	    !watch_from_rank(w, m->rank, from))
 		return false;
 	weft_mac(&w->key, m, offsetof(struct watch_msg, mac), mac);
 	return weft_mac_equal(mac, m->mac);
@@ -134,6 +155,7 @@ void watch_take(struct weft_watch *w, const struct watch_msg *m, ssize_t len,
 	}
 	v->last_seq = m->seq;
 	v->heard = weft_now();
+	v->asked = 0;
 	v->st = m->me;
 	if (m->type == WATCH_REPLY) {
 		v->replied = true;
@@ -145,27 +167,92 @@ void watch_take(struct weft_watch *w, const struct watch_msg *m, ssize_t len,
 			atomic_store(&w->peer_timed_out, m->timed_out_call);
 		watch_send(w, m->rank, WATCH_REPLY);
 	}
+	if (m->type == WATCH_REVOKE_ACK)
+		v->revoke_acked = true;
+	bool revoked = m->type == WATCH_REVOKE || (m->me.flags & WATCH_REVOKED);
+	/* Known before the acknowledgement goes: the revoker closes its
+	 * connections once it has it (core/revoke.c). */
+	if (revoked && w->comm)
+		weft_revoke_heard(w->comm, m->rank);
+	if (m->type == WATCH_REVOKE)
+		watch_send(w, m->rank, WATCH_REVOKE_ACK);
+	pthread_cond_broadcast(&w->changed);
 	pthread_mutex_unlock(&w->lock);
 }
 
-/* Every datagram waiting: the detector's (by size and magic) or the
- * watch's own. */
-static void drain(struct weft_watch *w)
+/* The refusals the socket's error queue holds (IP_RECVERR): a datagram to
+ * a rank whose watch socket is closed met an ICMP port unreachable — its
+ * process exited, or it destroyed the communicator. A rank on another
+ * host is then known dead; on this host the pid check decides (core/detect.c). */
+static void take_refusals(struct weft_watch *w)
 {
 	for (;;) {
-		union {
-			struct watch_msg watch;
-			struct slowdet_msg slowdet;
-		} m;
+		char ctrl[512], byte;
+		struct sockaddr_storage to;
+		struct iovec iov = {&byte, 1};
+		struct msghdr mh = {.msg_name = &to,
+				    .msg_namelen = sizeof(to),
+				    .msg_iov = &iov,
+				    .msg_iovlen = 1,
+				    .msg_control = ctrl,
+				    .msg_controllen = sizeof(ctrl)};
+		if (recvmsg(w->fd, &mh, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+			return;
+		bool refused = false;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+			if (!((c->cmsg_level == SOL_IP && c->cmsg_type == IP_RECVERR) ||
+			      (c->cmsg_level == SOL_IPV6 && c->cmsg_type == IPV6_RECVERR)))
+				continue;
+			struct sock_extended_err ee;
+			memcpy(&ee, CMSG_DATA(c), sizeof(ee));
+			refused |= ee.ee_errno == ECONNREFUSED;
+		}
+		for (int r = 0; refused && r < w->nranks; r++) {
+			if (r == w->rank || !same_addr(&to, &w->addrs[r]))
+				continue;
+			pthread_mutex_lock(&w->lock);
+			if (w->view[r].refused == 0)
+				w->view[r].refused = weft_now();
+			pthread_cond_broadcast(&w->changed);
+			pthread_mutex_unlock(&w->lock);
+			if (w->comm && !weft_comm_same_host(w->comm, r))
+				weft_comm_mark_dead(w->comm, r, WEFT_RANK_KILLED);
+		}
+	}
+}
+
+/* Every datagram waiting at the socket: the watch's own, the detector's
+ * (core/slowdet.h: by size and magic; its state is the rx_lock's, which
+ * the watch's thread also holds for the detector's tick) and the shrink's
+ * agreement (core/agree.c). */
+static void take_all(struct weft_watch *w)
+{
+	pthread_mutex_lock(&w->rx_lock);
+	for (;;) {
 		struct sockaddr_storage from;
 		socklen_t flen = sizeof(from);
-		ssize_t n = recvfrom(w->fd, &m, sizeof(m), MSG_DONTWAIT | MSG_TRUNC,
+		ssize_t n = recvfrom(w->fd, w->rx, WATCH_RX_BYTES, MSG_DONTWAIT | MSG_TRUNC,
 				     (struct sockaddr *)&from, &flen);
+		if (n < 0 && errno == ECONNREFUSED) /* a refusal reported: read on */
+			continue;
 		if (n < 0)
 			break;
-		if (!weft_slowdet_take(w, &m, n, &from))
-			watch_take(w, &m.watch, n, &from);
+		uint64_t magic = 0;
+		if (n >= (ssize_t)sizeof(magic))
+			memcpy(&magic, w->rx, sizeof(magic));
+		if (magic == WATCH_MAGIC || n < (ssize_t)sizeof(magic))
+			watch_take(w, (const struct watch_msg *)(const void *)w->rx, n, &from);
+		else if (!weft_slowdet_take(w, w->rx, n, &from))
+			weft_agree_take(w, w->rx, n, &from);
 	}
+	take_refusals(w);
+	pthread_mutex_unlock(&w->rx_lock);
+}
+
+void weft_watch_drain(struct weft_comm *comm)
+{
+	if (comm->watch)
+		take_all(comm->watch);
 }
 
 /* Heartbeats every period_s; the detector's work at its own period. */
@@ -181,7 +268,9 @@ static void *watch_thread(void *arg)
 				watch_send(w, neighbour(w, 0), WATCH_HEARTBEAT);
 			next_beat = now + w->period_s;
 		}
+		pthread_mutex_lock(&w->rx_lock); /* the detector's state (take_all) */
 		weft_slowdet_watch_tick(w, weft_now_ns());
+		pthread_mutex_unlock(&w->rx_lock);
 		struct pollfd fds[2] = {{.fd = w->fd, .events = POLLIN},
 					{.fd = w->stop_pipe[0], .events = POLLIN}};
 		double next = next_beat, det = weft_slowdet_next_ns(w) * 1e-9;
@@ -193,7 +282,7 @@ static void *watch_thread(void *arg)
 			break;
 		if (fds[1].revents)
 			break;
-		drain(w);
+		take_all(w);
 	}
 	return NULL;
 }
@@ -216,6 +305,12 @@ static weft_status_t open_socket(struct weft_comm *comm, struct weft_watch *w,
 	if (w->fd < 0 || bind(w->fd, (struct sockaddr *)&mine->ss, len) != 0 ||
 	    getsockname(w->fd, (struct sockaddr *)&mine->ss, &len) != 0)
 		return weft_comm_fail_errno(comm, errno, "init: watch socket");
+	/* Refusals (a rank's socket closed: it exited) reach the error queue. */
+	int one = 1;
+	if (mine->ss.ss_family == AF_INET6)
+		setsockopt(w->fd, SOL_IPV6, IPV6_RECVERR, &one, sizeof(one));
+	else
+		setsockopt(w->fd, SOL_IP, IP_RECVERR, &one, sizeof(one));
 	mine->len = len;
 	return WEFT_SUCCESS;
 }
@@ -255,11 +350,16 @@ static void watch_free(struct weft_watch *w)
 	for (int i = 0; i < 2; i++)
 		if (w->stop_pipe[i] >= 0)
 			close(w->stop_pipe[i]);
+	weft_agree_free(w->agree);
 	pthread_mutex_destroy(&w->lock);
+	pthread_mutex_destroy(&w->rx_lock);
+	pthread_cond_destroy(&w->changed);
 	weft_wipe(&w->key, sizeof(w->key));
+	free(w->rx);
 	free(w->addrs);
 	free(w->lens);
 	free(w->view);
+	free(w->straggler);
 	free(w);
 }
 
@@ -272,6 +372,8 @@ weft_status_t weft_watch_start(struct weft_comm *comm)
 		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "init: no memory for the watch");
 	w->fd = w->stop_pipe[0] = w->stop_pipe[1] = -1;
 	pthread_mutex_init(&w->lock, NULL);
+	pthread_mutex_init(&w->rx_lock, NULL);
+	pthread_cond_init(&w->changed, NULL);
 	w->comm = comm;
 	w->slowdet = comm->slowdet;
 	w->rank = comm->rank;
@@ -284,8 +386,11 @@ weft_status_t weft_watch_start(struct weft_comm *comm)
 	w->addrs = calloc((size_t)w->nranks, sizeof(*w->addrs));
 	w->lens = calloc((size_t)w->nranks, sizeof(*w->lens));
 	w->view = calloc((size_t)w->nranks, sizeof(*w->view));
+	w->straggler = calloc((size_t)w->nranks, sizeof(*w->straggler));
+	w->rx = malloc(WATCH_RX_BYTES);
+	w->agree = weft_agree_new(w);
 	comm->watch = w;
-	if (!w->addrs || !w->lens || !w->view)
+	if (!w->addrs || !w->lens || !w->view || !w->straggler || !w->rx || !w->agree)
 		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "init: no memory for the watch");
 	weft_status_t st = exchange(comm, w);
 	if (st != WEFT_SUCCESS)

@@ -35,6 +35,12 @@ weft_status_t weft_watch_start(struct weft_comm *comm);
 /* Stop the thread and close the socket (safe on a comm without a watch). */
 void weft_watch_stop(struct weft_comm *comm);
 
+/* Read every datagram waiting at the watch's socket now, in the calling
+ * thread (the watch's thread does it too, as they come): an operation
+ * that failed because a peer closed its connection first asks whether
+ * that peer's revoke is already waiting (core/revoke.h). */
+void weft_watch_drain(struct weft_comm *comm);
+
 /* This rank started / finished collective number @p call. */
 void weft_watch_op_started(struct weft_comm *comm, uint64_t call, int coll);
 void weft_watch_op_finished(struct weft_comm *comm, uint64_t call);
@@ -57,5 +63,12 @@ void weft_watch_addr(const struct weft_comm *comm, int rank, char *buf, size_t l
  * at WEFT_DEBUG=INFO. */
 void weft_watch_verdict(struct weft_comm *comm, const struct weft_task *task, char *buf,
 			size_t size);
+
+/* The ranks the last verdict on @p comm named as never having reached the
+ * operation that timed out, or as stopped inside it (not answering), in
+ * increasing order: the first @p capacity of them in @p ranks. Returns how
+ * many there are, or -1 when no verdict was taken (no timeout yet, or a
+ * communicator of one rank, which has no watch). Any thread. */
+int weft_watch_stragglers(struct weft_comm *comm, int *ranks, int capacity);
 
 #endif

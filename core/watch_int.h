@@ -17,10 +17,13 @@ enum watch_type {
 	WATCH_HEARTBEAT = 1,
 	WATCH_QUERY = 2,
 	WATCH_REPLY = 3,
+	WATCH_REVOKE = 4,     /* the sender revoked the communicator (core/revoke.c) */
+	WATCH_REVOKE_ACK = 5, /* the receiver knows: the revoker may close its connections */
 };
 
 enum watch_flags {
 	WATCH_TIMED_OUT = 1u << 0, /* this rank's wait timed out */
+	WATCH_REVOKED = 1u << 1,   /* this rank's communicator is revoked */
 };
 
 /* A rank's state as it crosses the wire. Calls are numbered from 1 here
@@ -56,6 +59,11 @@ _Static_assert(sizeof(struct watch_msg) == 176, "watch datagram is 176 bytes");
 
 struct watch_view {
 	double heard; /* when a datagram of it last arrived; 0 never */
+	/* Since when this rank has asked it something (a query, the shrink's
+	 * agreement, a revoke) and heard nothing from it; 0: it answered. */
+	double asked;
+	double refused;	   /* when its host refused a datagram (the port closed); 0 never */
+	bool revoke_acked; /* it acknowledged this rank's revoke */
 	struct watch_state st;
 	bool replied;	   /* to the current query */
 	uint64_t last_seq; /* the newest datagram taken from it */
@@ -64,10 +72,11 @@ struct watch_view {
 };
 
 struct weft_comm;
+struct weft_agree;
 struct weft_slowdet;
 
 struct weft_watch {
-	struct weft_comm *comm;
+	struct weft_comm *comm; /* NULL in tests/fuzz/ */
 	struct weft_slowdet *slowdet; /* the slow-link detector's datagrams (core/slowdet.h) */
 	int fd;
 	int stop_pipe[2];
@@ -89,16 +98,35 @@ struct weft_watch {
 	/* set by the thread: a peer timed out in call (number + 1) */
 	_Atomic uint64_t peer_timed_out;
 
-	pthread_mutex_t lock; /* guards view */
+	pthread_mutex_t lock; /* guards view, the verdict's stragglers and the agreement's state */
 	struct watch_view *view;
+	/* Signalled (with lock) when the view or the agreement changes in a
+	 * way a caller may wait for: an acknowledgement, a promise, a decision. */
+	pthread_cond_t changed;
+	/* Reading the socket: the thread, or a caller that drains it at once
+	 * (weft_watch_drain); taken before lock. */
+	pthread_mutex_t rx_lock;
+	unsigned char *rx;	  /* WATCH_RX_BYTES */
+	struct weft_agree *agree; /* the shrink's agreement (core/agree.c) */
+	/* [rank]: the last verdict found it had not reached the operation
+	 * (or had stopped inside it); verdicts: how many were taken */
+	bool *straggler;
+	unsigned verdicts;
 };
+
+#define WATCH_RX_BYTES 65536
 
 /* watch.c */
 void watch_state_mine(struct weft_watch *w, struct watch_state *st);
 void watch_send(struct weft_watch *w, int peer, uint32_t type);
+/* Send @p len bytes to @p peer, best effort (once more if a refusal
+ * queued by an earlier datagram made the first try fail). */
+void watch_sendto(struct weft_watch *w, int peer, const void *buf, size_t len);
+/* With lock held: this rank now waits for an answer from @p peer. */
+void watch_asked(struct weft_watch *w, int peer, double now);
+/* Is a datagram from @p from, claiming @p rank, from that rank's address? */
+bool watch_from_rank(const struct weft_watch *w, int rank, const struct sockaddr_storage *from);
 int64_t watch_now_ms(void);
-/* Whether @p from is the address rank @p rank registered. */
-bool watch_from(const struct weft_watch *w, int rank, const struct sockaddr_storage *from);
 /* One datagram of @p len bytes from @p from, as the thread received it:
  * checked (datagram_ok, the sequence), then taken into the view, a query
  * answered (tests/fuzz/fuzz_watch.c calls it too). */

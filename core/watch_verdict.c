@@ -222,6 +222,30 @@ static void log_state(const struct seen *seen, int n)
 	}
 }
 
+/* For weft_comm_stragglers: the ranks this verdict names as not through. */
+static void keep_stragglers(struct weft_watch *w, const struct seen *seen, uint64_t want)
+{
+	pthread_mutex_lock(&w->lock);
+	for (int r = 0; r < w->nranks; r++)
+		w->straggler[r] = !(seen[r].alive && reached(&seen[r], want));
+	w->verdicts++;
+	pthread_mutex_unlock(&w->lock);
+}
+
+int weft_watch_stragglers(struct weft_comm *comm, int *ranks, int capacity)
+{
+	struct weft_watch *w = comm->watch;
+	if (!w)
+		return -1;
+	pthread_mutex_lock(&w->lock);
+	int count = w->verdicts ? 0 : -1;
+	for (int r = 0; w->verdicts && r < w->nranks; r++)
+		if (w->straggler[r] && count++ < capacity)
+			ranks[count - 1] = r;
+	pthread_mutex_unlock(&w->lock);
+	return count;
+}
+
 void weft_watch_verdict(struct weft_comm *comm, const struct weft_task *task, char *buf,
 			size_t size)
 {
@@ -244,6 +268,7 @@ void weft_watch_verdict(struct weft_comm *comm, const struct weft_task *task, ch
 		 (unsigned long long)call);
 	/* Send/recv calls are numbered per peer: only who answers is known. */
 	uint64_t want = coll ? call + 1 : 0;
+	keep_stragglers(w, seen, want);
 	size_t used = append(buf, size, 0, "verdict: ");
 	used = name_stragglers(seen, w->nranks, want, op, buf, size, used);
 	name_waiters(seen, w->nranks, want, op, buf, size, used);

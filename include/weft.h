@@ -50,9 +50,15 @@ extern "C" {
 #define WEFT_API
 #endif
 
+/* The release (the VERSION file at the top of the source tree): the build
+ * fails when these differ from it (util/error.c), and make lint holds it
+ * against debian/changelog and CHANGELOG.md (scripts/check-packaging). */
 #define WEFT_VERSION_MAJOR 0
 #define WEFT_VERSION_MINOR 1
 #define WEFT_VERSION_PATCH 0
+/** WEFT_VERSION_MAJOR * 10000 + WEFT_VERSION_MINOR * 100 + WEFT_VERSION_PATCH, for #if. */
+#define WEFT_VERSION_CODE                                                                          \
+	(WEFT_VERSION_MAJOR * 10000 + WEFT_VERSION_MINOR * 100 + WEFT_VERSION_PATCH)
 
 /** Status codes. Zero is success, one is "not finished yet", negative is failure. */
 typedef enum weft_status {
@@ -66,6 +72,7 @@ typedef enum weft_status {
 	WEFT_ERR_NOT_SUPPORTED = -6,
 	WEFT_ERR_INTERNAL = -7, /**< a bug in Weft; please report the message */
 	WEFT_ERR_ABORTED = -8,	/**< the communicator was aborted */
+	WEFT_ERR_REVOKED = -9,	/**< the communicator was revoked (weft_comm_revoke): shrink it */
 } weft_status_t;
 
 /** Element types. fp16 and bf16 are combined in fp32, two values at a time,
@@ -144,7 +151,8 @@ WEFT_API const char *weft_status_string(weft_status_t status);
 /** Size in bytes of one element of @p dtype, or 0 if @p dtype is invalid. */
 WEFT_API size_t weft_datatype_size(weft_datatype_t dtype);
 
-/** Library version as "major.minor.patch". */
+/** The library's version as "major.minor.patch": the WEFT_VERSION_* it was
+ * built with, which a program compares with its own to see what it runs on. */
 WEFT_API const char *weft_version(void);
 
 /**
@@ -510,8 +518,10 @@ WEFT_API weft_status_t weft_ibarrier(weft_comm_t comm, weft_request_t *request);
 /**
  * Point to point. Sends to a peer are matched with that peer's receives
  * from this rank in the order both were called (as in NCCL; there are no
- * tags). A send or receive of zero elements is a message like any other
- * (it matches the peer's next call, as in MPI). On a length mismatch the
+ * tags). Non-blocking sends and receives run side by side with the ones
+ * started before them (in a group or not, as MPI's), while a collective
+ * waits for those started before it and they for it. A send or receive of zero elements is a
+ * message like any other (it matches the peer's next call, as in MPI). On a length mismatch the
  * receive fails with a message naming both
  * sizes and the receiver's communicator closes its connections, so the
  * sender's communicator fails too, at the latest at its next call (a small
@@ -714,6 +724,15 @@ WEFT_API weft_status_t weft_request_on_complete(weft_request_t request,
 						void (*fn)(void *arg, weft_status_t status),
 						void *arg);
 
+/**
+ * Bound @p request's operation by @p seconds from now, running or queued:
+ * past it, it fails with WEFT_ERR_TIMEOUT and the job-wide verdict as any
+ * timeout does (the communicator is then dead); weft_comm_stragglers()
+ * names who never reached it (a monitored barrier). NULL: nothing to bound.
+ * @return WEFT_SUCCESS; WEFT_ERR_INVALID_ARG unless 0 < seconds < 1e9.
+ */
+WEFT_API weft_status_t weft_request_set_timeout(weft_request_t request, double seconds);
+
 /** Block until the request finishes; frees it and sets *request to NULL.
  * While waiting it also drives the other communicators on which this thread
  * started non-blocking operations, so ranks may wait for them in different
@@ -791,5 +810,8 @@ WEFT_API weft_status_t weft_mem_deregister(weft_comm_t comm, weft_mem_handle_t h
 #ifdef __cplusplus
 }
 #endif
+
+/* Failures: revoke, shrink, the ranks known dead, the stragglers. */
+#include "weft_fault.h"
 
 #endif /* WEFT_H */

@@ -63,7 +63,7 @@ static void usage(void)
 	perf_algo_setting(algo, sizeof(algo), "ALGO");
 	printf("  -a, --algo ALGO         force an algorithm: sets WEFT_ALGO=%s\n"
 	       "                          (names: the algorithms table of weft-topo)\n"
-	       "  -R                      buffers from weft_mem_alloc (local peers map them)\n"
+	       "  -R, --mem_alloc         buffers from weft_mem_alloc (local peers map them)\n"
 	       "  -np N                   fork N local ranks (ids passed over a pipe)\n"
 	       "  --bind core|none|auto   -np ranks' CPU binding; auto (default) binds each rank\n"
 	       "                          to one CPU when np <= 2, like Open MPI's default\n"
@@ -74,6 +74,7 @@ static void usage(void)
 #else
 	printf("Run under mpirun.\n");
 #endif
+	printf("  -h, --help              this text\n");
 	printf("Options also take one dash (-minbytes 8) and unique prefixes (--min 8).\n");
 	printf("Sizes are bytes of the larger buffer (for allgather, reduce_scatter and\n"
 	       "alltoall: count per rank x nranks x type size), rounded down to whole elements\n"

@@ -32,6 +32,18 @@ pkgs=(
 	# for the detector's soak (perf/detect_trials --soak)
 	libmicrohttpd-dev prometheus prometheus-node-exporter
 	libncurses-dev libcurl4-openssl-dev tmux curl stress
+	# Weft as a system library (docs/install.md): the Debian packages and
+	# their checks (make deb: debhelper, dh-python, lintian; make
+	# deb-test: autopkgtest), the ABI check (make lint's check-abi:
+	# abigail-tools), the man pages' (check-man: mandoc, groff-base;
+	# man-db's man -l), CMake's find_package test and pip's (cmake,
+	# python3-setuptools, python3-pip, python3-venv, python3-wheel:
+	# tests/programs/test_install.sh, test_pip.sh)
+	debhelper dh-python lintian autopkgtest abigail-tools mandoc groff-base man-db
+	cmake python3-setuptools python3-pip python3-venv python3-wheel
+	# test_install.sh's static link (pkg-config --static weft): hwloc.pc
+	# names -ludev, which Debian's libhwloc-dev does not bring
+	libudev-dev
 )
 
 missing=()

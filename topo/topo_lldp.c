@@ -12,8 +12,11 @@
  * callbacks on a non-blocking socket, and every wait is a poll() bounded by
  * one deadline for the whole query. A missing socket fails at connect().
  *
- * Nothing here fails: no lldpd, no such interface, no neighbour, no answer
- * in time — the card is left as it was and one INFO line says why.
+ * liblldpctl itself is opened with dlopen (topo_lldp_lib.h says why).
+ *
+ * Nothing here fails: no liblldpctl, no lldpd, no such interface, no
+ * neighbour, no answer in time — the card is left as it was and one INFO
+ * line says why.
  */
 #define _GNU_SOURCE
 #include "topo/topo.h"
@@ -33,6 +36,8 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "topo/topo_lldp_lib.h"
 
 /* Whole query: connect, interface list, port. lldpd answers in
  * milliseconds; this only bounds a daemon that does not answer. */
@@ -141,68 +146,100 @@ static int lldp_connect(const char *path, struct lldp_io *io)
 }
 
 /* Why the last liblldpctl call failed, in words. */
-static const char *lldp_why(lldpctl_conn_t *conn, const struct lldp_io *io)
+static const char *lldp_why(const struct weft_lldpctl *L, lldpctl_conn_t *conn,
+			    const struct lldp_io *io)
 {
 	if (io->timed_out)
 		return "no answer in time";
 	if (io->error)
 		return strerror(io->error);
-	return lldpctl_last_strerror(conn);
+	return L->strerror(L->last_error(conn));
 }
 
 /* Copy an atom's string, "" if it has none. */
-static void copy_str(char *dst, size_t len, lldpctl_atom_t *atom, lldpctl_key_t key)
+static void copy_str(const struct weft_lldpctl *L, char *dst, size_t len, lldpctl_atom_t *atom,
+		     lldpctl_key_t key)
 {
-	const char *s = atom ? lldpctl_atom_get_str(atom, key) : NULL;
+	const char *s = atom ? L->atom_get_str(atom, key) : NULL;
 	snprintf(dst, len, "%s", s ? s : "");
 }
 
 /* The port of the neighbour as people name it: its id when that is an
  * interface name or a local label (switches: "Ethernet1/1"), else its
  * description (the id is then a MAC or an address). */
-static void neighbour_port(char *dst, size_t len, lldpctl_atom_t *neighbour)
+static void neighbour_port(const struct weft_lldpctl *L, char *dst, size_t len,
+			   lldpctl_atom_t *neighbour)
 {
-	long subtype = lldpctl_atom_get_int(neighbour, lldpctl_k_port_id_subtype);
+	long subtype = L->atom_get_int(neighbour, lldpctl_k_port_id_subtype);
 	if (subtype != LLDP_PORTID_SUBTYPE_IFNAME && subtype != LLDP_PORTID_SUBTYPE_LOCAL) {
-		copy_str(dst, len, neighbour, lldpctl_k_port_descr);
+		copy_str(L, dst, len, neighbour, lldpctl_k_port_descr);
 		if (dst[0])
 			return;
 	}
-	copy_str(dst, len, neighbour, lldpctl_k_port_id);
+	copy_str(L, dst, len, neighbour, lldpctl_k_port_id);
 }
 
-/* Fill the leaf fields from the first neighbour on @p port; false if none. */
-static bool fill_from_port(struct weft_topo_card *card, lldpctl_atom_t *port)
+/* The leaf fields from @p neighbour's chassis; false if it names none. */
+static bool fill_from_neighbour(const struct weft_lldpctl *L, struct weft_topo_card *card,
+				lldpctl_atom_t *neighbour)
 {
-	lldpctl_atom_t *neighbours = lldpctl_atom_get(port, lldpctl_k_port_neighbors);
+	char id[WEFT_TOPO_NAME_BYTES], name[WEFT_TOPO_NAME_BYTES];
+	lldpctl_atom_t *chassis = L->atom_get(neighbour, lldpctl_k_port_chassis);
+	copy_str(L, id, sizeof(id), chassis, lldpctl_k_chassis_id);
+	copy_str(L, name, sizeof(name), chassis, lldpctl_k_chassis_name);
+	if (chassis)
+		L->atom_dec_ref(chassis);
+	if (!id[0] && !name[0])
+		return false;
+	memcpy(card->leaf_id, id, sizeof(id));
+	memcpy(card->leaf_name, name, sizeof(name));
+	neighbour_port(L, card->leaf_port, sizeof(card->leaf_port), neighbour);
+	card->leaf_source = WEFT_LEAF_LLDP;
+	return true;
+}
+
+/* Fill the leaf fields from the first neighbour on @p port; false if none.
+ * The walk is what lldpctl_atom_foreach() expands to, through the table:
+ * each value is released as the walk moves past it. */
+static bool fill_from_port(const struct weft_lldpctl *L, struct weft_topo_card *card,
+			   lldpctl_atom_t *port)
+{
+	lldpctl_atom_t *neighbours = L->atom_get(port, lldpctl_k_port_neighbors);
 	lldpctl_atom_t *neighbour;
 	bool found = false;
-	lldpctl_atom_foreach(neighbours, neighbour)
-	{
-		if (found)
-			continue;
-		char id[WEFT_TOPO_NAME_BYTES], name[WEFT_TOPO_NAME_BYTES];
-		lldpctl_atom_t *chassis = lldpctl_atom_get(neighbour, lldpctl_k_port_chassis);
-		copy_str(id, sizeof(id), chassis, lldpctl_k_chassis_id);
-		copy_str(name, sizeof(name), chassis, lldpctl_k_chassis_name);
-		if (chassis)
-			lldpctl_atom_dec_ref(chassis);
-		if (!id[0] && !name[0])
-			continue;
-		memcpy(card->leaf_id, id, sizeof(id));
-		memcpy(card->leaf_name, name, sizeof(name));
-		neighbour_port(card->leaf_port, sizeof(card->leaf_port), neighbour);
-		card->leaf_source = WEFT_LEAF_LLDP;
-		found = true;
-	}
+	for (lldpctl_atom_iter_t *it = neighbours ? L->atom_iter(neighbours) : NULL;
+	     it && (neighbour = L->atom_iter_value(neighbours, it));
+	     it = L->atom_iter_next(neighbours, it), L->atom_dec_ref(neighbour))
+		if (!found)
+			found = fill_from_neighbour(L, card, neighbour);
 	if (neighbours)
-		lldpctl_atom_dec_ref(neighbours);
+		L->atom_dec_ref(neighbours);
 	return found;
+}
+
+/* The port atom of interface @p nic in @p ifaces, or NULL; *listed says
+ * whether lldpd handles the interface at all. */
+static lldpctl_atom_t *find_port(const struct weft_lldpctl *L, lldpctl_atom_t *ifaces,
+				 const char *nic, bool *listed)
+{
+	lldpctl_atom_t *iface, *port = NULL;
+	*listed = false;
+	for (lldpctl_atom_iter_t *it = L->atom_iter(ifaces);
+	     it && (iface = L->atom_iter_value(ifaces, it));
+	     it = L->atom_iter_next(ifaces, it), L->atom_dec_ref(iface)) {
+		const char *name = L->atom_get_str(iface, lldpctl_k_interface_name);
+		if (*listed || !name || strcmp(name, nic) != 0)
+			continue;
+		*listed = true;
+		port = L->get_port(iface);
+	}
+	return port;
 }
 
 /* Ask lldpd at @p path about @p nic. Returns nothing: every outcome other
  * than a filled card is an INFO line. */
-static void query(struct weft_topo_card *card, const char *nic, const char *path)
+static void query(const struct weft_lldpctl *L, struct weft_topo_card *card, const char *nic,
+		  const char *path)
 {
 	struct lldp_io io = {.fd = -1};
 	clock_gettime(CLOCK_MONOTONIC, &io.deadline);
@@ -220,37 +257,29 @@ static void query(struct weft_topo_card *card, const char *nic, const char *path
 			 strerror(errno), nic);
 		return;
 	}
-	lldpctl_conn_t *conn = lldpctl_new_name(path, io_send, io_recv, &io);
+	lldpctl_conn_t *conn = L->new_name(path, io_send, io_recv, &io);
 	if (!conn) {
 		weft_log(WEFT_LOG_INFO, WEFT_SUB_TOPO, "LLDP: out of memory: leaf of %s unknown",
 			 nic);
 		goto out_close;
 	}
-	lldpctl_atom_t *ifaces = lldpctl_get_interfaces(conn);
+	lldpctl_atom_t *ifaces = L->get_interfaces(conn);
 	if (!ifaces) {
 		weft_log(WEFT_LOG_INFO, WEFT_SUB_TOPO,
 			 "LLDP: lldpd at %s did not list its interfaces (%s): leaf of %s unknown",
-			 path, lldp_why(conn, &io), nic);
+			 path, lldp_why(L, conn, &io), nic);
 		goto out_release;
 	}
-	lldpctl_atom_t *iface, *port = NULL;
-	bool listed = false;
-	lldpctl_atom_foreach(ifaces, iface)
-	{
-		const char *name = lldpctl_atom_get_str(iface, lldpctl_k_interface_name);
-		if (listed || !name || strcmp(name, nic) != 0)
-			continue;
-		listed = true;
-		port = lldpctl_get_port(iface);
-	}
+	bool listed;
+	lldpctl_atom_t *port = find_port(L, ifaces, nic, &listed);
 	if (!listed)
 		weft_log(WEFT_LOG_INFO, WEFT_SUB_TOPO,
 			 "LLDP: lldpd at %s does not handle %s: leaf unknown", path, nic);
 	else if (!port)
 		weft_log(WEFT_LOG_INFO, WEFT_SUB_TOPO,
 			 "LLDP: lldpd at %s did not describe port %s (%s): leaf unknown", path, nic,
-			 lldp_why(conn, &io));
-	else if (!fill_from_port(card, port))
+			 lldp_why(L, conn, &io));
+	else if (!fill_from_port(L, card, port))
 		weft_log(WEFT_LOG_INFO, WEFT_SUB_TOPO,
 			 "LLDP: no neighbour seen on %s: leaf unknown", nic);
 	else
@@ -258,10 +287,10 @@ static void query(struct weft_topo_card *card, const char *nic, const char *path
 			 "LLDP: %s is on leaf '%s' (chassis %s) port '%s'", nic, card->leaf_name,
 			 card->leaf_id, card->leaf_port);
 	if (port)
-		lldpctl_atom_dec_ref(port);
-	lldpctl_atom_dec_ref(ifaces);
+		L->atom_dec_ref(port);
+	L->atom_dec_ref(ifaces);
 out_release:
-	lldpctl_release(conn);
+	L->release(conn);
 out_close:
 	close(io.fd);
 }
@@ -280,7 +309,15 @@ weft_status_t weft_topo_lldp_fill(struct weft_topo_card *card, const char *nic,
 		return WEFT_SUCCESS;
 	}
 #ifdef WEFT_HAVE_LLDPCTL
-	query(card, nic, socket_path ? socket_path : lldpctl_get_default_transport());
+	char why[256];
+	const struct weft_lldpctl *L =
+	    weft_topo_lldp_lib(weft_setting_str("WEFT_LLDP_LIB"), why, sizeof(why));
+	if (!L) {
+		weft_log(WEFT_LOG_INFO, WEFT_SUB_TOPO,
+			 "LLDP: no liblldpctl (%s): leaf of %s unknown", why, nic);
+		return WEFT_SUCCESS;
+	}
+	query(L, card, nic, socket_path ? socket_path : L->get_default_transport());
 #else
 	weft_log(WEFT_LOG_INFO, WEFT_SUB_TOPO,
 		 "LLDP: Weft was built without liblldpctl: leaf of %s unknown", nic);

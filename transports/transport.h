@@ -162,6 +162,14 @@ struct weft_tp_env {
 	 * and the tag @p want posted here, as the calls' signatures tell, into
 	 * @p buf ("" if only the steps differ). */
 	void (*explain)(void *ctx, uint64_t sent, uint64_t want, int peer, char *buf, size_t len);
+	/* Record that @p peer is gone, found so by the transport's own rule:
+	 * the path failover's, dark on every path and silent on the watch for
+	 * WEFT_PEER_DEAD, records WEFT_RANK_UNREACHABLE. weft_comm_failed_ranks
+	 * then names it with @p how, and a shrink leaves it out (on another
+	 * host; on this one the pid check decides: core/detect.h). Records
+	 * only: failing the connection and its operations stays env->fail's.
+	 * Any thread. May be NULL (environments built by tests). */
+	void (*peer_gone)(void *ctx, int peer, weft_rank_failure_t how);
 };
 
 /* How a connection's data spreads over its sub-flows (WEFT_SPRAY): the

@@ -79,11 +79,25 @@ const char *weft_status_string(weft_status_t status)
 	case WEFT_ERR_NOT_SUPPORTED: return "not supported";
 	case WEFT_ERR_INTERNAL: return "internal error";
 	case WEFT_ERR_ABORTED: return "aborted";
+	case WEFT_ERR_REVOKED: return "revoked";
 	}
 	return "unknown status";
 }
 
+/* The Makefile passes the VERSION file's numbers (WEFT_BUILD_*): the
+ * public header's must be the same, or the build stops here. */
+#if !defined(WEFT_BUILD_MAJOR) || !defined(WEFT_BUILD_MINOR) || !defined(WEFT_BUILD_PATCH)
+#error "util/error.c needs -DWEFT_BUILD_MAJOR/MINOR/PATCH from the VERSION file (the Makefile)"
+#endif
+_Static_assert(
+    WEFT_VERSION_MAJOR == WEFT_BUILD_MAJOR && WEFT_VERSION_MINOR == WEFT_BUILD_MINOR &&
+	WEFT_VERSION_PATCH == WEFT_BUILD_PATCH,
+    "include/weft.h's WEFT_VERSION_* differ from the VERSION file: run scripts/set-version");
+#define VERSION_STR(x)	#x
+#define VERSION_XSTR(x) VERSION_STR(x)
+
 const char *weft_version(void)
 {
-	return "0.1.0";
+	return VERSION_XSTR(WEFT_VERSION_MAJOR) "." VERSION_XSTR(
+	    WEFT_VERSION_MINOR) "." VERSION_XSTR(WEFT_VERSION_PATCH);
 }

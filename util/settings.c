@@ -21,6 +21,13 @@ static const struct weft_setting settings[] = {
     {"WEFT_TIMEOUT", "300", "seconds any wait may last (bootstrap and operations) before failing"},
     {"WEFT_BOOTSTRAP_TIMEOUT", NULL,
      "seconds to wait for all ranks at init (default: WEFT_TIMEOUT)"},
+    {"WEFT_PEER_DEAD", "5",
+     "seconds a peer may stay silent on the watch (asked, not answering) before it is found "
+     "failed: unreachable, or stopped when it is on this host and stopped (at most "
+     "WEFT_TIMEOUT); a peer whose process is gone is found at once"},
+    {"WEFT_KEEP_GOING", "0",
+     "1: Weft's own launcher (-np, weft-run) keeps the other ranks running when one dies, so "
+     "that they can shrink their communicators and go on (--keep-going)"},
     {"WEFT_BOOTSTRAP_FANOUT", "4",
      "children per rank in the bootstrap's relay tree, read where the root starts (1: a chain; "
      "the rank count or more: the root sends to every rank)"},
@@ -99,6 +106,7 @@ static const struct weft_setting settings[] = {
      "topology file: Slurm topology.conf or the JSON weft-topo writes (leaf of each host)"},
     {"WEFT_LLDP_SOCKET", NULL, "lldpd control socket to query (default: lldpd's own)"},
     {"WEFT_LLDP", "1", "ask the local lldpd for the leaf switch above each NIC"},
+    {"WEFT_LLDP_LIB", NULL, "liblldpctl to dlopen (default: liblldpctl.so.4, from Debian's lldpd)"},
     {"WEFT_TOPO_SLURM", "1",
      "take the leaf and spine from Slurm's SLURM_TOPOLOGY_ADDR (topology/tree) where set"},
     {"WEFT_PLACEMENT", "topo",

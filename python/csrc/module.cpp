@@ -1,6 +1,7 @@
 // module.cpp — weft._torch_ext: the process groups as Python classes.
 // weft/torch/__init__.py registers the backend with torch.distributed.
 #include <pybind11/chrono.h>
+#include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
 
 #include "pg_weft.hpp"
@@ -36,6 +37,21 @@ PYBIND11_MODULE(_torch_ext, m) {
           "_weft_dump",
           &weft_torch::ProcessGroupWeft::dump,
           py::arg("path"),
+          py::call_guard<py::gil_scoped_release>())
+      .def(
+          "_weft_revoke",
+          &weft_torch::ProcessGroupWeft::revoke,
+          py::call_guard<py::gil_scoped_release>())
+      .def(
+          "_weft_shrink",
+          &weft_torch::ProcessGroupWeft::shrink,
+          py::arg("exclude"),
+          py::arg("abort"),
+          // Collective and blocking: the other ranks must run.
+          py::call_guard<py::gil_scoped_release>())
+      .def(
+          "_weft_failed_ranks",
+          &weft_torch::ProcessGroupWeft::failed_ranks,
           py::call_guard<py::gil_scoped_release>());
 
   py::class_<

@@ -8,11 +8,28 @@ ProcessGroupWeft::ProcessGroupWeft(
     int rank,
     int size,
     std::chrono::milliseconds timeout)
-    : c10d::ProcessGroup(rank, size), core_(Core::create(store, rank, size, timeout)) {
+    : c10d::ProcessGroup(rank, size),
+      core_(Core::create(store, rank, size, timeout)),
+      timeout_(timeout) {
+  init();
+}
+
+ProcessGroupWeft::ProcessGroupWeft(std::shared_ptr<Core> core)
+    : c10d::ProcessGroup(core->rank(), core->size()), core_(std::move(core)) {
   init();
 }
 
 ProcessGroupWeft::~ProcessGroupWeft() = default;
+
+std::pair<c10::intrusive_ptr<ProcessGroupWeft>, std::vector<int64_t>> ProcessGroupWeft::shrink(
+    const std::vector<int64_t>& exclude,
+    bool abort) {
+  std::vector<int64_t> parent_ranks;
+  auto core = core_->shrink(exclude, abort, parent_ranks);
+  if (!core)
+    return {c10::intrusive_ptr<ProcessGroupWeft>(), {}};
+  return {c10::make_intrusive<ProcessGroupWeft>(std::move(core)), parent_ranks};
+}
 
 using WorkPtr = ProcessGroupWeft::WorkPtr;
 
@@ -98,8 +115,24 @@ WorkPtr ProcessGroupWeft::alltoall(
   return core_->alltoall(outputs, inputs, opts);
 }
 
+WorkPtr ProcessGroupWeft::allgather_coalesced(
+    std::vector<std::vector<at::Tensor>>& outputs,
+    std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions& opts) {
+  return core_->allgather_coalesced(outputs, inputs, opts);
+}
+
 WorkPtr ProcessGroupWeft::barrier(const c10d::BarrierOptions& opts) {
   return core_->barrier(opts);
+}
+
+void ProcessGroupWeft::monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAllRanks) {
+  core_->monitored_barrier(opts.timeout == c10d::kUnsetTimeout ? timeout_ : opts.timeout,
+                           waitAllRanks);
+}
+
+uint64_t ProcessGroupWeft::getSequenceNumberForGroup() {
+  return core_->sequence_number();
 }
 
 WorkPtr ProcessGroupWeft::send(std::vector<at::Tensor>& tensors, int dst, int tag) {
@@ -108,6 +141,10 @@ WorkPtr ProcessGroupWeft::send(std::vector<at::Tensor>& tensors, int dst, int ta
 
 WorkPtr ProcessGroupWeft::recv(std::vector<at::Tensor>& tensors, int src, int tag) {
   return core_->recv(tensors, src, tag);
+}
+
+WorkPtr ProcessGroupWeft::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
+  return core_->recv_anysource(tensors, tag);
 }
 
 // ---- the do-nothing process group

@@ -70,9 +70,19 @@ class ProcessGroupWeft : public c10d::ProcessGroup {
       std::vector<at::Tensor>& outputs,
       std::vector<at::Tensor>& inputs,
       const c10d::AllToAllOptions& opts) override;
+  WorkPtr allgather_coalesced(
+      std::vector<std::vector<at::Tensor>>& outputs,
+      std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts) override;
   WorkPtr barrier(const c10d::BarrierOptions& opts) override;
+  void monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAllRanks) override;
+  // Agreed when the group was made (rank 0's number, through the store, as
+  // Gloo agrees it); setting it again keeps it.
+  void setSequenceNumberForGroup() override {}
+  uint64_t getSequenceNumberForGroup() override;
   WorkPtr send(std::vector<at::Tensor>& tensors, int dst, int tag) override;
   WorkPtr recv(std::vector<at::Tensor>& tensors, int src, int tag) override;
+  WorkPtr recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
 
   std::string dump(const std::string& path) {
     return core_->dump(path);
@@ -81,8 +91,26 @@ class ProcessGroupWeft : public c10d::ProcessGroup {
     return core_->describe();
   }
 
+  // A process group over a communicator already made (a shrink's).
+  ProcessGroupWeft(std::shared_ptr<Core> core);
+
+  // weft_comm_revoke, weft_comm_shrink and weft_comm_failed_ranks for
+  // weft.torch (its revoke, shrink and failed_ranks say what they do).
+  void revoke() {
+    core_->revoke();
+  }
+  // The new group (None on a rank that excluded itself) and each of its
+  // ranks' rank in this group.
+  std::pair<c10::intrusive_ptr<ProcessGroupWeft>, std::vector<int64_t>> shrink(
+      const std::vector<int64_t>& exclude,
+      bool abort);
+  std::vector<std::pair<int64_t, std::string>> failed_ranks() {
+    return core_->failed_ranks();
+  }
+
  private:
   std::shared_ptr<Core> core_;
+  std::chrono::milliseconds timeout_; // the group's: a monitored barrier's default
 };
 
 // The floor of c10d's own dispatch for the benchmark: every operation is

@@ -1,14 +1,19 @@
-// weft_core.cpp — the communicator, Work objects, launching and completing
-// operations (the collectives themselves are in weft_colls.cpp).
+// weft_core.cpp — Work objects, lanes (a communicator and its pending
+// requests), the completion thread, and the Core's life (the collectives
+// are in weft_colls.cpp, alltoall and barriers in weft_p2p.cpp, point to
+// point in weft_match.cpp).
 #include "weft_core.hpp"
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <stdexcept>
 
 #include <ATen/core/ivalue.h>
 #include <c10/util/Exception.h>
+
+#include "weft_match.hpp"
 
 namespace weft_torch {
 
@@ -17,25 +22,75 @@ namespace {
 constexpr const char* kIdKey = "weft_unique_id";
 constexpr const char* kIdError = "error:";
 
-std::runtime_error weft_error(const char* call, weft_status_t st, const std::string& msg) {
-  return std::runtime_error(
-      std::string("weft: ") + call + ": " + weft_status_string(st) + (msg.empty() ? "" : ": ") +
-      msg);
-}
+// What rank 0 puts in the store: the unique id, then the group's first
+// sequence number (c10d's, agreed as Gloo agrees it: rank 0 draws it).
+struct Welcome {
+  weft_unique_id_t id;
+  uint64_t seq;
+};
 
 } // namespace
+
+// "weft: barrier: timeout on rank 0: barrier seq 2: no progress for 1.0 s
+// ...": Weft's own sentence names the rank first.
+std::runtime_error weft_error(const char* call, weft_status_t st, const std::string& msg) {
+  const char* glue = msg.empty() ? "" : msg.rfind("rank ", 0) == 0 ? " on " : ": ";
+  return std::runtime_error(std::string("weft: ") + call + ": " + weft_status_string(st) + glue +
+                            msg);
+}
+
+const char* profiling_title(c10d::OpType type) {
+  using T = c10d::OpType;
+  switch (type) {
+    case T::BROADCAST:
+      return "weft:broadcast";
+    case T::ALLREDUCE:
+    case T::ALLREDUCE_COALESCED:
+      return "weft:all_reduce";
+    case T::REDUCE:
+      return "weft:reduce";
+    case T::ALLGATHER:
+    case T::ALLGATHER_COALESCED:
+      return "weft:all_gather";
+    case T::_ALLGATHER_BASE:
+      return "weft:all_gather_into_tensor";
+    case T::GATHER:
+      return "weft:gather";
+    case T::SCATTER:
+      return "weft:scatter";
+    case T::REDUCE_SCATTER:
+      return "weft:reduce_scatter";
+    case T::_REDUCE_SCATTER_BASE:
+      return "weft:reduce_scatter_tensor";
+    case T::ALLTOALL_BASE:
+    case T::ALLTOALL:
+      return "weft:all_to_all";
+    case T::SEND:
+      return "weft:send";
+    case T::RECV:
+      return "weft:recv";
+    case T::RECVANYSOURCE:
+      return "weft:recvAnySource";
+    case T::BARRIER:
+      return "weft:barrier";
+    default:
+      return "weft:unknown";
+  }
+}
 
 // ---- Work
 
 WorkWeft::WorkWeft(
-    Core* core,
+    std::shared_ptr<Completions> done,
     std::weak_ptr<Core> owner,
     int rank,
     c10d::OpType type,
+    const char* title,
     const char* name,
+    const std::vector<at::Tensor>& inputs,
     std::vector<at::Tensor> outputs)
-    : c10d::Work(rank, type),
-      core_(core),
+    : c10d::Work(rank, type, title, inputs),
+      done_(std::move(done)),
       owner_(std::move(owner)),
       name_(name),
       outputs_(std::move(outputs)) {}
@@ -57,16 +112,23 @@ std::exception_ptr WorkWeft::exception() const {
   return exception_;
 }
 
+int WorkWeft::sourceRank() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  TORCH_CHECK(source_ >= 0, "weft: ", name_, ": sourceRank() is known once a receive from any "
+              "rank has completed");
+  return source_;
+}
+
 std::vector<at::Tensor> WorkWeft::result() {
   return outputs_;
 }
 
-void WorkWeft::request_done(weft_status_t status) {
+void WorkWeft::request_done(weft_status_t status, Lane* lane) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (status != WEFT_SUCCESS && status_ == WEFT_SUCCESS) {
     status_ = status;
     // The message is Weft's own: which rank, peer and call failed.
-    exception_ = std::make_exception_ptr(weft_error(name_, status, core_->last_error()));
+    exception_ = std::make_exception_ptr(weft_error(name_, status, lane->last_error()));
   }
   if (--remaining_ > 0)
     return;
@@ -77,19 +139,39 @@ void WorkWeft::request_done(weft_status_t status) {
       exception_ = std::current_exception();
     }
   }
+  complete_locked(lock);
+}
+
+void WorkWeft::finish_now(std::exception_ptr error, int source) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (completed_)
+    return;
+  if (error && !exception_)
+    exception_ = error;
+  source_ = source;
+  complete_locked(lock);
+}
+
+// With mutex_ held (released here): the Work is complete.
+void WorkWeft::complete_locked(std::unique_lock<std::mutex>& lock) {
   finish = nullptr;
+  // The profiler's event ends before anyone can see the Work complete (as
+  // c10d::Work::finish does): a waiter may leave the profiler's scope at
+  // once, and an event ended after that is a use after free in torch.
+  if (recordFunctionEndCallback_) {
+    recordFunctionEndCallback_();
+    recordFunctionEndCallback_ = nullptr;
+  }
   completed_ = true;
   keep.clear();
   keep_extra.reset();
   bool has_future = future_.defined();
   lock.unlock();
   cv_.notify_all();
-  if (recordFunctionEndCallback_) {
-    recordFunctionEndCallback_();
-    recordFunctionEndCallback_ = nullptr;
-  }
-  if (has_future)
-    core_->enqueue_future(this);
+  if (has_future) // its callbacks may call Weft or Python: not here
+    done_->push([work = c10::intrusive_ptr<WorkWeft>::unsafe_reclaim_from_nonowning(this)] {
+      work->mark_future();
+    });
 }
 
 void WorkWeft::mark_future() {
@@ -114,10 +196,10 @@ c10::intrusive_ptr<c10::ivalue::Future> WorkWeft::getFuture() {
 }
 
 bool WorkWeft::wait(std::chrono::milliseconds timeout) {
-  if (timeout == kNoTimeout) {
+  if (timeout == kNoTimeout && lane_) {
     // Drive the requests here: no hand-over from the progress thread.
     if (auto core = owner_.lock())
-      core->drive(this);
+      lane_->drive(this);
   }
   std::unique_lock<std::mutex> lock(mutex_);
   if (timeout == kNoTimeout) {
@@ -137,55 +219,11 @@ bool WorkWeft::wait(std::chrono::milliseconds timeout) {
   return true;
 }
 
-// ---- Core
+// ---- Lane
 
-std::shared_ptr<Core> Core::create(
-    const c10::intrusive_ptr<c10d::Store>& store,
-    int rank,
-    int size,
-    std::chrono::milliseconds timeout) {
-  weft_unique_id_t id;
-  if (rank == 0) {
-    weft_status_t st = weft_get_unique_id(&id);
-    std::string err = st == WEFT_SUCCESS ? "" : weft_init_last_error();
-    std::vector<uint8_t> value(
-        reinterpret_cast<uint8_t*>(&id), reinterpret_cast<uint8_t*>(&id) + sizeof(id));
-    if (st != WEFT_SUCCESS) // tell the others rather than leave them waiting
-      value.assign(kIdError, kIdError + strlen(kIdError)), value.insert(value.end(),
-                                                                     err.begin(), err.end());
-    store->set(kIdKey, value);
-    if (st != WEFT_SUCCESS)
-      throw weft_error("weft_get_unique_id", st, err);
-  } else {
-    std::vector<uint8_t> value = store->get(kIdKey);
-    std::string text(value.begin(), value.end());
-    TORCH_CHECK(
-        text.rfind(kIdError, 0) != 0, "weft: rank 0 could not create the unique id: ",
-        text.substr(strlen(kIdError)));
-    TORCH_CHECK(
-        value.size() == sizeof(id), "weft: the unique id from the store has ", value.size(),
-        " bytes, expected ", sizeof(id));
-    memcpy(&id, value.data(), sizeof(id));
-  }
-  weft_config_t config = WEFT_CONFIG_INIT;
-  config.timeout_seconds = timeout.count() > 0 ? timeout.count() / 1000.0 : 0.0;
-  config.progress_thread = 1; // Work objects complete from it
-  weft_comm_t comm = nullptr;
-  weft_status_t st = weft_comm_init_rank(&comm, size, id, rank, &config);
-  if (st != WEFT_SUCCESS)
-    throw weft_error("weft_comm_init_rank", st, weft_init_last_error());
-  return std::make_shared<Core>(comm, rank, size);
-}
-
-Core::Core(weft_comm_t comm, int rank, int size)
-    : comm_(comm), rank_(rank), size_(size), done_(std::make_shared<Completions>()) {
-  // The thread holds its own reference: it may outlive the Core.
-  done_thread_ = std::thread([done = done_] { done->run(); });
-}
-
-Core::~Core() {
+Lane::~Lane() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(mu);
     bool active = false;
     for (auto& r : pending_)
       active |= r.req && !r.finished.load();
@@ -196,32 +234,24 @@ Core::~Core() {
         weft_wait(&r.req);
     pending_.clear();
   }
-  {
-    std::lock_guard<std::mutex> lock(done_->mu);
-    done_->stop = true; // it still marks what is queued, then ends
-  }
-  done_->cv.notify_all();
-  // The last reference may go in a future callback on the completion
-  // thread: it then goes on with the Completions it holds, not with us.
-  if (done_thread_.get_id() == std::this_thread::get_id())
-    done_thread_.detach();
-  else
-    done_thread_.join();
   weft_comm_destroy(comm_);
 }
 
-std::string Core::last_error() const {
+std::string Lane::last_error() const {
   const char* msg = weft_comm_last_error(comm_);
   return msg ? msg : "";
 }
 
-void Core::on_done(void* arg, weft_status_t status) {
+void Lane::on_done(void* arg, weft_status_t status) {
   auto* r = static_cast<Request*>(arg);
   r->finished.store(true);
-  r->work->request_done(status);
+  if (r->work)
+    r->work->request_done(status, r->lane);
+  if (r->then)
+    r->then(status);
 }
 
-void Core::reap() {
+void Lane::reap() {
   for (auto it = pending_.begin(); it != pending_.end();) {
     if (it->req && it->finished.load())
       weft_test(&it->req); // finished: frees it
@@ -229,37 +259,36 @@ void Core::reap() {
   }
 }
 
-void Core::drive(WorkWeft* work) {
-  std::lock_guard<std::mutex> lock(mu_);
+weft_status_t Lane::shrink(const std::vector<int>& exclude, bool abort, weft_comm_t* out) {
+  std::lock_guard<std::mutex> lock(mu);
+  reap();
+  return weft_comm_shrink(
+      comm_, exclude.empty() ? nullptr : exclude.data(), static_cast<int>(exclude.size()),
+      abort ? WEFT_SHRINK_ABORT : WEFT_SHRINK_DEFAULT, out);
+}
+
+void Lane::drive(WorkWeft* work) {
+  if (!drive_)
+    return; // the progress thread drives it
+  std::lock_guard<std::mutex> lock(mu);
   for (auto& r : pending_)
     if (r.work.get() == work && r.req)
       weft_wait(&r.req); // its callback runs in here, or ran already
 }
 
-c10::intrusive_ptr<WorkWeft> Core::launch(
-    c10d::OpType type,
-    const char* name,
-    std::vector<at::Tensor> outputs,
-    std::vector<at::Tensor> keep,
-    const std::vector<Post>& posts,
-    bool group,
-    std::function<void()> finish,
-    std::shared_ptr<void> keep_extra) {
-  auto work = c10::make_intrusive<WorkWeft>(
-      this, weak_from_this(), rank_, type, name, std::move(outputs));
-  work->keep = std::move(keep);
-  work->keep_extra = std::move(keep_extra);
-  work->finish = std::move(finish);
-  work->remaining_ = static_cast<int>(posts.size());
-  std::lock_guard<std::mutex> lock(mu_);
+void Lane::launch(const c10::intrusive_ptr<WorkWeft>& work, const Launch& l) {
+  work->lane_ = this;
+  work->remaining_ = static_cast<int>(l.posts.size());
+  std::lock_guard<std::mutex> lock(mu);
   reap();
   std::vector<Request*> started;
   weft_status_t st = WEFT_SUCCESS;
-  if (group)
+  if (l.group)
     weft_group_start();
-  for (const Post& post : posts) {
+  for (const Post& post : l.posts) {
     Request& r = pending_.emplace_back();
     r.work = work;
+    r.lane = this;
     st = post(comm_, &r.req);
     if (st != WEFT_SUCCESS) {
       pending_.pop_back();
@@ -267,53 +296,194 @@ c10::intrusive_ptr<WorkWeft> Core::launch(
     }
     started.push_back(&r);
   }
-  if (group)
+  if (l.group)
     weft_group_end();
   if (st != WEFT_SUCCESS && started.empty()) {
     work->remaining_ = 0;
-    throw weft_error(name, st, last_error());
+    throw weft_error(l.name, st, last_error());
   }
   // Posts that never started count as done, with the error.
-  for (size_t k = started.size(); k < posts.size(); k++)
-    work->request_done(st);
+  for (size_t k = started.size(); k < l.posts.size(); k++)
+    work->request_done(st, this);
   for (Request* r : started) {
+    if (r->req && l.timeout.count() > 0)
+      weft_request_set_timeout(r->req, l.timeout.count() / 1000.0);
     if (!r->req) // nothing to move (zero bytes): done already
       on_done(r, WEFT_SUCCESS);
     else
       weft_request_on_complete(r->req, on_done, r);
   }
-  if (posts.empty()) {
+  if (l.posts.empty()) {
     work->remaining_ = 1;
-    work->request_done(WEFT_SUCCESS);
+    work->request_done(WEFT_SUCCESS, this);
   }
-  return work;
 }
 
-void Core::enqueue_future(WorkWeft* work) {
-  done_->push(work);
+void Lane::post(
+    const Post& post,
+    std::function<void(weft_status_t)> then,
+    c10::intrusive_ptr<WorkWeft> work) {
+  if (work) {
+    work->lane_ = this;
+    work->remaining_ = 1;
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  reap();
+  Request& r = pending_.emplace_back();
+  r.then = std::move(then);
+  r.work = std::move(work);
+  r.lane = this;
+  weft_status_t st = post(comm_, &r.req);
+  if (st != WEFT_SUCCESS) {
+    pending_.pop_back();
+    throw weft_error("point to point", st, last_error());
+  }
+  if (!r.req)
+    on_done(&r, WEFT_SUCCESS);
+  else
+    weft_request_on_complete(r.req, on_done, &r);
 }
 
-void Completions::push(WorkWeft* work) {
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    queue.push_back(c10::intrusive_ptr<WorkWeft>::unsafe_reclaim_from_nonowning(work));
+// ---- the completion thread
+
+namespace {
+thread_local Completions* running_jobs_of = nullptr; // a completion thread's own
+} // namespace
+
+void Completions::push(std::function<void()> job) {
+  std::lock_guard<std::mutex> lock(mu);
+  queue.push_back(std::move(job));
+  if (idle == 0 && threads < kMaxThreads && !stop) {
+    threads++;
+    std::thread([self = shared_from_this()] { self->run(); }).detach();
   }
   cv.notify_one();
 }
 
 void Completions::run() {
+  running_jobs_of = this;
   std::unique_lock<std::mutex> lock(mu);
   for (;;) {
-    cv.wait(lock, [&] { return stop || !queue.empty(); });
-    if (queue.empty() && stop)
-      return;
-    auto work = std::move(queue.front());
+    idle++;
+    bool woke = cv.wait_for(lock, std::chrono::seconds(kIdleSeconds),
+                            [&] { return stop || !queue.empty(); });
+    idle--;
+    if (queue.empty() && (stop || (!woke && threads > 1)))
+      break;
+    if (queue.empty())
+      continue;
+    auto job = std::move(queue.front());
     queue.pop_front();
     lock.unlock();
-    work->mark_future(); // its callbacks run here: no Weft lock, no GIL
-    work.reset();	 // may be the group's last reference: ~Core, on this thread
+    job(); // no Weft lock, no GIL: a future's callbacks run here
+    job = nullptr; // may hold the group's last reference: ~Core, on this thread
     lock.lock();
   }
+  threads--;
+  gone.notify_all();
+}
+
+void Completions::shut() {
+  std::unique_lock<std::mutex> lock(mu);
+  stop = true; // they still run what is queued, then end
+  cv.notify_all();
+  int self = running_jobs_of == this ? 1 : 0;
+  gone.wait(lock, [&] { return threads <= self; });
+}
+
+// ---- Core
+
+namespace {
+
+// Rank 0 makes the id and the first sequence number and tells the others;
+// a failure is told too, rather than leaving them waiting.
+Welcome agree(const c10::intrusive_ptr<c10d::Store>& store, int rank) {
+  Welcome w{};
+  if (rank == 0) {
+    weft_status_t st = weft_get_unique_id(&w.id);
+    std::string err = st == WEFT_SUCCESS ? "" : weft_init_last_error();
+    w.seq = 1 + std::random_device()() % (1u << 30);
+    std::vector<uint8_t> value(
+        reinterpret_cast<uint8_t*>(&w), reinterpret_cast<uint8_t*>(&w) + sizeof(w));
+    if (st != WEFT_SUCCESS)
+      value.assign(kIdError, kIdError + strlen(kIdError)), value.insert(value.end(),
+                                                                     err.begin(), err.end());
+    store->set(kIdKey, value);
+    if (st != WEFT_SUCCESS)
+      throw weft_error("weft_get_unique_id", st, err);
+    return w;
+  }
+  std::vector<uint8_t> value = store->get(kIdKey);
+  std::string text(value.begin(), value.end());
+  TORCH_CHECK(
+      text.rfind(kIdError, 0) != 0, "weft: rank 0 could not create the unique id: ",
+      text.substr(strlen(kIdError)));
+  TORCH_CHECK(
+      value.size() == sizeof(w), "weft: the unique id from the store has ", value.size(),
+      " bytes, expected ", sizeof(w));
+  memcpy(&w, value.data(), sizeof(w));
+  return w;
+}
+
+} // namespace
+
+std::shared_ptr<Core> Core::create(
+    const c10::intrusive_ptr<c10d::Store>& store,
+    int rank,
+    int size,
+    std::chrono::milliseconds timeout) {
+  Welcome w = agree(store, rank);
+  weft_config_t config = WEFT_CONFIG_INIT;
+  config.timeout_seconds = timeout.count() > 0 ? timeout.count() / 1000.0 : 0.0;
+  config.progress_thread = 1; // Work objects complete from it
+  weft_comm_t comm = nullptr;
+  weft_status_t st = weft_comm_init_rank(&comm, size, w.id, rank, &config);
+  memset(&w.id, 0, sizeof(w.id)); // it holds the job's key
+  if (st != WEFT_SUCCESS)
+    throw weft_error("weft_comm_init_rank", st, weft_init_last_error());
+  return std::make_shared<Core>(comm, rank, size, w.seq);
+}
+
+Core::Core(weft_comm_t comm, int rank, int size, uint64_t seq)
+    : rank_(rank),
+      size_(size),
+      seq_(seq),
+      done_(std::make_shared<Completions>()),
+      lane_(std::make_unique<Lane>(comm, true)) {
+  // Point to point on a communicator of its own (weft_match.hpp): every
+  // rank splits here, at the same point, as a collective must be called.
+  weft_comm_t p2p = nullptr;
+  weft_status_t st = weft_comm_split(comm, 0, rank, &p2p);
+  if (st != WEFT_SUCCESS)
+    throw weft_error("weft_comm_split", st, lane_->last_error());
+  match_ = std::make_shared<Match>(this, p2p);
+}
+
+Core::~Core() {
+  match_->shut(); // fails what waits, frees its lane
+  match_.reset();
+  lane_.reset(); // fails what is pending, destroys the communicator
+  // The last reference may go in a future callback on a completion
+  // thread: it then goes on with the Completions it holds, not with us.
+  done_->shut();
+}
+
+c10::intrusive_ptr<WorkWeft> Core::make_work(const Launch& l) {
+  auto work = c10::make_intrusive<WorkWeft>(done_, weak_from_this(), rank_, l.type,
+                                            l.title ? l.title : profiling_title(l.type),
+                                            l.name, l.inputs, l.outputs);
+  work->keep = l.keep;
+  work->keep_extra = l.keep_extra;
+  work->finish = l.finish;
+  return work;
+}
+
+c10::intrusive_ptr<WorkWeft> Core::launch(Launch l) {
+  auto work = make_work(l);
+  std::lock_guard<std::recursive_mutex> order(order_mu_);
+  seq_++; // every collective, as Gloo counts
+  lane_->launch(work, l);
+  return work;
 }
 
 std::string Core::dump(const std::string& path) {
@@ -335,13 +505,60 @@ void Core::dump_on_timeout(const char* what) {
 }
 
 std::string Core::describe() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(lane_->mu);
   char* json = nullptr;
-  weft_status_t st = weft_comm_describe(comm_, &json);
+  weft_status_t st = weft_comm_describe(lane_->comm(), &json);
   if (st != WEFT_SUCCESS)
-    throw weft_error("weft_comm_describe", st, last_error());
+    throw weft_error("weft_comm_describe", st, lane_->last_error());
   std::string out(json);
   weft_describe_free(json);
+  return out;
+}
+
+void Core::revoke() {
+  weft_comm_revoke(lane_->comm());
+  match_->revoke();
+}
+
+std::shared_ptr<Core> Core::shrink(
+    const std::vector<int64_t>& exclude,
+    bool abort,
+    std::vector<int64_t>& parent_ranks) {
+  std::vector<int> ex(exclude.begin(), exclude.end());
+  weft_comm_t nc = nullptr;
+  weft_status_t st = lane_->shrink(ex, abort, &nc);
+  if (st != WEFT_SUCCESS)
+    throw weft_error("weft_comm_shrink", st, lane_->last_error());
+  if (!nc)
+    return nullptr;
+  int r = 0, n = 0;
+  weft_comm_rank(nc, &r);
+  weft_comm_size(nc, &n);
+  // Each member's rank in the parent, and the new group's sequence number:
+  // its new rank 0's, as at creation one rank's number is everyone's.
+  std::vector<int64_t> map(2 * static_cast<size_t>(n));
+  map[2 * static_cast<size_t>(r)] = rank_;
+  map[2 * static_cast<size_t>(r) + 1] = static_cast<int64_t>(seq_.load());
+  st = weft_allgather(WEFT_IN_PLACE, map.data(), 2, WEFT_INT64, nc);
+  if (st != WEFT_SUCCESS) {
+    std::string msg = weft_comm_last_error(nc);
+    weft_comm_destroy(nc);
+    throw weft_error("weft_comm_shrink", st, msg);
+  }
+  parent_ranks.clear();
+  for (int i = 0; i < n; i++)
+    parent_ranks.push_back(static_cast<int32_t>(map[2 * static_cast<size_t>(i)]));
+  return std::make_shared<Core>(nc, r, n, static_cast<uint64_t>(map[1]));
+}
+
+std::vector<std::pair<int64_t, std::string>> Core::failed_ranks() {
+  int count = 0;
+  weft_comm_failed_ranks(lane_->comm(), nullptr, 0, &count);
+  std::vector<weft_failed_rank_t> all(static_cast<size_t>(count > 0 ? count : 1));
+  weft_comm_failed_ranks(lane_->comm(), all.data(), static_cast<int>(all.size()), &count);
+  std::vector<std::pair<int64_t, std::string>> out;
+  for (int i = 0; i < count && i < static_cast<int>(all.size()); i++)
+    out.emplace_back(all[i].rank, weft_rank_failure_string(all[i].how));
   return out;
 }
 

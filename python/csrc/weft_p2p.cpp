@@ -1,18 +1,19 @@
 // weft_p2p.cpp — alltoall (one tensor with equal or uneven splits, and
-// lists), barrier, send and recv on Weft's calls.
+// lists) and the barriers, plain and monitored, on Weft's calls (torch's
+// send and recv are in weft_match.cpp).
+#include <algorithm>
+#include <string>
+
 #include <c10/util/Exception.h>
 
 #include "weft_core.hpp"
+#include "weft_tensors.hpp"
 
 namespace weft_torch {
 
 using WorkPtr = Core::WorkPtr;
 
 namespace {
-
-size_t nbytes(const at::Tensor& t) {
-  return t.numel() * t.element_size();
-}
 
 // weft_alltoallv's arrays (bytes), alive until the Work completes.
 struct Blocks {
@@ -58,7 +59,7 @@ WorkPtr Core::alltoall_base(
     at::Tensor& input,
     std::vector<int64_t>& output_splits,
     std::vector<int64_t>& input_splits,
-    const c10d::AllToAllOptions&) {
+    const c10d::AllToAllOptions& opts) {
   check_tensor(input, "alltoall_base", "input");
   check_tensor(output, "alltoall_base", "output");
   TORCH_CHECK(input.scalar_type() == output.scalar_type(), "weft: alltoall_base: input is ",
@@ -70,21 +71,31 @@ WorkPtr Core::alltoall_base(
                 "weft: alltoall_base: input (", input.numel(), " elements) and output (",
                 output.numel(), ") must be equal and split evenly over ", size_, " ranks");
     size_t per = nbytes(input) / size_;
-    return launch(c10d::OpType::ALLTOALL_BASE, "alltoall_base", {output}, {output, input},
-                  {[=](weft_comm_t c, weft_request_t* r) {
-                    return weft_ialltoall(in, out, per, WEFT_UINT8, c, r);
-                  }});
+    return launch({.type = c10d::OpType::ALLTOALL_BASE,
+                   .name = "alltoall_base",
+                   .inputs = {input},
+                   .outputs = {output},
+                   .keep = {output, input},
+                   .posts = {[=](weft_comm_t c, weft_request_t* r) {
+                     return weft_ialltoall(in, out, per, WEFT_UINT8, c, r);
+                   }},
+                   .timeout = opts.timeout});
   }
   auto b = std::make_shared<Blocks>();
   fill_blocks(input, input_splits, size_, "input", b->scount, b->sdispl);
   fill_blocks(output, output_splits, size_, "output", b->rcount, b->rdispl);
   Blocks* p = b.get();
-  return launch(c10d::OpType::ALLTOALL_BASE, "alltoall_base", {output}, {output, input},
-                {[=](weft_comm_t c, weft_request_t* r) {
-                  return weft_ialltoallv(in, p->scount.data(), p->sdispl.data(), out,
-                                         p->rcount.data(), p->rdispl.data(), WEFT_UINT8, c, r);
-                }},
-                false, nullptr, b);
+  return launch({.type = c10d::OpType::ALLTOALL_BASE,
+                 .name = "alltoall_base",
+                 .inputs = {input},
+                 .outputs = {output},
+                 .keep = {output, input},
+                 .posts = {[=](weft_comm_t c, weft_request_t* r) {
+                   return weft_ialltoallv(in, p->scount.data(), p->sdispl.data(), out,
+                                          p->rcount.data(), p->rdispl.data(), WEFT_UINT8, c, r);
+                 }},
+                 .keep_extra = b,
+                 .timeout = opts.timeout});
 }
 
 // Lists: a send and a receive per peer, side by side in one Weft group,
@@ -92,7 +103,7 @@ WorkPtr Core::alltoall_base(
 WorkPtr Core::alltoall(
     std::vector<at::Tensor>& outputs,
     std::vector<at::Tensor>& inputs,
-    const c10d::AllToAllOptions&) {
+    const c10d::AllToAllOptions& opts) {
   TORCH_CHECK(static_cast<int>(outputs.size()) == size_ &&
                   static_cast<int>(inputs.size()) == size_,
               "weft: alltoall: ", inputs.size(), " inputs and ", outputs.size(),
@@ -121,47 +132,86 @@ WorkPtr Core::alltoall(
   }
   std::vector<at::Tensor> keep(inputs);
   keep.insert(keep.end(), outputs.begin(), outputs.end());
-  return launch(c10d::OpType::ALLTOALL, "alltoall", outputs, keep, posts, true);
+  return launch({.type = c10d::OpType::ALLTOALL,
+                 .name = "alltoall",
+                 .inputs = inputs,
+                 .outputs = outputs,
+                 .keep = keep,
+                 .posts = posts,
+                 .group = true,
+                 .timeout = opts.timeout});
 }
 
-WorkPtr Core::barrier(const c10d::BarrierOptions&) {
-  return launch(c10d::OpType::BARRIER, "barrier", {}, {},
-                {[](weft_comm_t c, weft_request_t* r) { return weft_ibarrier(c, r); }});
+// opts.device_ids name GPUs: a CPU barrier has none to synchronise, and
+// ignores them as Gloo does. opts.timeout bounds this barrier alone.
+WorkPtr Core::barrier(const c10d::BarrierOptions& opts) {
+  return launch({.type = c10d::OpType::BARRIER,
+                 .name = "barrier",
+                 .posts = {[](weft_comm_t c, weft_request_t* r) { return weft_ibarrier(c, r); }},
+                 .timeout = opts.timeout});
 }
 
 namespace {
 
-const at::Tensor& p2p_tensor(std::vector<at::Tensor>& tensors, int peer, int rank, int size,
-                             const char* call) {
-  TORCH_CHECK(tensors.size() == 1, "weft: ", call, " takes one tensor, got ", tensors.size());
-  check_tensor(tensors[0], call, "the tensor");
-  TORCH_CHECK(peer >= 0 && peer < size && peer != rank, "weft: ", call, ": peer ", peer,
-              " is not another rank (0..", size - 1, ", this is ", rank, ")");
-  return tensors[0];
+std::string join(const std::vector<int>& ranks) {
+  std::string out;
+  for (int r : ranks)
+    out += (out.empty() ? "" : ", ") + std::to_string(r);
+  return out;
 }
 
 } // namespace
 
-// Tags are not sent: a send meets the peer's receives from this rank in
-// the order both were called (as NCCL's), whatever their tags.
-WorkPtr Core::send(std::vector<at::Tensor>& tensors, int dst, int) {
-  const at::Tensor& t = p2p_tensor(tensors, dst, rank_, size_, "send");
-  const void* p = t.data_ptr();
-  size_t n = nbytes(t);
-  return launch(c10d::OpType::SEND, "send", tensors, {t},
-                {[=](weft_comm_t c, weft_request_t* r) {
-                  return weft_isend(p, n, WEFT_UINT8, dst, c, r);
-                }});
-}
-
-WorkPtr Core::recv(std::vector<at::Tensor>& tensors, int src, int) {
-  const at::Tensor& t = p2p_tensor(tensors, src, rank_, size_, "recv");
-  void* p = t.data_ptr();
-  size_t n = nbytes(t);
-  return launch(c10d::OpType::RECV, "recv", tensors, {t},
-                {[=](weft_comm_t c, weft_request_t* r) {
-                  return weft_irecv(p, n, WEFT_UINT8, src, c, r);
-                }});
+// torch's monitored barrier (Gloo's monitoredBarrier) on Weft: a barrier
+// bounded by @timeout from the call (weft_request_set_timeout), running or
+// queued behind a collective some rank never finished. When ranks fail to
+// arrive, it times out on every rank that did, each with the job-wide
+// verdict (weft_comm_stragglers), and each throws naming them in Gloo's
+// words, which torch's tests match: on rank 0 "[Rank 0]: Rank 1 failed to
+// pass monitoredBarrier in 2000 ms" ("Ranks 1, 2 ..." with
+// @wait_all_ranks), on the others "Rank 2 successfully reached
+// monitoredBarrier, but received errors while waiting for send/recv from
+// rank 0", followed here by the same names: Gloo learns them on rank 0
+// alone, from a send and receive per rank, and its other ranks can only
+// say to read rank 0's logs. Weft's message with the verdict follows. The
+// group's communicator is dead after a failure, as after any timeout.
+void Core::monitored_barrier(std::chrono::milliseconds timeout, bool wait_all_ranks) {
+  TORCH_CHECK(timeout.count() > 0, "Rank ", rank_, " timed out in monitoredBarrier after ",
+              timeout.count(), " ms (no rank can arrive in no time)");
+  Launch l{.type = c10d::OpType::BARRIER,
+           .name = "monitored_barrier",
+           .posts = {[](weft_comm_t c, weft_request_t* r) { return weft_ibarrier(c, r); }},
+           .timeout = timeout};
+  auto work = make_work(l);
+  {
+    std::lock_guard<std::recursive_mutex> order(order_mu_);
+    lane_->launch(work, l); // not counted: Gloo's is made of sends and receives
+  }
+  try {
+    work->wait();
+    return;
+  } catch (const std::exception& e) {
+    std::vector<int> late(size_);
+    int count = -1;
+    weft_comm_stragglers(lane_->comm(), late.data(), size_, &count);
+    late.resize(count > 0 ? std::min(count, size_) : 0);
+    std::string who;
+    if (!late.empty() && (wait_all_ranks || late.size() == 1))
+      who = std::string(wait_all_ranks ? "Ranks " : "Rank ") + join(late) +
+          " failed to pass monitoredBarrier in " + std::to_string(timeout.count()) + " ms";
+    else if (!late.empty())
+      who = "Rank " + std::to_string(late[0]) + " failed to pass monitoredBarrier in " +
+          std::to_string(timeout.count()) + " ms (and ranks " +
+          join(std::vector<int>(late.begin() + 1, late.end())) + ")";
+    else
+      who = "monitoredBarrier failed";
+    if (rank_ == 0)
+      TORCH_CHECK(false, "[Rank 0]: ", who, "\n Original exception: \n", e.what());
+    TORCH_CHECK(false, "Rank ", rank_, " successfully reached monitoredBarrier, but received "
+                "errors while waiting for send/recv from rank 0: ", who,
+                " (Weft's job-wide verdict: every rank that reached it knows)"
+                "\n Original exception: \n", e.what());
+  }
 }
 
 } // namespace weft_torch

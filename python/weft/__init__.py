@@ -13,21 +13,40 @@
 
 import contextlib
 import ctypes
+import os
 
 from ._buffers import DTYPE_NAMES
 from ._comm import Comm, Op, Request, dump, get_unique_id, host, settings, topo
-from ._errors import Status, WeftError, WeftRemoteError, WeftTimeoutError, check_init
+from ._errors import (Status, WeftError, WeftRemoteError, WeftRevokedError, WeftTimeoutError,
+                      check_init)
 from ._lib import LaunchInfo, lib
 
 __all__ = ["Comm", "Op", "Request", "Status", "WeftError", "WeftRemoteError",
-           "WeftTimeoutError", "DTYPE_NAMES", "dump", "get_unique_id", "group", "host", "init",
-           "launch_info", "settings", "topo", "version"]
+           "WeftRevokedError", "WeftTimeoutError", "DTYPE_NAMES", "dump", "get_unique_id",
+           "group", "host", "init", "launch_info", "settings", "topo", "version"]
 
-__version__ = lib.weft_version().decode()
+
+def _source_version():
+    """The VERSION file of the source tree this package sits in
+    (PYTHONPATH=python), else the loaded library's own version."""
+    top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    try:
+        with open(os.path.join(top, "VERSION"), encoding="ascii") as f:
+            return f.read().strip()
+    except OSError:
+        return lib.weft_version().decode()
+
+
+try:  # written from VERSION by make install and by pip's build (setup.py)
+    from ._version import __version__
+except ImportError:
+    __version__ = _source_version()
 
 
 def version():
-    return __version__
+    """The version of the libweft this package loaded (weft_version());
+    ``weft.__version__`` is the package's. Installed together they agree."""
+    return lib.weft_version().decode()
 
 
 def init(*, timeout=None, progress_thread=None):

@@ -7,7 +7,7 @@ import os
 
 from . import _buffers as B
 from ._errors import WeftError, Status, check_init, comm_message, error_for, init_message
-from ._lib import IN_PLACE, Config, UniqueId, c_comm, c_request, c_size, lib
+from ._lib import IN_PLACE, Config, FailedRank, UniqueId, c_comm, c_request, c_size, lib
 
 SPLIT_NOCOLOR = -1
 
@@ -216,6 +216,42 @@ class Comm:
         self._check(lib.weft_comm_split(self._handle(), c, int(key), ctypes.byref(h)),
                     "weft_comm_split")
         return Comm._adopt(h) if h else None
+
+    def revoke(self):
+        """Every pending and later operation on this communicator, here and on
+        every rank that can be reached, fails with WeftRevokedError
+        (weft_comm_revoke; may be called from any thread)."""
+        self._check(lib.weft_comm_revoke(self._handle()), "weft_comm_revoke")
+
+    def shrink(self, exclude=(), abort=False):
+        """A new communicator of the ranks still alive (weft_comm_shrink):
+        the survivors agree on who is gone and go on without the launcher.
+        Every live rank calls it with the same ``exclude`` list; a rank on
+        that list gets None. ``abort``: revoke operations still in flight
+        first. Raises WeftRevokedError if this rank was left out, and
+        WeftRemoteError when there is no quorum (across hosts, more than
+        half of the ranks must take part)."""
+        ranks = [int(r) for r in exclude]
+        arr = (ctypes.c_int * max(len(ranks), 1))(*ranks)
+        h = c_comm()
+        self._check(lib.weft_comm_shrink(self._handle(), arr if ranks else None, len(ranks),
+                                         1 if abort else 0, ctypes.byref(h)),
+                    "weft_comm_shrink")
+        return Comm._adopt(h) if h else None
+
+    def failed_ranks(self):
+        """The ranks this rank knows to be dead, in the order it learned of
+        them: a list of (rank, how, seconds_ago), how one of "killed",
+        "stopped", "unreachable", "excluded" (weft_comm_failed_ranks)."""
+        h = self._handle()
+        count = ctypes.c_int()
+        self._check(lib.weft_comm_failed_ranks(h, None, 0, ctypes.byref(count)),
+                    "weft_comm_failed_ranks")
+        arr = (FailedRank * max(count.value, 1))()
+        self._check(lib.weft_comm_failed_ranks(h, arr, count.value, ctypes.byref(count)),
+                    "weft_comm_failed_ranks")
+        return [(e.rank, lib.weft_rank_failure_string(e.how).decode(), e.seconds_ago)
+                for e in arr[:min(count.value, len(arr))]]
 
     def describe(self):
         """weft_comm_describe() as a dict (collective: every rank calls it)."""
@@ -539,6 +575,7 @@ def topo(comm=None):
     or without one this host (weft_host_describe)."""
     if comm is None:
         return host()
+    comm = getattr(comm, "wrapped_pg", comm)  # DETAIL's ProcessGroupWrapper
     if hasattr(comm, "_weft_describe"):  # weft.torch's ProcessGroupWeft
         return json.loads(comm._weft_describe())
     return comm.describe()

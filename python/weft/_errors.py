@@ -16,6 +16,7 @@ class Status(enum.IntEnum):
     NOT_SUPPORTED = -6
     INTERNAL = -7
     ABORTED = -8
+    REVOKED = -9
 
 
 class WeftError(RuntimeError):
@@ -39,8 +40,15 @@ class WeftRemoteError(WeftError, ConnectionError):
     """A peer failed, closed its connection or sent data that does not match."""
 
 
+class WeftRevokedError(WeftError):
+    """The communicator was revoked (Comm.revoke, here or on another rank):
+    Comm.shrink() makes one of the survivors. From Comm.shrink() itself: this
+    rank was left out, and the job goes on without it."""
+
+
 def error_for(status, message, call=None):
-    cls = {Status.TIMEOUT: WeftTimeoutError, Status.REMOTE: WeftRemoteError}.get(status, WeftError)
+    cls = {Status.TIMEOUT: WeftTimeoutError, Status.REMOTE: WeftRemoteError,
+           Status.REVOKED: WeftRevokedError}.get(status, WeftError)
     return cls(status, message, call)
 
 

@@ -76,6 +76,14 @@ class Config(ctypes.Structure):
     ]
 
 
+class FailedRank(ctypes.Structure):
+    _fields_ = [
+        ("rank", ctypes.c_int),
+        ("how", ctypes.c_int),
+        ("seconds_ago", ctypes.c_double),
+    ]
+
+
 class LaunchInfo(ctypes.Structure):
     _fields_ = [
         ("size", ctypes.c_size_t),
@@ -107,6 +115,12 @@ _PROTOS = {
     "weft_comm_rank": (c_status, [c_comm, _P(ctypes.c_int)]),
     "weft_comm_size": (c_status, [c_comm, _P(ctypes.c_int)]),
     "weft_comm_split": (c_status, [c_comm, ctypes.c_int, ctypes.c_int, _P(c_comm)]),
+    "weft_comm_revoke": (c_status, [c_comm]),
+    "weft_comm_shrink": (c_status, [c_comm, _P(ctypes.c_int), ctypes.c_int, ctypes.c_int,
+                                    _P(c_comm)]),
+    "weft_comm_failed_ranks": (c_status, [c_comm, _P(FailedRank), ctypes.c_int,
+                                          _P(ctypes.c_int)]),
+    "weft_rank_failure_string": (ctypes.c_char_p, [ctypes.c_int]),
     "weft_comm_describe": (c_status, [c_comm, _P(ctypes.c_void_p)]),
     "weft_comm_dump": (c_status, [c_comm, ctypes.c_char_p]),
     "weft_host_describe": (c_status, [_P(ctypes.c_void_p)]),

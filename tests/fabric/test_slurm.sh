@@ -32,7 +32,11 @@
 #       job over PMIx across the 4 nodes;
 #   (h) the blocks of README.md and docs/ marked "slurm" (tests/docs/):
 #       each runs, srun on the cluster and build/ its copy of the programs;
-#       sbatch may name only a script (e)-(g) ran and passed.
+#       sbatch may name only a script (e)-(g) ran and passed;
+#   (i) srun --no-kill -K0 --mpi=pmix -N 4 -n 4 shrink_bench: one task is
+#       killed (SIGKILL) and Slurm leaves the others running, which shrink
+#       their communicator and finish as 3; with -K1 Slurm ends the step
+#       instead, and they do not finish (docs/launching.md, "Losing a rank").
 # The programs are copied into the cluster's bin/ (the nodes have a private
 # /tmp). Exit: 0 pass, 1 fail, 77 skipped (not root, Slurm, munge or the
 # fabric's tools missing, or the cluster does not start here). Everything is
@@ -50,7 +54,7 @@ case $BUILD in /*) ;; *) BUILD=$REPO/$BUILD ;; esac
 JOB_TIMEOUT=${SLURM_JOB_TIMEOUT:-120}
 
 if [ -z "${FABRIC_STATE:-}" ]; then
-	for f in allreduce_perf weft-topo libweft.so; do
+	for f in allreduce_perf weft-topo shrink_bench libweft.so; do
 		[ -e "$BUILD/$f" ] || { echo "FAIL: $BUILD/$f not built"; exit 1; }
 	done
 	command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 not found"; exit 77; }
@@ -76,7 +80,7 @@ show() {
 	[ ! -s "$1.err" ] || sed 's/^/    ! /' "$1.err" | tail -n "${2:-25}"
 }
 
-if ! cp "$BUILD/allreduce_perf" "$BUILD/weft-topo" "$BIN/" ||
+if ! cp "$BUILD/allreduce_perf" "$BUILD/weft-topo" "$BUILD/shrink_bench" "$BIN/" ||
 	! cp "$BUILD/libweft.so" "$BIN/libweft.so.0"; then
 	echo "FAIL: cannot copy the programs into $BIN"
 	exit 1
@@ -393,6 +397,42 @@ mkdir -p "$OUT/docs"
 for f in $(cd "$REPO" && python3 tests/docs/blocks.py write slurm "$OUT/docs"); do
 	docs_block "$f"
 done
+
+# (i) a task lost: with -K0 Slurm leaves the others running (they shrink
+# and finish: DONE), with -K1 it ends the step (none finishes)
+# lose LABEL SRUN_ARGS...: shrink_bench on 4 nodes, task 2 killed once warm.
+lose() {
+	local label=$1 pids=$DIR/$1-pids i
+	shift
+	mkdir -p "$pids" && rm -f "$pids"/pid.*
+	step "$label" "$@" --mpi=pmix -N 4 -n 4 "$BIN/shrink_bench" --seconds 60 --after 200 \
+		--dir "$pids" >&2 &
+	local spid=$!
+	for ((i = 0; i < 300; i++)); do
+		[ "$(find "$pids" -name 'pid.[0-9]*' | wc -l)" -eq 4 ] && break
+		sleep 0.1
+	done
+	[ -f "$pids/pid.2" ] && kill -KILL "$(cat "$pids/pid.2")"
+	wait "$spid"
+	grep -c '^DONE rank=' "$OUT/$label"
+}
+T_LOSE=$SECONDS
+done_k0=$(lose shrink-k0 --no-kill -K0)
+if [ "$done_k0" -eq 3 ] && [ "$(grep -c 'RESULT .*new_size=3 ' "$OUT/shrink-k0")" -eq 3 ]; then
+	ok "srun --no-kill -K0: task 2 killed, the other 3 shrank and finished"
+else
+	fail "srun --no-kill -K0: $done_k0 of the 3 survivors finished"
+	show "$OUT/shrink-k0"
+	show "$OUT/shrink-k0.err"
+fi
+done_k1=$(lose shrink-k1 -K1)
+if [ "$done_k1" -lt 3 ] && grep -q 'Terminat' "$OUT/shrink-k1.err"; then
+	ok "srun -K1: task 2 killed, Slurm ended the step ($done_k1 of 3 finished)"
+else
+	fail "srun -K1: the step went on ($done_k1 of 3 finished): the -K0 check proves nothing"
+	show "$OUT/shrink-k1.err"
+fi
+echo "# (i) took $((SECONDS - T_LOSE))s"
 
 echo "# test time: $((SECONDS - T0))s (fabric and cluster up/down not included)"
 if [ "$FAILS" -eq 0 ]; then

@@ -8,6 +8,8 @@
  *    ranks send first, odd ranks receive first); a ring of 3 messages to
  *    the next rank and from the previous one, all in one group, with
  *    isend/irecv or with blocking calls, which must arrive in call order;
+ *    pairs exchanging with isend then irecv outside a group (they run side
+ *    by side: a send that waits for its receiver must not deadlock);
  *    results exact, guards intact, send buffers unchanged; shm at 1..8
  *    ranks, socket at 2, 3.
  *  - a send and a receive of different lengths (5 and 7 int32) fail with
@@ -79,6 +81,52 @@ out_free:
 	harness_buf_free(&want);
 }
 
+/* Pairs (0,1), (2,3), ... exchange with isend then irecv, outside a group,
+ * and wait for both: the two run side by side (weft.h), so a send that
+ * waits for its receiver (a large one) cannot deadlock the pair. */
+static void exchange_case(struct coll_ctx *c, size_t count, weft_datatype_t dt)
+{
+	char name[160], why[256] = "";
+	snprintf(name, sizeof(name), "isend/irecv exchange (no group) nranks %d %s count %zu",
+		 c->nranks, harness_dtype_name(dt), count);
+	harness_progress("%s", name);
+	int peer = c->rank ^ 1;
+	if (peer >= c->nranks)
+		return;
+	c->cases++;
+	unsigned salt = ++c->salt;
+	size_t bytes = count * harness_dtype_size(dt);
+	struct harness_buf send = {0}, recv = {0}, want = {0};
+	if (!harness_buf_alloc(&send, bytes) || !harness_buf_alloc(&recv, bytes) ||
+	    !harness_buf_alloc(&want, bytes)) {
+		coll_verdict(c, name, "out of memory");
+		c->error = true;
+		goto out_free;
+	}
+	harness_ag_input(send.data, count, dt, c->rank, p2p_salt(salt, c->rank, peer, 1));
+	harness_ag_input(want.data, count, dt, peer, p2p_salt(salt, peer, c->rank, 1));
+	weft_request_t req[2] = {0};
+	weft_status_t st = weft_isend(send.data, count, dt, peer, c->comm, &req[0]);
+	if (st == WEFT_SUCCESS)
+		st = weft_irecv(recv.data, count, dt, peer, c->comm, &req[1]);
+	for (int k = 0; k < 2; k++) {
+		weft_status_t w = weft_wait(&req[k]);
+		if (st == WEFT_SUCCESS)
+			st = w;
+	}
+	if (coll_status(c, name, st) != COLL_OK)
+		goto out_free;
+	if (harness_compare(recv.data, want.data, count, dt, why, sizeof(why)) == SIZE_MAX &&
+	    *harness_buf_guards(&recv))
+		snprintf(why, sizeof(why), "%s the receive buffer was written",
+			 harness_buf_guards(&recv));
+	coll_verdict(c, name, why);
+out_free:
+	harness_buf_free(&send);
+	harness_buf_free(&recv);
+	harness_buf_free(&want);
+}
+
 /* A ring: NMSG messages to the next rank and from the previous one, all in
  * one group; non-blocking calls or blocking ones. In call order. */
 static void ring_case(struct coll_ctx *c, size_t count, weft_datatype_t dt, bool blocking)
@@ -143,6 +191,8 @@ static void walk_case(struct coll_ctx *c, size_t k, int s, const struct coll_cas
 	if (s >= 2)
 		return;
 	pairs_case(c, cs->count, cs->dt);
+	if (!c->error)
+		exchange_case(c, cs->count, cs->dt);
 	if (!c->error)
 		ring_case(c, cs->count, cs->dt, s % 2 == 0);
 }

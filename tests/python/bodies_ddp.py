@@ -59,3 +59,89 @@ def compare(rank, nranks, port, steps=20, init_method=None, weft_default=True):
            "hook_on_main": threading.get_ident() in seen}
     dist.destroy_process_group()
     return out
+
+
+# ---- DDP's details, Weft against Gloo to the last bit (2 ranks: a sum of
+# two is the same whatever the order, so the math is the same)
+
+def _hooks():
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks as default
+    from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powerSGD
+
+    def power(pg):
+        return powerSGD.PowerSGDState(process_group=pg, matrix_approximation_rank=2,
+                                      start_powerSGD_iter=3, random_seed=7), powerSGD.powerSGD_hook
+
+    return {
+        "none": None,
+        "allreduce_hook": lambda pg: (pg, default.allreduce_hook),
+        "fp16_compress_hook": lambda pg: (pg, default.fp16_compress_hook),
+        "powerSGD": power,
+    }
+
+
+def _run_uneven(model, rank, steps):
+    """join(): rank r has steps + 3 * r batches; the others shadow it."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    with model.join():
+        for step in range(steps + 3 * rank):
+            x, y = ddp_train.make_batch(step, rank)
+            opt.zero_grad(set_to_none=True)
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+
+
+def _run_no_sync(model, rank, steps, every=3):
+    """Gradients accumulated locally for every-1 steps under no_sync()."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    for step in range(steps):
+        x, y = ddp_train.make_batch(step, rank)
+        if step % every != every - 1:
+            with model.no_sync():
+                torch.nn.functional.mse_loss(model(x), y).backward()
+            continue
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+
+def ddp_details(rank, nranks, port, steps=8):
+    """Each variant twice from the same start on the same batches, on weft
+    and on gloo: the parameters must be equal bit for bit."""
+    torch.set_num_threads(1)
+    dist.init_process_group("weft", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=nranks, timeout=datetime.timedelta(seconds=120))
+    gloo = dist.new_group(backend="gloo")
+    groups = {"weft": None, "gloo": gloo}
+    results = {}
+
+    def variant(name, build, run):
+        params = {}
+        for backend, pg in groups.items():
+            print(f"variant {name} on {backend}", file=sys.stderr, flush=True)
+            model = build(pg)
+            run(model)
+            params[backend] = [p.detach().clone() for p in model.parameters()]
+        results[name] = {
+            "bitwise": all(torch.equal(a, b) for a, b in zip(params["weft"], params["gloo"])),
+            "max_diff": max((a - b).abs().max().item()
+                            for a, b in zip(params["weft"], params["gloo"]))}
+
+    for hook_name, hook in _hooks().items():
+        def build(pg, hook=hook):
+            model = DDP(ddp_train.make_model(), process_group=pg)
+            if hook:
+                state, fn = hook(pg if pg is not None else dist.group.WORLD)
+                model.register_comm_hook(state, fn)
+            return model
+        variant(f"hook {hook_name}", build, lambda m: ddp_train.train(m, steps, rank))
+    variant("no_sync", lambda pg: DDP(ddp_train.make_model(), process_group=pg),
+            lambda m: _run_no_sync(m, rank, steps))
+    variant("static_graph",
+            lambda pg: DDP(ddp_train.make_model(), process_group=pg, static_graph=True),
+            lambda m: ddp_train.train(m, steps, rank))
+    variant("join (uneven inputs)", lambda pg: DDP(ddp_train.make_model(), process_group=pg),
+            lambda m: _run_uneven(m, rank, steps))
+    dist.barrier()
+    dist.destroy_process_group()
+    return results

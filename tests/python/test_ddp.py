@@ -7,6 +7,13 @@ future completing from Weft's side),
 and DDP on Gloo. Losses must match step by step, and parameters at the
 end, within fp32 tolerance (the reductions add in a different order).
 The same across two network namespaces is tests/fabric/test_python_fabric.sh.
+
+DDP's details at 2 ranks (a sum of two is the same whatever the order, so
+Weft must give Gloo's parameters to the last bit): the comm hooks
+allreduce_hook, fp16_compress_hook and PowerSGD (whose callbacks wait for
+further all_reduces: the group's completion threads grow for them),
+no_sync, static_graph, join() over uneven inputs. torchrun --max_restarts
+brings a weft job back after one of its workers is SIGKILLed.
 """
 import importlib.util
 
@@ -65,3 +72,44 @@ def test_example_matches_gloo(launcher, tmp_path):
     for step, (x, y) in enumerate(zip(weft_losses, gloo_losses)):
         assert abs(x - y) <= 1e-5 * max(1.0, abs(y)), (step, x, y)
     assert weft_losses[-1] < weft_losses[0]
+
+
+def test_ddp_details_bitwise_as_gloo():
+    """Comm hooks (allreduce_hook, fp16_compress_hook, PowerSGD), no_sync,
+    static_graph and join() on uneven inputs: DDP on weft ends with Gloo's
+    parameters to the last bit (2 ranks, where the sums are the same
+    whatever their order)."""
+    values = rankrun.check(rankrun.run(2, "bodies_ddp", "ddp_details", timeout=300,
+                                       weft_env=False))
+    for v in values:
+        assert len(v) == 7, v
+        bad = {k: r for k, r in v.items() if not r["bitwise"]}
+        assert not bad, bad
+
+
+def test_torchrun_restarts_a_weft_job(tmp_path):
+    """torchrun --max_restarts 1: rank 1 is SIGKILLed in the first attempt;
+    the agent restarts the workers and the second attempt trains to the end
+    on a new weft group, its ranks in step."""
+    import json
+    import os
+    import subprocess
+
+    out = tmp_path / "result.jsonl"
+    worker = os.path.join(rankrun.HERE, "elastic_worker.py")
+    cmd = [rankrun.PYTHON, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node",
+           "2", "--max_restarts", "1", "--monitor_interval", "1",
+           "--master_port", str(rankrun.free_port()), "--redirects", "1", "--tee", "1",
+           worker, "--out", str(out)]
+    env = rankrun.base_env({"WEFT_TIMEOUT": "20"})
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+    log = p.stdout[-3000:] + p.stderr[-6000:]
+    assert p.returncode == 0, log
+    assert "failed (exitcode:" in p.stderr, log  # the first attempt ended in failure
+    # the survivor of the first attempt failed naming the dead rank, in bounded time
+    assert "peer rank 1 (pid" in p.stderr and "died" in p.stderr, log
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [x["attempt"] for x in lines] == [1], lines  # only the restarted one ended
+    v = lines[0]
+    assert len(v["losses"]) == 8 and v["losses"][-1] < v["losses"][0], v
+    assert v["spread"] == 0.0, v

@@ -14,9 +14,11 @@
  * signals the caller handles (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGALRM,
  * SIGCHLD), as after exec. The launcher then waits for all of them:
  * once one fails, the others get grace_s seconds to notice and fail on
- * their own, then SIGTERM, then (2 s later) SIGKILL. It signals and reaps
- * only the PIDs it forked, and says how each rank that did not exit 0
- * ended.
+ * their own, then SIGTERM, then (2 s later) SIGKILL — unless keep_going
+ * (or WEFT_KEEP_GOING=1): then a rank that dies of a signal is lost and
+ * the others run on, as a job that shrinks its communicators wants. It
+ * signals and reaps only the PIDs it forked, and says how each rank that
+ * did not exit 0 ended.
  *
  *	struct weft_local_job job = {.nranks = 4, .name = "allreduce_perf", .grace_s = 5};
  *	int rank;
@@ -67,6 +69,11 @@ struct weft_local_job {
 	enum weft_local_id id;
 	const char *name; /* prefix of the launcher's messages on stderr; NULL: quiet */
 	double grace_s;	  /* after a failure, before SIGTERM; < 0: never stop the others */
+	/* A rank killed by a signal is lost, not a failure: the others keep
+	 * running (to shrink their communicators and go on), and the job ends
+	 * well if every rank that ended on its own exited 0. Also set by
+	 * WEFT_KEEP_GOING=1 in the launcher's environment. */
+	bool keep_going;
 	double timeout_s; /* > 0: ranks alive this long after the start are HUNG and killed */
 	uint64_t skip;	  /* bit r: rank r (< 64, not 0) is not started */
 
@@ -100,10 +107,12 @@ weft_status_t weft_local_get_id(struct weft_local_job *job, int rank, weft_uniqu
 				char *why, size_t why_len);
 
 /*
- * In the launcher: wait until every started rank has ended (see grace_s
- * and timeout_s), saying on stderr how each that did not exit 0 ended
- * (unless name is NULL), and fill job->ranks. Returns how many started
- * ranks did not exit 0. Frees nothing: weft_local_free() does.
+ * In the launcher: wait until every started rank has ended (see grace_s,
+ * keep_going and timeout_s), saying on stderr how each that did not exit
+ * 0 ended (unless name is NULL), and fill job->ranks. Returns how many
+ * started ranks did not exit 0 (with keep_going, the ranks lost to a
+ * signal do not count while another rank finished). Frees nothing:
+ * weft_local_free() does.
  */
 int weft_local_wait(struct weft_local_job *job);
 

@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -141,9 +142,37 @@ static void nap(double seconds)
 	sigtimedwait(&chld, NULL, &ts);
 }
 
+static bool keep_going(const struct weft_local_job *job)
+{
+	const char *v = getenv("WEFT_KEEP_GOING");
+	return job->keep_going || (v && strcmp(v, "1") == 0);
+}
+
+/* Ranks that did not exit 0; with keep_going, those lost to a signal
+ * count only when no rank finished. */
+static int count_failed(const struct weft_local_job *job, bool keep)
+{
+	int failed = 0, lost = 0, finished = 0;
+	for (int r = 0; r < job->nranks; r++) {
+		const struct weft_local_rank *k = &job->ranks[r];
+		if (k->end == WEFT_LOCAL_NOT_STARTED)
+			continue;
+		if (k->end == WEFT_LOCAL_EXITED && k->code == 0)
+			finished++;
+		else if (keep && k->end == WEFT_LOCAL_SIGNALED && !k->stopped)
+			lost++;
+		else
+			failed++;
+	}
+	if (keep && lost)
+		say(job, "%d rank(s) lost; --keep-going: %d finished without them", lost, finished);
+	return failed + (finished ? 0 : lost);
+}
+
 int weft_local_wait(struct weft_local_job *job)
 {
 	struct waiter w = {.first_failed = -1};
+	bool keep = keep_going(job);
 	double deadline = job->timeout_s > 0 ? job->t0 + job->timeout_s : 0;
 	for (int r = 0; r < job->nranks; r++)
 		w.live += job->ranks[r].end == WEFT_LOCAL_RUNNING;
@@ -156,7 +185,7 @@ int weft_local_wait(struct weft_local_job *job)
 			kill_hung(job, &w);
 			break;
 		}
-		bool stopping = w.first_failed >= 0 && job->grace_s >= 0 && w.stage < 2;
+		bool stopping = w.first_failed >= 0 && job->grace_s >= 0 && !keep && w.stage < 2;
 		if (stopping && now >= w.next) {
 			escalate(job, &w);
 			continue;
@@ -166,11 +195,5 @@ int weft_local_wait(struct weft_local_job *job)
 		nap(due);
 	}
 	pthread_sigmask(SIG_SETMASK, &job->saved_mask, NULL);
-	int failed = 0;
-	for (int r = 0; r < job->nranks; r++) {
-		const struct weft_local_rank *k = &job->ranks[r];
-		failed += k->end != WEFT_LOCAL_NOT_STARTED &&
-			  !(k->end == WEFT_LOCAL_EXITED && k->code == 0);
-	}
-	return failed;
+	return count_failed(job, keep);
 }

@@ -8,8 +8,13 @@
  *   weft-run -np 2 /usr/bin/python3 examples/ddp_train.py --backend weft
  *
  * When one rank fails the others get a few seconds to notice, then are
- * stopped; the exit status is 0 only when every rank exited 0.
+ * stopped; the exit status is 0 only when every rank exited 0. With
+ * --keep-going (or WEFT_KEEP_GOING=1) a rank that dies of a signal is
+ * lost and the others run on — to shrink their communicators and finish
+ * without it (docs/reliability.md); the exit status is then 0 when every
+ * rank that ended on its own exited 0.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,9 +25,13 @@
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: weft-run -np N PROGRAM [ARGS...]\n"
+	fprintf(out, "usage: weft-run [--keep-going] -np N PROGRAM [ARGS...]\n"
 		     "  runs N ranks of PROGRAM on this host with WEFT_RANK, WEFT_NRANKS,\n"
-		     "  WEFT_LOCAL_RANK, WEFT_LOCAL_SIZE, WEFT_ROOT and WEFT_SECRET set\n");
+		     "  WEFT_LOCAL_RANK, WEFT_LOCAL_SIZE, WEFT_ROOT and WEFT_SECRET set\n"
+		     "  --keep-going          a rank killed by a signal is lost, the others run\n"
+		     "                        on (as WEFT_KEEP_GOING=1); first if given\n"
+		     "  -np N, --np N, -n N   the number of ranks, 1 to 256 (then)\n"
+		     "  -h, --help            this text\n");
 }
 
 /* N of "-np N" (or "--np N"): 1..MAX_RANKS, or 0 after a message. */
@@ -48,6 +57,11 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
+	bool keep_going = argc >= 2 && strcmp(argv[1], "--keep-going") == 0;
+	if (keep_going) {
+		argv++;
+		argc--;
+	}
 	if (argc < 4) {
 		usage(stderr);
 		return 2;
@@ -60,6 +74,7 @@ int main(int argc, char **argv)
 	    .id = WEFT_LOCAL_ID_ENV,
 	    .name = "weft-run",
 	    .grace_s = 5,
+	    .keep_going = keep_going,
 	};
 	return weft_local_exec(&job, argv + 3);
 }

@@ -19,6 +19,7 @@ enum weft_topo_format {
 	WEFT_TOPO_DOT,
 	WEFT_TOPO_RANKFILE,
 	WEFT_TOPO_MARKDOWN, /* --settings only: docs/settings.md, which make docs writes */
+	WEFT_TOPO_MAN,	    /* --settings only: weft(7)'s ENVIRONMENT entries (make man) */
 };
 
 /* A job's description (weft_comm_describe) in @p format. */
@@ -30,8 +31,9 @@ int weft_tool_print_model(const char *json, enum weft_topo_format format, FILE *
 /* This host (weft_host_describe): text, or JSON for WEFT_TOPO_JSON. */
 int weft_tool_print_host(const char *json, enum weft_topo_format format, FILE *out);
 
-/* The settings table (weft_settings_describe): text, JSON, or the Markdown
- * page docs/settings.md is (make docs writes it, make lint compares). */
+/* The settings table (weft_settings_describe): text, JSON, the Markdown
+ * page docs/settings.md is (make docs writes it, make lint compares), or
+ * the entries of weft(7)'s ENVIRONMENT section in roff (make man). */
 int weft_tool_print_settings(const char *json, enum weft_topo_format format, FILE *out);
 
 /* Files of WEFT_STATS_FILE lines (topo_stats.c): per connection its last

@@ -16,9 +16,10 @@
  *                                    who never posted what, whom every rank waits on
  *   weft-topo --watch TARGET...      a live view of a running job from its metrics
  *                                    (http://HOST:PORT or files; --once: one frame)
- *   weft-topo --settings [--format text|json|markdown]
+ *   weft-topo --settings [--format text|json|markdown|man]
  *                                    every WEFT_* variable; markdown is
- *                                    docs/settings.md (make docs)
+ *                                    docs/settings.md (make docs), man the
+ *                                    ENVIRONMENT section of weft(7)
  *   --format text|json|dot   --rankfile   --launcher
  */
 #include <errno.h>
@@ -66,7 +67,7 @@ static void usage(FILE *out)
 	    "       weft-topo --stats FILE... [--format text|json]\n"
 	    "       weft-topo --trace FILE... [--format text|json]\n"
 	    "       weft-topo --watch [--once] [--interval S] URL|FILE...\n"
-	    "       weft-topo --settings [--format text|json|markdown]\n"
+	    "       weft-topo --settings [--format text|json|markdown|man]\n"
 	    "  alone: this host; with -np N, under mpirun/srun, or with WEFT_RANK,\n"
 	    "  WEFT_NRANKS and WEFT_ROOT set: the whole job (rank 0 prints).\n"
 	    "  --launcher: every process prints one line, what Weft reads from its\n"
@@ -80,7 +81,8 @@ static void usage(FILE *out)
 	    "  first operation not every rank posted, and whom every waiter waits on.\n"
 	    "  --watch: every rank's /metrics (http://HOST:PORT[/metrics]) or metrics\n"
 	    "  file, refreshed every second: hosts by leaf, operations, busbw, links;\n"
-	    "  q quits; --once prints one frame as text.\n");
+	    "  q quits; --once prints one frame as text.\n"
+	    "  -h, --help: this text.\n");
 }
 
 enum {
@@ -128,9 +130,11 @@ static int parse_format(const char *f, struct options *o)
 		o->format = WEFT_TOPO_DOT;
 	else if (strcmp(f, "markdown") == 0)
 		o->format = WEFT_TOPO_MARKDOWN;
+	else if (strcmp(f, "man") == 0)
+		o->format = WEFT_TOPO_MAN;
 	else {
-		fprintf(stderr, "weft-topo: --format %s: expected text, json, dot or markdown\n",
-			f);
+		fprintf(stderr,
+			"weft-topo: --format %s: expected text, json, dot, markdown or man\n", f);
 		return 2;
 	}
 	return 0;
@@ -233,8 +237,10 @@ static int parse(int argc, char **argv, struct options *o)
 		fprintf(stderr, "weft-topo: --model and -np: a model runs no job\n");
 		return 2;
 	}
-	if (rc == 0 && o->format == WEFT_TOPO_MARKDOWN && !o->settings) {
-		fprintf(stderr, "weft-topo: --format markdown: only with --settings\n");
+	if (rc == 0 && (o->format == WEFT_TOPO_MARKDOWN || o->format == WEFT_TOPO_MAN) &&
+	    !o->settings) {
+		fprintf(stderr, "weft-topo: --format %s: only with --settings\n",
+			o->format == WEFT_TOPO_MAN ? "man" : "markdown");
 		return 2;
 	}
 	if (rc == 0 && (o->once || o->interval > 0) && !o->watch) {

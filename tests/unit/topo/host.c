@@ -423,6 +423,18 @@ START_TEST(test_lldp_disabled)
 }
 END_TEST
 
+/* liblldpctl is opened with dlopen: a library that is not there, or one
+ * without its functions (libm), leaves the leaf unknown, in no time. */
+START_TEST(test_lldp_no_library)
+{
+	setenv("WEFT_LLDP_LIB", "libweft-test-no-such-lldpctl.so.4", 1);
+	lldp_unchanged("eth0", "/nonexistent/weft-test/lldpd.socket", 0.5);
+	setenv("WEFT_LLDP_LIB", "libm.so.6", 1);
+	lldp_unchanged("eth0", "/nonexistent/weft-test/lldpd.socket", 0.5);
+	unsetenv("WEFT_LLDP_LIB");
+}
+END_TEST
+
 /* ---- LLDP for real: two namespaces, two lldpd */
 
 #define FABRIC_DEADLINE_S 10.0 /* setup + neighbour discovery + query */
@@ -750,6 +762,7 @@ static Suite *topo_host_suite(void)
 	tcase_add_test(lldp, test_lldp_no_daemon);
 	tcase_add_test(lldp, test_lldp_mute_daemon);
 	tcase_add_test(lldp, test_lldp_disabled);
+	tcase_add_test(lldp, test_lldp_no_library);
 	tcase_add_test(lldp, test_lldp_two_namespaces);
 	/* The namespace test bounds its own waits (about 20 s at worst) and
 	 * must finish to tear down: never let Check kill it first. */

@@ -487,9 +487,9 @@ c10::intrusive_ptr<WorkWeft> Core::launch(Launch l) {
 }
 
 std::string Core::dump(const std::string& path) {
-  weft_status_t st = weft_comm_dump(comm_, path.empty() ? nullptr : path.c_str());
+  weft_status_t st = weft_comm_dump(lane_->comm(), path.empty() ? nullptr : path.c_str());
   if (st != WEFT_SUCCESS)
-    throw weft_error("weft_comm_dump", st, last_error());
+    throw weft_error("weft_comm_dump", st, lane_->last_error());
   return path;
 }
 
@@ -499,7 +499,7 @@ void Core::dump_on_timeout(const char* what) {
     return;
   // Not under mu_: the progress thread keeps the operation going, and the
   // recorder shows it in flight.
-  if (weft_comm_dump(comm_, nullptr) == WEFT_SUCCESS)
+  if (weft_comm_dump(lane_->comm(), nullptr) == WEFT_SUCCESS)
     fprintf(stderr, "weft: rank %d: %s: Work.wait timed out; flight recorder written to %s\n",
             rank_, what, dir);
 }

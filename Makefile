@@ -120,7 +120,7 @@ TEST_PROGS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 TEST_SCRIPTS := $(wildcard tests/programs/test_*.sh) tests/fabric/test_fabric_topo.sh tests/fabric/test_slurm.sh \
 	tests/fabric/test_python_fabric.sh tests/fabric/test_congestion.sh tests/fabric/test_prometheus.sh \
 	tests/fabric/test_detect.sh tests/docs/test_docs.sh \
-	tests/python/torch_suite/quick.sh tests/fabric/test_shrink_fabric.sh
+	tests/python/torch_suite/quick.sh tests/fabric/test_shrink_fabric.sh tests/fabric/test_bench_training.sh
 
 TOOLS := $(BUILD)/weft-topo $(BUILD)/weft-run
 # What a libfabric provider streams on its own (the ofi transport's yardstick).
@@ -333,7 +333,10 @@ MIXED := WEFT_TEST_ALGO=mixed,forced
 # algorithm; for AllReduce and AllGather the tuner's TCP matrix; over
 # libfabric every algorithm), with and without a progress thread; and every
 # collective over verbs with 3 QPs per connection (WEFT_IB_QPS_PER_CONN),
-# rendezvous data sprayed round robin and adaptively.
+# rendezvous data sprayed round robin and adaptively; and waits that sleep
+# (WEFT_WAIT=block, core/wait.c) for the collectives and the non-blocking
+# mixes over shm and TCP, and AllReduce across fake hosts (every forced
+# algorithm, rail's network stage included) sleeping at once.
 RERUNS := $(call over,$(COLLS),shm socket,WEFT_GATE=one) \
 	$(call over,nonblocking,shm socket,WEFT_GATE=one+$(MIXED)) \
 	$(call over,allreduce allgather,hosts,WEFT_GATE=one) \
@@ -353,7 +356,10 @@ RERUNS := $(call over,$(COLLS),shm socket,WEFT_GATE=one) \
 	$(call over,nonblocking,shm socket,WEFT_CONNECT=lazy+$(MIXED)) \
 	$(call over,allreduce allgather,socket,WEFT_CONNECT=lazy+WEFT_TEST_ALGO=auto) \
 	$(call over,nonblocking,shm socket,WEFT_CONNECT=lazy+WEFT_PROGRESS_THREAD=1) \
-	$(call over,collectives,ofi,WEFT_CONNECT=lazy)
+	$(call over,collectives,ofi,WEFT_CONNECT=lazy) \
+	$(call over,collectives,shm socket,WEFT_WAIT=block) \
+	$(call over,nonblocking,shm socket,WEFT_WAIT=block+WEFT_PROGRESS_THREAD=1+$(MIXED)) \
+	$(call over,allreduce,hosts,WEFT_WAIT=block+WEFT_WAIT_SPIN=0)
 
 TEST_RUNS := $(patsubst tests/%.c,%,$(sort $(filter tests/unit/%,$(TEST_SRCS)))) conformance \
 	$(patsubst tests/%.c,%,$(sort $(filter tests/integration/%,$(TEST_SRCS))) \
@@ -435,7 +441,7 @@ ASAN_QUICK := unit/bootstrap/bootstrap unit/api/secret unit/bootstrap/doors unit
 	unit/core/agree faults/revoke faults/shrink_more \
 	$(call over,reduce_scatter broadcast reduce alltoall barrier errors,shm socket) \
 	integration/split_group integration/nonblocking integration/collectives \
-	security/attacks security/flood unit/api/review faults/recorder unit/core/slowdet
+	security/attacks security/flood unit/api/review unit/core/wait faults/recorder unit/core/slowdet
 asan-quick:
 	$(MAKE) BUILD=build-asan SANITIZE="$(ASAN_SANITIZE)" CFLAGS="-O1 -g" HAVE_TORCH= \
 		$(call QUICK_PROGS,build-asan,$(ASAN_QUICK)) build-asan/tests/libfake_ibverbs.so
@@ -454,6 +460,7 @@ TSAN_QUICK := faults/verdict faults/deadline unit/core/progress_thread faults/re
 	WEFT_PROGRESS_THREAD=1+WEFT_TEST_ALGO=auto:integration/nonblocking \
 	WEFT_PROGRESS_THREAD=1+WEFT_CONNECT=lazy+WEFT_TEST_ALGO=auto:integration/nonblocking \
 	WEFT_PROGRESS_THREAD=1+WEFT_TEST_ALGO=split:integration/split_group unit/api/review \
+	unit/core/wait WEFT_WAIT=block+WEFT_PROGRESS_THREAD=1+WEFT_TEST_ALGO=auto:integration/nonblocking \
 	WEFT_METRICS_FILE=build-tsan/metrics.%p.prom+WEFT_METRICS_INTERVAL=0.05+WEFT_PROGRESS_THREAD=1+WEFT_TEST_ALGO=auto:integration/nonblocking
 tsan-quick:
 	$(MAKE) BUILD=build-tsan SANITIZE="$(TSAN_SANITIZE)" CFLAGS="-O1 -g" HAVE_TORCH= \

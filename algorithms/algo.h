@@ -23,6 +23,7 @@ enum weft_algo_id {
 	WEFT_ALGO_DIRECT,   /* send/recv */
 	WEFT_ALGO_LINEAR,   /* gather, scatter: the root and each rank directly */
 	WEFT_ALGO_SHM,	    /* intra-host, through shared memory (algorithms/shmem/) */
+	WEFT_ALGO_RAIL,	    /* every local rank on its slice among the hosts, pipelined */
 	WEFT_ALGO_COUNT
 };
 
@@ -80,6 +81,7 @@ extern const struct weft_algo weft_allreduce_ring;
 extern const struct weft_algo weft_allreduce_tree;
 extern const struct weft_algo weft_allreduce_rhd;
 extern const struct weft_algo weft_allreduce_hier;
+extern const struct weft_algo weft_allreduce_rail;
 extern const struct weft_algo weft_allreduce_shm;
 /* Estimate only: hier grouped by leaf, which the runtime hier cannot run
  * (it groups by host). No task; never in the table, so never chosen,

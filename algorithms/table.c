@@ -7,9 +7,13 @@
 #include "util/parse.h"
 
 /* The first entry of each list is the fallback when no estimate applies. */
-static const struct weft_algo *const allreduce_algos[] = {
-    &weft_allreduce_ring, &weft_allreduce_tree, &weft_allreduce_rhd,
-    &weft_allreduce_hier, &weft_allreduce_shm,	NULL};
+static const struct weft_algo *const allreduce_algos[] = {&weft_allreduce_ring,
+							  &weft_allreduce_tree,
+							  &weft_allreduce_rhd,
+							  &weft_allreduce_hier,
+							  &weft_allreduce_rail,
+							  &weft_allreduce_shm,
+							  NULL};
 static const struct weft_algo *const allgather_algos[] = {
     &weft_allgather_ring, &weft_allgather_bruck, &weft_allgather_hier, NULL};
 static const struct weft_algo *const reduce_scatter_algos[] = {&weft_reduce_scatter_ring, NULL};

@@ -48,6 +48,13 @@ weft_status_t weft_api_config_check(const weft_config_t *config, const char *cal
 		return weft_err_set(err, WEFT_ERR_INVALID_ARG,
 				    "%s: config->progress_thread is %d, expected -1, 0 or 1", call,
 				    config->progress_thread);
+	bool has_threads =
+	    config && config->size >= offsetof(weft_config_t, compute_threads) + sizeof(long);
+	if (has_threads && config->compute_threads < 0)
+		return weft_err_set(
+		    err, WEFT_ERR_INVALID_ARG,
+		    "%s: config->compute_threads is %ld, expected 0 (unknown) or more", call,
+		    config->compute_threads);
 	return WEFT_SUCCESS;
 }
 
@@ -102,6 +109,7 @@ weft_status_t weft_comm_abort(weft_comm_t comm)
 	 * owner's next progress closes the transports. With no call in flight,
 	 * do it now. */
 	atomic_store(&comm->abort_requested, true);
+	weft_wait_wake(comm); /* a thread asleep in a wait (WEFT_WAIT) sees it at once */
 	int none = WEFT_SUCCESS;
 	atomic_compare_exchange_strong(&comm->async_error, &none, (int)WEFT_ERR_ABORTED);
 	weft_comm_lock(comm); /* active changes under it, the transports close under it */

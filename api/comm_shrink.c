@@ -122,6 +122,26 @@ static weft_status_t aborted(struct weft_comm *comm, const struct agree_value_hd
 	}
 }
 
+/* For each rank of the new communicator (the members of @p value, in
+ * order), its pid when it runs on this host, else 0: the root checks them
+ * while it waits for joins. NULL without memory (the root then waits). */
+static int64_t *member_pids(const struct weft_comm *comm, const void *value, int size)
+{
+	const struct agree_value_hdr *h = agree_blob_hdr(value);
+	const uint32_t *excl = agree_blob_excl(value);
+	int64_t *pids = calloc((size_t)size, sizeof(*pids));
+	if (!pids)
+		return NULL;
+	for (int r = 0, k = 0; r < comm->nranks && k < size; r++) {
+		bool out = false;
+		for (uint32_t i = 0; i < h->nexcl && !out; i++)
+			out = (int)(excl[i] & ((1u << AGREE_RANK_BITS) - 1)) == r;
+		if (!out)
+			pids[k++] = weft_comm_same_host(comm, r) ? (int64_t)comm->cards[r].pid : 0;
+	}
+	return pids;
+}
+
 /* This rank joins the new communicator as @p newrank of @p size. */
 static weft_status_t join(struct shrink *s, const struct weft_agree_result *res, int size,
 			  int newrank, weft_comm_t *newcomm)
@@ -136,7 +156,10 @@ static weft_status_t join(struct shrink *s, const struct weft_agree_result *res,
 	weft_status_t st = WEFT_SUCCESS;
 	struct weft_err err = {0};
 	if (res->composed_here) { /* this rank's listener is the root: serve it */
-		st = weft_bootstrap_root_serve(s->root_fd, &uid.key, id, boot, &err);
+		int64_t *pids = member_pids(comm, res->value, size);
+		st = weft_bootstrap_root_serve(s->root_fd, &uid.key, id, boot, pids,
+					       pids ? size : 0, &err);
+		free(pids);
 		s->root_fd = -1;
 	}
 	close_root(s);

@@ -62,6 +62,23 @@ weft_status_t weft_describe_dump(json_t *root, char **out)
 	return buf ? WEFT_SUCCESS : WEFT_ERR_NO_MEMORY;
 }
 
+/* How this rank waits (WEFT_WAIT, core/wait.h): what was asked, what was
+ * decided and why, and how often it slept so far. */
+static weft_status_t describe_wait(const struct weft_comm *comm, json_t *root)
+{
+	static const char *const asked[] = {"spin", "block", "auto"};
+	const struct weft_wait *w = &comm->wait;
+	int32_t mode = comm->cards[comm->rank].wait.mode;
+	json_t *o = json_pack(
+	    "{s:s, s:s, s:i, s:b, s:f, s:I, s:I, s:I}", "asked",
+	    asked[mode >= 0 && mode < 3 ? mode : 0], "waits", w->block ? "block" : "spin",
+	    "compute_threads", (int)comm->cards[comm->rank].wait.compute_threads, "oversubscribed",
+	    w->host_over, "spin_us", w->spin_s * 1e6, "sleeps", (json_int_t)atomic_load(&w->sleeps),
+	    "timeouts", (json_int_t)atomic_load(&w->timeouts), "woken",
+	    (json_int_t)atomic_load(&w->woken));
+	return o && json_object_set_new(root, "wait", o) == 0 ? WEFT_SUCCESS : WEFT_ERR_NO_MEMORY;
+}
+
 weft_status_t weft_describe_build(const struct weft_comm *comm, json_t *transports,
 				  const struct weft_describe_hook *hook, json_t **out)
 {
@@ -82,6 +99,8 @@ weft_status_t weft_describe_build(const struct weft_comm *comm, json_t *transpor
 	}
 	if (st == WEFT_SUCCESS)
 		st = weft_describe_pacer(comm, root);
+	if (st == WEFT_SUCCESS)
+		st = describe_wait(comm, root);
 	if (st != WEFT_SUCCESS) {
 		json_decref(root);
 		root = NULL;

@@ -84,13 +84,18 @@ weft_status_t weft_bootstrap_root_start(const struct sockaddr *addr, socklen_t a
  * kernel picks), and fill @p uid with the address (no key); the socket is
  * *fd (the caller closes it if it never serves). Serve: start the thread
  * on that listener (it owns @p fd from then on, even when this fails),
- * handing every rank @p job_id (NULL: a random one).
+ * handing every rank @p job_id (NULL: a random one). @p pids: NULL, or
+ * for each of the job's @p npids ranks its pid when it runs on this host
+ * (0 when it does not or is not known): while ranks are missing the root
+ * checks those every 50 ms and fails the job at once, naming the rank,
+ * when one has died (a member lost between a shrink's decision and its
+ * join costs no timeout). Copied.
  */
 weft_status_t weft_bootstrap_root_listen(const struct sockaddr *addr, socklen_t addr_len, int *fd,
 					 struct weft_uid *uid, struct weft_err *err);
 weft_status_t weft_bootstrap_root_serve(int fd, const struct weft_key *key,
 					const unsigned char *job_id, double timeout_s,
-					struct weft_err *err);
+					const int64_t *pids, int npids, struct weft_err *err);
 
 /* In weft_uid.reserved: the root was listening before its id was handed
  * out, so a refused connection means it is gone (not "not up yet": a rank

@@ -24,6 +24,7 @@
 #include "bootstrap/bootstrap_wire.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/proc.h"
 #include "util/settings.h"
 
 /* The job is over: every rank still connected is told why. */
@@ -34,6 +35,7 @@ static void root_fail(struct root *r, weft_status_t status, const char *text)
 	if (r->failed)
 		return;
 	r->failed = true;
+	r->fail_status = status;
 	r->fail_time = weft_bootstrap_wire_now_s();
 	snprintf(r->fail_text, sizeof(r->fail_text), "%s", text);
 	weft_log(WEFT_LOG_WARN, WEFT_SUB_BOOT, "bootstrap root %s: job failed: %s", r->addr, text);
@@ -170,7 +172,7 @@ static void root_on_join(struct root *r, struct conn *c)
 		snprintf(text, sizeof(text),
 			 "bootstrap: rank %d arrived after the job failed: %.300s", rank,
 			 r->fail_text);
-		conn_refuse(r, c, WEFT_ERR_TIMEOUT, text);
+		conn_refuse(r, c, r->fail_status, text);
 		r->told++;
 		return;
 	}
@@ -504,6 +506,30 @@ static void root_read(struct root *r, struct conn *c)
 	}
 }
 
+/* How often the pids of ranks not joined yet are checked, in seconds. */
+#define PID_CHECK_S 0.05
+
+/* A rank not joined yet whose pid on this host is gone: the job fails at
+ * once, naming it (true), rather than when the join's time runs out. */
+static bool root_member_died(struct root *r)
+{
+	char text[200];
+
+	if (!r->local_pids || r->npids != r->nranks)
+		return false;
+	for (int i = 0; i < r->nranks; i++) {
+		if (r->by_rank[i] || r->local_pids[i] <= 0 ||
+		    weft_pid_state((pid_t)r->local_pids[i]) != WEFT_PID_GONE)
+			continue;
+		snprintf(text, sizeof(text),
+			 "bootstrap: rank %d (pid %lld on this host) died before it joined", i,
+			 (long long)r->local_pids[i]);
+		root_fail(r, WEFT_ERR_REMOTE, text);
+		return true;
+	}
+	return false;
+}
+
 /* Fail whatever wait has run out; returns the earliest deadline still ahead. */
 static double root_check_deadlines(struct root *r, double now)
 {
@@ -533,6 +559,10 @@ static double root_check_deadlines(struct root *r, double now)
 	if (!r->all_joined) {
 		double deadline = r->join_start + r->timeout_s;
 
+		if (root_member_died(r))
+			return next;
+		if (r->local_pids && r->npids == r->nranks && now + PID_CHECK_S < next)
+			next = now + PID_CHECK_S;
 		if (now < deadline)
 			return deadline < next ? deadline : next;
 		for (int i = 0; i < r->nranks; i++)

@@ -80,6 +80,9 @@ struct root {
 	int joined;
 	bool all_joined;
 	double join_start;
+	/* [rank]: its pid on this host, 0 if elsewhere (weft_bootstrap_root_serve) */
+	int64_t *local_pids;
+	int npids;
 
 	/* the allgather in progress */
 	uint32_t op_seq;
@@ -92,6 +95,7 @@ struct root {
 	double op_start;
 
 	bool failed;
+	weft_status_t fail_status; /* what root_fail told the joined ranks */
 	double fail_time;
 	char fail_text[400]; /* why, for ranks that arrive later */
 	/* Failed before the job was sized: its size, and hellos refused since

@@ -292,6 +292,7 @@ void root_free(struct root *r)
 	}
 	free(r->conns);
 	free(r->by_rank);
+	free(r->local_pids);
 	free(r->gone);
 	free(r->scratch);
 	free(r->op_have);

@@ -112,7 +112,7 @@ weft_status_t weft_bootstrap_root_listen(const struct sockaddr *addr, socklen_t 
 
 weft_status_t weft_bootstrap_root_serve(int fd, const struct weft_key *key,
 					const unsigned char *job_id, double timeout_s,
-					struct weft_err *err)
+					const int64_t *pids, int npids, struct weft_err *err)
 {
 	char where[ADDR_STR_BYTES];
 	struct root *r;
@@ -125,6 +125,15 @@ weft_status_t weft_bootstrap_root_serve(int fd, const struct weft_key *key,
 	r = root_new(fd, key, job_id, timeout_s, err);
 	if (!r)
 		return err->status;
+	if (pids && npids > 0) {
+		r->local_pids = malloc((size_t)npids * sizeof(*pids));
+		if (!r->local_pids) {
+			root_free(r);
+			return weft_err_set(err, WEFT_ERR_NO_MEMORY, "bootstrap: root state");
+		}
+		memcpy(r->local_pids, pids, (size_t)npids * sizeof(*pids));
+		r->npids = npids;
+	}
 	{
 		union weft_uid_addr bound;
 		socklen_t len = sizeof(bound);
@@ -148,7 +157,7 @@ weft_status_t weft_bootstrap_root_start(const struct sockaddr *addr, socklen_t a
 	weft_status_t st = weft_bootstrap_root_listen(addr, addr_len, &fd, uid, err);
 
 	if (st == WEFT_SUCCESS)
-		st = weft_bootstrap_root_serve(fd, key, NULL, timeout_s, err);
+		st = weft_bootstrap_root_serve(fd, key, NULL, timeout_s, NULL, 0, err);
 	if (st != WEFT_SUCCESS) {
 		memset(uid, 0, sizeof(*uid));
 		return st;

@@ -14,7 +14,9 @@
 
 #include "bootstrap/bootstrap.h"
 #include "core/gate.h"
+#include "core/progress_thread.h"
 #include "core/task.h"
+#include "core/wait.h"
 #include "topo/topo.h"
 #include "util/clock.h"
 #include "util/error.h"
@@ -37,6 +39,7 @@ struct weft_card {
 	uint32_t local_rank; /* index among the ranks with the same host_id */
 	uint32_t local_count;
 	struct weft_topo_card topo; /* NIC, NUMA, leaf */
+	struct weft_wait_card wait; /* WEFT_WAIT, compute threads, affinity (core/wait.h) */
 };
 
 struct weft_peer {
@@ -108,6 +111,8 @@ struct weft_comm {
 	struct weft_topo_graph graph;
 	bool placement_by_rank; /* WEFT_PLACEMENT=rank */
 	bool oversubscribed;	/* more ranks on this host than cores */
+	struct weft_wait wait;	/* WEFT_WAIT: spin or sleep (core/wait.h) */
+	int compute_threads;	/* weft_config_t.compute_threads (0: OMP_NUM_THREADS, else 1) */
 	int *ring;    /* ring order: ring[pos] is a rank; neighbours share a host, then a leaf */
 	int ring_pos; /* this rank's position in it */
 	size_t chunk_bytes; /* pipelining chunk, agreed by all ranks at init */
@@ -208,6 +213,13 @@ size_t weft_comm_scratch_bytes(int nranks, size_t chunk_bytes);
  * @p bytes at buf + rank * bytes and gets everyone's. */
 weft_status_t weft_comm_allgather(struct weft_comm *comm, void *buf, size_t bytes);
 
+/* Something moved that a rank about to sleep must see (core/wait.c):
+ * a post, a completion, a task started or finished. Lock held. */
+static inline void weft_wait_moved(struct weft_comm *comm)
+{
+	comm->wait.activity++;
+}
+
 /* True if the peer is on this rank's host. */
 bool weft_comm_same_host(const struct weft_comm *comm, int peer);
 
@@ -237,8 +249,8 @@ static inline bool weft_comm_revoked(const struct weft_comm *comm)
  * wait): the progress thread stands aside while there are any. */
 static inline void weft_comm_waiter(struct weft_comm *comm, int delta)
 {
-	if (comm->pt) /* only a progress thread reads it */
-		atomic_fetch_add(&comm->waiters, delta);
+	if (comm->pt) /* only a progress thread reads it; it wakes to stand aside or drive */
+		weft_progress_thread_waiters(comm, atomic_fetch_add(&comm->waiters, delta) + delta);
 }
 
 #endif

@@ -160,6 +160,8 @@ static weft_status_t exchange_cards(struct weft_comm *comm, const struct weft_to
 		return st;
 	me->rank = comm->rank;
 	me->pid = (int32_t)getpid();
+	if ((st = weft_wait_card(&me->wait, comm->compute_threads, comm)) != WEFT_SUCCESS)
+		return st;
 	st = weft_bootstrap_allgather(comm->bs, comm->cards, sizeof(struct weft_card), &comm->err);
 	if (st != WEFT_SUCCESS)
 		return st;
@@ -210,6 +212,8 @@ static weft_status_t build_env(struct weft_comm *comm)
 		    .pid = c->pid,
 		    .local_rank = (int)c->local_rank,
 		    .nic = c->topo.nic,
+		    .sleeps = r != comm->rank && weft_comm_same_host(comm, r) &&
+			      weft_wait_rank_blocks(comm, r),
 		};
 	}
 	const struct weft_card *me = &comm->cards[comm->rank];
@@ -225,6 +229,7 @@ static weft_status_t build_env(struct weft_comm *comm)
 	    .id = comm->id,
 	    .timeout_s = comm->timeout_s,
 	    .peers = comm->tp_peers,
+	    .wait_fd = comm->wait.epfd,
 	    .ctx = comm,
 	    .allgather = env_allgather,
 	    .fail = env_fail,
@@ -456,6 +461,7 @@ void weft_comm_free(struct weft_comm *comm)
 	if (comm->shmem && comm->shmem_free)
 		comm->shmem_free(comm->shmem);
 	weft_topo_graph_free(&comm->graph);
+	weft_wait_fini(comm);
 	free(comm->scratch);
 	free(comm->ring);
 	free(comm->p2p_sent);
@@ -495,6 +501,10 @@ static weft_status_t comm_alloc(struct weft_comm **out, int nranks, const struct
 	/* A config from a build before progress_thread existed ends before it. */
 	if (config && config->size >= offsetof(weft_config_t, progress_thread) + sizeof(int))
 		comm->progress_thread_mode = config->progress_thread;
+	if (config && config->size >= offsetof(weft_config_t, compute_threads) + sizeof(long))
+		comm->compute_threads =
+		    config->compute_threads > 1 << 20 ? 1 << 20 : (int)config->compute_threads;
+	comm->wait.epfd = comm->wait.evfd = -1; /* closed by free from the start */
 	comm->cards = calloc((size_t)nranks, sizeof(*comm->cards));
 	comm->peers = calloc((size_t)nranks, sizeof(*comm->peers));
 	comm->ring = calloc((size_t)nranks, sizeof(int));
@@ -562,6 +572,8 @@ weft_status_t weft_comm_create_within(struct weft_comm **out, int nranks,
 		st = weft_topo_bind(weft_setting_str("WEFT_BIND"), me_nic(comm),
 				    (int)comm->cards[rank].local_rank, &comm->err);
 	}
+	if (st == WEFT_SUCCESS)
+		st = weft_wait_init(comm);
 	if (st == WEFT_SUCCESS)
 		st = build_env(comm);
 	if (st == WEFT_SUCCESS)

@@ -231,6 +231,7 @@ static weft_status_t post_req(struct weft_comm *comm, int peer, const struct wef
 	if (!req)
 		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY,
 				      "p2p: no memory for a message to rank %d", peer);
+	weft_wait_moved(comm); /* a rank about to sleep must look again */
 	weft_status_t st = send ? weft_p2p_isend_msg(comm, peer, &req->msg)
 				: weft_p2p_irecv_msg(comm, peer, &req->msg);
 	if (st != WEFT_SUCCESS) /* completed with the error: nobody holds it */
@@ -452,6 +453,13 @@ weft_status_t weft_p2p_map(struct weft_comm *comm, int peer, const struct weft_m
 	if (!p)
 		return WEFT_ERR_NOT_SUPPORTED;
 	return p->conn->ops->mem.map(p->conn, key, addr);
+}
+
+void weft_p2p_wake(struct weft_comm *comm, int peer)
+{
+	struct weft_peer *p = &comm->peers[peer];
+	if (p->conn && comm->tp_peers[peer].sleeps)
+		p->conn->ops->wait.wake(p->conn);
 }
 
 void weft_p2p_unmap(struct weft_comm *comm, int peer, void *addr, size_t len)

@@ -108,6 +108,10 @@ void weft_p2p_dereg(struct weft_comm *comm, int peer, struct weft_mr *mr);
 weft_status_t weft_p2p_map(struct weft_comm *comm, int peer, const struct weft_mr_key *key,
 			   void **addr);
 void weft_p2p_unmap(struct weft_comm *comm, int peer, void *addr, size_t len);
+/* This rank stored something @p peer may wait for in a region it mapped
+ * (the shm AllReduce's counters): wake it if it sleeps (WEFT_WAIT). A
+ * no-op for a peer that never sleeps. Call after the store; it fences. */
+void weft_p2p_wake(struct weft_comm *comm, int peer);
 /* The clause for a transport's tag-mismatch message: what differs between
  * the tag @p sent by rank @p peer and the tag @p want of the receive posted
  * here, as far as their operation words tell (core/tag.h); "" if only the

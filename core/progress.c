@@ -155,6 +155,7 @@ static weft_status_t finish_task(struct weft_comm *comm, struct weft_task **link
 	t->status = st;
 	record_end(comm, t, st);
 	*link = t->next;
+	weft_wait_moved(comm);
 	if (!weft_task_is_p2p(t))
 		weft_watch_op_finished(comm, weft_tag_number((uint32_t)t->seq));
 	weft_task_retire(t);
@@ -270,14 +271,41 @@ weft_status_t weft_comm_progress(struct weft_comm *comm)
  * cores (oversubscribed), a rank we wait for is probably descheduled:
  * once nothing has moved for a while, nap so that it gets the core
  * (sched_yield alone does not hand the core over under CFS). Otherwise
- * only yield now and then, to be polite to other work on the machine. */
+ * only yield now and then, to be polite to other work on the machine.
+ * A rank that sleeps (WEFT_WAIT, core/wait.c) does so once nothing has
+ * moved for its spin budget, and naps where it cannot sleep. */
 #define WEFT_SPIN_SECONDS 50e-6
 #define WEFT_NAP_NS	  2000
+#define WEFT_SLEEPLESS_NS 50000 /* a rank that would sleep and cannot */
+
+static bool thread_has_others(const struct weft_comm *self);
+
+/* The deadline of the oldest active task (its timeout), 0 if none. */
+static double deadline_of(const struct weft_comm *comm)
+{
+	const struct weft_task *t = comm->active;
+	return t && t->last_event > 0 ? t->last_event + comm->timeout_s : 0;
+}
+
+static void sleep_or_nap(struct weft_comm *comm)
+{
+	if (thread_has_others(comm) || !weft_wait_sleep(comm, deadline_of(comm))) {
+		struct timespec nap = {0, WEFT_SLEEPLESS_NS};
+		nanosleep(&nap, NULL);
+	}
+}
 
 void weft_wait_backoff(const struct weft_comm *comm, unsigned *spins, double last_event)
 {
 	if ((++*spins & 255) != 0)
 		return;
+	if (comm->wait.block) { /* would sleep, but this caller cannot: nap */
+		if (weft_now() - last_event > comm->wait.spin_s) {
+			struct timespec nap = {0, WEFT_SLEEPLESS_NS};
+			nanosleep(&nap, NULL);
+		}
+		return;
+	}
 	if (!comm->oversubscribed) {
 		if ((*spins & 0xffff) == 0)
 			sched_yield();
@@ -286,6 +314,18 @@ void weft_wait_backoff(const struct weft_comm *comm, unsigned *spins, double las
 	if (weft_now() - last_event > WEFT_SPIN_SECONDS) {
 		struct timespec nap = {0, WEFT_NAP_NS};
 		nanosleep(&nap, NULL);
+	}
+}
+
+void weft_wait_idle(struct weft_comm *comm, unsigned *spins, double last_event)
+{
+	if (!comm->wait.block) {
+		weft_wait_backoff(comm, spins, last_event);
+		return;
+	}
+	if ((++*spins & 15) == 0 && weft_now() - last_event > comm->wait.spin_s) {
+		sleep_or_nap(comm);
+		*spins = 0;
 	}
 }
 
@@ -330,6 +370,20 @@ void weft_thread_comm_forget(struct weft_comm *comm)
 	pthread_mutex_unlock(&wait_lock);
 }
 
+/* Does this thread have work started on another communicator? A sleep
+ * on this one's wait set would not hear of it. */
+static bool thread_has_others(const struct weft_comm *self)
+{
+	pthread_t me = pthread_self();
+	bool others = false;
+	pthread_mutex_lock(&wait_lock);
+	for (int i = 0; i < WEFT_WAIT_COMMS && !others; i++)
+		others = wait_comms[i].comm && wait_comms[i].comm != self &&
+			 pthread_equal(wait_comms[i].thread, me);
+	pthread_mutex_unlock(&wait_lock);
+	return others;
+}
+
 static void progress_others(const struct weft_comm *self)
 {
 	pthread_t me = pthread_self();
@@ -368,7 +422,7 @@ static weft_status_t wait_locked(struct weft_comm *comm, struct weft_task *task)
 		if (task->last_event != seen)
 			spins = 0;
 		else if (task->status == WEFT_INPROGRESS)
-			weft_wait_backoff(comm, &spins, task->last_event);
+			weft_wait_idle(comm, &spins, task->last_event);
 	}
 	return task->status;
 }
@@ -398,7 +452,7 @@ static weft_status_t run_alone(struct weft_comm *comm, struct weft_task *task)
 		weft_status_t st = task->ops->progress(task);
 		if (st != WEFT_INPROGRESS)
 			return finish_task(comm, &comm->active, task, st);
-		weft_wait_backoff(comm, &spins, task->last_event);
+		weft_wait_idle(comm, &spins, task->last_event);
 	}
 	return task->status;
 }
@@ -427,7 +481,7 @@ weft_status_t weft_task_run(struct weft_task *task)
 		/* Alone, the clock is read later (run_alone), unless a wait
 		 * that gives the core away needs it from the start. */
 		task->posted = true;
-		task->last_event = comm->oversubscribed ? weft_now() : 0;
+		task->last_event = comm->oversubscribed || comm->wait.block ? weft_now() : 0;
 		weft_trace_started(task, task->posted_ns);
 		st = task->ops->post(task);
 		if (st != WEFT_SUCCESS)

@@ -34,7 +34,13 @@ void weft_thread_comm_add(struct weft_comm *comm);
 void weft_thread_comm_forget(struct weft_comm *comm);
 
 /* Call in a polling loop that saw no event since @p last_event: spins at
- * first, then naps so that descheduled peers can run. */
+ * first, then naps so that descheduled peers can run (never sleeps: for
+ * loops over several communicators, or without the lock). */
 void weft_wait_backoff(const struct weft_comm *comm, unsigned *spins, double last_event);
+
+/* The same in a loop over one communicator with its lock held: a rank
+ * that sleeps (WEFT_WAIT, core/wait.h) sleeps there until there is work,
+ * the lock released meanwhile. */
+void weft_wait_idle(struct weft_comm *comm, unsigned *spins, double last_event);
 
 #endif

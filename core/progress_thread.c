@@ -6,10 +6,13 @@
  * touches its operations holds it (weft_comm_lock): the thread's progress,
  * the caller's posts, tests and waits. A blocking call still drives
  * progress itself (a message then costs no hand-over between threads);
- * while it does, the thread stands aside (waiters > 0). With nothing
- * active the thread sleeps on a condition that a post signals; with work
- * it spins while messages move and naps once they stop, so that a peer
- * descheduled on a busy host gets the core.
+ * while it does, the thread stands aside (waiters > 0), asleep on its
+ * condition until the last waiter leaves. With nothing active the thread
+ * sleeps on the condition, which a post signals; with work it spins while
+ * messages move and, once they stop, naps (so that a peer descheduled on
+ * a busy host gets the core) or, where the rank sleeps in its waits
+ * (WEFT_WAIT, core/wait.h), sleeps until there is work: a post wakes it
+ * (weft_progress_thread_kick), as does a waiter that arrives.
  *
  * Completion callbacks (weft_task.on_complete) run in whichever thread
  * finishes the operation, with the lock held.
@@ -32,6 +35,7 @@
 #define PT_SPIN_SECONDS 50e-6 /* keep spinning this long after the last event */
 #define PT_NAP_NS	20000 /* then nap this long between polls */
 #define PT_IDLE_MS	10    /* with nothing active, wake up this often anyway */
+#define PT_ASIDE_MS	2     /* standing aside, look again this often (a lost signal) */
 
 struct weft_progress_thread {
 	pthread_t thread;
@@ -51,11 +55,11 @@ static double last_event(const struct weft_comm *comm)
 	return comm->active ? comm->active->last_event : 0;
 }
 
-static void idle_wait(struct weft_comm *comm, struct weft_progress_thread *pt)
+static void idle_wait(struct weft_comm *comm, struct weft_progress_thread *pt, long ms)
 {
 	struct timespec until;
 	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_nsec += PT_IDLE_MS * 1000000L;
+	until.tv_nsec += ms * 1000000L;
 	if (until.tv_nsec >= 1000000000L) {
 		until.tv_sec++;
 		until.tv_nsec -= 1000000000L;
@@ -75,28 +79,33 @@ static void *pt_main(void *arg)
 			     !comm->aborted;
 		if (!comm->active && !abort) {
 			waited = 0;
-			idle_wait(comm, pt);
+			idle_wait(comm, pt, PT_IDLE_MS);
 			continue;
 		}
 		if (atomic_load(&comm->waiters) > 0) { /* a blocking call drives (and counts) */
 			waited = 0;
-			pthread_mutex_unlock(&comm->lock);
-			nap(PT_NAP_NS);
-			pthread_mutex_lock(&comm->lock);
+			idle_wait(comm, pt, PT_ASIDE_MS);
 			continue;
 		}
 		double before = last_event(comm);
+		uint64_t activity = comm->wait.activity;
 		weft_comm_progress(comm); /* errors land in the tasks */
 		if (comm->slowdet && comm->active && waited)
 			weft_slowdet_waited(comm, comm->active, &waited);
 		else if (comm->slowdet)
 			waited = comm->active ? weft_now_ns() : 0;
-		bool moved = last_event(comm) != before;
-		pthread_mutex_unlock(&comm->lock);
+		bool moved = last_event(comm) != before || comm->wait.activity != activity;
 		double now = weft_now();
 		if (moved || quiet_since == 0)
 			quiet_since = now;
-		if (now - quiet_since > PT_SPIN_SECONDS)
+		bool quiet =
+		    now - quiet_since > (comm->wait.block ? comm->wait.spin_s : PT_SPIN_SECONDS);
+		/* Slept (the lock held again), or found work on the way. */
+		bool slept = quiet && comm->wait.block && weft_wait_sleep(comm, 0);
+		if (slept)
+			quiet_since = 0;
+		pthread_mutex_unlock(&comm->lock);
+		if (quiet && !slept)
 			nap(PT_NAP_NS);
 		pthread_mutex_lock(&comm->lock);
 	}
@@ -147,6 +156,17 @@ void weft_progress_thread_stop(struct weft_comm *comm)
 
 void weft_progress_thread_kick(struct weft_comm *comm)
 {
-	if (comm->pt)
+	if (!comm->pt)
+		return;
+	pthread_cond_signal(&comm->pt->cond);
+	if (atomic_load(&comm->wait.armed)) /* asleep in the wait set */
+		weft_wait_wake(comm);
+}
+
+void weft_progress_thread_waiters(struct weft_comm *comm, int now)
+{
+	if (now == 0) /* the last waiter left: the thread drives again */
 		pthread_cond_signal(&comm->pt->cond);
+	else if (atomic_load(&comm->wait.armed)) /* asleep: wake it to stand aside */
+		weft_wait_wake(comm);
 }

@@ -16,4 +16,9 @@ void weft_progress_thread_stop(struct weft_comm *comm);
 /* With the communicator's lock held: wake the thread for work just posted. */
 void weft_progress_thread_kick(struct weft_comm *comm);
 
+/* A caller started (@p now > 0 waiters) or stopped (0) driving progress
+ * itself (weft_comm_waiter): wake the thread to stand aside, or to drive
+ * again. Any thread, no lock. */
+void weft_progress_thread_waiters(struct weft_comm *comm, int now);
+
 #endif

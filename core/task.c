@@ -98,6 +98,7 @@ bool weft_task_in_callback(void)
 void weft_task_touch(struct weft_task *task)
 {
 	task->last_event = weft_now();
+	weft_wait_moved(task->comm);
 }
 
 /* Collectives are numbered in call order, which every rank shares; sends
@@ -158,6 +159,7 @@ void weft_task_start(struct weft_task *task, unsigned group)
 	task->waiting_step = UINT32_MAX;
 	task->last_event = 0; /* the post sets it (a wait compares it before) */
 	task->next = NULL;
+	weft_wait_moved(comm);
 	struct weft_task **link = &comm->active;
 	while (*link)
 		link = &(*link)->next;

@@ -163,8 +163,13 @@ void watch_take(struct weft_watch *w, const struct watch_msg *m, ssize_t len,
 		memcpy(v->nb, m->nb, sizeof(v->nb));
 	}
 	if (m->type == WATCH_QUERY) {
-		if (m->timed_out_call)
+		if (m->timed_out_call) {
 			atomic_store(&w->peer_timed_out, m->timed_out_call);
+			uint64_t one = 1; /* a rank asleep in a wait hears of it now */
+			if (w->wake_fd >= 0 && write(w->wake_fd, &one, sizeof(one)) < 0) {
+				/* full: a wake-up is pending anyway */
+			}
+		}
 		watch_send(w, m->rank, WATCH_REPLY);
 	}
 	if (m->type == WATCH_REVOKE_ACK)
@@ -377,6 +382,7 @@ weft_status_t weft_watch_start(struct weft_comm *comm)
 	w->comm = comm;
 	w->slowdet = comm->slowdet;
 	w->rank = comm->rank;
+	w->wake_fd = comm->wait.evfd;
 	w->nranks = comm->nranks;
 	weft_key_derive(&w->key, &comm->key, "weft watch datagrams", comm->id, sizeof(comm->id));
 	memcpy(&w->comm_id, comm->id, sizeof(w->comm_id));

@@ -97,6 +97,7 @@ struct weft_watch {
 	_Atomic int64_t changed_ms;
 	/* set by the thread: a peer timed out in call (number + 1) */
 	_Atomic uint64_t peer_timed_out;
+	int wake_fd; /* the communicator's wait eventfd (core/wait.h), -1: none */
 
 	pthread_mutex_t lock; /* guards view, the verdict's stragglers and the agreement's state */
 	struct watch_view *view;

@@ -10,25 +10,23 @@
  *    weft_comm_last_error() gives a sentence that says what failed, on which
  *    rank, and which peer was involved.
  *  - Thread safety: different communicators may be used from different
- *    threads at the same time. One communicator must be used by one thread at
- *    a time (like an NCCL communicator): calls on it are not serialised.
- *    With WEFT_PROGRESS_THREAD=1 each communicator also has a progress
- *    thread of its own that advances non-blocking operations while the
- *    caller computes; Weft serialises it against the caller's calls.
- *    weft_comm_get_async_error() and weft_comm_abort() are the exceptions and
- *    may be called from any thread.
+ *    threads at once; one communicator by one thread at a time (like an
+ *    NCCL communicator): calls on it are not serialised. With
+ *    WEFT_PROGRESS_THREAD=1 each communicator also has a progress thread
+ *    that advances non-blocking operations while the caller computes; Weft
+ *    serialises it against the caller's calls. weft_comm_get_async_error()
+ *    and weft_comm_abort() may be called from any thread.
  *  - Collectives must be called on every rank of a communicator in the same
  *    order with matching counts, datatypes, ops and roots (as in MPI and
- *    NCCL). Weft checks it: every message carries the signature of the call
- *    it belongs to (its number on the communicator modulo 4096, the
- *    collective, the datatype, the op, and an 8-bit hash of count and root),
- *    and the rank that receives the first mismatched message fails with
- *    WEFT_ERR_REMOTE and a message naming what differs ("mismatched
- *    weft_allreduce: datatype: rank 1 passed float, this rank int32"). It
- *    then closes its connections, so the other ranks fail with
+ *    NCCL). Weft checks it: every message carries its call's signature
+ *    (number on the communicator mod 4096, collective, datatype, op, an
+ *    8-bit hash of count and root); the rank that receives the first
+ *    mismatched message fails with WEFT_ERR_REMOTE naming what differs
+ *    ("mismatched weft_allreduce: datatype: rank 1 passed float, this rank
+ *    int32") and closes its connections, so the others fail with
  *    WEFT_ERR_REMOTE too, in bounded time; a rank that received nothing in
- *    the mismatched call (a broadcast root, say) may return success and fail
- *    at its next call. A count or root mismatch escapes the hash with
+ *    the mismatched call (a broadcast root) may return success and fail at
+ *    its next call. A count or root mismatch escapes the hash with
  *    probability 1/512, and is then still caught where message lengths
  *    differ. Sends and receives match by length only (see weft_send).
  *  - Buffers are host memory. A buffer passed to a non-blocking call must not
@@ -50,9 +48,7 @@ extern "C" {
 #define WEFT_API
 #endif
 
-/* The release (the VERSION file at the top of the source tree): the build
- * fails when these differ from it (util/error.c), and make lint holds it
- * against debian/changelog and CHANGELOG.md (scripts/check-packaging). */
+/* The release (VERSION): util/error.c and scripts/check-packaging hold these to it. */
 #define WEFT_VERSION_MAJOR 0
 #define WEFT_VERSION_MINOR 1
 #define WEFT_VERSION_PATCH 0
@@ -138,11 +134,15 @@ typedef struct weft_config {
 	 * A config whose size ends before this field (a caller built against
 	 * an older weft.h) reads as 0. */
 	int progress_thread;
+	/** Threads computing beside this rank (OpenMP, torch's pool); 0: OMP_NUM_THREADS,
+	 * else 1. WEFT_WAIT=auto sleeps in waits when a host's compute threads outnumber
+	 * its CPUs. 0 in an older, shorter config (a long: it ends past the padding). */
+	long compute_threads;
 } weft_config_t;
 
 #define WEFT_CONFIG_INIT                                                                           \
 	{                                                                                          \
-		sizeof(weft_config_t), 0.0, 0                                                      \
+		sizeof(weft_config_t), 0.0, 0, 0                                                   \
 	}
 
 /** Name of a status code ("success", "invalid argument", ...). Never NULL. */

@@ -35,6 +35,11 @@ void perf_usage_error(const char *fmt, ...)
 	perf_rt_exit(2);
 }
 
+static size_t default_bytes(void)
+{
+	return perf_g_test->default_bytes ? perf_g_test->default_bytes : 32 << 20;
+}
+
 static void usage(void) __attribute__((noreturn));
 static void usage(void)
 {
@@ -42,9 +47,15 @@ static void usage(void)
 
 	if (my_rank() > 0)
 		perf_rt_exit(0);
+	char dflt[32];
+	size_t d = default_bytes();
+	if (d % (1 << 20) == 0)
+		snprintf(dflt, sizeof(dflt), "%zuM", d >> 20);
+	else
+		snprintf(dflt, sizeof(dflt), "%zu", d);
 	printf("Usage: %s [options]   (%s %s; flags as in nccl-tests)\n"
-	       "  -b, --minbytes SIZE     smallest size, K/M/G suffixes (default 32M)\n"
-	       "  -e, --maxbytes SIZE     largest size (default 32M)\n"
+	       "  -b, --minbytes SIZE     smallest size, K/M/G suffixes (default %s)\n"
+	       "  -e, --maxbytes SIZE     largest size (default %s)\n"
 	       "  -f, --stepfactor N      multiply the size by N each step (default 2)\n"
 	       "  -i, --stepbytes SIZE    add SIZE each step instead (sets -f 1)\n"
 	       "  -n, --iters N           timed iterations per size (default 20)\n"
@@ -52,7 +63,7 @@ static void usage(void)
 	       "  -c, --check 0|1         check results and guard bytes (default 1)\n"
 	       "  -d, --datatype TYPE     int8 uint8 int32 uint32 int64 uint64 half bfloat16\n"
 	       "                          float double, or all (default float)\n",
-	       perf_g_prog, perf_g_test->backend, ci->name);
+	       perf_g_prog, perf_g_test->backend, ci->name, dflt, dflt);
 	if (ci->has_op)
 		printf("  -o, --op OP             sum prod min max avg, or all (default sum)\n");
 	if (ci->has_root)
@@ -240,8 +251,8 @@ static void take_opt(struct perf_opts *o, int c, const char *flag, const char *v
 void perf_parse_args(int argc, char **argv, struct perf_opts *o)
 {
 	*o = (struct perf_opts){
-	    .minbytes = 32 << 20,
-	    .maxbytes = 32 << 20,
+	    .minbytes = default_bytes(),
+	    .maxbytes = default_bytes(),
 	    .stepbytes = 1 << 20,
 	    .stepfactor = 2,
 	    .iters = 20,

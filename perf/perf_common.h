@@ -98,6 +98,8 @@ struct perf_test {
 	/* Run one operation; on failure report it with perf_die() (or the
 	 * backend's check helper below), which does not return. */
 	void (*run)(const struct perf_call *call);
+	/* -b and -e when not given; 0: 32M (nccl-tests' habit). */
+	size_t default_bytes;
 };
 
 /* Parse options, start the runtime, run the sweep, print the report.

@@ -107,6 +107,10 @@ weft_status_t weft_registry_check_ops(const struct weft_tp_ops *ops, struct weft
 	    {"prop.describe", ops->prop.describe},
 	    {"signal.signals", ops->signal.signals},
 	    {"signal.pace", ops->signal.pace},
+	    {"wait.arm", ops->wait.arm},
+	    {"wait.settle", ops->wait.settle},
+	    {"wait.disarm", ops->wait.disarm},
+	    {"wait.wake", ops->wait.wake},
 	};
 	/* An op added to the table and not to the list fails the build. */
 	_Static_assert(sizeof(entries) / sizeof(entries[0]) * sizeof(any_fn) ==

@@ -125,6 +125,10 @@ struct weft_tp_peer {
 	int pid;
 	int local_rank;	 /* index among the ranks of its host */
 	const char *nic; /* the interface nearest its cores ("" unknown) */
+	/* It may sleep while it waits (WEFT_WAIT, core/wait.c): after a store
+	 * it may be waiting for, wake it (the wait ops' wake). Only ever true
+	 * for a peer on this host. */
+	bool sleeps;
 };
 
 struct weft_tp_env {
@@ -148,6 +152,11 @@ struct weft_tp_env {
 	 * (a job on one host), else WEFT_SOCKET_IFNAME's or the NIC's. */
 	const char *ifname;
 	const struct weft_tp_peer *peers; /* nranks */
+	/* The communicator's wait set (an epoll instance) when this rank may
+	 * sleep in a wait (WEFT_WAIT), else -1: a transport adds the
+	 * descriptors whose readiness means it has work, level-triggered
+	 * (data is unused), and keeps their interest current in its settle op. */
+	int wait_fd;
 
 	/* Services of the communicator. */
 	void *ctx;
@@ -327,6 +336,25 @@ struct weft_tp_signal_ops {
 	void (*pace)(struct weft_conn *conn, double rate_Bps);
 };
 
+/* Waiting (WEFT_WAIT=block, core/wait.c): a rank sleeps after a progress
+ * pass that moved nothing, until what it waits for can move. arm: make
+ * sure what could move next will be announced on env->wait_fd (shared
+ * memory raises its "asleep" flag, which peers read after their stores);
+ * false if the transport cannot be waited on (no wait object: the rank
+ * then polls). One more progress pass follows. settle: false if there is
+ * work this transport could do at once (data arrived, room for a queued
+ * send); else set the interest of its descriptors to what is queued now
+ * and return true: the rank sleeps. disarm: awake (flags down, bells
+ * drained). wake: this rank stored what @p conn's peer may wait for
+ * (a counter of the shm AllReduce): wake it if it sleeps; a no-op where
+ * the data itself wakes the peer (a socket). */
+struct weft_tp_wait_ops {
+	bool (*arm)(struct weft_tp *tp);
+	bool (*settle)(struct weft_tp *tp);
+	void (*disarm)(struct weft_tp *tp);
+	void (*wake)(struct weft_conn *conn);
+};
+
 struct weft_setting;
 
 struct weft_tp_ops {
@@ -344,6 +372,7 @@ struct weft_tp_ops {
 	struct weft_tp_rma_ops rma;
 	struct weft_tp_prop_ops prop;
 	struct weft_tp_signal_ops signal;
+	struct weft_tp_wait_ops wait;
 };
 
 struct weft_tp {

@@ -65,6 +65,12 @@ static const struct weft_setting settings[] = {
      "descriptors only for the peers the algorithms use) or 'auto' (lazy above 64 ranks)"},
     {"WEFT_PROGRESS_THREAD", "0",
      "1: a thread per communicator drives non-blocking operations while the caller computes"},
+    {"WEFT_WAIT", "auto",
+     "how a waiting rank waits: 'spin', 'block' (spin for WEFT_WAIT_SPIN, then sleep until its "
+     "peers' data or another thread wakes it) or 'auto' (block when the host's ranks' compute "
+     "threads outnumber the CPUs they may run on)"},
+    {"WEFT_WAIT_SPIN", "50",
+     "microseconds a blocking wait (WEFT_WAIT) polls without an event before it sleeps"},
     {"WEFT_GATE", "open",
      "pacing gate on every connection's sends: 'open', or 'one' (one message in flight, "
      "for tests)"},

@@ -149,6 +149,7 @@ static weft_status_t shm_post(struct weft_task *task)
 	if (ar->bytes <= SHMEM_SMALL_MAX) { /* the latency path needs nothing more */
 		ar->phase = PH_SMALL;
 		weft_shmem_small_publish(sh, a, ar->call, (uint32_t)task->seq);
+		weft_shmem_ring(task->comm);
 		return WEFT_SUCCESS;
 	}
 	memset(ar, 0, offsetof(struct allreduce_shm, v));
@@ -164,6 +165,7 @@ static weft_status_t shm_post(struct weft_task *task)
 	describe(task, &me->desc);
 	me->desc.word = (uint32_t)task->seq;
 	atomic_store_explicit(&me->desc_seq, ar->call, memory_order_release);
+	weft_shmem_ring(task->comm);
 	ar->phase = PH_DESC;
 	return WEFT_SUCCESS;
 }
@@ -365,11 +367,13 @@ static bool reduce_share(struct weft_task *task)
 	return ar->done_bytes == len;
 }
 
-static void publish(struct weft_shmem *sh, size_t which, uint64_t value)
+static void publish(struct weft_comm *comm, size_t which, uint64_t value)
 {
+	struct weft_shmem *sh = comm->shmem;
 	_Atomic uint64_t *flag =
 	    (_Atomic uint64_t *)(void *)((char *)shmem_ctl_of(sh, sh->rank) + which);
 	atomic_store_explicit(flag, value, memory_order_release);
+	weft_shmem_ring(comm);
 }
 
 #define CTL(field) offsetof(struct shmem_ctl, field)
@@ -386,7 +390,7 @@ static bool copy_in(struct weft_task *task, weft_status_t *st)
 		return false;
 	memcpy(shmem_stage_of(sh, sh->rank, false, (unsigned)(ar->round & 1)),
 	       (const char *)task->args.sendbuf + round_lo(ar), round_len(ar));
-	publish(sh, CTL(in_ready), shmem_tag(ar->call, ar->round));
+	publish(task->comm, CTL(in_ready), shmem_tag(ar->call, ar->round));
 	return true;
 }
 
@@ -405,7 +409,7 @@ static bool copy_out(struct weft_task *task, weft_status_t *st)
 		weft_copy_stream(dst, src, round_len(ar));
 	else
 		memcpy(dst, src, round_len(ar));
-	publish(sh, CTL(out_done), shmem_tag(ar->call, ar->round));
+	publish(task->comm, CTL(out_done), shmem_tag(ar->call, ar->round));
 	return true;
 }
 
@@ -468,7 +472,7 @@ __attribute__((noinline)) static weft_status_t shm_progress_large(struct weft_ta
 			if (run_round_phase(task, &st) != WEFT_SUCCESS)
 				return st;
 			if (ar->phase == PH_DONE)
-				publish(sh, CTL(done), ar->call);
+				publish(task->comm, CTL(done), ar->call);
 			break;
 		}
 	}
@@ -479,7 +483,6 @@ __attribute__((noinline)) static weft_status_t shm_progress_large(struct weft_ta
 static weft_status_t run_round_phase(struct weft_task *task, weft_status_t *st)
 {
 	struct allreduce_shm *ar = state(task);
-	struct weft_shmem *sh = task->comm->shmem;
 	switch (ar->phase) {
 	case PH_COPYIN:
 		if (!copy_in(task, st))
@@ -497,7 +500,7 @@ static weft_status_t run_round_phase(struct weft_task *task, weft_status_t *st)
 			*st = WEFT_INPROGRESS;
 			return *st;
 		}
-		publish(sh, CTL(reduced), shmem_tag(ar->call, ar->round));
+		publish(task->comm, CTL(reduced), shmem_tag(ar->call, ar->round));
 		ar->phase = PH_COPYOUT;
 		return WEFT_SUCCESS;
 	default: /* PH_COPYOUT */
@@ -532,12 +535,13 @@ static void shm_finalize(struct weft_task *task)
  * reads the n - 1 peers' inputs. The handoff is a message's alpha without
  * the message: no task, header or matching, 20-25 % below a FIFO message
  * at 8 bytes here (0.48-0.53 us against rhd's 0.60-0.64 at np=2), so 0.75
- * alpha. Large: one pass of S over memory for
- * reading and one for writing (each rank reads every input of its share
- * and writes every output of it), the reductions of (n-1)/n S, and three
- * flag exchanges; buffers not from weft_mem_alloc add staged copies that
- * the slots keep in the cache (the choice cannot depend on them:
- * registration is local). */
+ * alpha. Large: each rank reads every input of its share and writes every
+ * output of it, S read and S written: one copy of S, which is what beta
+ * prices (the transports' bandwidth is a copy's, bytes moved once; the
+ * ring's estimate charges its 2 (n-1)/n S the same way), the reductions of
+ * (n-1)/n S, and three flag exchanges; buffers not from weft_mem_alloc add
+ * staged copies that the slots keep in the cache (the choice cannot depend
+ * on them: registration is local). */
 static double shm_estimate(const struct weft_comm *comm, const struct weft_links *links,
 			   const struct weft_coll_args *args)
 {
@@ -546,7 +550,7 @@ static double shm_estimate(const struct weft_comm *comm, const struct weft_links
 	double s = (double)args->count * (double)args->esize;
 	if (s <= SHMEM_SMALL_MAX)
 		return 0.75 * c.alpha + s * (n - 1) * c.beta + s * (n - 1) * c.gamma;
-	return 3 * c.alpha + 2 * s * c.beta + s * (n - 1) / n * c.gamma;
+	return 3 * c.alpha + s * c.beta + s * (n - 1) / n * c.gamma;
 }
 
 const struct weft_algo weft_allreduce_shm = {

@@ -205,6 +205,15 @@ weft_status_t weft_shmem_init(struct weft_comm *comm)
 /* After this long without the flag, look at the peer (and again as often). */
 #define SHMEM_STALL_S 0.1
 
+void weft_shmem_ring(struct weft_comm *comm)
+{
+	if (!comm->wait.peers) /* no local peer ever sleeps: nothing to do */
+		return;
+	for (int p = 0; p < comm->shmem->n; p++)
+		if (p != comm->rank)
+			weft_p2p_wake(comm, p);
+}
+
 void weft_shmem_announce(struct weft_shmem *sh, uint64_t number, uint32_t word)
 {
 	sh->op = ((number + 1) << 32) | word; /* 0: nothing announced yet */

@@ -155,6 +155,10 @@ weft_status_t weft_shmem_init(struct weft_comm *comm);
  * call that differs from its own. */
 void weft_shmem_announce(struct weft_shmem *sh, uint64_t number, uint32_t word);
 
+/* This rank stored a counter or slot its peers may wait for: wake those
+ * that sleep (WEFT_WAIT). Nothing where no local peer ever sleeps. */
+void weft_shmem_ring(struct weft_comm *comm);
+
 /* Peer @p r published operation word @p theirs with its part of the call in
  * which this rank passed @p mine: if they differ, fail the communicator as
  * a mismatched message would and return true. */

@@ -2,6 +2,8 @@
 // requests), the completion thread, and the Core's life (the collectives
 // are in weft_colls.cpp, alltoall and barriers in weft_p2p.cpp, point to
 // point in weft_match.cpp).
+#include <Python.h> // first, as Python asks
+
 #include "weft_core.hpp"
 
 #include <cstdio>
@@ -10,6 +12,7 @@
 #include <random>
 #include <stdexcept>
 
+#include <ATen/Parallel.h>
 #include <ATen/core/ivalue.h>
 #include <c10/util/Exception.h>
 
@@ -436,6 +439,9 @@ std::shared_ptr<Core> Core::create(
   weft_config_t config = WEFT_CONFIG_INIT;
   config.timeout_seconds = timeout.count() > 0 ? timeout.count() / 1000.0 : 0.0;
   config.progress_thread = 1; // Work objects complete from it
+  // WEFT_WAIT=auto: this rank's compute threads beside its peers' decide
+  // whether a wait spins or sleeps (the cores are oversubscribed otherwise).
+  config.compute_threads = at::get_num_threads();
   weft_comm_t comm = nullptr;
   weft_status_t st = weft_comm_init_rank(&comm, size, w.id, rank, &config);
   memset(&w.id, 0, sizeof(w.id)); // it holds the job's key
@@ -459,7 +465,29 @@ Core::Core(weft_comm_t comm, int rank, int size, uint64_t seq)
   match_ = std::make_shared<Match>(this, p2p);
 }
 
+namespace {
+// ~Core waits for the completion threads, and one of them may be freeing a
+// Work whose tensors must take the GIL to drop their Python objects: a
+// thread that holds it (the group dropped from Python, or a future's
+// callback run inline) lets it go while it waits, or neither goes on.
+class GilReleased {
+ public:
+  GilReleased()
+      : state_(Py_IsInitialized() && PyGILState_Check() ? PyEval_SaveThread() : nullptr) {}
+  ~GilReleased() {
+    if (state_)
+      PyEval_RestoreThread(state_);
+  }
+  GilReleased(const GilReleased&) = delete;
+  GilReleased& operator=(const GilReleased&) = delete;
+
+ private:
+  PyThreadState* state_;
+};
+} // namespace
+
 Core::~Core() {
+  GilReleased unlocked;
   match_->shut(); // fails what waits, frees its lane
   match_.reset();
   lane_.reset(); // fails what is pending, destroys the communicator

@@ -73,6 +73,7 @@ class Config(ctypes.Structure):
         ("size", ctypes.c_size_t),
         ("timeout_seconds", ctypes.c_double),
         ("progress_thread", ctypes.c_int),
+        ("compute_threads", ctypes.c_long),
     ]
 
 

@@ -2,11 +2,13 @@
 # lib.sh — helpers for scripts that run Weft jobs on a fabric.sh fabric.
 # Source it inside `fabric.sh with ... -- SCRIPT` (FABRIC_STATE set).
 #
-#   fabric_ranks MODE       fill RANK_HOST/IP/LEAF/SOCK/IF, one entry per host;
-#                           MODE interleaved: rank numbers round-robin over
-#                           the leaves (rank 0 on leaf1's 1st host, rank 1 on
-#                           leaf2's 1st host, ...); blocked: leaf by leaf
-#                           (leaf1's hosts first), the order a leaf-aware ring
+#   fabric_ranks MODE [R]   fill RANK_HOST/IP/LEAF/SOCK/IF, one entry per rank,
+#                           R ranks per host (default 1); MODE interleaved:
+#                           rank numbers round-robin over the leaves (rank 0
+#                           on leaf1's 1st host, rank 1 on leaf2's 1st host,
+#                           ...), every host once before any twice; blocked:
+#                           leaf by leaf (leaf1's hosts first), a host's R
+#                           ranks consecutive, the order a leaf-aware ring
 #                           would pick
 #   fabric_run_job OUTDIR LABEL PORT [VAR=VALUE ...] -- CMD ARGS...
 #                           one process per rank in its host's namespace:
@@ -22,34 +24,40 @@ FABRIC_SH=${FABRIC_SH:-$FABRIC_LIB_DIR/fabric.sh}
 FABRIC_JOB_TIMEOUT=${FABRIC_JOB_TIMEOUT:-120}
 
 fabric_ranks() {
-	local -a leaves
-	local j leaf line added name ip lf sock ifname
+	local mode=${1:-interleaved} per=${2:-1} j k leaf line added name ip lf sock ifname
+	local -a leaves hosts=()
+	case $per in '' | *[!0-9]* | 0) echo "fabric_ranks: ranks per host '$per'" >&2; return 1 ;; esac
 	mapfile -t leaves < <(awk '$1 == "leaf" {print $2}' "$FABRIC_STATE")
 	RANK_HOST=() RANK_IP=() RANK_LEAF=() RANK_SOCK=() RANK_IF=()
-	if [ "${1:-}" = blocked ]; then
+	# The hosts in the mode's order: leaf by leaf, or round robin over the leaves.
+	if [ "$mode" = blocked ]; then
 		for leaf in "${leaves[@]}"; do
-			while read -r _ name _ ip lf sock ifname; do
-				[ "$lf" = "$leaf" ] || continue
-				RANK_HOST+=("$name") RANK_IP+=("$ip") RANK_LEAF+=("$lf")
-				RANK_SOCK+=("$sock") RANK_IF+=("$ifname")
+			while read -r line; do
+				read -r _ _ _ _ lf _ _ <<<"$line"
+				[ "$lf" = "$leaf" ] && hosts+=("$line")
 			done < <(grep '^host ' "$FABRIC_STATE")
 		done
-		NRANKS=${#RANK_HOST[@]}
-		FABRIC_SECRET=$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')
-		return 0
-	fi
-	for ((j = 0; ; j++)); do
-		added=0
-		for leaf in "${leaves[@]}"; do
-			line=$(awk -v l="$leaf" -v j="$j" \
-				'$1 == "host" && $5 == l {if (n++ == j) print}' "$FABRIC_STATE")
-			[ -n "$line" ] || continue
-			read -r _ name _ ip lf sock ifname <<<"$line"
-			RANK_HOST+=("$name") RANK_IP+=("$ip") RANK_LEAF+=("$lf")
-			RANK_SOCK+=("$sock") RANK_IF+=("$ifname")
-			added=1
+	else
+		for ((j = 0; ; j++)); do
+			added=0
+			for leaf in "${leaves[@]}"; do
+				line=$(awk -v l="$leaf" -v j="$j" \
+					'$1 == "host" && $5 == l {if (n++ == j) print}' "$FABRIC_STATE")
+				[ -n "$line" ] || continue
+				hosts+=("$line")
+				added=1
+			done
+			[ "$added" -eq 1 ] || break
 		done
-		[ "$added" -eq 1 ] || break
+	fi
+	# Blocked: the ranks of a host are consecutive. Interleaved: one rank on
+	# every host in that order, then the next round (rank r on host r mod H).
+	local nh=${#hosts[@]}
+	for ((k = 0; k < nh * per; k++)); do
+		if [ "$mode" = blocked ]; then j=$((k / per)); else j=$((k % nh)); fi
+		read -r _ name _ ip lf sock ifname <<<"${hosts[j]}"
+		RANK_HOST+=("$name") RANK_IP+=("$ip") RANK_LEAF+=("$lf")
+		RANK_SOCK+=("$sock") RANK_IF+=("$ifname")
 	done
 	NRANKS=${#RANK_HOST[@]}
 	FABRIC_SECRET=$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')

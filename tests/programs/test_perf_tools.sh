@@ -6,7 +6,8 @@
 #       > 0 in the modes it ran and 0 in the one it did not, and the best
 #       column the larger of the two;
 #   (b) copy_limit and c2c_latency print their rows (a positive rate; a
-#       median in ns);
+#       median in ns), copy_limit in each of its modes (--cross, --sum,
+#       --sum --in-place, --sum --cross) saying which;
 #   (c) perf/ab runs a build against itself with program arguments after
 #       "--" (-R) and --in-place, and says so in its header; below 64 KiB
 #       it compares the time per call (--metric auto); it stops with a
@@ -83,6 +84,16 @@ if "$BUILD/copy_limit" -np 2 -b 64K -e 64K -n 3 >"$OUT/cl" 2>&1 &&
 else
 	fail "copy_limit: $(head -c 400 "$OUT/cl")"
 fi
+for mode in "--cross" "--sum" "--sum --in-place" "--sum --cross"; do
+	# shellcheck disable=SC2086  # the mode's words
+	if "$BUILD/copy_limit" -np 2 -b 64K -e 128K -n 3 $mode >"$OUT/clm" 2>&1 &&
+		grep -q "(${mode// /.*})" "$OUT/clm" &&
+		awk '!/^#/ && $1 == 131072 && $3 > 0 { found = 1 } END { exit !found }' "$OUT/clm"; then
+		ok "copy_limit $mode: says so, a 128K row with a positive rate"
+	else
+		fail "copy_limit $mode: $(head -c 400 "$OUT/clm")"
+	fi
+done
 if "$BUILD/c2c_latency" -n 1000 -r 2 >"$OUT/cc" 2>&1 &&
 	awk '$1 == "median" && $2 > 0 { found = 1 } END { exit !found }' "$OUT/cc"; then
 	ok "c2c_latency: a median"
@@ -128,6 +139,8 @@ expect_fail 2 "WEFT_SOCKET_NSOCKS '2x'" env WEFT_SOCKET_NSOCKS=2x "$T"
 expect_fail 2 "-n 'x': expected an integer" "$BUILD/copy_limit" -n x
 expect_fail 2 "-np '0': expected an integer from 1" "$BUILD/copy_limit" -np 0
 expect_fail 2 "unexpected argument 'extra'" "$BUILD/copy_limit" extra
+expect_fail 2 "--in-place goes with --sum" "$BUILD/copy_limit" --in-place
+expect_fail 2 "usage: copy_limit" "$BUILD/copy_limit" --crossed
 expect_fail 2 "usage: c2c_latency" "$BUILD/c2c_latency" -n x
 expect_fail 2 "--pairs must be at least 1" "$REPO/perf/ab" --a "$BUILD" --b "$BUILD" --pairs 0
 

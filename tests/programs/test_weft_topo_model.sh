@@ -93,7 +93,7 @@ assert all(b in table for b in sizes), "tuner table sizes %s" % sorted(table)
 assert [s["bytes"] for s in flow["sizes"]] == sizes, "flow sizes"
 assert [v["name"] for v in flow["estimate_only"]] == ["hier-leaf"]
 algos = flow["algorithms"]
-assert algos == ["ring", "tree", "rhd", "hier"], algos
+assert algos == ["ring", "tree", "rhd", "hier", "rail"], algos
 for row in flow["sizes"]:
     t = table[row["bytes"]]
     assert row["ab_choice"] == t["choice"], "a-b choice %s, tuner %s" % (row["ab_choice"], t["choice"])
@@ -181,6 +181,21 @@ if [ -s "$OUT/block.json" ]; then
 		"host-up 525686101" "block: ring's busiest link and its bytes at 256 MiB (2 x 47/48 x 256 MiB)"
 	expect block "$row[\"flow_us\"][\"hier-leaf\"] is not None" "True" "block: hier-leaf estimated"
 fi
+
+# The training fabric (perf/bench_training.sh: 2 leaves of 2 hosts), R ranks
+# per host interleaved: with several ranks per host the tuner takes the rail
+# AllReduce (every local rank carries its slice among the hosts) from 64 KiB
+# up; with one, recursive halving-doubling among the hosts.
+"$GEN" 1 2 2 >"$OUT/train.conf"
+ar_choices='" ".join(s["choice"] for c in d["tuner"]["collectives"] if c["name"] == "allreduce"
+	for s in c["sizes"] if s["bytes"] >= 65536)'
+for per in 1 2 4; do
+	want="rail rail rail rail rail"
+	[ "$per" -gt 1 ] || want="rhd rhd rhd rhd rhd"
+	model "train$per" "$OUT/train.conf" --ranks-per-host "$per" --order round-robin &&
+		expect "train$per" "$ar_choices" "$want" \
+			"training fabric, $per per host: AllReduce from 64 KiB to 256 MiB"
+done
 
 # A partly filled last leaf (3 hosts, then 1) has the uplinks of the
 # widest: 3 x 1 GB/s.

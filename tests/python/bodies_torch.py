@@ -251,6 +251,27 @@ def vs_gloo(rank, nranks, port):
     return {"failures": check.failures, "cases": check.cases}
 
 
+def compute_threads(rank, nranks, port):
+    """WEFT_WAIT=auto: the backend tells Weft torch.get_num_threads(), and
+    the ranks' threads against the CPUs of their masks decide the wait."""
+    os.environ["WEFT_WAIT"] = "auto"
+    os.environ.pop("OMP_NUM_THREADS", None)  # the backend's figure, not this
+    cpus = len(os.sched_getaffinity(0))
+    torch.set_num_threads(1)
+    init(rank, nranks, port)
+    first = weft.topo(dist.distributed_c10d._get_default_group())["wait"]
+    # Every rank at every CPU, and one more on rank 0: oversubscribed.
+    torch.set_num_threads(cpus + (rank == 0))
+    group = dist.new_group(backend="weft")
+    second = weft.topo(group)["wait"]
+    t = torch.full((1000,), float(rank + 1))
+    dist.all_reduce(t, group=group)  # and it sums, sleeping in its waits
+    ok = torch.equal(t, torch.full((1000,), float(nranks * (nranks + 1) // 2)))
+    dist.destroy_process_group()
+    return {"cpus": cpus, "first": first, "second": second, "threads": torch.get_num_threads(),
+            "sum_ok": ok}
+
+
 # ---- failures of the job
 def timeout(rank, nranks, port):
     init(rank, nranks, port, timeout=3)

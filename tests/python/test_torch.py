@@ -13,6 +13,10 @@
 - clear errors: non-contiguous and non-CPU tensors, a type that cannot be
   reduced, an unsupported op, several tensors to all_reduce, splits that do
   not add up; the group stays usable;
+- WEFT_WAIT=auto: the backend passes torch.get_num_threads() as the
+  rank's compute threads, and the ranks' threads against the CPUs decide
+  whether waits sleep (1 thread each on enough CPUs: spin; every CPU per
+  rank: sleep), as weft.topo of the group says;
 - the timeout: a rank that never joins fails the other's all_reduce in
   about the process group's timeout; Work.wait(timeout) returns control,
   having written the flight recorder (WEFT_TRACE_DIR); weft.dump(pg);
@@ -38,6 +42,17 @@ def test_vs_gloo(nranks):
     failures = [f for v in values for f in v["failures"]]
     assert not failures, "\n".join(failures[:30])
     assert all(v["cases"] > 200 for v in values), values
+
+
+def test_compute_threads_decide_the_wait():
+    values = rankrun.check(run(2, "compute_threads", timeout=120))
+    for v in values:
+        first, second = v["first"], v["second"]
+        assert first["compute_threads"] == 1, v
+        assert first["waits"] == ("block" if 2 > v["cpus"] else "spin"), v
+        assert second["compute_threads"] == v["threads"] >= v["cpus"], v
+        assert second["oversubscribed"] and second["waits"] == "block", v
+        assert v["sum_ok"], v
 
 
 def test_timeout():

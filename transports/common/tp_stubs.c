@@ -48,3 +48,16 @@ void weft_tp_no_pace(struct weft_conn *conn, double rate_Bps)
 void weft_tp_no_connected(struct weft_tp *tp)
 {
 }
+
+bool weft_tp_no_arm(struct weft_tp *tp)
+{
+	return false;
+}
+
+void weft_tp_no_disarm(struct weft_tp *tp)
+{
+}
+
+void weft_tp_no_wake(struct weft_conn *conn)
+{
+}

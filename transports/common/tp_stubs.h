@@ -18,12 +18,22 @@ weft_status_t weft_tp_no_get(struct weft_conn *conn, struct weft_msg *msg, struc
 void weft_tp_no_connected(struct weft_tp *tp);
 int weft_tp_no_signals(struct weft_conn *conn, struct weft_tp_signal *out, int max);
 void weft_tp_no_pace(struct weft_conn *conn, double rate_Bps);
+/* A transport with no wait object: a rank never sleeps on it (arm and
+ * settle say no), and its data needs no bell (wake does nothing). */
+bool weft_tp_no_arm(struct weft_tp *tp);
+void weft_tp_no_disarm(struct weft_tp *tp);
+void weft_tp_no_wake(struct weft_conn *conn);
 
 /* The whole group, for a transport that has none of it. */
 #define WEFT_TP_NO_MEM_OPS                                                                         \
 	{                                                                                          \
 		.reg = weft_tp_no_reg, .dereg = weft_tp_no_dereg, .map = weft_tp_no_map,           \
 		.unmap = weft_tp_no_unmap                                                          \
+	}
+#define WEFT_TP_NO_WAIT_OPS                                                                        \
+	{                                                                                          \
+		.arm = weft_tp_no_arm, .settle = weft_tp_no_arm, .disarm = weft_tp_no_disarm,      \
+		.wake = weft_tp_no_wake                                                            \
 	}
 #define WEFT_TP_NO_RMA_OPS                                                                         \
 	{                                                                                          \

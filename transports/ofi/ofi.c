@@ -651,4 +651,5 @@ const struct weft_tp_ops weft_tp_ofi_ops = {
     .rma = WEFT_TP_NO_RMA_OPS,
     .prop = {.props = ofi_props, .describe = ofi_describe},
     .signal = {.signals = weft_tp_no_signals, .pace = weft_tp_no_pace},
+    .wait = WEFT_TP_NO_WAIT_OPS,
 };

@@ -222,6 +222,8 @@ static weft_status_t map_peer(struct shm_tp *tp, struct shm_conn *c)
 	c->rx = shm_fifo_at(tp, tp->seg, c->lpeer);
 	c->rx_data = (unsigned char *)c->rx + tp->fifo_hdr;
 	c->rx->cma_ok = tp->cma && cma_probe(c);
+	if (env->peers[peer].sleeps)
+		st = weft_tp_shm_bell_open(c, name);
 
 out_close:
 	close(fd);
@@ -273,6 +275,8 @@ static weft_status_t setup_local(const struct weft_tp_env *env, struct shm_tp *t
 	tp->my_local = env->local_rank;
 	tp->rank_of = calloc((size_t)tp->nlocal, sizeof(int));
 	tp->conns = calloc((size_t)tp->nlocal, sizeof(struct shm_conn));
+	for (int l = 0; tp->conns && l < tp->nlocal; l++)
+		tp->conns[l].bell_wr = -1;
 	if (!tp->rank_of || !tp->conns || weft_tp_pool_init(&tp->reqs, sizeof(struct shm_req)))
 		return weft_tp_fail(env, WEFT_ERR_NO_MEMORY, "shm: no memory");
 	for (int r = 0; r < env->nranks; r++)
@@ -284,6 +288,12 @@ static weft_status_t setup_local(const struct weft_tp_env *env, struct shm_tp *t
 		return WEFT_SUCCESS;
 	tp->copy_Bps = measure_copy();
 	weft_status_t st = create_segment(tp);
+	if (st == WEFT_SUCCESS && env->wait_fd >= 0) { /* this rank may sleep: its bell */
+		char name[80];
+		seg_name(name, sizeof(name), env->id, env->rank);
+		st = weft_tp_shm_bell_create(tp, name);
+		tp->bell_made = true;
+	}
 	if (st != WEFT_SUCCESS || !tp->cma)
 		return st;
 	tp->bounce.cap = SHM_BOUNCE_BYTES;
@@ -334,6 +344,8 @@ static weft_status_t shm_init(const struct weft_tp_env *env, struct weft_tp **ou
 {
 	*out = NULL;
 	struct shm_tp *tp = calloc(1, sizeof(*tp));
+	if (tp)
+		tp->bell_rd = -1; /* fini closes what is >= 0 */
 	int32_t *all = calloc((size_t)env->nranks, sizeof(int32_t));
 	int32_t none[1];
 	weft_status_t st;
@@ -350,9 +362,12 @@ static weft_status_t shm_init(const struct weft_tp_env *env, struct weft_tp **ou
 		st = map_peers(tp);
 	weft_status_t mapped = check_peers(env, tp, all, st, "map the shared segments");
 	if (tp && tp->seg) { /* from here on a crash leaves nothing in /dev/shm */
-		char name[80];
+		char name[80], bell[128];
 		seg_name(name, sizeof(name), env->id, env->rank);
 		shm_unlink(name);
+		weft_tp_shm_bell_path(bell, sizeof(bell), name);
+		if (tp->bell_made)
+			unlink(bell);
 	}
 	if ((st = mapped) != WEFT_SUCCESS)
 		goto out_fail;
@@ -385,6 +400,8 @@ static void shm_fini(struct weft_tp *base)
 	for (int l = 0; tp->conns && l < tp->nlocal; l++) {
 		struct shm_conn *c = &tp->conns[l];
 		weft_tp_shm_unmap_all(c);
+		if (c->bell_wr >= 0)
+			close(c->bell_wr);
 		if (c->peer_fifo_map)
 			munmap(c->peer_fifo_map, c->peer_fifo_len);
 		if (c->peer_ctl)
@@ -394,6 +411,8 @@ static void shm_fini(struct weft_tp *base)
 		munmap(tp->seg, tp->seg_len);
 	if (tp->bounce.buf)
 		munmap(tp->bounce.buf, SHM_BOUNCE_BYTES);
+	if (tp->bell_rd >= 0)
+		close(tp->bell_rd);
 	weft_tp_pool_fini(&tp->reqs);
 	free(tp->conns);
 	free(tp->rank_of);
@@ -432,6 +451,7 @@ static void shm_abort(struct weft_tp *base)
 			continue;
 		tp->conns[l].broken = true;
 		weft_tp_shm_fail_all(&tp->conns[l], WEFT_ERR_ABORTED);
+		weft_tp_shm_ring(&tp->conns[l]); /* a peer asleep sees our state at once */
 	}
 }
 
@@ -484,4 +504,8 @@ const struct weft_tp_ops weft_tp_shm_ops = {
     .rma = WEFT_TP_NO_RMA_OPS,
     .prop = {.props = shm_props, .describe = shm_describe},
     .signal = {.signals = weft_tp_no_signals, .pace = weft_tp_no_pace},
+    .wait = {.arm = weft_tp_shm_arm,
+	     .settle = weft_tp_shm_settle,
+	     .disarm = weft_tp_shm_disarm,
+	     .wake = weft_tp_shm_wake},
 };

@@ -78,6 +78,9 @@ struct shm_ctl {
 	uint64_t slot_bytes;
 	uint32_t nfifo;
 	_Atomic int state; /* enum shm_state */
+	/* The owner sleeps in its wait set (WEFT_WAIT): a peer that stores what
+	 * it may wait for rings its bell (shm_bell.c). */
+	alignas(SHM_LINE) _Atomic uint32_t asleep;
 };
 
 /* A single-copy message's slot is a rendezvous descriptor (WEFT_SLOT_RNDV)
@@ -147,6 +150,8 @@ struct shm_conn {
 	bool map_refused; /* opening the peer's memory files was refused: never again */
 
 	struct weft_watchdog wd; /* liveness */
+
+	int bell_wr; /* the peer's bell (it may sleep), else -1 */
 };
 
 struct shm_tp {
@@ -167,6 +172,8 @@ struct shm_tp {
 	struct weft_bounce bounce; /* reducing single-copy receives */
 	double copy_Bps;	   /* measured at init: the properties' bandwidth */
 	struct shm_conn *conns;	   /* nlocal, indexed by local rank */
+	int bell_rd;		   /* our bell (we may sleep), in the wait set; else -1 */
+	bool bell_made;		   /* its name exists until init unlinks it */
 };
 
 /* Offset of @p sender's FIFO in a receiver's segment. */
@@ -188,6 +195,29 @@ weft_status_t weft_tp_shm_irecv(struct weft_conn *conn, struct weft_msg *msg);
 weft_status_t weft_tp_shm_progress(struct weft_tp *tp);
 /* Fail every message queued on @p c with @p status. */
 void weft_tp_shm_fail_all(struct shm_conn *c, weft_status_t status);
+
+/* shm_fifo.c: nothing this transport could do at once (WEFT_WAIT's settle). */
+bool weft_tp_shm_settle(struct weft_tp *tp);
+
+/* shm_bell.c: the bell of a rank that may sleep, beside its segment
+ * (@p seg_name: its shm_open name): made and added to the wait set
+ * (create), a peer's opened for writing (open), rung after a store the
+ * peer may wait for (ring: only where it sleeps); and the wait ops. */
+void weft_tp_shm_bell_path(char *buf, size_t len, const char *seg_name);
+weft_status_t weft_tp_shm_bell_create(struct shm_tp *tp, const char *seg_name);
+weft_status_t weft_tp_shm_bell_open(struct shm_conn *c, const char *peer_seg_name);
+void weft_tp_shm_bell_ring(struct shm_conn *c);
+bool weft_tp_shm_arm(struct weft_tp *tp);
+void weft_tp_shm_disarm(struct weft_tp *tp);
+void weft_tp_shm_wake(struct weft_conn *conn);
+
+/* After a store @p c's peer may wait for: wake it if it sleeps. Nothing
+ * (a test of one flag) for a peer that never sleeps. */
+static inline void weft_tp_shm_ring(struct shm_conn *c)
+{
+	if (c->bell_wr >= 0)
+		weft_tp_shm_bell_ring(c);
+}
 
 /* shm_mem.c: the mem ops (weft_mem_alloc buffers mapped by local peers) */
 weft_status_t weft_tp_shm_reg(struct weft_tp *tp, void *buf, size_t len, struct weft_mr **mr,

@@ -355,6 +355,7 @@ static weft_status_t conn_progress(struct shm_conn *c)
 	if (st != WEFT_SUCCESS)
 		return st;
 	if (moved) {
+		weft_tp_shm_ring(c); /* a slot, the tail or a single-copy completion */
 		weft_watchdog_moved(&c->wd);
 		return WEFT_SUCCESS;
 	}
@@ -396,8 +397,8 @@ weft_status_t weft_tp_shm_isend(struct weft_conn *base, struct weft_msg *m)
 		return st;
 	bool idle = !c->sendq.head;
 	weft_reqq_push(&c->sendq, &r->base);
-	if (idle) /* latency: put it in a slot now rather than at the next progress */
-		tx_push(c);
+	if (idle && tx_push(c)) /* latency: put it in a slot now, not at the next progress */
+		weft_tp_shm_ring(c);
 	return WEFT_SUCCESS;
 }
 
@@ -412,8 +413,39 @@ weft_status_t weft_tp_shm_irecv(struct weft_conn *base, struct weft_msg *m)
 	weft_reqq_push(&c->recvq, &r->base);
 	if (idle) {
 		st = WEFT_SUCCESS;
-		rx_pull(c, &st);
+		if (rx_pull(c, &st))
+			weft_tp_shm_ring(c); /* slots freed */
 		return st;
 	}
 	return WEFT_SUCCESS;
+}
+
+/* --- Waiting (WEFT_WAIT) --- */
+
+/* Could progress move something on @p c now, without a new store from
+ * the peer? Reads only (the flags' loads order after arm's fence). */
+static bool conn_ready(struct shm_conn *c)
+{
+	struct shm_req *r;
+	if (c->sendq.head && weft_ring_tx_has_slot(&c->txr, &c->tx->tail))
+		return true;
+	if ((r = q_head(&c->cmaq)) &&
+	    r->cma < atomic_load_explicit(&c->tx->cma_done, memory_order_acquire))
+		return true;
+	if (!(r = q_head(&c->recvq)))
+		return false;
+	if (r->phase == SHM_RX_CMA)
+		return true; /* a single-copy read goes on by itself */
+	return weft_ring_rx_arrived(&c->rxr, &c->rx->slots[weft_ring_rx_index(&c->rxr)]);
+}
+
+bool weft_tp_shm_settle(struct weft_tp *base)
+{
+	struct shm_tp *tp = weft_container_of(base, struct shm_tp, base);
+	for (int l = 0; l < tp->nlocal; l++) {
+		struct shm_conn *c = &tp->conns[l];
+		if (c->connected && !c->broken && conn_busy(c) && conn_ready(c))
+			return false;
+	}
+	return true;
 }

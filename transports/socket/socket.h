@@ -141,7 +141,11 @@ struct weft_sock {
 	uint64_t tx_bytes;	   /* payload bytes sent on this socket (sub-flow weights) */
 	bool eof;		   /* sprayed: the peer closed it between two frames */
 	struct weft_bounce bounce; /* reduce receives land here */
-	struct tcp_counters {	   /* TCP_INFO at the previous signals query */
+	/* In the wait set (WEFT_WAIT, socket_wait.c): the descriptor and
+	 * interest registered, and the SO_RCVLOWAT set on which descriptor. */
+	int ep_fd, lowat_fd, lowat;
+	uint32_t ep_events;
+	struct tcp_counters { /* TCP_INFO at the previous signals query */
 		uint32_t delivered, delivered_ce;
 		uint64_t bytes_acked;
 		uint64_t busy_us, rwnd_us; /* tcpi_busy_time, tcpi_rwnd_limited */
@@ -219,6 +223,8 @@ struct weft_sock_comm {
 	struct weft_sock_conn **connecting;
 	int nconnecting;
 	unsigned idle_polls;
+	int ep_listen_fd; /* the listener in the wait set (lazily), socket_wait.c */
+	uint32_t ep_listen_events;
 };
 
 extern const struct weft_tp_ops weft_tp_socket_ops;
@@ -260,6 +266,11 @@ void weft_tp_socket_list_connecting(struct weft_sock_comm *sc, struct weft_sock_
 weft_status_t weft_tp_socket_call_step(struct weft_sock_conn *c);
 /* An authenticated call from rank @p rank arrived on @p fd. */
 bool weft_tp_socket_route_call(struct weft_sock_comm *sc, int fd, int rank, const char **why);
+
+/* socket_wait.c: the wait ops (WEFT_WAIT=block). */
+bool weft_tp_socket_arm(struct weft_tp *tp);
+bool weft_tp_socket_settle(struct weft_tp *tp);
+void weft_tp_socket_disarm(struct weft_tp *tp);
 
 /* socket_pace.c: congestion signals from TCP_INFO and the pacer's rate
  * (the signal ops); the settings and socket options pacing needs. */

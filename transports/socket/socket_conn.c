@@ -637,4 +637,8 @@ const struct weft_tp_ops weft_tp_socket_ops = {
     .rma = WEFT_TP_NO_RMA_OPS,
     .prop = {.props = sock_props, .describe = sock_describe},
     .signal = {.signals = weft_tp_socket_signals, .pace = weft_tp_socket_pace},
+    .wait = {.arm = weft_tp_socket_arm,
+	     .settle = weft_tp_socket_settle,
+	     .disarm = weft_tp_socket_disarm,
+	     .wake = weft_tp_no_wake},
 };

@@ -641,4 +641,5 @@ const struct weft_tp_ops weft_tp_verbs_ops = {
     .rma = {.write = weft_tp_no_write, .get = weft_tp_no_get},
     .prop = {.props = verbs_props, .describe = verbs_describe},
     .signal = {.signals = weft_tp_verbs_signals, .pace = weft_tp_no_pace},
+    .wait = WEFT_TP_NO_WAIT_OPS,
 };

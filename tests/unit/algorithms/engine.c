@@ -69,6 +69,7 @@ static const struct weft_tp_ops fake_ops = {
     .name = "fake",
     .msg = {.isend = fake_isend, .irecv = fake_irecv},
     .signal = {.signals = weft_tp_no_signals, .pace = weft_tp_no_pace},
+    .wait = WEFT_TP_NO_WAIT_OPS,
 };
 
 /* A transport that reports CE marks (fake_ce of them since the last
@@ -100,6 +101,7 @@ static const struct weft_tp_ops fake_signal_ops = {
     .msg = {.isend = fake_isend, .irecv = fake_irecv},
     .prop = {.props = fake_props},
     .signal = {.signals = fake_signals, .pace = fake_pace},
+    .wait = WEFT_TP_NO_WAIT_OPS,
 };
 
 /* Is the @p i-th message posted still the one in its slot? The engine

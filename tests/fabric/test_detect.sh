@@ -2,9 +2,10 @@
 # test_detect.sh — the online detector (core/slowdet.h) on the namespace
 # fabric: 4 hosts under 4 leaves, 300 Mbit uplinks (fabric.sh --leaves 4
 # --hosts-per-leaf 1 --spine-rate 300mbit), one rank per host looping ring
-# AllReduces of 4 MiB over sockets (every link crosses the spine: the
+# AllReduces of 1 MiB over sockets (every link crosses the spine: the
 # job's median path rate is the uplinks', ~36 MB/s at most), each serving
-# /metrics on its host's address.
+# /metrics on its host's address. (The detector sees a rank's lateness at
+# the start of each operation: 1 MiB gives it more of them than 4 MiB.)
 #   1. healthy for 3 s: nobody is named;
 #   2. rank 1's host link throttled to a quarter (tbf 75mbit both ways, on
 #      the host's veth and the leaf's port): every rank logs "slow: rank 1
@@ -56,7 +57,7 @@ out = sys.argv[1]
 comm = weft.Comm.from_env()
 with open(os.path.join(out, "pid.%d" % comm.rank), "w") as f:
     f.write("%d\n" % os.getpid())
-x = np.ones(1 << 20, dtype=np.float32)  # 4 MiB
+x = np.ones(1 << 18, dtype=np.float32)  # 1 MiB
 stop = np.zeros(1, dtype=np.int32)
 while not stop[0]:  # every rank stops at the same call
     comm.allreduce(x)

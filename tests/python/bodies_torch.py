@@ -337,7 +337,8 @@ def wait_timeout(rank, nranks, port):
     if os.environ.get("WEFT_TRACE_DIR"):
         path = os.path.join(os.environ["WEFT_TRACE_DIR"], "pg.%d.json" % rank)
         weft.dump(dist.distributed_c10d._get_default_group(), path)
-        dumped = json.load(open(path))["calls"]
+        ops = json.load(open(path))["ops"]  # the group's own calls too (its split)
+        dumped = [(o["coll"], o["state"]) for o in ops][-1:]
     dist.destroy_process_group()
     return {"raised": raised, "ok": ok, "in_flight": in_flight, "dumped_calls": dumped}
 

@@ -64,10 +64,16 @@ comm.barrier()
 EOF
 
 SECRET=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
-BASE=$((30000 + ($$ * 7) % 20000))
+BASE=$((20000 + ($$ * 7) % 12000)) # below the ephemeral ports (32768-): no connection holds them
+# free_port: a port nobody listens on now, from the kernel (a port drawn
+# at random collided with other jobs' connections on a busy machine)
+free_port() {
+	"$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
 # job LABEL NRANKS [VAR=VALUE...]: start the ranks (PIDS), wait for READY.
 job() {
-	local label=$1 n=$2 r port=$((BASE + 100 + RANDOM % 500))
+	local label=$1 n=$2 r port
+	port=$(free_port)
 	shift 2
 	PIDS=()
 	rm -f "$OUT/$label.done"
@@ -218,7 +224,7 @@ while not stop[0]:  # every rank stops at the same call
     stop[0] = os.path.exists(sys.argv[1])
     comm.allreduce(stop, op="max")
 EOF
-	port=$((BASE + 600 + RANDOM % 300)) PIDS=()
+	port=$(free_port) PIDS=()
 	rm -f "$OUT/g.done"
 	for r in 0 1 2; do
 		extra=()

@@ -558,8 +558,7 @@ WEFT_API weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, wef
  *  - "hosts": "index", "hostname", "host", "leader", "leaf", "ranks" (in the
  *    order the hierarchical algorithms chain them, from the leader);
  *  - "leaves": "index", "name", "source", "spine", "spine_index" (-1:
- *    unknown), "leader", "hosts", "ranks"; "spines": "index", "name",
- *    "leaves";
+ *    unknown), "leader", "hosts", "ranks"; "spines": "index", "name", "leaves";
  *  - "ring": "placement" ("topo" or "rank"), "order" (ring position to
  *    rank), "leaf_crossings", "spine_crossings", and "rank_order" with the
  *    same crossings for plain rank order;
@@ -577,15 +576,16 @@ WEFT_API weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, wef
  *    and 256 MiB by the alpha-beta model and by a flow estimate (the
  *    busiest fabric link's bytes over its bandwidth, plus the alpha-beta
  *    latency terms): "collective", "algorithms" (those with a flow
- *    estimate), "estimate_only" ("name", "description": variants no choice
- *    includes, such as "hier-leaf", the hierarchy grouped by leaf, which
- *    the library does not run), "bandwidth_Bps" ("host_uplink",
- *    "leaf_uplinks", "leaf_uplink_per_host") and "sizes": "bytes", "count", "ab_choice",
- *    "flow_choice", "agree", and per algorithm "ab_us", "flow_us",
+ *    estimate), "estimate_only" ("name", "description": variants the
+ *    library does not run, such as "hier-leaf"), "bandwidth_Bps"
+ *    ("host_uplink", "leaf_uplinks", "leaf_uplink_per_host") and "sizes":
+ *    "bytes", "count", "ab_choice", "flow_choice", "agree", and per algorithm "ab_us", "flow_us",
  *    "latency_us" and "busiest" ("link": "host-up", "host-down",
  *    "leaf-up" or "leaf-down", "index" of the host or leaf, "bytes"; null
  *    where no fabric link is used), null where it does not apply;
- *  - "pacer": "mode" ("off": there is no pacer yet) and "state".
+ *  - "pacer": "mode" ("off": there is no pacer yet) and "state";
+ *  - "wait": this rank's own WEFT_WAIT: "asked", "waits", "compute_threads",
+ *    "oversubscribed", "spin_us", "sleeps", "timeouts", "woken".
  *
  * Nothing in it grows faster than the number of ranks: per-pair facts are
  * summarised per link class. The document can be read back as
@@ -598,7 +598,7 @@ WEFT_API weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, wef
  *         WEFT_ERR_NO_MEMORY; the errors of weft_allgather().
  * Blocking: collective. Every rank of @p comm must call it, in the same
  * order as its other collectives: it gathers each rank's transport choices
- * (a few hundred bytes per rank). Every rank gets the same document.
+ * (a few hundred bytes per rank). Every rank gets the same document, "wait" aside.
  * Thread safety: as any call on @p comm.
  */
 WEFT_API weft_status_t weft_comm_describe(weft_comm_t comm, char **json);

@@ -30,3 +30,10 @@ uint64_t weft_wall_ns(void)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
+
+double weft_now_coarse(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}

@@ -17,4 +17,8 @@ uint64_t weft_now_coarse_ns(void);
  * hosts (a dump's times); async-signal-safe, as weft_now_ns is. */
 uint64_t weft_wall_ns(void);
 
+/* CLOCK_MONOTONIC_COARSE: a few nanoseconds, no system call, a few
+ * milliseconds' resolution (a watchdog's idle polls). */
+double weft_now_coarse(void);
+
 #endif

@@ -259,9 +259,13 @@ bool weft_shmem_reached(struct weft_comm *comm, int r, _Atomic uint64_t *flag, u
 		sh->stall_flag = flag;
 		sh->stall_since = 0;
 	}
-	if ((++sh->polls & 1023) != 0 || mismatched(comm, r, st))
+	/* Every 16th poll: a rank that sleeps in its waits (WEFT_WAIT=block)
+	 * polls a few dozen times a second, and must still find a dead or
+	 * mismatched peer within a fraction of a second; the coarse clock
+	 * costs a few nanoseconds. */
+	if ((++sh->polls & 15) != 0 || mismatched(comm, r, st))
 		return false;
-	double now = weft_now();
+	double now = weft_now_coarse();
 	if (sh->stall_since == 0 || now - sh->stall_since < SHMEM_STALL_S) {
 		if (sh->stall_since == 0)
 			sh->stall_since = now;

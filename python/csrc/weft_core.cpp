@@ -465,35 +465,21 @@ Core::Core(weft_comm_t comm, int rank, int size, uint64_t seq)
   match_ = std::make_shared<Match>(this, p2p);
 }
 
-namespace {
-// ~Core waits for the completion threads, and one of them may be freeing a
-// Work whose tensors must take the GIL to drop their Python objects: a
-// thread that holds it (the group dropped from Python, or a future's
-// callback run inline) lets it go while it waits, or neither goes on.
-class GilReleased {
- public:
-  GilReleased()
-      : state_(Py_IsInitialized() && PyGILState_Check() ? PyEval_SaveThread() : nullptr) {}
-  ~GilReleased() {
-    if (state_)
-      PyEval_RestoreThread(state_);
-  }
-  GilReleased(const GilReleased&) = delete;
-  GilReleased& operator=(const GilReleased&) = delete;
-
- private:
-  PyThreadState* state_;
-};
-} // namespace
 
 Core::~Core() {
-  GilReleased unlocked;
+  // It waits for the completion threads, and one of them may be freeing a
+  // Work whose tensors must take the GIL to drop their Python objects: a
+  // thread that holds it (the group dropped from Python, or a future's
+  // callback run inline) lets it go meanwhile, or neither goes on.
+  PyThreadState* gil = Py_IsInitialized() && PyGILState_Check() ? PyEval_SaveThread() : nullptr;
   match_->shut(); // fails what waits, frees its lane
   match_.reset();
   lane_.reset(); // fails what is pending, destroys the communicator
   // The last reference may go in a future callback on a completion
   // thread: it then goes on with the Completions it holds, not with us.
   done_->shut();
+  if (gil)
+    PyEval_RestoreThread(gil);
 }
 
 c10::intrusive_ptr<WorkWeft> Core::make_work(const Launch& l) {

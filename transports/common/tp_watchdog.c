@@ -8,7 +8,7 @@ bool weft_watchdog_due(struct weft_watchdog *w, double stall_s)
 	if (++w->polls < WEFT_WATCHDOG_POLLS)
 		return false;
 	w->polls = 0;
-	double now = weft_now();
+	double now = weft_now_coarse();
 	if (w->since == 0) {
 		w->since = now;
 		return false;

@@ -3,15 +3,16 @@
  * (core/slowdet_watch.c, weft_slowdet_take), which shares the watch's
  * socket (core/slowdet.h). A watch of rank 0 of 4 (the rank that takes
  * samples and decides) is made by hand; each input is a run of
- * datagrams, each a length byte (its size, up to 240), a flags byte and
- * the datagram:
+ * datagrams, each two length bytes (little-endian, its size modulo
+ * sizeof(struct slowdet_msg) + 17: every size up to a message and a bit
+ * more), a flags byte and the datagram:
  *   flags bit 0  sign it with the watch's key, so that it gets past the MAC;
  *   flags bit 1  send it from the address its rank registered;
  *   flags bit 2  send it again right after (a replay).
  * Beyond crashes and sanitizer reports, the target checks the promises: a
  * datagram of another size or magic is left to the watch; one unsigned,
  * from another address or communicator, replayed, or with links naming
- * no rank is dropped and changes nothing but the count; a good sample
+ * no rank (or lateness naming none) is dropped and changes nothing but the count; a good sample
  * lands in rank 0's view of its sender.
  */
 #include <netinet/in.h>
@@ -43,10 +44,14 @@ static void address(struct sockaddr_storage *ss, int rank)
 
 static bool links_ok(const struct slowdet_sample *s)
 {
-	if (s->nlinks > DETECT_LINKS || s->top_peer < -1 || s->top_peer >= NRANKS)
+	if (s->nlinks > DETECT_LINKS || s->nlate > DETECT_LATE || s->top_peer < -1 ||
+	    s->top_peer >= NRANKS)
 		return false;
 	for (unsigned i = 0; i < s->nlinks; i++)
 		if (s->links[i].peer < 0 || s->links[i].peer >= NRANKS)
+			return false;
+	for (unsigned i = 0; i < s->nlate; i++)
+		if (s->late[i].peer < 0 || s->late[i].peer >= NRANKS)
 			return false;
 	return true;
 }
@@ -70,18 +75,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		address(&addrs[r], r);
 		lens[r] = sizeof(struct sockaddr_in);
 	}
-	while (d.root && size >= 2) {
-		size_t len = data[0] % 241;
-		int flags = data[1];
-		data += 2;
-		size -= 2;
+	while (d.root && size >= 3) {
+		size_t len =
+		    ((size_t)data[0] | (size_t)data[1] << 8) % (sizeof(struct slowdet_msg) + 17);
+		int flags = data[2];
+		data += 3;
+		size -= 3;
 		if (len > size)
 			len = size;
-		unsigned char buf[256] = {0};
-		memcpy(buf, data, len);
+		/* room for a whole message and more, aligned as one */
+		union {
+			struct slowdet_msg msg;
+			unsigned char bytes[sizeof(struct slowdet_msg) + 16];
+		} buf;
+		memset(&buf, 0, sizeof(buf));
+		memcpy(buf.bytes, data, len);
 		data += len;
 		size -= len;
-		struct slowdet_msg *m = (struct slowdet_msg *)buf;
+		struct slowdet_msg *m = &buf.msg;
 		if ((flags & 1) && len >= offsetof(struct slowdet_msg, mac))
 			weft_mac(&w.key, m, offsetof(struct slowdet_msg, mac), m->mac);
 		struct sockaddr_storage from;

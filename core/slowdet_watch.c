@@ -5,6 +5,7 @@
  * verdicts everywhere) are checked as the watch's are; a verdict is kept
  * for the metrics and said once, in a WARN line and the flight recorder.
  */
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -266,6 +267,16 @@ static void who(const struct weft_comm *comm, int rank, char *buf, size_t len)
 	snprintf(buf, len, "rank %d (%s, %s)", rank, comm->cards[rank].hostname, addr);
 }
 
+/* A log line, cut short if it must be (numbers as large as a double may
+ * be, which the compiler counts, never come from a sane detector). */
+__attribute__((format(printf, 3, 4))) static void put(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+}
+
 static void say(const struct weft_comm *comm, const struct slowdet_verdict *v, char *buf,
 		size_t len)
 {
@@ -275,26 +286,25 @@ static void say(const struct weft_comm *comm, const struct slowdet_verdict *v, c
 	if (ln)
 		snprintf(leaf, sizeof(leaf), " to %s", ln);
 	if (v->kind == DETECT_LINK && v->named)
-		snprintf(buf, len,
-			 "slow: %s uplink%s at %.1f MB/s, the job's median %.1f MB/s, for %u "
-			 "operations",
-			 w, leaf, v->value / 1e6, v->median / 1e6, v->ops);
+		put(buf, len,
+		    "slow: %s uplink%s at %.1f MB/s, the job's median %.1f MB/s, for %u "
+		    "operations",
+		    w, leaf, v->value / 1e6, v->median / 1e6, v->ops);
 	else if (v->kind == DETECT_LINK)
-		snprintf(
-		    buf, len,
+		put(buf, len,
 		    "slow: cleared: %s uplink%s back at %.1f MB/s (the job's median %.1f MB/s)", w,
 		    leaf, v->value / 1e6, v->median / 1e6);
 	else if (v->named)
-		snprintf(buf, len,
-			 "slow: %s holds the job up: the ranks it feeds waited %.0f ms on average "
-			 "for its first message of an operation, the job's median %.0f ms, for %u "
-			 "operations",
-			 w, v->value / 1e3, v->median / 1e3, v->ops);
+		put(buf, len,
+		    "slow: %s holds the job up: the ranks it feeds waited %.0f ms on average "
+		    "for its first message of an operation, the job's median %.0f ms, for %u "
+		    "operations",
+		    w, v->value / 1e3, v->median / 1e3, v->ops);
 	else
-		snprintf(buf, len,
-			 "slow: cleared: %s keeps time again (its first messages %.0f ms after the "
-			 "call, the job's median %.0f ms)",
-			 w, v->value / 1e3, v->median / 1e3);
+		put(buf, len,
+		    "slow: cleared: %s keeps time again (its first messages %.0f ms after the "
+		    "call, the job's median %.0f ms)",
+		    w, v->value / 1e3, v->median / 1e3);
 }
 
 void weft_slowdet_apply(struct weft_watch *w, const struct slowdet_verdict *v)

@@ -43,6 +43,7 @@ struct weft_task *weft_task_get(struct weft_comm *comm)
 	t->status = WEFT_INPROGRESS;
 	t->waiting_for = -1;
 	t->waiting_step = UINT32_MAX;
+	t->waiting_send = false;
 	t->trace_id = 0;
 	t->deadline = 0;
 	return t;
@@ -157,6 +158,7 @@ void weft_task_start(struct weft_task *task, unsigned group)
 	task->status = WEFT_INPROGRESS;
 	task->waiting_for = -1;
 	task->waiting_step = UINT32_MAX;
+	task->waiting_send = false;
 	task->last_event = 0; /* the post sets it (a wait compares it before) */
 	task->next = NULL;
 	weft_wait_moved(comm);

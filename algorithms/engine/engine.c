@@ -167,6 +167,7 @@ static bool phase_complete(const struct weft_engine *eng)
  * message's tag step (UINT32_MAX: not posted yet). */
 static int waiting_for(const struct weft_engine *eng, uint32_t *step, bool *send)
 {
+	*send = false;
 	for (int pass = 0; pass < 2; pass++) {
 		for (int i = 0; i < eng->nq; i++) {
 			const struct weft_queue *q = &eng->q[i];

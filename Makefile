@@ -441,7 +441,9 @@ ASAN_QUICK := unit/bootstrap/bootstrap unit/api/secret unit/bootstrap/doors unit
 	unit/core/agree faults/revoke faults/shrink_more \
 	$(call over,reduce_scatter broadcast reduce alltoall barrier errors,shm socket) \
 	integration/split_group integration/nonblocking integration/collectives \
-	security/attacks security/flood unit/api/review unit/core/wait faults/recorder unit/core/slowdet
+	security/attacks security/flood unit/api/review unit/core/wait unit/core/slowdet
+# (faults/recorder is not among them: it needs weft-topo, which this build
+# does not make, and its fatal-signal case a SIGSEGV that ASan takes first.)
 asan-quick:
 	$(MAKE) BUILD=build-asan SANITIZE="$(ASAN_SANITIZE)" CFLAGS="-O1 -g" HAVE_TORCH= \
 		$(call QUICK_PROGS,build-asan,$(ASAN_QUICK)) build-asan/tests/libfake_ibverbs.so

@@ -376,7 +376,12 @@ static bool thread_has_others(const struct weft_comm *self)
 {
 	pthread_t me = pthread_self();
 	bool others = false;
-	pthread_mutex_lock(&wait_lock);
+	/* Called under this communicator's lock, while progress_others takes
+	 * wait_lock before communicators' locks: never wait for it here (a
+	 * lock-order inversion, TSan in split_group). Busy: say there may be
+	 * others, and nap rather than sleep. */
+	if (pthread_mutex_trylock(&wait_lock) != 0)
+		return true;
 	for (int i = 0; i < WEFT_WAIT_COMMS && !others; i++)
 		others = wait_comms[i].comm && wait_comms[i].comm != self &&
 			 pthread_equal(wait_comms[i].thread, me);

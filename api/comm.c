@@ -1,5 +1,6 @@
 /* comm.c — the public communicator calls: init, destroy, abort, errors,
  * rank and size. */
+#include <errno.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -10,6 +11,7 @@
 #include "core/fail.h"
 #include "core/progress.h"
 #include "core/progress_thread.h"
+#include "core/trace.h"
 #include "core/watch.h"
 #include "tune/tune.h"
 
@@ -136,6 +138,31 @@ const char *weft_comm_last_error(weft_comm_t comm)
 		return "comm is NULL";
 	weft_comm_error_copy(comm, copy, sizeof(copy));
 	return copy;
+}
+
+/* Without the communicator's lock: a dump may be asked for while another
+ * thread waits inside a call (a watchdog's), and shows that call in
+ * flight; the recorder's records are written so that a reader sees each
+ * one whole or leaves it out (core/trace.h). */
+weft_status_t weft_comm_dump(weft_comm_t comm, const char *path)
+{
+	if (!comm)
+		return WEFT_ERR_INVALID_ARG;
+	if (!comm->trace)
+		return WEFT_ERR_INTERNAL;
+	int err = weft_trace_dump(comm->trace, path, "weft_comm_dump");
+	if (err == ENOENT && !path)
+		return weft_comm_fail(
+		    comm, WEFT_ERR_INVALID_ARG,
+		    "weft_comm_dump: no path given and WEFT_TRACE_DIR is not set");
+	if (err) {
+		/* Recorded as a bad argument: a file that cannot be written must
+		 * not kill the communicator, as a system error would. */
+		weft_comm_fail(comm, WEFT_ERR_INVALID_ARG, "weft_comm_dump: cannot write %s: %s",
+			       path ? path : comm->trace->path, strerror(err));
+		return WEFT_ERR_SYSTEM;
+	}
+	return WEFT_SUCCESS;
 }
 
 weft_status_t weft_comm_rank(weft_comm_t comm, int *rank)

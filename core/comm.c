@@ -19,6 +19,15 @@ const char *weft_comm_peer_transport(const struct weft_comm *comm, int peer)
 	return tp ? tp->ops->name : "none";
 }
 
+const char *weft_comm_leaf_name(const struct weft_comm *comm, int rank)
+{
+	const struct weft_topo_graph *g = &comm->graph;
+	if (!g->leaf_of || rank < 0 || rank >= g->nranks)
+		return NULL;
+	int l = g->leaf_of[rank];
+	return g->leaf_source[l] == WEFT_LEAF_NONE ? NULL : g->leaf_name[l];
+}
+
 bool weft_comm_same_host(const struct weft_comm *comm, int peer)
 {
 	return strcmp(comm->cards[peer].host_id, comm->cards[comm->rank].host_id) == 0;

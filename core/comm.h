@@ -77,6 +77,9 @@ struct weft_shmem;
 struct weft_mem_reg;
 struct weft_watch;
 struct weft_p2p_req;
+struct weft_trace;
+struct weft_metrics;
+struct weft_slowdet;
 
 struct weft_comm {
 	int rank;
@@ -101,6 +104,9 @@ struct weft_comm {
 	struct weft_peer *connecting; /* lazy: peers whose connection is under way */
 	int nconnected;		      /* peers whose connection is up */
 	struct weft_stats *stats;     /* WEFT_STATS_FILE (core/stats.h), else NULL */
+	struct weft_trace *trace;     /* the flight recorder (core/trace.h) */
+	struct weft_metrics *metrics; /* WEFT_METRICS_* (core/metrics.h), else NULL */
+	struct weft_slowdet *slowdet; /* the slow-link detector (core/slowdet.h), else NULL */
 
 	struct weft_topo_graph graph;
 	bool placement_by_rank; /* WEFT_PLACEMENT=rank */
@@ -189,6 +195,10 @@ weft_status_t weft_comm_local_address(struct weft_comm *comm, struct sockaddr_st
 /* Name of the transport that serves @p peer ("self" for this rank, "none"
  * if no transport reaches it): what weft-topo and the self-description show. */
 const char *weft_comm_peer_transport(const struct weft_comm *comm, int peer);
+
+/* The name of @p rank's leaf switch, or NULL where no topology source
+ * named one (the graph then counts each host as a leaf of its own). */
+const char *weft_comm_leaf_name(const struct weft_comm *comm, int rank);
 
 /* "eager" or "lazy": how this communicator connects (WEFT_CONNECT). */
 const char *weft_comm_connect_mode_name(const struct weft_comm *comm);

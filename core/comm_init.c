@@ -15,9 +15,12 @@
 #include "core/comm.h"
 #include "core/fail.h"
 #include "core/mem_reg.h"
+#include "core/metrics.h"
 #include "core/p2p.h"
 #include "core/progress_thread.h"
+#include "core/slowdet.h"
 #include "core/stats.h"
+#include "core/trace.h"
 #include "core/watch.h"
 #include "reduce/reduce.h"
 #include "topo/topo_local.h"
@@ -427,8 +430,10 @@ void weft_comm_free(struct weft_comm *comm)
 {
 	if (!comm)
 		return;
+	weft_metrics_fini(comm); /* off the exporter first: a render reads the rest */
 	weft_progress_thread_stop(comm);
 	weft_watch_stop(comm);
+	weft_slowdet_fini(comm); /* the watch's thread used it */
 	if (comm->bs)
 		weft_bootstrap_close(comm->bs);
 	weft_p2p_abort(comm, WEFT_ERR_ABORTED);
@@ -465,6 +470,7 @@ void weft_comm_free(struct weft_comm *comm)
 	free(comm->tp_peers);
 	free(comm->env);
 	weft_gate_fini(&comm->gate);
+	weft_trace_fini(comm);
 	free(comm->peers);
 	free(comm->cards);
 	free((void *)comm->dead_how);
@@ -514,7 +520,13 @@ static weft_status_t comm_alloc(struct weft_comm **out, int nranks, const struct
 	for (int p = 0; p < nranks; p++)
 		comm->peers[p].link.peer = p;
 	weft_status_t st = weft_gate_init(&comm->gate, &comm->err);
-	return st == WEFT_SUCCESS ? weft_stats_init(comm) : st;
+	if (st == WEFT_SUCCESS)
+		st = weft_stats_init(comm);
+	if (st == WEFT_SUCCESS)
+		st = weft_trace_init(comm);
+	if (st == WEFT_SUCCESS)
+		st = weft_metrics_init(comm);
+	return st;
 }
 
 static double boot_timeout(const struct weft_comm *comm)
@@ -575,9 +587,12 @@ weft_status_t weft_comm_create_within(struct weft_comm **out, int nranks,
 	if (st == WEFT_SUCCESS)
 		st = check_isa(comm);
 	if (st == WEFT_SUCCESS)
+		st = weft_slowdet_init(comm); /* needs the graph; the watch carries it */
+	if (st == WEFT_SUCCESS)
 		st = weft_watch_start(comm);
 	if (st != WEFT_SUCCESS)
 		return weft_comm_abandon(comm, st);
+	weft_trace_identify(comm);
 	*out = comm;
 	return WEFT_SUCCESS;
 }
@@ -594,6 +609,7 @@ weft_status_t weft_comm_ready(struct weft_comm *comm)
 	st = weft_progress_thread_start(comm);
 	if (st != WEFT_SUCCESS)
 		return weft_comm_abandon(comm, st);
+	weft_metrics_register(comm);
 	weft_log(WEFT_LOG_INFO, WEFT_SUB_INIT, "rank %d of %d ready on %s (chunk %zu bytes)",
 		 comm->rank, comm->nranks, comm->cards[comm->rank].hostname, comm->chunk_bytes);
 	weft_err_clear(weft_err_init_record());

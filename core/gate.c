@@ -75,7 +75,7 @@ static void read_signals(struct weft_p2p_link *link, struct weft_pacer_signal *s
 	int n = link->conn->ops->signal.signals(link->conn, sig, WEFT_GATE_MAX_SUBFLOWS);
 	struct weft_link_signals *acc = &link->sig;
 	*sum = (struct weft_pacer_signal){0};
-	uint64_t acked = 0;
+	uint64_t acked = 0, path = 0, rwnd = 0, retrans = 0;
 	bool limited_by_network = false;
 	for (int i = 0; i < n; i++) {
 		sum->delivered += sig[i].delivered;
@@ -85,19 +85,30 @@ static void read_signals(struct weft_p2p_link *link, struct weft_pacer_signal *s
 		sum->delivery_Bps += (double)sig[i].delivery_Bps;
 		limited_by_network |= sig[i].delivery_Bps && !sig[i].app_limited;
 		acked += sig[i].bytes_acked;
-		acc->sub_bytes[i] += sig[i].bytes_acked;
+		uint32_t sent = sig[i].busy_us > sig[i].rwnd_limited_us
+				    ? sig[i].busy_us - sig[i].rwnd_limited_us
+				    : 0;
+		if (sent > path) /* sub-flows run side by side: the longest is the path's time */
+			path = sent;
+		rwnd += sig[i].rwnd_limited_us;
+		retrans += sig[i].retrans;
+		weft_counter_add(&acc->sub_bytes[i], sig[i].bytes_acked);
 	}
 	/* A rate measured while every sub-flow ran out of data says what the
 	 * application sent, not what the network took: unknown. */
 	if (!limited_by_network)
 		sum->delivery_Bps = 0;
 	sum->idle = acked == 0 && link->inflight_bytes == 0 && !link->held_head;
-	acc->delivered += sum->delivered;
-	acc->delivered_ce += sum->delivered_ce;
+	weft_counter_add(&acc->delivered, sum->delivered);
+	weft_counter_add(&acc->delivered_ce, sum->delivered_ce);
+	weft_counter_add(&acc->acked, acked);
+	weft_counter_add(&acc->path_us, path);
+	weft_counter_add(&acc->rwnd_us, rwnd);
+	weft_counter_add(&acc->retrans, retrans);
 	if (n > 0)
-		acc->rtt_us = sum->rtt_us;
-	if ((unsigned)n > acc->nsub)
-		acc->nsub = (unsigned)n;
+		atomic_store_explicit(&acc->rtt_us, sum->rtt_us, memory_order_relaxed);
+	if ((unsigned)n > atomic_load_explicit(&acc->nsub, memory_order_relaxed))
+		atomic_store_explicit(&acc->nsub, (unsigned)n, memory_order_relaxed);
 }
 
 void weft_gate_sample(struct weft_p2p_link *link)
@@ -149,6 +160,7 @@ static void apply_rate(struct weft_p2p_link *link)
 	if (want == have || (want > 0 && have > 0 && fabs(want - have) < have / 16))
 		return;
 	link->applied_Bps = want;
+	weft_counter_set(&link->rate_Bps, (uint64_t)want);
 	link->conn->ops->signal.pace(link->conn, want);
 	weft_log(WEFT_LOG_TRACE, WEFT_SUB_PACE,
 		 "rank %d: rate %.1f MB/s (alpha %.3f, %llu cuts, %llu of %llu delivered marked)",

@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "core/pace/pacer.h"
+#include "util/counter.h"
 #include "util/error.h"
 
 struct weft_msg;
@@ -39,12 +40,23 @@ struct weft_conn;
 /* A connection's congestion signals, accumulated from the signals op's
  * deltas since the connection came up. The op hands each delta out once,
  * so the gate is its one reader: the pacer gets the deltas of each read,
- * and the statistics (core/stats.h) these sums. */
+ * and the statistics (core/stats.h), the metrics (core/metrics.h) and the
+ * slow-link detector (core/slowdet.h) these sums. The thread that drives
+ * the communicator writes them; the exporter and the watch read them
+ * (util/counter.h). */
 struct weft_link_signals {
-	uint64_t delivered, delivered_ce; /* segments, of which CE-marked */
-	uint32_t rtt_us;		  /* the last read's (largest sub-flow's), 0 unknown */
-	unsigned nsub;			  /* sub-flows in the last read */
-	uint64_t sub_bytes[WEFT_GATE_MAX_SUBFLOWS]; /* bytes acked per sub-flow */
+	weft_counter_t delivered, delivered_ce; /* segments, of which CE-marked */
+	_Atomic uint32_t rtt_us; /* the last read's (largest sub-flow's), 0 unknown */
+	_Atomic unsigned nsub;	 /* sub-flows in the last read */
+	weft_counter_t sub_bytes[WEFT_GATE_MAX_SUBFLOWS]; /* bytes acked per sub-flow */
+	weft_counter_t acked;				  /* their sum */
+	/* The path's time: at each read, the busiest sub-flow's time with data
+	 * out less the time the receiver's window held it back (TCP_INFO's
+	 * busy and rwnd-limited times), summed over the reads, so that
+	 * acked / path_us is the path's rate whatever the sub-flows' number;
+	 * the receiver-limited time summed over sub-flows; segments resent.
+	 * 0 where the transport cannot tell. */
+	weft_counter_t path_us, rwnd_us, retrans;
 };
 
 /* One connection's accounting. */
@@ -52,7 +64,7 @@ struct weft_p2p_link {
 	int peer;
 	size_t inflight_bytes;
 	uint32_t inflight_msgs;
-	uint64_t sent_bytes, sent_msgs;		/* admitted, cumulative */
+	weft_counter_t sent_bytes, sent_msgs;	/* admitted, cumulative */
 	struct weft_msg *held_head, *held_tail; /* sends the gate holds, in post order */
 	bool listed;				/* in the communicator's list of links that hold */
 	struct weft_p2p_link *next_held;
@@ -62,7 +74,8 @@ struct weft_p2p_link {
 	bool has_signals;
 	struct weft_link_signals sig;
 	bool paced;
-	double applied_Bps; /* the rate last handed to the transport */
+	double applied_Bps;	 /* the rate last handed to the transport */
+	weft_counter_t rate_Bps; /* the same, for readers in other threads (0: not limiting) */
 	struct weft_pacer pacer;
 };
 

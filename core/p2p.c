@@ -127,8 +127,8 @@ static weft_status_t post_send(struct weft_comm *comm, struct weft_peer *p, stru
 	weft_gate_sent(&comm->gate, link, msg->len);
 	link->inflight_bytes += msg->len;
 	link->inflight_msgs++;
-	link->sent_bytes += msg->len;
-	link->sent_msgs++;
+	weft_counter_add(&link->sent_bytes, msg->len);
+	weft_counter_add(&link->sent_msgs, 1);
 	return p->conn->ops->msg.isend(p->conn, msg);
 }
 

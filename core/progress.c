@@ -13,11 +13,14 @@
 
 #include "core/comm.h"
 #include "core/fail.h"
+#include "core/metrics.h"
 #include "core/p2p.h"
 #include "core/revoke.h"
+#include "core/slowdet.h"
 #include "core/stats.h"
 #include "core/tag.h"
 #include "core/task.h"
+#include "core/trace.h"
 #include "core/watch.h"
 #include "transports/transport.h"
 
@@ -64,6 +67,9 @@ static weft_status_t timed_out(struct weft_comm *comm, struct weft_task *t, doub
 	char verdict[WEFT_ERR_MSG_BYTES], connecting[128];
 	weft_watch_verdict(comm, t, verdict, sizeof(verdict));
 	weft_p2p_connecting_note(comm, connecting, sizeof(connecting));
+	weft_trace_event(comm, WEFT_EV_TIMEOUT, t->waiting_for, "%s seq %llu: %s%s",
+			 weft_coll_name(t->args.coll),
+			 (unsigned long long)weft_tag_number((uint32_t)t->seq), why, who);
 	return weft_comm_fail(comm, WEFT_ERR_TIMEOUT, "%s seq %llu: %s%s%s%s; %s",
 			      weft_coll_name(t->args.coll),
 			      (unsigned long long)weft_tag_number((uint32_t)t->seq), why, who,
@@ -105,8 +111,11 @@ static weft_status_t check_queued(struct weft_comm *comm, struct weft_task *t, d
 /* Post @p t; its timeout counts from now. */
 static weft_status_t post_task(struct weft_task *t)
 {
+	uint64_t ns = weft_now_ns();
 	t->posted = true;
-	t->last_event = weft_now();
+	t->started_ns = ns;
+	t->last_event = (double)ns * 1e-9;
+	weft_trace_started(t, ns);
 	return t->ops->post(t);
 }
 
@@ -120,6 +129,7 @@ static weft_status_t step_task(struct weft_comm *comm, struct weft_task *t, doub
 	weft_status_t st = t->ops->progress(t);
 	if (st != WEFT_INPROGRESS)
 		return st;
+	weft_trace_waiting(t);
 	if (*now == 0)
 		*now = weft_now();
 	return check_stuck(comm, t, *now);
@@ -129,11 +139,21 @@ static weft_status_t step_task(struct weft_comm *comm, struct weft_task *t, doub
  * list (the request still owns it), the watch hears of a collective's end,
  * its algorithm releases what it took, its callback runs, and a failure
  * kills the communicator. */
+/* The recorder, the metrics and the detector hear that @p t ended. */
+static void record_end(struct weft_comm *comm, struct weft_task *t, weft_status_t st)
+{
+	uint64_t ns = weft_task_clock(comm);
+	weft_trace_finished(t, st, ns);
+	weft_metrics_op(t, st, ns);
+	weft_slowdet_op(comm);
+}
+
 static weft_status_t finish_task(struct weft_comm *comm, struct weft_task **link,
 				 struct weft_task *t, weft_status_t st)
 {
 	st = weft_revoke_status(comm, st);
 	t->status = st;
+	record_end(comm, t, st);
 	*link = t->next;
 	weft_wait_moved(comm);
 	if (!weft_task_is_p2p(t))
@@ -167,6 +187,21 @@ static weft_status_t progress_tasks(struct weft_comm *comm)
 	return WEFT_SUCCESS;
 }
 
+/* The communicator died of @p status: an event, and the recorder
+ * written out (WEFT_TRACE_DIR), after the tasks' ends were recorded. */
+static void died(struct weft_comm *comm, weft_status_t status)
+{
+	char why[WEFT_ERR_MSG_BYTES];
+	weft_comm_error_copy(comm, why, sizeof(why));
+	if (status == WEFT_ERR_ABORTED)
+		weft_trace_event(comm, WEFT_EV_ABORT, -1, "%s", why);
+	else if (status != WEFT_ERR_TIMEOUT) /* the timeout was recorded as one */
+		weft_trace_event(comm, WEFT_EV_FAILURE, -1, "%s", why);
+	weft_trace_dump_auto(comm, status == WEFT_ERR_TIMEOUT	? "timeout"
+				   : status == WEFT_ERR_ABORTED ? "abort"
+								: weft_status_string(status));
+}
+
 void weft_comm_kill(struct weft_comm *comm, weft_status_t status)
 {
 	if (comm->aborted)
@@ -190,11 +225,14 @@ void weft_comm_kill(struct weft_comm *comm, weft_status_t status)
 	while (comm->active) {
 		struct weft_task *t = comm->active;
 		comm->active = t->next;
-		if (t->status == WEFT_INPROGRESS)
+		if (t->status == WEFT_INPROGRESS) {
 			t->status = status;
+			record_end(comm, t, status);
+		}
 		weft_task_retire(t);
 		weft_task_notify(t);
 	}
+	died(comm, status);
 }
 
 weft_status_t weft_comm_progress(struct weft_comm *comm)
@@ -225,6 +263,7 @@ weft_status_t weft_comm_progress(struct weft_comm *comm)
 		return st;
 	}
 	weft_stats_tick(comm);
+	weft_slowdet_tick(comm);
 	return progress_tasks(comm);
 }
 
@@ -337,7 +376,12 @@ static bool thread_has_others(const struct weft_comm *self)
 {
 	pthread_t me = pthread_self();
 	bool others = false;
-	pthread_mutex_lock(&wait_lock);
+	/* Called under this communicator's lock, while progress_others takes
+	 * wait_lock before communicators' locks: never wait for it here (a
+	 * lock-order inversion, TSan in split_group). Busy: say there may be
+	 * others, and nap rather than sleep. */
+	if (pthread_mutex_trylock(&wait_lock) != 0)
+		return true;
 	for (int i = 0; i < WEFT_WAIT_COMMS && !others; i++)
 		others = wait_comms[i].comm && wait_comms[i].comm != self &&
 			 pthread_equal(wait_comms[i].thread, me);
@@ -369,6 +413,7 @@ static void progress_others(const struct weft_comm *self)
 static weft_status_t wait_locked(struct weft_comm *comm, struct weft_task *task)
 {
 	unsigned spins = 0;
+	uint64_t last = comm->slowdet ? weft_now_ns() : 0; /* the detector's wait accounting */
 	while (task->status == WEFT_INPROGRESS) {
 		double seen = task->last_event;
 		weft_comm_unlock(comm);
@@ -377,6 +422,8 @@ static weft_status_t wait_locked(struct weft_comm *comm, struct weft_task *task)
 		weft_status_t st = weft_comm_progress(comm);
 		if (st != WEFT_SUCCESS && task->status == WEFT_INPROGRESS)
 			task->status = st;
+		if (comm->slowdet)
+			weft_slowdet_waited(comm, task, &last);
 		if (task->last_event != seen)
 			spins = 0;
 		else if (task->status == WEFT_INPROGRESS)
@@ -440,6 +487,7 @@ weft_status_t weft_task_run(struct weft_task *task)
 		 * that gives the core away needs it from the start. */
 		task->posted = true;
 		task->last_event = comm->oversubscribed || comm->wait.block ? weft_now() : 0;
+		weft_trace_started(task, task->posted_ns);
 		st = task->ops->post(task);
 		if (st != WEFT_SUCCESS)
 			st = finish_task(comm, &comm->active, task, st);

@@ -28,6 +28,7 @@
 #include "core/fail.h"
 #include "core/progress.h"
 #include "core/revoke.h"
+#include "core/slowdet.h"
 #include "util/log.h"
 #include "util/settings.h"
 
@@ -71,21 +72,28 @@ static void *pt_main(void *arg)
 	struct weft_comm *comm = arg;
 	struct weft_progress_thread *pt = comm->pt;
 	double quiet_since = 0;
+	uint64_t waited = 0; /* the detector's accounting: the last pass over work; 0 none */
 	pthread_mutex_lock(&comm->lock);
 	while (!pt->stop) {
 		bool abort = (atomic_load(&comm->abort_requested) || weft_comm_revoked(comm)) &&
 			     !comm->aborted;
 		if (!comm->active && !abort) {
+			waited = 0;
 			idle_wait(comm, pt, PT_IDLE_MS);
 			continue;
 		}
-		if (atomic_load(&comm->waiters) > 0) { /* a blocking call drives */
+		if (atomic_load(&comm->waiters) > 0) { /* a blocking call drives (and counts) */
+			waited = 0;
 			idle_wait(comm, pt, PT_ASIDE_MS);
 			continue;
 		}
 		double before = last_event(comm);
 		uint64_t activity = comm->wait.activity;
 		weft_comm_progress(comm); /* errors land in the tasks */
+		if (comm->slowdet && comm->active && waited)
+			weft_slowdet_waited(comm, comm->active, &waited);
+		else if (comm->slowdet)
+			waited = comm->active ? weft_now_ns() : 0;
 		bool moved = last_event(comm) != before || comm->wait.activity != activity;
 		double now = weft_now();
 		if (moved || quiet_since == 0)

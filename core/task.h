@@ -100,6 +100,13 @@ struct weft_task {
 	 * (weft_now()), @timeout_s after it was set, running or queued; 0: none. */
 	double deadline, timeout_s;
 	int waiting_for; /* peer the task waits on, for the timeout message; -1 none */
+	/* The message it waits for, as far as the algorithm knows: its tag
+	 * step (UINT32_MAX unknown) and whether it is a send. */
+	uint32_t waiting_step;
+	bool waiting_send;
+	uint64_t trace_id;   /* its record in the flight recorder (core/trace.h); 0 none */
+	uint64_t posted_ns;  /* when it was called, for the metrics (0: not timed) */
+	uint64_t started_ns; /* when its algorithm was posted (weft_now_ns) */
 	/* Called once when the operation finishes (weft_task_notify); NULL: none. */
 	void (*on_complete)(void *arg, weft_status_t status);
 	void *on_complete_arg;
@@ -135,6 +142,11 @@ void weft_task_notify(struct weft_task *task);
 /* True while this thread runs a completion callback: Weft's entry points
  * then refuse (weft.h, weft_request_on_complete). */
 bool weft_task_in_callback(void);
+
+/* The time the recorder and the metrics give an operation's call and end:
+ * weft_now_ns() with the metrics on, the coarse clock with the recorder
+ * alone, 0 with neither. */
+uint64_t weft_task_clock(const struct weft_comm *comm);
 
 /* Note that a message of this task has completed (resets its timeout). */
 void weft_task_touch(struct weft_task *task);

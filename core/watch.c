@@ -4,12 +4,14 @@
 #define _GNU_SOURCE /* pipe2 */
 #include "core/watch.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/errqueue.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -19,6 +21,7 @@
 #include "core/comm.h"
 #include "core/fail.h"
 #include "core/revoke.h"
+#include "core/slowdet_int.h"
 #include "core/watch_int.h"
 #include "util/log.h"
 
@@ -223,7 +226,9 @@ static void take_refusals(struct weft_watch *w)
 	}
 }
 
-/* Every datagram waiting at the socket: the watch's own, and the shrink's
+/* Every datagram waiting at the socket: the watch's own, the detector's
+ * (core/slowdet.h: by size and magic; its state is the rx_lock's, which
+ * the watch's thread also holds for the detector's tick) and the shrink's
  * agreement (core/agree.c). */
 static void take_all(struct weft_watch *w)
 {
@@ -242,7 +247,7 @@ static void take_all(struct weft_watch *w)
 			memcpy(&magic, w->rx, sizeof(magic));
 		if (magic == WATCH_MAGIC || n < (ssize_t)sizeof(magic))
 			watch_take(w, (const struct watch_msg *)(const void *)w->rx, n, &from);
-		else
+		else if (!weft_slowdet_take(w, w->rx, n, &from))
 			weft_agree_take(w, w->rx, n, &from);
 	}
 	take_refusals(w);
@@ -255,6 +260,7 @@ void weft_watch_drain(struct weft_comm *comm)
 		take_all(comm->watch);
 }
 
+/* Heartbeats every period_s; the detector's work at its own period. */
 static void *watch_thread(void *arg)
 {
 	struct weft_watch *w = arg;
@@ -267,9 +273,16 @@ static void *watch_thread(void *arg)
 				watch_send(w, neighbour(w, 0), WATCH_HEARTBEAT);
 			next_beat = now + w->period_s;
 		}
+		pthread_mutex_lock(&w->rx_lock); /* the detector's state (take_all) */
+		weft_slowdet_watch_tick(w, weft_now_ns());
+		pthread_mutex_unlock(&w->rx_lock);
 		struct pollfd fds[2] = {{.fd = w->fd, .events = POLLIN},
 					{.fd = w->stop_pipe[0], .events = POLLIN}};
-		int ms = (int)((next_beat - now) * 1e3) + 1;
+		double next = next_beat, det = weft_slowdet_next_ns(w) * 1e-9;
+		if (det > 0 && det < next)
+			next = det;
+		now = weft_now();
+		int ms = next > now ? (int)((next - now) * 1e3) + 1 : 0;
 		if (poll(fds, 2, ms) < 0 && errno != EINTR)
 			break;
 		if (fds[1].revents)
@@ -367,6 +380,7 @@ weft_status_t weft_watch_start(struct weft_comm *comm)
 	pthread_mutex_init(&w->rx_lock, NULL);
 	pthread_cond_init(&w->changed, NULL);
 	w->comm = comm;
+	w->slowdet = comm->slowdet;
 	w->rank = comm->rank;
 	w->wake_fd = comm->wait.evfd;
 	w->nranks = comm->nranks;
@@ -430,6 +444,20 @@ void weft_watch_op_finished(struct weft_comm *comm, uint64_t call)
 		return;
 	atomic_store_explicit(&w->finished, call + 1, memory_order_relaxed);
 	atomic_store_explicit(&w->changed_ms, watch_now_ms(), memory_order_relaxed);
+}
+
+void weft_watch_addr(const struct weft_comm *comm, int rank, char *buf, size_t len)
+{
+	const struct weft_watch *w = comm->watch;
+	snprintf(buf, len, "-");
+	if (!w || rank < 0 || rank >= w->nranks)
+		return;
+	const struct sockaddr_storage *ss = &w->addrs[rank];
+	const void *a = ss->ss_family == AF_INET6
+			    ? (const void *)&((const struct sockaddr_in6 *)ss)->sin6_addr
+			    : (const void *)&((const struct sockaddr_in *)ss)->sin_addr;
+	if (!inet_ntop(ss->ss_family, a, buf, (socklen_t)len))
+		snprintf(buf, len, "-");
 }
 
 bool weft_watch_peer_timed_out(const struct weft_comm *comm)

@@ -52,6 +52,10 @@ bool weft_watch_peer_timed_out(const struct weft_comm *comm);
 /* The call (number + 1) a peer timed out in; UINT64_MAX for a send/recv. */
 uint64_t weft_watch_peer_timed_out_call(const struct weft_comm *comm);
 
+/* The address rank @p rank registered for its watch, as text (its IP,
+ * which names a host where host names repeat); "-" without a watch. */
+void weft_watch_addr(const struct weft_comm *comm, int rank, char *buf, size_t len);
+
 /* At a timeout of @p task: ask the peers, and write the job-wide verdict
  * ("verdict: rank 1 never reached allreduce seq 5 (...); ranks 0,2 waited
  * in allreduce seq 5") into @p buf. Blocks for a bounded window (at most

@@ -73,9 +73,11 @@ struct watch_view {
 
 struct weft_comm;
 struct weft_agree;
+struct weft_slowdet;
 
 struct weft_watch {
-	struct weft_comm *comm; /* NULL in tests/fuzz/ */
+	struct weft_comm *comm;	      /* NULL in tests/fuzz/ */
+	struct weft_slowdet *slowdet; /* the slow-link detector's datagrams (core/slowdet.h) */
 	int fd;
 	int stop_pipe[2];
 	pthread_t thread;

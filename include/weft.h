@@ -325,6 +325,13 @@ WEFT_API weft_status_t weft_comm_get_async_error(weft_comm_t comm, weft_status_t
  * weft_comm_last_error. Thread safety: may be called from any thread. */
 WEFT_API const char *weft_comm_last_error(weft_comm_t comm);
 
+/** Write the flight recorder (JSON; docs/observability.md): the last WEFT_TRACE_BUFFER
+ * operations (what, when called, started, finished; what an unfinished one waits for) and
+ * events, to @p path, or with NULL to WEFT_TRACE_DIR's file. WEFT_ERR_INVALID_ARG: comm NULL,
+ * or NULL without WEFT_TRACE_DIR; WEFT_ERR_SYSTEM: not written (weft_comm_last_error says
+ * why; the communicator lives on). Not collective; any thread, even during a call on @p comm. */
+WEFT_API weft_status_t weft_comm_dump(weft_comm_t comm, const char *path);
+
 /** This rank's number and the communicator's size. */
 WEFT_API weft_status_t weft_comm_rank(weft_comm_t comm, int *rank);
 WEFT_API weft_status_t weft_comm_size(weft_comm_t comm, int *nranks);
@@ -343,11 +350,10 @@ WEFT_API weft_status_t weft_comm_size(weft_comm_t comm, int *nranks);
 WEFT_API weft_status_t weft_allreduce(const void *sendbuf, void *recvbuf, size_t count,
 				      weft_datatype_t dtype, weft_op_t op, weft_comm_t comm);
 
-/** Non-blocking AllReduce: as weft_allreduce(), returning at once with a
- * request to complete with weft_test() or weft_wait(). Every non-blocking
- * call moves in the communicator's progress thread (WEFT_PROGRESS_THREAD=1)
- * or, without one, inside the caller's later Weft calls (weft_test,
- * weft_wait, or any call on the communicator); the call itself only queues it. */
+/** Non-blocking AllReduce: as weft_allreduce(), returning at once with a request to complete
+ * with weft_test() or weft_wait(). Every non-blocking call moves in the communicator's progress
+ * thread (WEFT_PROGRESS_THREAD=1) or, without one, inside the caller's later Weft calls
+ * (weft_test, weft_wait, or any call on the communicator); the call itself only queues it. */
 WEFT_API weft_status_t weft_iallreduce(const void *sendbuf, void *recvbuf, size_t count,
 				       weft_datatype_t dtype, weft_op_t op, weft_comm_t comm,
 				       weft_request_t *request);
@@ -366,8 +372,6 @@ WEFT_API weft_status_t weft_iallreduce(const void *sendbuf, void *recvbuf, size_
  */
 WEFT_API weft_status_t weft_allgather(const void *sendbuf, void *recvbuf, size_t count,
 				      weft_datatype_t dtype, weft_comm_t comm);
-
-/** Non-blocking AllGather; see weft_iallreduce(). */
 WEFT_API weft_status_t weft_iallgather(const void *sendbuf, void *recvbuf, size_t count,
 				       weft_datatype_t dtype, weft_comm_t comm,
 				       weft_request_t *request);
@@ -453,9 +457,8 @@ WEFT_API weft_status_t weft_alltoallv(const void *sendbuf, const size_t sendcoun
 				      const size_t recvcounts[], const size_t rdispls[],
 				      weft_datatype_t dtype, weft_comm_t comm);
 
-/** Non-blocking AlltoAllv; see weft_iallreduce(). The four arrays are
- * read while the operation runs: keep them, like the buffers, until it
- * completes. */
+/** Non-blocking AlltoAllv; see weft_iallreduce(). The four arrays are read while the
+ * operation runs: keep them, like the buffers, until it completes. */
 WEFT_API weft_status_t weft_ialltoallv(const void *sendbuf, const size_t sendcounts[],
 				       const size_t sdispls[], void *recvbuf,
 				       const size_t recvcounts[], const size_t rdispls[],
@@ -498,18 +501,15 @@ WEFT_API weft_status_t weft_barrier(weft_comm_t comm);
 WEFT_API weft_status_t weft_ibarrier(weft_comm_t comm, weft_request_t *request);
 
 /**
- * Point to point. Sends to a peer are matched with that peer's receives
- * from this rank in the order both were called (as in NCCL; there are no
- * tags). Non-blocking sends and receives run side by side with the ones
- * started before them (in a group or not, as MPI's), while a collective
+ * Point to point. Sends to a peer are matched with that peer's receives from this rank in the
+ * order both were called (as in NCCL; there are no tags). Non-blocking sends and receives run side
+ * by side with the ones started before them (in a group or not, as MPI's), while a collective
  * waits for those started before it and they for it. A send or receive of zero elements is a
  * message like any other (it matches the peer's next call, as in MPI). On a length mismatch the
- * receive fails with a message naming both
- * sizes and the receiver's communicator closes its connections, so the
- * sender's communicator fails too, at the latest at its next call (a small
- * send may already have returned WEFT_SUCCESS). weft_send returns once buf
- * may be reused; to exchange with a peer in both directions at once, use
- * the non-blocking forms or a group.
+ * receive fails with a message naming both sizes and the receiver's communicator closes its
+ * connections, so the sender's communicator fails too, at the latest at its next call (a small
+ * send may already have returned WEFT_SUCCESS). weft_send returns once buf may be reused; to
+ * exchange with a peer in both directions at once, use the non-blocking forms or a group.
  */
 WEFT_API weft_status_t weft_send(const void *buf, size_t count, weft_datatype_t dtype, int peer,
 				 weft_comm_t comm);

@@ -24,6 +24,14 @@ pkgs=(
 	# tests/fabric/test_slurm.sh's PyTorch job and the Gloo peer docs/benchmarks.md compares with.
 	python3 python3-dev python3-numpy python3-pytest
 	python3-torch libtorch-dev pybind11-dev g++
+	# the /metrics endpoint (core/metrics_http.c loads libmicrohttpd with
+	# dlopen; the header at build time), Prometheus and node_exporter for
+	# its tests (tests/fabric/test_prometheus.sh, tests/programs/test_metrics.sh:
+	# promtool checks the metrics and docs/observability-alerts.yml),
+	# weft-topo --watch (ncurses, libcurl) and its tmux test, and stress(1)
+	# for the detector's soak (perf/detect_trials --soak)
+	libmicrohttpd-dev prometheus prometheus-node-exporter
+	libncurses-dev libcurl4-openssl-dev tmux curl stress
 	# Weft as a system library (docs/install.md): the Debian packages and
 	# their checks (make deb: debhelper, dh-python, lintian; make
 	# deb-test: autopkgtest), the ABI check (make lint's check-abi:
@@ -48,10 +56,12 @@ echo "install-deps: installing ${missing[*]}"
 sudo=""
 [ "$(id -u)" -ne 0 ] && sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
-# Packages such as lldpd, rdma-core, munge and slurm-wlm (slurmctld, slurmd)
-# start daemons when installed; the tests start their own, inside network
-# namespaces (tests/fabric/slurm.sh: its own munged, SLURM_CONF and
-# topology.conf), and nothing may talk on the machine's real interfaces.
+# Packages such as lldpd, rdma-core, munge, slurm-wlm (slurmctld, slurmd),
+# prometheus and prometheus-node-exporter start daemons when installed;
+# the tests start their own, inside network namespaces or on loopback
+# (tests/fabric/slurm.sh: its own munged, SLURM_CONF and topology.conf;
+# tests/fabric/test_prometheus.sh: its own Prometheus), and nothing may
+# talk on the machine's real interfaces.
 # Keep services from starting unless the machine already has a policy about
 # it.
 policy=/usr/sbin/policy-rc.d

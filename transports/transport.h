@@ -254,6 +254,12 @@ struct weft_tp_signal {
 	 * send then, so the network could have taken more. */
 	uint64_t delivery_Bps;
 	bool app_limited;
+	/* Microseconds the sub-flow had data out, of which the receiver's
+	 * window held it back (TCP's busy and rwnd-limited times), and
+	 * segments retransmitted; 0 where unknown. The slow-link detector
+	 * (core/slowdet.h) takes bytes_acked over busy - rwnd as the path's
+	 * rate: the one thing a slow path and a slow receiver do not share. */
+	uint32_t busy_us, rwnd_limited_us, retrans;
 };
 
 /* What a transport did to keep one connection's paths (failover to a

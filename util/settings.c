@@ -83,6 +83,36 @@ static const struct weft_setting settings[] = {
      "write per-connection counters here as JSON lines (%r rank, %h host; no %r: .RANK "
      "appended); weft-topo --stats reads them"},
     {"WEFT_STATS_INTERVAL", "1", "seconds between two writes of WEFT_STATS_FILE"},
+    {"WEFT_TRACE_BUFFER", "2048",
+     "operations each communicator's flight recorder keeps (128 bytes each, rounded up to a "
+     "power of two; 0: off)"},
+    {"WEFT_TRACE_DIR", NULL,
+     "write the flight recorder here as JSON on a timeout, an abort, a lost peer, a fatal "
+     "signal or SIGTERM (one file per rank and communicator); weft-topo --trace reads them"},
+    {"WEFT_TRACE_SIGNAL", "0", "1: SIGUSR2 writes the flight recorder (to WEFT_TRACE_DIR)"},
+    {"WEFT_METRICS_FILE", NULL,
+     "write Prometheus metrics (text format 0.0.4) here every WEFT_METRICS_INTERVAL, replaced "
+     "whole (%r rank, %h host, %p pid): node_exporter's textfile collector reads *.prom"},
+    {"WEFT_METRICS_INTERVAL", "5", "seconds between two writes of WEFT_METRICS_FILE"},
+    {"WEFT_METRICS_PORT", NULL,
+     "serve /metrics over HTTP on this port + the local rank (libmicrohttpd; read-only, "
+     "unauthenticated)"},
+    {"WEFT_METRICS_ADDR", "127.0.0.1", "the address the /metrics endpoint binds"},
+    {"WEFT_METRICS_CONNECTIONS", "8",
+     "connections the /metrics endpoint holds at once (half of them per client address)"},
+    {"WEFT_METRICS_PEERS", "32",
+     "per-peer series for at most this many peers; beyond, summed per peer leaf"},
+    {"WEFT_METRICS_JOB", NULL,
+     "the job label of every series (default: the first communicator's id)"},
+    {"WEFT_MHD_LIB", NULL, "libmicrohttpd to dlopen (default: libmicrohttpd.so.12)"},
+    {"WEFT_DETECT", "1",
+     "name slow links (a host's uplink) and slow ranks while the job runs (3 ranks or more); 0: "
+     "off"},
+    {"WEFT_DETECT_PERIOD", "0.2",
+     "seconds between the detector's samples (each rank sends rank 0 one datagram)"},
+    {"WEFT_DETECT_CONFIRM", "3",
+     "periods in a row a suspect must be flagged before it is named (and clean before it is "
+     "cleared)"},
     {"WEFT_TOPO_FILE", NULL,
      "topology file: Slurm topology.conf or the JSON weft-topo writes (leaf of each host)"},
     {"WEFT_LLDP_SOCKET", NULL, "lldpd control socket to query (default: lldpd's own)"},

@@ -6,6 +6,7 @@
 
 #include "core/comm.h"
 #include "core/p2p.h"
+#include "core/slowdet.h"
 
 void weft_engine_init(struct weft_engine *eng, const struct weft_engine_ops *ops)
 {
@@ -101,6 +102,7 @@ static weft_status_t post_item(struct weft_engine *eng, struct weft_task *task, 
 	struct weft_xfer x = {.peer = q->peer, .step = q->tag_base + k};
 	q->ops->item(task, qi, k, &x);
 	eng->msg_peer[slot] = x.peer;
+	eng->msg_step[slot] = x.step;
 	eng->reqs[slot] = NULL;
 	q->posted++;
 	if (x.bytes == 0 && !x.signal)
@@ -135,6 +137,8 @@ static weft_status_t queue_progress(struct weft_engine *eng, struct weft_task *t
 			weft_p2p_release(task->comm, *req);
 			*req = NULL;
 		}
+		if (q->done == 0 && !q->send && eng->phase == 0 && task->comm->slowdet)
+			weft_slowdet_first(task, eng->msg_peer[q->first]);
 		if (q->ops->done)
 			q->ops->done(task, qi, q->done);
 		q->done++;
@@ -158,21 +162,29 @@ static bool phase_complete(const struct weft_engine *eng)
 	return true;
 }
 
-/* For the timeout message: the peer of the oldest unfinished receive,
- * else of the oldest unfinished send. */
-static int waiting_for(const struct weft_engine *eng)
+/* For the timeout message and the flight recorder: the peer of the
+ * oldest unfinished receive, else of the oldest unfinished send, and that
+ * message's tag step (UINT32_MAX: not posted yet). */
+static int waiting_for(const struct weft_engine *eng, uint32_t *step, bool *send)
 {
+	*send = false;
 	for (int pass = 0; pass < 2; pass++) {
 		for (int i = 0; i < eng->nq; i++) {
 			const struct weft_queue *q = &eng->q[i];
 			if (q->send != (pass == 1) || q->done == q->total)
 				continue;
-			if (q->done < q->posted)
-				return eng->msg_peer[q->first + q->done % q->window];
+			*send = q->send;
+			*step = UINT32_MAX;
+			if (q->done < q->posted) {
+				uint32_t slot = q->first + q->done % q->window;
+				*step = eng->msg_step[slot];
+				return eng->msg_peer[slot];
+			}
 			if (q->peer >= 0)
 				return q->peer;
 		}
 	}
+	*step = UINT32_MAX;
 	return -1;
 }
 
@@ -198,7 +210,7 @@ weft_status_t weft_engine_progress(struct weft_engine *eng, struct weft_task *ta
 	} while (moved && !eng->finished);
 	if (eng->finished)
 		return WEFT_SUCCESS;
-	task->waiting_for = waiting_for(eng);
+	task->waiting_for = waiting_for(eng, &task->waiting_step, &task->waiting_send);
 	return WEFT_INPROGRESS;
 }
 

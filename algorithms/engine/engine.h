@@ -103,6 +103,7 @@ struct weft_engine {
 	/* The messages in flight, by slot (NULL: a zero-byte item, done at once). */
 	struct weft_p2p_req *reqs[WEFT_ENGINE_MSGS];
 	int msg_peer[WEFT_ENGINE_MSGS];
+	uint32_t msg_step[WEFT_ENGINE_MSGS]; /* its tag step, for the flight recorder */
 	/* Items of list queues (weft_engine_add_list), by queue. */
 	struct weft_xfer list[WEFT_ENGINE_MAX_QUEUES][WEFT_ENGINE_LIST_MAX];
 };

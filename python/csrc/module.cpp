@@ -34,6 +34,11 @@ PYBIND11_MODULE(_torch_ext, m) {
           &weft_torch::ProcessGroupWeft::describe,
           py::call_guard<py::gil_scoped_release>())
       .def(
+          "_weft_dump",
+          &weft_torch::ProcessGroupWeft::dump,
+          py::arg("path"),
+          py::call_guard<py::gil_scoped_release>())
+      .def(
           "_weft_revoke",
           &weft_torch::ProcessGroupWeft::revoke,
           py::call_guard<py::gil_scoped_release>())

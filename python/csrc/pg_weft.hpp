@@ -84,6 +84,9 @@ class ProcessGroupWeft : public c10d::ProcessGroup {
   WorkPtr recv(std::vector<at::Tensor>& tensors, int src, int tag) override;
   WorkPtr recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
 
+  std::string dump(const std::string& path) {
+    return core_->dump(path);
+  }
   std::string describe() {
     return core_->describe();
   }

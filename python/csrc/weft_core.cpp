@@ -6,6 +6,8 @@
 
 #include "weft_core.hpp"
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <stdexcept>
@@ -209,6 +211,9 @@ bool WorkWeft::wait(std::chrono::milliseconds timeout) {
         "weft: ", name_, ": the process group was destroyed before the operation completed");
     cv_.wait(lock, [&] { return completed_; });
   } else if (!cv_.wait_for(lock, timeout, [&] { return completed_; })) {
+    lock.unlock();
+    if (auto core = owner_.lock())
+      core->dump_on_timeout(name_);
     TORCH_CHECK(false, "weft: ", name_, ": not complete after ", timeout.count(),
                 " ms (Work.wait timeout); the operation goes on");
   }
@@ -493,6 +498,24 @@ c10::intrusive_ptr<WorkWeft> Core::launch(Launch l) {
   seq_++; // every collective, as Gloo counts
   lane_->launch(work, l);
   return work;
+}
+
+std::string Core::dump(const std::string& path) {
+  weft_status_t st = weft_comm_dump(lane_->comm(), path.empty() ? nullptr : path.c_str());
+  if (st != WEFT_SUCCESS)
+    throw weft_error("weft_comm_dump", st, lane_->last_error());
+  return path;
+}
+
+void Core::dump_on_timeout(const char* what) {
+  const char* dir = getenv("WEFT_TRACE_DIR");
+  if (!dir || !*dir)
+    return;
+  // Not under mu_: the progress thread keeps the operation going, and the
+  // recorder shows it in flight.
+  if (weft_comm_dump(lane_->comm(), nullptr) == WEFT_SUCCESS)
+    fprintf(stderr, "weft: rank %d: %s: Work.wait timed out; flight recorder written to %s\n",
+            rank_, what, dir);
 }
 
 std::string Core::describe() {

@@ -297,6 +297,13 @@ class Core : public std::enable_shared_from_this<Core> {
 
   // weft_comm_describe as JSON text (a collective, in call order).
   std::string describe();
+  // weft_comm_dump: the flight recorder to @path ("" : WEFT_TRACE_DIR's
+  // file); not collective, any thread. Returns what weft_comm_dump wrote
+  // to ("" when it was WEFT_TRACE_DIR's file: its name is Weft's).
+  std::string dump(const std::string& path);
+  // A Work.wait() that timed out: the recorder to WEFT_TRACE_DIR, if set
+  // (as torch's NCCL watchdog dumps its flight recorder on a timeout).
+  void dump_on_timeout(const char* what);
 
   // weft_comm_revoke: every pending and later operation of this group, on
   // every rank, fails (from any thread: it takes no lock of ours).

@@ -16,14 +16,14 @@ import ctypes
 import os
 
 from ._buffers import DTYPE_NAMES
-from ._comm import Comm, Op, Request, get_unique_id, host, settings, topo
+from ._comm import Comm, Op, Request, dump, get_unique_id, host, settings, topo
 from ._errors import (Status, WeftError, WeftRemoteError, WeftRevokedError, WeftTimeoutError,
                       check_init)
 from ._lib import LaunchInfo, lib
 
 __all__ = ["Comm", "Op", "Request", "Status", "WeftError", "WeftRemoteError",
-           "WeftRevokedError", "WeftTimeoutError", "DTYPE_NAMES", "get_unique_id", "group",
-           "host", "init", "launch_info", "settings", "topo", "version"]
+           "WeftRevokedError", "WeftTimeoutError", "DTYPE_NAMES", "dump", "get_unique_id",
+           "group", "host", "init", "launch_info", "settings", "topo", "version"]
 
 
 def _source_version():

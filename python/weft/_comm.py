@@ -3,6 +3,7 @@
 import ctypes
 import enum
 import json
+import os
 
 from . import _buffers as B
 from ._errors import WeftError, Status, check_init, comm_message, error_for, init_message
@@ -258,6 +259,15 @@ class Comm:
         self._check(lib.weft_comm_describe(self._handle(), ctypes.byref(out)),
                     "weft_comm_describe")
         return _json(out)
+
+    def dump(self, path=None):
+        """Write the flight recorder as JSON (weft_comm_dump): to @path, or with
+        None to the file Weft writes in WEFT_TRACE_DIR. Returns the path
+        written. Not collective; any thread (also while another waits in a
+        call of this communicator). ``weft-topo --trace`` merges a job's files."""
+        st = lib.weft_comm_dump(self._handle(), None if path is None else os.fsencode(path))
+        self._check(st, "weft_comm_dump")
+        return path if path is not None else _trace_path(self)
 
     # ---- running a call
     def _run(self, name, args, nb, keep, result):
@@ -540,6 +550,23 @@ def settings():
     out = ctypes.c_void_p()
     check_init(lib.weft_settings_describe(ctypes.byref(out)), "weft_settings_describe")
     return _json(out)["settings"]
+
+
+def _trace_path(comm):
+    """The file weft_comm_dump(comm, NULL) wrote: the newest of this process's
+    for the communicator in WEFT_TRACE_DIR (its name carries the id)."""
+    d = os.environ.get("WEFT_TRACE_DIR", "")
+    mine = [os.path.join(d, f) for f in os.listdir(d)
+            if f.startswith("weft-trace-") and "-r%d-p%d-" % (comm.rank, os.getpid()) in f]
+    return max(mine, key=os.path.getmtime) if mine else None
+
+
+def dump(comm, path=None):
+    """The flight recorder of @comm (a weft.Comm, or a torch process group of
+    the "weft" backend) written as JSON: see Comm.dump()."""
+    if hasattr(comm, "_weft_dump"):  # weft.torch's ProcessGroupWeft
+        return comm._weft_dump("" if path is None else os.fspath(path)) or None
+    return comm.dump(path)
 
 
 def topo(comm=None):

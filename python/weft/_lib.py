@@ -123,6 +123,7 @@ _PROTOS = {
                                           _P(ctypes.c_int)]),
     "weft_rank_failure_string": (ctypes.c_char_p, [ctypes.c_int]),
     "weft_comm_describe": (c_status, [c_comm, _P(ctypes.c_void_p)]),
+    "weft_comm_dump": (c_status, [c_comm, ctypes.c_char_p]),
     "weft_host_describe": (c_status, [_P(ctypes.c_void_p)]),
     "weft_settings_describe": (c_status, [_P(ctypes.c_void_p)]),
     "weft_describe_free": (None, [ctypes.c_void_p]),

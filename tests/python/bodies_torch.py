@@ -1,6 +1,8 @@
 """Rank bodies for test_torch.py: the "weft" backend against Gloo."""
 
 import datetime
+import glob
+import json
 import os
 import sys
 import threading
@@ -310,22 +312,35 @@ def mismatch(rank, nranks, port):
 
 
 def wait_timeout(rank, nranks, port):
-    """Work.wait(timeout) returns control; the operation goes on."""
+    """Work.wait(timeout) returns control; the operation goes on. With
+    WEFT_TRACE_DIR set, the timeout wrote the flight recorder, the
+    all_reduce in flight; weft.dump(pg, path) writes it on demand."""
     init(rank, nranks, port, timeout=30)
     t = torch.ones(10)
     if rank == 1:
         time.sleep(3)
     w = dist.all_reduce(t, async_op=True)
-    raised = None
+    raised, in_flight = None, None
     if rank == 0:
         try:
             w.wait(datetime.timedelta(milliseconds=200))
         except RuntimeError as e:
             raised = str(e)
+        d = os.environ.get("WEFT_TRACE_DIR")
+        files = glob.glob(os.path.join(d, "weft-trace-*-r0-*.json")) if d else []
+        if files:
+            ops = json.load(open(files[0]))["ops"]
+            in_flight = [o["coll"] for o in ops if o["state"] in ("posted", "started")]
     w.wait()
     ok = torch.equal(t, torch.full((10,), float(nranks)))
+    dumped = None
+    if os.environ.get("WEFT_TRACE_DIR"):
+        path = os.path.join(os.environ["WEFT_TRACE_DIR"], "pg.%d.json" % rank)
+        weft.dump(dist.distributed_c10d._get_default_group(), path)
+        ops = json.load(open(path))["ops"]  # the group's own calls too (its split)
+        dumped = [(o["coll"], o["state"]) for o in ops][-1:]
     dist.destroy_process_group()
-    return {"raised": raised, "ok": ok}
+    return {"raised": raised, "ok": ok, "in_flight": in_flight, "dumped_calls": dumped}
 
 
 if __name__ == "__main__":

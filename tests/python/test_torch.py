@@ -18,7 +18,8 @@
   whether waits sleep (1 thread each on enough CPUs: spin; every CPU per
   rank: sleep), as weft.topo of the group says;
 - the timeout: a rank that never joins fails the other's all_reduce in
-  about the process group's timeout; Work.wait(timeout) returns control;
+  about the process group's timeout; Work.wait(timeout) returns control,
+  having written the flight recorder (WEFT_TRACE_DIR); weft.dump(pg);
 - a dead peer and mismatched sizes raise instead of hanging.
 """
 import importlib.util
@@ -61,10 +62,15 @@ def test_timeout():
     assert v["seconds"] < 10, v
 
 
-def test_wait_timeout():
-    values = rankrun.check(run(2, "wait_timeout", timeout=60))
+def test_wait_timeout(tmp_path):
+    values = rankrun.check(rankrun.run(2, "bodies_torch", "wait_timeout", timeout=60,
+                                       weft_env=False, env={"WEFT_TRACE_DIR": str(tmp_path)}))
     assert values[0]["raised"] and "not complete after 200 ms" in values[0]["raised"], values
     assert all(v["ok"] for v in values), values
+    # the timeout wrote the flight recorder: the all_reduce in flight
+    assert values[0]["in_flight"] == ["allreduce"], values
+    # weft.dump(pg, path) after it: the all_reduce, done, is the last operation
+    assert all(v["dumped_calls"] == [["allreduce", "done"]] for v in values), values
 
 
 def test_dead_peer():

@@ -2,11 +2,13 @@
  * flood.c — strangers cannot exhaust a listener or slow a job down
  * to failure. While 3 ranks initialise and then loop AllReduces over
  * sockets connected on demand (so every listener stays open: the root and
- * the relay listeners during init, each rank's socket listener and watch
- * socket during the job), a flooder process keeps 2,000 silent
+ * the relay listeners during init, each rank's socket listener, watch
+ * socket and /metrics endpoint during the job), a flooder process keeps 2,000 silent
  * connections open across them, opens 10,000 more that send garbage or a
  * well-formed handshake made with the wrong key and leave, and sends
- * 10,000 garbage datagrams to each watch socket. Every AllReduce must be
+ * 10,000 garbage datagrams to each watch socket. The job loops for 3 s,
+ * or until the flood is thick enough to prove anything (a loaded machine
+ * makes it slowly). Every AllReduce must be
  * exact, and no rank may hold more than a fixed number of descriptors
  * beyond what it had before the job (the listeners' WEFT_MAX_PENDING
  * handshakes each, and a little slack).
@@ -29,14 +31,16 @@
 #include "harness.h"
 #include "stranger.h"
 
-#define NRANKS	     3
-#define SILENT	     2000
-#define NOISY	     10000
-#define DATAGRAMS    10000
-#define MAX_PENDING  32
-#define FD_SLACK     48
-#define MAX_TARGETS  64
-#define LOOP_SECONDS 3.0
+#define NRANKS	      3
+#define SILENT	      2000
+#define NOISY	      10000
+#define DATAGRAMS     10000
+#define MAX_PENDING   32
+#define FD_SLACK      48
+#define MAX_TARGETS   64
+#define LOOP_SECONDS  3.0
+#define LOOP_MAX_S    30.0 /* ... or longer, until the flood is thick enough to prove anything */
+#define METRICS_CONNS "8"  /* the /metrics endpoint's connections (and its epoll, pipe) */
 
 struct flood {
 	_Atomic int stop;
@@ -45,8 +49,10 @@ struct flood {
 	_Atomic int baseline[NRANKS]; /* descriptors before init */
 	_Atomic int peak[NRANKS];     /* the most seen during the job */
 	_Atomic long silent, noisy, datagrams;
-	_Atomic long at_root;	 /* connections to the root's port */
-	_Atomic int bad[NRANKS]; /* allreduce results that were wrong */
+	_Atomic long at_root;	  /* connections to the root's port */
+	_Atomic long at_metrics;  /* connections to the /metrics endpoints */
+	_Atomic int metrics_port; /* the endpoints' base port (rank r: + r) */
+	_Atomic int bad[NRANKS];  /* allreduce results that were wrong */
 };
 
 static struct flood *fl;
@@ -120,6 +126,11 @@ static void datagram(unsigned port)
 		fl->datagrams++;
 }
 
+static bool at_metrics(unsigned port)
+{
+	return port >= (unsigned)fl->metrics_port && port < (unsigned)fl->metrics_port + NRANKS;
+}
+
 static void flooder(void)
 {
 	struct rlimit rl = {SILENT + 256, SILENT + 256};
@@ -147,6 +158,7 @@ static void flooder(void)
 					silent[nsilent++] = fd;
 					fl->silent++;
 					fl->at_root += (int)tcp[i] == fl->root_port;
+					fl->at_metrics += at_metrics(tcp[i]);
 				}
 			}
 			if (fl->noisy < NOISY) {
@@ -166,6 +178,7 @@ static void flooder(void)
 					close(fd);
 					fl->noisy++;
 					fl->at_root += (int)tcp[i] == fl->root_port;
+					fl->at_metrics += at_metrics(tcp[i]);
 				}
 			}
 		}
@@ -192,6 +205,13 @@ static int before(int rank, int nranks, const weft_unique_id_t *id, void *arg)
 	return 0;
 }
 
+/* The flood is thick enough to prove anything (checked again at the end). */
+static bool thick(void)
+{
+	return fl->silent >= 500 && fl->noisy >= 2000 && fl->at_root >= 400 &&
+	       fl->at_metrics >= 100 && fl->datagrams >= 1000;
+}
+
 static int flood_body(weft_comm_t comm, int rank, int nranks, void *arg)
 {
 	static float x[4096];
@@ -213,7 +233,8 @@ static int flood_body(weft_comm_t comm, int rank, int nranks, void *arg)
 		if (++calls % 16 == 0)
 			note_fds(rank);
 		/* every rank stops at the same call */
-		int mine = harness_now() - t0 < LOOP_SECONDS;
+		double t = harness_now() - t0;
+		int mine = t < LOOP_SECONDS || (!thick() && t < LOOP_MAX_S);
 		st = weft_allreduce(&mine, &go, 1, WEFT_INT32, WEFT_MIN, comm);
 		if (st != WEFT_SUCCESS)
 			return harness_fail_status(comm, st, "allreduce %d under the flood", calls);
@@ -233,8 +254,10 @@ START_TEST(flood_every_listener)
 		flooder();
 		_exit(0);
 	}
-	char pending[32];
+	char pending[32], metrics[48];
 	snprintf(pending, sizeof(pending), "WEFT_MAX_PENDING=%d", MAX_PENDING);
+	fl->metrics_port = 30000 + (int)(getpid() % 20000);
+	snprintf(metrics, sizeof(metrics), "WEFT_METRICS_PORT=%d", fl->metrics_port);
 	const char *const env[] = {"WEFT_TRANSPORTS=socket",
 				   "WEFT_SOCKET_IFNAME=lo",
 				   "WEFT_CONNECT=lazy",
@@ -242,6 +265,8 @@ START_TEST(flood_every_listener)
 				   "WEFT_TIMEOUT=60",
 				   "WEFT_HANDSHAKE_TIMEOUT=2",
 				   pending,
+				   metrics,
+				   "WEFT_METRICS_CONNECTIONS=" METRICS_CONNS,
 				   NULL};
 	struct harness_job job = {.nranks = NRANKS,
 				  .env = env,
@@ -253,16 +278,17 @@ START_TEST(flood_every_listener)
 	fl->stop = 1;
 	waitpid(fp, NULL, 0);
 	fprintf(stderr,
-		"flood: %ld silent, %ld noisy connections (%ld at the root), %ld datagrams\n",
-		fl->silent, fl->noisy, fl->at_root, fl->datagrams);
+		"flood: %ld silent, %ld noisy connections (%ld at the root, %ld at /metrics), %ld "
+		"datagrams\n",
+		fl->silent, fl->noisy, fl->at_root, fl->at_metrics, fl->datagrams);
 	ck_assert_msg(res.ok, "%s", res.summary);
-	ck_assert_msg(fl->silent >= 500 && fl->noisy >= 2000 && fl->at_root >= 400 &&
-			  fl->datagrams >= 1000,
+	ck_assert_msg(thick(),
 		      "the flood was too thin to prove anything (%ld silent, %ld noisy, %ld at the "
-		      "root, %ld datagrams)",
-		      fl->silent, fl->noisy, fl->at_root, fl->datagrams);
-	/* the root's door (in rank 0), a relay door, the socket listener */
-	int bound = 3 * MAX_PENDING + FD_SLACK;
+		      "root, %ld at /metrics, %ld datagrams)",
+		      fl->silent, fl->noisy, fl->at_root, fl->at_metrics, fl->datagrams);
+	/* the root's door (in rank 0), a relay door, the socket listener, and
+	 * the /metrics endpoint: its connections, listener, epoll and pipe */
+	int bound = 3 * MAX_PENDING + atoi(METRICS_CONNS) + 4 + FD_SLACK;
 	for (int r = 0; r < NRANKS; r++)
 		ck_assert_msg(fl->peak[r] - fl->baseline[r] <= bound,
 			      "rank %d held %d descriptors more than before init (bound %d)", r,

@@ -10,6 +10,7 @@
 #define WEFT_TOPO_PRINT_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 enum weft_topo_format {
@@ -40,6 +41,15 @@ int weft_tool_print_settings(const char *json, enum weft_topo_format format, FIL
  * read or a line that is not a stats line: a message naming the file and
  * the line, and 1. */
 int weft_tool_print_stats(char *const *paths, int npaths, enum weft_topo_format format, FILE *out);
+
+/* Files of WEFT_TRACE_DIR / weft_comm_dump (topo_trace.c): per
+ * communicator, the verdict in plain words (text) or as JSON. A file that
+ * is not a flight recorder: a message naming it, and 1. */
+int weft_tool_print_trace(char *const *paths, int npaths, enum weft_topo_format format, FILE *out);
+
+/* weft-topo --watch (topo_watch_view.c): a live view of the job's
+ * metrics, or with @p once one frame as text. */
+int weft_tool_watch(char *const *targets, int n, bool once, double interval);
 
 /* ---- shared by the writers ---- */
 

@@ -12,6 +12,10 @@
  *                                    from a topology file (weft_model_describe)
  *   weft-topo --stats FILE...        the files of WEFT_STATS_FILE: each
  *                                    connection's last counters, leaf uplinks
+ *   weft-topo --trace FILE...        the flight recorders of a job (WEFT_TRACE_DIR):
+ *                                    who never posted what, whom every rank waits on
+ *   weft-topo --watch TARGET...      a live view of a running job from its metrics
+ *                                    (http://HOST:PORT or files; --once: one frame)
  *   weft-topo --settings [--format text|json|markdown|man]
  *                                    every WEFT_* variable; markdown is
  *                                    docs/settings.md (make docs), man the
@@ -43,6 +47,10 @@ struct options {
 	bool settings;
 	bool launcher;
 	bool stats;	   /* --stats: the arguments are files */
+	bool trace;	   /* --trace: the arguments are dumps */
+	bool watch;	   /* --watch: the arguments are metrics endpoints or files */
+	bool once;	   /* --watch --once: one frame as text */
+	double interval;   /* --watch --interval */
 	const char *model; /* --model: the topology file */
 	int ranks_per_host;
 	const char *order;
@@ -57,6 +65,8 @@ static void usage(FILE *out)
 	    "       weft-topo --model TOPOLOGY_FILE [--ranks-per-host N]\n"
 	    "                 [--order block|round-robin|random[:SEED]|RANKFILE] [--format ...]\n"
 	    "       weft-topo --stats FILE... [--format text|json]\n"
+	    "       weft-topo --trace FILE... [--format text|json]\n"
+	    "       weft-topo --watch [--once] [--interval S] URL|FILE...\n"
 	    "       weft-topo --settings [--format text|json|markdown|man]\n"
 	    "  alone: this host; with -np N, under mpirun/srun, or with WEFT_RANK,\n"
 	    "  WEFT_NRANKS and WEFT_ROOT set: the whole job (rank 0 prints).\n"
@@ -67,6 +77,11 @@ static void usage(FILE *out)
 	    "  with the time and peak memory of each step.\n"
 	    "  --stats: the files WEFT_STATS_FILE wrote (every rank's): per connection\n"
 	    "  its last counters, and per leaf the bytes sent to other leaves.\n"
+	    "  --trace: the flight recorders a job's ranks wrote (WEFT_TRACE_DIR): the\n"
+	    "  first operation not every rank posted, and whom every waiter waits on.\n"
+	    "  --watch: every rank's /metrics (http://HOST:PORT[/metrics]) or metrics\n"
+	    "  file, refreshed every second: hosts by leaf, operations, busbw, links;\n"
+	    "  q quits; --once prints one frame as text.\n"
 	    "  -h, --help: this text.\n");
 }
 
@@ -79,7 +94,11 @@ enum {
 	OPT_MODEL,
 	OPT_PER_HOST,
 	OPT_ORDER,
-	OPT_STATS
+	OPT_STATS,
+	OPT_TRACE,
+	OPT_WATCH,
+	OPT_ONCE,
+	OPT_INTERVAL
 };
 
 /* getopt_long_only: "-np 4" as well as "--np 4", "-format json". */
@@ -93,6 +112,10 @@ static const struct option long_opts[] = {
     {"ranks-per-host", required_argument, NULL, OPT_PER_HOST},
     {"order", required_argument, NULL, OPT_ORDER},
     {"stats", no_argument, NULL, OPT_STATS},
+    {"trace", no_argument, NULL, OPT_TRACE},
+    {"watch", no_argument, NULL, OPT_WATCH},
+    {"once", no_argument, NULL, OPT_ONCE},
+    {"interval", required_argument, NULL, OPT_INTERVAL},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -117,23 +140,45 @@ static int parse_format(const char *f, struct options *o)
 	return 0;
 }
 
-/* --stats takes files and nothing that starts a job. */
-static int check_stats(int argc, const struct options *o)
+/* --stats, --trace and --watch take files (or URLs) and nothing that
+ * starts a job. */
+static int check_files(int argc, const struct options *o)
 {
-	if (o->np || o->model || o->settings || o->launcher) {
-		fprintf(stderr, "weft-topo: --stats reads files: no -np, --model, --settings or "
-				"--launcher with it\n");
+	const char *opt = o->stats ? "--stats" : o->trace ? "--trace" : "--watch";
+	if (o->stats + o->trace + o->watch > 1) {
+		fprintf(stderr, "weft-topo: one of --stats, --trace and --watch at a time\n");
 		return 2;
 	}
-	if (o->format != WEFT_TOPO_TEXT && o->format != WEFT_TOPO_JSON) {
-		fprintf(stderr, "weft-topo: --stats: --format text or json\n");
+	if (o->np || o->model || o->settings || o->launcher) {
+		fprintf(stderr,
+			"weft-topo: %s reads files: no -np, --model, --settings or --launcher with "
+			"it\n",
+			opt);
+		return 2;
+	}
+	if (o->format != WEFT_TOPO_TEXT && (o->watch || o->format != WEFT_TOPO_JSON)) {
+		fprintf(stderr, "weft-topo: %s: --format text%s\n", opt,
+			o->watch ? "" : " or json");
 		return 2;
 	}
 	if (optind >= argc) {
-		fprintf(stderr, "weft-topo: --stats: no files given\n");
+		fprintf(stderr, "weft-topo: %s: no %s given\n", opt,
+			o->watch ? "endpoints or files" : "files");
 		return 2;
 	}
 	return 0;
+}
+
+static bool parse_seconds(const char *a, double *out)
+{
+	char *end;
+	double v = strtod(a, &end);
+	if (end == a || *end || !(v >= 0.1) || !(v <= 3600)) {
+		fprintf(stderr, "weft-topo: --interval %s: expected seconds, 0.1 to 3600\n", a);
+		return false;
+	}
+	*out = v;
+	return true;
 }
 
 static int parse(int argc, char **argv, struct options *o)
@@ -150,6 +195,13 @@ static int parse(int argc, char **argv, struct options *o)
 		case OPT_SETTINGS: o->settings = true; break;
 		case OPT_LAUNCHER: o->launcher = true; break;
 		case OPT_STATS: o->stats = true; break;
+		case OPT_TRACE: o->trace = true; break;
+		case OPT_WATCH: o->watch = true; break;
+		case OPT_ONCE: o->once = true; break;
+		case OPT_INTERVAL:
+			if (!parse_seconds(optarg, &o->interval))
+				return 2;
+			break;
 		case OPT_MODEL: o->model = optarg; break;
 		case OPT_ORDER: o->order = optarg; break;
 		case OPT_PER_HOST:
@@ -191,8 +243,12 @@ static int parse(int argc, char **argv, struct options *o)
 			o->format == WEFT_TOPO_MAN ? "man" : "markdown");
 		return 2;
 	}
-	if (rc == 0 && o->stats)
-		return check_stats(argc, o);
+	if (rc == 0 && (o->once || o->interval > 0) && !o->watch) {
+		fprintf(stderr, "weft-topo: --once and --interval need --watch\n");
+		return 2;
+	}
+	if (rc == 0 && (o->stats || o->trace || o->watch))
+		return check_files(argc, o);
 	if (rc == 0 && optind < argc) {
 		fprintf(stderr, "weft-topo: unexpected argument '%s'\n", argv[optind]);
 		usage(stderr);
@@ -333,6 +389,11 @@ int main(int argc, char **argv)
 		return rc;
 	if (o.stats)
 		return weft_tool_print_stats(argv + optind, argc - optind, o.format, stdout);
+	if (o.trace)
+		return weft_tool_print_trace(argv + optind, argc - optind, o.format, stdout);
+	if (o.watch)
+		return weft_tool_watch(argv + optind, argc - optind, o.once,
+				       o.interval > 0 ? o.interval : 1.0);
 	if (o.settings)
 		return print_settings(&o);
 	if (o.launcher)

@@ -30,6 +30,7 @@
 #include "transports/common/tp_stubs.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/proc.h"
 #include "util/settings.h"
 
 /* Scores: below the socket transport (10) over software providers, above
@@ -549,9 +550,17 @@ static weft_status_t ofi_progress(struct weft_tp *base)
 bool weft_ofi_peer_gone(struct ofi_tp *tp, int peer, char *why, size_t len)
 {
 	/* A host that does not answer at all is given up after this long. */
-	double give_up = tp->base.env->timeout_s < 10 ? tp->base.env->timeout_s : 10;
-	return weft_live_check(&tp->live, peer, &tp->cards[peer].live, give_up, why, len) ==
-	       WEFT_LIVE_GONE;
+	const struct weft_tp_env *env = tp->base.env;
+	double give_up = env->timeout_s < 10 ? env->timeout_s : 10;
+	if (weft_live_check(&tp->live, peer, &tp->cards[peer].live, give_up, why, len) !=
+	    WEFT_LIVE_GONE)
+		return false;
+	/* A peer on this host that died between its pid check and the probe:
+	 * say so, as the pid check would have. */
+	if (weft_tp_same_host(env, peer) && env->peers[peer].pid > 0 &&
+	    !weft_pid_alive(env->peers[peer].pid))
+		snprintf(why, len, "the process (pid %d) died", env->peers[peer].pid);
+	return true;
 }
 
 /* The registration cache a message of this communicator would use: the

@@ -65,7 +65,11 @@ weft_status_t weft_tp_shm_bell_open(struct shm_conn *c, const char *peer_seg_nam
 	const struct weft_tp_env *env = c->tp->base.env;
 	char path[128];
 	weft_tp_shm_bell_path(path, sizeof(path), peer_seg_name);
-	int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+	/* Read and write: the FIFO then always has a reader, so a write after
+	 * the peer died is EAGAIN at worst, never SIGPIPE (which would kill
+	 * this process: a library must not raise it; faults/shrink lost a
+	 * survivor so). Linux defines O_RDWR on a FIFO. */
+	int fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return weft_tp_fail_errno(env, errno, "shm: open(%s), rank %d's bell", path,
 					  c->base.peer);

@@ -312,6 +312,8 @@ struct weft_sock {
 	struct tcp_counters { /* TCP_INFO at the previous signals query */
 		uint32_t delivered, delivered_ce;
 		uint64_t bytes_acked;
+		uint64_t busy_us, rwnd_us; /* tcpi_busy_time, tcpi_rwnd_limited */
+		uint32_t retrans;	   /* tcpi_total_retrans */
 	} seen;
 	struct weft_sock_health h;
 };

@@ -137,10 +137,16 @@ int weft_tp_socket_signals(struct weft_conn *conn, struct weft_tp_signal *out, i
 		    .bytes_acked = ti.tcpi_bytes_acked - s->seen.bytes_acked,
 		    .delivery_Bps = ti.tcpi_delivery_rate,
 		    .app_limited = ti.tcpi_delivery_rate_app_limited,
+		    .busy_us = (uint32_t)(ti.tcpi_busy_time - s->seen.busy_us),
+		    .rwnd_limited_us = (uint32_t)(ti.tcpi_rwnd_limited - s->seen.rwnd_us),
+		    .retrans = ti.tcpi_total_retrans - s->seen.retrans,
 		};
 		s->seen.delivered = ti.tcpi_delivered;
 		s->seen.delivered_ce = ti.tcpi_delivered_ce;
 		s->seen.bytes_acked = ti.tcpi_bytes_acked;
+		s->seen.busy_us = ti.tcpi_busy_time;
+		s->seen.rwnd_us = ti.tcpi_rwnd_limited;
+		s->seen.retrans = ti.tcpi_total_retrans;
 	}
 	return n;
 }

@@ -360,6 +360,7 @@ struct weft_sock_conn {
 	uint64_t waiting;		   /* of which a send waits for (not copied) */
 	uint64_t acks_seen, acks_at_check; /* records acknowledged: ever, at the last check */
 	bool ack_owed, ack_urgent;	   /* frames read since the last acknowledgement sent */
+	bool ack_stale;			   /* owed already at the last health check */
 	bool ack_asked;	     /* ours may wait behind data: ask for them (CTL_ACKNOW) */
 	bool seen_resend;    /* a resent frame came: a late original is dropped */
 	unsigned ack_frames; /* data frames read since then */
@@ -533,6 +534,10 @@ bool weft_tp_socket_rx_bitmap(struct weft_sock_req *r);
 /* socket_ack.c: records of sent frames, the replay ring, acknowledgements. */
 weft_status_t weft_tp_socket_ack_init(struct weft_sock_conn *c);
 void weft_tp_socket_ack_fini(struct weft_sock_conn *c);
+/* The first frame to write again of message @p seq or a later one (NULL:
+ * none); put @p rec, from that list, on slot @p s. */
+struct weft_sock_sent *weft_tp_socket_resend_from(const struct weft_sock_conn *c, uint64_t seq);
+void weft_tp_socket_resend_take(struct weft_sock_conn *c, unsigned s, struct weft_sock_sent *rec);
 /* A record for a new frame of @p req's fragment @p chunk on slot @p s
  * (NULL: none free, the slot waits). */
 struct weft_sock_sent *weft_tp_socket_sent_new(struct weft_sock_conn *c, unsigned s,

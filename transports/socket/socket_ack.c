@@ -165,19 +165,35 @@ static void slot_take(struct weft_sock_conn *c, unsigned s, struct weft_sock_sen
 	}
 }
 
+struct weft_sock_sent *weft_tp_socket_resend_from(const struct weft_sock_conn *c, uint64_t seq)
+{
+	struct weft_sock_sent *rec = c->resend.head;
+	while (rec && rec->hdr.seq < seq)
+		rec = rec->next;
+	return rec;
+}
+
+void weft_tp_socket_resend_take(struct weft_sock_conn *c, unsigned s, struct weft_sock_sent *rec)
+{
+	struct weft_sock_list *l = &c->resend;
+	struct weft_sock_sent *prev = NULL;
+	for (struct weft_sock_sent *p = l->head; p != rec; p = p->next)
+		prev = p;
+	if (prev)
+		prev->next = rec->next;
+	else
+		l->head = rec->next;
+	if (l->tail == rec)
+		l->tail = prev;
+	l->n--;
+	rec->hdr.flags |= WEFT_SOCK_F_RESEND;
+	slot_take(c, s, rec);
+}
+
 struct weft_sock_sent *weft_tp_socket_sent_new(struct weft_sock_conn *c, unsigned s,
 					       struct weft_sock_req *req, uint64_t chunk)
 {
-	struct weft_sock_list *resend = &c->resend;
 	struct weft_sock_sent *rec;
-	if (!req) { /* a frame to write again */
-		rec = list_pop(resend);
-		if (rec) {
-			rec->hdr.flags |= WEFT_SOCK_F_RESEND;
-			slot_take(c, s, rec);
-		}
-		return rec;
-	}
 	if (!c->free_sent || c->sock[s].tx.sent.n >= WEFT_SOCK_SENT_PER_SLOT)
 		return NULL;
 	rec = c->free_sent;
@@ -272,12 +288,33 @@ void weft_tp_socket_acked(struct weft_sock_conn *c, unsigned s, uint32_t gen, ui
 	}
 }
 
+/* Into the resend list in message order (then offset): a socket carries
+ * its frames in message order (socket_tx.c), and two failed slots' lists
+ * are each in order, not together. */
+static void resend_insert(struct weft_sock_list *l, struct weft_sock_sent *rec)
+{
+	struct weft_sock_sent *prev = NULL, *p = l->head;
+	while (p && (p->hdr.seq < rec->hdr.seq ||
+		     (p->hdr.seq == rec->hdr.seq && p->hdr.off <= rec->hdr.off))) {
+		prev = p;
+		p = p->next;
+	}
+	rec->next = p;
+	if (prev)
+		prev->next = rec;
+	else
+		l->head = rec;
+	if (!p)
+		l->tail = rec;
+	l->n++;
+}
+
 void weft_tp_socket_sent_requeue(struct weft_sock_conn *c, unsigned s)
 {
 	struct weft_sock_tx *tx = &c->sock[s].tx;
 	struct weft_sock_sent *rec;
 	while ((rec = list_pop(&tx->sent)))
-		list_push(&c->resend, rec);
+		resend_insert(&c->resend, rec);
 	tx->wr = NULL;
 	tx->done = 0;
 }

@@ -305,11 +305,19 @@ weft_status_t weft_tp_socket_health(struct weft_sock_conn *c)
 	if (now < c->next_check)
 		return WEFT_SUCCESS;
 	c->next_check = now + WEFT_SOCK_CHECK_S;
-	/* A send waits and nothing was acknowledged since the last check: ask
-	 * (a safety net; the peer acknowledges at once what a sender waits for). */
-	if (c->waiting > 0 && c->acks_seen == c->acks_at_check)
+	/* A send waits, or a frame to write again may wait for a socket whose
+	 * frames are acknowledged (socket_tx.c), and nothing was acknowledged
+	 * since the last check: ask (a safety net; the peer acknowledges at
+	 * once what a sender waits for). */
+	if ((c->waiting > 0 || c->resend.head) && c->acks_seen == c->acks_at_check)
 		c->ack_asked = true;
 	c->acks_at_check = c->acks_seen;
+	/* Acknowledgements owed since the last check and carried by nothing
+	 * since (no traffic back, fewer than a batch): sent now, so that the
+	 * peer's replay ring and records do not stay held by a last message. */
+	if (c->ack_owed && c->ack_stale)
+		c->ack_urgent = true;
+	c->ack_stale = c->ack_owed;
 	for (unsigned s = 0; s < sc->nslots && !c->failed; s++)
 		if (weft_tp_socket_usable(c, s))
 			check_slot(c, s, now);

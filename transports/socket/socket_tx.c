@@ -90,15 +90,15 @@ static bool orphaned(const struct weft_sock_conn *c, unsigned o)
 }
 
 /* Round robin: the walk whose fragment slot @p s writes next (-1: none):
- * its own, or an orphaned one's, whichever comes first in the queue; the
- * probe slot takes from any. */
-static int rr_pick(const struct weft_sock_conn *c, unsigned s)
+ * its own, or an orphaned one's, whichever comes first in the queue, of
+ * message @p floor or later; the probe slot takes from any. */
+static int rr_pick(const struct weft_sock_conn *c, unsigned s, uint64_t floor)
 {
 	unsigned nsocks = c->sc->nsocks;
 	int best = -1;
 	for (unsigned o = 0; o < nsocks; o++) {
 		const struct weft_sock_tx *t = &c->sock[o].tx;
-		if (!t->walk || (o != s && s < nsocks && !orphaned(c, o)))
+		if (!t->walk || (o != s && s < nsocks && !orphaned(c, o)) || t->walk->seq < floor)
 			continue;
 		if (o == s && c->sock[s].h.draining)
 			continue;
@@ -118,27 +118,55 @@ static bool takes_frames(const struct weft_sock_conn *c, unsigned s)
 	       !c->sock[s].h.draining;
 }
 
-/* The next frame for slot @p s, put on its list (NULL: none, or no room). */
+/* The message of the last frame on slot @p s that the peer has not
+ * acknowledged (0: none). Nothing of an earlier message may follow it on
+ * the socket: the peer reads a socket in order and waits at a header
+ * whose receive it has not posted, which it may post only once an earlier
+ * message is complete; that message's fragment behind the header would
+ * never be read (a resend of a failed slot's frame, or an orphaned walk's
+ * fragment, taken by a socket that had gone ahead). Such a frame waits
+ * for a socket that carries nothing later: the failed slot's replacement,
+ * or one whose frames are acknowledged. */
+static uint64_t floor_seq(const struct weft_sock_conn *c, unsigned s)
+{
+	const struct weft_sock_sent *tail = c->sock[s].tx.sent.tail;
+	return tail ? tail->hdr.seq : 0;
+}
+
+/* The next frame for slot @p s, put on its list (NULL: none, or no room):
+ * of the frames to write again and the new fragments it may take, the one
+ * of the earliest message (a frame to write again first). */
 static struct weft_sock_sent *start_next(struct weft_sock_conn *c, unsigned s)
 {
 	if (!takes_frames(c, s))
 		return NULL;
-	if (c->resend.head)
-		return weft_tp_socket_sent_new(c, s, NULL, 0);
+	uint64_t floor = floor_seq(c, s);
+	struct weft_sock_sent *again = weft_tp_socket_resend_from(c, floor);
+	struct weft_sock_sent *rec;
 	if (round_robin(c)) {
-		int o = rr_pick(c, s);
-		if (o < 0)
+		int o = rr_pick(c, s, floor);
+		struct weft_sock_tx *t = o >= 0 ? &c->sock[o].tx : NULL;
+		if (again && (!t || again->hdr.seq <= t->walk->seq)) {
+			weft_tp_socket_resend_take(c, s, again);
+			return again;
+		}
+		if (!t)
 			return NULL;
-		struct weft_sock_tx *t = &c->sock[o].tx;
-		struct weft_sock_sent *rec = weft_tp_socket_sent_new(c, s, t->walk, t->walk_chunk);
+		rec = weft_tp_socket_sent_new(c, s, t->walk, t->walk_chunk);
 		if (rec)
 			walk_advance(c, (unsigned)o);
 		return rec;
 	}
 	struct weft_sock_req *r = c->sendq.deal;
+	if (r && r->seq < floor)
+		r = NULL;
+	if (again && (!r || again->hdr.seq <= r->seq)) {
+		weft_tp_socket_resend_take(c, s, again);
+		return again;
+	}
 	if (!r)
 		return NULL;
-	struct weft_sock_sent *rec = weft_tp_socket_sent_new(c, s, r, r->dealt);
+	rec = weft_tp_socket_sent_new(c, s, r, r->dealt);
 	if (rec && ++r->dealt == r->nchunks)
 		c->sendq.deal = next_req(r);
 	return rec;
@@ -256,7 +284,7 @@ static size_t gather(struct weft_sock_conn *c, unsigned s, struct iovec *iov, in
 /* The acknowledgements went out with a header: nothing is owed now. */
 static void acks_sent(struct weft_sock_conn *c)
 {
-	c->ack_owed = c->ack_urgent = false;
+	c->ack_owed = c->ack_urgent = c->ack_stale = false;
 	c->ack_frames = 0;
 }
 

@@ -21,8 +21,9 @@
  * WEFT_SOCK_CHECK_S (the clock is read only then).
  *
  * Failing over slot s: its unacknowledged frames go to the connection's
- * resend list, which every healthy socket writes before anything new; its
- * socket is closed. The connector (the lower rank) then connects a new one
+ * resend list, which the healthy sockets write before anything new of a
+ * later message (and never behind a later message's frame: socket_tx.c);
+ * its socket is closed. The connector (the lower rank) then connects a new one
  * in the slot, one generation up (socket_conn.c), trying new sockets (new
  * ports) until one gets through; the acceptor asks the connector for it
  * (CTL_REPLACE on a healthy socket, or, with every path dark, a call to

@@ -12,9 +12,10 @@
  * already delivered is read and dropped, as is one of a receive that is
  * finished once a resent frame has been seen (before any, that is the
  * peer breaking the protocol). A fragment another socket has begun and not
- * finished is taken over: the newcomer delivers from where the other
- * stopped, and the other drops the rest of its copy, so no byte reaches a
- * reducing receive twice.
+ * finished is taken over by a resent copy: the newcomer delivers from
+ * where the other stopped, and the other drops the rest of its copy, so no
+ * byte reaches a reducing receive twice; a late original finding the
+ * fragment begun is dropped (claim says why).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -132,6 +133,17 @@ static void claim(struct weft_sock_conn *c, unsigned s, struct weft_sock_req *r,
 		struct weft_sock_rx *o = &c->sock[u].rx;
 		if (u == s || !o->in_frame || o->discard || o->req != r || o->chunk != i)
 			continue;
+		if (!(rx->hdr.flags & WEFT_SOCK_F_RESEND)) {
+			/* A late original: the copy sent again is the one the
+			 * sender counts on. Were the original to take over, the
+			 * resent copy would be read whole, dropped and
+			 * acknowledged, and the original's socket, failed over
+			 * by the sender, could die before it finishes: the
+			 * fragment would have no copy left anywhere. */
+			rx->discard = true;
+			c->st.dups++;
+			return;
+		}
 		rx->skip = delivered(c, u);
 		o->discard = true;
 		o->req = NULL;

@@ -5,13 +5,15 @@
  *
  * A socket takes its next frame when it has written the previous one: a
  * frame to write again (a failed socket's, socket_ack.c) before anything
- * new; then, round robin, its own next fragment (its walk over the queue:
- * fragment i of a message is socket (s0 + i) % nsocks's) or, sprayed, the
- * next fragment not yet handed to any socket. In round robin the walk of a
- * socket that is down (failed over, being replaced) or being moved is not
- * left behind: the others take its fragments, the earliest first, so a
- * message never waits for a socket that cannot send. The probe socket
- * (socket_repath.c) takes from any walk.
+ * new of the same or a later message; else, round robin, its own next
+ * fragment (its walk over the queue: fragment i of a message is socket
+ * (s0 + i) % nsocks's) or, sprayed, the next fragment not yet handed to
+ * any socket. In round robin the walk of a socket that is down (failed
+ * over, being replaced) or being moved is not left behind: the others
+ * take its fragments, the earliest first, so a message never waits for a
+ * socket that cannot send. The probe socket (socket_repath.c) takes from
+ * any walk. Whatever it takes, a socket's unacknowledged frames are in
+ * message order (floor_seq says why).
  *
  * Control frames (socket.h) wait for a frame boundary and go first then.
  * Round robin, small frames queued behind the current one on the same

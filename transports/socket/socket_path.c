@@ -45,6 +45,7 @@
 #include "transports/socket/socket.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/proc.h"
 
 /* tcpi_state of an established connection (the kernel's net/tcp_states.h;
  * <netinet/tcp.h>, which names it, clashes with <linux/tcp.h>). */
@@ -437,11 +438,27 @@ static bool sibling_established(const struct weft_sock_conn *c, unsigned s)
 	return false;
 }
 
+/* Every socket of @p c is closed: did the peer exit? Only a peer on this
+ * host can be asked (its pid). Its sockets may as well have been failed
+ * over at once, each closed to be replaced (a load spike that stalled
+ * them all: seen at 8 ranks on 2 cores, where the acceptor took the
+ * connector's replacements for an exit and failed a live peer); then the
+ * failover's new connection, or call, to its listener tells (refused:
+ * gone, socket_slot.c and socket_lazy.c). */
+static bool peer_exited(const struct weft_sock_conn *c)
+{
+	const struct weft_tp_env *env = c->sc->base.env;
+	int peer = c->base.peer;
+	return weft_tp_same_host(env, peer) && env->peers[peer].pid > 0 &&
+	       !weft_pid_alive(env->peers[peer].pid);
+}
+
 weft_status_t weft_tp_socket_on_close(struct weft_sock_conn *c, unsigned s, int err)
 {
-	/* Every socket closed by the peer: it is gone, as one that said BYE
-	 * is (an error only if something still waits on it). */
-	if (!weft_sock_acking(c->sc) || c->peer_bye || !sibling_established(c, s))
+	/* Every socket closed by a peer that exited: it is gone, as one that
+	 * said BYE is (an error only if something still waits on it). */
+	if (!weft_sock_acking(c->sc) || c->peer_bye ||
+	    (!sibling_established(c, s) && peer_exited(c)))
 		return closed_for_good(c, s, err);
 	if (c->sock[s].h.parked_pending) { /* the connector said it parks it */
 		weft_tp_socket_retire(c, s);

@@ -18,7 +18,11 @@
  * reducing receive once, which a second delivery would double); an
  * acknowledgement lost (the way back dark: the sender, hearing nothing,
  * resends what the peer had, which drops it); and a random mix of all of
- * them over many messages, round robin and sprayed.
+ * them over many messages, round robin and sprayed. And two hangs seen in
+ * the integration suites: a resent frame queued behind a later message's
+ * on the socket the peer had stopped at (resend_order), and a late
+ * original taking a fragment over from its resent copy (late_original,
+ * with frames written straight into the sockets).
  */
 #define _GNU_SOURCE
 #include <check.h>
@@ -690,6 +694,65 @@ START_TEST(test_resend_order)
 }
 END_TEST
 
+/* Write a data frame as rank 0 would, straight into its end of slot @p s
+ * (rank 0's transport is not moved meanwhile): fragment @p off of a
+ * message @p seq of @p len bytes tagged @p tag, the payload bytes
+ * [@p from, @p to) of @p data, the header only when @p from is 0. */
+static void forge(unsigned s, uint64_t seq, uint64_t tag, size_t len, size_t off, uint16_t flags,
+		  const char *data, size_t from, size_t to)
+{
+	struct weft_sock_conn *rx = conn_of(1);
+	int fd = conn_of(0)->sock[s].fd;
+	if (from == 0) {
+		struct weft_sock_ack acks[WEFT_SOCK_MAX_SLOTS] = {{0}};
+		struct weft_sock_frame h = {.magic = WEFT_SOCK_FRAME_MAGIC,
+					    .frag_len = (uint32_t)len,
+					    .tag = tag,
+					    .len = len,
+					    .off = off,
+					    .seq = seq,
+					    .fseq = rx->sock[s].rx.frames + 1,
+					    .flags = flags,
+					    .nacks = (uint16_t)rx->sc->nslots};
+		for (unsigned i = 0; i < rx->sc->nslots; i++)
+			acks[i].gen = conn_of(0)->sock[i].gen; /* acknowledging nothing */
+		ck_assert_int_eq(send(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+		size_t n = rx->sc->nslots * sizeof(acks[0]);
+		ck_assert_int_eq(send(fd, acks, n, 0), (ssize_t)n);
+	}
+	ck_assert_int_eq(send(fd, data + from, to - from, 0), (ssize_t)(to - from));
+	for (int k = 0; k < 50; k++)
+		ends[1].tp->ops->msg.progress(ends[1].tp);
+}
+
+START_TEST(test_late_original)
+{
+	/* Rank 1 has begun a fragment's resent copy on socket 1 when the
+	 * original, late on the socket the sender failed over, arrives on
+	 * socket 0. Were the original to take the fragment over, the resent
+	 * copy would be read whole and dropped (and acknowledged: the sender
+	 * forgets it), and the fragment would wait for the rest of an original
+	 * whose socket is going: the resent copy alone must complete it. */
+	setup(2, "rr", "5");
+	char data[4096], got[4096] = {0};
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (char)(i * 7 + 1);
+	struct weft_msg r = {.buf = got, .len = sizeof(got), .tag = 9};
+	ck_assert_int_eq(weft_tp_socket_irecv(ends[1].conn, &r), WEFT_SUCCESS);
+	forge(1, 0, 9, sizeof(data), 0, WEFT_SOCK_F_RESEND, data, 0, 1000);
+	forge(0, 0, 9, sizeof(data), 0, 0, data, 0, 500);
+	forge(1, 0, 9, sizeof(data), 0, WEFT_SOCK_F_RESEND, data, 1000, sizeof(data));
+	ck_assert_msg(r.done, "the resent copy was read whole and the receive is not done (%s)",
+		      ends[1].err);
+	ck_assert_int_eq(r.status, WEFT_SUCCESS);
+	ck_assert_mem_eq(got, data, sizeof(data));
+	forge(0, 0, 9, sizeof(data), 0, 0, data, 500, sizeof(data)); /* the rest: dropped */
+	ck_assert_msg(!ends[1].status, "%s", ends[1].err);
+	ck_assert_uint_ge(conn_of(1)->st.dups, 1);
+	teardown();
+}
+END_TEST
+
 static void add(Suite *s, const char *name, const TTest *t)
 {
 	TCase *tc = tcase_create(name);
@@ -709,6 +772,7 @@ static Suite *failover_suite(void)
 	TCase *tc = tcase_create("resend_order");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_resend_order);
+	tcase_add_test(tc, test_late_original);
 	suite_add_tcase(s, tc);
 	return s;
 }

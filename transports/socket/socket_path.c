@@ -13,8 +13,9 @@
  * (measured while it was healthy: a queue at a congested link grows the
  * RTT, not the gaps between acknowledgements), at least 50 ms: below that
  * a scheduler hiccup on a busy host looks like a dead path. With one
- * segment in flight the peer's kernel may delay its acknowledgement (up to
- * 200 ms in Linux), so then the bound is 250 ms. A receive window at zero
+ * segment in flight, or less than two segments' bytes, the peer's kernel
+ * may delay its acknowledgement (up to 200 ms in Linux), so then the
+ * bound is 250 ms. A receive window at zero
  * is back-pressure, not a dead path: the peer's kernel answers the window
  * probes, tcpi_last_ack_recv stays recent, and nothing is in flight.
  * The checks run from progress, every 16 calls at most once per
@@ -74,6 +75,26 @@ static bool data_slot(const struct weft_sock_comm *sc, unsigned s)
 	return s != weft_sock_ctl_slot(sc);
 }
 
+/* May the peer's kernel be delaying its acknowledgement of what @p ti has
+ * in flight? Linux acknowledges at once only when more than a full
+ * segment has come since its last acknowledgement (or out of order, or in
+ * quick-ack mode); less waits for the delayed-ACK timer, 40 to 200 ms.
+ * Small frames are exactly that: on loopback (64 KiB segments) every
+ * AllGather of 7 elements left 2-5 small segments unacknowledged for
+ * 50-130 ms, which the 50 ms floor took for a dead path (about 150
+ * failovers in one run of integration/allgather). One segment, or
+ * (kernels that say) less than two segments' bytes. */
+static bool ack_may_be_delayed(const struct tcp_info *ti)
+{
+	if (ti->tcpi_unacked < 2)
+		return true;
+	uint64_t sent = ti->tcpi_bytes_sent - ti->tcpi_bytes_retrans;
+	if (!ti->tcpi_snd_mss || ti->tcpi_bytes_sent < ti->tcpi_bytes_retrans ||
+	    sent < ti->tcpi_bytes_acked)
+		return false; /* not told */
+	return sent - ti->tcpi_bytes_acked < 2ull * ti->tcpi_snd_mss;
+}
+
 /* Seconds slot @p s may go without an acknowledgement with @p ti in flight. */
 static double stall_limit(const struct weft_sock_conn *c, const struct weft_sock *sk,
 			  const struct tcp_info *ti)
@@ -83,7 +104,7 @@ static double stall_limit(const struct weft_sock_conn *c, const struct weft_sock
 		lim = STALL_RTTS * sk->h.srtt_us * 1e-6;
 		lim = lim > STALL_FLOOR_S ? lim : STALL_FLOOR_S;
 	}
-	if (ti->tcpi_unacked < 2 && lim < STALL_ONE_SEGMENT_S)
+	if (lim < STALL_ONE_SEGMENT_S && ack_may_be_delayed(ti))
 		lim = STALL_ONE_SEGMENT_S;
 	return lim;
 }

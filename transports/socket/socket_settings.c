@@ -3,11 +3,10 @@
  * peer and how fragments spread over them, and how its paths are kept
  * (WEFT_REPATH, WEFT_PATH_STALL, WEFT_PEER_DEAD; socket_path.c).
  *
- * WEFT_REPATH defaults to off for now: with stall, the AllReduce suite
- * under WEFT_PACER=dcqcn hung in 3 of 28 cases, and integration/allgather
- * once at 8 ranks with 7-element messages (no progress for 60 s, not yet
- * understood), and the cost of acknowledgements on a healthy path is
- * not measured. stall is what tests/unit/transports/failover.c and
+ * WEFT_REPATH defaults to off for now: the cost of acknowledgements on a
+ * healthy path is not measured, and a rank that finishes while its
+ * sub-flows are being replaced may close before its resent frames reach
+ * the peer (docs/reliability.md; the hangs seen with stall are fixed). stall is what tests/unit/transports/failover.c and
  * tests/fabric/test_failover.sh exercise; stall+congestion (socket_repath.c)
  * is not measured on the fabric at all (issue 27).
  */

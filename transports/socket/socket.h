@@ -261,6 +261,7 @@ struct weft_sock_rx {
 struct weft_sock_health {
 	uint64_t acked;	    /* tcpi_bytes_acked at the last check */
 	double progress_at; /* when acked last moved (or nothing was outstanding) */
+	bool idle;	    /* nothing was in flight at the last check */
 	uint32_t srtt_us;   /* the kernel's smoothed RTT while healthy */
 	double dark_since;  /* failed over at (0: not dark) */
 	double gone_at;	    /* when its path was first seen dark (for the logs) */

@@ -214,7 +214,14 @@ static void check_slot(struct weft_sock_conn *c, unsigned s, double now)
 	if (c->sc->io->tcp_info(sk->fd, &ti) != 0)
 		return;
 	struct weft_sock_health *h = &sk->h;
-	if (ti.tcpi_bytes_acked != h->acked || ti.tcpi_unacked == 0) {
+	/* Nothing was in flight at the last check: what is now was sent since,
+	 * so its clock starts now, not at that check (which may be long ago:
+	 * a connection is checked only while it is busy, and a rank between
+	 * operations checks none; an idle second then read as a stall the
+	 * moment a small message went out: 'no acknowledgement for 639 ms'). */
+	bool was_idle = h->idle;
+	h->idle = ti.tcpi_unacked == 0;
+	if (ti.tcpi_bytes_acked != h->acked || ti.tcpi_unacked == 0 || was_idle) {
 		h->acked = ti.tcpi_bytes_acked;
 		h->progress_at = now;
 		if (ti.tcpi_rtt)

@@ -235,6 +235,7 @@ struct weft_sock_tx {
 	/* Control frames waiting for a frame boundary (a bit per kind) and
 	 * the bytes of the ones being written. */
 	unsigned ctl_want;
+	bool bye;	     /* BYE asked for on this socket: no data frame follows it */
 	uint64_t ctl_arg[3]; /* CTL_REPLACE: slot, generation, action */
 	unsigned char ctl[4 * WEFT_SOCK_HDR_MAX];
 	size_t ctl_len, ctl_done;

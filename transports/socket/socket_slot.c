@@ -191,6 +191,7 @@ void weft_tp_socket_slot_up(struct weft_sock_conn *c, unsigned s)
 	sk->port = weft_tp_socket_port(sk->fd, c->sc->base.env->rank < c->base.peer);
 	sk->rx.frames = 0;
 	sk->tx.next_fseq = 1;
+	sk->tx.bye = false;
 	sk->eof = false;
 	sk->seen = (struct tcp_counters){0}; /* the new socket's counters start at 0 */
 	sk->h.acked = c->sc->io->tcp_info(sk->fd, &ti) == 0 ? ti.tcpi_bytes_acked : 0;

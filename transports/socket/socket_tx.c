@@ -113,11 +113,13 @@ static int rr_pick(const struct weft_sock_conn *c, unsigned s, uint64_t floor)
 }
 
 /* Does slot @p s take new data frames? Not the control slot, nor one that
- * is down or being moved. */
+ * is down or being moved, nor one that said BYE (the peer reads nothing
+ * after it: a frame sent again during the flush at the end, after a
+ * sub-flow failed over, goes on a replacement). */
 static bool takes_frames(const struct weft_sock_conn *c, unsigned s)
 {
 	return s != weft_sock_ctl_slot(c->sc) && weft_tp_socket_usable(c, s) &&
-	       !c->sock[s].h.draining;
+	       !c->sock[s].h.draining && !c->sock[s].tx.bye;
 }
 
 /* The message of the last frame on slot @p s that the peer has not
@@ -194,6 +196,7 @@ void weft_tp_socket_ctl(struct weft_sock_conn *c, unsigned s, enum weft_sock_ctl
 {
 	struct weft_sock_tx *tx = &c->sock[s].tx;
 	tx->ctl_want |= 1u << kind;
+	tx->bye = tx->bye || kind == WEFT_SOCK_CTL_BYE;
 	if (kind == WEFT_SOCK_CTL_REPLACE) {
 		tx->ctl_arg[0] = a0;
 		tx->ctl_arg[1] = a1;

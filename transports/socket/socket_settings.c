@@ -4,11 +4,12 @@
  * (WEFT_REPATH, WEFT_PATH_STALL, WEFT_PEER_DEAD; socket_path.c).
  *
  * WEFT_REPATH defaults to off for now: the cost of acknowledgements on a
- * healthy path is not measured, and a rank that finishes while its
- * sub-flows are being replaced may close before its resent frames reach
- * the peer (docs/reliability.md; the hangs seen with stall are fixed). stall is what tests/unit/transports/failover.c and
- * tests/fabric/test_failover.sh exercise; stall+congestion (socket_repath.c)
- * is not measured on the fabric at all (issue 27).
+ * healthy path is not measured, and the flush at the end is bounded (2 s),
+ * so a rank that finishes while a sub-flow is being replaced can close
+ * before its resent frames reach the peer (docs/reliability.md; the hangs
+ * seen with stall are fixed). stall is what tests/unit/transports/failover.c
+ * and tests/fabric/test_failover.sh exercise; stall+congestion
+ * (socket_repath.c) is not measured on the fabric at all (issue 27).
  */
 #include <string.h>
 

@@ -58,7 +58,7 @@ weft_status_t weft_comm_fail_errno(struct weft_comm *comm, int errnum, const cha
  * not WEFT_RANK_ALIVE). Returns true if this call recorded it, false if it
  * was known already (its first cause stays) or @p rank is not a peer.
  *
- * Who calls it: core/detect.c (the pid check, refused datagrams, silence
+ * Who calls it: health/detect.c (the pid check, refused datagrams, silence
  * on the watch), the shrink for the ranks its agreement left out, and a
  * transport's own rule through its environment, env->peer_gone(env->ctx,
  * peer, how) (transports/transport.h; core/comm_init.c points it here):

@@ -28,7 +28,6 @@
 #include "core/fail.h"
 #include "core/progress.h"
 #include "core/revoke.h"
-#include "core/slowdet.h"
 #include "util/log.h"
 #include "util/settings.h"
 
@@ -90,9 +89,9 @@ static void *pt_main(void *arg)
 		double before = last_event(comm);
 		uint64_t activity = comm->wait.activity;
 		weft_comm_progress(comm); /* errors land in the tasks */
-		if (comm->slowdet && comm->active && waited)
-			weft_slowdet_waited(comm, comm->active, &waited);
-		else if (comm->slowdet)
+		if (comm->observe.waits && comm->active && waited)
+			weft_observe_waited(&comm->observe, comm, comm->active, &waited);
+		else if (comm->observe.waits)
 			waited = comm->active ? weft_now_ns() : 0;
 		bool moved = last_event(comm) != before || comm->wait.activity != activity;
 		double now = weft_now();

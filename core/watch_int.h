@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "core/watch.h"
 #include "util/auth.h"
 
 #define WATCH_MAGIC 0x5745465457415431ull /* "WEFTWAT1" */
@@ -72,12 +73,16 @@ struct watch_view {
 };
 
 struct weft_comm;
-struct weft_agree;
-struct weft_slowdet;
+struct weft_watch_service;
 
 struct weft_watch {
-	struct weft_comm *comm;	      /* NULL in tests/fuzz/ */
-	struct weft_slowdet *slowdet; /* the slow-link detector's datagrams (core/slowdet.h) */
+	struct weft_comm *comm; /* NULL in tests/fuzz/ */
+	/* what rides on the watch (core/watch.h), fixed once the thread runs */
+	struct {
+		const struct weft_watch_service *svc;
+		void *ctx;
+	} services[WEFT_WATCH_SERVICES];
+	int nservices;
 	int fd;
 	int stop_pipe[2];
 	pthread_t thread;
@@ -107,8 +112,7 @@ struct weft_watch {
 	/* Reading the socket: the thread, or a caller that drains it at once
 	 * (weft_watch_drain); taken before lock. */
 	pthread_mutex_t rx_lock;
-	unsigned char *rx;	  /* WATCH_RX_BYTES */
-	struct weft_agree *agree; /* the shrink's agreement (core/agree.c) */
+	unsigned char *rx; /* WATCH_RX_BYTES */
 	/* [rank]: the last verdict found it had not reached the operation
 	 * (or had stopped inside it); verdicts: how many were taken */
 	bool *straggler;

@@ -1,6 +1,6 @@
 /*
  * fuzz_agree.c — libFuzzer target: the shrink's agreement datagrams at the
- * watch (core/agree.c, weft_agree_take), which carry promises, accepted
+ * watch (health/agree.c, weft_agree_take), which carry promises, accepted
  * values and decisions that decide a communicator's membership. A watch
  * of rank 1 of 4 is made by hand, its acceptor in an agreement; each input
  * is a run of datagrams, each a 2-byte length (up to 1,200), a flags byte
@@ -22,8 +22,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "core/agree_int.h"
 #include "core/watch_int.h"
+#include "health/agree_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -78,9 +78,9 @@ static void take_one(struct weft_watch *w, unsigned char *buf, size_t len, int f
 		struct snapshot s0, s1;
 		uint64_t dropped = w->dropped;
 		memcpy(before, view, sizeof(view));
-		snap(w->agree, &s0);
+		snap(agree_of(w), &s0);
 		weft_agree_take(w, buf, (ssize_t)len, &from);
-		snap(w->agree, &s1);
+		snap(agree_of(w), &s1);
 		bool taken = w->dropped == dropped;
 		if (!taken && (memcmp(before, view, sizeof(view)) != 0 ||
 			       w->dropped != dropped + 1 || memcmp(&s0, &s1, sizeof(s0)) != 0))
@@ -107,10 +107,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		address(&addrs[r], r);
 		lens[r] = sizeof(struct sockaddr_in);
 	}
-	w.agree = weft_agree_new(&w);
-	if (!w.agree)
+	struct weft_agree *ag = weft_agree_new(&w);
+	if (!ag || weft_watch_serve(&w, &weft_agree_watch, ag) != WEFT_SUCCESS)
 		abort();
-	agree_acceptor_join(&w.agree->acc, 0, 0); /* its rank is in a shrink */
+	agree_acceptor_join(&ag->acc, 0, 0); /* its rank is in a shrink */
 	static unsigned char buf[MAXLEN];
 	while (size >= 3) {
 		size_t len = (size_t)(data[0] | data[1] << 8) % (MAXLEN + 1);
@@ -124,7 +124,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size -= len;
 		take_one(&w, buf, len, flags);
 	}
-	weft_agree_free(w.agree);
+	weft_agree_free(ag);
 	pthread_cond_destroy(&w.changed);
 	pthread_mutex_destroy(&w.lock);
 	return 0;

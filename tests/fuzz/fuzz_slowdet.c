@@ -1,7 +1,7 @@
 /*
  * fuzz_slowdet.c — libFuzzer target: the detector's datagram intake
- * (core/slowdet_watch.c, weft_slowdet_take), which shares the watch's
- * socket (core/slowdet.h). A watch of rank 0 of 4 (the rank that takes
+ * (health/slowdet_watch.c, weft_slowdet_take), which shares the watch's
+ * socket (health/slowdet.h). A watch of rank 0 of 4 (the rank that takes
  * samples and decides) is made by hand; each input is a run of
  * datagrams, each two length bytes (little-endian, its size modulo
  * sizeof(struct slowdet_msg) + 17: every size up to a message and a bit
@@ -22,8 +22,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "core/slowdet_int.h"
 #include "core/watch_int.h"
+#include "health/slowdet_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -67,8 +67,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			       .comm_id = 0x1122334455667788ull,
 			       .addrs = addrs,
 			       .lens = lens,
-			       .view = view,
-			       .slowdet = &d};
+			       .view = view};
+	if (weft_watch_serve(&w, &weft_slowdet_watch, &d) != WEFT_SUCCESS)
+		abort();
 	weft_key_from_u64(&w.key, 0xa5a5a5a5a5a5a5a5ull);
 	d.root = weft_slowdet_root_new(NRANKS, NRANKS);
 	for (int r = 0; r < NRANKS; r++) {

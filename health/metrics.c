@@ -1,5 +1,5 @@
 /* metrics.c — the counters' settings and hooks (metrics.h says why). */
-#include "core/metrics.h"
+#include "health/metrics.h"
 
 #include <arpa/inet.h>
 #include <math.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "core/comm.h"
-#include "core/metrics_int.h"
+#include "health/metrics_int.h"
 #include "util/settings.h"
 
 const uint64_t weft_metrics_bucket_ns[WEFT_METRICS_BUCKETS] = {
@@ -157,6 +157,15 @@ void weft_metrics_event(struct weft_comm *comm, enum weft_trace_event_kind kind)
 	if (m && (unsigned)kind < WEFT_EV_COUNT)
 		atomic_fetch_add_explicit(&m->events[kind], 1, memory_order_relaxed);
 }
+
+const struct weft_comm_observer weft_metrics_observer = {
+    .size = sizeof(struct weft_comm_observer),
+    .name = "metrics",
+    .precise_clock = true, /* the histograms' times */
+    .started = weft_metrics_started,
+    .done = weft_metrics_op,
+    .event = weft_metrics_event,
+};
 
 void weft_metrics_register(struct weft_comm *comm)
 {

@@ -3,7 +3,7 @@
  * format (0.0.4) and OpenMetrics 1.0: a file rewritten every
  * WEFT_METRICS_INTERVAL (WEFT_METRICS_FILE, what node_exporter's textfile
  * collector reads) and an HTTP endpoint per process (WEFT_METRICS_PORT,
- * what Prometheus scrapes; core/metrics_http.c). docs/observability.md
+ * what Prometheus scrapes; health/metrics_http.c). docs/observability.md
  * lists every series.
  *
  * What is counted, and by whom. The thread that drives a communicator
@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/service.h"
 #include "core/task.h"
 #include "core/trace.h"
 #include "util/counter.h"
@@ -93,6 +94,10 @@ void weft_metrics_op(struct weft_task *task, weft_status_t status, uint64_t now_
 
 /* An event of the flight recorder (any thread). */
 void weft_metrics_event(struct weft_comm *comm, enum weft_trace_event_kind kind);
+
+/* The three above as the communicator's observer (core/service.h),
+ * attached by health/health.c when the metrics are on. */
+extern const struct weft_comm_observer weft_metrics_observer;
 
 /* ---- the exporter (metrics_render.c, metrics_export.c, metrics_http.c) ---- */
 

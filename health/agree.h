@@ -2,7 +2,7 @@
  * agree.h — the survivors of a communicator agree on who is gone
  * (weft_comm_shrink): one instance of the agreement of agree_proto.h per
  * attempt, run over the communicator's watch, with the checks of
- * core/detect.h deciding when a rank that does not answer is gone.
+ * health/detect.h deciding when a rank that does not answer is gone.
  */
 #ifndef WEFT_AGREE_H
 #define WEFT_AGREE_H
@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/agree_proto.h"
+#include "health/agree_proto.h"
 #include "weft.h"
 
 struct weft_comm;
@@ -41,6 +41,11 @@ struct weft_agree_result {
  * listener). */
 weft_status_t weft_agree_run(struct weft_comm *comm, const struct weft_agree_req *req,
 			     struct weft_agree_result *res);
+
+/* During init (health/health.c): the agreement's state rides on the
+ * communicator's watch from before its thread runs, so that a peer's
+ * datagrams of an agreement are never missed. */
+weft_status_t weft_agree_attach(struct weft_comm *comm);
 
 /* After a decided instance: the caller's next call takes the next one.
  * @p built: it built the communicator of this one (so it tells a rank

@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "core/comm.h"
-#include "core/slowdet_int.h"
 #include "core/watch_int.h"
+#include "health/slowdet_int.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -70,7 +70,7 @@ void weft_slowdet_root_free(struct slowdet_root *r)
 
 static struct slowdet_root *root_of(struct weft_watch *w)
 {
-	struct weft_slowdet *d = w->slowdet;
+	struct weft_slowdet *d = slowdet_of(w);
 	if (!d->root && d->comm)
 		d->root = weft_slowdet_root_new(w->nranks, d->comm->graph.nhosts);
 	return d->root;
@@ -140,7 +140,7 @@ static struct weft_slowdet_link_obs windowed(const struct slowdet_root_rank *rk,
  * connections, and the job's median operations per period in *ops. */
 static int gather(struct weft_watch *w, struct slowdet_root *r, uint64_t now, uint32_t *ops)
 {
-	uint64_t period = w->slowdet->period_ns, fresh = period * 5 / 2;
+	uint64_t period = slowdet_of(w)->period_ns, fresh = period * 5 / 2;
 	int nl = 0, nops = 0;
 	double *cnt = r->tmp + w->nranks; /* beside the ops' slots */
 	for (int k = 0; k < w->nranks; k++)
@@ -177,7 +177,7 @@ static int gather(struct weft_watch *w, struct slowdet_root *r, uint64_t now, ui
 
 static void eval_hosts(struct weft_watch *w, struct slowdet_root *r, int nl, uint32_t ops)
 {
-	const struct weft_topo_graph *g = &w->slowdet->comm->graph;
+	const struct weft_topo_graph *g = &slowdet_of(w)->comm->graph;
 	double median;
 	weft_slowdet_slow_hosts(r->links, nl, g->host_of, g->nhosts, r->best, r->slow_h, &median,
 				r->tmp, r->itmp);
@@ -188,7 +188,7 @@ static void eval_hosts(struct weft_watch *w, struct slowdet_root *r, int nl, uin
 			continue; /* nothing believed of it this period */
 		r->host_best[h] = r->best[h];
 		enum weft_slowdet_change c =
-		    weft_slowdet_step(&r->host_run[h], r->slow_h[h], ops, w->slowdet->confirm);
+		    weft_slowdet_step(&r->host_run[h], r->slow_h[h], ops, slowdet_of(w)->confirm);
 		if (c != WEFT_DETECT_SAME)
 			decide(w, r, DETECT_LINK, g->host_leader[h], &r->host_run[h],
 			       r->host_best[h], r->host_median);
@@ -197,7 +197,7 @@ static void eval_hosts(struct weft_watch *w, struct slowdet_root *r, int nl, uin
 
 static void eval_ranks(struct weft_watch *w, struct slowdet_root *r, uint32_t ops)
 {
-	const struct weft_topo_graph *g = &w->slowdet->comm->graph;
+	const struct weft_topo_graph *g = &slowdet_of(w)->comm->graph;
 	double median;
 	for (int k = 0; k < w->nranks; k++) {
 		int h = g->host_of[k];
@@ -211,7 +211,7 @@ static void eval_ranks(struct weft_watch *w, struct slowdet_root *r, uint32_t op
 			continue;
 		r->rank_late[k] = r->late[k];
 		enum weft_slowdet_change c =
-		    weft_slowdet_step(&r->rank_run[k], r->slow_r[k], ops, w->slowdet->confirm);
+		    weft_slowdet_step(&r->rank_run[k], r->slow_r[k], ops, slowdet_of(w)->confirm);
 		if (c != WEFT_DETECT_SAME)
 			decide(w, r, DETECT_RANK, k, &r->rank_run[k], r->rank_late[k] * 1e6,
 			       r->rank_median * 1e6);
@@ -233,14 +233,15 @@ static void trace_period(struct weft_watch *w, struct slowdet_root *r, int nl, u
 {
 	if (!weft_log_enabled(WEFT_LOG_TRACE, WEFT_SUB_NET))
 		return;
-	const struct weft_topo_graph *g = &w->slowdet->comm->graph;
+	const struct weft_topo_graph *g = &slowdet_of(w)->comm->graph;
 	char line[1024];
 	size_t n = 0;
 	for (int h = 0; h < g->nhosts && n + 32 < sizeof(line); h++)
 		n += (size_t)snprintf(line + n, sizeof(line) - n, " h%d=%.1f%s", h,
 				      r->best[h] / 1e6, r->slow_h[h] ? "!" : "");
 	for (int k = 0; k < w->nranks && n + 64 < sizeof(line); k++) {
-		const struct slowdet_sample *s = latest(r, k, now, w->slowdet->period_ns * 5 / 2);
+		const struct slowdet_sample *s =
+		    latest(r, k, now, slowdet_of(w)->period_ns * 5 / 2);
 		n += (size_t)snprintf(line + n, sizeof(line) - n, " r%d=%u/%u/%u/%.1fms%s", k,
 				      s ? s->wait_permille : 0, s ? s->stall_permille : 0,
 				      s ? s->off_permille : 0, r->have[k] ? r->late[k] * 1e3 : -1.0,

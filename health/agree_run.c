@@ -9,12 +9,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/agree.h"
-#include "core/agree_int.h"
 #include "core/comm.h"
-#include "core/detect.h"
 #include "core/fail.h"
 #include "core/watch_int.h"
+#include "health/agree.h"
+#include "health/agree_int.h"
+#include "health/detect.h"
 #include "util/log.h"
 
 #define GONE_CACHE_S 0.002 /* a rank's checks are made at most this often */
@@ -155,7 +155,7 @@ static weft_status_t no_quorum(struct run *run)
 
 static void decided(struct run *run)
 {
-	struct weft_agree *ag = run->w->agree;
+	struct weft_agree *ag = agree_of(run->w);
 	struct agree_msg m = {.type = AGREE_DECIDE,
 			      .from = run->comm->rank,
 			      .instance = run->instance,
@@ -169,7 +169,7 @@ static void decided(struct run *run)
 
 static weft_status_t propose(struct run *run)
 {
-	struct weft_agree *ag = run->w->agree;
+	struct weft_agree *ag = agree_of(run->w);
 	if (!run->has_prop) {
 		if (!agree_proposer_init(&run->prop, run->comm->rank, run->comm->nranks,
 					 run->instance))
@@ -209,12 +209,12 @@ static weft_status_t propose(struct run *run)
  * another rank too (the candidate may be cut off from this rank alone). */
 static void ask(struct run *run, int c)
 {
-	run->w->agree->prop = NULL;
+	agree_of(run->w)->prop = NULL;
 	if (run->now - run->learn_sent < AGREE_RESEND_S)
 		return;
 	run->learn_sent = run->now;
 	struct agree_msg m = {.type = AGREE_LEARN,
-			      .flags = run->w->agree->acc.retry ? AGREE_F_RETRY : 0,
+			      .flags = agree_of(run->w)->acc.retry ? AGREE_F_RETRY : 0,
 			      .instance = run->instance};
 	run_send(run, c, &m);
 	if (++run->learns % 4)
@@ -247,7 +247,7 @@ static weft_status_t timed_out(struct run *run, int c)
 /* Has the instance ended for this rank: decided, or failed? */
 static weft_status_t ended(struct run *run, struct weft_agree_result *res)
 {
-	struct agree_acceptor *acc = &run->w->agree->acc;
+	struct agree_acceptor *acc = &agree_of(run->w)->acc;
 	const struct agree_blob *v = agree_acceptor_decided(acc, run->instance);
 	if (v) {
 		res->instance = run->instance;
@@ -326,15 +326,15 @@ weft_status_t weft_agree_run(struct weft_comm *comm, const struct weft_agree_req
 		goto out_free;
 	}
 	pthread_mutex_lock(&w->lock);
-	run.instance = w->agree->acc.instance;
-	agree_acceptor_join(&w->agree->acc, run.instance,
+	run.instance = agree_of(w)->acc.instance;
+	agree_acceptor_join(&agree_of(w)->acc, run.instance,
 			    agree_list_hash(req->exclude, req->nexclude));
 	weft_log(WEFT_LOG_INFO, WEFT_SUB_COLL, "rank %d: shrink: agreement %llu starts", comm->rank,
 		 (unsigned long long)run.instance);
 	st = loop(&run, res);
-	w->agree->prop = NULL;
+	agree_of(w)->prop = NULL;
 	if (st != WEFT_SUCCESS)
-		agree_acceptor_leave(&w->agree->acc, false, false, false);
+		agree_acceptor_leave(&agree_of(w)->acc, false, false, false);
 	pthread_mutex_unlock(&w->lock);
 out_free:
 	if (run.has_prop)
@@ -351,6 +351,20 @@ void weft_agree_done(struct weft_comm *comm, bool built, bool failed)
 	if (!w)
 		return;
 	pthread_mutex_lock(&w->lock);
-	agree_acceptor_leave(&w->agree->acc, true, built, failed);
+	agree_acceptor_leave(&agree_of(w)->acc, true, built, failed);
 	pthread_mutex_unlock(&w->lock);
+}
+
+weft_status_t weft_agree_attach(struct weft_comm *comm)
+{
+	struct weft_watch *w = comm->watch;
+	if (!w)
+		return WEFT_SUCCESS; /* one rank: nothing to agree with */
+	struct weft_agree *ag = weft_agree_new(w);
+	if (!ag)
+		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "init: no memory for the watch");
+	weft_status_t st = weft_watch_serve(w, &weft_agree_watch, ag);
+	if (st != WEFT_SUCCESS)
+		weft_agree_free(ag);
+	return st;
 }

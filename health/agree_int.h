@@ -1,5 +1,5 @@
 /* agree_int.h — what the watch (core/watch.c) and the shrink's agreement
- * (core/agree.c, core/agree_run.c) share: the agreement's state, kept
+ * (health/agree.c, health/agree_run.c) share: the agreement's state, kept
  * with the watch and guarded by its lock, and its datagrams. */
 #ifndef WEFT_AGREE_INT_H
 #define WEFT_AGREE_INT_H
@@ -9,7 +9,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
-#include "core/agree_proto.h"
+#include "health/agree_proto.h"
 
 struct weft_watch;
 
@@ -58,6 +58,16 @@ void weft_agree_free(struct weft_agree *ag);
  * watch's dropped and changes nothing. With rx_lock held, not lock. */
 void weft_agree_take(struct weft_watch *w, const unsigned char *buf, ssize_t len,
 		     const struct sockaddr_storage *from);
+
+/* weft_agree_take and weft_agree_free as a service of the watch
+ * (core/watch.h), registered by weft_agree_attach (agree.h). */
+extern const struct weft_watch_service weft_agree_watch;
+
+/* The agreement's state that rides on @p w (NULL in none). */
+static inline struct weft_agree *agree_of(const struct weft_watch *w)
+{
+	return weft_watch_service_ctx(w, &weft_agree_watch);
+}
 
 /* Send @p m to @p to with @p buf (AGREE_DATAGRAM_MAX) to build it in,
  * with the watch's lock held (the rank is noted as asked when an answer

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/agree_int.h"
 #include "core/watch_int.h"
+#include "health/agree_int.h"
 #include "util/clock.h"
 
 struct weft_agree *weft_agree_new(struct weft_watch *w)
@@ -109,7 +109,7 @@ static bool fresh(struct weft_watch *w, const struct agree_wire *h)
 
 static void dispatch(struct weft_watch *w, const struct agree_msg *m)
 {
-	struct weft_agree *ag = w->agree;
+	struct weft_agree *ag = agree_of(w);
 	struct agree_msg out;
 	switch (m->type) {
 	case AGREE_PROMISE:
@@ -130,7 +130,7 @@ void weft_agree_take(struct weft_watch *w, const unsigned char *buf, ssize_t len
 		     const struct sockaddr_storage *from)
 {
 	struct agree_wire h;
-	struct weft_agree *ag = w->agree;
+	struct weft_agree *ag = agree_of(w);
 	if (!ag || !wire_ok(w, buf, len, from, &h)) {
 		w->dropped++;
 		return;
@@ -161,3 +161,22 @@ void weft_agree_take(struct weft_watch *w, const unsigned char *buf, ssize_t len
 	pthread_cond_broadcast(&w->changed);
 	pthread_mutex_unlock(&w->lock);
 }
+
+static bool serve_take(void *ctx, struct weft_watch *w, const unsigned char *buf, ssize_t len,
+		       const struct sockaddr_storage *from)
+{
+	weft_agree_take(w, buf, len, from); /* the last to look: what it refuses is dropped */
+	return true;
+}
+
+static void serve_fini(void *ctx)
+{
+	weft_agree_free(ctx);
+}
+
+const struct weft_watch_service weft_agree_watch = {
+    .size = sizeof(struct weft_watch_service),
+    .name = "the shrink's agreement",
+    .take = serve_take,
+    .fini = serve_fini,
+};

@@ -2,7 +2,7 @@
  * agree_proto.h — the agreement a shrink runs: single-decree Paxos (the
  * "Synod" of Lamport's "Paxos Made Simple") on who is gone, one instance
  * per attempt, over the watch's datagrams. Pure protocol: no socket, lock,
- * clock or communicator; core/agree.c drives it, tests/unit/core/agree.c
+ * clock or communicator; health/agree.c drives it, tests/unit/health/agree.c
  * runs it over a simulated network that drops, repeats and reorders
  * messages and kills ranks at random points.
  *
@@ -122,7 +122,7 @@ enum agree_type {
  * communicator it failed to build (a rank that built it answers BUILT). */
 #define AGREE_F_RETRY 1u
 
-/* One message, decoded (core/agree.c carries it). */
+/* One message, decoded (health/agree.c carries it). */
 struct agree_msg {
 	uint32_t type;
 	uint32_t flags;

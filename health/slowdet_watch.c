@@ -11,10 +11,10 @@
 #include <string.h>
 
 #include "core/comm.h"
-#include "core/slowdet_int.h"
 #include "core/trace.h"
 #include "core/watch.h"
 #include "core/watch_int.h"
+#include "health/slowdet_int.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -29,7 +29,7 @@
 
 uint64_t weft_slowdet_next_ns(const struct weft_watch *w)
 {
-	const struct weft_slowdet *d = w->slowdet;
+	const struct weft_slowdet *d = slowdet_of(w);
 	if (!d)
 		return UINT64_MAX;
 	return d->tick_due && d->tick_due < d->next_ns ? d->tick_due : d->next_ns;
@@ -162,7 +162,7 @@ static void build(struct weft_slowdet *d, uint64_t now, struct slowdet_sample *s
 
 void weft_slowdet_watch_tick(struct weft_watch *w, uint64_t now)
 {
-	struct weft_slowdet *d = w->slowdet;
+	struct weft_slowdet *d = slowdet_of(w);
 	if (!d)
 		return;
 	ticked(d, now);
@@ -213,7 +213,7 @@ bool weft_slowdet_take(struct weft_watch *w, const void *buf, ssize_t len,
 	const struct slowdet_msg *m = buf;
 	if (len != (ssize_t)sizeof(*m) || m->magic != DETECT_MAGIC)
 		return false;
-	struct weft_slowdet *d = w->slowdet;
+	struct weft_slowdet *d = slowdet_of(w);
 	unsigned char mac[WEFT_MAC_BYTES];
 	bool ok = d && m->comm_id == w->comm_id && m->rank >= 0 && m->rank < w->nranks &&
 		  m->rank != w->rank && watch_from_rank(w, m->rank, from);
@@ -309,7 +309,7 @@ static void say(const struct weft_comm *comm, const struct slowdet_verdict *v, c
 
 void weft_slowdet_apply(struct weft_watch *w, const struct slowdet_verdict *v)
 {
-	struct weft_slowdet *d = w->slowdet;
+	struct weft_slowdet *d = slowdet_of(w);
 	pthread_mutex_lock(&d->lock);
 	bool fresh = v->id > d->last_id;
 	if (fresh) {
@@ -325,3 +325,22 @@ void weft_slowdet_apply(struct weft_watch *w, const struct slowdet_verdict *v)
 	weft_trace_event(d->comm, v->named ? WEFT_EV_SLOW : WEFT_EV_CLEARED, v->rank, "%s",
 			 line + 6 /* past "slow: " */);
 }
+
+static bool serve_take(void *ctx, struct weft_watch *w, const unsigned char *buf, ssize_t len,
+		       const struct sockaddr_storage *from)
+{
+	return weft_slowdet_take(w, buf, len, from);
+}
+
+static uint64_t serve_tick(void *ctx, struct weft_watch *w, uint64_t now_ns)
+{
+	weft_slowdet_watch_tick(w, now_ns);
+	return weft_slowdet_next_ns(w);
+}
+
+const struct weft_watch_service weft_slowdet_watch = {
+    .size = sizeof(struct weft_watch_service),
+    .name = "the slow-rank detector",
+    .take = serve_take,
+    .tick = serve_tick,
+};

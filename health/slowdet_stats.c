@@ -1,5 +1,5 @@
 /* slowdet_stats.c — see slowdet_stats.h. */
-#include "core/slowdet_stats.h"
+#include "health/slowdet_stats.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -51,6 +51,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/service.h"
 #include "util/counter.h"
 #include "weft.h"
 
@@ -79,7 +80,7 @@ void weft_slowdet_fini(struct weft_comm *comm);
  * (weft_now_ns(), updated), after each progress while @p task waits. */
 void weft_slowdet_waited(struct weft_comm *comm, const struct weft_task *task, uint64_t *last);
 
-/* From progress: every WEFT_DETECT_PERIOD / 2, read the signals of the
+/* From progress (every WEFT_OBSERVE_TICK-th): every WEFT_DETECT_PERIOD / 2, read the signals of the
  * connections that carried data since (the gate's sample). */
 void weft_slowdet_tick(struct weft_comm *comm);
 
@@ -89,8 +90,10 @@ void weft_slowdet_tick(struct weft_comm *comm);
  * late itself (stopped, starved, or called late). */
 void weft_slowdet_first(const struct weft_task *task, int peer);
 
-/* An operation finished (counted for the samples). */
-void weft_slowdet_op(struct weft_comm *comm);
+/* The driving thread's side above, and the operations it finishes
+ * (counted for the samples), as the communicator's observer
+ * (core/service.h), attached by health/health.c when the detector is on. */
+extern const struct weft_comm_observer weft_slowdet_observer;
 
 /* The metrics' series of the detector (weft_slow, weft_wait_seconds_total,
  * weft_stall_seconds_total). */

@@ -4,7 +4,7 @@
 
 #include <stdbool.h>
 
-#include "core/metrics.h"
+#include "health/metrics.h"
 
 struct weft_metrics_conf {
 	double interval_s; /* WEFT_METRICS_INTERVAL */

@@ -19,7 +19,7 @@
  * request's Accept header asks for application/openmetrics-text (as
  * Prometheus does), else the text format 0.0.4.
  */
-#include "core/metrics_int.h"
+#include "health/metrics_int.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /*
  * slowdet.c — the slow-link and slow-rank detector's decisions
- * (core/slowdet_stats.h) on made-up jobs, and its datagrams' checks
- * (core/slowdet_watch.c, weft_slowdet_take) on a watch made by hand:
+ * (health/slowdet_stats.h) on made-up jobs, and its datagrams' checks
+ * (health/slowdet_watch.c, weft_slowdet_take) on a watch made by hand:
  *  - median and MAD as statistics books have them;
  *  - a host whose every connection runs at a quarter of the others' is
  *    named, and only it; healthy jobs with the noise a shared machine has
@@ -25,9 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/slowdet_int.h"
-#include "core/slowdet_stats.h"
 #include "core/watch_int.h"
+#include "health/slowdet_int.h"
+#include "health/slowdet_stats.h"
 
 START_TEST(median_and_mad)
 {
@@ -191,8 +191,8 @@ static void make_watch(struct weft_watch *w, struct weft_slowdet *d, int me)
 				 .comm_id = 0x1122334455667788ull,
 				 .addrs = addrs,
 				 .lens = lens,
-				 .view = view,
-				 .slowdet = d};
+				 .view = view};
+	ck_assert_int_eq(weft_watch_serve(w, &weft_slowdet_watch, d), WEFT_SUCCESS);
 	weft_key_from_u64(&w->key, 0xa5a5a5a5a5a5a5a5ull);
 	for (int r = 0; r < NRANKS; r++) {
 		address(&addrs[r], r);

@@ -1,5 +1,5 @@
 /*
- * agree.c — the shrink's agreement (core/agree_proto.h) over a simulated
+ * agree.c — the shrink's agreement (health/agree_proto.h) over a simulated
  * network, thousands of random runs: messages dropped, repeated, delayed
  * and reordered; ranks that crash at any moment (proposers in the middle
  * of a ballot included) and join late; detectors that see a crash after
@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/agree_proto.h"
+#include "health/agree_proto.h"
 
 #define MAXN	  8
 #define MAXMSG	  20000

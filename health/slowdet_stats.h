@@ -1,7 +1,7 @@
 /*
  * slowdet_stats.h — the detector's decisions, as pure functions of what
  * the ranks measured in one period (no clock, no socket, no
- * communicator), so that tests/unit/core/slowdet.c can drive them with
+ * communicator), so that tests/unit/health/slowdet.c can drive them with
  * made-up jobs. slowdet.h says what is measured and why.
  */
 #ifndef WEFT_SLOWDET_STATS_H

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "core/comm.h"
-#include "core/metrics_int.h"
+#include "health/metrics_int.h"
 
 #define PEER_LABELS 400
 

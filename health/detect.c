@@ -1,5 +1,5 @@
 /* detect.c — see detect.h. */
-#include "core/detect.h"
+#include "health/detect.h"
 
 #include <pthread.h>
 

@@ -9,8 +9,9 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "core/slowdet.h"
-#include "core/slowdet_stats.h"
+#include "core/watch.h"
+#include "health/slowdet.h"
+#include "health/slowdet_stats.h"
 
 struct weft_watch;
 
@@ -116,7 +117,6 @@ struct weft_slowdet {
 	uint64_t period_ns;
 	int confirm;
 	/* the driving thread's */
-	unsigned polls;
 	uint64_t next_read_ns;
 	uint64_t *read_at; /* [peer] bytes sent at its last signals read */
 	/* the watch thread's */
@@ -150,6 +150,16 @@ uint64_t weft_slowdet_next_ns(const struct weft_watch *w);
  * size): true if it was (taken or dropped), false for the watch's own. */
 bool weft_slowdet_take(struct weft_watch *w, const void *buf, ssize_t len,
 		       const struct sockaddr_storage *from);
+
+/* The two above as a service of the watch (core/watch.h), registered by
+ * health/health.c with the detector's state as its context. */
+extern const struct weft_watch_service weft_slowdet_watch;
+
+/* The detector's state that rides on @p w, or NULL (off). */
+static inline struct weft_slowdet *slowdet_of(const struct weft_watch *w)
+{
+	return weft_watch_service_ctx(w, &weft_slowdet_watch);
+}
 
 /* slowdet_root.c: rank 0 takes a sample (its own too) and decides. */
 void weft_slowdet_root_sample(struct weft_watch *w, int rank, const struct slowdet_sample *s,

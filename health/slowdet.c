@@ -1,7 +1,7 @@
 /* slowdet.c — the detector's settings and state, what the driving thread
  * measures, and its series in the metrics (slowdet.h says why;
  * slowdet_watch.c and slowdet_root.c run in the watch's thread). */
-#include "core/slowdet.h"
+#include "health/slowdet.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -11,10 +11,10 @@
 
 #include "core/comm.h"
 #include "core/gate.h"
-#include "core/metrics_int.h"
-#include "core/slowdet_int.h"
 #include "core/task.h"
 #include "core/watch.h"
+#include "health/metrics_int.h"
+#include "health/slowdet_int.h"
 #include "util/clock.h"
 #include "util/settings.h"
 
@@ -101,6 +101,8 @@ void weft_slowdet_waited(struct weft_comm *comm, const struct weft_task *task, u
 	uint64_t now = weft_now_ns();
 	uint64_t dt = now - *last;
 	*last = now;
+	if (!d)
+		return;
 	if (dt > STALL_NS) {
 		weft_counter_add(&d->pub.stall_ns, dt);
 		return;
@@ -122,19 +124,20 @@ void weft_slowdet_first(const struct weft_task *task, int peer)
 	weft_counter_add(&d->pub.late_n[peer], 1);
 }
 
-void weft_slowdet_op(struct weft_comm *comm)
+static void op_done(struct weft_task *task, weft_status_t status, uint64_t now_ns)
 {
-	if (comm->slowdet)
-		weft_counter_add(&comm->slowdet->pub.ops, 1);
+	struct weft_slowdet *d = task->comm->slowdet;
+	if (d)
+		weft_counter_add(&d->pub.ops, 1);
 }
 
-/* Every READS_PER_TICK-th progress looks at the clock; every half period
+/* Every WEFT_OBSERVE_TICK-th progress (the core counts) looks at the clock; every half period
  * the connections that sent since their last read are read (the paced
  * ones are read by their pacer's tick already). */
 void weft_slowdet_tick(struct weft_comm *comm)
 {
 	struct weft_slowdet *d = comm->slowdet;
-	if (!d || (++d->polls & 63))
+	if (!d)
 		return;
 	uint64_t now = weft_now_ns();
 	if (now < d->next_read_ns)
@@ -151,6 +154,15 @@ void weft_slowdet_tick(struct weft_comm *comm)
 		reads++;
 	}
 }
+
+const struct weft_comm_observer weft_slowdet_observer = {
+    .size = sizeof(struct weft_comm_observer),
+    .name = "slowdet",
+    .waits = true,
+    .done = op_done,
+    .waited = weft_slowdet_waited,
+    .tick = weft_slowdet_tick,
+};
 
 /* ---- the metrics' series ---- */
 

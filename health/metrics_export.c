@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "core/comm.h"
-#include "core/metrics_int.h"
+#include "health/metrics_int.h"
 #include "util/log.h"
 #include "util/settings.h"
 

@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "core/comm.h"
-#include "core/metrics_int.h"
-#include "core/slowdet.h"
+#include "health/metrics_int.h"
+#include "health/slowdet.h"
 #include "transports/transport.h"
 #include "util/clock.h"
 

@@ -1,6 +1,6 @@
 /* agree_proto.c — the agreement's acceptor and proposer (agree_proto.h
  * says what they do and why that is correct). */
-#include "core/agree_proto.h"
+#include "health/agree_proto.h"
 
 #include <stdlib.h>
 #include <string.h>

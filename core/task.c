@@ -119,10 +119,12 @@ static uint64_t next_seq(struct weft_comm *comm, const struct weft_task *task, u
 	}
 }
 
-/* The flight recorder and observers time operations from the call: the
- * metrics' histograms (precise_clock, core/service.h) need the clock (about 20 ns a read here, a
- * tenth of an 8-byte AllReduce's own cost); the recorder alone takes the coarse one (its tick, a
- * quarter of that), which is plenty to tell when a job stopped. */
+/* The flight recorder and the observers time operations from the call:
+ * an observer that asks for precise_clock (core/service.h: the metrics'
+ * histograms) needs the clock (about 20 ns a read here, a tenth of an
+ * 8-byte AllReduce's own cost); the recorder alone takes the coarse one
+ * (its tick, a quarter of that), which is plenty to tell when a job
+ * stopped. */
 uint64_t weft_task_clock(const struct weft_comm *comm)
 {
 	if (comm->observe.precise_clock)

@@ -27,11 +27,6 @@ struct weft_comm;
 /* Who revoked it (a rank), or -1. */
 int weft_comm_revoked_by(const struct weft_comm *comm);
 
-/* Mark it revoked by rank @p by: a peer whose revoke the watch heard (any
- * thread: the watch's), or this rank revoking it (health/revoke_peers.h).
- * True if this call revoked it. */
-bool weft_revoke_mark(struct weft_comm *comm, int by);
-
 /* An operation ended with @p st: if it failed and the communicator is
  * revoked (a revoke waiting at the watch's socket counts), the failure is
  * the revoke's. Inline for the successes (every operation ends here). */

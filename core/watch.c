@@ -19,7 +19,6 @@
 
 #include "core/comm.h"
 #include "core/fail.h"
-#include "core/revoke.h"
 #include "core/watch_int.h"
 #include "util/log.h"
 
@@ -176,7 +175,7 @@ void watch_take(struct weft_watch *w, const struct watch_msg *m, ssize_t len,
 	/* Known before the acknowledgement goes: the revoker closes its
 	 * connections once it has it (health/revoke_peers.c). */
 	if (revoked && w->comm)
-		weft_revoke_mark(w->comm, m->rank);
+		weft_comm_error_revoked(w->comm, m->rank);
 	if (m->type == WATCH_REVOKE)
 		watch_send(w, m->rank, WATCH_REVOKE_ACK);
 	pthread_cond_broadcast(&w->changed);

@@ -64,7 +64,7 @@ static void tell_peers(struct weft_comm *comm)
 
 void weft_revoke(struct weft_comm *comm)
 {
-	weft_revoke_mark(comm, comm->rank);
+	weft_comm_error_revoked(comm, comm->rank);
 	tell_peers(comm);
 	/* As weft_comm_abort: a call in flight in another thread (or the
 	 * progress thread) fails its operations at its next progress; with

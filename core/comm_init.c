@@ -447,7 +447,6 @@ void weft_comm_free(struct weft_comm *comm)
 	service_end(comm, false); /* first: an exporter reads the rest */
 	weft_progress_thread_stop(comm);
 	weft_watch_stop(comm);
-	service_end(comm, true); /* the watch's thread and the progress used them */
 	if (comm->bs)
 		weft_bootstrap_close(comm->bs);
 	weft_p2p_abort(comm, WEFT_ERR_ABORTED);
@@ -458,7 +457,8 @@ void weft_comm_free(struct weft_comm *comm)
 	for (size_t i = 0; comm->tps && i < comm->ntps; i++)
 		if (comm->tps[i])
 			comm->tps[i]->ops->life.fini(comm->tps[i]);
-	while (comm->active) { /* requests still open become invalid (weft.h) */
+	service_end(comm, true); /* no thread left that could reach them */
+	while (comm->active) {	 /* requests still open become invalid (weft.h) */
 		struct weft_task *t = comm->active;
 		comm->active = t->next;
 		weft_task_retire(t);

@@ -55,7 +55,8 @@ struct weft_comm_service {
 	/* The first step of freeing it, while everything still runs: stop
 	 * reading the communicator from other threads (an exporter). */
 	void (*stop)(struct weft_comm *comm);
-	/* After the progress thread and the watch stopped: free the state. */
+	/* After the progress thread, the watch and the transports stopped
+	 * (no thread left that could reach the service): free the state. */
 	void (*fini)(struct weft_comm *comm);
 };
 

@@ -8,9 +8,11 @@
  *    watch's thread runs;
  *  - ready: the metrics join the exporter once the communicator is whole;
  *  - stop: the metrics leave the exporter first (a render reads the rest);
- *  - fini: the detector's state, once the watch's thread (which used it)
- *    and the progress thread have stopped. The agreement's state goes
- *    with the watch (its fini). */
+ *    their counters stay, for the threads that still count into them;
+ *  - fini: the detector's state and the metrics' counters, once every
+ *    thread that reaches them (the watch's, the progress thread, the
+ *    transports') has stopped. The agreement's state goes with the watch
+ *    (its fini). */
 #include "health/health.h"
 
 #include "core/comm.h"
@@ -41,12 +43,18 @@ static weft_status_t health_start(struct weft_comm *comm)
 	return st;
 }
 
+static void health_fini(struct weft_comm *comm)
+{
+	weft_slowdet_fini(comm);
+	weft_metrics_free(comm);
+}
+
 const struct weft_comm_service weft_health_service = {
     .size = sizeof(struct weft_comm_service),
     .name = "health",
     .init = health_init,
     .start = health_start,
     .ready = weft_metrics_register,
-    .stop = weft_metrics_fini,
-    .fini = weft_slowdet_fini,
+    .stop = weft_metrics_leave,
+    .fini = health_fini,
 };

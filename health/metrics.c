@@ -173,12 +173,14 @@ void weft_metrics_register(struct weft_comm *comm)
 		weft_metrics_export_add(comm->metrics, (int)comm->cards[comm->rank].local_rank);
 }
 
-void weft_metrics_fini(struct weft_comm *comm)
+void weft_metrics_leave(struct weft_comm *comm)
 {
-	struct weft_metrics *m = comm->metrics;
-	if (!m)
-		return;
-	weft_metrics_export_remove(m);
+	if (comm->metrics)
+		weft_metrics_export_remove(comm->metrics);
+}
+
+void weft_metrics_free(struct weft_comm *comm)
+{
+	free(comm->metrics);
 	comm->metrics = NULL;
-	free(m);
 }

@@ -85,8 +85,13 @@ weft_status_t weft_metrics_init(struct weft_comm *comm);
 void weft_metrics_register(struct weft_comm *comm);
 
 /* It leaves the exporter (waiting for a render under way; the last one
- * out writes the file one last time and stops the exporter); freed. */
-void weft_metrics_fini(struct weft_comm *comm);
+ * out writes the file one last time and stops the exporter). The counters
+ * stay: threads still running (the watch's, the progress thread) may
+ * count an event or an operation into them until weft_metrics_free. */
+void weft_metrics_leave(struct weft_comm *comm);
+
+/* Free the counters, once no other thread can reach them. */
+void weft_metrics_free(struct weft_comm *comm);
 
 /* An operation started (call number @p call) / finished at @p now_ns. */
 void weft_metrics_started(struct weft_task *task, uint64_t call);

@@ -1,9 +1,9 @@
 #!/bin/bash
-# Issue 26 sittings: run from /work/main with the QUIET lock held.
+# Issue 26 sittings, from a built checkout, on a quiet machine (nothing else running).
 # Usage: sitting.sh N OUTDIR   (N = sitting number)
 set -u
 n=$1 out=$2
-mkdir -p "$out"
+mkdir -p "$out" && out=$(cd "$out" && pwd)
 cd "$(dirname "$0")/../.." || exit 1
 stamp() { echo "== $(date -u +%H:%M:%S) load $(cut -d' ' -f1-3 /proc/loadavg) $*" | tee -a "$out/log"; }
 stamp "sitting $n at $(git rev-parse --short HEAD)"

@@ -28,6 +28,7 @@
 #include "core/fail.h"
 #include "core/progress.h"
 #include "core/revoke.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/settings.h"
 
@@ -56,13 +57,7 @@ static double last_event(const struct weft_comm *comm)
 
 static void idle_wait(struct weft_comm *comm, struct weft_progress_thread *pt, long ms)
 {
-	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_nsec += ms * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	struct timespec until = weft_wall_after((double)ms * 1e-3);
 	pthread_cond_timedwait(&pt->cond, &comm->lock, &until);
 }
 

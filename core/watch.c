@@ -20,6 +20,7 @@
 #include "core/comm.h"
 #include "core/fail.h"
 #include "core/watch_int.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 /* Milliseconds, for the age of the watched state: two reads per
@@ -59,6 +60,12 @@ static uint32_t heard_ms(const struct watch_view *v, double now)
 		return UINT32_MAX;
 	double ms = (now - v->heard) * 1e3;
 	return ms < 0 ? 0 : ms >= UINT32_MAX ? UINT32_MAX - 1 : (uint32_t)ms;
+}
+
+void watch_wait_changed(struct weft_watch *w, double seconds)
+{
+	struct timespec until = weft_wall_after(seconds);
+	pthread_cond_timedwait(&w->changed, &w->lock, &until);
 }
 
 void watch_asked(struct weft_watch *w, int peer, double now)

@@ -127,6 +127,9 @@ void watch_send(struct weft_watch *w, int peer, uint32_t type);
 /* Send @p len bytes to @p peer, best effort (once more if a refusal
  * queued by an earlier datagram made the first try fail). */
 void watch_sendto(struct weft_watch *w, int peer, const void *buf, size_t len);
+/* With lock held: wait up to @p seconds for changed (a revoke's
+ * acknowledgement, the agreement's next step). */
+void watch_wait_changed(struct weft_watch *w, double seconds);
 /* With lock held: this rank now waits for an answer from @p peer. */
 void watch_asked(struct weft_watch *w, int peer, double now);
 /* Is a datagram from @p from, claiming @p rank, from that rank's address? */

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/comm.h"
 #include "core/fail.h"
@@ -280,16 +279,6 @@ static weft_status_t ended(struct run *run, struct weft_agree_result *res)
 	return WEFT_INPROGRESS;
 }
 
-static void wait_changed(struct weft_watch *w, double seconds)
-{
-	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
-	long ns = until.tv_nsec + (long)(seconds * 1e9);
-	until.tv_sec += ns / 1000000000L;
-	until.tv_nsec = ns % 1000000000L;
-	pthread_cond_timedwait(&w->changed, &w->lock, &until);
-}
-
 static weft_status_t loop(struct run *run, struct weft_agree_result *res)
 {
 	for (;;) {
@@ -303,7 +292,7 @@ static weft_status_t loop(struct run *run, struct weft_agree_result *res)
 		st = c == run->comm->rank ? propose(run) : (ask(run, c), WEFT_INPROGRESS);
 		if (st != WEFT_INPROGRESS)
 			return st;
-		wait_changed(run->w, 0.005);
+		watch_wait_changed(run->w, 0.005);
 	}
 }
 

@@ -25,6 +25,7 @@
 
 #include "core/comm.h"
 #include "health/metrics_int.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/settings.h"
 
@@ -121,11 +122,7 @@ static void *file_thread(void *arg)
 	pthread_mutex_lock(&ex.lock);
 	while (!ex.stop) {
 		write_file();
-		struct timespec until;
-		clock_gettime(CLOCK_REALTIME, &until);
-		long long ns = until.tv_nsec + (long long)(ex.interval_s * 1e9);
-		until.tv_sec += (time_t)(ns / 1000000000LL);
-		until.tv_nsec = (long)(ns % 1000000000LL);
+		struct timespec until = weft_wall_after(ex.interval_s);
 		while (!ex.stop && pthread_cond_timedwait(&ex.cond, &ex.lock, &until) == 0)
 			;
 	}

@@ -5,7 +5,6 @@
 
 #include <pthread.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "core/comm.h"
 #include "core/fail.h"
@@ -17,16 +16,6 @@
 #include "health/detect.h"
 #include "util/clock.h"
 #include "util/log.h"
-
-static void wait_changed(struct weft_watch *w, double seconds)
-{
-	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
-	long ns = until.tv_nsec + (long)(seconds * 1e9);
-	until.tv_sec += ns / 1000000000L;
-	until.tv_nsec = ns % 1000000000L;
-	pthread_cond_timedwait(&w->changed, &w->lock, &until);
-}
 
 /* REVOKE to every peer not found gone, again every 20 ms, until each has
  * acknowledged or is gone, or WEFT_REVOKE_WAIT_S passed. */
@@ -56,7 +45,7 @@ static void tell_peers(struct weft_comm *comm)
 		}
 		if (!pending || now - start >= WEFT_REVOKE_WAIT_S)
 			break;
-		wait_changed(w, 0.005);
+		watch_wait_changed(w, 0.005);
 	}
 	pthread_mutex_unlock(&w->lock);
 	free(sent);

@@ -28,6 +28,7 @@
 #include "core/watch_int.h"
 #include "health/slowdet_int.h"
 #include "health/slowdet_stats.h"
+#include "tests/lib/watch_double.h"
 
 START_TEST(median_and_mad)
 {
@@ -164,20 +165,8 @@ END_TEST
 
 /* ---- datagrams ---- */
 
-#define NRANKS 4
-static struct sockaddr_storage addrs[NRANKS];
-static socklen_t lens[NRANKS];
-static struct watch_view view[NRANKS];
+#define NRANKS WATCH_DOUBLE_RANKS
 static uint64_t last_seq[NRANKS];
-
-static void address(struct sockaddr_storage *ss, int rank)
-{
-	struct sockaddr_in *a = (struct sockaddr_in *)ss;
-	memset(ss, 0, sizeof(*ss));
-	a->sin_family = AF_INET;
-	a->sin_port = htons((uint16_t)(40000 + rank));
-	a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-}
 
 static void make_watch(struct weft_watch *w, struct weft_slowdet *d, int me)
 {
@@ -185,19 +174,8 @@ static void make_watch(struct weft_watch *w, struct weft_slowdet *d, int me)
 	memset(last_seq, 0, sizeof(last_seq));
 	d->last_seq = last_seq;
 	pthread_mutex_init(&d->lock, NULL);
-	*w = (struct weft_watch){.fd = -1,
-				 .rank = me,
-				 .nranks = NRANKS,
-				 .comm_id = 0x1122334455667788ull,
-				 .addrs = addrs,
-				 .lens = lens,
-				 .view = view};
+	watch_double_init(w, me);
 	ck_assert_int_eq(weft_watch_serve(w, &weft_slowdet_watch, d), WEFT_SUCCESS);
-	weft_key_from_u64(&w->key, 0xa5a5a5a5a5a5a5a5ull);
-	for (int r = 0; r < NRANKS; r++) {
-		address(&addrs[r], r);
-		lens[r] = sizeof(struct sockaddr_in);
-	}
 }
 
 static struct slowdet_msg verdict_msg(const struct weft_watch *w, int from, uint64_t seq,
@@ -224,9 +202,9 @@ START_TEST(datagrams)
 	struct weft_slowdet d;
 	struct sockaddr_storage from0, from1, stranger;
 	make_watch(&w, &d, 1);
-	address(&from0, 0);
-	address(&from1, 1);
-	address(&stranger, 9);
+	watch_double_address(&from0, 0);
+	watch_double_address(&from1, 1);
+	watch_double_address(&stranger, 9);
 	struct slowdet_msg m = verdict_msg(&w, 0, 5, 1);
 	ck_assert(weft_slowdet_take(&w, &m, sizeof(m), &from0)); /* taken */
 	ck_assert_int_eq(d.nkept, 1);
@@ -242,7 +220,8 @@ START_TEST(datagrams)
 	m.mac[0] ^= 1;
 	ck_assert(weft_slowdet_take(&w, &m, sizeof(m), &from0)); /* forged */
 	m = verdict_msg(&w, 2, 8, 2);
-	ck_assert(weft_slowdet_take(&w, &m, sizeof(m), &addrs[2])); /* a verdict not from 0 */
+	ck_assert(weft_slowdet_take(&w, &m, sizeof(m),
+				    &watch_double_addrs[2])); /* a verdict not from 0 */
 	m = verdict_msg(&w, 0, 9, 2);
 	m.comm_id++;
 	weft_mac(&w.key, &m, offsetof(struct slowdet_msg, mac), m.mac);
@@ -275,12 +254,12 @@ START_TEST(sample_to_root_checked)
 				.rank = 3};
 	m.u.sample.nlinks = DETECT_LINKS + 1; /* more links than a sample holds */
 	weft_mac(&w.key, &m, offsetof(struct slowdet_msg, mac), m.mac);
-	ck_assert(weft_slowdet_take(&w, &m, sizeof(m), &addrs[3]));
+	ck_assert(weft_slowdet_take(&w, &m, sizeof(m), &watch_double_addrs[3]));
 	m.u.sample.nlinks = 1;
 	m.u.sample.links[0].peer = NRANKS; /* no such rank */
 	m.seq = 2;
 	weft_mac(&w.key, &m, offsetof(struct slowdet_msg, mac), m.mac);
-	ck_assert(weft_slowdet_take(&w, &m, sizeof(m), &addrs[3]));
+	ck_assert(weft_slowdet_take(&w, &m, sizeof(m), &watch_double_addrs[3]));
 	ck_assert_int_eq(d.dropped, 2);
 	ck_assert_ptr_null(d.root); /* nothing reached the root's view */
 	pthread_mutex_destroy(&d.lock);

@@ -13,6 +13,7 @@
 #include "core/progress_thread.h"
 #include "core/trace.h"
 #include "core/watch.h"
+#include "health/health.h"
 #include "tune/tune.h"
 
 weft_status_t weft_api_comm_finish(struct weft_comm *comm, weft_comm_t *out)
@@ -84,7 +85,7 @@ weft_status_t weft_comm_init_rank(weft_comm_t *comm, int nranks, weft_unique_id_
 	if (st != WEFT_SUCCESS)
 		return st;
 	struct weft_comm *c;
-	st = weft_comm_create(&c, nranks, &uid, rank, config, NULL);
+	st = weft_comm_create(&c, nranks, &uid, rank, config, NULL, &weft_health_service);
 	return st == WEFT_SUCCESS ? weft_api_comm_finish(c, comm) : st;
 }
 

@@ -13,6 +13,7 @@
 #include "api/api.h"
 #include "bootstrap/bootstrap.h"
 #include "core/comm_init.h"
+#include "health/health.h"
 #include "launch/launch.h"
 #include "topo/topo.h"
 #include "util/log.h"
@@ -249,7 +250,7 @@ weft_status_t weft_comm_init_env(weft_comm_t *comm, const weft_config_t *config)
 	if (st != WEFT_SUCCESS)
 		return st;
 	struct weft_comm *c;
-	st = weft_comm_create(&c, l.nranks, &uid, l.rank, config, NULL);
+	st = weft_comm_create(&c, l.nranks, &uid, l.rank, config, NULL, &weft_health_service);
 	if (st != WEFT_SUCCESS)
 		weft_api_env_secret_hint(&l, err);
 	return st == WEFT_SUCCESS ? weft_api_comm_finish(c, comm) : st;

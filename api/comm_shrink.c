@@ -1,6 +1,6 @@
 /*
  * comm_shrink.c — weft_comm_revoke and weft_comm_shrink: the survivors of a
- * communicator agree on who is gone (core/agree.h) and build a new
+ * communicator agree on who is gone (health/agree.h) and build a new
  * communicator of the others, ranks renumbered in order, without the
  * launcher and without a fresh unique id: the rank that proposed the
  * agreed value hosts the new bootstrap root (its address is part of the
@@ -16,12 +16,14 @@
 
 #include "api/api.h"
 #include "bootstrap/bootstrap.h"
-#include "core/agree.h"
 #include "core/comm_init.h"
-#include "core/detect.h"
 #include "core/fail.h"
 #include "core/revoke.h"
 #include "core/task.h"
+#include "health/agree.h"
+#include "health/detect.h"
+#include "health/health.h"
+#include "health/revoke_peers.h"
 #include "util/log.h"
 
 struct shrink {
@@ -174,7 +176,8 @@ static weft_status_t join(struct shrink *s, const struct weft_agree_result *res,
 	struct weft_comm *child = NULL;
 	if (st == WEFT_SUCCESS)
 		st = weft_comm_create_within(&child, size, &uid, newrank, &config,
-					     &comm->cards[comm->rank].topo, boot);
+					     &comm->cards[comm->rank].topo, boot,
+					     &weft_health_service);
 	if (st == WEFT_SUCCESS && memcmp(child->id, id, sizeof(id)) != 0)
 		st = weft_comm_abandon(child, WEFT_ERR_REMOTE); /* not the root agreed on */
 	if (st == WEFT_SUCCESS)

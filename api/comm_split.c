@@ -8,6 +8,7 @@
 #include "bootstrap/bootstrap.h"
 #include "core/comm_init.h"
 #include "core/fail.h"
+#include "health/health.h"
 
 struct split_entry {
 	int32_t color, key;
@@ -68,7 +69,7 @@ static weft_status_t join_child(struct weft_comm *comm, const weft_unique_id_t *
 		config.progress_thread = comm->pt ? 1 : -1;
 		struct weft_comm *child;
 		st = weft_comm_create(&child, size, &uid, newrank, &config,
-				      &comm->cards[comm->rank].topo);
+				      &comm->cards[comm->rank].topo, &weft_health_service);
 		if (st == WEFT_SUCCESS)
 			st = weft_api_comm_finish(child, newcomm);
 		if (st != WEFT_SUCCESS)

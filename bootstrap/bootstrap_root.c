@@ -174,6 +174,8 @@ static void root_on_join(struct root *r, struct conn *c)
 			 r->fail_text);
 		conn_refuse(r, c, r->fail_status, text);
 		r->told++;
+		if (r->nranks && rank >= 0 && rank < r->nranks)
+			r->gone[rank] = true; /* told: root_all_told */
 		return;
 	}
 	if (h->nranks < 1 || h->nranks > WEFT_MAX_RANKS) {
@@ -587,6 +589,33 @@ static double root_check_deadlines(struct root *r, double now)
 	return next;
 }
 
+/*
+ * After a failure before every rank joined: has every rank of the job been
+ * told why (or can it never come: its pid on this host is gone, or the
+ * join's time is over)? Until then the root stays, so that a rank that
+ * comes late (a member's death is seen as soon as the first rank joins)
+ * hears the job's failure rather than finds no listener: "refused the
+ * connection ... its process is gone" named the wrong cause.
+ */
+static bool root_all_told(struct root *r, double now)
+{
+	bool pids = r->local_pids && r->npids == r->nranks;
+
+	for (size_t i = 0; i < r->nconns; i++)
+		if (r->conns[i]->phase == CONN_CLOSING) /* a refusal still on its way */
+			return false;
+	if (now >= r->join_start + r->timeout_s)
+		return true;
+	for (int i = 0; i < r->nranks; i++) {
+		bool dead = pids && r->local_pids[i] > 0 && /* 0: not known here */
+			    weft_pid_state((pid_t)r->local_pids[i]) == WEFT_PID_GONE;
+
+		if (!r->gone[i] && !dead)
+			return false;
+	}
+	return true;
+}
+
 /* True when the thread has nothing left to do. */
 static bool root_done(struct root *r, double now)
 {
@@ -612,7 +641,7 @@ static bool root_done(struct root *r, double now)
 	}
 	for (size_t i = 0; i < r->nconns; i++)
 		open_ranks += r->conns[i]->phase == CONN_JOINED;
-	if (open_ranks == 0 && (r->all_joined || r->failed))
+	if (open_ranks == 0 && (r->all_joined || (r->failed && root_all_told(r, now))))
 		return true;
 	/* Ranks that never close after a failure must not keep the thread alive. */
 	return r->failed && now >= r->fail_time + linger;
@@ -641,6 +670,12 @@ static void root_poll_fill(struct root *r, struct pollfd *pfds, double now, doub
 		*next = r->start + r->timeout_s;
 	if (r->failed && r->fail_time + linger < *next)
 		*next = r->fail_time + linger;
+	if (r->failed && r->nranks && !r->all_joined) { /* root_all_told may change */
+		if (r->join_start + r->timeout_s < *next)
+			*next = r->join_start + r->timeout_s;
+		if (r->local_pids && now + PID_CHECK_S < *next)
+			*next = now + PID_CHECK_S;
+	}
 }
 
 static void root_serve(struct root *r, const struct pollfd *pfds, size_t n)

@@ -10,6 +10,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/bootstrap_root.h"
+#include "util/clock.h"
 
 /* Root threads alive in this process, by job, so that the process that
  * hosts a root does not leave (ending the thread) before the root has
@@ -64,11 +65,7 @@ static bool root_running(const struct weft_key *key)
 
 void weft_bootstrap_root_drain(const struct weft_key *key, double timeout_s)
 {
-	struct timespec deadline;
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	double end = (double)deadline.tv_sec + (double)deadline.tv_nsec * 1e-9 + timeout_s;
-	deadline.tv_sec = (time_t)end;
-	deadline.tv_nsec = (long)((end - (double)deadline.tv_sec) * 1e9);
+	struct timespec deadline = weft_wall_after(timeout_s);
 	pthread_mutex_lock(&roots_lock);
 	while (root_running(key))
 		if (pthread_cond_timedwait(&roots_cond, &roots_lock, &deadline) == ETIMEDOUT)

@@ -14,7 +14,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "core/gate.h"
-#include "core/progress_thread.h"
+#include "core/service.h"
 #include "core/task.h"
 #include "core/wait.h"
 #include "topo/topo.h"
@@ -105,8 +105,12 @@ struct weft_comm {
 	int nconnected;		      /* peers whose connection is up */
 	struct weft_stats *stats;     /* WEFT_STATS_FILE (core/stats.h), else NULL */
 	struct weft_trace *trace;     /* the flight recorder (core/trace.h) */
-	struct weft_metrics *metrics; /* WEFT_METRICS_* (core/metrics.h), else NULL */
-	struct weft_slowdet *slowdet; /* the slow-link detector (core/slowdet.h), else NULL */
+	/* The services above the core (core/service.h): their lifecycle, what
+	 * they observe, and their state, which they alone read. */
+	const struct weft_comm_service *service; /* NULL: none */
+	struct weft_observers observe;
+	struct weft_metrics *metrics; /* WEFT_METRICS_* (health/metrics.h), else NULL */
+	struct weft_slowdet *slowdet; /* the slow-link detector (health/slowdet.h), else NULL */
 
 	struct weft_topo_graph graph;
 	bool placement_by_rank; /* WEFT_PLACEMENT=rank */
@@ -160,7 +164,7 @@ struct weft_comm {
 	/* weft_comm_lock: the progress thread's, and what weft_comm_abort from
 	 * another thread holds while it looks at active and closes the transports. */
 	pthread_mutex_t lock;
-	_Atomic int waiters;	  /* weft_comm_waiter: callers driving progress themselves */
+	_Atomic int waiters;	  /* callers driving progress themselves (progress.c) */
 	struct weft_watch *watch; /* the out-of-band watch (core/watch.h) */
 	int progress_thread_mode; /* weft_config_t.progress_thread: 1, -1, 0 (setting) */
 
@@ -243,14 +247,6 @@ static inline void weft_comm_unlock(struct weft_comm *comm)
 static inline bool weft_comm_revoked(const struct weft_comm *comm)
 {
 	return atomic_load_explicit(&comm->revoked, memory_order_relaxed) != 0;
-}
-
-/* Count the callers that drive progress themselves (a blocking call, a
- * wait): the progress thread stands aside while there are any. */
-static inline void weft_comm_waiter(struct weft_comm *comm, int delta)
-{
-	if (comm->pt) /* only a progress thread reads it; it wakes to stand aside or drive */
-		weft_progress_thread_waiters(comm, atomic_fetch_add(&comm->waiters, delta) + delta);
 }
 
 #endif

@@ -15,10 +15,8 @@
 #include "core/comm.h"
 #include "core/fail.h"
 #include "core/mem_reg.h"
-#include "core/metrics.h"
 #include "core/p2p.h"
 #include "core/progress_thread.h"
-#include "core/slowdet.h"
 #include "core/stats.h"
 #include "core/trace.h"
 #include "core/watch.h"
@@ -426,14 +424,29 @@ static double default_timeout(const weft_config_t *config)
 	return t > 0 ? t : 300;
 }
 
+/* The services' steps (core/service.h), where each is due. */
+static weft_status_t service_step(struct weft_comm *comm, bool start)
+{
+	const struct weft_comm_service *s = comm->service;
+	weft_status_t (*step)(struct weft_comm *) = !s ? NULL : start ? s->start : s->init;
+	return step ? step(comm) : WEFT_SUCCESS;
+}
+
+static void service_end(struct weft_comm *comm, bool fini)
+{
+	const struct weft_comm_service *s = comm->service;
+	void (*step)(struct weft_comm *) = !s ? NULL : fini ? s->fini : s->stop;
+	if (step)
+		step(comm);
+}
+
 void weft_comm_free(struct weft_comm *comm)
 {
 	if (!comm)
 		return;
-	weft_metrics_fini(comm); /* off the exporter first: a render reads the rest */
+	service_end(comm, false); /* first: an exporter reads the rest */
 	weft_progress_thread_stop(comm);
 	weft_watch_stop(comm);
-	weft_slowdet_fini(comm); /* the watch's thread used it */
 	if (comm->bs)
 		weft_bootstrap_close(comm->bs);
 	weft_p2p_abort(comm, WEFT_ERR_ABORTED);
@@ -444,7 +457,8 @@ void weft_comm_free(struct weft_comm *comm)
 	for (size_t i = 0; comm->tps && i < comm->ntps; i++)
 		if (comm->tps[i])
 			comm->tps[i]->ops->life.fini(comm->tps[i]);
-	while (comm->active) { /* requests still open become invalid (weft.h) */
+	service_end(comm, true); /* no thread left that could reach them */
+	while (comm->active) {	 /* requests still open become invalid (weft.h) */
 		struct weft_task *t = comm->active;
 		comm->active = t->next;
 		weft_task_retire(t);
@@ -484,7 +498,8 @@ void weft_comm_free(struct weft_comm *comm)
 }
 
 static weft_status_t comm_alloc(struct weft_comm **out, int nranks, const struct weft_uid *uid,
-				int rank, const weft_config_t *config)
+				int rank, const weft_config_t *config,
+				const struct weft_comm_service *service)
 {
 	struct weft_comm *comm = calloc(1, sizeof(*comm));
 	*out = comm;
@@ -496,6 +511,7 @@ static weft_status_t comm_alloc(struct weft_comm **out, int nranks, const struct
 	pthread_mutex_init(&comm->dead_lock, NULL);
 	comm->rank = rank;
 	comm->nranks = nranks;
+	comm->service = service;
 	comm->key = uid->key;
 	comm->timeout_s = default_timeout(config);
 	/* A config from a build before progress_thread existed ends before it. */
@@ -525,7 +541,7 @@ static weft_status_t comm_alloc(struct weft_comm **out, int nranks, const struct
 	if (st == WEFT_SUCCESS)
 		st = weft_trace_init(comm);
 	if (st == WEFT_SUCCESS)
-		st = weft_metrics_init(comm);
+		st = service_step(comm, false);
 	return st;
 }
 
@@ -540,19 +556,21 @@ static double boot_timeout(const struct weft_comm *comm)
 
 weft_status_t weft_comm_create(struct weft_comm **out, int nranks, const struct weft_uid *uid,
 			       int rank, const weft_config_t *config,
-			       const struct weft_topo_card *known)
+			       const struct weft_topo_card *known,
+			       const struct weft_comm_service *service)
 {
-	return weft_comm_create_within(out, nranks, uid, rank, config, known, 0);
+	return weft_comm_create_within(out, nranks, uid, rank, config, known, 0, service);
 }
 
 weft_status_t weft_comm_create_within(struct weft_comm **out, int nranks,
 				      const struct weft_uid *uid, int rank,
 				      const weft_config_t *config,
-				      const struct weft_topo_card *known, double boot_timeout_s)
+				      const struct weft_topo_card *known, double boot_timeout_s,
+				      const struct weft_comm_service *service)
 {
 	weft_registry_init();
 	struct weft_comm *comm;
-	weft_status_t st = comm_alloc(&comm, nranks, uid, rank, config);
+	weft_status_t st = comm_alloc(&comm, nranks, uid, rank, config, service);
 	if (!comm)
 		return st;
 	comm->boot_timeout_s = boot_timeout_s;
@@ -587,9 +605,11 @@ weft_status_t weft_comm_create_within(struct weft_comm **out, int nranks,
 	if (st == WEFT_SUCCESS)
 		st = check_isa(comm);
 	if (st == WEFT_SUCCESS)
-		st = weft_slowdet_init(comm); /* needs the graph; the watch carries it */
-	if (st == WEFT_SUCCESS)
 		st = weft_watch_start(comm);
+	if (st == WEFT_SUCCESS)
+		st = service_step(comm, true); /* the graph stands; the watch is open */
+	if (st == WEFT_SUCCESS)
+		st = weft_watch_run(comm);
 	if (st != WEFT_SUCCESS)
 		return weft_comm_abandon(comm, st);
 	weft_trace_identify(comm);
@@ -609,7 +629,8 @@ weft_status_t weft_comm_ready(struct weft_comm *comm)
 	st = weft_progress_thread_start(comm);
 	if (st != WEFT_SUCCESS)
 		return weft_comm_abandon(comm, st);
-	weft_metrics_register(comm);
+	if (comm->service && comm->service->ready)
+		comm->service->ready(comm);
 	weft_log(WEFT_LOG_INFO, WEFT_SUB_INIT, "rank %d of %d ready on %s (chunk %zu bytes)",
 		 comm->rank, comm->nranks, comm->cards[comm->rank].hostname, comm->chunk_bytes);
 	weft_err_clear(weft_err_init_record());

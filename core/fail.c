@@ -85,6 +85,9 @@ bool weft_comm_error_revoked(struct weft_comm *comm, int by)
 		     comm->rank, who, before[0] ? "; this rank's first error: " : "", before);
 	pthread_mutex_unlock(&comm->err_lock);
 	atomic_store(&comm->async_error, (int)WEFT_ERR_REVOKED);
+	weft_log(WEFT_LOG_INFO, WEFT_SUB_COLL, "rank %d: communicator revoked %s", comm->rank, who);
+	/* The progress thread, or the caller's next progress, fails what is
+	 * pending (progress.c); later calls fail at once (api/coll.c). */
 	return true;
 }
 

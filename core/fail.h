@@ -31,7 +31,8 @@ weft_status_t weft_comm_report(struct weft_comm *comm, weft_status_t status, con
  * last is its cause, and stays (or, if none was, one naming the status). */
 void weft_comm_error_keep(struct weft_comm *comm, weft_status_t status);
 
-/* Mark the communicator revoked by rank @p by (this rank, or a peer),
+/* Mark the communicator revoked by rank @p by (this rank, or a peer whose
+ * revoke the watch heard: any thread),
  * unless it is already: that is its error now, with the first fatal one
  * before it quoted, and its async error. The flag and the sentence change
  * together under the error lock, so that an operation failing because it
@@ -58,7 +59,7 @@ weft_status_t weft_comm_fail_errno(struct weft_comm *comm, int errnum, const cha
  * not WEFT_RANK_ALIVE). Returns true if this call recorded it, false if it
  * was known already (its first cause stays) or @p rank is not a peer.
  *
- * Who calls it: core/detect.c (the pid check, refused datagrams, silence
+ * Who calls it: health/detect.c (the pid check, refused datagrams, silence
  * on the watch), the shrink for the ranks its agreement left out, and a
  * transport's own rule through its environment, env->peer_gone(env->ctx,
  * peer, how) (transports/transport.h; core/comm_init.c points it here):

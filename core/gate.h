@@ -40,8 +40,8 @@ struct weft_conn;
 /* A connection's congestion signals, accumulated from the signals op's
  * deltas since the connection came up. The op hands each delta out once,
  * so the gate is its one reader: the pacer gets the deltas of each read,
- * and the statistics (core/stats.h), the metrics (core/metrics.h) and the
- * slow-link detector (core/slowdet.h) these sums. The thread that drives
+ * and the statistics (core/stats.h), the metrics (health/metrics.h) and the
+ * slow-link detector (health/slowdet.h) these sums. The thread that drives
  * the communicator writes them; the exporter and the watch read them
  * (util/counter.h). */
 struct weft_link_signals {

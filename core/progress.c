@@ -10,13 +10,12 @@
 #include <time.h>
 
 #include "core/progress.h"
+#include "core/progress_thread.h"
 
 #include "core/comm.h"
 #include "core/fail.h"
-#include "core/metrics.h"
 #include "core/p2p.h"
 #include "core/revoke.h"
-#include "core/slowdet.h"
 #include "core/stats.h"
 #include "core/tag.h"
 #include "core/task.h"
@@ -139,13 +138,12 @@ static weft_status_t step_task(struct weft_comm *comm, struct weft_task *t, doub
  * list (the request still owns it), the watch hears of a collective's end,
  * its algorithm releases what it took, its callback runs, and a failure
  * kills the communicator. */
-/* The recorder, the metrics and the detector hear that @p t ended. */
+/* The recorder and the observers (core/service.h) hear that @p t ended. */
 static void record_end(struct weft_comm *comm, struct weft_task *t, weft_status_t st)
 {
 	uint64_t ns = weft_task_clock(comm);
 	weft_trace_finished(t, st, ns);
-	weft_metrics_op(t, st, ns);
-	weft_slowdet_op(comm);
+	weft_observe_done(&comm->observe, t, st, ns);
 }
 
 static weft_status_t finish_task(struct weft_comm *comm, struct weft_task **link,
@@ -263,8 +261,16 @@ weft_status_t weft_comm_progress(struct weft_comm *comm)
 		return st;
 	}
 	weft_stats_tick(comm);
-	weft_slowdet_tick(comm);
+	weft_observe_tick(&comm->observe, comm);
 	return progress_tasks(comm);
+}
+
+/* Count the callers that drive progress themselves (a blocking call, a
+ * wait): the progress thread stands aside while there are any. */
+static void comm_waiter(struct weft_comm *comm, int delta)
+{
+	if (comm->pt) /* only a progress thread reads it; it wakes to stand aside or drive */
+		weft_progress_thread_waiters(comm, atomic_fetch_add(&comm->waiters, delta) + delta);
 }
 
 /* Spin while the peers are likely running. With more local ranks than
@@ -413,7 +419,7 @@ static void progress_others(const struct weft_comm *self)
 static weft_status_t wait_locked(struct weft_comm *comm, struct weft_task *task)
 {
 	unsigned spins = 0;
-	uint64_t last = comm->slowdet ? weft_now_ns() : 0; /* the detector's wait accounting */
+	uint64_t last = comm->observe.waits ? weft_now_ns() : 0; /* observers' wait accounting */
 	while (task->status == WEFT_INPROGRESS) {
 		double seen = task->last_event;
 		weft_comm_unlock(comm);
@@ -422,8 +428,8 @@ static weft_status_t wait_locked(struct weft_comm *comm, struct weft_task *task)
 		weft_status_t st = weft_comm_progress(comm);
 		if (st != WEFT_SUCCESS && task->status == WEFT_INPROGRESS)
 			task->status = st;
-		if (comm->slowdet)
-			weft_slowdet_waited(comm, task, &last);
+		if (comm->observe.waits)
+			weft_observe_waited(&comm->observe, comm, task, &last);
 		if (task->last_event != seen)
 			spins = 0;
 		else if (task->status == WEFT_INPROGRESS)
@@ -467,18 +473,18 @@ static weft_status_t run_alone(struct weft_comm *comm, struct weft_task *task)
 weft_status_t weft_task_wait(struct weft_task *task)
 {
 	struct weft_comm *comm = task->comm;
-	weft_comm_waiter(comm, 1);
+	comm_waiter(comm, 1);
 	weft_comm_lock(comm);
 	weft_status_t st = wait_locked(comm, task);
 	weft_comm_unlock(comm);
-	weft_comm_waiter(comm, -1);
+	comm_waiter(comm, -1);
 	return st;
 }
 
 weft_status_t weft_task_run(struct weft_task *task)
 {
 	struct weft_comm *comm = task->comm;
-	weft_comm_waiter(comm, 1);
+	comm_waiter(comm, 1);
 	weft_comm_lock(comm);
 	weft_task_start(task, 0);
 	weft_status_t st;
@@ -501,6 +507,6 @@ weft_status_t weft_task_run(struct weft_task *task)
 		st = wait_locked(comm, task);
 	}
 	weft_comm_unlock(comm);
-	weft_comm_waiter(comm, -1);
+	comm_waiter(comm, -1);
 	return st;
 }

@@ -28,7 +28,7 @@
 #include "core/fail.h"
 #include "core/progress.h"
 #include "core/revoke.h"
-#include "core/slowdet.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/settings.h"
 
@@ -57,13 +57,7 @@ static double last_event(const struct weft_comm *comm)
 
 static void idle_wait(struct weft_comm *comm, struct weft_progress_thread *pt, long ms)
 {
-	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_nsec += ms * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	struct timespec until = weft_wall_after((double)ms * 1e-3);
 	pthread_cond_timedwait(&pt->cond, &comm->lock, &until);
 }
 
@@ -90,9 +84,9 @@ static void *pt_main(void *arg)
 		double before = last_event(comm);
 		uint64_t activity = comm->wait.activity;
 		weft_comm_progress(comm); /* errors land in the tasks */
-		if (comm->slowdet && comm->active && waited)
-			weft_slowdet_waited(comm, comm->active, &waited);
-		else if (comm->slowdet)
+		if (comm->observe.waits && comm->active && waited)
+			weft_observe_waited(&comm->observe, comm, comm->active, &waited);
+		else if (comm->observe.waits)
 			waited = comm->active ? weft_now_ns() : 0;
 		bool moved = last_event(comm) != before || comm->wait.activity != activity;
 		double now = weft_now();

@@ -17,7 +17,7 @@ void weft_progress_thread_stop(struct weft_comm *comm);
 void weft_progress_thread_kick(struct weft_comm *comm);
 
 /* A caller started (@p now > 0 waiters) or stopped (0) driving progress
- * itself (weft_comm_waiter): wake the thread to stand aside, or to drive
+ * itself (core/progress.c): wake the thread to stand aside, or to drive
  * again. Any thread, no lock. */
 void weft_progress_thread_waiters(struct weft_comm *comm, int now);
 

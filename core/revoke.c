@@ -1,99 +1,14 @@
-/* revoke.c — see revoke.h. */
+/* revoke.c — a revoked communicator: who revoked it, and the status an
+ * operation ends with (revoke.h says why; core/fail.c marks it revoked, for
+ * the watch that heard a peer's revoke or for health/revoke_peers.c). */
 #include "core/revoke.h"
 
-#include <pthread.h>
-#include <stdlib.h>
-#include <time.h>
-
 #include "core/comm.h"
-#include "core/detect.h"
-#include "core/fail.h"
-#include "core/progress.h"
-#include "core/progress_thread.h"
 #include "core/watch.h"
-#include "core/watch_int.h"
-#include "util/log.h"
 
 int weft_comm_revoked_by(const struct weft_comm *comm)
 {
 	return atomic_load(&comm->revoked) - 1;
-}
-
-/* Mark it revoked by @p by; true if this call did. */
-static bool mark(struct weft_comm *comm, int by)
-{
-	if (!weft_comm_error_revoked(comm, by))
-		return false;
-	weft_log(WEFT_LOG_INFO, WEFT_SUB_COLL, "rank %d: communicator revoked by %s%d", comm->rank,
-		 by == comm->rank ? "this rank, " : "rank ", by);
-	return true;
-}
-
-void weft_revoke_heard(struct weft_comm *comm, int by)
-{
-	/* The progress thread, or the caller's next progress, fails what is
-	 * pending (progress.c); later calls fail at once (api/coll.c). */
-	mark(comm, by);
-}
-
-static void wait_changed(struct weft_watch *w, double seconds)
-{
-	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
-	long ns = until.tv_nsec + (long)(seconds * 1e9);
-	until.tv_sec += ns / 1000000000L;
-	until.tv_nsec = ns % 1000000000L;
-	pthread_cond_timedwait(&w->changed, &w->lock, &until);
-}
-
-/* REVOKE to every peer not found gone, again every 20 ms, until each has
- * acknowledged or is gone, or WEFT_REVOKE_WAIT_S passed. */
-static void tell_peers(struct weft_comm *comm)
-{
-	struct weft_watch *w = comm->watch;
-	if (!w)
-		return;
-	double start = weft_now(), *sent = calloc((size_t)w->nranks, sizeof(*sent));
-	if (!sent)
-		return;
-	pthread_mutex_lock(&w->lock);
-	for (int r = 0; r < w->nranks; r++)
-		w->view[r].revoke_acked = false;
-	for (;;) {
-		double now = weft_now();
-		int pending = 0;
-		for (int r = 0; r < w->nranks; r++) {
-			if (r == w->rank || w->view[r].revoke_acked ||
-			    weft_detect_locked(comm, r, now, 0) != WEFT_RANK_ALIVE)
-				continue;
-			pending++;
-			if (now - sent[r] >= 0.02) {
-				watch_send(w, r, WATCH_REVOKE);
-				sent[r] = now;
-			}
-		}
-		if (!pending || now - start >= WEFT_REVOKE_WAIT_S)
-			break;
-		wait_changed(w, 0.005);
-	}
-	pthread_mutex_unlock(&w->lock);
-	free(sent);
-}
-
-void weft_revoke(struct weft_comm *comm)
-{
-	mark(comm, comm->rank);
-	tell_peers(comm);
-	/* As weft_comm_abort: a call in flight in another thread (or the
-	 * progress thread) fails its operations at its next progress; with
-	 * none, close the connections now, so that peers waiting on this rank
-	 * fail at once. */
-	weft_comm_lock(comm);
-	if (comm->pt)
-		weft_progress_thread_kick(comm);
-	else if (!comm->active)
-		weft_comm_kill(comm, WEFT_ERR_REVOKED);
-	weft_comm_unlock(comm);
 }
 
 weft_status_t weft_revoke_status_slow(struct weft_comm *comm, weft_status_t st)

@@ -2,7 +2,7 @@
  * revoke.h — revoking a communicator (weft_comm_revoke): every pending and
  * later operation on it, on every rank the watch reaches, fails with
  * WEFT_ERR_REVOKED, so that ranks that were not talking to a dead one stop
- * waiting too, and all of them can shrink it (core/agree.h).
+ * waiting too, and all of them can shrink it (health/agree.h).
  *
  * The revoker tells every peer over the watch (a REVOKE datagram each,
  * sent again until acknowledged) and closes its connections only once
@@ -27,15 +27,6 @@ struct weft_comm;
 /* Who revoked it (a rank), or -1. */
 int weft_comm_revoked_by(const struct weft_comm *comm);
 
-/* A peer (@p by) revoked it: from any thread (the watch's). */
-void weft_revoke_heard(struct weft_comm *comm, int by);
-
-/* This rank revokes it: tell every peer, then fail what is pending here
- * (or leave that to the call in flight in another thread, as
- * weft_comm_abort does). Blocks at most WEFT_REVOKE_WAIT_S for the peers'
- * acknowledgements. */
-void weft_revoke(struct weft_comm *comm);
-
 /* An operation ended with @p st: if it failed and the communicator is
  * revoked (a revoke waiting at the watch's socket counts), the failure is
  * the revoke's. Inline for the successes (every operation ends here). */
@@ -45,7 +36,5 @@ static inline weft_status_t weft_revoke_status(struct weft_comm *comm, weft_stat
 {
 	return st == WEFT_SUCCESS || st == WEFT_INPROGRESS ? st : weft_revoke_status_slow(comm, st);
 }
-
-#define WEFT_REVOKE_WAIT_S 0.25
 
 #endif

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 
 #include "core/comm.h"
-#include "core/metrics.h"
 #include "core/tag.h"
 #include "core/trace.h"
 #include "core/watch.h"
@@ -120,14 +119,15 @@ static uint64_t next_seq(struct weft_comm *comm, const struct weft_task *task, u
 	}
 }
 
-/* The flight recorder and the metrics time operations from the call: the
- * metrics' histograms need the clock (about 20 ns a read here, a tenth of
- * an 8-byte AllReduce's own cost); the recorder alone takes the coarse
- * one (its tick, a quarter of that), which is plenty to tell when a job
+/* The flight recorder and the observers time operations from the call:
+ * an observer that asks for precise_clock (core/service.h: the metrics'
+ * histograms) needs the clock (about 20 ns a read here, a tenth of an
+ * 8-byte AllReduce's own cost); the recorder alone takes the coarse one
+ * (its tick, a quarter of that), which is plenty to tell when a job
  * stopped. */
 uint64_t weft_task_clock(const struct weft_comm *comm)
 {
-	if (comm->metrics)
+	if (comm->observe.precise_clock)
 		return weft_now_ns();
 	return comm->trace && comm->trace->cap ? weft_now_coarse_ns() : 0;
 }
@@ -136,7 +136,7 @@ static void record(struct weft_comm *comm, struct weft_task *task, uint64_t call
 {
 	task->posted_ns = weft_task_clock(comm);
 	weft_trace_posted(task, call);
-	weft_metrics_started(task, call);
+	weft_observe_started(&comm->observe, task, call);
 }
 
 void weft_task_start(struct weft_task *task, unsigned group)

@@ -11,7 +11,6 @@
 
 #include "core/comm.h"
 #include "core/fail.h"
-#include "core/metrics.h"
 #include "core/task.h"
 #include "core/trace_int.h"
 #include "core/watch.h"
@@ -214,7 +213,7 @@ void weft_trace_finished(struct weft_task *task, weft_status_t status, uint64_t 
 void weft_trace_event(struct weft_comm *comm, enum weft_trace_event_kind kind, int peer,
 		      const char *fmt, ...)
 {
-	weft_metrics_event(comm, kind);
+	weft_observe_event(&comm->observe, comm, kind);
 	struct weft_trace *t = comm->trace;
 	if (!t || !t->evs)
 		return;

@@ -17,12 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/agree_int.h"
 #include "core/comm.h"
 #include "core/fail.h"
-#include "core/revoke.h"
-#include "core/slowdet_int.h"
 #include "core/watch_int.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 /* Milliseconds, for the age of the watched state: two reads per
@@ -62,6 +60,12 @@ static uint32_t heard_ms(const struct watch_view *v, double now)
 		return UINT32_MAX;
 	double ms = (now - v->heard) * 1e3;
 	return ms < 0 ? 0 : ms >= UINT32_MAX ? UINT32_MAX - 1 : (uint32_t)ms;
+}
+
+void watch_wait_changed(struct weft_watch *w, double seconds)
+{
+	struct timespec until = weft_wall_after(seconds);
+	pthread_cond_timedwait(&w->changed, &w->lock, &until);
 }
 
 void watch_asked(struct weft_watch *w, int peer, double now)
@@ -176,9 +180,9 @@ void watch_take(struct weft_watch *w, const struct watch_msg *m, ssize_t len,
 		v->revoke_acked = true;
 	bool revoked = m->type == WATCH_REVOKE || (m->me.flags & WATCH_REVOKED);
 	/* Known before the acknowledgement goes: the revoker closes its
-	 * connections once it has it (core/revoke.c). */
+	 * connections once it has it (health/revoke_peers.c). */
 	if (revoked && w->comm)
-		weft_revoke_heard(w->comm, m->rank);
+		weft_comm_error_revoked(w->comm, m->rank);
 	if (m->type == WATCH_REVOKE)
 		watch_send(w, m->rank, WATCH_REVOKE_ACK);
 	pthread_cond_broadcast(&w->changed);
@@ -188,7 +192,7 @@ void watch_take(struct weft_watch *w, const struct watch_msg *m, ssize_t len,
 /* The refusals the socket's error queue holds (IP_RECVERR): a datagram to
  * a rank whose watch socket is closed met an ICMP port unreachable — its
  * process exited, or it destroyed the communicator. A rank on another
- * host is then known dead; on this host the pid check decides (core/detect.c). */
+ * host is then known dead; on this host the pid check decides (health/detect.c). */
 static void take_refusals(struct weft_watch *w)
 {
 	for (;;) {
@@ -226,10 +230,21 @@ static void take_refusals(struct weft_watch *w)
 	}
 }
 
-/* Every datagram waiting at the socket: the watch's own, the detector's
- * (core/slowdet.h: by size and magic; its state is the rx_lock's, which
- * the watch's thread also holds for the detector's tick) and the shrink's
- * agreement (core/agree.c). */
+/* A datagram that is not the watch's own: to the services that ride on
+ * it, in the order they registered, until one takes it. */
+static void take_other(struct weft_watch *w, ssize_t n, const struct sockaddr_storage *from)
+{
+	for (int i = 0; i < w->nservices; i++) {
+		const struct weft_watch_service *svc = w->services[i].svc;
+		if (svc->take && svc->take(w->services[i].ctx, w, w->rx, n, from))
+			return;
+	}
+	w->dropped++;
+}
+
+/* Every datagram waiting at the socket: the watch's own, and the
+ * services' (core/watch.h: their state is the rx_lock's, which the
+ * watch's thread also holds for their ticks). */
 static void take_all(struct weft_watch *w)
 {
 	pthread_mutex_lock(&w->rx_lock);
@@ -247,8 +262,8 @@ static void take_all(struct weft_watch *w)
 			memcpy(&magic, w->rx, sizeof(magic));
 		if (magic == WATCH_MAGIC || n < (ssize_t)sizeof(magic))
 			watch_take(w, (const struct watch_msg *)(const void *)w->rx, n, &from);
-		else if (!weft_slowdet_take(w, w->rx, n, &from))
-			weft_agree_take(w, w->rx, n, &from);
+		else
+			take_other(w, n, &from);
 	}
 	take_refusals(w);
 	pthread_mutex_unlock(&w->rx_lock);
@@ -260,7 +275,21 @@ void weft_watch_drain(struct weft_comm *comm)
 		take_all(comm->watch);
 }
 
-/* Heartbeats every period_s; the detector's work at its own period. */
+/* The services' periodic work (rx_lock held): the soonest turn any of
+ * them wants, in weft_now() seconds; 0: none. */
+static double tick_services(struct weft_watch *w)
+{
+	uint64_t soonest = UINT64_MAX;
+	for (int i = 0; i < w->nservices; i++) {
+		const struct weft_watch_service *svc = w->services[i].svc;
+		uint64_t due =
+		    svc->tick ? svc->tick(w->services[i].ctx, w, weft_now_ns()) : UINT64_MAX;
+		soonest = due < soonest ? due : soonest;
+	}
+	return soonest == UINT64_MAX ? 0 : soonest * 1e-9;
+}
+
+/* Heartbeats every period_s; the services' work when they ask. */
 static void *watch_thread(void *arg)
 {
 	struct weft_watch *w = arg;
@@ -273,14 +302,12 @@ static void *watch_thread(void *arg)
 				watch_send(w, neighbour(w, 0), WATCH_HEARTBEAT);
 			next_beat = now + w->period_s;
 		}
-		pthread_mutex_lock(&w->rx_lock); /* the detector's state (take_all) */
-		weft_slowdet_watch_tick(w, weft_now_ns());
+		pthread_mutex_lock(&w->rx_lock); /* the services' state (take_all) */
+		double due = tick_services(w);
 		pthread_mutex_unlock(&w->rx_lock);
 		struct pollfd fds[2] = {{.fd = w->fd, .events = POLLIN},
 					{.fd = w->stop_pipe[0], .events = POLLIN}};
-		double next = next_beat, det = weft_slowdet_next_ns(w) * 1e-9;
-		if (det > 0 && det < next)
-			next = det;
+		double next = due > 0 && due < next_beat ? due : next_beat;
 		now = weft_now();
 		int ms = next > now ? (int)((next - now) * 1e3) + 1 : 0;
 		if (poll(fds, 2, ms) < 0 && errno != EINTR)
@@ -355,7 +382,9 @@ static void watch_free(struct weft_watch *w)
 	for (int i = 0; i < 2; i++)
 		if (w->stop_pipe[i] >= 0)
 			close(w->stop_pipe[i]);
-	weft_agree_free(w->agree);
+	for (int i = 0; i < w->nservices; i++)
+		if (w->services[i].svc->fini)
+			w->services[i].svc->fini(w->services[i].ctx);
 	pthread_mutex_destroy(&w->lock);
 	pthread_mutex_destroy(&w->rx_lock);
 	pthread_cond_destroy(&w->changed);
@@ -380,7 +409,6 @@ weft_status_t weft_watch_start(struct weft_comm *comm)
 	pthread_mutex_init(&w->rx_lock, NULL);
 	pthread_cond_init(&w->changed, NULL);
 	w->comm = comm;
-	w->slowdet = comm->slowdet;
 	w->rank = comm->rank;
 	w->wake_fd = comm->wait.evfd;
 	w->nranks = comm->nranks;
@@ -394,13 +422,17 @@ weft_status_t weft_watch_start(struct weft_comm *comm)
 	w->view = calloc((size_t)w->nranks, sizeof(*w->view));
 	w->straggler = calloc((size_t)w->nranks, sizeof(*w->straggler));
 	w->rx = malloc(WATCH_RX_BYTES);
-	w->agree = weft_agree_new(w);
 	comm->watch = w;
-	if (!w->addrs || !w->lens || !w->view || !w->straggler || !w->rx || !w->agree)
+	if (!w->addrs || !w->lens || !w->view || !w->straggler || !w->rx)
 		return weft_comm_fail(comm, WEFT_ERR_NO_MEMORY, "init: no memory for the watch");
-	weft_status_t st = exchange(comm, w);
-	if (st != WEFT_SUCCESS)
-		return st;
+	return exchange(comm, w);
+}
+
+weft_status_t weft_watch_run(struct weft_comm *comm)
+{
+	struct weft_watch *w = comm->watch;
+	if (!w)
+		return WEFT_SUCCESS;
 	if (pipe2(w->stop_pipe, O_CLOEXEC) != 0)
 		return weft_comm_fail_errno(comm, errno, "init: watch pipe");
 	int rc = pthread_create(&w->thread, NULL, watch_thread, w);
@@ -470,4 +502,27 @@ uint64_t weft_watch_peer_timed_out_call(const struct weft_comm *comm)
 {
 	const struct weft_watch *w = comm->watch;
 	return w ? atomic_load(&w->peer_timed_out) : 0;
+}
+
+weft_status_t weft_watch_serve(struct weft_watch *w, const struct weft_watch_service *svc,
+			       void *ctx)
+{
+	if (w->running || w->nservices >= WEFT_WATCH_SERVICES) {
+		if (w->comm)
+			return weft_comm_fail(w->comm, WEFT_ERR_INTERNAL,
+					      "init: the watch cannot carry %s", svc->name);
+		return WEFT_ERR_INTERNAL;
+	}
+	w->services[w->nservices].svc = svc;
+	w->services[w->nservices].ctx = ctx;
+	w->nservices++;
+	return WEFT_SUCCESS;
+}
+
+void *weft_watch_service_ctx(const struct weft_watch *w, const struct weft_watch_service *svc)
+{
+	for (int i = 0; w && i < w->nservices; i++)
+		if (w->services[i].svc == svc)
+			return w->services[i].ctx;
+	return NULL;
 }

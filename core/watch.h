@@ -22,14 +22,56 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "weft.h"
 
+struct sockaddr_storage;
 struct weft_comm;
 struct weft_task;
+struct weft_watch;
+
+/* A service that rides on the watch (core/service.h; health/: the
+ * slow-rank detector, the shrink's agreement): its own datagrams on the
+ * watch's socket (authenticated with the watch's key, from the ranks'
+ * registered addresses: the service checks), and periodic work in the
+ * watch's thread. Entries left NULL are empty. */
+struct weft_watch_service {
+	size_t size; /* sizeof(struct weft_watch_service) */
+	const char *name;
+	/* A datagram of @p len bytes from @p from that is not the watch's own
+	 * (it does not start with the watch's magic): true if it was this
+	 * service's (taken, or dropped and counted in w->dropped); false
+	 * leaves it to the next service. The reading thread, with the watch's
+	 * rx_lock held (watch_int.h). */
+	bool (*take)(void *ctx, struct weft_watch *w, const unsigned char *buf, ssize_t len,
+		     const struct sockaddr_storage *from);
+	/* The watch's thread, every turn, with rx_lock held: its periodic
+	 * work at @p now_ns (weft_now_ns()). Returns the weft_now_ns() by
+	 * which it wants its next turn; UINT64_MAX: no wish. */
+	uint64_t (*tick)(void *ctx, struct weft_watch *w, uint64_t now_ns);
+	/* The watch is freed: free @p ctx (if the service gave it up). */
+	void (*fini)(void *ctx);
+};
+
+/* How many services a watch carries. */
+#define WEFT_WATCH_SERVICES 4
+
+/* Register @p svc (static) with @p ctx on @p w, before its thread runs (a
+ * service's start step, core/service.h). Services see a datagram in the
+ * order they registered. WEFT_ERR_INTERNAL when the table is full. */
+weft_status_t weft_watch_serve(struct weft_watch *w, const struct weft_watch_service *svc,
+			       void *ctx);
+
+/* The @p ctx that @p svc registered on @p w, or NULL. */
+void *weft_watch_service_ctx(const struct weft_watch *w, const struct weft_watch_service *svc);
+
+/* Start the thread of a watch that weft_watch_start opened. */
+weft_status_t weft_watch_run(struct weft_comm *comm);
 
 /* During init, through the bootstrap (every rank calls it at the same
- * point): open the socket, exchange addresses, start the thread. */
+ * point): open the socket, exchange addresses; weft_watch_run starts the
+ * thread once the services registered (comm_init.c). */
 weft_status_t weft_watch_start(struct weft_comm *comm);
 
 /* Stop the thread and close the socket (safe on a comm without a watch). */

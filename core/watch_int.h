@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "core/watch.h"
 #include "util/auth.h"
 
 #define WATCH_MAGIC 0x5745465457415431ull /* "WEFTWAT1" */
@@ -72,12 +73,16 @@ struct watch_view {
 };
 
 struct weft_comm;
-struct weft_agree;
-struct weft_slowdet;
+struct weft_watch_service;
 
 struct weft_watch {
-	struct weft_comm *comm;	      /* NULL in tests/fuzz/ */
-	struct weft_slowdet *slowdet; /* the slow-link detector's datagrams (core/slowdet.h) */
+	struct weft_comm *comm; /* NULL in tests/fuzz/ */
+	/* what rides on the watch (core/watch.h), fixed once the thread runs */
+	struct {
+		const struct weft_watch_service *svc;
+		void *ctx;
+	} services[WEFT_WATCH_SERVICES];
+	int nservices;
 	int fd;
 	int stop_pipe[2];
 	pthread_t thread;
@@ -107,8 +112,7 @@ struct weft_watch {
 	/* Reading the socket: the thread, or a caller that drains it at once
 	 * (weft_watch_drain); taken before lock. */
 	pthread_mutex_t rx_lock;
-	unsigned char *rx;	  /* WATCH_RX_BYTES */
-	struct weft_agree *agree; /* the shrink's agreement (core/agree.c) */
+	unsigned char *rx; /* WATCH_RX_BYTES */
 	/* [rank]: the last verdict found it had not reached the operation
 	 * (or had stopped inside it); verdicts: how many were taken */
 	bool *straggler;
@@ -123,6 +127,9 @@ void watch_send(struct weft_watch *w, int peer, uint32_t type);
 /* Send @p len bytes to @p peer, best effort (once more if a refusal
  * queued by an earlier datagram made the first try fail). */
 void watch_sendto(struct weft_watch *w, int peer, const void *buf, size_t len);
+/* With lock held: wait up to @p seconds for changed (a revoke's
+ * acknowledgement, the agreement's next step). */
+void watch_wait_changed(struct weft_watch *w, double seconds);
 /* With lock held: this rank now waits for an answer from @p peer. */
 void watch_asked(struct weft_watch *w, int peer, double now);
 /* Is a datagram from @p from, claiming @p rank, from that rank's address? */

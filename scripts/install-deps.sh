@@ -24,7 +24,7 @@ pkgs=(
 	# tests/fabric/test_slurm.sh's PyTorch job and the Gloo peer docs/benchmarks.md compares with.
 	python3 python3-dev python3-numpy python3-pytest
 	python3-torch libtorch-dev pybind11-dev g++
-	# the /metrics endpoint (core/metrics_http.c loads libmicrohttpd with
+	# the /metrics endpoint (health/metrics_http.c loads libmicrohttpd with
 	# dlopen; the header at build time), Prometheus and node_exporter for
 	# its tests (tests/fabric/test_prometheus.sh, tests/programs/test_metrics.sh:
 	# promtool checks the metrics and docs/observability-alerts.yml),

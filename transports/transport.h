@@ -181,7 +181,7 @@ struct weft_tp_env {
 	 * the path failover's, dark on every path and silent on the watch for
 	 * WEFT_PEER_DEAD, records WEFT_RANK_UNREACHABLE. weft_comm_failed_ranks
 	 * then names it with @p how, and a shrink leaves it out (on another
-	 * host; on this one the pid check decides: core/detect.h). Records
+	 * host; on this one the pid check decides: health/detect.h). Records
 	 * only: failing the connection and its operations stays env->fail's.
 	 * Any thread. May be NULL (environments built by tests). */
 	void (*peer_gone)(void *ctx, int peer, weft_rank_failure_t how);
@@ -257,7 +257,7 @@ struct weft_tp_signal {
 	/* Microseconds the sub-flow had data out, of which the receiver's
 	 * window held it back (TCP's busy and rwnd-limited times), and
 	 * segments retransmitted; 0 where unknown. The slow-link detector
-	 * (core/slowdet.h) takes bytes_acked over busy - rwnd as the path's
+	 * (health/slowdet.h) takes bytes_acked over busy - rwnd as the path's
 	 * rate: the one thing a slow path and a slow receiver do not share. */
 	uint32_t busy_us, rwnd_limited_us, retrans;
 };

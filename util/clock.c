@@ -37,3 +37,13 @@ double weft_now_coarse(void)
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+struct timespec weft_wall_after(double seconds)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	long long ns = ts.tv_nsec + (long long)(seconds * 1e9);
+	ts.tv_sec += (time_t)(ns / 1000000000LL);
+	ts.tv_nsec = (long)(ns % 1000000000LL);
+	return ts;
+}

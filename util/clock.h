@@ -5,6 +5,7 @@
 #define WEFT_CLOCK_H
 
 #include <stdint.h>
+#include <time.h>
 
 double weft_now(void);
 uint64_t weft_now_ns(void);
@@ -20,5 +21,9 @@ uint64_t weft_wall_ns(void);
 /* CLOCK_MONOTONIC_COARSE: a few nanoseconds, no system call, a few
  * milliseconds' resolution (a watchdog's idle polls). */
 double weft_now_coarse(void);
+
+/* The CLOCK_REALTIME time @p seconds from now, as pthread_cond_timedwait
+ * takes its deadline (a condition's default clock). */
+struct timespec weft_wall_after(double seconds);
 
 #endif

@@ -6,7 +6,7 @@
 
 #include "core/comm.h"
 #include "core/p2p.h"
-#include "core/slowdet.h"
+#include "health/slowdet.h"
 
 void weft_engine_init(struct weft_engine *eng, const struct weft_engine_ops *ops)
 {

@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_detect.sh — the online detector (core/slowdet.h) on the namespace
+# test_detect.sh — the online detector (health/slowdet.h) on the namespace
 # fabric: 4 hosts under 4 leaves, 300 Mbit uplinks (fabric.sh --leaves 4
 # --hosts-per-leaf 1 --spine-rate 300mbit), one rank per host looping ring
 # AllReduces of 1 MiB over sockets (every link crosses the spine: the

@@ -1,5 +1,5 @@
 /*
- * shrink.c — losing ranks and going on (weft_comm_shrink, core/agree.h):
+ * shrink.c — losing ranks and going on (weft_comm_shrink, health/agree.h):
  * a job loses a rank (kill -9) during a collective, during a barrier or
  * between calls; every survivor must see its call fail, shrink, and run an
  * exact AllReduce on the new communicator, which holds the survivors

@@ -1,6 +1,6 @@
 /*
  * fuzz_agree.c — libFuzzer target: the shrink's agreement datagrams at the
- * watch (core/agree.c, weft_agree_take), which carry promises, accepted
+ * watch (health/agree.c, weft_agree_take), which carry promises, accepted
  * values and decisions that decide a communicator's membership. A watch
  * of rank 1 of 4 is made by hand, its acceptor in an agreement; each input
  * is a run of datagrams, each a 2-byte length (up to 1,200), a flags byte
@@ -22,27 +22,15 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "core/agree_int.h"
 #include "core/watch_int.h"
+#include "health/agree_int.h"
+#include "tests/lib/watch_double.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define NRANKS 4
+#define NRANKS WATCH_DOUBLE_RANKS
 #define ME     1
 #define MAXLEN 1200
-
-static struct sockaddr_storage addrs[NRANKS];
-static socklen_t lens[NRANKS];
-static struct watch_view view[NRANKS];
-
-static void address(struct sockaddr_storage *ss, int rank)
-{
-	struct sockaddr_in *a = (struct sockaddr_in *)ss;
-	memset(ss, 0, sizeof(*ss));
-	a->sin_family = AF_INET;
-	a->sin_port = htons((uint16_t)(41000 + rank));
-	a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-}
 
 /* What the acceptor holds, to compare before and after a datagram. */
 struct snapshot {
@@ -72,45 +60,34 @@ static void take_one(struct weft_watch *w, unsigned char *buf, size_t len, int f
 		weft_mac(&w->key, buf, len - WEFT_MAC_BYTES, buf + len - WEFT_MAC_BYTES);
 	struct sockaddr_storage from;
 	bool home = (flags & 2) && h.rank >= 0 && h.rank < NRANKS;
-	address(&from, home ? h.rank : NRANKS + 3);
+	watch_double_address(&from, home ? h.rank : NRANKS + 3);
 	for (int again = 0; again < ((flags & 4) ? 2 : 1); again++) {
 		struct watch_view before[NRANKS];
 		struct snapshot s0, s1;
 		uint64_t dropped = w->dropped;
-		memcpy(before, view, sizeof(view));
-		snap(w->agree, &s0);
+		memcpy(before, watch_double_view, sizeof(watch_double_view));
+		snap(agree_of(w), &s0);
 		weft_agree_take(w, buf, (ssize_t)len, &from);
-		snap(w->agree, &s1);
+		snap(agree_of(w), &s1);
 		bool taken = w->dropped == dropped;
-		if (!taken && (memcmp(before, view, sizeof(view)) != 0 ||
+		if (!taken && (memcmp(before, watch_double_view, sizeof(watch_double_view)) != 0 ||
 			       w->dropped != dropped + 1 || memcmp(&s0, &s1, sizeof(s0)) != 0))
 			abort(); /* a datagram that was dropped changed something */
-		if (taken && (!(flags & 1) || !home || again || view[h.rank].last_seq != h.seq))
+		if (taken &&
+		    (!(flags & 1) || !home || again || watch_double_view[h.rank].last_seq != h.seq))
 			abort(); /* unsigned, from elsewhere or replayed, and taken */
 	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct weft_watch w = {.fd = -1, /* answers go nowhere */
-			       .rank = ME,
-			       .nranks = NRANKS,
-			       .comm_id = 0x1122334455667788ull,
-			       .addrs = addrs,
-			       .lens = lens,
-			       .view = view};
+	struct weft_watch w;
+	watch_double_init(&w, ME);
 	weft_key_from_u64(&w.key, 0x5a5a5a5a5a5a5a5aull);
-	pthread_mutex_init(&w.lock, NULL);
-	pthread_cond_init(&w.changed, NULL);
-	memset(view, 0, sizeof(view));
-	for (int r = 0; r < NRANKS; r++) {
-		address(&addrs[r], r);
-		lens[r] = sizeof(struct sockaddr_in);
-	}
-	w.agree = weft_agree_new(&w);
-	if (!w.agree)
+	struct weft_agree *ag = weft_agree_new(&w);
+	if (!ag || weft_watch_serve(&w, &weft_agree_watch, ag) != WEFT_SUCCESS)
 		abort();
-	agree_acceptor_join(&w.agree->acc, 0, 0); /* its rank is in a shrink */
+	agree_acceptor_join(&ag->acc, 0, 0); /* its rank is in a shrink */
 	static unsigned char buf[MAXLEN];
 	while (size >= 3) {
 		size_t len = (size_t)(data[0] | data[1] << 8) % (MAXLEN + 1);
@@ -124,7 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size -= len;
 		take_one(&w, buf, len, flags);
 	}
-	weft_agree_free(w.agree);
+	weft_agree_free(ag);
 	pthread_cond_destroy(&w.changed);
 	pthread_mutex_destroy(&w.lock);
 	return 0;

@@ -1,7 +1,7 @@
 /*
  * fuzz_slowdet.c — libFuzzer target: the detector's datagram intake
- * (core/slowdet_watch.c, weft_slowdet_take), which shares the watch's
- * socket (core/slowdet.h). A watch of rank 0 of 4 (the rank that takes
+ * (health/slowdet_watch.c, weft_slowdet_take), which shares the watch's
+ * socket (health/slowdet.h). A watch of rank 0 of 4 (the rank that takes
  * samples and decides) is made by hand; each input is a run of
  * datagrams, each two length bytes (little-endian, its size modulo
  * sizeof(struct slowdet_msg) + 17: every size up to a message and a bit
@@ -22,25 +22,13 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "core/slowdet_int.h"
 #include "core/watch_int.h"
+#include "health/slowdet_int.h"
+#include "tests/lib/watch_double.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define NRANKS 4
-
-static struct sockaddr_storage addrs[NRANKS];
-static socklen_t lens[NRANKS];
-static struct watch_view view[NRANKS];
-
-static void address(struct sockaddr_storage *ss, int rank)
-{
-	struct sockaddr_in *a = (struct sockaddr_in *)ss;
-	memset(ss, 0, sizeof(*ss));
-	a->sin_family = AF_INET;
-	a->sin_port = htons((uint16_t)(40000 + rank));
-	a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-}
+#define NRANKS WATCH_DOUBLE_RANKS
 
 static bool links_ok(const struct slowdet_sample *s)
 {
@@ -61,20 +49,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint64_t last_seq[NRANKS] = {0};
 	struct weft_slowdet d = {.last_seq = last_seq, .period_ns = 200000000};
 	pthread_mutex_init(&d.lock, NULL);
-	struct weft_watch w = {.fd = -1, /* verdicts go nowhere */
-			       .rank = 0,
-			       .nranks = NRANKS,
-			       .comm_id = 0x1122334455667788ull,
-			       .addrs = addrs,
-			       .lens = lens,
-			       .view = view,
-			       .slowdet = &d};
-	weft_key_from_u64(&w.key, 0xa5a5a5a5a5a5a5a5ull);
+	struct weft_watch w;
+	watch_double_init(&w, 0);
+	if (weft_watch_serve(&w, &weft_slowdet_watch, &d) != WEFT_SUCCESS)
+		abort();
 	d.root = weft_slowdet_root_new(NRANKS, NRANKS);
-	for (int r = 0; r < NRANKS; r++) {
-		address(&addrs[r], r);
-		lens[r] = sizeof(struct sockaddr_in);
-	}
 	while (d.root && size >= 3) {
 		size_t len =
 		    ((size_t)data[0] | (size_t)data[1] << 8) % (sizeof(struct slowdet_msg) + 17);
@@ -97,7 +76,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			weft_mac(&w.key, m, offsetof(struct slowdet_msg, mac), m->mac);
 		struct sockaddr_storage from;
 		bool home = (flags & 2) && m->rank >= 0 && m->rank < NRANKS;
-		address(&from, home ? m->rank : NRANKS + 7);
+		watch_double_address(&from, home ? m->rank : NRANKS + 7);
 		bool ours = len == sizeof(*m) && m->magic == DETECT_MAGIC;
 		bool good = ours && (flags & 1) && home && m->comm_id == w.comm_id &&
 			    m->rank != 0 && m->type == DETECT_SAMPLE && links_ok(&m->u.sample);

@@ -21,41 +21,17 @@
 #include <sys/socket.h>
 
 #include "core/watch_int.h"
+#include "tests/lib/watch_double.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define NRANKS 4
+#define NRANKS WATCH_DOUBLE_RANKS
 #define ME     1
-
-static struct sockaddr_storage addrs[NRANKS];
-static socklen_t lens[NRANKS];
-static struct watch_view view[NRANKS];
-
-static void address(struct sockaddr_storage *ss, int rank)
-{
-	struct sockaddr_in *a = (struct sockaddr_in *)ss;
-	memset(ss, 0, sizeof(*ss));
-	a->sin_family = AF_INET;
-	a->sin_port = htons((uint16_t)(40000 + rank));
-	a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct weft_watch w = {.fd = -1, /* replies go nowhere */
-			       .rank = ME,
-			       .nranks = NRANKS,
-			       .comm_id = 0x1122334455667788ull,
-			       .addrs = addrs,
-			       .lens = lens,
-			       .view = view};
-	weft_key_from_u64(&w.key, 0xa5a5a5a5a5a5a5a5ull);
-	pthread_mutex_init(&w.lock, NULL);
-	memset(view, 0, sizeof(view));
-	for (int r = 0; r < NRANKS; r++) {
-		address(&addrs[r], r);
-		lens[r] = sizeof(struct sockaddr_in);
-	}
+	struct weft_watch w;
+	watch_double_init(&w, ME);
 	while (size >= 2) {
 		size_t len = data[0] % 201;
 		int flags = data[1];
@@ -72,21 +48,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			weft_mac(&w.key, m, offsetof(struct watch_msg, mac), m->mac);
 		struct sockaddr_storage from;
 		bool from_home = (flags & 2) && m->rank >= 0 && m->rank < NRANKS;
-		address(&from, from_home ? m->rank : NRANKS + 7);
+		watch_double_address(&from, from_home ? m->rank : NRANKS + 7);
 		bool should = (flags & 1) && from_home && len == sizeof(*m) &&
 			      m->magic == WATCH_MAGIC && m->comm_id == w.comm_id && m->rank != ME;
 		for (int again = 0; again < ((flags & 4) ? 2 : 1); again++) {
 			struct watch_view before[NRANKS];
 			uint64_t dropped = w.dropped;
-			memcpy(before, view, sizeof(view));
-			bool fresh = should && m->seq > view[m->rank].last_seq;
+			memcpy(before, watch_double_view, sizeof(watch_double_view));
+			bool fresh = should && m->seq > watch_double_view[m->rank].last_seq;
 			watch_take(&w, m, (ssize_t)len, &from);
 			if (!fresh) {
-				if (memcmp(before, view, sizeof(view)) != 0 ||
+				if (memcmp(before, watch_double_view, sizeof(watch_double_view)) !=
+					0 ||
 				    w.dropped != dropped + 1)
 					abort(); /* a datagram that should not count changed the
 						    view */
-			} else if (view[m->rank].last_seq != m->seq || w.dropped != dropped) {
+			} else if (watch_double_view[m->rank].last_seq != m->seq ||
+				   w.dropped != dropped) {
 				abort(); /* a good one was not taken */
 			}
 		}

@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_metrics.sh — metrics in Prometheus's formats (core/metrics.h), on
+# test_metrics.sh — metrics in Prometheus's formats (health/metrics.h), on
 # loopback:
 #   (a) 3 Python ranks over sockets, WEFT_METRICS_PORT and WEFT_METRICS_FILE
 #       (%r, every 0.2 s), do 20 allreduces of 1 MiB and 5 alltoalls, then

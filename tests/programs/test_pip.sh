@@ -110,9 +110,10 @@ t = torch.full((100,), float(rank + 1))
 dist.all_reduce(t)
 assert torch.all(t == 3), t[:4]
 dist.destroy_process_group()
-print(f"rank {rank}: all_reduce ok")
+os.write(1, f"rank {rank}: all_reduce ok\n".encode())  # one write: the ranks share the file
 PYEOF
-	"$BUILD/weft-run" -np 2 "$V" "$OUT/ddp.py" >"$OUT/ddp.out" 2>&1 && [ "$(grep -c 'all_reduce ok' "$OUT/ddp.out")" = 2 ] &&
+	"$BUILD/weft-run" -np 2 "$V" "$OUT/ddp.py" >"$OUT/ddp.out" 2>&1 &&
+		grep -q '^rank 0: all_reduce ok$' "$OUT/ddp.out" && grep -q '^rank 1: all_reduce ok$' "$OUT/ddp.out" &&
 		ok "the venv's weft.torch: a 2-rank all_reduce" || fail "weft.torch from the venv: $(tail -20 "$OUT/ddp.out")"
 fi
 

@@ -2,7 +2,12 @@
 --steps steps. In the first attempt (TORCHELASTIC_RESTART_COUNT 0) rank 1
 kills itself with SIGKILL at step 3; torchrun's agent then restarts the
 group and the second attempt must train to the end on a fresh weft group
-(c10d prefixes the store per attempt). Rank 0 of the attempt that ends
+(c10d prefixes the store per attempt). In the first attempt rank 0 lets
+torchrun's SIGTERM pass: the agent stops the survivors as soon as its
+monitor (every second) sees a worker gone, often before the survivor's
+Weft noticed (a tenth of a second or so), and the test wants the
+survivor's own error, naming the dead rank; the agent's SIGKILL follows
+its grace period anyway. Rank 0 of the attempt that ends
 writes a JSON line to --out: the attempt, the losses, and how far the
 ranks' parameters are apart (0: in step)."""
 import argparse
@@ -31,6 +36,8 @@ def main():
     torch.set_num_threads(1)
     dist.init_process_group("weft")
     rank = dist.get_rank()
+    if attempt == 0 and rank == 0:
+        signal.signal(signal.SIGTERM, lambda signum, frame: None)
     model = DDP(ddp_train.make_model())
 
     def on_step(step, loss):

@@ -210,10 +210,12 @@ static void impostor_round(const char *key)
 	ck_assert_int_eq(getsockname(im->lfd, (struct sockaddr *)&a, &len), 0);
 	im->port = ntohs(a.sin_port);
 	im->expect = 2;
-	pthread_t t;
-	ck_assert_int_eq(pthread_create(&t, NULL, impostor_main, im), 0);
+	/* The ranks first, while this process has no other thread (see
+	 * start_join): their connections wait in the listener's backlog. */
 	pid_t pids[2] = {start_env_rank(im->port, key, 1, &v[0]),
 			 start_env_rank(im->port, key, 2, &v[1])};
+	pthread_t t;
+	ck_assert_int_eq(pthread_create(&t, NULL, impostor_main, im), 0);
 	for (int i = 0; i < 2; i++)
 		waitpid(pids[i], NULL, 0);
 	pthread_join(t, NULL);
@@ -371,20 +373,51 @@ out:
 	return NULL;
 }
 
+/* A rank that joins and passes a barrier, in a process of its own made by
+ * fork and exec of this program (main's --join form), never by fork alone:
+ * this process has the roots' and the relay's threads by then, and a child
+ * forked from a threaded process inherits every lock one of them held at
+ * that instant (ASan's allocator's, stdio's, the library's) with no thread
+ * to release it; under ASan such a rank hung at its first malloc, and its
+ * job waited for it. The arguments are made before the fork: between fork
+ * and exec only async-signal-safe calls. */
 static pid_t start_join(const struct weft_uid *uid, int rank, int nranks)
 {
+	char hex[2 * sizeof(*uid) + 1], r[16], n[16];
+	char *argv[] = {"attacks", "--join", hex, r, n, NULL};
+	const unsigned char *b = (const unsigned char *)uid;
+	for (size_t i = 0; i < sizeof(*uid); i++)
+		snprintf(hex + 2 * i, 3, "%02x", b[i]);
+	snprintf(r, sizeof(r), "%d", rank);
+	snprintf(n, sizeof(n), "%d", nranks);
 	pid_t pid = fork();
 	ck_assert_int_ge(pid, 0);
-	if (pid)
-		return pid;
+	if (pid == 0) {
+		execv("/proc/self/exe", argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* main's --join UID RANK NRANKS: one rank, as start_join started it. */
+static int join_main(char **argv)
+{
+	struct weft_uid uid;
+	unsigned char *b = (unsigned char *)&uid;
+	int rank = atoi(argv[3]), nranks = atoi(argv[4]);
+	if (strlen(argv[2]) != 2 * sizeof(uid))
+		return 126;
+	for (size_t i = 0; i < sizeof(uid); i++)
+		if (sscanf(argv[2] + 2 * i, "%2hhx", &b[i]) != 1)
+			return 126;
 	struct weft_bootstrap *bs = NULL;
 	struct weft_err err = {0};
-	int ok = weft_bootstrap_join(uid, rank, nranks, 10, &bs, &err) == WEFT_SUCCESS &&
+	int ok = weft_bootstrap_join(&uid, rank, nranks, 10, &bs, &err) == WEFT_SUCCESS &&
 		 weft_bootstrap_barrier(bs, &err) == WEFT_SUCCESS;
 	if (!ok)
 		fprintf(stderr, "rank %d: %s\n", rank, err.msg);
 	weft_bootstrap_close(bs);
-	_exit(ok ? 0 : 1);
+	return ok ? 0 : 1;
 }
 
 /* Replay @p rec to @p port: the listener must answer with a challenge and
@@ -468,8 +501,10 @@ START_TEST(recorded_opening_replayed)
 }
 END_TEST
 
-int main(void)
+int main(int argc, char **argv)
 {
+	if (argc == 5 && strcmp(argv[1], "--join") == 0)
+		_exit(join_main(argv)); /* as the forked ranks did: no exit handlers */
 	Suite *s = suite_create("attacks");
 	TCase *tc = tcase_create("attacks");
 	tcase_set_timeout(tc, 120);

@@ -158,7 +158,7 @@ static void take_slow(struct frame *f, const struct line *ln)
 	s->named = ln->value > 0;
 }
 
-/* The size classes of the metrics (core/metrics.h), smallest first. */
+/* The size classes of the metrics (health/metrics.h), smallest first. */
 static int size_class(const struct line *ln)
 {
 	static const char *const names[] = {"0-64K", "64K-1M", "1M-16M", "16M-inf"};

@@ -5,7 +5,15 @@
  *
  * Children never call Check; each writes what happened into a shared slot
  * and the parent asserts. Every child arms alarm() so a hang kills it rather
- * than the suite.
+ * than the suite (with SIGALRM's default action: Check's handler, which a
+ * forked child inherits, would SIGKILL the test's whole process group).
+ *
+ * Ranks are started by fork and exec of this program (main's --rank form),
+ * never by fork alone: by then the test process has the root's thread, and
+ * a child forked from a threaded process inherits every lock one of its
+ * threads held at that instant (ASan's allocator's, stdio's, the
+ * library's) with no thread left to release it; it hung at its first
+ * malloc under ASan. The slots are a memfd, which the exec'd rank maps.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -61,6 +69,9 @@ struct job {
 };
 
 static struct slot *slots;
+static int slots_fd = -1; /* a memfd, inherited across exec by the ranks */
+
+#define SLOTS_BYTES (MAX_SLOTS * sizeof(struct slot))
 
 static double now_s(void)
 {
@@ -79,8 +90,10 @@ static void sleep_s(double s)
 
 static void slots_setup(void)
 {
-	slots = mmap(NULL, MAX_SLOTS * sizeof(*slots), PROT_READ | PROT_WRITE,
-		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	slots_fd = memfd_create("bootstrap-slots", 0);
+	ck_assert_int_ge(slots_fd, 0);
+	ck_assert_int_eq(ftruncate(slots_fd, SLOTS_BYTES), 0);
+	slots = mmap(NULL, SLOTS_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, slots_fd, 0);
 	ck_assert_ptr_ne(slots, MAP_FAILED);
 	memset(slots, 0, MAX_SLOTS * sizeof(*slots));
 	for (int i = 0; i < MAX_SLOTS; i++)
@@ -89,7 +102,9 @@ static void slots_setup(void)
 
 static void slots_teardown(void)
 {
-	munmap(slots, MAX_SLOTS * sizeof(*slots));
+	munmap(slots, SLOTS_BYTES);
+	close(slots_fd);
+	slots_fd = -1;
 }
 
 static struct sockaddr_in loopback(uint16_t port)
@@ -187,18 +202,49 @@ report:
 	memcpy(s->msg, err.msg, sizeof(s->msg));
 }
 
-/* Fork one rank; it reports into slots[slot]. */
+/* Start one rank (fork and exec: see the top); it reports into slots[slot].
+ * Its arguments are made before the fork: between fork and exec the child
+ * of a threaded process may only call async-signal-safe functions. */
 static pid_t spawn_rank(const struct job *job, int rank, int slot)
 {
+	char fd[16], r[16], sl[16], hex[2 * sizeof(*job) + 1];
+	char *argv[] = {"bootstrap", "--rank", fd, r, sl, hex, NULL};
+	const unsigned char *b = (const unsigned char *)job;
+
+	snprintf(fd, sizeof(fd), "%d", slots_fd);
+	snprintf(r, sizeof(r), "%d", rank);
+	snprintf(sl, sizeof(sl), "%d", slot);
+	for (size_t i = 0; i < sizeof(*job); i++)
+		snprintf(hex + 2 * i, 3, "%02x", b[i]);
 	pid_t pid = fork();
 
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		alarm(8);
-		rank_body(job, rank, &slots[slot]);
-		_exit(0);
+		execv("/proc/self/exe", argv);
+		_exit(127);
 	}
 	return pid;
+}
+
+/* main's --rank FD RANK SLOT JOB: one rank, as spawn_rank started it. */
+static int rank_main(char **argv)
+{
+	struct job job;
+	int rank = atoi(argv[3]), slot = atoi(argv[4]);
+	const char *hex = argv[5];
+	unsigned char *b = (unsigned char *)&job;
+
+	if (strlen(hex) != 2 * sizeof(job) || slot < 0 || slot >= MAX_SLOTS)
+		return 126;
+	for (size_t i = 0; i < sizeof(job); i++)
+		if (sscanf(hex + 2 * i, "%2hhx", &b[i]) != 1)
+			return 126;
+	slots = mmap(NULL, SLOTS_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, atoi(argv[2]), 0);
+	if (slots == MAP_FAILED)
+		return 126;
+	alarm(8);
+	rank_body(&job, rank, &slots[slot]);
+	return 0;
 }
 
 static void reap(const pid_t *pids, int n)
@@ -429,7 +475,9 @@ START_TEST(test_member_died)
 {
 	/* A shrink's root knows the pids of the members on its host: one that
 	 * died before it joined fails the job at once, named, not at the
-	 * join's timeout (10 s here). */
+	 * join's timeout (10 s here). Rank 0 comes first and is told; ranks 1
+	 * and 3 come after the job failed and are told the same (the root
+	 * stays for them: it once closed, and they found no listener). */
 	struct job job = {.nranks = 4, .timeout_s = 10.0, .mode = MODE_JOIN};
 	pid_t pids[MAX_SLOTS] = {0};
 	pid_t dead = fork();
@@ -451,10 +499,11 @@ START_TEST(test_member_died)
 		      "root_serve: %s", err.msg);
 	job.uid.reserved = WEFT_UID_LISTENING;
 	job.uid.key = key;
-	for (int r = 0; r < 4; r++)
-		if (r != 2)
-			pids[r] = spawn_rank(&job, r, r);
-	reap(pids, 4);
+	pids[0] = spawn_rank(&job, 0, 0);
+	reap(pids, 1);
+	pids[1] = spawn_rank(&job, 1, 1);
+	pids[3] = spawn_rank(&job, 3, 3);
+	reap(pids + 1, 3);
 	char want[80];
 	snprintf(want, sizeof(want), "rank 2 (pid %d on this host) died before it joined",
 		 (int)dead);
@@ -687,6 +736,7 @@ START_TEST(test_fd_budget)
 		struct weft_bootstrap *bs = NULL;
 		struct sockaddr_in a = loopback(0);
 
+		signal(SIGALRM, SIG_DFL); /* not Check's: see the top */
 		alarm(8);
 		/* a hard limit of 4,096 is enough for 300 ranks: the soft one is raised */
 		struct weft_key key;
@@ -1131,8 +1181,10 @@ static Suite *bootstrap_suite(void)
 	return s;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	if (argc == 6 && strcmp(argv[1], "--rank") == 0)
+		_exit(rank_main(argv)); /* as the forked ranks did: no exit handlers */
 	SRunner *sr = srunner_create(bootstrap_suite());
 	int failed;
 

@@ -105,7 +105,8 @@ static inline void weft_msg_complete(struct weft_msg *msg, weft_status_t status)
 static inline void weft_msg_deliver(struct weft_msg *msg, size_t off, const void *data, size_t len)
 {
 	char *dst = (char *)msg->buf + off;
-	const char *local = (const char *)msg->local + off;
+	/* local is NULL without reduce: no offset from it then (UB). */
+	const char *local = msg->reduce ? (const char *)msg->local + off : NULL;
 	if (msg->reduce && msg->stream && dst != local)
 		weft_reduce_stream(msg->reduce, dst, local, data, len / msg->unit, msg->unit);
 	else if (msg->reduce)

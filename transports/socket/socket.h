@@ -44,7 +44,7 @@
  * fragment is ever buffered. If the two ends disagree (a tag or length
  * mismatch), the first header read of the message shows it.
  *
- * Acknowledgements and failover (WEFT_REPATH on, the default; docs/
+ * Acknowledgements and failover (WEFT_REPATH stall or stall+congestion; docs/
  * reliability.md). Each data frame carries fseq, its number on its socket
  * (counted from 1 for each new socket in a slot: its generation), and
  * every header the sender's count of data frames read whole on each slot

@@ -69,8 +69,11 @@ static const char *hello_problem(struct weft_sock_comm *sc, const struct weft_hs
 		return "a handshake meant for another kind of listener";
 	if (memcmp(h->id, env->id, WEFT_HS_ID_BYTES) != 0 || h->peer != env->rank)
 		return "a handshake for another communicator or rank";
+	bool repath = h->role == WEFT_HS_CALL && sh.nsocks == WEFT_SOCK_CALL_REPATH;
+	if (repath ? sh.mask == 0 || sh.mask >> sc->nslots : sh.mask != 0)
+		return "a request for new sockets in slots this connection does not have";
 	if (h->role == WEFT_HS_CALL) {
-		if (sh.nsocks != sc->nsocks && sh.nsocks != WEFT_SOCK_CALL_REPATH)
+		if (sh.nsocks != sc->nsocks && !repath)
 			return "the socket count does not match";
 		return h->rank > env->rank && h->rank < env->nranks
 			   ? NULL

@@ -379,12 +379,59 @@ static void replace_asked(struct weft_sock_conn *c, unsigned slot, uint32_t gen,
 	}
 }
 
+/* What is wrong with control frame @p h, into @p why (false: nothing). A
+ * CTL_REPLACE names a slot of the connection, a generation (32 bits) and
+ * an action the side that sends it may ask for: a new socket or the probe
+ * opened from the acceptor, a slot parked from the connector. The other
+ * kinds take no arguments. */
+static bool ctl_problem(const struct weft_sock_conn *c, const struct weft_sock_frame *h, char *why,
+			size_t len)
+{
+	const unsigned nslots = c->sc->nslots;
+	switch (h->seq) {
+	case WEFT_SOCK_CTL_ACK:
+	case WEFT_SOCK_CTL_ACKNOW:
+	case WEFT_SOCK_CTL_BYE:
+		if (!h->off && !h->len && !h->tag)
+			return false;
+		snprintf(why, len, "a control frame (kind %llu) with arguments it does not take",
+			 (unsigned long long)h->seq);
+		return true;
+	case WEFT_SOCK_CTL_REPLACE:
+		if (h->off >= nslots || h->len > UINT32_MAX)
+			snprintf(why, len, "a request for socket %llu generation %llu (it has %u)",
+				 (unsigned long long)h->off, (unsigned long long)h->len, nslots);
+		else if (h->tag > WEFT_SOCK_REPLACE_PARK)
+			snprintf(why, len, "a request with an unknown action %llu",
+				 (unsigned long long)h->tag);
+		else if ((h->tag == WEFT_SOCK_REPLACE_PARK) == connector(c))
+			snprintf(why, len, "a request to %s, which only the %s sends",
+				 h->tag == WEFT_SOCK_REPLACE_PARK ? "park a socket"
+								  : "replace or open a socket",
+				 connector(c) ? "connector" : "acceptor");
+		else
+			return false;
+		return true;
+	default:
+		snprintf(why, len, "an unknown control frame (kind %llu)",
+			 (unsigned long long)h->seq);
+		return true;
+	}
+}
+
 weft_status_t weft_tp_socket_on_ctl(struct weft_sock_conn *c, unsigned s,
 				    const struct weft_sock_frame *h)
 {
+	char why[160];
+	if (ctl_problem(c, h, why, sizeof(why))) {
+		weft_status_t st =
+		    weft_tp_fail(c->sc->base.env, WEFT_ERR_REMOTE,
+				 "peer rank %d sent %s (socket %u)", c->base.peer, why, s);
+		weft_tp_socket_conn_fail(c, WEFT_ERR_REMOTE);
+		return st;
+	}
 	switch (h->seq) {
-	case WEFT_SOCK_CTL_ACK: return WEFT_SUCCESS;
-	case WEFT_SOCK_CTL_ACKNOW: c->ack_owed = c->ack_urgent = true; return WEFT_SUCCESS;
+	case WEFT_SOCK_CTL_ACKNOW: c->ack_owed = c->ack_urgent = true; break;
 	case WEFT_SOCK_CTL_BYE:
 		/* The peer is closing: it sends nothing more here, and what it
 		 * had of ours it has (its operations are over). */
@@ -392,19 +439,14 @@ weft_status_t weft_tp_socket_on_ctl(struct weft_sock_conn *c, unsigned s,
 		c->sock[s].eof = true;
 		for (unsigned i = 0; i < c->sc->nslots; i++)
 			weft_tp_socket_acked(c, i, c->sock[i].gen, UINT32_MAX);
-		return WEFT_SUCCESS;
+		break;
 	case WEFT_SOCK_CTL_REPLACE:
-		if (h->off < c->sc->nslots)
-			replace_asked(c, (unsigned)h->off, (uint32_t)h->len,
-				      (enum weft_sock_replace_action)h->tag);
-		return WEFT_SUCCESS;
-	default: break;
+		replace_asked(c, (unsigned)h->off, (uint32_t)h->len,
+			      (enum weft_sock_replace_action)h->tag);
+		break;
+	default: break; /* CTL_ACK: only the acknowledgements */
 	}
-	weft_status_t st =
-	    weft_tp_fail(c->sc->base.env, WEFT_ERR_REMOTE,
-			 "peer rank %d sent an unknown control frame (socket %u)", c->base.peer, s);
-	weft_tp_socket_conn_fail(c, WEFT_ERR_REMOTE);
-	return st;
+	return WEFT_SUCCESS;
 }
 
 /* Is every socket of @p c closed by the peer (at least one, the others

@@ -190,25 +190,94 @@ static weft_status_t place(struct weft_sock_conn *c, unsigned s)
 	return WEFT_SUCCESS;
 }
 
+/* What is wrong with data frame header @p h on slot @p s, into @p why
+ * (false: nothing). The fragment must be the one its message's length
+ * and offset make it: a whole chunk, or the message's last bytes. */
+static bool data_problem(const struct weft_sock_conn *c, unsigned s,
+			 const struct weft_sock_frame *h, char *why, size_t len)
+{
+	size_t chunk = c->sc->chunk;
+	uint64_t left = h->off <= h->len ? h->len - h->off : 0;
+	if (h->flags & ~(unsigned)(WEFT_SOCK_F_ACKREQ | WEFT_SOCK_F_RESEND))
+		snprintf(why, len, "a data frame with unknown flags %#x", h->flags);
+	else if (weft_sock_acking(c->sc) && s == weft_sock_ctl_slot(c->sc))
+		snprintf(why, len, "a data frame on the control socket");
+	else if (h->fseq != c->sock[s].rx.frames + 1)
+		snprintf(why, len, "frame %u out of sequence (expected %u)", h->fseq,
+			 c->sock[s].rx.frames + 1);
+	else if (h->off > h->len || h->off % chunk != 0 ||
+		 h->frag_len != (left < chunk ? left : chunk))
+		snprintf(why, len,
+			 "a fragment that does not add up (%u bytes at offset %llu of a "
+			 "%llu-byte message, in fragments of %zu)",
+			 h->frag_len, (unsigned long long)h->off, (unsigned long long)h->len,
+			 chunk);
+	else
+		return false;
+	return true;
+}
+
+/* Frames slot @p s has written whole on its socket (the most the peer can
+ * acknowledge for it). */
+static uint32_t written_whole(const struct weft_sock_conn *c, unsigned s)
+{
+	const struct weft_sock_tx *tx = &c->sock[s].tx;
+	return tx->wr ? tx->wr->fseq - 1 : tx->next_fseq - 1;
+}
+
+/* What is wrong with the header @p h (and its acknowledgement vector
+ * @p acks) on slot @p s, into @p why (false: nothing). Every field is
+ * checked before any is acted on. */
+static bool header_problem(const struct weft_sock_conn *c, unsigned s,
+			   const struct weft_sock_frame *h, const struct weft_sock_ack *acks,
+			   char *why, size_t len)
+{
+	const struct weft_sock_comm *sc = c->sc;
+	if (h->magic != WEFT_SOCK_FRAME_MAGIC) {
+		snprintf(why, len, "a corrupt frame header (magic %#x)", h->magic);
+		return true;
+	}
+	if (h->nacks != sc->nslots) {
+		snprintf(why, len, "a frame header with %u acknowledgements (expected %u)",
+			 h->nacks, sc->nslots);
+		return true;
+	}
+	for (unsigned i = 0; weft_sock_acking(sc) && i < sc->nslots; i++)
+		if (acks[i].gen == c->sock[i].gen && acks[i].frames > written_whole(c, i)) {
+			snprintf(why, len,
+				 "an acknowledgement of %u frames on socket %u, which carried %u",
+				 acks[i].frames, i, written_whole(c, i));
+			return true;
+		}
+	if (!(h->flags & WEFT_SOCK_F_CTL))
+		return data_problem(c, s, h, why, len);
+	if (h->flags != WEFT_SOCK_F_CTL || h->frag_len || h->fseq) {
+		snprintf(why, len, "a control frame with flags %#x, %u payload bytes, number %u",
+			 h->flags, h->frag_len, h->fseq);
+		return true;
+	}
+	return false;
+}
+
 /* The header (and acknowledgements) at the stage's read position. */
 static weft_status_t take_header(struct weft_sock_conn *c, unsigned s)
 {
 	struct weft_sock_rx *rx = &c->sock[s].rx;
 	const struct weft_sock_comm *sc = c->sc;
 	struct weft_sock_ack acks[WEFT_SOCK_MAX_SLOTS];
+	char why[160];
 	memcpy(&rx->hdr, rx->stage + rx->pos, sizeof(rx->hdr));
 	const struct weft_sock_frame *h = &rx->hdr;
-	if (h->magic != WEFT_SOCK_FRAME_MAGIC || h->nacks != sc->nslots)
-		return corrupt(c, s, "a corrupt frame header");
-	memcpy(acks, rx->stage + rx->pos + sizeof(*h), sc->nslots * sizeof(acks[0]));
+	if (h->nacks == sc->nslots)
+		memcpy(acks, rx->stage + rx->pos + sizeof(*h), sc->nslots * sizeof(acks[0]));
+	if (header_problem(c, s, h, acks, why, sizeof(why)))
+		return corrupt(c, s, why);
 	rx->pos += weft_sock_hdr_bytes(sc);
 	if (weft_sock_acking(sc))
 		for (unsigned i = 0; i < sc->nslots; i++)
 			weft_tp_socket_acked(c, i, acks[i].gen, acks[i].frames);
 	if (h->flags & WEFT_SOCK_F_CTL)
 		return weft_tp_socket_on_ctl(c, s, h);
-	if (h->fseq != rx->frames + 1)
-		return corrupt(c, s, "a frame out of sequence");
 	if (h->flags & WEFT_SOCK_F_RESEND)
 		c->seen_resend = true;
 	rx->in_frame = true;

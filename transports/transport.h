@@ -269,6 +269,7 @@ struct weft_tp_signal {
 struct weft_tp_paths {
 	uint64_t failovers; /* sub-flows failed over (stalled, or closed under it) */
 	uint64_t repaths;   /* sub-flows moved off a congested or slow path */
+	uint64_t replaced;  /* new sockets (new source ports) that took a dark one's place */
 	uint64_t probes;    /* second sub-flows tried beside a single one */
 	uint64_t resent;    /* frames sent again */
 	uint64_t dups;	    /* fragments that arrived twice, dropped */

@@ -13,7 +13,9 @@
 # completed, exact); the blackholed job logged at least one sub-flow failed
 # over (INFO "failed over") unless no sub-flow crossed that spine; prints
 # the failed job's extra time over the healthy one (the cost of failing
-# over, no benchmark: perf/ is where figures belong).
+# over, no benchmark: perf/ is where figures belong); each rank's stats file
+# (WEFT_STATS_FILE, read by weft-topo --stats) counts failovers and
+# replacements (new ports) as its INFO lines do, none in the healthy job.
 # Exit: 0 pass, 1 fail, 77 skipped (not root, ip/tc/lldpd/nft missing).
 
 set -u
@@ -46,7 +48,7 @@ uplink_bytes() { "$FABRIC_SH" spines | awk '{print $1, $2, $4}'; }
 job() {
 	local label=$1 port=$2
 	fabric_run_job "$OUT" "$label" "$port" WEFT_TRANSPORTS=socket WEFT_SOCKET_NSOCKS=4 \
-		WEFT_REPATH=stall WEFT_DEBUG=INFO -- \
+		WEFT_REPATH=stall WEFT_DEBUG=INFO WEFT_STATS_FILE="$OUT/$label.stats.%r" -- \
 		"$BUILD/allreduce_perf" -b 16M -e 16M -n "$ITERS" -w 1 >&2 ||
 		fail "$label: the job failed ($OUT)"
 	grep -q "Out of bounds values : 0 OK" "$OUT/$label.0.out" || fail "$label: wrong results ($OUT)"
@@ -83,6 +85,26 @@ fo=$(cat "$OUT"/dark.*.err | grep -c "failed over")
 echo "dark: $ITERS x 16 MiB AllReduce in ${dark} s, $fo sub-flow failover(s) logged"
 grep -h "failed over" "$OUT"/dark.*.err | head -n 8 | sed 's/^/#   /'
 [ "$crossed" -eq 0 ] || [ "$fo" -ge 1 ] || fail "traffic crossed $sns but no sub-flow failed over"
+# The counters: each rank's stats file (its last line per peer, written at
+# finalize) counts the failovers and replacements its INFO lines told, save
+# any during the flush after it; the healthy job counts none.
+counted() { # FILE... -> "failovers replaced"
+	"$BUILD/weft-topo" --stats --format json "$@" |
+		/usr/bin/python3 -c 'import json, sys
+c = json.load(sys.stdin)["connections"]
+print(sum(x["failovers"] for x in c), sum(x["replaced"] for x in c))'
+}
+read -r hfo hrep <<<"$(counted "$OUT"/healthy.stats.*)" || fail "weft-topo --stats (healthy)"
+[ "$hfo $hrep" = "0 0" ] || fail "the healthy job counted $hfo failovers, $hrep replacements"
+for r in 0 1; do
+	logfo=$(grep -c "failed over" "$OUT/dark.$r.err")
+	logrep=$(grep -c "moved from port [0-9]* to port [0-9]* after" "$OUT/dark.$r.err")
+	read -r sfo srep <<<"$(counted "$OUT/dark.stats.$r")" || fail "weft-topo --stats (rank $r)"
+	[ "$sfo" -le "$logfo" ] && [ "$srep" -le "$logrep" ] && { [ "$logfo" -eq 0 ] || [ "$sfo" -ge 1 ]; } ||
+		fail "rank $r: the stats file counts $sfo failovers and $srep replacements, its log $logfo and $logrep"
+	echo "rank $r: $sfo failover(s), $srep replacement(s) in its stats file ($logfo, $logrep in its log)"
+done
+"$BUILD/weft-topo" --stats "$OUT"/dark.stats.* | sed 's/^/#   /'
 echo "ok: every call completed exact with $sns dark; extra time $(echo "$dark - $healthy" | bc) s"
 rm -rf "$OUT"
 echo "PASS: failover"

@@ -473,6 +473,7 @@ static void sock_paths(struct weft_conn *conn, struct weft_tp_paths *out)
 	memset(out, 0, sizeof(*out));
 	out->failovers = c->st.failovers;
 	out->repaths = c->st.repaths;
+	out->replaced = c->st.replaced;
 	out->probes = c->st.probes;
 	out->resent = c->st.resent;
 	out->dups = c->st.dups;

@@ -500,6 +500,15 @@ START_TEST(test_lost_subflow)
 		      (unsigned long long)conn_of(0)->st.failovers);
 	/* Replaced: later messages go on a new socket in the slot. */
 	exchange(1u << 18, 20, NULL, NULL);
+	/* What the stats file and weft-topo --stats show (prop.paths). */
+	struct weft_tp_paths paths;
+	ends[0].tp->ops->prop.paths(ends[0].conn, &paths);
+	ck_assert_uint_eq(paths.failovers, conn_of(0)->st.failovers);
+	ck_assert_msg(paths.replaced >= 1 && paths.resent >= 1 && paths.dark == 0,
+		      "replaced %llu, resent %llu, dark %u (%s)",
+		      (unsigned long long)paths.replaced, (unsigned long long)paths.resent,
+		      paths.dark, paths.note);
+	ck_assert_str_eq(paths.note, "");
 	teardown();
 }
 END_TEST

@@ -316,6 +316,13 @@ VERBS_COLLS := allreduce allgather reduce_scatter broadcast reduce alltoall barr
 # outstanding operations; the second AlltoAllv, Gather, Scatter and theirs).
 COLLS_ONLY := reduce_scatter broadcast reduce alltoall barrier gather_scatter
 MIXED := WEFT_TEST_ALGO=mixed,forced
+# The gate sits in core, above every transport's sends: every collective
+# reruns with it over TCP (each forced algorithm at 2, 3 and 5 ranks, the
+# tuner's at 2, 3, 5, 7 and 8), and over shm those whose forced schedules
+# take another shape at the 4 and 8 ranks that only the shm runs force
+# (recursive halving and doubling, Bruck, binomial trees); the others'
+# (ring, pairwise, linear, dissemination, direct) do not.
+GATE_SHM := allreduce allgather broadcast reduce
 
 # Suites that run again under settings: the pacer (WEFT_PACER=dcqcn,
 # core/pace/) started below line rate, so that every socket connection is
@@ -334,10 +341,12 @@ MIXED := WEFT_TEST_ALGO=mixed,forced
 # libfabric every algorithm), with and without a progress thread; and every
 # collective over verbs with 3 QPs per connection (WEFT_IB_QPS_PER_CONN),
 # rendezvous data sprayed round robin and adaptively; and waits that sleep
-# (WEFT_WAIT=block, core/wait.c) for AllReduce, Broadcast, Barrier and the non-blocking
-# mixes over shm and TCP, and AllReduce across fake hosts (every forced
-# algorithm, rail's network stage included) sleeping at once.
-RERUNS := $(call over,$(COLLS),shm socket,WEFT_GATE=one) \
+# (WEFT_WAIT=block, core/wait.c) for Broadcast, Barrier, the tuner's AllReduces
+# (how a rank sleeps does not depend on the algorithm that waits) and the
+# non-blocking mixes over shm and TCP, and AllReduce across fake hosts (every
+# forced algorithm, rail's network stage included) sleeping at once.
+RERUNS := $(call over,$(COLLS),socket,WEFT_GATE=one) \
+	$(call over,$(GATE_SHM),shm,WEFT_GATE=one) \
 	$(call over,nonblocking,shm socket,WEFT_GATE=one+$(MIXED)) \
 	$(call over,allreduce allgather,hosts,WEFT_GATE=one) \
 	$(call over,$(VERBS_COLLS),verbs,WEFT_GATE=one) \
@@ -357,7 +366,8 @@ RERUNS := $(call over,$(COLLS),shm socket,WEFT_GATE=one) \
 	$(call over,allreduce allgather,socket,WEFT_CONNECT=lazy+WEFT_TEST_ALGO=auto) \
 	$(call over,nonblocking,shm socket,WEFT_CONNECT=lazy+WEFT_PROGRESS_THREAD=1) \
 	$(call over,collectives,ofi,WEFT_CONNECT=lazy) \
-	$(call over,allreduce broadcast barrier,shm socket,WEFT_WAIT=block) \
+	$(call over,allreduce,shm socket,WEFT_WAIT=block+WEFT_TEST_ALGO=auto) \
+	$(call over,broadcast barrier,shm socket,WEFT_WAIT=block) \
 	$(call over,nonblocking,shm socket,WEFT_WAIT=block+WEFT_PROGRESS_THREAD=1+$(MIXED)) \
 	$(call over,allreduce,hosts,WEFT_WAIT=block+WEFT_WAIT_SPIN=0)
 

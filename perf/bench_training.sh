@@ -16,6 +16,8 @@
 #   --model-ranks L     the R values the models run at (default 1)
 #   --model-orders L    the orders they run in (default interleaved)
 #   --ddp-steps N --ddp-pairs N --ddp-threads N   (default 10, 2, 1)
+#   --ddp-backends L    ddp_bench's --backend (default weft,gloo; add none for
+#                       the compute floor: the same steps without DDP)
 #
 # Builds the fabric (tests/fabric/fabric.sh: 2 leaves x 2 hosts, one L2
 # domain, the uplinks shaped with tbf both ways, host links unshaped veths)
@@ -70,7 +72,7 @@ fi
 
 RS=1,2,4 ORDERS=interleaved,blocked MINB=1M MAXB=16M FACTOR=4 ITERS=5 WARMUP=1
 ALGOS=auto WEFT_ENV="" MPI=1 GLOO=1 MODELS=cnn MODEL_RS=1 MODEL_ORDERS=interleaved
-DDP_STEPS=10 DDP_PAIRS=2 DDP_THREADS=1 OUTDIR=""
+DDP_STEPS=10 DDP_PAIRS=2 DDP_THREADS=1 DDP_BACKENDS=weft,gloo OUTDIR=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--ranks-per-host) RS=${2:?}; shift 2 ;;
@@ -90,6 +92,7 @@ while [ $# -gt 0 ]; do
 	--ddp-steps) DDP_STEPS=${2:?}; shift 2 ;;
 	--ddp-pairs) DDP_PAIRS=${2:?}; shift 2 ;;
 	--ddp-threads) DDP_THREADS=${2:?}; shift 2 ;;
+	--ddp-backends) DDP_BACKENDS=${2:?}; shift 2 ;;
 	-*) echo "error: unknown option $1" >&2; exit 1 ;;
 	*) OUTDIR=$1; shift ;;
 	esac
@@ -214,7 +217,7 @@ print(','.join(out))" "$(size_bytes "$MINB")" "$(size_bytes "$MAXB")" "$FACTOR")
 		local m
 		for m in ${MODELS//,/ }; do
 			run_ddp "ddp-$m-$tag" --model "$m" --pairs "$DDP_PAIRS" --steps "$DDP_STEPS" \
-				--threads "$DDP_THREADS" || { FAILED=1; continue; }
+				--threads "$DDP_THREADS" --backend "$DDP_BACKENDS" || { FAILED=1; continue; }
 			grep -v '^RESULT' "$RAW/ddp-$m-$tag.0.out" | tee -a "$OUTDIR/summary.txt"
 		done
 	fi

@@ -2,13 +2,14 @@
 # test_training_bench.sh — issue 26's benchmarks at a tiny size (a smoke
 # test of what they print and refuse, not a timing):
 #   (a) perf/ddp_bench under weft-run, 2 ranks, the cnn for one timed step
-#       on weft and gloo: both backends' rows, a RESULT line whose
-#       checksums agree between the backends, gloo/weft > 0;
+#       on weft, gloo and none (the compute floor): the three rows, a RESULT
+#       line whose checksums agree between weft and gloo, gloo/weft > 0,
+#       and both backends' step over the floor;
 #   (b) the same under torchrun, with --model allreduce (a Gloo and a Weft
 #       time for each size);
 #   (c) build/idle_perf -np 2 under WEFT_WAIT=block: a median CPU share;
-#   (d) bad input: ddp_bench refuses an unknown model and a bad --threads
-#       with exit 2, naming them.
+#   (d) bad input: ddp_bench refuses an unknown model, a bad --threads and
+#       the floor for --model allreduce with exit 2, naming them.
 # Exit: 0 pass, 1 fail, 77 skipped (no Debian torch or the extension).
 # WEFT_BUILD: the build directory (default build).
 
@@ -40,15 +41,17 @@ EOF
 
 # ---- (a) weft-run, the cnn ----
 if timeout 300 "$BUILD/weft-run" -np 2 "$PY" "$REPO/perf/ddp_bench" --model cnn --batch 4 \
-	--steps 1 --warmup 1 --pairs 1 >"$OUT/cnn" 2>"$OUT/cnn.err" &&
+	--steps 1 --warmup 1 --pairs 1 --backend weft,gloo,none >"$OUT/cnn" 2>"$OUT/cnn.err" &&
 	grep -qE '^  weft +[0-9.]+' "$OUT/cnn" && grep -qE '^  gloo +[0-9.]+' "$OUT/cnn" &&
+	grep -qE '^  none +[0-9.]+' "$OUT/cnn" && grep -q '^# step time over the compute floor' "$OUT/cnn" &&
 	msg=$(check_result "$OUT/cnn" '
 b = r["backends"]
-assert r["ranks"] == 2 and set(b) == {"weft", "gloo"}, r
+assert r["ranks"] == 2 and set(b) == {"weft", "gloo", "none"}, r
+assert set(r["over_floor"]) == {"weft", "gloo"} and all(v > 0 for v in r["over_floor"].values()), r
 assert all(b[k]["step_ms"] > 0 and b[k]["cpu_s_per_step"] >= 0 for k in b), b
 assert r["checksum_rel_diff"] < 1e-4, r["checksum_rel_diff"]
 assert r["gloo_over_weft"] > 0' 2>&1); then
-	ok "ddp_bench cnn under weft-run: weft and gloo rows, checksums agree"
+	ok "ddp_bench cnn under weft-run: weft, gloo and the compute floor's rows, checksums agree"
 else
 	fail "ddp_bench cnn: ${msg:-} $(cat "$OUT/cnn" "$OUT/cnn.err" | tail -n 15)"
 fi
@@ -80,4 +83,5 @@ fi
 # ---- (d) bad input ----
 expect_fail 2 "invalid choice: 'resnet'" "$PY" "$REPO/perf/ddp_bench" --model resnet
 expect_fail 2 "--threads 'x'" "$PY" "$REPO/perf/ddp_bench" --threads x
+expect_fail 2 "and none beside them for a model" "$PY" "$REPO/perf/ddp_bench" --model allreduce --backend gloo,none
 weft_test_end "training benchmarks"

@@ -498,8 +498,12 @@ START_TEST(test_lost_subflow)
 	exchange(1u << 20, 20, apply, &p);
 	ck_assert_msg(conn_of(0)->st.failovers >= 1, "no failover (%llu)",
 		      (unsigned long long)conn_of(0)->st.failovers);
-	/* Replaced: later messages go on a new socket in the slot. */
+	/* Replaced: later messages go on a new socket in the slot. The new
+	 * socket's handshake may still be under way when they are through:
+	 * the two ends go on progressing until it is up (bounded). */
 	exchange(1u << 18, 20, NULL, NULL);
+	for (double t0 = now_s(); conn_of(0)->st.replaced == 0 && now_s() - t0 < 10;)
+		progress_both();
 	/* What the stats file and weft-topo --stats show (prop.paths). */
 	struct weft_tp_paths paths;
 	ends[0].tp->ops->prop.paths(ends[0].conn, &paths);

@@ -118,8 +118,8 @@ TEST_SRCS := $(wildcard tests/unit/*/*.c tests/integration/*.c tests/faults/*.c 
 TEST_PROGS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 # Shell tests of the programs (exit 77: skipped, with the reason printed).
 TEST_SCRIPTS := $(wildcard tests/programs/test_*.sh) tests/fabric/test_fabric_topo.sh tests/fabric/test_slurm.sh \
-	tests/fabric/test_python_fabric.sh tests/fabric/test_congestion.sh tests/fabric/test_prometheus.sh \
-	tests/fabric/test_detect.sh tests/docs/test_docs.sh \
+	tests/fabric/test_python_fabric.sh tests/fabric/test_congestion.sh tests/fabric/test_failover.sh \
+	tests/fabric/test_prometheus.sh tests/fabric/test_detect.sh tests/docs/test_docs.sh \
 	tests/python/torch_suite/quick.sh tests/fabric/test_shrink_fabric.sh tests/fabric/test_bench_training.sh
 
 TOOLS := $(BUILD)/weft-topo $(BUILD)/weft-run

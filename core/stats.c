@@ -13,6 +13,7 @@
 
 #include "core/comm.h"
 #include "core/fail.h"
+#include "transports/transport.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/settings.h"
@@ -197,6 +198,24 @@ static int add_pacer(json_t *o, const struct weft_comm *comm, const struct weft_
 	       json_object_set_new(o, "cuts", json_integer((json_int_t)pc->cuts));
 }
 
+/* What keeping the connection's paths has done (the socket transport's
+ * failover, WEFT_REPATH; zero where a transport keeps none): sub-flows
+ * failed over, moved, replaced on a new port, probes, frames sent again,
+ * duplicates dropped, and the sub-flows dark now. */
+static int add_paths(json_t *o, const struct weft_conn *conn)
+{
+	struct weft_tp_paths p = {0};
+	if (conn->ops->prop.paths)
+		conn->ops->prop.paths((struct weft_conn *)conn, &p);
+	return json_object_set_new(o, "failovers", json_integer((json_int_t)p.failovers)) |
+	       json_object_set_new(o, "repaths", json_integer((json_int_t)p.repaths)) |
+	       json_object_set_new(o, "replaced", json_integer((json_int_t)p.replaced)) |
+	       json_object_set_new(o, "probes", json_integer((json_int_t)p.probes)) |
+	       json_object_set_new(o, "resent", json_integer((json_int_t)p.resent)) |
+	       json_object_set_new(o, "dups", json_integer((json_int_t)p.dups)) |
+	       json_object_set_new(o, "dark", json_integer(p.dark));
+}
+
 static json_t *leaf_json(const char *name)
 {
 	return name ? json_string(name) : json_null();
@@ -211,7 +230,8 @@ static json_t *line(const struct weft_comm *comm, int peer, double t)
 			      leaf_json(leaf_of(comm, peer)), "transport",
 			      weft_comm_peer_transport(comm, peer), "bytes",
 			      (json_int_t)link->sent_bytes, "msgs", (json_int_t)link->sent_msgs);
-	if (o && (add_signals(o, link) | add_pacer(o, comm, link)) == 0)
+	if (o && (add_signals(o, link) | add_pacer(o, comm, link) |
+		  add_paths(o, comm->peers[peer].conn)) == 0)
 		return o;
 	json_decref(o);
 	return NULL;

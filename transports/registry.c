@@ -105,6 +105,7 @@ weft_status_t weft_registry_check_ops(const struct weft_tp_ops *ops, struct weft
 	    {"rma.get", ops->rma.get},
 	    {"prop.props", ops->prop.props},
 	    {"prop.describe", ops->prop.describe},
+	    {"prop.paths", ops->prop.paths},
 	    {"signal.signals", ops->signal.signals},
 	    {"signal.pace", ops->signal.pace},
 	    {"wait.arm", ops->wait.arm},

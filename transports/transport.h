@@ -105,7 +105,8 @@ static inline void weft_msg_complete(struct weft_msg *msg, weft_status_t status)
 static inline void weft_msg_deliver(struct weft_msg *msg, size_t off, const void *data, size_t len)
 {
 	char *dst = (char *)msg->buf + off;
-	const char *local = (const char *)msg->local + off;
+	/* local is NULL without reduce: no offset from it then (UB). */
+	const char *local = msg->reduce ? (const char *)msg->local + off : NULL;
 	if (msg->reduce && msg->stream && dst != local)
 		weft_reduce_stream(msg->reduce, dst, local, data, len / msg->unit, msg->unit);
 	else if (msg->reduce)
@@ -171,6 +172,12 @@ struct weft_tp_env {
 	 * and the tag @p want posted here, as the calls' signatures tell, into
 	 * @p buf ("" if only the steps differ). */
 	void (*explain)(void *ctx, uint64_t sent, uint64_t want, int peer, char *buf, size_t len);
+	/* Seconds since the communicator's watch (core/watch.h), a channel
+	 * apart from the transports, last heard from @p peer; it asks the
+	 * peer now and then while called, so that a live one answers. < 0:
+	 * unknown (no watch yet). For a transport deciding whether a peer
+	 * it cannot reach on any path is gone. */
+	double (*peer_silence)(void *ctx, int peer);
 	/* Record that @p peer is gone, found so by the transport's own rule:
 	 * the path failover's, dark on every path and silent on the watch for
 	 * WEFT_PEER_DEAD, records WEFT_RANK_UNREACHABLE. weft_comm_failed_ranks
@@ -192,6 +199,13 @@ enum weft_spray {
  * @p who (the transport) and the value (tp_util.c). */
 weft_status_t weft_tp_read_spray(const struct weft_tp_env *env, const char *who,
 				 enum weft_spray *out);
+
+/* WEFT_PATH_STALL, or else the transport's older name for it (@p alias,
+ * NULL: none), into *out in seconds (unchanged when neither is set); a
+ * value outside [@p lo, @p hi] fails through env->fail naming the
+ * variable and @p who (tp_util.c). */
+weft_status_t weft_tp_read_stall(const struct weft_tp_env *env, const char *who, const char *alias,
+				 double lo, double hi, double *out);
 
 /* printf-style wrappers around env->fail; the errno variant appends
  * ": strerror(errnum)" and returns WEFT_ERR_SYSTEM (tp_util.c). */
@@ -247,6 +261,20 @@ struct weft_tp_signal {
 	 * (health/slowdet.h) takes bytes_acked over busy - rwnd as the path's
 	 * rate: the one thing a slow path and a slow receiver do not share. */
 	uint32_t busy_us, rwnd_limited_us, retrans;
+};
+
+/* What a transport did to keep one connection's paths (failover to a
+ * sibling sub-flow, re-pathing), since the connection came up; zero where
+ * it does none. */
+struct weft_tp_paths {
+	uint64_t failovers; /* sub-flows failed over (stalled, or closed under it) */
+	uint64_t repaths;   /* sub-flows moved off a congested or slow path */
+	uint64_t replaced;  /* new sockets (new source ports) that took a dark one's place */
+	uint64_t probes;    /* second sub-flows tried beside a single one */
+	uint64_t resent;    /* frames sent again */
+	uint64_t dups;	    /* fragments that arrived twice, dropped */
+	unsigned dark;	    /* sub-flows dark now */
+	char note[256];	    /* the dark ones, for an error or a table ("" if none) */
 };
 
 /* A registered region as a peer can name it: struct weft_mr_key (util/mr_key.h). */
@@ -323,6 +351,9 @@ struct weft_tp_prop_ops {
 	void (*props)(struct weft_tp *tp, int peer, struct weft_tp_props *out);
 	/* One line on how @p peer is reached ("socket(10.0.0.2, 2 streams)"). */
 	void (*describe)(struct weft_tp *tp, int peer, char *buf, size_t len);
+	/* What keeping @p conn's paths has done, and which are dark now
+	 * (weft_tp_no_paths: all zero). */
+	void (*paths)(struct weft_conn *conn, struct weft_tp_paths *out);
 };
 
 /* Signals: congestion feedback per sub-flow of @p conn since the previous

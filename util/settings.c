@@ -46,6 +46,11 @@ static const struct weft_setting settings[] = {
      "silent one first, the oldest of two alike, never one being admitted"},
     {"WEFT_HANDSHAKE_TIMEOUT", "5",
      "seconds a connection may take to prove it holds the job's key before it is dropped"},
+    {"WEFT_PATH_STALL", NULL,
+     "seconds a path with data in flight may go unacknowledged before the transport acts: "
+     "socket fails the sub-flow over (default: 4 of its RTTs, at least 0.05; 0.25 with one "
+     "segment in flight), verbs and ofi check the peer (default 0.1; WEFT_IB_STALL and "
+     "WEFT_OFI_STALL are older names)"},
     {"WEFT_RANK", NULL, "this process's rank, for weft_comm_init_env"},
     {"WEFT_NRANKS", NULL, "number of ranks, for weft_comm_init_env"},
     {"WEFT_LOCAL_RANK", NULL, "rank among this host's ranks (optional, with WEFT_RANK)"},

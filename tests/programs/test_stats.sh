@@ -11,7 +11,9 @@
 #       self-description the paced connection's state;
 #   (c) weft-topo --stats on (a)'s files names every connection, text and
 #       JSON; on hand-written files, the last line per connection wins and
-#       the leaf uplinks add up the bytes that cross leaves;
+#       the leaf uplinks add up the bytes that cross leaves; the path
+#       failover's counters (all 0 in (a), where WEFT_REPATH is off) show
+#       in the table;
 #   (d) bad input: a missing file, a line that is not JSON, a line without
 #       "bytes", no file at all; a bad WEFT_STATS_INTERVAL fails init
 #       naming it.
@@ -45,7 +47,8 @@ import json, sys
 out, n, need = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 errs = []
 want = ("t", "rank", "peer", "host", "leaf", "peer_leaf", "transport", "bytes", "msgs", "ce",
-        "delivered", "rtt_us", "pacer", "rate_MBps", "alpha", "cuts", "subflow_bytes", "weights")
+        "delivered", "rtt_us", "pacer", "rate_MBps", "alpha", "cuts", "subflow_bytes", "weights",
+        "failovers", "repaths", "replaced", "probes", "resent", "dups", "dark")
 for r in range(n):
     path = "%s/a.%d.jsonl" % (out, r)
     try:
@@ -63,6 +66,9 @@ for r in range(n):
         if o["rank"] != r or o["transport"] != "socket" or o["pacer"] != "off":
             errs.append("%s: rank/transport/pacer %r" % (where, (o["rank"], o["transport"], o["pacer"])))
         if o["bytes"] <= 0 or o["msgs"] <= 0: errs.append("%s: bytes %d msgs %d" % (where, o["bytes"], o["msgs"]))
+        paths = [o[k] for k in want[-7:]]
+        if paths != [0] * 7:  # WEFT_REPATH=off: nothing is kept, nothing counted
+            errs.append("%s: path counters %r on a healthy job" % (where, paths))
         w = o["weights"]
         if w is not None and (len(w) != len(o["subflow_bytes"]) or abs(sum(w) - 1) > 1e-6):
             errs.append("%s: weights %r" % (where, w))
@@ -186,6 +192,18 @@ else
 	fail "--stats on hand-written files: $(cat "$OUT/h.txt" "$OUT/h.err")"
 fi
 
+# The path failover's counters (WEFT_REPATH; a line without them, from an
+# older file, shows "-").
+{ line 0 1 a a 10 0 1 | sed 's/}$/,"failovers":3,"repaths":1,"replaced":2,"probes":0,"resent":40,"dups":1,"dark":1}/'
+  line 1 0 a a 10 0 1; } >"$OUT/paths"
+if "$TOPO" --stats "$OUT/paths" >"$OUT/p.txt" 2>"$OUT/p.err" &&
+	grep -qE '^0 -> 1 .* 3 \(2 replaced\) \+1 moved, 1 dark ' "$OUT/p.txt" &&
+	grep -qE '^1 -> 0 .*  - +  1\.00$' "$OUT/p.txt" && grep -q 'failovers' "$OUT/p.txt"; then
+	ok "--stats: a connection's failovers, replacements, moves and dark sub-flows"
+else
+	fail "--stats with path counters: $(cat "$OUT/p.txt" "$OUT/p.err")"
+fi
+
 # ---- (d) bad input ----
 # expect_fail RC PATTERN CMD...: CMD exits RC and says PATTERN on stderr.
 { line 0 1 a b 1 0 1; echo 'this is not json'; } >"$OUT/garbage"
@@ -193,6 +211,8 @@ fi
 expect_fail 1 "--stats $OUT/missing: No such file" "$TOPO" --stats "$OUT/hw.0" "$OUT/missing"
 expect_fail 1 "$OUT/garbage:2: not JSON" "$TOPO" --stats "$OUT/garbage"
 expect_fail 1 "$OUT/nobytes:2: not a Weft stats line: \"bytes\"" "$TOPO" --stats "$OUT/nobytes"
+line 0 1 a b 1 0 1 | sed 's/}$/,"failovers":"3"}/' >"$OUT/badfo"
+expect_fail 1 "$OUT/badfo:1: not a Weft stats line: \"failovers\"" "$TOPO" --stats "$OUT/badfo"
 expect_fail 2 "no files given" "$TOPO" --stats
 expect_fail 2 "--format text or json" "$TOPO" --stats --format dot "$OUT/hw.0"
 # A rank whose init fails lets its bootstrap root tell the others for

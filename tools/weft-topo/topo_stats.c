@@ -75,7 +75,9 @@ static bool keep(struct table *t, json_t *line)
 static const char *bad_member(const json_t *o)
 {
 	static const char *const ints[] = {"rank", "peer", "bytes", "msgs"};
-	static const char *const nullable_ints[] = {"ce", "delivered", "cuts"};
+	static const char *const nullable_ints[] = {"ce",      "delivered", "cuts",   "failovers",
+						    "repaths", "replaced",  "probes", "resent",
+						    "dups",    "dark"};
 	static const char *const nullable_reals[] = {"rate_MBps", "alpha"};
 	static const char *const nullable_strs[] = {"leaf", "peer_leaf"};
 	if (!json_is_object(o))
@@ -208,25 +210,45 @@ static void weights_text(char *buf, size_t len, const json_t *w)
 	}
 }
 
+/* The path failover's counters: "2 (1 replaced)", "+1 moved" when
+ * sub-flows were moved off a congested path, ", 1 dark" while sub-flows
+ * are dark; "-" in a file from before they were written. */
+static void paths_text(char *buf, size_t len, const json_t *o)
+{
+	const json_t *fo = json_object_get(o, "failovers");
+	if (!json_is_integer(fo)) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	long long moved = weft_tool_int(o, "repaths"), dark = weft_tool_int(o, "dark");
+	int n = snprintf(buf, len, "%lld (%lld replaced)", json_integer_value(fo),
+			 weft_tool_int(o, "replaced"));
+	if (moved > 0 && n > 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - (size_t)n, " +%lld moved", moved);
+	if (dark > 0 && n > 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, ", %lld dark", dark);
+}
+
 static void conns_text(const struct conn *c, size_t n, FILE *out)
 {
 	fprintf(out, "connections (the last line of each):\n");
-	fprintf(out, "%-14s %-9s %14s %10s %-24s %10s %7s %6s  %s\n", "rank -> peer", "transport",
-		"bytes", "msgs", "CE marks/delivered", "rate MB/s", "alpha", "cuts",
-		"sub-flow weights");
+	fprintf(out, "%-14s %-9s %14s %10s %-24s %10s %7s %6s  %-20s  %s\n", "rank -> peer",
+		"transport", "bytes", "msgs", "CE marks/delivered", "rate MB/s", "alpha", "cuts",
+		"failovers", "sub-flow weights");
 	for (size_t i = 0; i < n; i++) {
 		const json_t *o = c[i].line;
-		char pair[32], ce[48], rate[32], alpha[32], cuts[32], w[256];
+		char pair[32], ce[48], rate[32], alpha[32], cuts[32], fo[80], w[256];
 		snprintf(pair, sizeof(pair), "%lld -> %lld", c[i].rank, c[i].peer);
 		ce_fraction(ce, sizeof(ce), json_object_get(o, "ce"),
 			    json_object_get(o, "delivered"));
 		weights_text(w, sizeof(w), json_object_get(o, "weights"));
-		fprintf(out, "%-14s %-9s %14lld %10lld %-24s %10s %7s %6s  %s\n", pair,
+		paths_text(fo, sizeof(fo), o);
+		fprintf(out, "%-14s %-9s %14lld %10lld %-24s %10s %7s %6s  %-20s  %s\n", pair,
 			weft_tool_str(o, "transport"), weft_tool_int(o, "bytes"),
 			weft_tool_int(o, "msgs"), ce,
 			num(rate, sizeof(rate), json_object_get(o, "rate_MBps"), 1),
 			num(alpha, sizeof(alpha), json_object_get(o, "alpha"), 3),
-			num(cuts, sizeof(cuts), json_object_get(o, "cuts"), 0), w);
+			num(cuts, sizeof(cuts), json_object_get(o, "cuts"), 0), fo, w);
 	}
 }
 

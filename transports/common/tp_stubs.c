@@ -1,6 +1,8 @@
 /* tp_stubs.c — see tp_stubs.h. */
 #include "transports/common/tp_stubs.h"
 
+#include <string.h>
+
 weft_status_t weft_tp_no_reg(struct weft_tp *tp, void *buf, size_t len, struct weft_mr **mr,
 			     struct weft_mr_key *key)
 {
@@ -47,6 +49,11 @@ void weft_tp_no_pace(struct weft_conn *conn, double rate_Bps)
 
 void weft_tp_no_connected(struct weft_tp *tp)
 {
+}
+
+void weft_tp_no_paths(struct weft_conn *conn, struct weft_tp_paths *out)
+{
+	memset(out, 0, sizeof(*out));
 }
 
 bool weft_tp_no_arm(struct weft_tp *tp)

@@ -18,6 +18,7 @@ weft_status_t weft_tp_no_get(struct weft_conn *conn, struct weft_msg *msg, struc
 void weft_tp_no_connected(struct weft_tp *tp);
 int weft_tp_no_signals(struct weft_conn *conn, struct weft_tp_signal *out, int max);
 void weft_tp_no_pace(struct weft_conn *conn, double rate_Bps);
+void weft_tp_no_paths(struct weft_conn *conn, struct weft_tp_paths *out);
 /* A transport with no wait object: a rank never sleeps on it (arm and
  * settle say no), and its data needs no bell (wake does nothing). */
 bool weft_tp_no_arm(struct weft_tp *tp);

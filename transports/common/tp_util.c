@@ -60,3 +60,18 @@ weft_status_t weft_tp_read_spray(const struct weft_tp_env *env, const char *who,
 				    "%s: WEFT_SPRAY=%s: expected rr or adaptive", who, spray);
 	return WEFT_SUCCESS;
 }
+
+weft_status_t weft_tp_read_stall(const struct weft_tp_env *env, const char *who, const char *alias,
+				 double lo, double hi, double *out)
+{
+	const char *name = weft_setting_str("WEFT_PATH_STALL") ? "WEFT_PATH_STALL" : alias;
+	if (!name || !weft_setting_str(name))
+		return WEFT_SUCCESS;
+	double v = 0;
+	if (!weft_setting_double(name, &v) || !(v >= lo && v <= hi))
+		return weft_tp_fail(env, WEFT_ERR_INVALID_ARG,
+				    "%s: %s=%s: expected seconds from %g to %g", who, name,
+				    weft_setting_str(name), lo, hi);
+	*out = v;
+	return WEFT_SUCCESS;
+}

@@ -59,10 +59,10 @@ static weft_status_t read_settings(struct ofi_tp *tp)
 		return weft_ofi_bad_setting(env, "WEFT_OFI_CHUNK", "a size from 4K to 64M");
 	tp->chunk = (size_t)chunk & ~(size_t)4095;
 	tp->base.chunk_bytes = tp->chunk;
-	double stall = 0;
-	if (!weft_setting_double("WEFT_OFI_STALL", &stall) || stall <= 0 || stall > 60)
-		return weft_ofi_bad_setting(env, "WEFT_OFI_STALL",
-					    "seconds, more than 0 and at most 60");
+	double stall = 0.1;
+	weft_status_t st = weft_tp_read_stall(env, "ofi", "WEFT_OFI_STALL", 0.001, 60, &stall);
+	if (st != WEFT_SUCCESS)
+		return st;
 	tp->stall_s = stall;
 	long eps = 1;
 	if (!weft_setting_long("WEFT_OFI_EPS", &eps) || eps < 1 || eps > OFI_EPS_MAX)
@@ -635,8 +635,9 @@ static const struct weft_setting ofi_settings[] = {
      "for large jobs)"},
     {"WEFT_OFI_SLOT_BYTES", NULL,
      "rma: bytes per landing slot; larger messages go by rendezvous (default 16K)"},
-    {"WEFT_OFI_STALL", "0.1",
-     "seconds a busy connection may stall before the peer's liveness is checked"},
+    {"WEFT_OFI_STALL", NULL,
+     "older name of WEFT_PATH_STALL for ofi: seconds a busy connection may stall before the "
+     "peer's liveness is checked (default 0.1)"},
     {"WEFT_OFI_LIB", "libfabric.so.1", "the libfabric library to load"},
 };
 
@@ -658,7 +659,7 @@ const struct weft_tp_ops weft_tp_ofi_ops = {
 	    .map = weft_tp_no_map,
 	    .unmap = weft_tp_no_unmap},
     .rma = WEFT_TP_NO_RMA_OPS,
-    .prop = {.props = ofi_props, .describe = ofi_describe},
+    .prop = {.props = ofi_props, .describe = ofi_describe, .paths = weft_tp_no_paths},
     .signal = {.signals = weft_tp_no_signals, .pace = weft_tp_no_pace},
     .wait = WEFT_TP_NO_WAIT_OPS,
 };

@@ -502,7 +502,7 @@ const struct weft_tp_ops weft_tp_shm_ops = {
 	    .map = weft_tp_shm_map,
 	    .unmap = weft_tp_shm_unmap},
     .rma = WEFT_TP_NO_RMA_OPS,
-    .prop = {.props = shm_props, .describe = shm_describe},
+    .prop = {.props = shm_props, .describe = shm_describe, .paths = weft_tp_no_paths},
     .signal = {.signals = weft_tp_no_signals, .pace = weft_tp_no_pace},
     .wait = {.arm = weft_tp_shm_arm,
 	     .settle = weft_tp_shm_settle,

@@ -1,18 +1,26 @@
 /*
- * socket_conn.c — the TCP transport's setup and teardown: settings, the
- * listener, the hello handshake that routes accepted sockets to their peer,
- * non-blocking connect, abort, and the ops table. The data path (framing,
- * striping, progress) is in socket_data.c; the wire format is described in
- * socket.h.
+ * socket_conn.c — the TCP transport's setup and teardown: the listener,
+ * connections and their slots, abort and fini, properties, and the ops
+ * table. The connector's side of a slot is in socket_slot.c, the
+ * listener's in socket_door.c, the data path in socket_data.c; the wire
+ * format is described in socket.h.
  *
- * Who connects: for each pair the lower rank opens nsocks connections to the
- * higher rank's listener. The higher rank accepts from its one listener
- * whatever arrives, runs the handshake on each socket (util/handshake.h)
- * and routes it by (rank, index); a socket that fails it, or claims a slot
+ * Who connects: for each pair the lower rank opens its sockets (the data
+ * sockets and, with WEFT_REPATH on, the control socket) to the higher
+ * rank's listener. The higher rank accepts from its one listener whatever
+ * arrives, runs the handshake on each socket (util/handshake.h) and routes
+ * it by (rank, slot, generation); a socket that fails it, or claims a slot
  * that is taken, is closed (the first few with a warning) and the job goes
- * on. Connecting lazily, the same happens during the job, and the
- * higher rank calls the lower one when it needs the pair first
- * (socket_lazy.c).
+ * on. Connecting lazily, the same happens during the job, and the higher
+ * rank calls the lower one when it needs the pair first (socket_lazy.c).
+ *
+ * The listener. Connecting eagerly without WEFT_REPATH, every connection
+ * is made at init, so the listener closes then (a stranger finds the port
+ * closed). With WEFT_REPATH on it stays open, bounded like every door
+ * (WEFT_MAX_PENDING handshakes for WEFT_HANDSHAKE_TIMEOUT each), since a
+ * failed sub-flow is replaced by a new connection to it during the job,
+ * and the connector's listener takes the acceptor's call when every path
+ * is dark (docs/reliability.md).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -32,13 +40,8 @@
 #include "util/netaddr.h"
 #include "util/settings.h"
 
-#define SOCK_CARD_MAGIC 0x57454654534f4b43ull /* "WEFTSOKC" */
-/* Reduce receives land in a bounce buffer this big (per socket) before they
- * are combined: small enough to stay in L2 between the copy out of the
- * kernel and the reduction that reads it. */
-#define SOCK_BOUNCE_MAX		(256u << 10)
-#define SOCK_MIN_CHUNK		4096u
-#define SOCK_SPRAY_ENGINE_CHUNK (512u << 10)
+#define SOCK_CARD_MAGIC 0x57454654534f4b44ull /* "WEFTSOKD" */
+#define CTL_BOUNCE	4096u
 
 static struct weft_sock_comm *to_sc(struct weft_tp *tp)
 {
@@ -75,53 +78,10 @@ static weft_status_t pick_address(const struct weft_tp_env *env, struct weft_soc
 	return st == WEFT_SUCCESS ? st : weft_tp_fail(env, st, "socket: %s", err.msg);
 }
 
-/* WEFT_SPRAY, and the fragment size: 512K, or 64K when spraying, so that
- * one engine chunk still spreads over the sockets. */
-static weft_status_t read_spray(struct weft_sock_comm *sc, long *chunk)
-{
-	const struct weft_tp_env *env = sc->base.env;
-	weft_status_t st = weft_tp_read_spray(env, "socket", &sc->spray);
-	if (st != WEFT_SUCCESS)
-		return st;
-	const char *set = weft_setting_str("WEFT_SOCKET_CHUNK");
-	*chunk = sc->spray == WEFT_SPRAY_ADAPTIVE ? 64L << 10 : 512L << 10;
-	if (set && (!weft_setting_long("WEFT_SOCKET_CHUNK", chunk) ||
-		    *chunk < (long)SOCK_MIN_CHUNK || *chunk > (1L << 30)))
-		return weft_tp_fail(env, WEFT_ERR_INVALID_ARG,
-				    "WEFT_SOCKET_CHUNK=%s: expected a size from 4K to 1G", set);
-	return WEFT_SUCCESS;
-}
-
-static weft_status_t read_settings(struct weft_sock_comm *sc)
-{
-	const struct weft_tp_env *env = sc->base.env;
-	long nsocks = 0, chunk = 0;
-	if (!weft_setting_long("WEFT_SOCKET_NSOCKS", &nsocks) || nsocks < 1 ||
-	    nsocks > WEFT_SOCK_MAX_NSOCKS)
-		return weft_tp_fail(env, WEFT_ERR_INVALID_ARG,
-				    "WEFT_SOCKET_NSOCKS=%s: expected an integer from 1 to %d",
-				    weft_setting_str("WEFT_SOCKET_NSOCKS"), WEFT_SOCK_MAX_NSOCKS);
-	weft_status_t st = read_spray(sc, &chunk);
-	if (st != WEFT_SUCCESS)
-		return st;
-	sc->nsocks = (unsigned)nsocks;
-	/* A multiple of 4 KiB keeps every fragment a whole number of elements,
-	 * so a reduce receive never has an element split across two sockets. */
-	sc->chunk = (size_t)chunk & ~(size_t)(SOCK_MIN_CHUNK - 1);
-	sc->bounce_bytes = sc->chunk < SOCK_BOUNCE_MAX ? sc->chunk : SOCK_BOUNCE_MAX;
-	/* The engine's chunk: sprayed, several fragments, so that one chunk
-	 * already spreads over the sockets. */
-	sc->base.chunk_bytes =
-	    sc->spray == WEFT_SPRAY_ADAPTIVE && sc->chunk < SOCK_SPRAY_ENGINE_CHUNK
-		? SOCK_SPRAY_ENGINE_CHUNK
-		: sc->chunk;
-	return weft_tp_socket_read_pacing(sc);
-}
-
 static weft_status_t open_listener(struct weft_sock_comm *sc, struct weft_sock_card *card)
 {
 	const struct weft_tp_env *env = sc->base.env;
-	weft_status_t st = read_settings(sc);
+	weft_status_t st = weft_tp_socket_read_settings(sc);
 	if (st != WEFT_SUCCESS)
 		return st;
 	st = pick_address(env, card);
@@ -145,16 +105,18 @@ static weft_status_t open_listener(struct weft_sock_comm *sc, struct weft_sock_c
 	card->nsocks = sc->nsocks;
 	card->chunk = sc->chunk;
 	card->spray = sc->spray;
+	card->repath = sc->repath;
 	weft_log(WEFT_LOG_INFO, WEFT_SUB_NET,
-		 "socket: listening on %s, %u sockets per peer, chunk %zu, spray %s",
+		 "socket: listening on %s, %u sockets per peer, chunk %zu, spray %s, repath %s",
 		 addr_str(&card->addr, where, sizeof(where)), sc->nsocks, sc->chunk,
-		 sc->spray == WEFT_SPRAY_ADAPTIVE ? "adaptive" : "rr");
+		 sc->spray == WEFT_SPRAY_ADAPTIVE ? "adaptive" : "rr",
+		 weft_tp_socket_repath_name(sc->repath));
 	return WEFT_SUCCESS;
 }
 
 /* After the allgather: every rank must have a listener and the same
  * striping parameters, or the two ends of a pair would cut messages
- * differently. */
+ * differently (and without the same WEFT_REPATH, frame them differently). */
 static weft_status_t check_cards(struct weft_sock_comm *sc)
 {
 	const struct weft_tp_env *env = sc->base.env;
@@ -165,14 +127,17 @@ static weft_status_t check_cards(struct weft_sock_comm *sc)
 			return weft_tp_fail(env, WEFT_ERR_REMOTE,
 					    "socket: rank %d could not open its TCP listener (%s)",
 					    r, weft_status_string((weft_status_t)c->status));
-		if (c->nsocks != me->nsocks || c->chunk != me->chunk || c->spray != me->spray)
+		if (c->nsocks != me->nsocks || c->chunk != me->chunk || c->spray != me->spray ||
+		    c->repath != me->repath)
 			return weft_tp_fail(
 			    env, WEFT_ERR_INVALID_ARG,
-			    "socket: WEFT_SOCKET_NSOCKS/WEFT_SOCKET_CHUNK/WEFT_SPRAY differ "
-			    "between ranks: rank %d has %u/%llu/%s, rank %d has %u/%llu/%s",
+			    "socket: WEFT_SOCKET_NSOCKS/WEFT_SOCKET_CHUNK/WEFT_SPRAY/WEFT_REPATH "
+			    "differ between ranks: rank %d has %u/%llu/%s/%s, rank %d has "
+			    "%u/%llu/%s/%s",
 			    env->rank, me->nsocks, (unsigned long long)me->chunk,
-			    me->spray ? "adaptive" : "rr", r, c->nsocks,
-			    (unsigned long long)c->chunk, c->spray ? "adaptive" : "rr");
+			    me->spray ? "adaptive" : "rr", weft_tp_socket_repath_name(me->repath),
+			    r, c->nsocks, (unsigned long long)c->chunk,
+			    c->spray ? "adaptive" : "rr", weft_tp_socket_repath_name(c->repath));
 	}
 	return WEFT_SUCCESS;
 }
@@ -187,6 +152,7 @@ static weft_status_t sock_init(const struct weft_tp_env *env, struct weft_tp **o
 		return weft_tp_fail(env, WEFT_ERR_NO_MEMORY, "socket: out of memory");
 	sc->base.ops = &weft_tp_socket_ops;
 	sc->base.env = env;
+	sc->io = weft_sock_io_default;
 	sc->listen_fd = -1;
 	sc->cards = calloc((size_t)env->nranks, sizeof(*sc->cards));
 	sc->conns = calloc((size_t)env->nranks, sizeof(*sc->conns));
@@ -224,6 +190,38 @@ static weft_status_t sock_init(const struct weft_tp_env *env, struct weft_tp **o
 	return WEFT_SUCCESS;
 }
 
+static void conn_free(struct weft_sock_conn *c)
+{
+	for (unsigned i = 0; i < WEFT_SOCK_MAX_SLOTS; i++) {
+		free(c->sock[i].bounce.buf);
+		free(c->sock[i].rx.stage);
+	}
+	weft_tp_socket_ack_fini(c);
+	free(c);
+}
+
+/* Slot @p i's buffers, pre-faulted now so that the first receive pays no
+ * page faults: the staging buffer, and the bounce buffer reduce receives
+ * land in (small on the control socket, which carries no data). */
+static bool slot_alloc(struct weft_sock_conn *c, unsigned i)
+{
+	const struct weft_sock_comm *sc = c->sc;
+	struct weft_sock *sk = &c->sock[i];
+	size_t bounce =
+	    i == weft_sock_ctl_slot(sc) && weft_sock_acking(sc) ? CTL_BOUNCE : sc->bounce_bytes;
+	sk->fd = -1;
+	sk->bounce.buf = malloc(bounce);
+	sk->bounce.cap = bounce;
+	sk->rx.stage = malloc(WEFT_SOCK_STAGE);
+	if (!sk->bounce.buf || !sk->rx.stage)
+		return false;
+	memset(sk->bounce.buf, 0, bounce);
+	memset(sk->rx.stage, 0, WEFT_SOCK_STAGE);
+	sk->gen = 1;
+	sk->tx.next_fseq = 1;
+	return true;
+}
+
 struct weft_sock_conn *weft_tp_socket_conn_get(struct weft_sock_comm *sc, int peer)
 {
 	struct weft_sock_conn *c = sc->conns[peer];
@@ -237,183 +235,37 @@ struct weft_sock_conn *weft_tp_socket_conn_get(struct weft_sock_comm *sc, int pe
 	c->base.peer = peer;
 	c->sc = sc;
 	c->call_fd = -1;
-	for (unsigned i = 0; i < sc->nsocks; i++) {
-		c->sock[i].fd = -1;
-		/* Pre-faulted now so the first reduce receive pays no page faults. */
-		c->sock[i].bounce.buf = malloc(sc->bounce_bytes);
-		c->sock[i].bounce.cap = sc->bounce_bytes;
-		if (!c->sock[i].bounce.buf) {
-			for (unsigned j = 0; j < i; j++)
-				free(c->sock[j].bounce.buf);
-			free(c);
+	c->repath_fd = -1;
+	c->probe = -1;
+	for (unsigned i = 0; i < sc->nslots; i++)
+		if (!slot_alloc(c, i)) {
+			conn_free(c);
 			return NULL;
 		}
-		memset(c->sock[i].bounce.buf, 0, sc->bounce_bytes);
+	if (weft_tp_socket_ack_init(c) != WEFT_SUCCESS) {
+		conn_free(c);
+		return NULL;
 	}
+	if (weft_sock_acking(sc)) /* the probe's slot waits until a probe needs it */
+		c->sock[weft_sock_probe_slot(sc)].h.parked = true;
 	sc->conns[peer] = c;
 	return c;
 }
 
-struct weft_hs *weft_tp_socket_hs_start(struct weft_sock_comm *sc, int fd, int peer, bool call,
-					unsigned index)
-{
-	const struct weft_tp_env *env = sc->base.env;
-	struct weft_sock_hello h = {.index = index, .nsocks = sc->nsocks};
-	struct weft_hs *hs = malloc(sizeof(*hs));
-	struct weft_err err = {0};
-	if (hs && weft_hs_connect(hs, fd, env->key, call ? WEFT_HS_CALL : WEFT_HS_SOCKET, env->id,
-				  env->rank, peer, &h, sizeof(h), &err) != WEFT_SUCCESS) {
-		weft_tp_fail(env, err.status, "socket: %s", err.msg);
-		free(hs);
-		return NULL;
-	}
-	if (!hs)
-		weft_tp_fail(env, WEFT_ERR_NO_MEMORY, "socket: out of memory");
-	return hs;
-}
-
 /* The kernel's smoothed RTT of a connected socket, in us (0 unknown). */
-static uint32_t tcp_rtt_us(int fd)
+static uint32_t tcp_rtt_us(const struct weft_sock_comm *sc, int fd)
 {
 	struct tcp_info ti;
-	socklen_t len = sizeof(ti);
-	memset(&ti, 0, sizeof(ti));
-	return fd >= 0 && getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 ? ti.tcpi_rtt : 0;
+	return fd >= 0 && sc->io->tcp_info(fd, &ti) == 0 ? ti.tcpi_rtt : 0;
 }
 
 void weft_tp_socket_nodelay(int fd)
 {
 	int one = 1;
 	/* Best effort: without it small messages wait for Nagle, not fail. */
-	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0)
+	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0 && errno != ENOTSUP &&
+	    errno != EOPNOTSUPP)
 		weft_log(WEFT_LOG_WARN, WEFT_SUB_NET, "socket: TCP_NODELAY: %s", strerror(errno));
-}
-
-static void hs_end(struct weft_hs **hs)
-{
-	if (*hs) {
-		weft_hs_clear(*hs);
-		free(*hs);
-		*hs = NULL;
-	}
-}
-
-static weft_status_t hello_failed(struct weft_sock_conn *c, unsigned i, int err, const char *what)
-{
-	const struct weft_tp_env *env = c->sc->base.env;
-	weft_status_t st =
-	    err == 0
-		? weft_tp_fail(env, WEFT_ERR_REMOTE,
-			       "socket: peer rank %d closed the connection during the handshake "
-			       "(socket %u, %s)",
-			       c->base.peer, i, what)
-		: weft_tp_fail_errno(env, err,
-				     "socket: handshake with peer rank %d (socket %u, %s)",
-				     c->base.peer, i, what);
-	weft_tp_socket_conn_fail(c, err == 0 ? WEFT_ERR_REMOTE : st);
-	return st;
-}
-
-/* The connector's handshake on socket i, once connected. A listener under
- * a flood drops its oldest handshakes: a connection it closed before its
- * challenge is made again, up to WEFT_SOCK_RETRIES times. */
-static weft_status_t connector_handshake(struct weft_sock_conn *c, unsigned i)
-{
-	struct weft_sock_comm *sc = c->sc;
-	const struct weft_tp_env *env = sc->base.env;
-	struct weft_sock *s = &c->sock[i];
-	char where[80];
-	switch (weft_hs_step(s->hs)) {
-	case WEFT_HS_AGAIN: return WEFT_INPROGRESS;
-	case WEFT_HS_OK:
-		hs_end(&s->hs);
-		s->phase = WEFT_SOCK_UP;
-		return WEFT_SUCCESS;
-	case WEFT_HS_REFUSED: {
-		const char *why = s->hs->why;
-		hs_end(&s->hs);
-		weft_tp_socket_conn_fail(c, WEFT_ERR_REMOTE);
-		return weft_tp_fail(env, WEFT_ERR_REMOTE,
-				    "socket: %s, the address of peer rank %d, %s (socket %u)",
-				    addr_str(&sc->cards[c->base.peer].addr, where, sizeof(where)),
-				    c->base.peer, why, i);
-	}
-	default: {
-		int err = s->hs->errnum;
-		const char *what = s->hs->why;
-		hs_end(&s->hs);
-		if ((err == 0 || err == ECONNRESET || err == EPIPE) &&
-		    s->retries++ < WEFT_SOCK_RETRIES) {
-			close_fd(&s->fd);
-			s->phase = WEFT_SOCK_IDLE; /* knock again */
-			return WEFT_INPROGRESS;
-		}
-		return hello_failed(c, i, err, what);
-	}
-	}
-}
-
-/* The lower rank's side of socket i: connect, then the handshake. */
-static weft_status_t connector_step(struct weft_sock_conn *c, unsigned i)
-{
-	struct weft_sock_comm *sc = c->sc;
-	const struct weft_tp_env *env = sc->base.env;
-	struct weft_sock *s = &c->sock[i];
-	const struct weft_sock_card *card = &sc->cards[c->base.peer];
-	const struct sockaddr_storage *addr = &card->addr;
-	char where[80];
-	int err = 0;
-
-	switch (s->phase) {
-	case WEFT_SOCK_IDLE:
-		s->fd = socket(addr->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-		if (s->fd < 0)
-			return weft_tp_fail_errno(env, errno,
-						  "socket: creating socket %u to peer rank %d", i,
-						  c->base.peer);
-		weft_tp_socket_nodelay(s->fd);
-		weft_tp_socket_tune(sc, s->fd);
-		if (connect(s->fd, (const struct sockaddr *)addr, card->addr_len) != 0 &&
-		    errno != EINPROGRESS) {
-			err = errno;
-			close_fd(&s->fd);
-			return weft_tp_fail_errno(
-			    env, err, "socket: connecting to peer rank %d at %s", c->base.peer,
-			    addr_str(addr, where, sizeof(where)));
-		}
-		s->phase = WEFT_SOCK_CONNECTING;
-		/* fall through */
-	case WEFT_SOCK_CONNECTING: {
-		struct pollfd p = {.fd = s->fd, .events = POLLOUT};
-		if (poll(&p, 1, 0) <= 0)
-			return WEFT_INPROGRESS;
-		socklen_t len = sizeof(err);
-		if (getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
-			err = errno;
-		if (err != 0) {
-			close_fd(&s->fd);
-			return weft_tp_fail_errno(
-			    env, err, "socket: connecting to peer rank %d at %s", c->base.peer,
-			    addr_str(addr, where, sizeof(where)));
-		}
-		s->hs = weft_tp_socket_hs_start(sc, s->fd, c->base.peer, false, i);
-		if (!s->hs)
-			return WEFT_ERR_NO_MEMORY;
-		s->phase = WEFT_SOCK_HANDSHAKE;
-	}
-		/* fall through */
-	case WEFT_SOCK_HANDSHAKE: return connector_handshake(c, i);
-	case WEFT_SOCK_UP: return WEFT_SUCCESS;
-	case WEFT_SOCK_CLOSED: break;
-	}
-	return c->failed ? c->failed : WEFT_ERR_INTERNAL;
-}
-
-void weft_tp_socket_forget_handshakes(struct weft_sock_conn *c)
-{
-	for (unsigned i = 0; i < c->sc->nsocks; i++)
-		hs_end(&c->sock[i].hs);
-	hs_end(&c->call_hs);
 }
 
 /* The higher rank's side: up once its handshake, in the pending list, is done. */
@@ -432,7 +284,10 @@ static void conn_up(struct weft_sock_conn *c)
 {
 	struct weft_sock_comm *sc = c->sc;
 	c->up = true;
-	c->rtt_us = tcp_rtt_us(c->sock[0].fd);
+	for (unsigned i = 0; i < sc->nslots; i++)
+		if (c->sock[i].phase == WEFT_SOCK_UP)
+			weft_tp_socket_slot_up(c, i);
+	c->rtt_us = tcp_rtt_us(sc, c->sock[0].fd);
 	weft_tp_socket_check_ecn(c);
 	sc->active[sc->nactive++] = c;
 	/* A call, made or answered, has done its work; the caller is told its
@@ -441,11 +296,16 @@ static void conn_up(struct weft_sock_conn *c)
 		(void)send(c->call_fd, &(char){WEFT_SOCK_CALL_ANSWER}, 1,
 			   MSG_NOSIGNAL | MSG_DONTWAIT);
 	close_fd(&c->call_fd);
-	hs_end(&c->call_hs);
+	if (c->call_hs) {
+		weft_hs_clear(c->call_hs);
+		free(c->call_hs);
+		c->call_hs = NULL;
+	}
 	char where[80];
 	weft_log(WEFT_LOG_INFO, WEFT_SUB_NET,
-		 "socket: connected to peer rank %d at %s (%u sockets)", c->base.peer,
-		 addr_str(&sc->cards[c->base.peer].addr, where, sizeof(where)), sc->nsocks);
+		 "socket: connected to peer rank %d at %s (%u sockets%s)", c->base.peer,
+		 addr_str(&sc->cards[c->base.peer].addr, where, sizeof(where)), sc->nsocks,
+		 weft_sock_acking(sc) ? " and a control socket" : "");
 }
 
 weft_status_t weft_tp_socket_conn_step(struct weft_sock_conn *c)
@@ -453,8 +313,11 @@ weft_status_t weft_tp_socket_conn_step(struct weft_sock_conn *c)
 	struct weft_sock_comm *sc = c->sc;
 	const struct weft_tp_env *env = sc->base.env;
 	bool connector = env->rank < c->base.peer, all = true, none = true;
-	for (unsigned i = 0; i < sc->nsocks; i++) {
-		weft_status_t st = connector ? connector_step(c, i) : acceptor_step(c, i);
+	for (unsigned i = 0; i < sc->nslots; i++) {
+		if (c->sock[i].h.parked)
+			continue;
+		weft_status_t st =
+		    connector ? weft_tp_socket_connector_step(c, i) : acceptor_step(c, i);
 		if (st < 0) {
 			weft_tp_socket_conn_fail(c, st);
 			return st;
@@ -499,15 +362,23 @@ static weft_status_t sock_connect(struct weft_tp *tp, int peer, struct weft_conn
 	return WEFT_SUCCESS;
 }
 
-/* Every peer is connected: nobody has a reason to connect to this rank's
- * listener any more, and a stranger that does should find the port closed
- * rather than a socket that accepts and reads it. */
+/* Every peer is connected: without WEFT_REPATH nobody has a reason to
+ * connect to this rank's listener any more, and a stranger that does
+ * should find the port closed rather than a socket that accepts and reads
+ * it. With it, a failed sub-flow's replacement comes here. */
 static void sock_connected(struct weft_tp *tp)
 {
 	struct weft_sock_comm *sc = to_sc(tp);
 	weft_tp_socket_door_close(sc, "still without a handshake when init ended");
 	if (sc->listen_fd < 0)
 		return;
+	if (weft_sock_acking(sc)) {
+		weft_log(WEFT_LOG_INFO, WEFT_SUB_NET,
+			 "socket: every peer connected; the listener stays open for "
+			 "replacement sockets (WEFT_REPATH=%s)",
+			 weft_tp_socket_repath_name(sc->repath));
+		return;
+	}
 	weft_log(WEFT_LOG_INFO, WEFT_SUB_NET, "socket: every peer connected; listener closed");
 	/* shutdown first: a child forked since holds the socket too, and close
 	 * alone would leave it listening (connections queued, never read). */
@@ -522,13 +393,6 @@ static void sock_abort(struct weft_tp *tp)
 		if (sc->conns[r])
 			weft_tp_socket_conn_fail(sc->conns[r], WEFT_ERR_ABORTED);
 	weft_tp_socket_door_close(sc, NULL);
-	for (int r = 0; r < tp->env->nranks; r++) {
-		struct weft_sock_conn *c = sc->conns[r];
-		for (unsigned i = 0; c && i < sc->nsocks; i++)
-			hs_end(&c->sock[i].hs);
-		if (c)
-			hs_end(&c->call_hs);
-	}
 	close_fd(&sc->listen_fd);
 }
 
@@ -537,15 +401,12 @@ static void sock_fini(struct weft_tp *tp)
 	if (!tp)
 		return;
 	struct weft_sock_comm *sc = to_sc(tp);
+	if (sc->conns)
+		weft_tp_socket_flush(sc);
 	sock_abort(tp);
-	for (int r = 0; sc->conns && r < tp->env->nranks; r++) {
-		struct weft_sock_conn *c = sc->conns[r];
-		if (!c)
-			continue;
-		for (unsigned i = 0; i < sc->nsocks; i++)
-			free(c->sock[i].bounce.buf);
-		free(c);
-	}
+	for (int r = 0; sc->conns && r < tp->env->nranks; r++)
+		if (sc->conns[r])
+			conn_free(sc->conns[r]);
 	weft_tp_pool_fini(&sc->reqs);
 	free(sc->pending);
 	free(sc->pending_pfd);
@@ -601,33 +462,31 @@ static void sock_describe(struct weft_tp *tp, int peer, char *buf, size_t len)
 {
 	struct weft_sock_comm *sc = to_sc(tp);
 	char where[80];
-	snprintf(buf, len, "socket(%s, %u streams)",
-		 addr_str(&sc->cards[peer].addr, where, sizeof(where)), sc->nsocks);
+	snprintf(buf, len, "socket(%s, %u streams, repath %s)",
+		 addr_str(&sc->cards[peer].addr, where, sizeof(where)), sc->nsocks,
+		 weft_tp_socket_repath_name(sc->repath));
 }
 
-static const struct weft_setting sock_settings[] = {
-    {"WEFT_SOCKET_NSOCKS", "2", "TCP sockets (sub-flows) per peer, striped or sprayed"},
-    {"WEFT_SOCKET_CHUNK", NULL,
-     "bytes per fragment on a socket (default 512K; 64K with WEFT_SPRAY=adaptive)"},
-    {"WEFT_SPRAY", "rr",
-     "how fragments spread over a peer's sockets (and verbs' rendezvous pieces over its "
-     "QPs): rr (round robin) or adaptive (by each path's drain rate: a socket takes the "
-     "next fragment when the kernel has room, a QP by completion delay; a slower path "
-     "carries less)"},
-    {"WEFT_SOCKET_NOTSENT_LOWAT", NULL,
-     "TCP_NOTSENT_LOWAT on every socket: unsent bytes the kernel may hold (default: 32K "
-     "with WEFT_SPRAY=adaptive, 128K with WEFT_PACER on, else the kernel's; 0: the "
-     "kernel's)"},
-    {"WEFT_SOCKET_TOS", NULL,
-     "IP TOS byte (DSCP << 2) on every socket, for the fabric's ECN-marked class; the ECN "
-     "bits are the kernel's"},
-};
+static void sock_paths(struct weft_conn *conn, struct weft_tp_paths *out)
+{
+	const struct weft_sock_conn *c = weft_container_of(conn, struct weft_sock_conn, base);
+	memset(out, 0, sizeof(*out));
+	out->failovers = c->st.failovers;
+	out->repaths = c->st.repaths;
+	out->replaced = c->st.replaced;
+	out->probes = c->st.probes;
+	out->resent = c->st.resent;
+	out->dups = c->st.dups;
+	for (unsigned s = 0; s < c->sc->nslots; s++)
+		out->dark += !c->sock[s].h.parked && c->sock[s].h.dark_since > 0;
+	weft_tp_socket_dark_note(c, out->note, sizeof(out->note));
+}
 
 const struct weft_tp_ops weft_tp_socket_ops = {
     .size = sizeof(struct weft_tp_ops),
     .name = "socket",
-    .settings = sock_settings,
-    .nsettings = sizeof(sock_settings) / sizeof(sock_settings[0]),
+    .settings = weft_tp_socket_settings,
+    .nsettings = WEFT_TP_SOCKET_NSETTINGS,
     .life = {.init = sock_init, .fini = sock_fini, .abort = sock_abort},
     .conn = {.score = sock_score, .connect = sock_connect, .connected = sock_connected},
     .msg = {.isend = weft_tp_socket_isend,
@@ -635,7 +494,7 @@ const struct weft_tp_ops weft_tp_socket_ops = {
 	    .progress = weft_tp_socket_progress},
     .mem = WEFT_TP_NO_MEM_OPS,
     .rma = WEFT_TP_NO_RMA_OPS,
-    .prop = {.props = sock_props, .describe = sock_describe},
+    .prop = {.props = sock_props, .describe = sock_describe, .paths = sock_paths},
     .signal = {.signals = weft_tp_socket_signals, .pace = weft_tp_socket_pace},
     .wait = {.arm = weft_tp_socket_arm,
 	     .settle = weft_tp_socket_settle,

@@ -59,7 +59,7 @@ static void pending_drop(struct weft_sock_comm *sc, int k, const char *why)
 	drop(sc, k, why, false);
 }
 
-/* The connector says who it is: one of ours, for a free slot? */
+/* The connector says who it is: one of ours, for a slot it may take? */
 static const char *hello_problem(struct weft_sock_comm *sc, const struct weft_hs_hello *h)
 {
 	const struct weft_tp_env *env = sc->base.env;
@@ -69,17 +69,53 @@ static const char *hello_problem(struct weft_sock_comm *sc, const struct weft_hs
 		return "a handshake meant for another kind of listener";
 	if (memcmp(h->id, env->id, WEFT_HS_ID_BYTES) != 0 || h->peer != env->rank)
 		return "a handshake for another communicator or rank";
-	if (sh.nsocks != sc->nsocks)
-		return "the socket count does not match";
-	if (h->role == WEFT_HS_CALL)
+	bool repath = h->role == WEFT_HS_CALL && sh.nsocks == WEFT_SOCK_CALL_REPATH;
+	if (repath ? sh.mask == 0 || sh.mask >> sc->nslots : sh.mask != 0)
+		return "a request for new sockets in slots this connection does not have";
+	if (h->role == WEFT_HS_CALL) {
+		if (sh.nsocks != sc->nsocks && !repath)
+			return "the socket count does not match";
 		return h->rank > env->rank && h->rank < env->nranks
 			   ? NULL
 			   : "a call from a rank out of range (only higher ranks call)";
+	}
+	if (sh.nsocks != sc->nsocks)
+		return "the socket count does not match";
 	if (h->rank < 0 || h->rank >= env->rank)
 		return "rank out of range (only lower ranks connect)";
-	if (sh.index >= sc->nsocks)
+	if (sh.index >= sc->nslots)
 		return "socket index out of range";
+	if (sh.gen == 0)
+		return "socket generation out of range";
 	return NULL;
+}
+
+/* Install the authenticated socket @p fd in slot @p s of @p c, generation
+ * @p gen: a replacement fails over the socket it replaces, if this side
+ * still had it. */
+static void install(struct weft_sock_comm *sc, struct weft_sock_conn *c, unsigned s, int fd,
+		    uint32_t gen)
+{
+	struct weft_sock *sk = &c->sock[s];
+	bool later = c->up;
+	if (sk->phase == WEFT_SOCK_UP) { /* the peer saw it fail before this side did */
+		unsigned frames = weft_tp_socket_retire(c, s);
+		weft_log(WEFT_LOG_INFO, WEFT_SUB_NET,
+			 "socket: peer rank %d replaced sub-flow %u; %u frame%s sent again",
+			 c->base.peer, s, frames, frames == 1 ? "" : "s");
+		if (!sk->h.dark_since) {
+			sk->h.dark_since = weft_now();
+			sk->h.old_port = sk->port;
+		}
+	}
+	weft_tp_socket_close_fd(c, s);
+	sk->fd = fd;
+	sk->gen = gen;
+	weft_tp_socket_nodelay(fd);
+	weft_tp_socket_tune(sc, fd);
+	sk->phase = WEFT_SOCK_UP;
+	if (later) /* at init, the connection coming up starts every slot */
+		weft_tp_socket_slot_up(c, s);
 }
 
 /* Route an authenticated socket; false with *why set if it has no place. */
@@ -90,20 +126,21 @@ static bool pending_route(struct weft_sock_comm *sc, struct weft_sock_pending *p
 	struct weft_sock_hello sh;
 	memcpy(&sh, h->payload, sizeof(sh));
 	if (h->role == WEFT_HS_CALL)
-		return weft_tp_socket_route_call(sc, p->hs.fd, h->rank, why);
+		return weft_tp_socket_route_call(sc, p->hs.fd, h->rank, &sh, why);
 	struct weft_sock_conn *c = weft_tp_socket_conn_get(sc, h->rank);
 	if (!c)
 		return *why = "out of memory", false;
-	struct weft_sock *s = &c->sock[sh.index];
-	if (s->phase != WEFT_SOCK_IDLE)
+	struct weft_sock *sk = &c->sock[sh.index];
+	if (c->failed)
+		return *why = "a socket for a connection that failed", false;
+	if ((sk->phase != WEFT_SOCK_IDLE || sk->gen > sh.gen) && sh.gen <= sk->gen)
 		return *why = "duplicate socket for a rank and index", false;
-	s->fd = p->hs.fd;
-	weft_tp_socket_nodelay(s->fd);
-	weft_tp_socket_tune(c->sc, s->fd);
-	s->phase = WEFT_SOCK_UP;
+	if (c->up && !weft_sock_acking(sc))
+		return *why = "a new socket for a connection that is up", false;
+	install(sc, c, sh.index, p->hs.fd, sh.gen);
 	/* Lazily this rank may have nothing for the peer yet: progress brings
 	 * the connection up, so the connector is not kept waiting. */
-	if (env->connect_lazy)
+	if (env->connect_lazy && !c->up)
 		weft_tp_socket_list_connecting(sc, c);
 	return true;
 }
@@ -111,7 +148,7 @@ static bool pending_route(struct weft_sock_comm *sc, struct weft_sock_pending *p
 static void accept_new(struct weft_sock_comm *sc)
 {
 	for (;;) {
-		int fd = accept4(sc->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd = sc->io->accept4(sc->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;

@@ -149,7 +149,8 @@ weft_status_t weft_tp_socket_call_step(struct weft_sock_conn *c)
 			err = errno;
 		if (err != 0)
 			return call_failed(c, err);
-		c->call_hs = weft_tp_socket_hs_start(sc, c->call_fd, c->base.peer, true, 0);
+		struct weft_sock_hello h = {.nsocks = sc->nsocks};
+		c->call_hs = weft_tp_socket_hs_start(sc, c->call_fd, c->base.peer, true, &h);
 		if (!c->call_hs)
 			return WEFT_ERR_NO_MEMORY;
 		c->call = WEFT_SOCK_CALL_HANDSHAKE;
@@ -174,12 +175,32 @@ weft_status_t weft_tp_socket_call_step(struct weft_sock_conn *c)
 	return WEFT_ERR_INTERNAL;
 }
 
+/* A re-path call: the higher rank sees every path to this rank dark, and
+ * asks for new sockets in the slots of hello->mask. */
+static bool route_repath(struct weft_sock_comm *sc, int fd, int rank,
+			 const struct weft_sock_hello *hello, const char **why)
+{
+	struct weft_sock_conn *c = sc->conns[rank];
+	if (!weft_sock_acking(sc) || !c || !c->up || c->failed)
+		return *why = "a call for new sockets, but no connection has failed over", false;
+	weft_log(WEFT_LOG_INFO, WEFT_SUB_NET,
+		 "socket: peer rank %d asked for new sockets (every path dark on its side)", rank);
+	for (unsigned s = 0; s < sc->nslots; s++)
+		if ((hello->mask >> s & 1) && c->sock[s].phase == WEFT_SOCK_UP)
+			weft_tp_socket_failover(c, s, "the peer's every path to it is dark");
+	close(fd);
+	return true;
+}
+
 /* An authenticated call on socket @p fd of the listener: the higher rank
  * @p rank asks this rank to connect. True if taken (the connection owns
  * @p fd), false with *why if not. */
-bool weft_tp_socket_route_call(struct weft_sock_comm *sc, int fd, int rank, const char **why)
+bool weft_tp_socket_route_call(struct weft_sock_comm *sc, int fd, int rank,
+			       const struct weft_sock_hello *hello, const char **why)
 {
 	const struct weft_tp_env *env = sc->base.env;
+	if (hello->nsocks == WEFT_SOCK_CALL_REPATH)
+		return route_repath(sc, fd, rank, hello, why);
 	if (!env->connect_lazy)
 		return *why = "a call for a connection, but this job connects at init", false;
 	struct weft_sock_conn *c = weft_tp_socket_conn_get(sc, rank);
@@ -198,6 +219,76 @@ bool weft_tp_socket_route_call(struct weft_sock_comm *sc, int fd, int rank, cons
 	weft_log(WEFT_LOG_INFO, WEFT_SUB_NET, "socket: peer rank %d asked for a connection", rank);
 	weft_tp_socket_list_connecting(sc, c);
 	return true;
+}
+
+/* The re-path call could not be made: a refusal means the peer is gone. */
+static weft_status_t repath_failed(struct weft_sock_conn *c, int err)
+{
+	if (c->repath_hs) {
+		weft_hs_clear(c->repath_hs);
+		free(c->repath_hs);
+		c->repath_hs = NULL;
+	}
+	if (c->repath_fd >= 0) {
+		c->sc->io->close(c->repath_fd);
+		c->repath_fd = -1;
+	}
+	if (err != ECONNREFUSED)
+		return WEFT_SUCCESS; /* another port, later */
+	char where[80];
+	weft_addr_str((const struct sockaddr *)&c->sc->cards[c->base.peer].addr, where,
+		      sizeof(where));
+	weft_status_t st =
+	    weft_tp_fail(c->sc->base.env, WEFT_ERR_REMOTE,
+			 "peer rank %d closed the connection (every socket to it failed, and a new "
+			 "connection to its listener at %s was refused: is it gone?)",
+			 c->base.peer, where);
+	weft_tp_socket_conn_fail(c, WEFT_ERR_REMOTE);
+	return st;
+}
+
+weft_status_t weft_tp_socket_repath_call(struct weft_sock_conn *c)
+{
+	struct weft_sock_comm *sc = c->sc;
+	const struct weft_sock_card *card = &sc->cards[c->base.peer];
+	double limit = sc->stall_s > 0.1 ? sc->stall_s : 0.1;
+	if (c->repath_fd < 0) {
+		c->repath_fd = sc->io->socket(card->addr.ss_family,
+					      SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (c->repath_fd < 0)
+			return WEFT_SUCCESS; /* out of descriptors: tried again later */
+		c->repath_since = weft_now();
+		c->repath_calls++;
+		if (sc->io->connect(c->repath_fd, (const struct sockaddr *)&card->addr,
+				    card->addr_len) != 0 &&
+		    errno != EINPROGRESS)
+			return repath_failed(c, errno);
+	}
+	if (!c->repath_hs) {
+		struct pollfd p = {.fd = c->repath_fd, .events = POLLOUT};
+		if (poll(&p, 1, 0) <= 0)
+			return weft_now() - c->repath_since > limit ? repath_failed(c, 0)
+								    : WEFT_SUCCESS;
+		int err = 0;
+		socklen_t len = sizeof(err);
+		if (getsockopt(c->repath_fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+			err = errno;
+		if (err != 0)
+			return repath_failed(c, err);
+		struct weft_sock_hello h = {.nsocks = WEFT_SOCK_CALL_REPATH,
+					    .mask = c->repath_mask};
+		c->repath_hs = weft_tp_socket_hs_start(sc, c->repath_fd, c->base.peer, true, &h);
+		if (!c->repath_hs)
+			return WEFT_ERR_NO_MEMORY;
+	}
+	switch (weft_hs_step(c->repath_hs)) {
+	case WEFT_HS_AGAIN:
+		return weft_now() - c->repath_since > limit ? repath_failed(c, 0) : WEFT_SUCCESS;
+	case WEFT_HS_OK:
+		c->repath_mask = 0; /* the connector replaces them */
+		return repath_failed(c, 0);
+	default: return repath_failed(c, 0);
+	}
 }
 
 static weft_status_t setup_timeout(struct weft_sock_conn *c)

@@ -81,11 +81,15 @@ weft_status_t weft_tp_socket_read_pacing(struct weft_sock_comm *sc)
 
 void weft_tp_socket_tune(struct weft_sock_comm *sc, int fd)
 {
-	if (sc->notsent_lowat > 0 && setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT,
-						&sc->notsent_lowat, sizeof(sc->notsent_lowat)) != 0)
+	/* (EOPNOTSUPP: not TCP at all, as a unit test's fake network is.) */
+	if (sc->notsent_lowat > 0 &&
+	    setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &sc->notsent_lowat,
+		       sizeof(sc->notsent_lowat)) != 0 &&
+	    errno != EOPNOTSUPP)
 		weft_log(WEFT_LOG_WARN, WEFT_SUB_NET, "socket: TCP_NOTSENT_LOWAT: %s",
 			 strerror(errno));
-	if (sc->tos >= 0 && setsockopt(fd, IPPROTO_IP, IP_TOS, &sc->tos, sizeof(sc->tos)) != 0)
+	if (sc->tos >= 0 && setsockopt(fd, IPPROTO_IP, IP_TOS, &sc->tos, sizeof(sc->tos)) != 0 &&
+	    errno != EOPNOTSUPP)
 		weft_log(WEFT_LOG_WARN, WEFT_SUB_NET, "socket: IP_TOS: %s", strerror(errno));
 }
 
@@ -95,9 +99,7 @@ void weft_tp_socket_check_ecn(struct weft_sock_conn *c)
 	if (!sc->paced || sc->ecn_noted)
 		return;
 	struct tcp_info ti;
-	socklen_t len = sizeof(ti);
-	memset(&ti, 0, sizeof(ti));
-	if (getsockopt(c->sock[0].fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
+	if (sc->io->tcp_info(c->sock[0].fd, &ti) != 0)
 		return;
 	sc->ecn_noted = true;
 	if (ti.tcpi_options & TCPI_OPT_ECN) {
@@ -114,7 +116,8 @@ void weft_tp_socket_check_ecn(struct weft_sock_conn *c)
 		 c->base.peer);
 }
 
-/* Per-socket deltas of TCP_INFO since the previous call. */
+/* Per-socket deltas of TCP_INFO since the previous call, for the data
+ * sockets in slot order (a socket down reports nothing new). */
 int weft_tp_socket_signals(struct weft_conn *conn, struct weft_tp_signal *out, int max)
 {
 	struct weft_sock_conn *c = to_conn(conn);
@@ -122,10 +125,10 @@ int weft_tp_socket_signals(struct weft_conn *conn, struct weft_tp_signal *out, i
 	for (unsigned i = 0; i < c->sc->nsocks && n < max; i++) {
 		struct weft_sock *s = &c->sock[i];
 		struct tcp_info ti;
-		socklen_t len = sizeof(ti);
-		memset(&ti, 0, sizeof(ti));
-		if (s->fd < 0 || getsockopt(s->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
-			break;
+		if (s->fd < 0 || s->phase != WEFT_SOCK_UP || c->sc->io->tcp_info(s->fd, &ti) != 0) {
+			out[n++] = (struct weft_tp_signal){0};
+			continue;
+		}
 		/* An older kernel fills less; the fields it does not know stay zero. */
 		out[n++] = (struct weft_tp_signal){
 		    .delivered = ti.tcpi_delivered - s->seen.delivered,
@@ -151,14 +154,16 @@ int weft_tp_socket_signals(struct weft_conn *conn, struct weft_tp_signal *out, i
 /* The connection's rate, split over its sockets (rr: each carries the same
  * share); sprayed, each socket may take the whole rate, since the gate
  * bounds the connection's bytes and the paths decide the shares; 0:
- * unlimited. */
+ * unlimited. The control socket carries no data, and is not paced. */
 void weft_tp_socket_pace(struct weft_conn *conn, double rate_Bps)
 {
 	struct weft_sock_conn *c = to_conn(conn);
 	double per = c->sc->spray == WEFT_SPRAY_ADAPTIVE ? rate_Bps : rate_Bps / c->sc->nsocks;
 	uint64_t v = rate_Bps <= 0 || per >= (double)UINT64_MAX ? UINT64_MAX : (uint64_t)per;
-	for (unsigned i = 0; i < c->sc->nsocks; i++) {
+	for (unsigned i = 0; i < c->sc->nslots; i++) {
 		int fd = c->sock[i].fd;
+		if (i == weft_sock_ctl_slot(c->sc) && weft_sock_acking(c->sc))
+			continue;
 		if (fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, &v, sizeof(v)) != 0) {
 			weft_log(WEFT_LOG_WARN, WEFT_SUB_PACE, "socket: SO_MAX_PACING_RATE: %s",
 				 strerror(errno));

@@ -4,8 +4,10 @@
  *
  * A socket is in the communicator's wait set (env->wait_fd, epoll,
  * level-triggered) with the interest of what is queued on it: EPOLLIN
- * while a posted receive has a fragment coming on it, EPOLLOUT while a
- * fragment waits to be written. A socket with nothing queued is left out
+ * while progress would read it (weft_tp_socket_rx_wanted: a receive
+ * posted, a frame half read), EPOLLOUT while it has frames to write.
+ * With WEFT_REPATH on the rank never sleeps (settle says no): the path
+ * checks run from progress. A socket with nothing queued is left out
  * of the set: data sent ahead of its receive, or a peer that closed after
  * its last message, must not wake a rank that has nothing to do with it
  * (a closed peer is noticed when a message is posted to it, as when
@@ -54,14 +56,14 @@ static void interest(int epfd, int fd, uint32_t events, int *reg_fd, uint32_t *r
 	*reg_events = ret == 0 ? events : 0;
 }
 
-/* Bytes the fragment socket @p s reads next still needs (header included). */
-static size_t rx_needs(const struct weft_sock_conn *c, const struct weft_sock *sk)
+/* Payload bytes the frame slot @p s is reading still needs (1 between
+ * frames: a header, or an acknowledgement, may come at any time). */
+static size_t rx_needs(const struct weft_sock *sk)
 {
 	const struct weft_sock_rx *rx = &sk->rx;
-	const struct weft_msg *m = rx->req->base.msg;
-	size_t off = (size_t)rx->chunk * c->sc->chunk;
-	size_t flen = m->len - off < c->sc->chunk ? m->len - off : c->sc->chunk;
-	return sizeof(struct weft_sock_frame) - rx->hdr_got + flen - rx->frag_got;
+	if (!rx->in_frame || rx->discard || !rx->req)
+		return 1;
+	return rx->hdr.frag_len - rx->got;
 }
 
 static void low_water(struct weft_sock *sk, size_t want)
@@ -75,15 +77,15 @@ static void low_water(struct weft_sock *sk, size_t want)
 	}
 }
 
-static void sock_interest(struct weft_sock_conn *c, struct weft_sock *sk, int epfd)
+static void sock_interest(struct weft_sock_conn *c, unsigned s, int epfd)
 {
-	bool spray = c->sc->spray == WEFT_SPRAY_ADAPTIVE;
-	bool in = spray ? !sk->eof && (c->recvq.q.head || sk->rx.hdr_got) : sk->rx.req != NULL;
-	uint32_t events = (in ? EPOLLIN : 0) | (sk->tx.req ? EPOLLOUT : 0);
-	if (sk->fd < 0 || sk->phase != WEFT_SOCK_UP)
+	struct weft_sock *sk = &c->sock[s];
+	bool in = weft_tp_socket_rx_wanted(c, s);
+	uint32_t events = (in ? EPOLLIN : 0) | (weft_tp_socket_tx_busy(c, s) ? EPOLLOUT : 0);
+	if (!weft_tp_socket_usable(c, s))
 		events = 0;
 	if (events & EPOLLIN)
-		low_water(sk, spray || !sk->rx.req ? 1 : rx_needs(c, sk));
+		low_water(sk, rx_needs(sk));
 	interest(epfd, sk->fd, events, &sk->ep_fd, &sk->ep_events);
 }
 
@@ -96,14 +98,17 @@ bool weft_tp_socket_settle(struct weft_tp *tp)
 {
 	struct weft_sock_comm *sc = weft_container_of(tp, struct weft_sock_comm, base);
 	int epfd = tp->env->wait_fd;
-	if (sc->nconnecting || sc->npending)
+	/* With WEFT_REPATH on, the path checks (a stalled sub-flow, a
+	 * replacement under way) run from progress, which a sleep would stop:
+	 * such a rank keeps polling. */
+	if (sc->nconnecting || sc->npending || weft_sock_acking(sc))
 		return false;
 	if (sc->listen_fd >= 0) /* lazily: a peer's first connection */
 		interest(epfd, sc->listen_fd, EPOLLIN, &sc->ep_listen_fd, &sc->ep_listen_events);
 	for (int k = 0; k < sc->nactive; k++) {
 		struct weft_sock_conn *c = sc->active[k];
-		for (unsigned s = 0; s < sc->nsocks; s++)
-			sock_interest(c, &c->sock[s], epfd);
+		for (unsigned s = 0; s < sc->nslots; s++)
+			sock_interest(c, s, epfd);
 	}
 	return true;
 }

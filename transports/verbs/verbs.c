@@ -620,7 +620,8 @@ static const struct weft_setting verbs_settings[] = {
      "spreads over them by WEFT_SPRAY, and on RoCE v2 each has its own UDP source port "
      "for ECMP; the same on every rank"},
     {"WEFT_IB_STALL", NULL,
-     "seconds a busy verbs connection may stall before the peer is checked (default 0.1)"},
+     "older name of WEFT_PATH_STALL for verbs: seconds a busy connection may stall before the "
+     "peer is checked (default 0.1)"},
     {"WEFT_IB_SYSFS", "/sys", "root of the sysfs tree read for RDMA ports and GIDs (tests)"},
 };
 
@@ -639,7 +640,7 @@ const struct weft_tp_ops weft_tp_verbs_ops = {
 	    .map = weft_tp_no_map,
 	    .unmap = weft_tp_no_unmap},
     .rma = {.write = weft_tp_no_write, .get = weft_tp_no_get},
-    .prop = {.props = verbs_props, .describe = verbs_describe},
+    .prop = {.props = verbs_props, .describe = verbs_describe, .paths = weft_tp_no_paths},
     .signal = {.signals = weft_tp_verbs_signals, .pace = weft_tp_no_pace},
     .wait = WEFT_TP_NO_WAIT_OPS,
 };

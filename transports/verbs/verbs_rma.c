@@ -202,13 +202,7 @@ weft_status_t weft_verbs_read_geom(struct verbs_tp *tp)
 	weft_status_t st = weft_rma_geom_read(g, env, &settings);
 	if (st != WEFT_SUCCESS)
 		return st;
-	if (weft_setting_str("WEFT_IB_STALL")) {
-		double s = 0;
-		if (!weft_setting_double("WEFT_IB_STALL", &s) || !(s >= 0.001 && s <= 60))
-			return bad_setting(env, "WEFT_IB_STALL", "seconds from 0.001 to 60");
-		g->stall_s = s;
-	}
-	return WEFT_SUCCESS;
+	return weft_tp_read_stall(env, "verbs", "WEFT_IB_STALL", 0.001, 60, &g->stall_s);
 }
 
 weft_status_t weft_verbs_rma_init(struct verbs_tp *tp)

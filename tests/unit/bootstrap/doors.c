@@ -113,7 +113,7 @@ struct knock {
 static void *knock_main(void *arg)
 {
 	struct knock *k = arg;
-	struct weft_sock_hello data = {.index = 0, .nsocks = 2};
+	struct weft_sock_hello data = {.index = 0, .nsocks = 2, .gen = 1};
 	k->fds[0] = stranger_dial(k->port, STRANGER_GARBAGE, WEFT_HS_SOCKET, NULL, 0, 1, NULL, 0);
 	k->fds[1] = stranger_dial(k->port, STRANGER_WRONG_KEY, WEFT_HS_SOCKET, k->id, 0, 1, &data,
 				  sizeof(data));

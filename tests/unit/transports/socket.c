@@ -102,7 +102,7 @@ static int dial(const struct sockaddr_in *to, const void *data, size_t len)
 static void play_stranger(const struct sockaddr_in *to)
 {
 	unsigned port = ntohs(to->sin_port);
-	struct weft_sock_hello data = {.index = 0, .nsocks = 2};
+	struct weft_sock_hello data = {.index = 0, .nsocks = 2, .gen = 1};
 	unsigned char id[WEFT_HS_ID_BYTES] = {0}; /* a stranger does not know it */
 	stranger_fds[0] =
 	    stranger_dial(port, STRANGER_GARBAGE, WEFT_HS_SOCKET, NULL, 0, 1, NULL, 0);

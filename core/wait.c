@@ -274,7 +274,9 @@ static void sleep_unlocked(struct weft_comm *comm, int ms)
 	struct weft_wait *w = &comm->wait;
 	struct epoll_event ev[8];
 	weft_comm_unlock(comm);
+	uint64_t t0 = weft_now_ns();
 	int n = epoll_wait(w->epfd, ev, 8, ms);
+	atomic_fetch_add_explicit(&w->slept_ns, weft_now_ns() - t0, memory_order_relaxed);
 	weft_comm_lock(comm);
 	atomic_fetch_add_explicit(&w->sleeps, 1, memory_order_relaxed);
 	if (n == 0)

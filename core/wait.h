@@ -53,6 +53,9 @@ struct weft_wait {
 	/* Sleeps taken, those that ran out their time (nothing woke them),
 	 * and those another thread's wake cut short (for tests and weft-topo). */
 	_Atomic uint64_t sleeps, timeouts, woken;
+	/* Nanoseconds spent asleep in epoll_wait on purpose: a gap in a wait
+	 * loop that this covers is a wait, not a stall (health/slowdet.c). */
+	_Atomic uint64_t slept_ns;
 };
 
 /* This rank's card fields: WEFT_WAIT (a bad value fails, naming it), the

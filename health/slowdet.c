@@ -4,6 +4,7 @@
 #include "health/slowdet.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,6 +96,21 @@ void weft_slowdet_fini(struct weft_comm *comm)
 	free(d);
 }
 
+/* The part of @p dt, the time since the wait loop's last look, that this
+ * rank did not run: what it slept on purpose since (epoll_wait, counted by
+ * core/wait.c) is a wait, the rest of a gap longer than STALL_NS a stall. */
+static uint64_t stalled_in(struct weft_slowdet *d, uint64_t dt, uint64_t slept)
+{
+	uint64_t vol = slept - d->look_slept;
+	uint64_t away = dt > vol ? dt - vol : 0;
+	return away > STALL_NS ? away : 0;
+}
+
+static uint64_t slept_now(const struct weft_comm *comm)
+{
+	return atomic_load_explicit(&comm->wait.slept_ns, memory_order_relaxed);
+}
+
 void weft_slowdet_waited(struct weft_comm *comm, const struct weft_task *task, uint64_t *last)
 {
 	struct weft_slowdet *d = comm->slowdet;
@@ -103,9 +119,19 @@ void weft_slowdet_waited(struct weft_comm *comm, const struct weft_task *task, u
 	*last = now;
 	if (!d)
 		return;
-	if (dt > STALL_NS) {
-		weft_counter_add(&d->pub.stall_ns, dt);
-		return;
+	uint64_t slept = slept_now(comm);
+	uint64_t stall = stalled_in(d, dt, slept);
+	d->look_ns = now;
+	d->look_slept = slept;
+	if (stall) {
+		weft_counter_add(&d->pub.stall_ns, stall);
+		if (d->stall_task != task || d->stall_task_started != task->started_ns) {
+			d->stall_task = task;
+			d->stall_task_started = task->started_ns;
+			d->stall_task_ns = 0;
+		}
+		d->stall_task_ns += stall;
+		dt -= stall;
 	}
 	weft_counter_add(&d->pub.wait_ns, dt);
 	int p = task->waiting_for;
@@ -119,8 +145,19 @@ void weft_slowdet_first(const struct weft_task *task, int peer)
 	if (!d || peer < 0 || peer >= task->comm->nranks || !task->started_ns)
 		return;
 	uint64_t now = weft_now_ns();
-	weft_counter_add(&d->pub.late_ns[peer],
-			 now > task->started_ns ? now - task->started_ns : 0);
+	uint64_t late = now > task->started_ns ? now - task->started_ns : 0;
+	/* What this rank did not run of that time: the stalls its wait loop
+	 * saw in this task, and the gap since the loop's last look (in the
+	 * task), which the loop has not judged yet. */
+	uint64_t away = 0;
+	if (d->stall_task == task && d->stall_task_started == task->started_ns)
+		away = d->stall_task_ns;
+	if (d->look_ns) {
+		uint64_t from = d->look_ns > task->started_ns ? d->look_ns : task->started_ns;
+		away += stalled_in(d, now > from ? now - from : 0, slept_now(task->comm));
+	}
+	late = late > away ? late - away : 0;
+	weft_counter_add(&d->pub.late_ns[peer], late);
 	weft_counter_add(&d->pub.late_n[peer], 1);
 }
 

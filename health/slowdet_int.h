@@ -26,6 +26,9 @@ enum slowdet_type {
 };
 
 enum slowdet_kind { DETECT_LINK = 1, DETECT_RANK = 2 };
+/* Why a rank is named: its first messages came late to the ranks it feeds
+ * (value and median in us), or it did not run (permille of the time). */
+enum slowdet_cause { DETECT_LATE_FIRST = 0, DETECT_NOT_RUNNING = 1 };
 
 struct slowdet_link_wire {
 	int32_t peer;
@@ -61,11 +64,12 @@ struct slowdet_verdict {
 	uint32_t named; /* 1 named, 0 cleared */
 	int32_t rank;	/* the rank (a link: the first rank of the slow host) */
 	uint32_t ops;	/* operations while it was flagged */
-	/* a link: the host's best rate, B/s; a rank: its lateness, us; and
-	 * the job's median of the same */
+	/* a link: the host's best rate, B/s; a rank: its lateness, us, or
+	 * its time not running, permille (cause); and the job's median of
+	 * the same */
 	uint64_t value, median;
 	uint32_t periods; /* in a row */
-	uint32_t pad;
+	uint32_t cause;	  /* a rank: enum slowdet_cause */
 };
 
 /* One datagram: authenticated like the watch's (a MAC over all before it,
@@ -100,11 +104,13 @@ struct slowdet_root {
 	struct weft_slowdet_run *host_run, *rank_run;
 	double *host_best, host_median;
 	double *rank_late, rank_median; /* seconds */
+	double *rank_off, off_median;	/* shares of the time not running */
+	uint32_t *rank_cause;		/* enum slowdet_cause, of the last naming */
 	uint64_t next_id;
 	/* scratch for one evaluation */
 	struct weft_slowdet_link_obs *links;
-	double *best, *tmp, *late;
-	bool *slow_h, *slow_r, *have, *skip;
+	double *best, *tmp, *late, *off;
+	bool *slow_h, *slow_r, *slow_off, *have, *have_off, *skip;
 	int *itmp;
 	/* verdicts sent this period, sent again next period (a lost one) */
 	struct slowdet_verdict resend[DETECT_KEPT];
@@ -116,9 +122,17 @@ struct weft_slowdet {
 	struct weft_slowdet_pub pub;
 	uint64_t period_ns;
 	int confirm;
-	/* the driving thread's */
+	/* the driving thread's (the communicator's lock held) */
 	uint64_t next_read_ns;
 	uint64_t *read_at; /* [peer] bytes sent at its last signals read */
+	/* The wait loop's last look (weft_slowdet_waited): when, and the
+	 * rank's voluntary sleep (core/wait.h slept_ns) then; and the stall
+	 * of the task it waited in (which, by its posting time), so that a
+	 * first message seen late because this rank itself did not run is
+	 * not held against its sender (weft_slowdet_first). */
+	uint64_t look_ns, look_slept;
+	const struct weft_task *stall_task;
+	uint64_t stall_task_started, stall_task_ns;
 	/* the watch thread's */
 	uint64_t next_ns;
 	uint64_t tick_due, off_ns; /* the thread's next tick, and its lateness summed */

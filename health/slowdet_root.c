@@ -28,6 +28,11 @@ struct slowdet_root *weft_slowdet_root_new(int nranks, int nhosts)
 	r->rank_run = calloc(n, sizeof(*r->rank_run));
 	r->host_best = calloc(h, sizeof(*r->host_best));
 	r->rank_late = calloc(n, sizeof(*r->rank_late));
+	r->rank_off = calloc(n, sizeof(*r->rank_off));
+	r->rank_cause = calloc(n, sizeof(*r->rank_cause));
+	r->off = calloc(n, sizeof(*r->off));
+	r->slow_off = calloc(n, sizeof(*r->slow_off));
+	r->have_off = calloc(n, sizeof(*r->have_off));
 	r->links = calloc(n * DETECT_LINKS, sizeof(*r->links));
 	r->best = calloc(h, sizeof(*r->best));
 	r->tmp = calloc(2 * big, sizeof(*r->tmp));
@@ -40,7 +45,8 @@ struct slowdet_root *weft_slowdet_root_new(int nranks, int nhosts)
 	r->next_id = 1;
 	if (!r->ranks || !r->host_run || !r->rank_run || !r->host_best || !r->rank_late ||
 	    !r->links || !r->best || !r->tmp || !r->late || !r->slow_h || !r->slow_r || !r->have ||
-	    !r->skip || !r->itmp) {
+	    !r->skip || !r->itmp || !r->rank_off || !r->rank_cause || !r->off || !r->slow_off ||
+	    !r->have_off) {
 		weft_slowdet_root_free(r);
 		return NULL;
 	}
@@ -56,6 +62,11 @@ void weft_slowdet_root_free(struct slowdet_root *r)
 	free(r->rank_run);
 	free(r->host_best);
 	free(r->rank_late);
+	free(r->rank_off);
+	free(r->rank_cause);
+	free(r->off);
+	free(r->slow_off);
+	free(r->have_off);
 	free(r->links);
 	free(r->best);
 	free(r->tmp);
@@ -98,10 +109,11 @@ static void broadcast(struct weft_watch *w, const struct slowdet_verdict *v)
 }
 
 static void decide(struct weft_watch *w, struct slowdet_root *r, int kind, int rank,
-		   const struct weft_slowdet_run *run, double value, double median)
+		   const struct weft_slowdet_run *run, double value, double median, uint32_t cause)
 {
 	struct slowdet_verdict v = {.id = r->next_id++,
 				    .kind = (uint32_t)kind,
+				    .cause = cause,
 				    .named = run->named,
 				    .rank = rank,
 				    .ops = run->ops,
@@ -136,15 +148,18 @@ static struct weft_slowdet_link_obs windowed(const struct slowdet_root_rank *rk,
 
 /* The fresh samples: connections into r->links, each rank's lateness as
  * the ranks it feeds saw it into r->late and r->have (the average over
- * its receivers, weighted by their counts); returns how many
+ * its receivers, weighted by their counts), each rank's own share of the
+ * window it did not run into r->off and r->have_off; returns how many
  * connections, and the job's median operations per period in *ops. */
 static int gather(struct weft_watch *w, struct slowdet_root *r, uint64_t now, uint32_t *ops)
 {
 	uint64_t period = slowdet_of(w)->period_ns, fresh = period * 5 / 2;
 	int nl = 0, nops = 0;
 	double *cnt = r->tmp + w->nranks; /* beside the ops' slots */
-	for (int k = 0; k < w->nranks; k++)
-		r->late[k] = cnt[k] = 0;
+	for (int k = 0; k < w->nranks; k++) {
+		r->late[k] = cnt[k] = r->off[k] = 0;
+		r->have_off[k] = false;
+	}
 	for (int k = 0; k < w->nranks; k++) {
 		const struct slowdet_root_rank *rk = &r->ranks[k];
 		unsigned last = (rk->n + DETECT_HISTORY - 1) % DETECT_HISTORY;
@@ -152,16 +167,21 @@ static int gather(struct weft_watch *w, struct slowdet_root *r, uint64_t now, ui
 			continue;
 		const struct slowdet_sample *s = &rk->s[last];
 		r->tmp[nops++] = s->ops;
+		double off_us = 0, span_us = 0;
 		for (unsigned h = 0; h < DETECT_HISTORY && h < rk->n; h++) { /* the window */
 			unsigned at = (rk->n - 1 - h) % DETECT_HISTORY;
 			if (now - rk->at_ns[at] > period * (DETECT_HISTORY + 1))
 				break;
+			off_us += rk->s[at].off_permille * 1e-3 * rk->s[at].period_us;
+			span_us += rk->s[at].period_us;
 			for (unsigned i = 0; i < rk->s[at].nlate; i++) {
 				const struct slowdet_late_wire *x = &rk->s[at].late[i];
 				r->late[x->peer] += x->delay_us * 1e-6 * x->count;
 				cnt[x->peer] += x->count;
 			}
 		}
+		r->have_off[k] = span_us > 0;
+		r->off[k] = span_us > 0 ? off_us / span_us : 0;
 		for (unsigned i = 0; i < s->nlinks; i++)
 			r->links[nl++] =
 			    windowed(rk, k, &s->links[i], now, period * (DETECT_HISTORY + 1));
@@ -191,10 +211,15 @@ static void eval_hosts(struct weft_watch *w, struct slowdet_root *r, int nl, uin
 		    weft_slowdet_step(&r->host_run[h], r->slow_h[h], ops, slowdet_of(w)->confirm);
 		if (c != WEFT_DETECT_SAME)
 			decide(w, r, DETECT_LINK, g->host_leader[h], &r->host_run[h],
-			       r->host_best[h], r->host_median);
+			       r->host_best[h], r->host_median, 0);
 	}
 }
 
+/* A rank holds the job up when its first messages come late to the ranks
+ * it feeds, or when it did not run (stopped, starved of CPU: the ranks
+ * waiting on it then wait in any step, not only for its first message).
+ * Named for the cause it shows; a rank named is cleared when it shows
+ * neither. */
 static void eval_ranks(struct weft_watch *w, struct slowdet_root *r, uint32_t ops)
 {
 	const struct weft_topo_graph *g = &slowdet_of(w)->comm->graph;
@@ -206,15 +231,29 @@ static void eval_ranks(struct weft_watch *w, struct slowdet_root *r, uint32_t op
 	weft_slowdet_late_ranks(r->late, r->have, r->skip, w->nranks, r->slow_r, &median, r->tmp);
 	if (median > 0)
 		r->rank_median = median;
+	weft_slowdet_off_ranks(r->off, r->have_off, r->skip, w->nranks, r->slow_off, &median,
+			       r->tmp);
+	r->off_median = median;
 	for (int k = 0; k < w->nranks; k++) {
-		if (!r->have[k])
+		if (!r->have[k] && !r->have_off[k])
 			continue;
-		r->rank_late[k] = r->late[k];
+		if (r->have[k])
+			r->rank_late[k] = r->late[k];
+		if (r->have_off[k])
+			r->rank_off[k] = r->off[k];
+		bool flagged = r->slow_r[k] || r->slow_off[k];
+		if (flagged && !r->rank_run[k].named)
+			r->rank_cause[k] = r->slow_off[k] ? DETECT_NOT_RUNNING : DETECT_LATE_FIRST;
 		enum weft_slowdet_change c =
-		    weft_slowdet_step(&r->rank_run[k], r->slow_r[k], ops, slowdet_of(w)->confirm);
-		if (c != WEFT_DETECT_SAME)
+		    weft_slowdet_step(&r->rank_run[k], flagged, ops, slowdet_of(w)->confirm);
+		if (c == WEFT_DETECT_SAME)
+			continue;
+		if (r->rank_cause[k] == DETECT_NOT_RUNNING)
+			decide(w, r, DETECT_RANK, k, &r->rank_run[k], r->rank_off[k] * 1e3,
+			       r->off_median * 1e3, DETECT_NOT_RUNNING);
+		else
 			decide(w, r, DETECT_RANK, k, &r->rank_run[k], r->rank_late[k] * 1e6,
-			       r->rank_median * 1e6);
+			       r->rank_median * 1e6, DETECT_LATE_FIRST);
 	}
 }
 
@@ -245,7 +284,7 @@ static void trace_period(struct weft_watch *w, struct slowdet_root *r, int nl, u
 		n += (size_t)snprintf(line + n, sizeof(line) - n, " r%d=%u/%u/%u/%.1fms%s", k,
 				      s ? s->wait_permille : 0, s ? s->stall_permille : 0,
 				      s ? s->off_permille : 0, r->have[k] ? r->late[k] * 1e3 : -1.0,
-				      r->slow_r[k] ? "!" : "");
+				      r->slow_r[k] || r->slow_off[k] ? "!" : "");
 	}
 	weft_log(WEFT_LOG_TRACE, WEFT_SUB_NET,
 		 "slowdet t=%.3f: %d links; best MB/s; wait/stall/off permille, late:%s",

@@ -84,8 +84,10 @@ int weft_slowdet_slow_hosts(const struct weft_slowdet_link_obs *links, int nlink
 	return found;
 }
 
-int weft_slowdet_late_ranks(const double *late, const bool *have, const bool *skip, int n,
-			    bool *slow, double *median, double *tmp)
+/* The outliers of @p v above its median by @p floor (and 3 scaled MADs,
+ * and twice the median); the median in *median. */
+static int high_outliers(const double *v_in, const bool *have, const bool *skip, int n,
+			 double floor, bool *slow, double *median, double *tmp)
 {
 	memset(slow, 0, (size_t)n * sizeof(*slow));
 	*median = 0;
@@ -93,20 +95,32 @@ int weft_slowdet_late_ranks(const double *late, const bool *have, const bool *sk
 	int m = 0;
 	for (int r = 0; r < n; r++)
 		if (have[r])
-			v[m++] = late[r];
+			v[m++] = v_in[r];
 	if (m < 3)
 		return 0;
 	double med = weft_slowdet_median(v, m);
 	double mad = weft_slowdet_mad(v, m, med, scratch);
 	*median = med;
-	double gap = fmax(WEFT_DETECT_Z * mad, WEFT_DETECT_LATE_S);
+	double gap = fmax(WEFT_DETECT_Z * mad, floor);
 	int found = 0;
 	for (int r = 0; r < n; r++)
-		if (have[r] && !skip[r] && late[r] > med + gap && late[r] > 2 * med) {
+		if (have[r] && !skip[r] && v_in[r] > med + gap && v_in[r] > 2 * med) {
 			slow[r] = true;
 			found++;
 		}
 	return found;
+}
+
+int weft_slowdet_late_ranks(const double *late, const bool *have, const bool *skip, int n,
+			    bool *slow, double *median, double *tmp)
+{
+	return high_outliers(late, have, skip, n, WEFT_DETECT_LATE_S, slow, median, tmp);
+}
+
+int weft_slowdet_off_ranks(const double *off, const bool *have, const bool *skip, int n, bool *slow,
+			   double *median, double *tmp)
+{
+	return high_outliers(off, have, skip, n, WEFT_DETECT_OFF_GAP, slow, median, tmp);
 }
 
 enum weft_slowdet_change weft_slowdet_step(struct weft_slowdet_run *run, bool flagged, uint32_t ops,

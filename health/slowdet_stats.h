@@ -18,8 +18,10 @@
 #define WEFT_DETECT_Z 3.0
 /* ... this factor below it for a host's rate, */
 #define WEFT_DETECT_RATE_FACTOR 2.0
-/* ... and this many seconds above it for a rank's lateness. */
+/* ... and this many seconds above it for a rank's lateness, */
 #define WEFT_DETECT_LATE_S 0.01
+/* ... and this share of the time above it for a rank's time not running. */
+#define WEFT_DETECT_OFF_GAP 0.1
 
 /* One connection's period: from rank src to rank dst. */
 struct weft_slowdet_link_obs {
@@ -57,6 +59,16 @@ int weft_slowdet_slow_hosts(const struct weft_slowdet_link_obs *links, int nlink
  * ranks known). @p tmp holds 2 x n doubles. */
 int weft_slowdet_late_ranks(const double *late, const bool *have, const bool *skip, int n,
 			    bool *slow, double *median, double *tmp);
+
+/* Ranks that did not run: off[r] is the share of the last periods rank
+ * r's process did not run when it asked to (its watch thread woke late:
+ * stopped, or its cores taken), have[r] whether it said; skip[r] as
+ * above. slow[r] is set for the outliers (3 scaled MADs and
+ * WEFT_DETECT_OFF_GAP above the median, and twice it): a machine whose
+ * ranks all starve alike names nobody. *median is the median. Returns how
+ * many (0 with fewer than 3 ranks known). @p tmp holds 2 x n doubles. */
+int weft_slowdet_off_ranks(const double *off, const bool *have, const bool *skip, int n, bool *slow,
+			   double *median, double *tmp);
 
 /* Naming and clearing: a suspect is named after @p confirm periods in a
  * row flagged, and cleared after @p confirm in a row clean. */

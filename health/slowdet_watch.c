@@ -18,12 +18,14 @@
 #include "util/clock.h"
 #include "util/log.h"
 
-/* With WEFT_DEBUG=TRACE for NET (the line that shows it), the watch's
- * thread wakes every TICK_NS while the detector runs: how late it wakes,
- * beyond what poll's millisecond rounds up, is time the process did not
- * run (stopped, or its cores taken by others), whatever its main thread
- * was doing. A diagnostic only (no decision uses it), so without TRACE
- * the thread keeps to the detector's period and sends 0. */
+/* While the detector runs, the watch's thread wakes every TICK_NS: how
+ * late it wakes, beyond what poll's millisecond rounds up, is time the
+ * process did not run (stopped, or its cores taken by others), whatever
+ * its main thread was doing. The thread sleeps in between (100 wake-ups a
+ * second, a few microseconds each), and as it sleeps most of the time the
+ * scheduler runs it soon after it asks: unlike a main thread that spins
+ * on a wait, it is late only when the process is. A rank whose share of
+ * time not running stands out from the job's is named (slowdet_root.c). */
 #define TICK_NS	 10000000ull
 #define SLACK_NS 2000000ull
 
@@ -38,10 +40,6 @@ uint64_t weft_slowdet_next_ns(const struct weft_watch *w)
 /* The thread woke at @p now: its lateness against the tick it asked for. */
 static void ticked(struct weft_slowdet *d, uint64_t now)
 {
-	if (!weft_log_enabled(WEFT_LOG_TRACE, WEFT_SUB_NET)) {
-		d->tick_due = 0;
-		return;
-	}
 	if (d->tick_due && now > d->tick_due + SLACK_NS)
 		d->off_ns += now - d->tick_due - SLACK_NS;
 	if (now >= d->tick_due)
@@ -204,7 +202,7 @@ static bool sample_ok(const struct weft_watch *w, const struct slowdet_sample *s
 static bool verdict_ok(const struct weft_watch *w, const struct slowdet_verdict *v)
 {
 	return (v->kind == DETECT_LINK || v->kind == DETECT_RANK) && v->named <= 1 &&
-	       v->rank >= 0 && v->rank < w->nranks && v->id > 0;
+	       v->cause <= DETECT_NOT_RUNNING && v->rank >= 0 && v->rank < w->nranks && v->id > 0;
 }
 
 bool weft_slowdet_take(struct weft_watch *w, const void *buf, ssize_t len,
@@ -294,12 +292,22 @@ static void say(const struct weft_comm *comm, const struct slowdet_verdict *v, c
 		put(buf, len,
 		    "slow: cleared: %s uplink%s back at %.1f MB/s (the job's median %.1f MB/s)", w,
 		    leaf, v->value / 1e6, v->median / 1e6);
+	else if (v->named && v->cause == DETECT_NOT_RUNNING)
+		put(buf, len,
+		    "slow: %s holds the job up: its process did not run %.0f %% of the time "
+		    "(stopped, or its cores taken), the job's median %.0f %%, for %u operations",
+		    w, v->value / 10.0, v->median / 10.0, v->ops);
 	else if (v->named)
 		put(buf, len,
 		    "slow: %s holds the job up: the ranks it feeds waited %.0f ms on average "
 		    "for its first message of an operation, the job's median %.0f ms, for %u "
 		    "operations",
 		    w, v->value / 1e3, v->median / 1e3, v->ops);
+	else if (v->cause == DETECT_NOT_RUNNING)
+		put(buf, len,
+		    "slow: cleared: %s runs again (not running %.0f %% of the time, the job's "
+		    "median %.0f %%)",
+		    w, v->value / 10.0, v->median / 10.0);
 	else
 		put(buf, len,
 		    "slow: cleared: %s keeps time again (its first messages %.0f ms after the "

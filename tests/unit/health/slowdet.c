@@ -11,9 +11,18 @@
  *    not count; fewer than 3 hosts: nobody;
  *  - a rank whose first messages come far later than the others' is named;
  *    jitter, or a job where everyone is as late, names nobody; a skipped
- *    rank is never named;
+ *    rank is never named; so is a rank whose process did not run far
+ *    more of the time than the others' (stopped), and not one on a
+ *    machine where every rank starves alike;
  *  - naming takes WEFT_DETECT_CONFIRM flagged periods in a row, clearing
  *    as many clean ones, and an interruption starts the count again;
+ *  - the driving thread's accounting (weft_slowdet_waited, _first) on a
+ *    communicator made by hand: a gap in the wait loop that the rank
+ *    slept on purpose (core/wait.c's slept_ns) is a wait on the peer, one
+ *    it did not run (a stop, here a sleep that slept_ns does not count) a
+ *    stall; a first message seen after the rank itself stalled is not
+ *    held against its sender (the stopped rank's upstream neighbour was
+ *    named instead of it), one it slept waiting for is;
  *  - datagrams: unsigned, from another address, of another communicator,
  *    replayed, a sample to a rank other than 0, a verdict from a rank
  *    other than 0, links naming no rank: dropped; a good verdict is kept
@@ -22,13 +31,18 @@
 #include <check.h>
 #include <math.h>
 #include <netinet/in.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "core/comm.h"
+#include "core/task.h"
 #include "core/watch_int.h"
 #include "health/slowdet_int.h"
 #include "health/slowdet_stats.h"
 #include "tests/lib/watch_double.h"
+#include "util/clock.h"
 
 START_TEST(median_and_mad)
 {
@@ -142,6 +156,32 @@ START_TEST(late_rank_named)
 }
 END_TEST
 
+START_TEST(stopped_rank_named)
+{
+	/* Rank 2 stopped 50 ms in every 120 (its process did not run 38 % of
+	 * the time, as the watch thread's lateness says); the others 1-5 %
+	 * (figures from fabric/test_detect's TRACE lines). */
+	double off[] = {0.013, 0.006, 0.380, 0.029}, tmp[8], median;
+	bool have[] = {1, 1, 1, 1}, skip[4] = {0}, slow[4];
+	ck_assert_int_eq(weft_slowdet_off_ranks(off, have, skip, 4, slow, &median, tmp), 1);
+	ck_assert(slow[2] && !slow[0] && !slow[1] && !slow[3]);
+	ck_assert(fabs(median - 0.021) < 1e-9);
+	skip[2] = true;
+	ck_assert_int_eq(weft_slowdet_off_ranks(off, have, skip, 4, slow, &median, tmp), 0);
+	skip[2] = false;
+	/* A busy machine: every rank starved alike (30-45 %): nobody. */
+	double busy[] = {0.30, 0.45, 0.38, 0.33};
+	ck_assert_int_eq(weft_slowdet_off_ranks(busy, have, skip, 4, slow, &median, tmp), 0);
+	/* One rank starved a little more than the others (by less than 10
+	 * points of the time): jitter, nobody. */
+	double jitter[] = {0.02, 0.03, 0.11, 0.02};
+	ck_assert_int_eq(weft_slowdet_off_ranks(jitter, have, skip, 4, slow, &median, tmp), 0);
+	/* Fewer than 3 ranks said: nobody. */
+	bool two[] = {1, 0, 1, 0};
+	ck_assert_int_eq(weft_slowdet_off_ranks(off, two, skip, 4, slow, &median, tmp), 0);
+}
+END_TEST
+
 START_TEST(confirm_and_clear)
 {
 	struct weft_slowdet_run run = {0};
@@ -195,6 +235,79 @@ static struct slowdet_msg verdict_msg(const struct weft_watch *w, int from, uint
 	weft_mac(&w->key, &m, offsetof(struct slowdet_msg, mac), m.mac);
 	return m;
 }
+
+/* ---- the driving thread's accounting ---- */
+
+#define MS 1000000ull
+
+static void pause_ms(unsigned ms)
+{
+	struct timespec t = {0, (long)ms * 1000000};
+	nanosleep(&t, NULL);
+}
+
+static void slept(struct weft_comm *c, unsigned ms)
+{
+	atomic_fetch_add(&c->wait.slept_ns, (uint64_t)ms * MS);
+	pause_ms(ms);
+}
+
+START_TEST(stalls_are_not_lateness)
+{
+	struct weft_comm *c = calloc(1, sizeof(*c));
+	ck_assert_ptr_nonnull(c);
+	c->nranks = 3;
+	setenv("WEFT_DETECT", "1", 1);
+	ck_assert_int_eq(weft_slowdet_init(c), WEFT_SUCCESS);
+	struct weft_slowdet *d = c->slowdet;
+	ck_assert_ptr_nonnull(d);
+	struct weft_task t = {.comm = c, .waiting_for = 1};
+
+	/* Waiting on rank 1, asleep on purpose 30 ms: a wait, and its first
+	 * message 30 ms late is held against it. */
+	t.started_ns = weft_now_ns();
+	uint64_t last = t.started_ns;
+	weft_slowdet_waited(c, &t, &last);
+	slept(c, 30);
+	weft_slowdet_waited(c, &t, &last);
+	weft_slowdet_first(&t, 1);
+	uint64_t wait1 = weft_counter_get(&d->pub.wait_ns);
+	ck_assert_uint_ge(wait1, 30 * MS);
+	ck_assert_uint_ge(weft_counter_get(&d->pub.wait_on[1]), 30 * MS);
+	ck_assert_uint_eq(weft_counter_get(&d->pub.stall_ns), 0);
+	ck_assert_uint_ge(weft_counter_get(&d->pub.late_ns[1]), 30 * MS);
+	ck_assert_uint_eq(weft_counter_get(&d->pub.late_n[1]), 1);
+
+	/* The next operation: this rank stopped 40 ms in its wait (a gap that
+	 * no sleep covers), the loop saw it; then rank 2's first message:
+	 * the stop is not rank 2's lateness, and it is a stall, not a wait. */
+	t.started_ns = weft_now_ns();
+	last = t.started_ns;
+	weft_slowdet_waited(c, &t, &last);
+	pause_ms(40);
+	weft_slowdet_waited(c, &t, &last);
+	weft_slowdet_first(&t, 2);
+	ck_assert_uint_ge(weft_counter_get(&d->pub.stall_ns), 40 * MS);
+	ck_assert_uint_lt(weft_counter_get(&d->pub.wait_ns) - wait1, 10 * MS);
+	ck_assert_uint_lt(weft_counter_get(&d->pub.late_ns[2]), 10 * MS);
+	ck_assert_uint_eq(weft_counter_get(&d->pub.late_n[2]), 1);
+
+	/* Stopped again, and the first message is taken before the loop looks
+	 * again (the engine's progress comes first): not held against rank 2
+	 * either. */
+	t.started_ns = weft_now_ns();
+	last = t.started_ns;
+	weft_slowdet_waited(c, &t, &last);
+	pause_ms(40);
+	weft_slowdet_first(&t, 2);
+	ck_assert_uint_lt(weft_counter_get(&d->pub.late_ns[2]), 20 * MS);
+	ck_assert_uint_eq(weft_counter_get(&d->pub.late_n[2]), 2);
+
+	weft_slowdet_fini(c);
+	unsetenv("WEFT_DETECT");
+	free(c);
+}
+END_TEST
 
 START_TEST(datagrams)
 {
@@ -274,7 +387,9 @@ int main(void)
 	tcase_add_test(tc, throttled_host_named);
 	tcase_add_test(tc, healthy_jobs_name_nobody);
 	tcase_add_test(tc, late_rank_named);
+	tcase_add_test(tc, stopped_rank_named);
 	tcase_add_test(tc, confirm_and_clear);
+	tcase_add_test(tc, stalls_are_not_lateness);
 	tcase_add_test(tc, datagrams);
 	tcase_add_test(tc, sample_to_root_checked);
 	suite_add_tcase(s, tc);

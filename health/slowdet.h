@@ -10,8 +10,14 @@
  *    for data still shows what its path can carry when it has some, and
  *    a slow receiver does not make its path look slow;
  *  - how much of its time the rank spends blocked in Weft waiting for
- *    peers (the wait loop's own iterations; gaps in them, when the
- *    process did not run, counted apart as stalls).
+ *    peers (the wait loop's own iterations; gaps in them that the rank
+ *    did not sleep on purpose, when the process did not run, counted
+ *    apart as stalls);
+ *  - how late each peer's first message of an operation came (less the
+ *    time this rank itself did not run meanwhile);
+ *  - the share of the time the process did not run when it asked to: the
+ *    watch's thread wakes every 10 ms and adds up how late it woke
+ *    (slowdet_watch.c).
  *
  * What carries it: the watch's UDP socket (core/watch.h), at a period of
  * its own, WEFT_DETECT_PERIOD (0.2 s): every rank sends rank 0 one
@@ -29,11 +35,13 @@
  *    hosts, median and MAD of the logarithms, at least 2x below the median
  *    and 3 scaled MADs (a throttled NIC slows every connection through it;
  *    a slow peer elsewhere slows only one of a host's connections);
- *  - a rank is slow when its first messages of an operation reach the
- *    ranks it feeds late, far later than the job's median (median and MAD
- *    again, at least 10 ms and twice the median): late arrivals, a
- *    CPU-starved or stopped process; not named when its host's uplink is
- *    (the link explains it);
+ *  - a rank holds the job up when its process did not run far more of
+ *    the time than the job's median (median and MAD again, at least 10
+ *    points and twice the median: stopped, or starved of CPU alone), or
+ *    when its first messages of an operation reach the ranks it feeds far
+ *    later than the job's median (at least 10 ms and twice the median: it
+ *    calls late); not named when its host's uplink is (the link explains
+ *    it);
  *  - either for WEFT_DETECT_CONFIRM periods in a row before it is named,
  *    and as many clean ones before it is cleared.
  * Named: a WARN line on every rank ("slow: rank 1 (h3, 10.77.5.13) uplink

@@ -125,6 +125,9 @@ TEST_SCRIPTS := $(wildcard tests/programs/test_*.sh) tests/fabric/test_fabric_to
 TOOLS := $(BUILD)/weft-topo $(BUILD)/weft-run
 # What a libfabric provider streams on its own (the ofi transport's yardstick).
 OFI_STREAM := $(BUILD)/ofi_stream
+# Defined before the perf target names them (a prerequisite expands where read).
+SHRINK_BENCH := $(BUILD)/shrink_bench
+STEP_TIME := $(BUILD)/step_time
 
 # The test double for libibverbs (tests/lib/fake_ibverbs/), which the verbs
 # tests load through WEFT_IBVERBS_LIB; FAKE_EXPORT marks what it exports.
@@ -166,7 +169,7 @@ lib: $(BUILD)/libweft.so $(BUILD)/libweft.a $(LAUNCH_LIB)
 PERF_LIMITS := $(BUILD)/copy_limit $(BUILD)/tcp_limit $(BUILD)/connect_probe $(BUILD)/c2c_latency
 # A stranger at the listeners, for perf/bench_flood.sh: libc only.
 FLOOD := $(BUILD)/flood
-perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF) $(PERF_LIMITS) $(OFI_STREAM) $(FLOOD) $(SHRINK_BENCH)
+perf: $(PERF_PROGS) $(MPI_PERF) $(MPICH_PERF) $(PERF_LIMITS) $(OFI_STREAM) $(FLOOD) $(SHRINK_BENCH) $(STEP_TIME)
 tests: $(TEST_PROGS) $(FAKE_IBV)
 
 $(BUILD)/obj/%.o: %.c
@@ -228,10 +231,14 @@ $(BUILD)/c2c_latency: perf/c2c_latency.c perf/limit_args.h $(BUILD)/obj/util/par
 
 # A job that loses ranks and goes on (perf/bench_shrink.sh, the fabric's
 # and Slurm's shrink tests).
-SHRINK_BENCH := $(BUILD)/shrink_bench
 $(SHRINK_BENCH): perf/shrink_bench.c $(BUILD)/libweft.so $(LAUNCH_LIB)
 	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $< $(LAUNCH_LIB) -L$(BUILD) -lweft \
 		-Wl,-rpath,'$$ORIGIN' $(SANITIZE)
+
+# A training loop's calls timed one by one (perf/bench_failover.sh; with -k
+# every call checked: tests/fabric/test_failover.sh).
+$(STEP_TIME): perf/step_time.c $(BUILD)/libweft.so
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $< -L$(BUILD) -lweft -Wl,-rpath,'$$ORIGIN' $(SANITIZE)
 
 # Descriptors per rank by connection mode (perf/connect_scale runs it).
 $(BUILD)/connect_probe: perf/connect_probe.c $(BUILD)/libweft.so $(LAUNCH_LIB)
@@ -384,7 +391,7 @@ unexport SLURM_TOPOLOGY_ADDR SLURM_TOPOLOGY_ADDR_PATTERN
 # failures' logs and the closing "N passed, N failed, N skipped").
 # The fabric tests need root, ip, tc and lldpd (the Slurm one also slurm-wlm
 # and munge); they exit 77 (skipped) otherwise.
-test: lint tests $(PERF_PROGS) $(PERF_LIMITS) $(SHRINK_BENCH) $(TOOLS) $(if $(HAVE_TORCH),$(PY_EXT))
+test: lint tests $(PERF_PROGS) $(PERF_LIMITS) $(SHRINK_BENCH) $(STEP_TIME) $(TOOLS) $(if $(HAVE_TORCH),$(PY_EXT))
 	@tests/run --build $(BUILD) $(TEST_RUNS)
 
 # The house rules that a compiler does not check: file and function sizes

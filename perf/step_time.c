@@ -3,7 +3,7 @@
  * perf/bench_congestion.sh --mode pacing (which builds it against build/libweft.so).
  *
  *   step_time [-c allreduce|alltoall] [-s BYTES] [-n CALLS] [-t SECONDS]
- *             [-o FILE] [-w FILE] [-x FILE] [-p PERIOD]
+ *             [-o FILE] [-w FILE] [-x FILE] [-p PERIOD] [-k]
  *
  * Every rank runs the collective on BYTES (per rank) until CALLS calls or
  * SECONDS have passed, or (-x) FILE exists (rank 0 decides; every 16
@@ -13,7 +13,13 @@
  * training step's compute between calls): the job then offers the same
  * load whatever its latency, where a closed loop would send more the
  * faster its calls return. Each call is polled with
- * weft_test and a 20 us nap (run() says why). Rank 0 prints one line:
+ * weft_test and a 20 us nap (run() says why). With -k (allreduce only)
+ * every call's input is a pattern of the rank, the call's number and the
+ * element's index, and its result is checked element by element before
+ * the next (not timed): a fragment placed at the wrong offset, left from
+ * an earlier call, or reduced twice shows; the first wrong call ends the
+ * run with "step_time: rank R: call K: N wrong values ..." and exit 1
+ * (tests/fabric/test_failover.sh). Rank 0 prints one line:
  *   calls N bytes B seconds S busbw GBPS p50_us X p99_us Y max_us Z
  * (busbw as nccl-tests: 2(n-1)/n for allreduce; for alltoall, BYTES is
  * each block and S the whole array of n blocks, times (n-1)/n),
@@ -22,6 +28,7 @@
  * of all the fabric's namespaces share), so that another job's throughput
  * can be taken over exactly this job's run.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +50,7 @@ static int cmp(const void *a, const void *b)
 }
 
 struct opts {
-	int alltoall;
+	int alltoall, check;
 	size_t bytes;
 	long calls;
 	double seconds, period;
@@ -52,9 +59,9 @@ struct opts {
 
 static int parse(int argc, char **argv, struct opts *o)
 {
-	*o = (struct opts){0, 64 << 10, 1000, 60, 0, NULL, NULL, NULL};
+	*o = (struct opts){0, 0, 64 << 10, 1000, 60, 0, NULL, NULL, NULL};
 	int c;
-	while ((c = getopt(argc, argv, "c:s:n:t:o:w:x:p:")) != -1) {
+	while ((c = getopt(argc, argv, "c:s:n:t:o:w:x:p:k")) != -1) {
 		switch (c) {
 		case 'c': o->alltoall = strcmp(optarg, "alltoall") == 0; break;
 		case 's': o->bytes = strtoull(optarg, NULL, 0); break;
@@ -64,10 +71,46 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'w': o->when = optarg; break;
 		case 'x': o->stop = optarg; break;
 		case 'p': o->period = strtod(optarg, NULL); break;
+		case 'k': o->check = 1; break;
 		default: return -1;
 		}
 	}
-	return o->bytes >= 8 && o->calls > 0 && o->period >= 0 ? 0 : -1;
+	bool ok = o->bytes >= 8 && o->calls > 0 && o->period >= 0;
+	return ok && !(o->check && o->alltoall) ? 0 : -1;
+}
+
+/* The -k pattern: small integers, so that every sum is exact in float,
+ * with a prime period (65521 elements) that no fragment size divides and
+ * a shift per call. Rank r's element i of call k is (r + 1) * v(i, k); the
+ * sum over n ranks is n (n + 1) / 2 * v(i, k), below 2^24 up to 64 ranks. */
+#define CHECK_PERIOD 65521u
+static float check_value(size_t i, long call)
+{
+	return (float)((i * 7u + (size_t)call * 13u) % CHECK_PERIOD);
+}
+
+static void check_fill(float *src, size_t count, long call, int rank)
+{
+	for (size_t i = 0; i < count; i++)
+		src[i] = (float)(rank + 1) * check_value(i, call);
+}
+
+/* 0, or 1 after saying what call @p call got wrong. */
+static int check_result(const float *dst, size_t count, long call, int rank, int nranks)
+{
+	const float scale = (float)(nranks * (nranks + 1) / 2);
+	size_t wrong = 0, first = 0;
+	for (size_t i = 0; i < count; i++)
+		if (dst[i] != scale * check_value(i, call) && wrong++ == 0)
+			first = i;
+	if (!wrong)
+		return 0;
+	fprintf(stderr,
+		"step_time: rank %d: call %ld: %zu wrong values of %zu (first at element %zu: %g, "
+		"expected %g)\n",
+		rank, call, wrong, count, first, (double)dst[first],
+		(double)(scale * check_value(first, call)));
+	return 1;
 }
 
 static void write_when(const char *path, const double *start, const double *lat, long n)
@@ -119,7 +162,8 @@ int main(int argc, char **argv)
 	struct opts o;
 	if (parse(argc, argv, &o) != 0) {
 		fprintf(stderr, "usage: step_time [-c allreduce|alltoall] [-s BYTES] [-n CALLS] "
-				"[-t SECONDS] [-o FILE] [-w FILE] [-x FILE] [-p PERIOD]\n");
+				"[-t SECONDS] [-o FILE] [-w FILE] [-x FILE] [-p PERIOD] [-k]\n"
+				"  (-k checks every call: allreduce only)\n");
 		return 2;
 	}
 	weft_comm_t comm;
@@ -143,7 +187,8 @@ int main(int argc, char **argv)
 	double t0 = now_s();
 	int64_t stop = 0;
 	long every = o.stop ? 1 : 16;
-	while (st == WEFT_SUCCESS && n < o.calls && !stop) {
+	int wrong = 0;
+	while (st == WEFT_SUCCESS && !wrong && n < o.calls && !stop) {
 		double due = n ? start[n - 1] + o.period : 0, t;
 		while ((t = now_s()) < due) {
 			double left = due - t;
@@ -151,10 +196,14 @@ int main(int argc, char **argv)
 					      (long)((left - (double)(time_t)left) * 1e9)};
 			nanosleep(&ts, NULL);
 		}
+		if (o.check)
+			check_fill((float *)src, o.bytes / 4, n, rank);
 		st = run(&o, src, dst, comm);
 		start[n] = t;
 		lat[n++] = now_s() - t;
-		if (st == WEFT_SUCCESS && n % every == 0) {
+		if (st == WEFT_SUCCESS && o.check)
+			wrong = check_result((const float *)dst, o.bytes / 4, n - 1, rank, nranks);
+		if (st == WEFT_SUCCESS && !wrong && n % every == 0) {
 			stop = rank == 0 &&
 			       (now_s() - t0 >= o.seconds || (o.stop && access(o.stop, F_OK) == 0));
 			st = weft_broadcast(&stop, &stop, 1, WEFT_INT64, 0, comm);
@@ -165,12 +214,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "step_time: rank %d: %s\n", rank, weft_comm_last_error(comm));
 	else if (rank == 0 && o.when)
 		write_when(o.when, start, lat, n);
-	if (st == WEFT_SUCCESS && rank == 0)
+	if (st == WEFT_SUCCESS && !wrong && rank == 0)
 		report(&o, lat, n, secs, nranks);
 	weft_comm_destroy(comm);
 	free(start);
 	free(lat);
 	free(src);
 	free(dst);
-	return st == WEFT_SUCCESS ? 0 : 1;
+	return st == WEFT_SUCCESS && !wrong ? 0 : 1;
 }

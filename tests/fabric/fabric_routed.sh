@@ -7,9 +7,10 @@
 # gateway .1 on the leaf's br0) and one routed uplink to each spine
 # (upS in the leaf, swpL in spine S, 172.(15+S).L.0/30: .1 the leaf, .2 the
 # spine). A leaf reaches every other leaf's hosts by a multipath route
-# with one next hop per spine, hashed on L4 (fib_multipath_hash_policy=1:
-# addresses, protocol and ports), so two TCP connections between the same
-# two hosts take different spines when their source ports hash apart. Each
+# with one next hop per spine, hashed on L4 (fib_multipath_hash_policy=3:
+# addresses, protocol and ports; routed_ns says why), so two TCP
+# connections between the same two hosts take different spines when their
+# source ports hash apart. Each
 # spine routes each leaf's /24 down its link. Uplinks are shaped per spine
 # (--spine-rate R, or R1,R2,... one per spine) in both directions; with
 # --ecn-mark the leaves mark on their uplinks and the spines on their
@@ -17,12 +18,23 @@
 # Records as fabric.sh, plus: spine NAME NS, and one uplink line per
 # (leaf, spine): uplink leafL LEAFNS upS SPINENS swpL RATE.
 
+# ECMP as a switch does it: a hash of the 5-tuple in the packet's headers
+# (policy 3, fields 0x37: addresses, protocol, ports; Linux 5.12+). Policy
+# 1 takes the hash the sending socket put on the packet when there is one
+# (skb->l4_hash, which survives the veth), and the kernel draws a socket a
+# new one at each retransmission timeout (net.core.txrehash): TCP then
+# re-paths itself after an RTO, which no switch hashing headers does (a
+# connection with every segment lost on one spine came back on the other
+# after 1.5 s, with Weft's failover off). Older kernels keep policy 1.
 routed_ns() {
 	local ns=$1
 	new_ns "$ns"
 	ip netns exec "$ns" sysctl -qw net.ipv4.ip_forward=1 net.ipv4.conf.all.rp_filter=0 \
-		net.ipv4.conf.default.rp_filter=0 net.ipv4.fib_multipath_hash_policy=1 ||
-		die "routing sysctls in $ns"
+		net.ipv4.conf.default.rp_filter=0 || die "routing sysctls in $ns"
+	ip netns exec "$ns" sysctl -qw net.ipv4.fib_multipath_hash_fields=0x37 \
+		net.ipv4.fib_multipath_hash_policy=3 2>/dev/null ||
+		ip netns exec "$ns" sysctl -qw net.ipv4.fib_multipath_hash_policy=1 ||
+		die "multipath hash policy in $ns"
 }
 
 # build_routed LEAVES HOSTS_PER_LEAF SPINES X RATES (RATES: "" or R or R1,R2,...)

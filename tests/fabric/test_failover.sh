@@ -33,11 +33,15 @@
 #   dead      4 sub-flows, WEFT_PEER_DEAD=1, WEFT_TIMEOUT=5
 #             (FAILOVER_DEAD_TIMEOUT): both spines blackholed a second in and
 #             kept dark: both ranks fail within FAILOVER_DEAD_BOUND s
-#             (default 12) of the blackhole, each naming the other: at least
-#             one as unreachable with its dark sub-flows (the failover's
-#             verdict); the other may be a rank whose sends were all
-#             acknowledged when the paths went dark (nothing in flight,
-#             nothing to see stalled), which fails at WEFT_TIMEOUT naming it
+#             (default 12) of the blackhole, each naming the other: at
+#             least one as unreachable with its dark sub-flows (the
+#             failover's verdict). A rank whose sends were all acknowledged
+#             when the paths went dark has nothing in flight; it probes its
+#             quiet sockets while a receive waits and so finds them dark
+#             too (unit/transports/failover receiver_dark), but about one
+#             run in 14 such a rank still failed at WEFT_TIMEOUT (cause not
+#             found yet), naming the peer: that is accepted for one rank,
+#             with a NOTE line
 # Every job but dead must exit 0 with every call exact (step_time -k stops
 # at the first wrong one and exits 1; its input changes with every call, so
 # a fragment reduced twice, placed wrong or left from an earlier call
@@ -254,16 +258,15 @@ step_flap() {
 	echo "ok: flap: every call completed exact (no fragment reached the user twice)"
 }
 
-# The rank of dead.R.err that names PEER: "peer rank PEER (host) is
-# unreachable: every path to it dark ... (sub-flow N dark ...)" (the
-# failover's verdict), or the timeout's verdict naming it.
+# Does rank R's dead.R.err name PEER: "peer rank PEER (host) is
+# unreachable: every path to it dark ... (sub-flow N dark ...)"?
 names_dark() { grep -q "peer rank $2 (.*) is unreachable: every path to it dark for .* (sub-flow [0-9] dark" "$OUT/dead.$1.err"; }
 names_late() { grep -q "no progress for .* waiting for rank $2; verdict: rank $2 " "$OUT/dead.$1.err"; }
 
 step_dead() {
 	local t0 t1 r other ns st=0 secs dark=0
 	FABRIC_JOB_TIMEOUT=$((DEAD_BOUND + 20)) fabric_run_job "$OUT" dead 29605 WEFT_TRANSPORTS=socket \
-		WEFT_SOCKET_NSOCKS=4 WEFT_REPATH=stall WEFT_PEER_DEAD=1 WEFT_TIMEOUT="$DEAD_TIMEOUT" -- \
+		WEFT_SOCKET_NSOCKS=4 WEFT_REPATH=stall WEFT_PEER_DEAD=1 WEFT_TIMEOUT="$DEAD_TIMEOUT" WEFT_DEBUG=INFO -- \
 		"$BUILD/step_time" -s 16777216 -k -n 1000000 -t 600 >&2 &
 	local jobpid=$!
 	sleep 1
@@ -280,7 +283,9 @@ step_dead() {
 		other=$((1 - r))
 		if names_dark "$r" "$other"; then
 			dark=$((dark + 1))
-		elif ! names_late "$r" "$other"; then
+		elif names_late "$r" "$other"; then
+			echo "NOTE: dead: rank $r failed at WEFT_TIMEOUT naming rank $other, not its dark paths"
+		else
 			tail -n 5 "$OUT/dead.$r.err" | sed 's/^/#   /'
 			fail "dead: rank $r does not name peer rank $other"
 		fi
@@ -296,5 +301,5 @@ for step in $STEPS; do
 	"step_$step"
 	echo "# $step: $(echo "$(date +%s.%N) - $t" | bc) s"
 done
-rm -rf "$OUT"
+[ -n "${FAILOVER_KEEP:-}" ] || rm -rf "$OUT"
 echo "PASS: failover"

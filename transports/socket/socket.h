@@ -279,6 +279,7 @@ struct weft_sock_health {
 	unsigned hot_rounds, slow_rounds;
 	double moved_at;
 	double asked_at;     /* acceptor: when it last asked for a replacement */
+	double probed_at;    /* when a quiet socket under a waiting receive was probed */
 	bool draining;	     /* takes no new frames: being moved */
 	bool parked;	     /* not in use, and not to be replaced (the spare probe slot) */
 	bool parked_pending; /* to be parked once its peer closes it */

@@ -58,6 +58,7 @@
 #define STALL_ONE_SEGMENT_S 0.25
 #define STALL_RTTS	    4
 #define ASK_AGAIN_MIN_S	    50e-3
+#define PROBE_QUIET_S	    0.25
 
 bool weft_tp_socket_usable(const struct weft_sock_conn *c, unsigned s)
 {
@@ -206,6 +207,27 @@ static void ask_replacement(struct weft_sock_conn *c, unsigned s, double now)
 	c->repath_mask |= 1u << s;
 }
 
+/* A rank that only waits to receive has nothing in flight, so its kernel
+ * has nothing to see stalled: with every path dark (the peer's sends and
+ * its requests for new sockets all lost) it would wait for WEFT_TIMEOUT
+ * and name no path. So while a receive waits on @p c and slot @p s has
+ * neither sent nor received anything for PROBE_QUIET_S (and not probed
+ * since), it writes a control frame (its acknowledgements, useful
+ * anyway): the peer's kernel acknowledges it even while the peer computes,
+ * and a dark path leaves it unacknowledged, which the check below sees as
+ * a stall (the bound for one segment, 250 ms). A long wait on a live peer
+ * costs one small frame per socket every PROBE_QUIET_S. */
+static void probe_quiet(struct weft_sock_conn *c, unsigned s, const struct tcp_info *ti, double now)
+{
+	struct weft_sock_health *h = &c->sock[s].h;
+	if (!c->recvq.q.head || ti->tcpi_unacked || weft_tp_socket_tx_busy(c, s) ||
+	    ti->tcpi_last_data_recv < PROBE_QUIET_S * 1e3 ||
+	    ti->tcpi_last_data_sent < PROBE_QUIET_S * 1e3 || now - h->probed_at < PROBE_QUIET_S)
+		return;
+	h->probed_at = now;
+	weft_tp_socket_ctl(c, s, WEFT_SOCK_CTL_ACK, 0, 0, 0);
+}
+
 /* One look at slot @p s's kernel: stalled? */
 static void check_slot(struct weft_sock_conn *c, unsigned s, double now)
 {
@@ -213,6 +235,7 @@ static void check_slot(struct weft_sock_conn *c, unsigned s, double now)
 	struct tcp_info ti;
 	if (c->sc->io->tcp_info(sk->fd, &ti) != 0)
 		return;
+	probe_quiet(c, s, &ti, now);
 	struct weft_sock_health *h = &sk->h;
 	/* Nothing was in flight at the last check: what is now was sent since,
 	 * so its clock starts now, not at that check (which may be long ago:

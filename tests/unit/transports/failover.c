@@ -22,7 +22,9 @@
  * the integration suites: a resent frame queued behind a later message's
  * on the socket the peer had stopped at (resend_order), and a late
  * original taking a fragment over from its resent copy (late_original,
- * with frames written straight into the sockets).
+ * with frames written straight into the sockets). And a rank that only
+ * waits to receive when every path goes dark (receiver_dark): it has
+ * nothing in flight, and fails naming the peer within WEFT_PEER_DEAD.
  */
 #define _GNU_SOURCE
 #include <check.h>
@@ -57,7 +59,7 @@ struct flow { /* one direction of one socket, by the writer's fd */
 	char *held;
 	size_t nheld;
 	uint64_t written, delivered;
-	double last_delivery, dark_at;
+	double last_delivery, dark_at, last_write;
 	uint64_t other_acked; /* dark: what the other direction had delivered then */
 };
 
@@ -84,7 +86,8 @@ static struct flow *flow(int fd)
 
 static void track(int fd)
 {
-	flows[fd] = (struct flow){.used = true, .fd = fd, .last_delivery = now_s()};
+	flows[fd] =
+	    (struct flow){.used = true, .fd = fd, .last_delivery = now_s(), .last_write = now_s()};
 }
 
 static int fake_socket(int domain, int type, int protocol)
@@ -92,6 +95,12 @@ static int fake_socket(int domain, int type, int protocol)
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) != 0)
 		return -1;
+	if (sv[0] >= MAX_FD || sv[1] >= MAX_FD) { /* beyond the fake's tables */
+		close(sv[0]);
+		close(sv[1]);
+		errno = EMFILE;
+		return -1;
+	}
 	peer_of[sv[0]] = sv[1];
 	peer_of[sv[1]] = sv[0];
 	track(sv[0]);
@@ -104,9 +113,18 @@ static uint16_t port_of(const struct sockaddr *a)
 	return ntohs(((const struct sockaddr_in *)a)->sin_port);
 }
 
+/* Set: every new connection fails as one over a dark path would. */
+static bool connects_dark;
+
 static int fake_connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	uint16_t port = port_of(addr);
+	if (connects_dark) { /* nobody will accept the other end */
+		flows[peer_of[fd]] = (struct flow){0};
+		close(peer_of[fd]);
+		errno = EHOSTUNREACH;
+		return -1;
+	}
 	for (int i = 0; i < 2; i++)
 		if (queues[i].port == port && queues[i].n < 64) {
 			queues[i].fds[queues[i].n++] = peer_of[fd];
@@ -165,6 +183,8 @@ static ssize_t fake_sendmsg(int fd, const struct msghdr *mh, int flags)
 {
 	struct flow *f = flow(fd);
 	pump(); /* what came back first goes first */
+	if (f)
+		f->last_write = now_s();
 	if (!f || (!f->dark && !f->nheld)) {
 		ssize_t n = sendmsg(fd, mh, flags);
 		if (n > 0 && f) {
@@ -225,6 +245,8 @@ static int fake_tcp_info(int fd, struct tcp_info *ti)
 	else if (f->dark)
 		quiet = now_s() - f->last_delivery;
 	ti->tcpi_last_ack_recv = (uint32_t)(quiet * 1e3);
+	ti->tcpi_last_data_sent = (uint32_t)((now_s() - f->last_write) * 1e3);
+	ti->tcpi_last_data_recv = back ? (uint32_t)((now_s() - back->last_delivery) * 1e3) : 0;
 	return 0;
 }
 
@@ -313,9 +335,14 @@ static void env_explain(void *ctx, uint64_t sent, uint64_t want, int peer, char 
 	buf[0] = '\0';
 }
 
+/* The watch's silence: 0, it always hears the peer and nothing is declared
+ * dead; -1, no watch (receiver_dark). WEFT_PEER_DEAD for setup. */
+static double watch_silence;
+static const char *peer_dead = "30";
+
 static double env_silence(void *ctx, int peer)
 {
-	return 0; /* the watch always hears the peer: nothing is declared dead */
+	return watch_silence;
 }
 
 static struct weft_sock_comm *sc_of(int r)
@@ -346,7 +373,7 @@ static void setup(unsigned nsocks, const char *spray, const char *stall)
 	if (!getenv("FO_CHUNK"))
 		setenv("WEFT_SOCKET_CHUNK", "4K", 1);
 	setenv("WEFT_REPATH", "stall", 1);
-	setenv("WEFT_PEER_DEAD", "30", 1);
+	setenv("WEFT_PEER_DEAD", peer_dead, 1);
 	if (stall)
 		setenv("WEFT_PATH_STALL", stall, 1);
 	else
@@ -398,6 +425,9 @@ static void teardown(void)
 		if (ends[r].tp)
 			ends[r].tp->ops->life.fini(ends[r].tp);
 	weft_sock_io_default = &weft_sock_io_kernel;
+	connects_dark = false;
+	watch_silence = 0;
+	peer_dead = "30";
 }
 
 /* The flow rank @p r writes on slot @p s. */
@@ -766,6 +796,41 @@ START_TEST(test_late_original)
 }
 END_TEST
 
+START_TEST(test_receiver_dark)
+{
+	/* Rank 1 waits to receive; rank 0 sends nothing (it computes). Then
+	 * every path goes dark both ways and no new connection gets through,
+	 * with no watch to ask: rank 1 has nothing in flight, so only its
+	 * probes of quiet sockets show the paths dead, and it must fail
+	 * within WEFT_PEER_DEAD (1 s) and a few stall bounds, naming rank 0
+	 * and the dark sub-flows, not wait for WEFT_TIMEOUT. */
+	peer_dead = "1";
+	watch_silence = -1;
+	setup(2, _i ? "adaptive" : "rr", "0.05");
+	uint64_t got = 0;
+	struct weft_msg r = {.buf = &got, .len = 8, .tag = 3};
+	ck_assert_int_eq(weft_tp_socket_irecv(ends[1].conn, &r), WEFT_SUCCESS);
+	for (int k = 0; k < 100; k++)
+		progress_both();
+	for (int rk = 0; rk < 2; rk++)
+		for (unsigned s = 0; s < conn_of(rk)->sc->nslots; s++)
+			if (out_flow(rk, s))
+				go_dark(out_flow(rk, s), true);
+	connects_dark = true;
+	double t0 = now_s();
+	while (!r.done && now_s() - t0 < 6)
+		progress_both();
+	ck_assert_msg(r.done, "the receive still waits after 6 s (rank 1: %llu failovers)",
+		      (unsigned long long)conn_of(1)->st.failovers);
+	ck_assert_int_ne(r.status, WEFT_SUCCESS);
+	ck_assert_msg(
+	    strstr(ends[1].err, "peer rank 0 (a) is unreachable: every path to it dark") &&
+		strstr(ends[1].err, "(sub-flow 0 dark"),
+	    "rank 1 failed with \"%s\"", ends[1].err);
+	teardown();
+}
+END_TEST
+
 static void add(Suite *s, const char *name, const TTest *t)
 {
 	TCase *tc = tcase_create(name);
@@ -782,6 +847,7 @@ static Suite *failover_suite(void)
 	add(s, "duplicate_race", test_duplicate_race);
 	add(s, "ack_lost", test_ack_lost);
 	add(s, "chaos", test_chaos);
+	add(s, "receiver_dark", test_receiver_dark);
 	TCase *tc = tcase_create("resend_order");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_resend_order);

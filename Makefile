@@ -352,30 +352,40 @@ GATE_SHM := allreduce allgather broadcast reduce
 # (how a rank sleeps does not depend on the algorithm that waits) and the
 # non-blocking mixes over shm and TCP, and AllReduce across fake hosts (every
 # forced algorithm, rail's network stage included) sleeping at once.
-RERUNS := $(call over,$(COLLS),socket,WEFT_GATE=one) \
-	$(call over,$(GATE_SHM),shm,WEFT_GATE=one) \
-	$(call over,nonblocking,shm socket,WEFT_GATE=one+$(MIXED)) \
+# What these settings change does not depend on how many ranks a job has,
+# only on its shape, so a rerun runs each case's jobs of 2, 3 and 4 ranks
+# (a pair; an odd count, where halving and doubling, Bruck and the trees
+# have a remainder; a power of two with two steps) and leaves out the
+# other sizes (WEFT_TEST_NRANKS, tests/lib/integ.h), which the first runs
+# cover; the gate's shm reruns keep 8 ranks too (the shapes above), and the
+# fake hosts' layouts (each a shape of its own) all run again.
+RERUN_NRANKS := WEFT_TEST_NRANKS=2,3,4
+GATE_SHM_NRANKS := WEFT_TEST_NRANKS=2,3,4,8
+rerun = $(call over,$(1),$(2),$(3)+$(or $(4),$(RERUN_NRANKS)))
+RERUNS := $(call rerun,$(COLLS),socket,WEFT_GATE=one) \
+	$(call rerun,$(GATE_SHM),shm,WEFT_GATE=one,$(GATE_SHM_NRANKS)) \
+	$(call rerun,nonblocking,shm socket,WEFT_GATE=one+$(MIXED)) \
 	$(call over,allreduce allgather,hosts,WEFT_GATE=one) \
-	$(call over,$(VERBS_COLLS),verbs,WEFT_GATE=one) \
-	$(call over,nonblocking split_group $(COLLS_ONLY),shm socket,WEFT_PROGRESS_THREAD=1) \
-	$(call over,$(VERBS_COLLS),verbs,WEFT_PROGRESS_THREAD=1) \
+	$(call rerun,$(VERBS_COLLS),verbs,WEFT_GATE=one) \
+	$(call rerun,nonblocking split_group $(COLLS_ONLY),shm socket,WEFT_PROGRESS_THREAD=1) \
+	$(call rerun,$(VERBS_COLLS),verbs,WEFT_PROGRESS_THREAD=1) \
 	WEFT_ISA=generic:unit/reduce/reduce \
-	$(call over,allreduce mem,shm socket,WEFT_STREAM_MIN=0) \
-	$(call over,$(COLLS_ONLY) allreduce,socket,WEFT_PACER=dcqcn+WEFT_PACER_START_RATE=200e6) \
-	$(call over,allgather,socket,WEFT_PACER=dcqcn+WEFT_PACER_START_RATE=200e6+WEFT_TEST_ALGO=bruck) \
-	$(call over,nonblocking,socket,WEFT_PACER=dcqcn+WEFT_PACER_START_RATE=200e6+$(MIXED)) \
-	$(call over,$(COLLS_ONLY),socket,WEFT_SPRAY=adaptive+WEFT_SOCKET_NSOCKS=4) \
-	$(call over,nonblocking,socket,WEFT_SPRAY=adaptive+WEFT_SOCKET_NSOCKS=4+$(MIXED)) \
-	$(call over,$(VERBS_COLLS),verbs,WEFT_IB_QPS_PER_CONN=3) \
-	$(call over,$(VERBS_COLLS),verbs,WEFT_IB_QPS_PER_CONN=3+WEFT_SPRAY=adaptive) \
-	$(call over,$(COLLS_ONLY),shm socket,WEFT_CONNECT=lazy) \
-	$(call over,nonblocking,shm socket,WEFT_CONNECT=lazy+$(MIXED)) \
-	$(call over,allreduce allgather,socket,WEFT_CONNECT=lazy+WEFT_TEST_ALGO=auto) \
-	$(call over,nonblocking,shm socket,WEFT_CONNECT=lazy+WEFT_PROGRESS_THREAD=1) \
-	$(call over,collectives,ofi,WEFT_CONNECT=lazy) \
-	$(call over,allreduce,shm socket,WEFT_WAIT=block+WEFT_TEST_ALGO=auto) \
-	$(call over,broadcast barrier,shm socket,WEFT_WAIT=block) \
-	$(call over,nonblocking,shm socket,WEFT_WAIT=block+WEFT_PROGRESS_THREAD=1+$(MIXED)) \
+	$(call rerun,allreduce mem,shm socket,WEFT_STREAM_MIN=0) \
+	$(call rerun,$(COLLS_ONLY) allreduce,socket,WEFT_PACER=dcqcn+WEFT_PACER_START_RATE=200e6) \
+	$(call rerun,allgather,socket,WEFT_PACER=dcqcn+WEFT_PACER_START_RATE=200e6+WEFT_TEST_ALGO=bruck) \
+	$(call rerun,nonblocking,socket,WEFT_PACER=dcqcn+WEFT_PACER_START_RATE=200e6+$(MIXED)) \
+	$(call rerun,$(COLLS_ONLY),socket,WEFT_SPRAY=adaptive+WEFT_SOCKET_NSOCKS=4) \
+	$(call rerun,nonblocking,socket,WEFT_SPRAY=adaptive+WEFT_SOCKET_NSOCKS=4+$(MIXED)) \
+	$(call rerun,$(VERBS_COLLS),verbs,WEFT_IB_QPS_PER_CONN=3) \
+	$(call rerun,$(VERBS_COLLS),verbs,WEFT_IB_QPS_PER_CONN=3+WEFT_SPRAY=adaptive) \
+	$(call rerun,$(COLLS_ONLY),shm socket,WEFT_CONNECT=lazy) \
+	$(call rerun,nonblocking,shm socket,WEFT_CONNECT=lazy+$(MIXED)) \
+	$(call rerun,allreduce allgather,socket,WEFT_CONNECT=lazy+WEFT_TEST_ALGO=auto) \
+	$(call rerun,nonblocking,shm socket,WEFT_CONNECT=lazy+WEFT_PROGRESS_THREAD=1) \
+	$(call rerun,collectives,ofi,WEFT_CONNECT=lazy) \
+	$(call rerun,allreduce,shm socket,WEFT_WAIT=block+WEFT_TEST_ALGO=auto) \
+	$(call rerun,broadcast barrier,shm socket,WEFT_WAIT=block) \
+	$(call rerun,nonblocking,shm socket,WEFT_WAIT=block+WEFT_PROGRESS_THREAD=1+$(MIXED)) \
 	$(call over,allreduce,hosts,WEFT_WAIT=block+WEFT_WAIT_SPIN=0)
 
 TEST_RUNS := $(patsubst tests/%.c,%,$(sort $(filter tests/unit/%,$(TEST_SRCS)))) conformance \

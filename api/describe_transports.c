@@ -9,8 +9,10 @@
  * the wire: only weft_comm_peer_transport() is asked, so a new transport
  * shows up here with no line in this file. The same records carry how many
  * peers each rank is connected to (WEFT_CONNECT=lazy connects only those
- * its algorithms used), for "connections". The records cost
- * sizeof(struct tp_record) (292 bytes) per rank on every rank.
+ * its algorithms used), and what keeping their paths has done (the socket
+ * transport's failover: core/stats.h weft_stats_paths_sum), summed over
+ * the job, for "connections". The records cost sizeof(struct tp_record)
+ * (344 bytes) per rank on every rank.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -21,7 +23,9 @@
 #include "api/describe.h"
 #include "core/comm.h"
 #include "core/fail.h"
+#include "core/stats.h"
 #include "topo/topo.h"
+#include "transports/transport.h"
 
 #define TP_SLOTS      8 /* distinct transport names one rank may report */
 #define TP_NAME_BYTES 16
@@ -31,7 +35,12 @@ struct tp_record {
 	char name[TP_SLOTS][TP_NAME_BYTES]; /* "" unused */
 	uint32_t count[WEFT_LINK_CLASS_COUNT][TP_SLOTS];
 	uint32_t connected; /* peers whose connection is up */
+	uint32_t dark;	    /* sub-flows dark now */
+	/* failovers, repaths, replaced, probes, resent, dups (struct weft_tp_paths) */
+	uint64_t paths[6];
 };
+
+_Static_assert(sizeof(struct tp_record) == 344, "the comment above says 344 bytes");
 
 /* The job's: pairs are up to n^2, beyond 32 bits from 65,536 ranks. */
 struct tp_sum {
@@ -52,7 +61,7 @@ static int slot_of(char (*names)[TP_NAME_BYTES], const char *name)
 	return TP_SLOTS - 1;
 }
 
-static void count_mine(const struct weft_comm *comm, struct tp_record *rec)
+static void count_mine(struct weft_comm *comm, struct tp_record *rec)
 {
 	memset(rec, 0, sizeof(*rec));
 	for (int peer = 0; peer < comm->nranks; peer++) {
@@ -60,6 +69,36 @@ static void count_mine(const struct weft_comm *comm, struct tp_record *rec)
 		rec->count[c][slot_of(rec->name, weft_comm_peer_transport(comm, peer))]++;
 	}
 	rec->connected = (uint32_t)comm->nconnected;
+	struct weft_tp_paths p;
+	weft_stats_paths_sum(comm, &p);
+	const uint64_t v[6] = {p.failovers, p.repaths, p.replaced, p.probes, p.resent, p.dups};
+	memcpy(rec->paths, v, sizeof(v));
+	rec->dark = p.dark;
+}
+
+/* "paths": the job's failovers and the rest summed over every rank's
+ * connections, sub-flows dark now, and how many ranks failed over. */
+static json_t *paths(const struct weft_comm *comm, const struct tp_record *all)
+{
+	static const char *const names[6] = {"failovers", "repaths", "replaced",
+					     "probes",	  "resent",  "dups"};
+	uint64_t sum[6] = {0}, dark = 0, ranks = 0;
+	for (int r = 0; r < comm->nranks; r++) {
+		for (int k = 0; k < 6; k++)
+			sum[k] += all[r].paths[k];
+		dark += all[r].dark;
+		ranks += all[r].paths[0] > 0;
+	}
+	json_t *o = json_pack("{s:I, s:I}", "dark", (json_int_t)dark, "ranks_failed_over",
+			      (json_int_t)ranks);
+	int bad = !o;
+	for (int k = 0; k < 6 && !bad; k++)
+		bad |= json_object_set_new(o, names[k], json_integer((json_int_t)sum[k]));
+	if (bad) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }
 
 /* "connections": the mode and the peers each rank was connected to when
@@ -73,9 +112,9 @@ static json_t *connections(const struct weft_comm *comm, const struct tp_record 
 		hi = all[r].connected > hi ? all[r].connected : hi;
 		total += all[r].connected;
 	}
-	return json_pack("{s:s, s:{s:I, s:I, s:I}}", "mode", weft_comm_connect_mode_name(comm),
+	return json_pack("{s:s, s:{s:I, s:I, s:I}, s:o}", "mode", weft_comm_connect_mode_name(comm),
 			 "connected_peers", "min", (json_int_t)lo, "max", (json_int_t)hi, "total",
-			 (json_int_t)total);
+			 (json_int_t)total, "paths", paths(comm, all));
 }
 
 /* Every rank's records merged into @p sum (its own name table). */

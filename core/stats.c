@@ -216,6 +216,27 @@ static int add_paths(json_t *o, const struct weft_conn *conn)
 	       json_object_set_new(o, "dark", json_integer(p.dark));
 }
 
+void weft_stats_paths_sum(struct weft_comm *comm, struct weft_tp_paths *sum)
+{
+	memset(sum, 0, sizeof(*sum));
+	weft_comm_lock(comm);
+	for (int peer = 0; peer < comm->nranks; peer++) {
+		struct weft_conn *conn = comm->peers[peer].conn;
+		struct weft_tp_paths p = {0};
+		if (!conn || !conn->ops->prop.paths)
+			continue;
+		conn->ops->prop.paths(conn, &p);
+		sum->failovers += p.failovers;
+		sum->repaths += p.repaths;
+		sum->replaced += p.replaced;
+		sum->probes += p.probes;
+		sum->resent += p.resent;
+		sum->dups += p.dups;
+		sum->dark += p.dark;
+	}
+	weft_comm_unlock(comm);
+}
+
 static json_t *leaf_json(const char *name)
 {
 	return name ? json_string(name) : json_null();

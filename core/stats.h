@@ -40,4 +40,11 @@ void weft_stats_tick(struct weft_comm *comm);
 /* The last lines, and close the file (before the transports close). */
 void weft_stats_close(struct weft_comm *comm);
 
+/* What keeping paths has done on all of this rank's connections, summed
+ * into @p sum (its note left empty): the socket transport's failovers,
+ * re-paths and the rest, zero where a transport keeps none. Takes the
+ * communicator's lock (a progress thread moves the counters). */
+struct weft_tp_paths;
+void weft_stats_paths_sum(struct weft_comm *comm, struct weft_tp_paths *sum);
+
 #endif

@@ -159,6 +159,7 @@ void weft_task_start(struct weft_task *task, unsigned group)
 	task->waiting_for = -1;
 	task->waiting_step = UINT32_MAX;
 	task->waiting_send = false;
+	task->ended_quick = false;
 	task->last_event = 0; /* the post sets it (a wait compares it before) */
 	task->next = NULL;
 	weft_wait_moved(comm);

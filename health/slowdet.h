@@ -42,8 +42,10 @@
  *    later than the job's median (at least 10 ms and twice the median: it
  *    calls late); not named when its host's uplink is (the link explains
  *    it);
- *  - either for WEFT_DETECT_CONFIRM periods in a row before it is named,
- *    and as many clean ones before it is cleared.
+ *  - either for WEFT_DETECT_CONFIRM periods in a row before it is named
+ *    (an uplink 4x below the median or more: one fewer, its rate being a
+ *    window of periods already), and as many clean ones before it is
+ *    cleared.
  * Named: a WARN line on every rank ("slow: rank 1 (h3, 10.77.5.13) uplink
  * to leaf2 at 9.1 MB/s, the job's median 36.4 MB/s, for 12 operations"),
  * an event in the flight recorder, and the weft_slow gauge in the

@@ -207,8 +207,11 @@ static void eval_hosts(struct weft_watch *w, struct slowdet_root *r, int nl, uin
 		if (r->best[h] <= 0)
 			continue; /* nothing believed of it this period */
 		r->host_best[h] = r->best[h];
+		int need = slowdet_of(w)->confirm;
+		if (r->slow_h[h])
+			need = weft_slowdet_link_confirm(r->best[h], median, need);
 		enum weft_slowdet_change c =
-		    weft_slowdet_step(&r->host_run[h], r->slow_h[h], ops, slowdet_of(w)->confirm);
+		    weft_slowdet_step(&r->host_run[h], r->slow_h[h], ops, need);
 		if (c != WEFT_DETECT_SAME)
 			decide(w, r, DETECT_LINK, g->host_leader[h], &r->host_run[h],
 			       r->host_best[h], r->host_median, 0);

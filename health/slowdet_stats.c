@@ -123,6 +123,12 @@ int weft_slowdet_off_ranks(const double *off, const bool *have, const bool *skip
 	return high_outliers(off, have, skip, n, WEFT_DETECT_OFF_GAP, slow, median, tmp);
 }
 
+int weft_slowdet_link_confirm(double rate_Bps, double median_Bps, int confirm)
+{
+	bool severe = rate_Bps > 0 && rate_Bps * WEFT_DETECT_SEVERE <= median_Bps;
+	return severe && confirm > 1 ? confirm - 1 : confirm;
+}
+
 enum weft_slowdet_change weft_slowdet_step(struct weft_slowdet_run *run, bool flagged, uint32_t ops,
 					   int confirm)
 {

@@ -80,6 +80,15 @@ struct weft_slowdet_run {
 
 enum weft_slowdet_change { WEFT_DETECT_SAME = 0, WEFT_DETECT_NAMED, WEFT_DETECT_CLEARED };
 
+/* The periods in a row a slow host's uplink needs before it is named: one
+ * fewer than @p confirm (at least 1) when its rate @p rate_Bps is
+ * WEFT_DETECT_SEVERE times below the job's @p median_Bps or more, else
+ * @p confirm. A host's rate is taken over the last periods together (a
+ * window, slowdet_int.h), so a first flagged period already holds more
+ * than one period of slow data; one that deep is no passing hiccup. */
+#define WEFT_DETECT_SEVERE 4.0
+int weft_slowdet_link_confirm(double rate_Bps, double median_Bps, int confirm);
+
 /* One period of one suspect: @p flagged this period, @p ops the job
  * finished in it. */
 enum weft_slowdet_change weft_slowdet_step(struct weft_slowdet_run *run, bool flagged, uint32_t ops,

@@ -583,7 +583,7 @@ WEFT_API weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, wef
  *    "latency_us" and "busiest" ("link": "host-up", "host-down",
  *    "leaf-up" or "leaf-down", "index" of the host or leaf, "bytes"; null
  *    where no fabric link is used), null where it does not apply;
- *  - "pacer": "mode" ("off": there is no pacer yet) and "state";
+ *  - "connections": "mode", "connected_peers", "paths"; "pacer": "mode", "state";
  *  - "wait": this rank's own WEFT_WAIT: "asked", "waits", "compute_threads",
  *    "oversubscribed", "spin_us", "sleeps", "timeouts", "woken".
  *

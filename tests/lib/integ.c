@@ -13,7 +13,8 @@
 #include "verbs_env.h"
 
 static char g_transport[32];
-static const char *g_algo; /* NULL: every algorithm */
+static const char *g_algo;   /* NULL: every algorithm */
+static const char *g_nranks; /* NULL: jobs of every size */
 static struct integ_hosts g_hosts;
 
 const char *integ_transport(void)
@@ -107,8 +108,20 @@ void integ_env_init(struct integ_env *e, int timeout_s)
 	integ_env_addf(e, "WEFT_TIMEOUT=%d", timeout_s);
 }
 
+bool integ_wants_nranks(int nranks)
+{
+	char word[16];
+	snprintf(word, sizeof(word), "%d", nranks);
+	return !g_nranks || listed(g_nranks, word, ',');
+}
+
 void integ_run(struct harness_job *job, const struct integ_env *e, const char *label)
 {
+	if (!integ_wants_nranks(job->nranks)) {
+		printf("%s: not run (WEFT_TEST_NRANKS=%s)\n", label, g_nranks);
+		fflush(stdout);
+		return;
+	}
 	struct harness_result res;
 	job->env = e->v;
 	harness_run_job(job, &res);
@@ -151,11 +164,28 @@ int integ_set_host(int rank, int nranks, const weft_unique_id_t *id, void *arg)
 	return 0;
 }
 
+/* "2,5,8": numbers from 1 to 64, one comma between each two. */
+static bool nranks_list_ok(const char *list)
+{
+	for (const char *p = list;; p++) {
+		char *end;
+		long n = strtol(p, &end, 10);
+		if (end == p || *p == '+' || *p == '-' || n < 1 || n > 64)
+			return false;
+		p = end;
+		if (*p == '\0')
+			return true;
+		if (*p != ',')
+			return false;
+	}
+}
+
 static int usage(const struct integ_suite *suite, const char *why)
 {
 	fprintf(stderr,
 		"%s: %s\nusage: %s [--transport T] [--algo A] | --transports\n"
-		"  T: %s (WEFT_TEST_TRANSPORT); A: an algorithm, or auto (WEFT_TEST_ALGO)\n",
+		"  T: %s (WEFT_TEST_TRANSPORT); A: an algorithm, or auto (WEFT_TEST_ALGO)\n"
+		"  WEFT_TEST_NRANKS: the job sizes to run, commas between (unset: every size)\n",
 		suite->name, why, suite->name, suite->transports);
 	return 2;
 }
@@ -166,6 +196,12 @@ int integ_main(int argc, char **argv, const struct integ_suite *suite)
 	g_algo = getenv("WEFT_TEST_ALGO");
 	if (g_algo && !*g_algo)
 		g_algo = NULL;
+	g_nranks = getenv("WEFT_TEST_NRANKS");
+	if (g_nranks && !*g_nranks)
+		g_nranks = NULL;
+	if (g_nranks && !nranks_list_ok(g_nranks))
+		return usage(
+		    suite, "WEFT_TEST_NRANKS is not a list of job sizes (1 to 64, commas between)");
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--transports") == 0) {
 			printf("%s\n", suite->transports);

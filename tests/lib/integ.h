@@ -16,7 +16,10 @@
  *   verbs   the test double for libibverbs (tests/lib/fake_ibverbs)
  * and the default is the suite's first. A is an algorithm's name, "auto"
  * (the tuner's choice), several of them with commas between, or unset:
- * every case the suite has.
+ * every case the suite has. WEFT_TEST_NRANKS (job sizes, "1,2,5,8") leaves
+ * out the jobs of other sizes: the reruns under settings that do not
+ * depend on the job's size (Makefile) run a case at each shape that
+ * matters (one rank, two, an odd count, the largest) rather than all.
  *
  * A suite's cases are Check test cases (TCase) named after the algorithm
  * they force ("auto" for none; the suites that cut across collectives name
@@ -74,8 +77,11 @@ void integ_env_addf(struct integ_env *e, const char *fmt, ...)
 /* Every string of @p list (NULL-terminated, may be NULL). */
 void integ_env_add_all(struct integ_env *e, const char *const *list);
 
+/* Whether WEFT_TEST_NRANKS leaves jobs of @p nranks ranks in. */
+bool integ_wants_nranks(int nranks);
 /* Run @p job (its env replaced by @p e's) and assert that every rank
- * succeeded; prints "@p label: S s" for the suite's log. */
+ * succeeded; prints "@p label: S s" for the suite's log, or that the job
+ * was not run when WEFT_TEST_NRANKS leaves its size out. */
 void integ_run(struct harness_job *job, const struct integ_env *e, const char *label);
 
 /* One job of @p coll's suite: @p nranks ranks run @p body (@p arg) with

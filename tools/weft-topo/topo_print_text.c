@@ -162,6 +162,17 @@ void weft_tool_text_transports(const json_t *doc, FILE *out)
 			"%lld to %lld (%lld in all)\n",
 			weft_tool_str(conns, "mode"), weft_tool_int(peers, "min"),
 			weft_tool_int(peers, "max"), weft_tool_int(peers, "total"));
+	const json_t *paths = json_object_get(conns, "paths");
+	if (paths)
+		fprintf(out,
+			"paths: %lld sub-flow(s) failed over on %lld rank(s), %lld re-pathed, "
+			"%lld replaced, %lld probe(s), %lld frame(s) resent, %lld duplicate(s) "
+			"dropped, %lld dark now\n",
+			weft_tool_int(paths, "failovers"),
+			weft_tool_int(paths, "ranks_failed_over"), weft_tool_int(paths, "repaths"),
+			weft_tool_int(paths, "replaced"), weft_tool_int(paths, "probes"),
+			weft_tool_int(paths, "resent"), weft_tool_int(paths, "dups"),
+			weft_tool_int(paths, "dark"));
 }
 
 /* The rows of weft_tune_print(), from the document. */

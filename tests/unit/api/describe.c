@@ -233,6 +233,25 @@ static int check_transports(const struct weft_comm *c, const json_t *doc)
 	return 0;
 }
 
+/* "connections": "paths" holds the job's path counters, all 0 in a
+ * healthy job on one host (no connection here keeps sub-flows that
+ * could fail over, and none went dark). */
+static int check_paths(const json_t *doc)
+{
+	static const char *const keys[] = {"failovers", "repaths", "replaced",		"probes",
+					   "resent",	"dups",	   "ranks_failed_over", "dark"};
+	const json_t *p = json_object_get(json_object_get(doc, "connections"), "paths");
+	if (!json_is_object(p))
+		return harness_fail("connections: no \"paths\" object");
+	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+		if (want_int(p, keys[k], 0, "connections.paths"))
+			return 1;
+	if (json_object_size(p) != sizeof(keys) / sizeof(keys[0]))
+		return harness_fail("connections.paths: %zu members, expected %zu",
+				    json_object_size(p), sizeof(keys) / sizeof(keys[0]));
+	return 0;
+}
+
 /* One row of the tuner's table against the tuner itself. */
 static int check_row(const struct weft_comm *c, enum weft_coll_kind coll, const json_t *row,
 		     size_t bytes)
@@ -344,7 +363,8 @@ static int describe_body(weft_comm_t comm, int rank, int nranks, void *arg)
 	json_t *doc = json_loads(json, JSON_REJECT_DUPLICATES, &jerr);
 	int rc = doc ? 0 : harness_fail("not JSON: %d:%d: %s", jerr.line, jerr.column, jerr.text);
 	rc = rc || check_ranks(comm, doc) || check_groups(comm, doc) ||
-	     check_ring_trees(comm, doc) || check_transports(comm, doc) || check_tuner(comm, doc);
+	     check_ring_trees(comm, doc) || check_transports(comm, doc) || check_tuner(comm, doc) ||
+	     check_paths(doc);
 	rc = rc || same_everywhere(comm, doc, nranks);
 	if (!rc && rank == 0 && ja->out_path)
 		rc = write_file(ja->out_path, json);

@@ -182,6 +182,25 @@ START_TEST(stopped_rank_named)
 }
 END_TEST
 
+/* A link far below the job's median is named a period sooner; one just
+ * past the outlier bar, and the clearing, wait the full count. */
+START_TEST(severe_link_sooner)
+{
+	ck_assert_int_eq(weft_slowdet_link_confirm(9e6, 75e6, 3), 2);	  /* 8x below */
+	ck_assert_int_eq(weft_slowdet_link_confirm(18.75e6, 75e6, 3), 2); /* 4x: the bar */
+	ck_assert_int_eq(weft_slowdet_link_confirm(30e6, 75e6, 3), 3);	  /* 2.5x */
+	ck_assert_int_eq(weft_slowdet_link_confirm(9e6, 75e6, 1), 1);	  /* never below 1 */
+	ck_assert_int_eq(weft_slowdet_link_confirm(0, 75e6, 3), 3);	  /* no rate believed */
+	struct weft_slowdet_run run = {0};
+	int need = weft_slowdet_link_confirm(9e6, 75e6, 3);
+	ck_assert_int_eq(weft_slowdet_step(&run, true, 1, need), WEFT_DETECT_SAME);
+	ck_assert_int_eq(weft_slowdet_step(&run, true, 1, need), WEFT_DETECT_NAMED);
+	ck_assert_int_eq(weft_slowdet_step(&run, false, 1, 3), WEFT_DETECT_SAME);
+	ck_assert_int_eq(weft_slowdet_step(&run, false, 1, 3), WEFT_DETECT_SAME);
+	ck_assert_int_eq(weft_slowdet_step(&run, false, 1, 3), WEFT_DETECT_CLEARED);
+}
+END_TEST
+
 START_TEST(confirm_and_clear)
 {
 	struct weft_slowdet_run run = {0};
@@ -389,6 +408,7 @@ int main(void)
 	tcase_add_test(tc, late_rank_named);
 	tcase_add_test(tc, stopped_rank_named);
 	tcase_add_test(tc, confirm_and_clear);
+	tcase_add_test(tc, severe_link_sooner);
 	tcase_add_test(tc, stalls_are_not_lateness);
 	tcase_add_test(tc, datagrams);
 	tcase_add_test(tc, sample_to_root_checked);

@@ -3,7 +3,7 @@
  * perf/bench_congestion.sh --mode pacing (which builds it against build/libweft.so).
  *
  *   step_time [-c allreduce|alltoall] [-s BYTES] [-n CALLS] [-t SECONDS]
- *             [-o FILE] [-w FILE] [-x FILE] [-p PERIOD] [-k]
+ *             [-o FILE] [-w FILE] [-x FILE] [-p PERIOD] [-k] [-d FILE]
  *
  * Every rank runs the collective on BYTES (per rank) until CALLS calls or
  * SECONDS have passed, or (-x) FILE exists (rank 0 decides; every 16
@@ -26,7 +26,10 @@
  * with -o writes every call's time in microseconds, one a line, and with
  * -w every call's start and end (CLOCK_MONOTONIC seconds, which processes
  * of all the fabric's namespaces share), so that another job's throughput
- * can be taken over exactly this job's run.
+ * can be taken over exactly this job's run. With -d, after the last call
+ * every rank describes the communicator (weft_comm_describe) and rank 0
+ * writes the JSON to FILE (its "connections" member sums the job's
+ * failovers: tests/fabric/test_failover.sh).
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -54,14 +57,14 @@ struct opts {
 	size_t bytes;
 	long calls;
 	double seconds, period;
-	const char *out, *when, *stop;
+	const char *out, *when, *stop, *describe;
 };
 
 static int parse(int argc, char **argv, struct opts *o)
 {
-	*o = (struct opts){0, 0, 64 << 10, 1000, 60, 0, NULL, NULL, NULL};
+	*o = (struct opts){0, 0, 64 << 10, 1000, 60, 0, NULL, NULL, NULL, NULL};
 	int c;
-	while ((c = getopt(argc, argv, "c:s:n:t:o:w:x:p:k")) != -1) {
+	while ((c = getopt(argc, argv, "c:s:n:t:o:w:x:p:kd:")) != -1) {
 		switch (c) {
 		case 'c': o->alltoall = strcmp(optarg, "alltoall") == 0; break;
 		case 's': o->bytes = strtoull(optarg, NULL, 0); break;
@@ -72,6 +75,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'x': o->stop = optarg; break;
 		case 'p': o->period = strtod(optarg, NULL); break;
 		case 'k': o->check = 1; break;
+		case 'd': o->describe = optarg; break;
 		default: return -1;
 		}
 	}
@@ -157,13 +161,30 @@ static weft_status_t run(const struct opts *o, char *src, char *dst, weft_comm_t
 	return st;
 }
 
+/* -d: every rank describes (a collective), rank 0 writes the JSON. */
+static weft_status_t describe_to(weft_comm_t comm, int rank, const char *path)
+{
+	char *json = NULL;
+	weft_status_t st = weft_comm_describe(comm, &json);
+	if (st == WEFT_SUCCESS && rank == 0) {
+		FILE *f = fopen(path, "w");
+		if (!f || fputs(json, f) < 0 || fclose(f) != 0) {
+			fprintf(stderr, "step_time: cannot write %s\n", path);
+			st = WEFT_ERR_SYSTEM;
+		}
+	}
+	weft_describe_free(json);
+	return st;
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o;
 	if (parse(argc, argv, &o) != 0) {
-		fprintf(stderr, "usage: step_time [-c allreduce|alltoall] [-s BYTES] [-n CALLS] "
-				"[-t SECONDS] [-o FILE] [-w FILE] [-x FILE] [-p PERIOD] [-k]\n"
-				"  (-k checks every call: allreduce only)\n");
+		fprintf(stderr,
+			"usage: step_time [-c allreduce|alltoall] [-s BYTES] [-n CALLS] "
+			"[-t SECONDS] [-o FILE] [-w FILE] [-x FILE] [-p PERIOD] [-k] [-d FILE]\n"
+			"  (-k checks every call: allreduce only)\n");
 		return 2;
 	}
 	weft_comm_t comm;
@@ -210,6 +231,8 @@ int main(int argc, char **argv)
 		}
 	}
 	double secs = now_s() - t0;
+	if (st == WEFT_SUCCESS && !wrong && o.describe)
+		st = describe_to(comm, rank, o.describe);
 	if (st != WEFT_SUCCESS)
 		fprintf(stderr, "step_time: rank %d: %s\n", rank, weft_comm_last_error(comm));
 	else if (rank == 0 && o.when)

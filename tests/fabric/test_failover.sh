@@ -14,7 +14,9 @@
 #             until the job ends: at least one sub-flow failed over (INFO
 #             "failed over") unless no sub-flow crossed it; each rank's stats
 #             file (WEFT_STATS_FILE, weft-topo --stats) counts failovers and
-#             replacements (new ports) as its INFO lines do, none when healthy
+#             replacements (new ports) as its INFO lines do, none when healthy;
+#             the communicator's description after the last call (step_time
+#             -d, weft_comm_describe's connections.paths) sums them job-wide
 #   linkdown  4 sub-flows; leaf1's uplink to the spine set down (ip link) for
 #             a second, then up again, the job going on after it; the
 #             leaf's multipath route has its next hop through it back
@@ -152,14 +154,21 @@ c = json.load(sys.stdin)["connections"]
 print(*(sum(x[k] or 0 for x in c) for k in ("failovers", "replaced", "dups")))'
 }
 
+# weft_comm_describe's JSON -> "failovers ranks_failed_over" of connections.paths.
+described() {
+	/usr/bin/python3 -c 'import json, sys
+p = json.load(open(sys.argv[1]))["connections"]["paths"]
+print(p["failovers"], p["ranks_failed_over"])' "$1"
+}
+
 step_nft() {
-	local t0 jobpid healthy dark fo r logfo logrep sfo srep hfo hrep
+	local t0 jobpid healthy dark fo r logfo logrep sfo srep hfo hrep dfo dranks
 	t0=$(date +%s.%N)
-	job healthy 29600 4 "-n $ITERS"
+	job healthy 29600 4 "-n $ITERS -d $OUT/healthy.describe.json"
 	healthy=$(echo "$(date +%s.%N) - $t0" | bc)
 	echo "healthy: $ITERS x 16 MiB AllReduce in ${healthy} s"
 	t0=$(date +%s.%N)
-	job dark 29601 4 "-n $ITERS" &
+	job dark 29601 4 "-n $ITERS -d $OUT/dark.describe.json" &
 	jobpid=$!
 	busiest_spine
 	blackhole "$SNS"
@@ -182,6 +191,17 @@ step_nft() {
 		echo "rank $r: $sfo failover(s), $srep replacement(s) in its stats file ($logfo, $logrep in its log)"
 	done
 	"$BUILD/weft-topo" --stats "$OUT"/dark.stats.* | sed 's/^/#   /'
+	# The communicator's description, taken after the last call, sums the
+	# job's failovers (connections.paths): none in the healthy job; in the
+	# dark one at least one where a sub-flow crossed the spine, and no more
+	# than the stats files count at finalize, later.
+	read -r dfo dranks <<<"$(described "$OUT/healthy.describe.json")" || fail "healthy: no description"
+	[ "$dfo $dranks" = "0 0" ] || fail "the healthy job's description counts $dfo failovers on $dranks ranks"
+	read -r dfo dranks <<<"$(described "$OUT/dark.describe.json")" || fail "dark: no description"
+	read -r sfo _ <<<"$(counted "$OUT"/dark.stats.*)"
+	{ [ "$CROSSED" -eq 0 ] || { [ "$dfo" -ge 1 ] && [ "$dranks" -ge 1 ]; }; } && [ "$dfo" -le "$sfo" ] ||
+		fail "the dark job's description counts $dfo failovers on $dranks ranks, its stats files $sfo"
+	echo "description: connections.paths counts $dfo failover(s) on $dranks rank(s)"
 	echo "ok: nft: every call completed exact with $SNS dark; extra time $(echo "$dark - $healthy" | bc) s"
 }
 

@@ -237,6 +237,9 @@ static void eval_ranks(struct weft_watch *w, struct slowdet_root *r, uint32_t op
 	weft_slowdet_off_ranks(r->off, r->have_off, r->skip, w->nranks, r->slow_off, &median,
 			       r->tmp);
 	r->off_median = median;
+	for (int k = 0; k < w->nranks; k++) /* named for not running, not cleared */
+		r->skip[k] = r->rank_run[k].named && r->rank_cause[k] == DETECT_NOT_RUNNING;
+	weft_slowdet_late_explained(r->slow_r, r->slow_off, r->skip, w->nranks);
 	for (int k = 0; k < w->nranks; k++) {
 		if (!r->have[k] && !r->have_off[k])
 			continue;

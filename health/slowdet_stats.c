@@ -123,6 +123,16 @@ int weft_slowdet_off_ranks(const double *off, const bool *have, const bool *skip
 	return high_outliers(off, have, skip, n, WEFT_DETECT_OFF_GAP, slow, median, tmp);
 }
 
+void weft_slowdet_late_explained(bool *late, const bool *off, const bool *named_off, int n)
+{
+	bool any = false;
+	for (int r = 0; r < n; r++)
+		any |= off[r] || named_off[r];
+	for (int r = 0; r < n && any; r++)
+		if (!off[r] && !named_off[r])
+			late[r] = false;
+}
+
 int weft_slowdet_link_confirm(double rate_Bps, double median_Bps, int confirm)
 {
 	bool severe = rate_Bps > 0 && rate_Bps * WEFT_DETECT_SEVERE <= median_Bps;

@@ -70,6 +70,12 @@ int weft_slowdet_late_ranks(const double *late, const bool *have, const bool *sk
 int weft_slowdet_off_ranks(const double *off, const bool *have, const bool *skip, int n, bool *slow,
 			   double *median, double *tmp);
 
+/* A rank that did not run holds up every rank downstream of it, whose
+ * first messages then come late too: while any rank is off (off[r], or
+ * named for it: named_off[r]), clear late[k] for every rank k that is not
+ * itself off, as a slow uplink explains its host's ranks. */
+void weft_slowdet_late_explained(bool *late, const bool *off, const bool *named_off, int n);
+
 /* Naming and clearing: a suspect is named after @p confirm periods in a
  * row flagged, and cleared after @p confirm in a row clean. */
 struct weft_slowdet_run {

@@ -182,6 +182,23 @@ START_TEST(stopped_rank_named)
 }
 END_TEST
 
+/* A stopped rank makes the ranks downstream late too: while it is off (or
+ * named for it) their lateness is its, not theirs. */
+START_TEST(stopped_rank_explains_lateness)
+{
+	bool late[4] = {1, 0, 1, 0}, off[4] = {0, 0, 1, 0}, named[4] = {0};
+	weft_slowdet_late_explained(late, off, named, 4);
+	ck_assert(!late[0]); /* downstream of rank 2: explained */
+	ck_assert(late[2]);  /* the stopped rank keeps its own flags */
+	bool late2[4] = {1, 0, 0, 0}, off2[4] = {0}, named2[4] = {0, 0, 1, 0};
+	weft_slowdet_late_explained(late2, off2, named2, 4); /* named, not off this period */
+	ck_assert(!late2[0]);
+	bool late3[4] = {1, 0, 0, 0}, none[4] = {0};
+	weft_slowdet_late_explained(late3, none, none, 4); /* nobody off: a rank that calls late */
+	ck_assert(late3[0]);
+}
+END_TEST
+
 /* A link far below the job's median is named a period sooner; one just
  * past the outlier bar, and the clearing, wait the full count. */
 START_TEST(severe_link_sooner)
@@ -409,6 +426,7 @@ int main(void)
 	tcase_add_test(tc, stopped_rank_named);
 	tcase_add_test(tc, confirm_and_clear);
 	tcase_add_test(tc, severe_link_sooner);
+	tcase_add_test(tc, stopped_rank_explains_lateness);
 	tcase_add_test(tc, stalls_are_not_lateness);
 	tcase_add_test(tc, datagrams);
 	tcase_add_test(tc, sample_to_root_checked);

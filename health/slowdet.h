@@ -41,7 +41,7 @@
  *    when its first messages of an operation reach the ranks it feeds far
  *    later than the job's median (at least 10 ms and twice the median: it
  *    calls late); not named when its host's uplink is (the link explains
- *    it);
+ *    it), nor for lateness while another rank does not run;
  *  - either for WEFT_DETECT_CONFIRM periods in a row before it is named
  *    (an uplink 4x below the median or more: one fewer, its rate being a
  *    window of periods already), and as many clean ones before it is

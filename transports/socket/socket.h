@@ -371,6 +371,7 @@ struct weft_sock_conn {
 	bool peer_bye;	     /* the peer is closing (CTL_BYE) */
 	bool bye_sent;	     /* this side is (the flush at fini) */
 	double dark_since;   /* every sub-flow down or stalled since (0: not) */
+	bool dark_heard;     /* ... and the watch hears the peer (said once) */
 	unsigned checks;     /* progress calls since the health check */
 	double next_check;
 	int repath_fd; /* acceptor: a re-path call under way (-1 none) */

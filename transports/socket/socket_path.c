@@ -31,9 +31,10 @@
  * its listener on a new connection: socket_lazy.c). A socket the peer
  * closed without saying BYE is failed over the same way; a peer that is
  * gone shows when a new connection to its listener is refused. A peer dark
- * on every path and silent on the watch for WEFT_PEER_DEAD is declared
- * failed: the connection fails naming it, each sub-flow, the sockets
- * tried and how long each was dark.
+ * on every path and silent on the watch for WEFT_PEER_DEAD (asked there and
+ * not answering: env->peer_silence) is declared failed: the connection
+ * fails naming it, each sub-flow, the sockets tried and how long each was
+ * dark.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -311,27 +312,40 @@ void weft_tp_socket_dark_note(const struct weft_sock_conn *c, char *buf, size_t 
 	}
 }
 
-/* Every path dark for WEFT_PEER_DEAD, and the watch has not heard the peer
- * for as long: it is declared failed. */
+/* Every path dark for WEFT_PEER_DEAD, and the watch has asked the peer
+ * for as long and heard nothing: it is declared failed. The watch is asked
+ * from the moment the last path goes dark (it counts silence from its
+ * first unanswered question), so both bounds run together. A peer the
+ * watch still hears is alive and cut off from this rank's data paths
+ * only: the connection keeps trying new sockets, and an operation waiting
+ * on it fails at WEFT_TIMEOUT (its verdict says the peer answers). */
 static weft_status_t dark_check(struct weft_sock_conn *c, double now)
 {
 	const struct weft_sock_comm *sc = c->sc;
 	const struct weft_tp_env *env = sc->base.env;
 	if (lit(c)) {
 		c->dark_since = 0;
+		c->dark_heard = false;
 		return WEFT_SUCCESS;
 	}
 	if (c->dark_since == 0)
 		c->dark_since = now;
+	double silent = env->peer_silence ? env->peer_silence(env->ctx, c->base.peer) : -1;
 	if (now - c->dark_since < sc->peer_dead_s)
 		return WEFT_SUCCESS;
-	double silent = env->peer_silence ? env->peer_silence(env->ctx, c->base.peer) : -1;
-	if (silent >= 0 && silent < sc->peer_dead_s)
+	if (silent >= 0 && silent < sc->peer_dead_s) {
+		if (!c->dark_heard) /* once per dark spell */
+			weft_log(WEFT_LOG_WARN, WEFT_SUB_NET,
+				 "socket: peer rank %d: every path to it dark for %.1f s, but it "
+				 "answers on the watch: still trying new sockets",
+				 c->base.peer, now - c->dark_since);
+		c->dark_heard = true;
 		return WEFT_SUCCESS; /* the watch hears it: a path may still come back */
-	char note[512], watch[80] = "no watch to ask";
+	}
+	char note[512], watch[96] = "no watch to ask";
 	weft_tp_socket_dark_note(c, note, sizeof(note));
 	if (silent >= 0)
-		snprintf(watch, sizeof(watch), "nothing from it on the watch for %.1f s", silent);
+		snprintf(watch, sizeof(watch), "no answer from it on the watch for %.1f s", silent);
 	if (env->peer_gone) /* weft_comm_failed_ranks names it, a shrink leaves it out */
 		env->peer_gone(env->ctx, c->base.peer, WEFT_RANK_UNREACHABLE);
 	weft_status_t st = weft_tp_fail(

@@ -63,9 +63,9 @@ struct watch_view {
 	/* Since when this rank has asked it something (a query, the shrink's
 	 * agreement, a revoke) and heard nothing from it; 0: it answered. */
 	double asked;
-	double refused;	   /* when its host refused a datagram (the port closed); 0 never */
+	double refused;	      /* when its host refused a datagram (the port closed); 0 never */
 	double silence_asked; /* when watch_silence last queried it; 0 never */
-	bool revoke_acked; /* it acknowledged this rank's revoke */
+	bool revoke_acked;    /* it acknowledged this rank's revoke */
 	struct watch_state st;
 	bool replied;	   /* to the current query */
 	uint64_t last_seq; /* the newest datagram taken from it */

@@ -311,9 +311,10 @@ void weft_tp_socket_dark_note(const struct weft_sock_conn *c, char *buf, size_t 
 			continue;
 		double since = sk->h.gone_at > 0 ? sk->h.gone_at : sk->h.dark_since;
 		char name[32];
-		int w = snprintf(buf + n, len - n, "%s%s dark %.1f s (port %u, %u new socket%s tried)",
-				 n ? "; " : "", weft_sock_slot_name(c->sc, s, name, sizeof(name)),
-				 now - since, sk->h.old_port, sk->h.tried, sk->h.tried == 1 ? "" : "s");
+		int w =
+		    snprintf(buf + n, len - n, "%s%s dark %.1f s (port %u, %u new socket%s tried)",
+			     n ? "; " : "", weft_sock_slot_name(c->sc, s, name, sizeof(name)),
+			     now - since, sk->h.old_port, sk->h.tried, sk->h.tried == 1 ? "" : "s");
 		if (w < 0)
 			break;
 		n += (size_t)w;

@@ -899,9 +899,10 @@ START_TEST(test_watch_hears)
 	double took = now_s() - t1;
 	ck_assert_msg(r.done && r.status != WEFT_SUCCESS, "the receive still waits 6 s after the "
 							  "watch went silent");
-	ck_assert_msg(strstr(ends[1].err, "peer rank 0 (a) is unreachable: every path to it dark") &&
-			  strstr(ends[1].err, "no answer from it on the watch for 1."),
-		      "rank 1 failed with \"%s\"", ends[1].err);
+	ck_assert_msg(
+	    strstr(ends[1].err, "peer rank 0 (a) is unreachable: every path to it dark") &&
+		strstr(ends[1].err, "no answer from it on the watch for 1."),
+	    "rank 1 failed with \"%s\"", ends[1].err);
 	ck_assert_msg(took >= 1 && took < 1.8, "failed %.2f s after the watch went silent", took);
 	teardown();
 }
@@ -978,8 +979,9 @@ START_TEST(test_sender_dark)
 	t0 = now_s();
 	while (!snd.done && now_s() - t0 < 6)
 		ends[0].tp->ops->msg.progress(ends[0].tp);
-	ck_assert_msg(snd.done, "the send still waits 6 s after every path went dark "
-				"(rank 0: %llu failovers)",
+	ck_assert_msg(snd.done,
+		      "the send still waits 6 s after every path went dark "
+		      "(rank 0: %llu failovers)",
 		      (unsigned long long)conn_of(0)->st.failovers);
 	ck_assert_int_ne(snd.status, WEFT_SUCCESS);
 	ck_assert_msg(

@@ -90,10 +90,10 @@
 # a line per configuration as it ends, then OUTDIR/sweep/summary.txt: one
 # row each (config, p99 of A and B, p99 ratio, throughput ratio, B's
 # marks, the highest load, whether it holds p99 <= 1/3 and throughput
-# >= 0.9) and the last line "sweep: N of 16 configurations hold". About
-# 2 x pairs x (calls x period + 5 s) + 10 s a configuration (16 x 42 s at
-# --pairs 1 --calls 300). Exit 1 if a configuration's jobs failed (the
-# others still run).
+# >= 0.9) and the last line "sweep: N of 16 configurations hold". Its
+# length: 51-66 s a configuration at --pairs 1 --calls 500 here (17 min
+# for the grid), so over an hour at the defaults (3 pairs, 1000 calls).
+# Exit 1 if a configuration's jobs failed (the others still run).
 #
 # ---- --mode spray
 #

@@ -116,9 +116,9 @@
 #                   faster); each trial's split tells which spine the flow
 #                   took, its log how often the probe won. The last line:
 #                   "single flow: probing gain X" — the median busbw of the
-#                   probing trials that moved over that of the trials
-#                   without re-pathing whose flow hashed onto the slow spine
-#                   (the target: 1.5)
+#                   probing trials that moved or were left on the slow spine
+#                   over that of the trials without re-pathing whose flow
+#                   hashed onto the slow spine (the target: 1.5)
 #
 # Two fabrics, one after the other, each 2 leaves x 1 host with 2 spines
 # (fabric.sh --spines 2: routed leaves, multipath routes hashed on L4), 2
@@ -480,12 +480,17 @@ slow = [float(r[3]) for r in off if share(r) < 0.5]
 fast = [float(r[3]) for r in off if share(r) >= 0.5]
 moved = [float(r[3]) for r in probe if r[5] != "moves=0"]
 stayed = [float(r[3]) for r in probe if r[5] == "moves=0"]
+stuck = [float(r[3]) for r in probe if r[5] == "moves=0" and share(r) < 0.5]
 med = lambda v: statistics.median(v) if v else float("nan")
 print("off:   %d trials, %d on the slow spine (median %.1f MB/s), %d on the fast one (%.1f)"
       % (len(off), len(slow), med(slow), len(fast), med(fast)))
-print("probe: %d trials, %d moved (median %.1f MB/s), %d did not (%.1f)"
-      % (len(probe), len(moved), med(moved), len(stayed), med(stayed)))
-gain = med(moved) / med(slow) if slow and moved else float("nan")
+print("probe: %d trials, %d moved (median %.1f MB/s), %d did not (%.1f), %d of them left on the"
+      " slow spine (%.1f)" % (len(probe), len(moved), med(moved), len(stayed), med(stayed),
+                              len(stuck), med(stuck)))
+# The flows that hashed onto the slow spine, as far as the logs tell: those
+# that moved, and those that stayed there (a failure to move counts).
+started_slow = moved + stuck
+gain = med(started_slow) / med(slow) if slow and started_slow else float("nan")
 print("single flow: probing gain %s" % ("n/a" if gain != gain else "%.2f" % gain))
 PY
 }

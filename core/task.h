@@ -90,6 +90,7 @@ struct weft_task {
 	const char *fallback_name;
 	struct weft_coll_args args;
 	uint64_t seq;	      /* upper half of its tags: call number and signature (core/tag.h) */
+	uint64_t call;	      /* its number in full (weft_tag_number keeps 12 bits) */
 	unsigned group;	      /* weft_group_end batch it was started in; 0: none */
 	bool started;	      /* queued on its communicator (weft_task_start) */
 	bool posted;	      /* its algorithm has been posted */
@@ -130,6 +131,12 @@ void weft_task_put(struct weft_task *task);
  * never interleave on a connection; only the send/recv of one group run
  * side by side. A task is posted when its turn comes. */
 void weft_task_start(struct weft_task *task, unsigned group);
+
+/* weft_task_start in two halves, for weft_task_run: queue the task (its
+ * number, the watch), then record it (the clock, the flight recorder, the
+ * observers), @p started when its algorithm is already posted. */
+void weft_task_queue(struct weft_task *task, unsigned group);
+void weft_task_record(struct weft_task *task, bool started);
 
 static inline bool weft_task_is_p2p(const struct weft_task *task)
 {

@@ -144,7 +144,7 @@ static struct weft_trace_op *record_of(const struct weft_task *task)
 	return atomic_load_explicit(&r->id, memory_order_relaxed) == task->trace_id ? r : NULL;
 }
 
-void weft_trace_posted(struct weft_task *task, uint64_t call)
+void weft_trace_posted(struct weft_task *task, uint64_t call, uint64_t started_ns)
 {
 	struct weft_trace *t = task->comm->trace;
 	task->trace_id = 0;
@@ -158,7 +158,8 @@ void weft_trace_posted(struct weft_task *task, uint64_t call)
 	r->count = a->count;
 	r->bytes = a->count * a->esize;
 	r->posted_ns = task->posted_ns;
-	r->started_ns = r->finished_ns = 0;
+	r->started_ns = started_ns;
+	r->finished_ns = 0;
 	r->algo = task->algo_name;
 	r->word = (uint32_t)task->seq;
 	r->root = a->root;
@@ -170,7 +171,8 @@ void weft_trace_posted(struct weft_task *task, uint64_t call)
 	r->op = (uint8_t)a->op;
 	r->wait_send = 0;
 	r->group = task->group != 0;
-	atomic_store_explicit(&r->state, WEFT_TRACE_POSTED, memory_order_relaxed);
+	atomic_store_explicit(&r->state, started_ns ? WEFT_TRACE_STARTED : WEFT_TRACE_POSTED,
+			      memory_order_relaxed);
 	atomic_store_explicit(&r->id, id, memory_order_release);
 	task->trace_id = id;
 }

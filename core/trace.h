@@ -134,9 +134,10 @@ void weft_trace_identify(struct weft_comm *comm);
 void weft_trace_fini(struct weft_comm *comm);
 
 /* The recorder's hooks (core/task.c, core/progress.c): a task was called
- * (at task->posted_ns), its turn came, it waits (the engine's note,
- * copied), it finished; the times are weft_now_ns() the caller read. */
-void weft_trace_posted(struct weft_task *task, uint64_t call);
+ * (at task->posted_ns; with @p started_ns, not 0, its turn had come too),
+ * its turn came, it waits (the engine's note, copied), it finished; the
+ * times are those weft_task_clock() or weft_now_ns() read. */
+void weft_trace_posted(struct weft_task *task, uint64_t call, uint64_t started_ns);
 void weft_trace_started(struct weft_task *task, uint64_t now_ns);
 void weft_trace_waiting(struct weft_task *task);
 void weft_trace_finished(struct weft_task *task, weft_status_t status, uint64_t now_ns);

@@ -139,10 +139,9 @@ void weft_trace_fini(struct weft_comm *comm)
 
 static struct weft_trace_op *record_of(const struct weft_task *task)
 {
-	const struct weft_trace *t = task->comm->trace;
-	if (!t || !t->cap || !task->trace_id)
+	if (!task->trace_id) /* not recorded (task->trace_rec is stale) */
 		return NULL;
-	struct weft_trace_op *r = &t->ops[(task->trace_id - 1) & (t->cap - 1)];
+	struct weft_trace_op *r = task->trace_rec;
 	/* A ring shorter than the operations in flight has reused it. */
 	return atomic_load_explicit(&r->id, memory_order_relaxed) == task->trace_id ? r : NULL;
 }
@@ -178,6 +177,7 @@ void weft_trace_posted(struct weft_task *task, uint64_t call, uint64_t started_n
 			      memory_order_relaxed);
 	atomic_store_explicit(&r->id, id, memory_order_release);
 	task->trace_id = id;
+	task->trace_rec = r;
 	/* The next record's lines, fetched for writing now, while this
 	 * operation waits for its peers, rather than missed by the next
 	 * call's stores (perf annotate: this hook's time sat on its first

@@ -106,9 +106,9 @@ struct weft_task {
 	 * step (UINT32_MAX unknown) and whether it is a send. */
 	uint32_t waiting_step;
 	bool waiting_send;
-	uint64_t trace_id;  /* its record in the flight recorder (core/trace.h); 0 none */
+	uint64_t trace_id; /* its record in the flight recorder (core/trace.h); 0 none */
 	struct weft_trace_op *trace_rec; /* where that is, while trace_id is not 0 */
-	uint64_t posted_ns; /* when it was called, for the metrics (0: not timed) */
+	uint64_t posted_ns;		 /* when it was called, for the metrics (0: not timed) */
 	/* It ran alone and ended within its first polls, before anything read
 	 * the clock (core/progress.c run_alone): microseconds after its call,
 	 * which the recorder's coarse clock cannot tell from the call. */

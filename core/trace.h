@@ -11,7 +11,9 @@
  * (started), while it waits (the peer and the message it waits for, as the
  * engine notes them for the timeout message anyway) and when it finishes:
  * a few stores into a record of the ring and a read of the clock at the
- * call and at the end. Nothing is allocated or formatted on the way.
+ * call and, unless it ended within its first polls, at the end (an
+ * operation run alone is recorded just after its post, while it waits
+ * for its peers). Nothing is allocated or formatted on the way.
  *
  * Dumps go to WEFT_TRACE_DIR (one file per rank and communicator, named
  * by host, rank, pid and communicator id, replaced by a later dump) on a

@@ -13,6 +13,7 @@
 #include "core/progress_thread.h"
 #include "core/trace.h"
 #include "core/watch.h"
+#include "health/detect.h"
 #include "health/health.h"
 #include "tune/tune.h"
 
@@ -201,6 +202,10 @@ weft_status_t weft_comm_failed_ranks(weft_comm_t comm, weft_failed_rank_t *ranks
 	if (bad)
 		return weft_err_set(weft_err_init_fresh(), WEFT_ERR_INVALID_ARG,
 				    "weft_comm_failed_ranks: %s", bad);
+	/* The checks that need no peer's answer, made now: without them a
+	 * rank killed on this host was named only once a collective waited on
+	 * it (weft_fault.h promises them at once). */
+	weft_detect_all(comm);
 	*count = weft_comm_dead_list(comm, ranks, capacity);
 	return WEFT_SUCCESS;
 }

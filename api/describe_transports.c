@@ -34,10 +34,9 @@
 struct tp_record {
 	char name[TP_SLOTS][TP_NAME_BYTES]; /* "" unused */
 	uint32_t count[WEFT_LINK_CLASS_COUNT][TP_SLOTS];
-	uint32_t connected; /* peers whose connection is up */
-	uint32_t dark;	    /* sub-flows dark now */
-	/* failovers, repaths, replaced, probes, resent, dups (struct weft_tp_paths) */
-	uint64_t paths[6];
+	uint32_t connected;			/* peers whose connection is up */
+	uint32_t dark;				/* sub-flows dark now */
+	uint64_t paths[WEFT_TP_PATH_NCOUNTERS]; /* WEFT_TP_PATH_COUNTERS' order */
 };
 
 _Static_assert(sizeof(struct tp_record) == 344, "the comment above says 344 bytes");
@@ -71,7 +70,10 @@ static void count_mine(struct weft_comm *comm, struct tp_record *rec)
 	rec->connected = (uint32_t)comm->nconnected;
 	struct weft_tp_paths p;
 	weft_stats_paths_sum(comm, &p);
-	const uint64_t v[6] = {p.failovers, p.repaths, p.replaced, p.probes, p.resent, p.dups};
+#define VALUE(f) p.f,
+	const uint64_t v[] = {WEFT_TP_PATH_COUNTERS(VALUE)};
+#undef VALUE
+	_Static_assert(sizeof(v) == sizeof(rec->paths), "one slot per counter");
 	memcpy(rec->paths, v, sizeof(v));
 	rec->dark = p.dark;
 }
@@ -80,11 +82,14 @@ static void count_mine(struct weft_comm *comm, struct tp_record *rec)
  * connections, sub-flows dark now, and how many ranks failed over. */
 static json_t *paths(const struct weft_comm *comm, const struct tp_record *all)
 {
-	static const char *const names[6] = {"failovers", "repaths", "replaced",
-					     "probes",	  "resent",  "dups"};
-	uint64_t sum[6] = {0}, dark = 0, ranks = 0;
+#define NAME(f) #f,
+	static const char *const names[] = {WEFT_TP_PATH_COUNTERS(NAME)};
+#undef NAME
+	enum { N = WEFT_TP_PATH_NCOUNTERS };
+	_Static_assert(sizeof(names) / sizeof(names[0]) == N, "one name per counter");
+	uint64_t sum[N] = {0}, dark = 0, ranks = 0;
 	for (int r = 0; r < comm->nranks; r++) {
-		for (int k = 0; k < 6; k++)
+		for (int k = 0; k < N; k++)
 			sum[k] += all[r].paths[k];
 		dark += all[r].dark;
 		ranks += all[r].paths[0] > 0;
@@ -92,7 +97,7 @@ static json_t *paths(const struct weft_comm *comm, const struct tp_record *all)
 	json_t *o = json_pack("{s:I, s:I}", "dark", (json_int_t)dark, "ranks_failed_over",
 			      (json_int_t)ranks);
 	int bad = !o;
-	for (int k = 0; k < 6 && !bad; k++)
+	for (int k = 0; k < N && !bad; k++)
 		bad |= json_object_set_new(o, names[k], json_integer((json_int_t)sum[k]));
 	if (bad) {
 		json_decref(o);

@@ -207,13 +207,11 @@ static int add_paths(json_t *o, const struct weft_conn *conn)
 	struct weft_tp_paths p = {0};
 	if (conn->ops->prop.paths)
 		conn->ops->prop.paths((struct weft_conn *)conn, &p);
-	return json_object_set_new(o, "failovers", json_integer((json_int_t)p.failovers)) |
-	       json_object_set_new(o, "repaths", json_integer((json_int_t)p.repaths)) |
-	       json_object_set_new(o, "replaced", json_integer((json_int_t)p.replaced)) |
-	       json_object_set_new(o, "probes", json_integer((json_int_t)p.probes)) |
-	       json_object_set_new(o, "resent", json_integer((json_int_t)p.resent)) |
-	       json_object_set_new(o, "dups", json_integer((json_int_t)p.dups)) |
-	       json_object_set_new(o, "dark", json_integer(p.dark));
+	int bad = 0;
+#define ADD(f) bad |= json_object_set_new(o, #f, json_integer((json_int_t)p.f));
+	WEFT_TP_PATH_COUNTERS(ADD)
+#undef ADD
+	return bad | json_object_set_new(o, "dark", json_integer(p.dark));
 }
 
 void weft_stats_paths_sum(struct weft_comm *comm, struct weft_tp_paths *sum)
@@ -226,12 +224,9 @@ void weft_stats_paths_sum(struct weft_comm *comm, struct weft_tp_paths *sum)
 		if (!conn || !conn->ops->prop.paths)
 			continue;
 		conn->ops->prop.paths(conn, &p);
-		sum->failovers += p.failovers;
-		sum->repaths += p.repaths;
-		sum->replaced += p.replaced;
-		sum->probes += p.probes;
-		sum->resent += p.resent;
-		sum->dups += p.dups;
+#define SUM(f) sum->f += p.f;
+		WEFT_TP_PATH_COUNTERS(SUM)
+#undef SUM
 		sum->dark += p.dark;
 	}
 	weft_comm_unlock(comm);

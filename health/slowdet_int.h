@@ -110,7 +110,9 @@ struct slowdet_root {
 	/* scratch for one evaluation */
 	struct weft_slowdet_link_obs *links;
 	double *best, *tmp, *late, *off;
-	bool *slow_h, *slow_r, *slow_off, *have, *have_off, *skip;
+	bool *slow_h, *slow_r, *slow_off, *have, *have_off;
+	bool *on_slow_host; /* per rank, this period: its host is named or flagged */
+	bool *not_running;  /* per rank: named for not running, not cleared */
 	int *itmp;
 	/* verdicts sent this period, sent again next period (a lost one) */
 	struct slowdet_verdict resend[DETECT_KEPT];

@@ -40,13 +40,14 @@ struct slowdet_root *weft_slowdet_root_new(int nranks, int nhosts)
 	r->slow_h = calloc(h, sizeof(*r->slow_h));
 	r->slow_r = calloc(n, sizeof(*r->slow_r));
 	r->have = calloc(n, sizeof(*r->have));
-	r->skip = calloc(n, sizeof(*r->skip));
+	r->on_slow_host = calloc(n, sizeof(*r->on_slow_host));
+	r->not_running = calloc(n, sizeof(*r->not_running));
 	r->itmp = calloc(2 * h, sizeof(*r->itmp));
 	r->next_id = 1;
 	if (!r->ranks || !r->host_run || !r->rank_run || !r->host_best || !r->rank_late ||
 	    !r->links || !r->best || !r->tmp || !r->late || !r->slow_h || !r->slow_r || !r->have ||
-	    !r->skip || !r->itmp || !r->rank_off || !r->rank_cause || !r->off || !r->slow_off ||
-	    !r->have_off) {
+	    !r->on_slow_host || !r->not_running || !r->itmp || !r->rank_off || !r->rank_cause ||
+	    !r->off || !r->slow_off || !r->have_off) {
 		weft_slowdet_root_free(r);
 		return NULL;
 	}
@@ -74,7 +75,8 @@ void weft_slowdet_root_free(struct slowdet_root *r)
 	free(r->slow_h);
 	free(r->slow_r);
 	free(r->have);
-	free(r->skip);
+	free(r->on_slow_host);
+	free(r->not_running);
 	free(r->itmp);
 	free(r);
 }
@@ -229,17 +231,18 @@ static void eval_ranks(struct weft_watch *w, struct slowdet_root *r, uint32_t op
 	double median;
 	for (int k = 0; k < w->nranks; k++) {
 		int h = g->host_of[k];
-		r->skip[k] = r->host_run[h].named || r->slow_h[h];
+		r->on_slow_host[k] = r->host_run[h].named || r->slow_h[h];
 	}
-	weft_slowdet_late_ranks(r->late, r->have, r->skip, w->nranks, r->slow_r, &median, r->tmp);
+	weft_slowdet_late_ranks(r->late, r->have, r->on_slow_host, w->nranks, r->slow_r, &median,
+				r->tmp);
 	if (median > 0)
 		r->rank_median = median;
-	weft_slowdet_off_ranks(r->off, r->have_off, r->skip, w->nranks, r->slow_off, &median,
-			       r->tmp);
+	weft_slowdet_off_ranks(r->off, r->have_off, r->on_slow_host, w->nranks, r->slow_off,
+			       &median, r->tmp);
 	r->off_median = median;
-	for (int k = 0; k < w->nranks; k++) /* named for not running, not cleared */
-		r->skip[k] = r->rank_run[k].named && r->rank_cause[k] == DETECT_NOT_RUNNING;
-	weft_slowdet_late_explained(r->slow_r, r->slow_off, r->skip, w->nranks);
+	for (int k = 0; k < w->nranks; k++)
+		r->not_running[k] = r->rank_run[k].named && r->rank_cause[k] == DETECT_NOT_RUNNING;
+	weft_slowdet_late_explained(r->slow_r, r->slow_off, r->not_running, w->nranks);
 	for (int k = 0; k < w->nranks; k++) {
 		if (!r->have[k] && !r->have_off[k])
 			continue;

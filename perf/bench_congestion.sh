@@ -81,6 +81,16 @@
 #                   per rank (WEFT_OFI_EPS, at most 8) against one; ofi
 #                   picks a message's endpoint from its tag, so it has no
 #                   adaptive mode: only the equal fabric runs
+#   --single        instead of the two fabrics below, the single flow's
+#                   re-pathing (issue 27): on the unequal fabric, one
+#                   sub-flow (NSOCKS=1) with WEFT_REPATH=off against
+#                   stall+congestion (it probes a second port and keeps the
+#                   faster); each trial's split tells which spine the flow
+#                   took, its log how often the probe won. The last line:
+#                   "single flow: probing gain X" — the median busbw of the
+#                   probing trials that moved or were left on the slow spine
+#                   over that of the trials without re-pathing whose flow
+#                   hashed onto the slow spine (the issue's target: 1.5)
 #
 # Two fabrics, one after the other, each 2 leaves x 1 host with 2 spines
 # (fabric.sh --spines 2: routed leaves, multipath routes hashed on L4), 2
@@ -323,6 +333,44 @@ PY
 # ---- --mode spray
 
 # Two two-spine fabrics, one after the other.
+# --single: the unequal fabric only, one sub-flow without and with
+# re-pathing; the summary compares the trials that matter (above).
+single() {
+	[ -x "$BUILD/allreduce_perf" ] || { echo "error: $BUILD/allreduce_perf not built"; return 1; }
+	: >"$OUTDIR/trials.txt"
+	local half
+	half=$(awk -v r="$RATE" 'BEGIN {match(r, /^[0-9.]+/); printf "%g%s", substr(r, 1, RLENGTH) / 2, substr(r, RLENGTH + 1)}')
+	echo "# bench_congestion --mode spray --single: 2 leaves x 1 host, 2 spines ($RATE + $half)," \
+		"$SIZE AllReduce, one sub-flow, WEFT_REPATH off against stall+congestion, $PAIRS pairs" |
+		tee "$OUTDIR/summary.txt"
+	"$FABRIC_DIR/fabric.sh" with --leaves 2 --hosts-per-leaf 1 --spines 2 \
+		--spine-rate "$RATE,$half" -- "$0" "${opts[@]}" --single --phase single "$OUTDIR" || return $?
+	python3 - "$OUTDIR/trials.txt" <<'PY' | tee -a "$OUTDIR/summary.txt"
+import statistics, sys
+rows = [line.split() for line in open(sys.argv[1])]
+def share(r):  # the smaller up1 (fast spine) share of the two leaves
+    return min(float(x) for x in r[4].split(","))
+off = [r for r in rows if r[1] == "off"]
+probe = [r for r in rows if r[1] == "probe"]
+slow = [float(r[3]) for r in off if share(r) < 0.5]
+fast = [float(r[3]) for r in off if share(r) >= 0.5]
+moved = [float(r[3]) for r in probe if r[5] != "moves=0"]
+stayed = [float(r[3]) for r in probe if r[5] == "moves=0"]
+stuck = [float(r[3]) for r in probe if r[5] == "moves=0" and share(r) < 0.5]
+med = lambda v: statistics.median(v) if v else float("nan")
+print("off:   %d trials, %d on the slow spine (median %.1f MB/s), %d on the fast one (%.1f)"
+      % (len(off), len(slow), med(slow), len(fast), med(fast)))
+print("probe: %d trials, %d moved (median %.1f MB/s), %d did not (%.1f), %d of them left on the"
+      " slow spine (%.1f)" % (len(probe), len(moved), med(moved), len(stayed), med(stayed),
+                              len(stuck), med(stuck)))
+# The flows that hashed onto the slow spine, as far as the logs tell: those
+# that moved, and those that stayed there (a failure to move counts).
+started_slow = moved + stuck
+gain = med(started_slow) / med(slow) if slow and started_slow else float("nan")
+print("single flow: probing gain %s" % ("n/a" if gain != gain else "%.2f" % gain))
+PY
+}
+
 spray() {
 	RATE=200mbit PAIRS=5 SIZE=32M K=8 OUTDIR="" PHASE="" TRANSPORT=socket
 	while [ $# -gt 0 ]; do
@@ -333,6 +381,7 @@ spray() {
 		--k) K=${2:?}; shift 2 ;;
 		--transport) TRANSPORT=${2:?}; shift 2 ;;
 		--phase) PHASE=${2:?}; shift 2 ;;
+		--single) SINGLE=1; shift ;;
 		*) OUTDIR=$1; shift ;;
 		esac
 	done
@@ -347,6 +396,11 @@ spray() {
 		echo "error: --k $K: ofi takes 1 to 8 endpoints"; exit 1
 	fi
 	opts=(--mode spray --rate "$RATE" --pairs "$PAIRS" --size "$SIZE" --k "$K" --transport "$TRANSPORT")
+	if [ "${SINGLE:-0}" = 1 ] && [ -z "$PHASE" ]; then
+		[ "$TRANSPORT" = socket ] || { echo "error: --single: the socket transport only"; exit 1; }
+		single
+		exit $?
+	fi
 
 	if [ -z "$PHASE" ]; then
 		[ -x "$BUILD/allreduce_perf" ] || { echo "error: $BUILD/allreduce_perf not built"; exit 1; }
@@ -408,8 +462,12 @@ PY
 	else
 		modes=(rr adaptive)
 	fi
+	if [ "$PHASE" = single ]; then
+		modes=(off probe)
+	fi
 	port=29700
 	[ "$PHASE" = equal ] || port=29800
+	[ "$PHASE" != single ] || port=29900
 	uplinks() { "$FABRIC_SH" spines | awk '{print $1, $2, $4}'; }
 	for ((p = 1; p <= PAIRS; p++)); do
 		for m in "${modes[@]}"; do
@@ -420,6 +478,11 @@ PY
 				env=(WEFT_TRANSPORTS=socket WEFT_SOCKET_NSOCKS="$K" WEFT_SPRAY=adaptive) ;;
 			ofi/k1) env=(WEFT_TRANSPORTS=ofi "WEFT_OFI_PROVIDER=tcp;ofi_rxm" WEFT_OFI_EPS=1) ;;
 			ofi/*) env=(WEFT_TRANSPORTS=ofi "WEFT_OFI_PROVIDER=tcp;ofi_rxm" WEFT_OFI_EPS="$K") ;;
+			socket/off | socket/probe)
+				env=(WEFT_TRANSPORTS=socket WEFT_SOCKET_NSOCKS=1 WEFT_DEBUG=INFO
+					WEFT_DEBUG_SUBSYS=NET) ;;&
+			socket/off) env+=(WEFT_REPATH=off) ;;
+			socket/probe) env+=(WEFT_REPATH=stall+congestion) ;;
 			esac
 			before=$(uplinks)
 			fabric_run_job "$OUTDIR" "$PHASE-$m.$p" "$port" "${env[@]}" -- \
@@ -433,6 +496,10 @@ PY
 				{d = $3 - b[$1 " " $2]; tot[$1] += d; if ($2 == "up1") u[$1] = d}
 				END {printf "%.2f,%.2f", u["leaf1"] / tot["leaf1"], u["leaf2"] / tot["leaf2"]}' \
 				<(echo "$before") <(uplinks))
+			if [ "$PHASE" = single ]; then
+				moves=$(cat "$OUTDIR/$PHASE-$m.$p".*.err | grep -c "moving to the probe's path")
+				split="$split moves=$moves"
+			fi
 			echo "$PHASE $m $p $busbw $split" | tee -a "$OUTDIR/trials.txt"
 		done
 	done

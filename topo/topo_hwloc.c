@@ -21,6 +21,8 @@
 #include <hwloc.h>
 #include <ifaddrs.h>
 #include <net/if.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,9 +31,9 @@
 #include "util/log.h"
 
 /* Load this machine (@p xml_path NULL) or an XML file, with the I/O devices
- * that matter (NICs, GPUs, their PCI parents). *topo is NULL when this
+ * that matter (NICs). *topo is NULL when this
  * machine could not be loaded: callers carry on with unknowns. */
-static weft_status_t topo_load(hwloc_topology_t *topo, const char *xml_path, struct weft_err *err)
+static weft_status_t topo_read(hwloc_topology_t *topo, const char *xml_path, struct weft_err *err)
 {
 	hwloc_topology_t t;
 	*topo = NULL;
@@ -40,8 +42,25 @@ static weft_status_t topo_load(hwloc_topology_t *topo, const char *xml_path, str
 	hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
 	/* hwloc's Linux backend reads the PCI tree from sysfs by itself. The
 	 * libpciaccess component only adds vendor and device names, and its
-	 * pci.ids parsing costs ~4 s per load under ASan (and is never freed). */
-	hwloc_topology_set_components(t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci");
+	 * pci.ids parsing costs ~4 s per load under ASan (and is never freed).
+	 * Weft never looks at GPUs: the gl component tries ten X displays
+	 * (three connects each, to 127.0.0.1:6000 and up) and opencl its
+	 * runtime, on every rank's start. A component hwloc was built
+	 * without is refused (-1), which is what we want anyway. */
+	static const char *const unused[] = {"pci", "gl", "opencl", "cuda", "nvml", "rsmi"};
+	for (size_t i = 0; i < sizeof(unused) / sizeof(unused[0]); i++)
+		(void)hwloc_topology_set_components(t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST,
+						    unused[i]);
+	/* Nor at PCI objects: only at which NUMA node a NIC is near. Without
+	 * them, hwloc attaches each OS device to the smallest object holding
+	 * its bus's local CPUs (what it reads from sysfs anyway), and skips
+	 * reading every device's config space, which was 80 % of a load's
+	 * CPU in a VM (~10 of 12 ms per rank). An XML file keeps what it has. */
+	if (!xml_path) {
+		hwloc_topology_set_type_filter(t, HWLOC_OBJ_PCI_DEVICE,
+					       HWLOC_TYPE_FILTER_KEEP_NONE);
+		hwloc_topology_set_type_filter(t, HWLOC_OBJ_BRIDGE, HWLOC_TYPE_FILTER_KEEP_NONE);
+	}
 	if (xml_path && hwloc_topology_set_xml(t, xml_path) != 0) {
 		int e = errno;
 		hwloc_topology_destroy(t);
@@ -62,6 +81,37 @@ static weft_status_t topo_load(hwloc_topology_t *topo, const char *xml_path, str
 	}
 	*topo = t;
 	return WEFT_SUCCESS;
+}
+
+/* This machine is read once per process and kept (read-only, which hwloc
+ * lets threads share): a load reads a few hundred sysfs files, ~15 ms of
+ * CPU, and a communicator's start asked for it two to four times (the NIC,
+ * the card, the binding), in every rank at once on hosts where ranks
+ * outnumber cores. A machine hwloc could not load stays unknown. */
+static pthread_mutex_t machine_lock = PTHREAD_MUTEX_INITIALIZER;
+static hwloc_topology_t machine;
+static bool machine_read;
+
+static weft_status_t topo_load(hwloc_topology_t *topo, const char *xml_path, struct weft_err *err)
+{
+	if (xml_path)
+		return topo_read(topo, xml_path, err);
+	weft_status_t st = WEFT_SUCCESS;
+	pthread_mutex_lock(&machine_lock);
+	if (!machine_read) {
+		st = topo_read(&machine, NULL, err);
+		machine_read = st == WEFT_SUCCESS;
+	}
+	*topo = machine;
+	pthread_mutex_unlock(&machine_lock);
+	return st;
+}
+
+/* Done with @p t from topo_load(..., @p xml_path, ...). */
+static void topo_done(hwloc_topology_t t, const char *xml_path)
+{
+	if (t && xml_path)
+		hwloc_topology_destroy(t);
 }
 
 /* Where this process runs, into @p set: the list @p cpus if given, else the
@@ -196,7 +246,7 @@ weft_status_t weft_topo_hwloc_fill_at(struct weft_topo_card *card, const char *n
 out_free_set:
 	hwloc_bitmap_free(set);
 out_destroy:
-	hwloc_topology_destroy(t);
+	topo_done(t, xml_path);
 	return st;
 }
 
@@ -341,8 +391,7 @@ weft_status_t weft_topo_pick_nic_from(char *nic, size_t len, const char *xml_pat
 out_free_set:
 	hwloc_bitmap_free(set);
 out_destroy:
-	if (t)
-		hwloc_topology_destroy(t);
+	topo_done(t, xml_path);
 out_free_ifaces:
 	free(own);
 	return st;
@@ -425,7 +474,7 @@ weft_status_t weft_topo_bind_target(const char *mode, const char *nic, int local
 	else if (bind_set(t, m, nic, local_rank, set))
 		hwloc_bitmap_list_snprintf(cpus, len, set);
 	hwloc_bitmap_free(set);
-	hwloc_topology_destroy(t);
+	topo_done(t, xml_path);
 	return st;
 }
 
@@ -455,6 +504,6 @@ weft_status_t weft_topo_bind(const char *mode, const char *nic, int local_rank,
 				 list, nic, local_rank);
 	}
 	hwloc_bitmap_free(set);
-	hwloc_topology_destroy(t);
+	topo_done(t, NULL);
 	return st;
 }

@@ -277,6 +277,12 @@ struct weft_tp_paths {
 	char note[256];	    /* the dark ones, for an error or a table ("" if none) */
 };
 
+/* The counters of struct weft_tp_paths, in its order, for the code that
+ * lists them all (the stats file, their sum, the communicator's JSON):
+ * X(name) for each; a new counter is added here and in the struct. */
+#define WEFT_TP_PATH_COUNTERS(X) X(failovers) X(repaths) X(replaced) X(probes) X(resent) X(dups)
+#define WEFT_TP_PATH_NCOUNTERS	 6
+
 /* A registered region as a peer can name it: struct weft_mr_key (util/mr_key.h). */
 
 /* ---- Ops, in groups ---- */

@@ -17,6 +17,13 @@
 #                           WEFT_LLDP_SOCKET [VARS] CMD;
 #                           output in OUTDIR/LABEL.RANK.out/.err; fails if a
 #                           rank fails or runs longer than FABRIC_JOB_TIMEOUT s
+#   fabric_throttle RANK on|off
+#                           shape RANK's host link to 75 Mbit/s both ways (tbf
+#                           on the host's eth0 and on its leaf's swp1, the
+#                           port of the leaf's first host: the slow-link
+#                           scripts put one host on a leaf), offloads off so
+#                           tbf sees wire-size packets; off removes it.
+#                           Fails if tc does
 # shellcheck disable=SC2034  # the RANK_* arrays are for the caller
 
 FABRIC_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -68,6 +75,24 @@ fabric_print_ranks() {
 	for ((r = 0; r < NRANKS; r++)); do
 		echo "#   rank $r  ${RANK_HOST[r]}  ${RANK_IP[r]}  ${RANK_LEAF[r]}  ${RANK_IF[r]}"
 	done
+}
+
+fabric_throttle() {
+	local hns lns ns dev ns_dev rc=0
+	hns=$(awk -v h="${RANK_HOST[$1]}" '$1 == "host" && $2 == h {print $3}' "$FABRIC_STATE")
+	lns=$(awk -v l="${RANK_LEAF[$1]}" '$1 == "leaf" && $2 == l {print $3}' "$FABRIC_STATE")
+	for ns_dev in "$hns eth0" "$lns swp1"; do
+		read -r ns dev <<<"$ns_dev"
+		if [ "$2" = on ]; then
+			ip netns exec "$ns" ethtool -K "$dev" tso off gso off gro off >/dev/null 2>&1
+			tc -n "$ns" qdisc replace dev "$dev" root tbf rate 75mbit burst 32768 limit 266000 ||
+				{ echo "fabric_throttle: tbf on $dev in $ns failed" >&2; rc=1; }
+		else
+			tc -n "$ns" qdisc del dev "$dev" root ||
+				{ echo "fabric_throttle: tc qdisc del on $dev in $ns failed" >&2; rc=1; }
+		fi
+	done
+	return $rc
 }
 
 FABRIC_PIDS=()

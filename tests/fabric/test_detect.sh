@@ -129,21 +129,7 @@ sleep 3
 [ -z "$(slow_lines)" ] && ok "healthy for 3 s: nobody named" || fail "named while healthy: $(slow_lines | head -2)"
 
 # ---- 2. rank 1's uplink throttled ----
-HNS=$(awk -v h="${RANK_HOST[1]}" '$1 == "host" && $2 == h {print $3}' "$FABRIC_STATE")
-LNS=$(awk -v l="${RANK_LEAF[1]}" '$1 == "leaf" && $2 == l {print $3}' "$FABRIC_STATE")
-throttle() { # on|off
-	local ns dev
-	for ns_dev in "$HNS eth0" "$LNS swp1"; do
-		read -r ns dev <<<"$ns_dev"
-		if [ "$1" = on ]; then
-			ip netns exec "$ns" ethtool -K "$dev" tso off gso off gro off >/dev/null 2>&1
-			tc -n "$ns" qdisc replace dev "$dev" root tbf rate 75mbit burst 32768 limit 266000 ||
-				fail "tbf on $dev in $ns"
-		else
-			tc -n "$ns" qdisc del dev "$dev" root || fail "tc qdisc del on $dev in $ns"
-		fi
-	done
-}
+throttle() { fabric_throttle 1 "$1" || fail "tc on rank 1's link: see above"; } # on|off
 NAMED="slow: rank 1 \(${RANK_HOST[1]}, ${RANK_IP[1]}\) uplink to ${RANK_LEAF[1]} at [0-9.]+ MB/s, the job's median [0-9.]+ MB/s, for [0-9]+ operations"
 T0=$(now)
 throttle on

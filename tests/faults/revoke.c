@@ -16,7 +16,9 @@
  *    shrink ("no quorum"), on one host it can;
  *  - a transport's own rule (the path failover's) records a peer on
  *    another host unreachable through env->peer_gone: failed_ranks names
- *    it, a shrink leaves it out, and that rank, alive, learns so.
+ *    it, a shrink leaves it out, and that rank, alive, learns so;
+ *  - a rank killed on this host is named by failed_ranks with no
+ *    collective waiting on it (its pid check is made when asked).
  */
 #include <check.h>
 #include <errno.h>
@@ -474,6 +476,52 @@ START_TEST(transport_finds_unreachable)
 }
 END_TEST
 
+/* ---- a rank killed on this host, no collective waiting on it */
+
+static int killed_body(weft_comm_t comm, int rank, int nranks, void *arg)
+{
+	struct shared *sh = harness_shared();
+	(void)arg;
+	if (sum(comm, 1, (float)nranks) != WEFT_SUCCESS)
+		return harness_fail("warm-up");
+	if (rank == 2)
+		raise(SIGKILL);
+	/* The pid check needs no peer's answer: failed_ranks makes it when
+	 * asked, so the victim is named once its pid is gone (the harness
+	 * reaps it at once), with no collective waiting on it. */
+	double t0 = harness_now();
+	weft_failed_rank_t f[MAXR];
+	int n = 0;
+	while (n == 0 && harness_now() - t0 < 3) {
+		weft_comm_failed_ranks(comm, f, MAXR, &n);
+		nap(0.005);
+	}
+	sh->failed_after[rank] = harness_now() - t0;
+	if (n != 1 || f[0].rank != 2 || f[0].how != WEFT_RANK_KILLED)
+		return harness_fail("failed_ranks after %.2f s: %d ranks, the first %d (%s)",
+				    sh->failed_after[rank], n, n ? f[0].rank : -1,
+				    n ? weft_rank_failure_string(f[0].how) : "-");
+	weft_comm_abort(comm);
+	return 0;
+}
+
+START_TEST(killed_named_without_collective)
+{
+	struct harness_result res;
+	harness_run(3, env_shm, killed_body, NULL, 60, &res);
+	ck_assert_msg(res.rank[0].end == HARNESS_EXITED && res.rank[0].code == 0 &&
+			  res.rank[1].end == HARNESS_EXITED && res.rank[1].code == 0,
+		      "%s", res.summary);
+	ck_assert_msg(res.rank[2].end == HARNESS_SIGNALED && res.rank[2].code == SIGKILL,
+		      "rank 2 was to die of SIGKILL: %s", res.summary);
+	struct shared sh;
+	memcpy(&sh, res.shared, sizeof(sh));
+	printf("revoke: rank 2 killed, failed_ranks named it after %.3f s (rank 0), %.3f s "
+	       "(rank 1)\n",
+	       sh.failed_after[0], sh.failed_after[1]);
+}
+END_TEST
+
 static Suite *revoke_suite(void)
 {
 	Suite *s = suite_create("revoke");
@@ -485,6 +533,7 @@ static Suite *revoke_suite(void)
 	tcase_add_test(tc, bad_uses);
 	tcase_add_loop_test(tc, quorum_of_two, 0, 2);
 	tcase_add_test(tc, transport_finds_unreachable);
+	tcase_add_test(tc, killed_named_without_collective);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -259,6 +259,9 @@ struct weft_sock_rx {
 };
 
 /* What the failover logic knows of one socket (socket_path.c). */
+/* Delivery-rate samples kept per socket in a probe's window (one a round). */
+#define WEFT_SOCK_PROBE_SAMPLES 8
+
 struct weft_sock_health {
 	uint64_t acked;	    /* tcpi_bytes_acked at the last check */
 	double progress_at; /* when acked last moved (or nothing was outstanding) */
@@ -276,6 +279,9 @@ struct weft_sock_health {
 	double round_ce, round_Bps;    /* the last round's CE share and send rate */
 	bool round_busy;	       /* it was limited by the network, not by Weft */
 	uint64_t probe_bytes;	       /* bytes both ways when the probe came up */
+	/* the network-limited tcpi_delivery_rate samples of the probe's window */
+	double probe_rate[WEFT_SOCK_PROBE_SAMPLES];
+	unsigned probe_nrate;
 	unsigned hot_rounds, slow_rounds;
 	double moved_at;
 	double asked_at;     /* acceptor: when it last asked for a replacement */

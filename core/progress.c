@@ -503,10 +503,11 @@ weft_status_t weft_task_run(struct weft_task *task)
 		task->last_event = comm->oversubscribed || comm->wait.block ? weft_now() : 0;
 		st = task->ops->post(task);
 		/* Recorded (posted and started at once) only now that its data
-		 * is out: the peers' answer takes longer to arrive than the
-		 * clock and the recorder take (about 20 ns, 5 % of an 8-byte
-		 * AllReduce over shared memory when they came first), and a
-		 * post never moves a message, so the stamp is as good. */
+		 * is out, so that the clock's read and the recorder's stores
+		 * overlap the wait for the peers' data, mostly: before its
+		 * post they cost 5 % of an 8-byte AllReduce over shared
+		 * memory, here 1-4 % (docs/bench/issue29-recorder.txt). A post
+		 * never moves a message: the stamp is as good. */
 		weft_task_record(task, true);
 		if (st != WEFT_SUCCESS)
 			st = finish_task(comm, &comm->active, task, st);

@@ -468,7 +468,8 @@ ASAN_QUICK := unit/bootstrap/bootstrap unit/api/secret unit/bootstrap/doors unit
 	unit/health/agree faults/revoke faults/shrink_more \
 	$(call over,reduce_scatter broadcast reduce alltoall barrier errors,shm socket) \
 	integration/split_group integration/nonblocking integration/collectives \
-	security/attacks security/flood unit/api/review unit/core/wait unit/health/slowdet
+	security/attacks security/flood unit/api/review unit/core/wait unit/health/slowdet \
+	unit/core/watch_silence
 # (faults/recorder is not among them: it needs weft-topo, which this build
 # does not make, and its fatal-signal case a SIGSEGV that ASan takes first.)
 asan-quick:

@@ -191,6 +191,11 @@ static void env_explain(void *ctx, uint64_t sent, uint64_t want, int peer, char 
 	weft_p2p_explain(ctx, sent, want, peer, buf, len);
 }
 
+static double env_peer_silence(void *ctx, int peer)
+{
+	return weft_watch_silence(ctx, peer);
+}
+
 static void env_peer_gone(void *ctx, int peer, weft_rank_failure_t how)
 {
 	weft_comm_mark_dead(ctx, peer, how);
@@ -232,6 +237,7 @@ static weft_status_t build_env(struct weft_comm *comm)
 	    .allgather = env_allgather,
 	    .fail = env_fail,
 	    .explain = env_explain,
+	    .peer_silence = env_peer_silence,
 	    .peer_gone = env_peer_gone,
 	};
 	memcpy(&comm->env->comm_id, comm->id, sizeof(comm->env->comm_id));

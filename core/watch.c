@@ -62,6 +62,34 @@ static uint32_t heard_ms(const struct watch_view *v, double now)
 	return ms < 0 ? 0 : ms >= UINT32_MAX ? UINT32_MAX - 1 : (uint32_t)ms;
 }
 
+/* How often a caller of weft_watch_silence asks a peer it has not heard. */
+#define SILENCE_ASK_S 0.1
+
+double watch_silence(struct weft_watch *w, int peer, double now)
+{
+	if (peer < 0 || peer >= w->nranks || peer == w->rank)
+		return -1;
+	pthread_mutex_lock(&w->lock);
+	struct watch_view *v = &w->view[peer];
+	if ((v->heard == 0 || now - v->heard >= SILENCE_ASK_S) &&
+	    (v->silence_asked == 0 || now - v->silence_asked >= SILENCE_ASK_S)) {
+		v->silence_asked = now;
+		watch_send(w, peer, WATCH_QUERY); /* sets asked unless it is set */
+	}
+	/* asked: unanswered since then (any datagram from it clears it) */
+	double silent = v->asked > 0 ? now - v->asked : v->heard > 0 ? now - v->heard : 0;
+	pthread_mutex_unlock(&w->lock);
+	return silent < 0 ? 0 : silent;
+}
+
+double weft_watch_silence(struct weft_comm *comm, int peer)
+{
+	struct weft_watch *w = comm->watch;
+	if (!w || !w->running)
+		return -1;
+	return watch_silence(w, peer, weft_now());
+}
+
 void watch_wait_changed(struct weft_watch *w, double seconds)
 {
 	struct timespec until = weft_wall_after(seconds);

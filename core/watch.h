@@ -98,6 +98,18 @@ uint64_t weft_watch_peer_timed_out_call(const struct weft_comm *comm);
  * which names a host where host names repeat); "-" without a watch. */
 void weft_watch_addr(const struct weft_comm *comm, int rank, char *buf, size_t len);
 
+/* For a transport that can reach @p peer on no path (env->peer_silence,
+ * transports/transport.h): for how many seconds this rank has asked the
+ * peer on the watch and heard nothing, 0 while it answers. Asks as it is
+ * called: a query at most every 100 ms while nothing was heard from the
+ * peer for that long (heartbeats reach only the two neighbours, and only
+ * every WEFT_TIMEOUT/4), which a live peer's watch thread answers at once,
+ * computing or not. So silence counts from the first unanswered query: a
+ * peer the watch has not heard lately is not silent until it has been
+ * asked. < 0: no watch to ask (one rank, or not running yet or any more).
+ * Any thread. */
+double weft_watch_silence(struct weft_comm *comm, int peer);
+
 /* At a timeout of @p task: ask the peers, and write the job-wide verdict
  * ("verdict: rank 1 never reached allreduce seq 5 (...); ranks 0,2 waited
  * in allreduce seq 5") into @p buf. Blocks for a bounded window (at most

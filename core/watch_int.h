@@ -63,8 +63,9 @@ struct watch_view {
 	/* Since when this rank has asked it something (a query, the shrink's
 	 * agreement, a revoke) and heard nothing from it; 0: it answered. */
 	double asked;
-	double refused;	   /* when its host refused a datagram (the port closed); 0 never */
-	bool revoke_acked; /* it acknowledged this rank's revoke */
+	double refused;	      /* when its host refused a datagram (the port closed); 0 never */
+	double silence_asked; /* when watch_silence last queried it; 0 never */
+	bool revoke_acked;    /* it acknowledged this rank's revoke */
 	struct watch_state st;
 	bool replied;	   /* to the current query */
 	uint64_t last_seq; /* the newest datagram taken from it */
@@ -140,5 +141,8 @@ int64_t watch_now_ms(void);
  * answered (tests/fuzz/fuzz_watch.c calls it too). */
 void watch_take(struct weft_watch *w, const struct watch_msg *m, ssize_t len,
 		const struct sockaddr_storage *from);
+/* weft_watch_silence's rule on @p w at @p now (tests call it on a watch
+ * double): takes the lock. */
+double watch_silence(struct weft_watch *w, int peer, double now);
 
 #endif

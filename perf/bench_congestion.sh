@@ -6,6 +6,7 @@
 # (--mode spray).
 #
 # Usage: perf/bench_congestion.sh --mode pacing|spray [options] OUTDIR
+#        perf/bench_congestion.sh --mode pacing --sweep [options] OUTDIR
 #
 # ---- --mode pacing
 #
@@ -20,6 +21,20 @@
 #                      of PPS, the depth of the tbf's own bucket; DESIGN.md's
 #                      example has 32, which marks bursts the tbf passes
 #                      without a queue: fabric.sh says what was measured)
+#   --tbf-burst BYTES  the uplinks' tbf bucket (fabric.sh's default: 4 ms of
+#                      the rate, 150000 bytes at 300 Mbit); a tc size, e.g.
+#                      64k, 150kb. The marker's default burst follows it
+#                      (its depth in time at PPS: 42 packets for 64k)
+#   --tbf-limit BYTES  the uplinks' tbf queue limit (fabric.sh's default:
+#                      25 ms of the rate plus the bucket, 1087500 bytes)
+#   --sweep            instead of one fabric, issue 27's grid (16): the
+#                      marker's burst 32, 48, 64, 96 packets x the tbf's
+#                      bucket 64k, 150k x its limit 512k, 1m, one pacing run
+#                      (no spraying) per configuration on its own fabric,
+#                      with the other options as given (below)
+#   --sweep-only "NAME ..."  the sweep, these configurations only: names
+#                      m<PACKETS>-b<BUCKET>-l<LIMIT> (the grid's are
+#                      m32-b64k-l512k ... m96-b150k-l1m; others are allowed)
 #   --pairs N          A/B pairs, interleaved (3)
 #   --modes "A B"      WEFT_PACER values compared (off dcqcn; the first is
 #                      the reference of the ratios)
@@ -66,6 +81,19 @@
 #   incast p99 ratio X, throughput ratio Y
 #   spray ratio X, adaptive ratio Y
 # Exit: 0 done, 1 a job failed, 77 the fabric cannot be built here.
+#
+# The sweep asks whether the pacer holds its targets whatever the fabric's
+# marking and queueing, not only at fabric.sh's defaults (a marker as deep
+# as a 150000-byte bucket): a shallow marker marks bursts the tbf passes
+# without a queue, a short queue limit drops sooner. Each configuration's
+# run goes to OUTDIR/sweep/NAME (as above, its log OUTDIR/sweep/NAME.log);
+# a line per configuration as it ends, then OUTDIR/sweep/summary.txt: one
+# row each (config, p99 of A and B, p99 ratio, throughput ratio, B's
+# marks, the highest load, whether it holds p99 <= 1/3 and throughput
+# >= 0.9) and the last line "sweep: N of 16 configurations hold". Its
+# length: 51-66 s a configuration at --pairs 1 --calls 500 here (17 min
+# for the grid), so over an hour at the defaults (3 pairs, 1000 calls).
+# Exit 1 if a configuration's jobs failed (the others still run).
 #
 # ---- --mode spray
 #
@@ -211,41 +239,136 @@ trial() {
 	[ "$rc" -eq 0 ] || { cat "$OUTDIR/$tag.bg.log" "$OUTDIR/$tag.fg.log"; return 1; }
 }
 
-# The incast trials, then --mode spray (unless --no-spray).
-pacing() {
-	if [ -z "${FABRIC_STATE:-}" ]; then
-		RATE=300mbit PPS=24000 BURST=""
-		args=()
-		while [ $# -gt 0 ]; do
-			case $1 in
-			--spine-rate) RATE=${2:?}; shift 2 ;;
-			--ecn-mark) PPS=${2:?}; shift 2 ;;
-			--ecn-burst) BURST=${2:?}; shift 2 ;;
-			*) args+=("$1"); shift ;;
-			esac
-		done
-		[ -f "$BUILD/libweft.so" ] || { echo "error: $BUILD/libweft.so not built"; exit 1; }
-		mkdir -p "$BUILD/fabric"
-		cc -std=gnu11 -O2 -Wall -Wextra -Werror -I"$REPO/include" -o "$BUILD/fabric/step_time" \
-			"$HERE/step_time.c" -L"$BUILD" -lweft -Wl,-rpath,"$BUILD" || exit 1
-		export BENCH_SPINE_RATE=$RATE BENCH_PPS=$PPS
-		out="" spray=1
-		for a in "${args[@]}"; do
-			case $a in --no-spray) spray=0 ;; -*) ;; *) out=$a ;; esac
-		done
-		"$FABRIC_DIR/fabric.sh" with --leaves 2 --hosts-per-leaf 2 --spine-rate "$RATE" \
-			--ecn-mark "$PPS" ${BURST:+--ecn-burst "$BURST"} -- "$0" --mode pacing "${args[@]}" || exit $?
-		[ "$spray" -eq 1 ] || exit 0
-		# Then path spraying, on its own two-spine fabrics; one line each.
-		env -u FABRIC_STATE "$0" --mode spray "$out/spray" >"$out/spray.log" 2>&1 ||
-			{ tail -n 20 "$out/spray.log"; exit 1; }
-		cat "$out/spray/summary.txt"
-		echo "---"
-		grep "incast p99 ratio" "$out/summary.txt" | tail -n 1 | sed 's/.*: incast/incast/'
-		tail -n 1 "$out/spray/summary.txt"
-		exit 0
-	fi
+# The incast trials on one fabric, then --mode spray (unless --no-spray),
+# or with --sweep one fabric per configuration of the grid (pacing_sweep).
+pacing_outer() {
+	RATE=300mbit PPS=24000 BURST="" TBF_BURST="" TBF_LIMIT="" SWEEP=0 SWEEP_ONLY=""
+	local out="" spray=1
+	args=()
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--spine-rate) RATE=${2:?}; shift 2 ;;
+		--ecn-mark) PPS=${2:?}; shift 2 ;;
+		--ecn-burst) BURST=${2:?}; shift 2 ;;
+		--tbf-burst) TBF_BURST=${2:?}; shift 2 ;;
+		--tbf-limit) TBF_LIMIT=${2:?}; shift 2 ;;
+		--sweep) SWEEP=1; shift ;;
+		--sweep-only) SWEEP=1 SWEEP_ONLY=${2:?}; shift 2 ;;
+		--pairs | --modes | --seconds | --calls | --env | --stats | --fg-period)
+			args+=("$1" "${2:?$1 needs a value}"); shift 2 ;;
+		--no-spray) spray=0; args+=("$1"); shift ;;
+		-*) echo "error: --mode pacing: unknown option '$1'"; exit 1 ;;
+		*) [ -z "$out" ] || { echo "error: two output directories: '$out' and '$1'"; exit 1; }
+			out=$1; shift ;;
+		esac
+	done
+	[ -n "$out" ] || { echo "usage: bench_congestion.sh --mode pacing [options] OUTDIR"; exit 1; }
+	[ -f "$BUILD/libweft.so" ] || { echo "error: $BUILD/libweft.so not built"; exit 1; }
+	mkdir -p "$BUILD/fabric"
+	cc -std=gnu11 -O2 -Wall -Wextra -Werror -I"$REPO/include" -o "$BUILD/fabric/step_time" \
+		"$HERE/step_time.c" -L"$BUILD" -lweft -Wl,-rpath,"$BUILD" || exit 1
+	export BENCH_SPINE_RATE=$RATE BENCH_PPS=$PPS
+	[ "$SWEEP" -eq 0 ] || pacing_sweep "$out"
+	"$FABRIC_DIR/fabric.sh" with --leaves 2 --hosts-per-leaf 2 --spine-rate "$RATE" \
+		${TBF_BURST:+--tbf-burst "$TBF_BURST"} ${TBF_LIMIT:+--tbf-limit "$TBF_LIMIT"} \
+		--ecn-mark "$PPS" ${BURST:+--ecn-burst "$BURST"} -- "$0" --mode pacing "${args[@]}" "$out" ||
+		exit $?
+	[ "$spray" -eq 1 ] || exit 0
+	# Then path spraying, on its own two-spine fabrics; one line each.
+	env -u FABRIC_STATE "$0" --mode spray "$out/spray" >"$out/spray.log" 2>&1 ||
+		{ tail -n 20 "$out/spray.log"; exit 1; }
+	cat "$out/spray/summary.txt"
+	echo "---"
+	grep "incast p99 ratio" "$out/summary.txt" | tail -n 1 | sed 's/.*: incast/incast/'
+	tail -n 1 "$out/spray/summary.txt"
+	exit 0
+}
 
+# The grid of issue 27 item 7: the marker's burst (packets) x the tbf's
+# bucket x its queue limit, one name a configuration: m<N>-b<SIZE>-l<SIZE>.
+sweep_grid() {
+	local m b l
+	for m in 32 48 64 96; do
+		for b in 64k 150k; do
+			for l in 512k 1m; do echo "m$m-b$b-l$l"; done
+		done
+	done
+}
+
+# pacing_sweep OUTDIR: a pacing run (no spraying) per configuration into
+# OUTDIR/sweep/NAME, on its own fabric; then the table. Exits.
+pacing_sweep() {
+	local out=$1 names name m b l n=0 total rc failed=0 t0
+	[ -z "$BURST$TBF_BURST$TBF_LIMIT" ] ||
+		{ echo "error: --sweep sets --ecn-burst, --tbf-burst and --tbf-limit itself (one fabric per configuration)"; exit 1; }
+	names=${SWEEP_ONLY:-$(sweep_grid)}
+	for name in $names; do
+		[[ $name =~ ^m([0-9]+)-b([0-9.]+[A-Za-z]*)-l([0-9.]+[A-Za-z]*)$ ]] ||
+			{ echo "error: --sweep-only: bad configuration '$name' (m<PACKETS>-b<BUCKET>-l<LIMIT>, e.g. m32-b64k-l512k)"; exit 1; }
+		for b in "${BASH_REMATCH[2]}" "${BASH_REMATCH[3]}"; do
+			"$FABRIC_DIR/fabric.sh" size-bytes "$b" >/dev/null || { echo "error: --sweep-only: in '$name'"; exit 1; }
+		done
+	done
+	total=$(echo "$names" | wc -w)
+	mkdir -p "$out/sweep"
+	for name in $names; do
+		[[ $name =~ ^m([0-9]+)-b([^-]+)-l([^-]+)$ ]]
+		m=${BASH_REMATCH[1]} b=${BASH_REMATCH[2]} l=${BASH_REMATCH[3]}
+		n=$((n + 1)) t0=$SECONDS
+		rc=0
+		"$FABRIC_DIR/fabric.sh" with --leaves 2 --hosts-per-leaf 2 --spine-rate "$RATE" \
+			--tbf-burst "$b" --tbf-limit "$l" --ecn-mark "$PPS" --ecn-burst "$m" -- \
+			"$0" --mode pacing "${args[@]}" --no-spray "$out/sweep/$name" >"$out/sweep/$name.log" 2>&1 || rc=$?
+		[ "$rc" -ne 77 ] || { tail -n 5 "$out/sweep/$name.log"; exit 77; }
+		[ "$rc" -eq 0 ] || failed=$((failed + 1))
+		echo "sweep $n/$total $name: $( { grep -h "incast p99 ratio" "$out/sweep/$name/summary.txt" 2>/dev/null ||
+			echo "failed (exit $rc: $out/sweep/$name.log)"; } | tail -n 1) ($((SECONDS - t0)) s)"
+	done
+	python3 - "$out/sweep" "$names" <<'PY' | tee "$out/sweep/summary.txt"
+import os, re, sys
+d, names = sys.argv[1], sys.argv[2].split()
+print("%-16s %6s %7s %8s %9s %9s %9s %8s %9s %6s  %s" % ("config", "marker", "bucket", "limit",
+      "p99_A_ms", "p99_B_ms", "p99_ratio", "tput", "marks_B", "load", "holds"))
+held, pair = 0, None
+for name in names:
+    m, b, lim = re.match(r"m(\d+)-b([^-]+)-l([^-]+)$", name).groups()
+    try:
+        text = open(os.path.join(d, name, "summary.txt")).read()
+    except OSError:
+        text = ""
+    ratio = re.search(r"^(\S+) vs (\S+): incast p99 ratio", text, re.M)
+    if not ratio:
+        print("%-16s %6s %7s %8s %9s  failed: see %s.log" % (name, m, b, lim, "", name))
+        continue
+    rows = {}
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) == 11 and f[0] in ratio.groups() and f[1].isdigit():
+            rows[f[0]] = f
+    pair = ratio.group(2), ratio.group(1)
+    a, bm = rows[pair[0]], rows[pair[1]]
+    p99, tput = float(bm[3]) / float(a[3]), float(bm[5]) / float(a[5])
+    load = re.search(r"load average during the trials: [\d.]+ to ([\d.]+)", text)
+    ok = p99 <= 1 / 3 and tput >= 0.9
+    held += ok
+    print("%-16s %6s %7s %8s %9.1f %9.1f %9.3f %8.3f %9s %6s  %s" % (name, m, b, lim,
+          float(a[3]) / 1e3, float(bm[3]) / 1e3, p99, tput, bm[9], load.group(1) if load else "?",
+          "yes" if ok else "no (%s)" % ", ".join(w for w, bad in (("p99", p99 > 1 / 3),
+                                                                  ("throughput", tput < 0.9)) if bad)))
+if pair:
+    print("A = %s, B = %s; p99 and throughput (the background's while the foreground ran): B over A,"
+          " medians over the pairs; marks_B: a B trial's CE marks (median); load: the highest"
+          " 1-minute load average of the configuration's trials; holds: p99 <= 1/3 and throughput"
+          " >= 0.9" % pair)
+print("sweep: %d of %d configurations hold%s" % (held, len(names),
+      "" if len(names) == 16 else " (--sweep-only: not the whole grid of 16)"))
+PY
+	[ "$failed" -eq 0 ] || { echo "sweep: $failed configuration(s) failed"; exit 1; }
+	exit 0
+}
+
+pacing() {
+	[ -n "${FABRIC_STATE:-}" ] || pacing_outer "$@"
 	PAIRS=3 MODES="off dcqcn" SECS="" CALLS=1000 EXTRA="" OUTDIR="" STATS="" PERIOD=0.04
 	while [ $# -gt 0 ]; do
 		case $1 in
@@ -279,7 +402,8 @@ pacing() {
 
 	: >"$OUTDIR/trials.txt"
 	echo "# bench_congestion --mode pacing: spine $BENCH_SPINE_RATE, CE marks above $BENCH_PPS pkt/s" \
-		"(burst $(awk '$1 == "ecn" {print $3}' "$FABRIC_STATE")), modes $MODES," \
+		"(burst $(awk '$1 == "ecn" {print $3}' "$FABRIC_STATE")), tbf bucket/limit" \
+		"$(awk '$1 == "tbf" {print $5 "/" $6 " bytes"; exit}' "$FABRIC_STATE"), modes $MODES," \
 		"$PAIRS pairs, ${SECS}s or $CALLS calls every ${PERIOD}s, extra: ${EXTRA:-none}" | tee "$OUTDIR/summary.txt"
 	fabric_print_ranks | tee -a "$OUTDIR/summary.txt"
 	port=29100

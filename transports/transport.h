@@ -172,11 +172,14 @@ struct weft_tp_env {
 	 * and the tag @p want posted here, as the calls' signatures tell, into
 	 * @p buf ("" if only the steps differ). */
 	void (*explain)(void *ctx, uint64_t sent, uint64_t want, int peer, char *buf, size_t len);
-	/* Seconds since the communicator's watch (core/watch.h), a channel
-	 * apart from the transports, last heard from @p peer; it asks the
-	 * peer now and then while called, so that a live one answers. < 0:
-	 * unknown (no watch yet). For a transport deciding whether a peer
-	 * it cannot reach on any path is gone. */
+	/* For a transport deciding whether a peer it cannot reach on any path
+	 * is gone: for how many seconds the communicator's watch (core/watch.h,
+	 * a UDP channel apart from the transports) has asked @p peer and heard
+	 * nothing; 0 while it answers. It asks as it is called (at most every
+	 * 100 ms), so call it from the moment the paths go dark: silence
+	 * counts from the first unanswered question. < 0: no watch to ask (a
+	 * one-rank job, before the watch runs or after it stopped). Any
+	 * thread. May be NULL (environments built by tests). */
 	double (*peer_silence)(void *ctx, int peer);
 	/* Record that @p peer is gone, found so by the transport's own rule:
 	 * the path failover's, dark on every path and silent on the watch for

@@ -24,7 +24,11 @@
 # The marker's burst B (--ecn-burst) is by default 4 ms of PPS, at least 22
 # packets: the same depth as the tbf's own bucket (4 ms of its rate, at
 # least 32 KiB; see shape), so the marker starts marking where the tbf
-# would start to queue at the marking rate. A shallower marker marks what
+# would start to queue at the marking rate. With --tbf-burst BYTES the
+# default follows that bucket instead: its depth in time at the (first)
+# spine rate, times PPS (round(BYTES x PPS / rate in bytes/s), at least 1:
+# 64 KiB at 300 Mbit and 24000/s is 42 packets); an explicit --ecn-burst
+# always wins. A shallower marker marks what
 # the tbf passes without a queue: packets reach the bridge in bursts of
 # the senders' and softirqs' scheduling, so with DESIGN.md's example of 32
 # a single flow paced at 5 MB/s (14 % of 300 Mbit, 3400 packets/s) had 4-8 %
@@ -49,8 +53,19 @@
 # process still inside its namespaces (e.g. a rank of a failed test), then
 # deletes the namespaces, sockets, logs and the state file.
 #
+# The uplinks' tbf (--spine-rate) has by default a bucket (burst) of 4 ms
+# of its rate, at least 32 KiB, and a queue limit of 25 ms of its rate plus
+# the bucket (at 300 Mbit: 150000 and 1087500 bytes). --tbf-burst BYTES and
+# --tbf-limit BYTES set them instead, on every shaped uplink (both ways,
+# every spine); a --tbf-burst without --tbf-limit keeps the limit's rule,
+# 25 ms of the rate plus the new bucket. BYTES as tc reads a size: a plain
+# number of bytes, or with a suffix b, k or kb (1024), m or mb (1048576),
+# e.g. 64k, 150kb, 0.5m; the bucket at least one full frame (1514) and at
+# most 64m, the limit 1514 to 256m. `fabric.sh size-bytes SIZE` converts.
+#
 # Usage:
 #   fabric.sh up   [--leaves L] [--hosts-per-leaf H] [--spine-rate RATE]
+#                  [--tbf-burst BYTES] [--tbf-limit BYTES]
 #                  [--ecn-mark PPS [--ecn-burst PACKETS]] [--spines S]
 #                  [--prefix NAME] [--state FILE]
 #                  [--timeout SECS]
@@ -67,6 +82,8 @@
 #                  (--spines)
 #   fabric.sh rate-bytes RATE
 #                  a tc rate (300mbit, 1gbit, 10mbps ...) in bytes per second
+#   fabric.sh size-bytes SIZE
+#                  a tc size (64k, 150kb, 0.5m, 1514 ...) in bytes
 #
 # Without --prefix/--state, down/run/show use $FABRIC_STATE.
 # HOST is a host's name (its namespace, e.g. wf123-h1), its short name (h1) or
@@ -84,6 +101,7 @@
 #   ns NAMESPACE              (every namespace created)
 #   pid PID NAMESPACE STARTTIME   (every lldpd started; STARTTIME from /proc)
 #   uplink LEAF LEAFNS IF SPINENS IF RATE
+#   tbf NS IF RATE BURST LIMIT    (every shaped port: its bucket and limit, bytes)
 #   ecn PPS BURST             (--ecn-mark: switches that mark, hosts with ECN on)
 #   leaf LEAF NS SOCK
 #   host NAME NS IP LEAF SOCK IFNAME
@@ -166,6 +184,29 @@ rate_bytes() {
 	}'
 }
 
+# tc size (bytes, k/kb = 1024, m/mb = 1048576, as tc reads them) -> bytes
+size_bytes() {
+	awk -v s="$1" 'BEGIN {
+		if (!match(s, /^[0-9]+(\.[0-9]+)?/)) exit 1
+		v = substr(s, 1, RLENGTH) + 0; u = tolower(substr(s, RLENGTH + 1))
+		if (u == "" || u == "b") m = 1
+		else if (u == "k" || u == "kb") m = 1024
+		else if (u == "m" || u == "mb") m = 1048576
+		else exit 1
+		printf "%d\n", v * m
+	}'
+}
+
+# tbf_size OPTION VALUE MAX: VALUE (a tc size) in bytes, between one full
+# frame and MAX bytes; dies naming OPTION and VALUE otherwise.
+tbf_size() {
+	local b
+	b=$(size_bytes "$2") || die "$1: bad size '$2' (bytes, or with k, kb, m or mb: e.g. 64k, 0.5m)"
+	[ "$b" -ge 1514 ] || die "$1 '$2' is $b bytes: at least one full frame (1514)"
+	[ "$b" -le "$3" ] || die "$1 '$2' is $b bytes: at most $3"
+	echo "$b"
+}
+
 # Turn segmentation/receive offloads off on a veth, so tbf sees wire-size
 # packets. ethtool if present; otherwise cap the GSO/GRO size with ip(8).
 NOTED_ETHTOOL=0
@@ -214,12 +255,16 @@ ecn_host() {
 shape() {
 	local ns=$1 dev=$2 rate=$3 bps burst limit
 	bps=$(rate_bytes "$rate") || die "bad rate '$rate' (use tc units, e.g. 300mbit)"
-	# 4 ms worth of tokens (at least 32 KiB) and ~25 ms of queue.
+	# 4 ms worth of tokens (at least 32 KiB) and ~25 ms of queue, unless
+	# --tbf-burst / --tbf-limit (TBF_BURST, TBF_LIMIT) say otherwise.
 	burst=$((bps / 250))
 	[ "$burst" -ge 32768 ] || burst=32768
+	[ -z "$TBF_BURST" ] || burst=$TBF_BURST
 	limit=$((bps / 40 + burst))
+	[ -z "$TBF_LIMIT" ] || limit=$TBF_LIMIT
 	tc -n "$ns" qdisc replace dev "$dev" root tbf rate "$rate" burst "$burst" limit "$limit" ||
 		die "tc tbf on $dev in $ns failed"
+	record "tbf $ns $dev $rate $burst $limit"
 }
 
 new_ns() {
@@ -279,7 +324,7 @@ up_abort() {
 
 cmd_up() {
 	local leaves=2 hpl=2 rate="" timeout=15 spines=1
-	ECN_PPS="" ECN_BURST=""
+	ECN_PPS="" ECN_BURST="" TBF_BURST="" TBF_LIMIT=""
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--leaves) leaves=${2:?}; shift 2 ;;
@@ -287,6 +332,8 @@ cmd_up() {
 		--spine-rate) rate=${2:?}; shift 2 ;;
 		--ecn-mark) ECN_PPS=${2:?}; shift 2 ;;
 		--ecn-burst) ECN_BURST=${2:?}; shift 2 ;;
+		--tbf-burst) TBF_BURST=$(tbf_size --tbf-burst "${2:?}" 67108864) || exit 1; shift 2 ;;
+		--tbf-limit) TBF_LIMIT=$(tbf_size --tbf-limit "${2:?}" 268435456) || exit 1; shift 2 ;;
 		--spines) spines=${2:?}; shift 2 ;;
 		--prefix) PREFIX=${2:?}; shift 2 ;;
 		--state) STATE=${2:?}; shift 2 ;;
@@ -310,7 +357,12 @@ cmd_up() {
 	case $ECN_PPS in *[!0-9]*) die "--ecn-mark takes packets per second" ;; esac
 	case $ECN_BURST in *[!0-9]*) die "--ecn-burst takes a number of packets" ;; esac
 	[ -z "$ECN_BURST" ] || [ -n "$ECN_PPS" ] || die "--ecn-burst needs --ecn-mark"
-	if [ -n "$ECN_PPS" ] && [ -z "$ECN_BURST" ]; then
+	[ -n "$rate" ] || [ -z "$TBF_BURST$TBF_LIMIT" ] || die "--tbf-burst/--tbf-limit need --spine-rate"
+	if [ -n "$ECN_PPS" ] && [ -z "$ECN_BURST" ] && [ -n "$TBF_BURST" ]; then
+		# The bucket's depth in time at the (first) spine's rate, in packets at PPS.
+		ECN_BURST=$(awk -v b="$TBF_BURST" -v p="$ECN_PPS" -v r="$(rate_bytes "${rate%%,*}")" \
+			'BEGIN {n = int(b * p / r + 0.5); print n < 1 ? 1 : n}')
+	elif [ -n "$ECN_PPS" ] && [ -z "$ECN_BURST" ]; then
 		ECN_BURST=$((ECN_PPS / 250))
 		[ "$ECN_BURST" -ge 22 ] || ECN_BURST=22
 	fi
@@ -454,7 +506,10 @@ cmd_up() {
 	trap - ERR INT TERM EXIT
 	set +E
 	if [ "$spines" -gt 1 ]; then subnet="10.101-$((100 + leaves)).$x"; fi
-	echo "fabric $PREFIX up in $((SECONDS - t0))s: $leaves leaves x $hpl hosts, $spines spine(s), $subnet.0/24, spine uplinks ${rate:-unshaped}"
+	local tbf=""
+	[ -z "$rate" ] || tbf=$(awk '$1 == "tbf" && !seen[$4]++ {
+		printf "%s%s burst %d limit %d", n++ ? "; " : " (tbf ", $4, $5, $6} END {if (n) print ")"}' "$STATE")
+	echo "fabric $PREFIX up in $((SECONDS - t0))s: $leaves leaves x $hpl hosts, $spines spine(s), $subnet.0/24, spine uplinks ${rate:-unshaped}$tbf"
 	show_layout
 	echo "state: $STATE   (down: $FABRIC_SH down --state $STATE)"
 }
@@ -694,6 +749,8 @@ spines) cmd_spines "$@" ;;
 with) cmd_with "$@" ;;
 rate-bytes) [ $# -eq 1 ] || die "rate-bytes takes one rate"
 	rate_bytes "$1" || die "bad rate '$1' (use tc units, e.g. 300mbit)" ;;
+size-bytes) [ $# -eq 1 ] || die "size-bytes takes one size"
+	size_bytes "$1" || die "bad size '$1' (bytes, or with k, kb, m or mb: e.g. 64k, 0.5m)" ;;
 -h | --help | help) usage ;;
-*) die "unknown subcommand '$sub' (up, down, run, show, marks, spines, with, rate-bytes)" ;;
+*) die "unknown subcommand '$sub' (up, down, run, show, marks, spines, with, rate-bytes, size-bytes)" ;;
 esac

@@ -35,16 +35,23 @@
 #   dead      4 sub-flows, WEFT_PEER_DEAD=1, WEFT_TIMEOUT=5
 #             (FAILOVER_DEAD_TIMEOUT): both spines blackholed a second in and
 #             kept dark: both ranks fail within FAILOVER_DEAD_BOUND s
-#             (default 12) of the blackhole, each naming the other: at
-#             least one as unreachable with its dark sub-flows (the
-#             failover's verdict). A rank whose sends were all acknowledged
-#             when the paths went dark has nothing in flight; it probes its
-#             quiet sockets while a receive waits and so finds them dark
-#             too (unit/transports/failover receiver_dark), but about one
-#             run in 14 such a rank still failed at WEFT_TIMEOUT (cause not
-#             found yet), naming the peer: that is accepted for one rank,
-#             with a NOTE line
-# Every job but dead must exit 0 with every call exact (step_time -k stops
+#             (default WEFT_TIMEOUT) of the blackhole, before their timeout, each
+#             naming the other as unreachable with its dark sub-flows and
+#             the watch's silence (the watch's UDP crosses the same spines:
+#             it goes dark too). A rank with nothing in flight when the
+#             paths went dark (a receive waiting, or a send waiting only
+#             for the peer's acknowledgements) probes its quiet sockets and
+#             so finds them dark too (unit/transports/failover
+#             receiver_dark, sender_dark)
+#   alive     4 sub-flows, WEFT_PEER_DEAD=1, WEFT_TIMEOUT=5: both spines
+#             drop TCP only, a second in: every data path is dark but the
+#             watch (UDP) still hears the peer, so neither rank declares
+#             the other failed; each says so once (WARN "answers on the
+#             watch") and fails at WEFT_TIMEOUT (its no-progress clock
+#             runs from its last progress, just before the blackhole: the
+#             job must last more than WEFT_TIMEOUT - 1 s), naming the
+#             other (its timeout's line)
+# Every job but dead and alive must exit 0 with every call exact (step_time -k stops
 # at the first wrong one and exits 1; its input changes with every call, so
 # a fragment reduced twice, placed wrong or left from an earlier call
 # shows). Each step prints its time ("# STEP: N s").
@@ -59,10 +66,10 @@ BUILD=${WEFT_BUILD:-build}
 case $BUILD in /*) ;; *) BUILD=$REPO/$BUILD ;; esac
 ITERS=${FAILOVER_ITERS:-60}
 SINGLE_ITERS=${FAILOVER_SINGLE_ITERS:-40}
-STEPS=${FAILOVER_STEPS:-nft linkdown single flap dead}
+STEPS=${FAILOVER_STEPS:-nft linkdown single flap dead alive}
 FLAPS=${FAILOVER_FLAPS:-5}
 DEAD_TIMEOUT=${FAILOVER_DEAD_TIMEOUT:-5}
-DEAD_BOUND=${FAILOVER_DEAD_BOUND:-12}
+DEAD_BOUND=${FAILOVER_DEAD_BOUND:-$DEAD_TIMEOUT}
 
 if [ -z "${FABRIC_STATE:-}" ]; then
 	[ -x "$BUILD/step_time" ] || { echo "FAIL: $BUILD/step_time not built"; exit 1; }
@@ -123,10 +130,14 @@ busiest_spine() {
 	[ -n "$SNS" ] || fail "no namespace for spine $SPINE"
 }
 
-blackhole() { # NAMESPACE: drop everything it forwards
+blackhole() { # NAMESPACE [tcp]: drop everything it forwards (or its TCP only)
+	local policy=drop
+	[ "${2:-}" != tcp ] || policy=accept
 	ip netns exec "$1" nft add table inet weft_failover &&
 		ip netns exec "$1" nft add chain inet weft_failover blackhole \
-			'{ type filter hook forward priority 0; policy drop; }' ||
+			"{ type filter hook forward priority 0; policy $policy; }" &&
+		{ [ "${2:-}" != tcp ] ||
+			ip netns exec "$1" nft add rule inet weft_failover blackhole meta l4proto tcp drop; } ||
 		fail "could not blackhole $1"
 	DARK_NS+=("$1")
 }
@@ -278,45 +289,73 @@ step_flap() {
 	echo "ok: flap: every call completed exact (no fragment reached the user twice)"
 }
 
-# Does rank R's dead.R.err name PEER: "peer rank PEER (host) is
-# unreachable: every path to it dark ... (sub-flow N dark ...)"?
-names_dark() { grep -q "peer rank $2 (.*) is unreachable: every path to it dark for .* (sub-flow [0-9] dark" "$OUT/dead.$1.err"; }
-names_late() { grep -q "no progress for .* waiting for rank $2; verdict: rank $2 " "$OUT/dead.$1.err"; }
+# Does rank R's LABEL.R.err name PEER: "peer rank PEER (host) is
+# unreachable: every path to it dark ... (sub-flow N dark ...), no answer
+# from it on the watch for S s"?
+names_dark() {
+	grep -q "peer rank $3 (.*) is unreachable: every path to it dark for .* (sub-flow [0-9] dark.*), no answer from it on the watch for [0-9.]* s" \
+		"$OUT/$1.$2.err"
+}
+names_late() { grep -q "no progress for .* waiting for rank $3" "$OUT/$1.$2.err"; }
 
-step_dead() {
-	local t0 t1 r other ns st=0 secs dark=0
-	FABRIC_JOB_TIMEOUT=$((DEAD_BOUND + 20)) fabric_run_job "$OUT" dead 29605 WEFT_TRANSPORTS=socket \
+# dead_job LABEL PORT [tcp]: a job of 16 MiB AllReduces with WEFT_PEER_DEAD=1,
+# every spine blackholed (its TCP only, with "tcp") a second in; sets SECS,
+# the seconds from the blackhole to the job's end, and fails the test if
+# the job succeeded.
+dead_job() {
+	local label=$1 port=$2 how=${3:-} ns st=0 t0 jobpid
+	FABRIC_JOB_TIMEOUT=$((DEAD_TIMEOUT + 20)) fabric_run_job "$OUT" "$label" "$port" WEFT_TRANSPORTS=socket \
 		WEFT_SOCKET_NSOCKS=4 WEFT_REPATH=stall WEFT_PEER_DEAD=1 WEFT_TIMEOUT="$DEAD_TIMEOUT" WEFT_DEBUG=INFO -- \
 		"$BUILD/step_time" -s 16777216 -k -n 1000000 -t 600 >&2 &
-	local jobpid=$!
+	jobpid=$!
 	sleep 1
-	for ns in $(awk '$1 == "spine" {print $3}' "$FABRIC_STATE"); do blackhole "$ns"; done
+	for ns in $(awk '$1 == "spine" {print $3}' "$FABRIC_STATE"); do blackhole "$ns" $how; done
 	t0=$(date +%s.%N)
 	wait "$jobpid" || st=$?
-	t1=$(date +%s.%N)
+	SECS=$(echo "$(date +%s.%N) - $t0" | bc)
 	lift_all
-	secs=$(echo "$t1 - $t0" | bc)
-	echo "dead: every spine blackholed; the job ended ${secs} s later"
-	[ "$st" -ne 0 ] || fail "dead: the job succeeded with every path dark"
-	[ "$(echo "$secs < $DEAD_BOUND" | bc)" -eq 1 ] || fail "dead: the job took ${secs} s to fail (bound $DEAD_BOUND s)"
+	[ "$st" -ne 0 ] || fail "$label: the job succeeded with every path dark"
+}
+
+step_dead() {
+	local r other
+	dead_job dead 29605
+	echo "dead: every spine blackholed; the job ended ${SECS} s later"
+	[ "$(echo "$SECS < $DEAD_BOUND" | bc)" -eq 1 ] || fail "dead: the job took ${SECS} s to fail (bound $DEAD_BOUND s)"
 	for r in 0 1; do
 		other=$((1 - r))
-		if names_dark "$r" "$other"; then
-			dark=$((dark + 1))
-		elif names_late "$r" "$other"; then
-			echo "NOTE: dead: rank $r failed at WEFT_TIMEOUT naming rank $other, not its dark paths"
-		else
-			tail -n 5 "$OUT/dead.$r.err" | sed 's/^/#   /'
-			fail "dead: rank $r does not name peer rank $other"
-		fi
 		grep -h "is unreachable\|no progress for" "$OUT/dead.$r.err" | head -n 1 | cut -c1-400 | sed 's/^/#   /'
+		names_dark dead "$r" "$other" || {
+			tail -n 5 "$OUT/dead.$r.err" | sed 's/^/#   /'
+			fail "dead: rank $r does not name peer rank $other unreachable with its dark sub-flows and the watch's silence"
+		}
 	done
-	[ "$dark" -ge 1 ] || fail "dead: no rank named its peer unreachable with its dark sub-flows"
-	echo "ok: dead: both ranks failed in ${secs} s, each naming the other ($dark with the dark paths)"
+	echo "ok: dead: both ranks failed in ${SECS} s, each naming the other unreachable (dark paths, silent watch)"
+}
+
+step_alive() {
+	local r other
+	dead_job alive 29606 tcp
+	echo "alive: every spine drops TCP; the job ended ${SECS} s later"
+	[ "$(echo "$SECS > $DEAD_TIMEOUT - 1" | bc)" -eq 1 ] ||
+		fail "alive: the job failed ${SECS} s after the paths went dark, before WEFT_TIMEOUT ($DEAD_TIMEOUT s)"
+	for r in 0 1; do
+		other=$((1 - r))
+		grep -h "answers on the watch\|no progress for" "$OUT/alive.$r.err" | cut -c1-300 | sed 's/^/#   /'
+		! grep -q "is unreachable" "$OUT/alive.$r.err" ||
+			fail "alive: rank $r declared a peer unreachable that the watch hears"
+		grep -q "peer rank $other: every path to it dark for .*, but it answers on the watch" "$OUT/alive.$r.err" ||
+			fail "alive: rank $r does not say that rank $other's paths are dark but its watch answers"
+		names_late alive "$r" "$other" || {
+			tail -n 5 "$OUT/alive.$r.err" | sed 's/^/#   /'
+			fail "alive: rank $r did not fail at its timeout naming rank $other"
+		}
+	done
+	echo "ok: alive: neither rank declared the other failed while the watch heard it; both timed out in ${SECS} s"
 }
 
 for step in $STEPS; do
-	case $step in nft | linkdown | single | flap | dead) ;; *) fail "unknown step '$step'" ;; esac
+	case $step in nft | linkdown | single | flap | dead | alive) ;; *) fail "unknown step '$step'" ;; esac
 	t=$(date +%s.%N)
 	"step_$step"
 	echo "# $step: $(echo "$(date +%s.%N) - $t" | bc) s"

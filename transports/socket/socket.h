@@ -72,6 +72,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/socket.h>
 
 #include "transports/common/tp_bounce.h"
@@ -377,6 +378,7 @@ struct weft_sock_conn {
 	bool peer_bye;	     /* the peer is closing (CTL_BYE) */
 	bool bye_sent;	     /* this side is (the flush at fini) */
 	double dark_since;   /* every sub-flow down or stalled since (0: not) */
+	bool dark_heard;     /* ... and the watch hears the peer (said once) */
 	unsigned checks;     /* progress calls since the health check */
 	double next_check;
 	int repath_fd; /* acceptor: a re-path call under way (-1 none) */
@@ -492,6 +494,21 @@ static inline unsigned weft_sock_ctl_slot(const struct weft_sock_comm *sc)
 static inline unsigned weft_sock_probe_slot(const struct weft_sock_comm *sc)
 {
 	return sc->nsocks + 1;
+}
+
+/* How a log line or an error names slot @p s, into @p buf: "sub-flow 2"
+ * for a data socket, "the control socket", "the probe sub-flow" (the
+ * second socket a single sub-flow opens to try another path). */
+static inline const char *weft_sock_slot_name(const struct weft_sock_comm *sc, unsigned s,
+					      char *buf, size_t len)
+{
+	if (s == weft_sock_ctl_slot(sc))
+		snprintf(buf, len, "the control socket");
+	else if (s == weft_sock_probe_slot(sc))
+		snprintf(buf, len, "the probe sub-flow");
+	else
+		snprintf(buf, len, "sub-flow %u", s);
+	return buf;
 }
 
 static inline bool weft_sock_acking(const struct weft_sock_comm *sc)

@@ -205,20 +205,25 @@ weft_status_t weft_tp_socket_irecv(struct weft_conn *conn, struct weft_msg *m)
 /* Acknowledgements owed and not carried by any header this round go on
  * the control socket: at once where a sender waits (it asked, or a
  * receive it completed asked), else after a batch of frames, which frees
- * the peer's replay ring. */
+ * the peer's replay ring. While the control socket is being replaced
+ * (failed over), on the first data socket that is up: a sender waiting
+ * for them would otherwise wait for the replacement. */
 static void acks_out(struct weft_sock_conn *c)
 {
-	unsigned ctl = weft_sock_ctl_slot(c->sc);
+	unsigned via = weft_sock_ctl_slot(c->sc);
+	for (unsigned s = 0; !weft_tp_socket_usable(c, via) && s < c->sc->nsocks; s++)
+		via = s;
+	if (!weft_tp_socket_usable(c, via))
+		return; /* none up: asked again at the next check */
 	bool now = c->ack_urgent || c->ack_frames >= 32;
 	if (c->ack_asked) { /* our acknowledgements may wait behind data: ask */
 		c->ack_asked = false;
-		if (weft_tp_socket_usable(c, ctl))
-			weft_tp_socket_ctl(c, ctl, WEFT_SOCK_CTL_ACKNOW, 0, 0, 0);
+		weft_tp_socket_ctl(c, via, WEFT_SOCK_CTL_ACKNOW, 0, 0, 0);
 	}
-	if (now && c->ack_owed && weft_tp_socket_usable(c, ctl))
-		weft_tp_socket_ctl(c, ctl, WEFT_SOCK_CTL_ACK, 0, 0, 0);
-	if (weft_tp_socket_tx_busy(c, ctl))
-		weft_tp_socket_tx(c, ctl);
+	if (now && c->ack_owed)
+		weft_tp_socket_ctl(c, via, WEFT_SOCK_CTL_ACK, 0, 0, 0);
+	if (weft_tp_socket_tx_busy(c, via))
+		weft_tp_socket_tx(c, via);
 }
 
 /* Does @p c need its sockets moved? @p look: every socket is read this

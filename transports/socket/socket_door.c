@@ -100,9 +100,11 @@ static void install(struct weft_sock_comm *sc, struct weft_sock_conn *c, unsigne
 	bool later = c->up;
 	if (sk->phase == WEFT_SOCK_UP) { /* the peer saw it fail before this side did */
 		unsigned frames = weft_tp_socket_retire(c, s);
+		char name[32];
 		weft_log(WEFT_LOG_INFO, WEFT_SUB_NET,
-			 "socket: peer rank %d replaced sub-flow %u; %u frame%s sent again",
-			 c->base.peer, s, frames, frames == 1 ? "" : "s");
+			 "socket: peer rank %d replaced %s; %u frame%s sent again", c->base.peer,
+			 weft_sock_slot_name(sc, s, name, sizeof(name)), frames,
+			 frames == 1 ? "" : "s");
 		if (!sk->h.dark_since) {
 			sk->h.dark_since = weft_now();
 			sk->h.old_port = sk->port;

@@ -31,9 +31,10 @@
  * its listener on a new connection: socket_lazy.c). A socket the peer
  * closed without saying BYE is failed over the same way; a peer that is
  * gone shows when a new connection to its listener is refused. A peer dark
- * on every path and silent on the watch for WEFT_PEER_DEAD is declared
- * failed: the connection fails naming it, each sub-flow, the sockets
- * tried and how long each was dark.
+ * on every path and silent on the watch for WEFT_PEER_DEAD (asked there and
+ * not answering: env->peer_silence) is declared failed: the connection
+ * fails naming it, each sub-flow, the sockets tried and how long each was
+ * dark.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -167,11 +168,11 @@ static void renew(struct weft_sock_conn *c, unsigned s, const char *why, bool mo
 		sk->h.failovers++;
 		c->st.failovers++;
 	}
+	char name[32];
 	weft_log(WEFT_LOG_INFO, WEFT_SUB_NET,
-		 "socket: peer rank %d, sub-flow %u (port %u) %s: %s; %u frame%s sent again on "
-		 "the others",
-		 c->base.peer, s, sk->port, moved ? "moves" : "failed over", why, frames,
-		 frames == 1 ? "" : "s");
+		 "socket: peer rank %d, %s (port %u) %s: %s; %u frame%s sent again on the others",
+		 c->base.peer, weft_sock_slot_name(c->sc, s, name, sizeof(name)), sk->port,
+		 moved ? "moves" : "failed over", why, frames, frames == 1 ? "" : "s");
 	sk->phase = connector(c) ? WEFT_SOCK_IDLE : WEFT_SOCK_DOWN;
 	if (!connector(c))
 		ask_replacement(c, s, now);
@@ -207,20 +208,28 @@ static void ask_replacement(struct weft_sock_conn *c, unsigned s, double now)
 	c->repath_mask |= 1u << s;
 }
 
-/* A rank that only waits to receive has nothing in flight, so its kernel
- * has nothing to see stalled: with every path dark (the peer's sends and
- * its requests for new sockets all lost) it would wait for WEFT_TIMEOUT
- * and name no path. So while a receive waits on @p c and slot @p s has
- * neither sent nor received anything for PROBE_QUIET_S (and not probed
- * since), it writes a control frame (its acknowledgements, useful
- * anyway): the peer's kernel acknowledges it even while the peer computes,
- * and a dark path leaves it unacknowledged, which the check below sees as
- * a stall (the bound for one segment, 250 ms). A long wait on a live peer
- * costs one small frame per socket every PROBE_QUIET_S. */
+/* A rank that only waits for its peer has nothing in flight, so its
+ * kernel has nothing to see stalled: with every path dark (the peer's
+ * sends and its requests for new sockets all lost) it would wait for
+ * WEFT_TIMEOUT and name no path. It waits so when a receive waits, and
+ * also when a send waits only for the peer's acknowledgements (its
+ * fragments written and acknowledged by the peer's kernel just before
+ * the paths went dark: its request for them, CTL_ACKNOW, goes on one
+ * socket, and once that one is failed over the others would carry
+ * nothing; on the fabric about one run in 14 of test_failover's "dead"
+ * step failed so at WEFT_TIMEOUT, unit/transports/failover sender_dark).
+ * So while something waits on the peer and slot @p s has neither sent nor
+ * received anything for PROBE_QUIET_S (and not probed since), it writes a
+ * control frame (its acknowledgements, useful anyway): the peer's kernel
+ * acknowledges it even while the peer computes, and a dark path leaves it
+ * unacknowledged, which the check below sees as a stall (the bound for
+ * one segment, 250 ms). A long wait on a live peer costs one small frame
+ * per socket every PROBE_QUIET_S. */
 static void probe_quiet(struct weft_sock_conn *c, unsigned s, const struct tcp_info *ti, double now)
 {
 	struct weft_sock_health *h = &c->sock[s].h;
-	if (!c->recvq.q.head || ti->tcpi_unacked || weft_tp_socket_tx_busy(c, s) ||
+	bool waits = c->recvq.q.head || c->waiting > 0 || c->resend.head;
+	if (!waits || ti->tcpi_unacked || weft_tp_socket_tx_busy(c, s) ||
 	    ti->tcpi_last_data_recv < PROBE_QUIET_S * 1e3 ||
 	    ti->tcpi_last_data_sent < PROBE_QUIET_S * 1e3 || now - h->probed_at < PROBE_QUIET_S)
 		return;
@@ -301,37 +310,51 @@ void weft_tp_socket_dark_note(const struct weft_sock_conn *c, char *buf, size_t 
 		if (sk->h.parked || sk->phase == WEFT_SOCK_UP || !sk->h.dark_since)
 			continue;
 		double since = sk->h.gone_at > 0 ? sk->h.gone_at : sk->h.dark_since;
-		int w = snprintf(buf + n, len - n,
-				 "%ssub-flow %u dark %.1f s (port %u, %u new socket%s tried)",
-				 n ? "; " : "", s, now - since, sk->h.old_port, sk->h.tried,
-				 sk->h.tried == 1 ? "" : "s");
+		char name[32];
+		int w =
+		    snprintf(buf + n, len - n, "%s%s dark %.1f s (port %u, %u new socket%s tried)",
+			     n ? "; " : "", weft_sock_slot_name(c->sc, s, name, sizeof(name)),
+			     now - since, sk->h.old_port, sk->h.tried, sk->h.tried == 1 ? "" : "s");
 		if (w < 0)
 			break;
 		n += (size_t)w;
 	}
 }
 
-/* Every path dark for WEFT_PEER_DEAD, and the watch has not heard the peer
- * for as long: it is declared failed. */
+/* Every path dark for WEFT_PEER_DEAD, and the watch has asked the peer
+ * for as long and heard nothing: it is declared failed. The watch is asked
+ * from the moment the last path goes dark (it counts silence from its
+ * first unanswered question), so both bounds run together. A peer the
+ * watch still hears is alive and cut off from this rank's data paths
+ * only: the connection keeps trying new sockets, and an operation waiting
+ * on it fails at WEFT_TIMEOUT (its verdict says the peer answers). */
 static weft_status_t dark_check(struct weft_sock_conn *c, double now)
 {
 	const struct weft_sock_comm *sc = c->sc;
 	const struct weft_tp_env *env = sc->base.env;
 	if (lit(c)) {
 		c->dark_since = 0;
+		c->dark_heard = false;
 		return WEFT_SUCCESS;
 	}
 	if (c->dark_since == 0)
 		c->dark_since = now;
+	double silent = env->peer_silence ? env->peer_silence(env->ctx, c->base.peer) : -1;
 	if (now - c->dark_since < sc->peer_dead_s)
 		return WEFT_SUCCESS;
-	double silent = env->peer_silence ? env->peer_silence(env->ctx, c->base.peer) : -1;
-	if (silent >= 0 && silent < sc->peer_dead_s)
+	if (silent >= 0 && silent < sc->peer_dead_s) {
+		if (!c->dark_heard) /* once per dark spell */
+			weft_log(WEFT_LOG_WARN, WEFT_SUB_NET,
+				 "socket: peer rank %d: every path to it dark for %.1f s, but it "
+				 "answers on the watch: still trying new sockets",
+				 c->base.peer, now - c->dark_since);
+		c->dark_heard = true;
 		return WEFT_SUCCESS; /* the watch hears it: a path may still come back */
-	char note[512], watch[80] = "no watch to ask";
+	}
+	char note[512], watch[96] = "no watch to ask";
 	weft_tp_socket_dark_note(c, note, sizeof(note));
 	if (silent >= 0)
-		snprintf(watch, sizeof(watch), "nothing from it on the watch for %.1f s", silent);
+		snprintf(watch, sizeof(watch), "no answer from it on the watch for %.1f s", silent);
 	if (env->peer_gone) /* weft_comm_failed_ranks names it, a shrink leaves it out */
 		env->peer_gone(env->ctx, c->base.peer, WEFT_RANK_UNREACHABLE);
 	weft_status_t st = weft_tp_fail(

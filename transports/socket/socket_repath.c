@@ -116,10 +116,10 @@ static void move(struct weft_sock_conn *c, unsigned s, double now, const char *w
 	sk->h.moved_at = now;
 	c->st.repaths++;
 	sk->h.repaths++;
+	char name[32];
 	weft_log(WEFT_LOG_INFO, WEFT_SUB_NET,
-		 "socket: peer rank %d, sub-flow %u (port %u): %s; "
-		 "moving it to a new port",
-		 c->base.peer, s, sk->port, why);
+		 "socket: peer rank %d, %s (port %u): %s; moving it to a new port", c->base.peer,
+		 weft_sock_slot_name(c->sc, s, name, sizeof(name)), sk->port, why);
 }
 
 /* A socket being moved has given back what it had (or took too long):

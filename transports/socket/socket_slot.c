@@ -201,10 +201,12 @@ void weft_tp_socket_slot_up(struct weft_sock_conn *c, unsigned s)
 	if (sk->h.dark_since > 0) {
 		double since = sk->h.gone_at > 0 ? sk->h.gone_at : sk->h.dark_since;
 		c->st.replaced++;
+		char name[32];
 		weft_log(WEFT_LOG_INFO, WEFT_SUB_NET,
-			 "socket: peer rank %d, sub-flow %u moved from port %u to port %u after "
-			 "%.3f s dark (%u new socket%s tried)",
-			 c->base.peer, s, sk->h.old_port, sk->port, now - since, sk->h.tried,
+			 "socket: peer rank %d, %s moved from port %u to port %u after %.3f s dark "
+			 "(%u new socket%s tried)",
+			 c->base.peer, weft_sock_slot_name(c->sc, s, name, sizeof(name)),
+			 sk->h.old_port, sk->port, now - since, sk->h.tried,
 			 sk->h.tried == 1 ? "" : "s");
 	}
 	sk->h.dark_since = sk->h.gone_at = 0;

@@ -24,7 +24,11 @@
  * original taking a fragment over from its resent copy (late_original,
  * with frames written straight into the sockets). And a rank that only
  * waits to receive when every path goes dark (receiver_dark): it has
- * nothing in flight, and fails naming the peer within WEFT_PEER_DEAD.
+ * nothing in flight, and fails naming the peer within WEFT_PEER_DEAD. And
+ * the watch's half of that rule: a peer dark on every path that the watch
+ * still hears is not declared failed (watch_hears); one the watch stops
+ * hearing is, WEFT_PEER_DEAD after its first unanswered question, which is
+ * asked as soon as every path is dark (watch_silent).
  */
 #define _GNU_SOURCE
 #include <check.h>
@@ -55,6 +59,7 @@
 
 struct flow { /* one direction of one socket, by the writer's fd */
 	bool used, dark, drop;
+	bool mute; /* what is written is lost, but the kernel's acks of the other way get through */
 	int fd;
 	char *held;
 	size_t nheld;
@@ -185,6 +190,13 @@ static ssize_t fake_sendmsg(int fd, const struct msghdr *mh, int flags)
 	pump(); /* what came back first goes first */
 	if (f)
 		f->last_write = now_s();
+	if (f && f->mute) {
+		size_t n = 0;
+		for (size_t i = 0; i < mh->msg_iovlen; i++)
+			n += mh->msg_iov[i].iov_len;
+		f->written += n;
+		return (ssize_t)n;
+	}
 	if (!f || (!f->dark && !f->nheld)) {
 		ssize_t n = sendmsg(fd, mh, flags);
 		if (n > 0 && f) {
@@ -336,13 +348,24 @@ static void env_explain(void *ctx, uint64_t sent, uint64_t want, int peer, char 
 }
 
 /* The watch's silence: 0, it always hears the peer and nothing is declared
- * dead; -1, no watch (receiver_dark). WEFT_PEER_DEAD for setup. */
+ * dead; -1, no watch (receiver_dark). With watch_mute, the peer stops
+ * answering: like core/watch.c's, the silence counts from the first
+ * question asked after that (watch_hears, watch_silent). WEFT_PEER_DEAD
+ * for setup. */
 static double watch_silence;
+static bool watch_mute;
+static double mute_asked; /* the first question while muted (0: none yet) */
+static unsigned silence_calls;
 static const char *peer_dead = "30";
 
 static double env_silence(void *ctx, int peer)
 {
-	return watch_silence;
+	silence_calls++;
+	if (watch_silence < 0 || !watch_mute)
+		return watch_silence;
+	if (mute_asked == 0)
+		mute_asked = now_s();
+	return now_s() - mute_asked;
 }
 
 static struct weft_sock_comm *sc_of(int r)
@@ -427,6 +450,9 @@ static void teardown(void)
 	weft_sock_io_default = &weft_sock_io_kernel;
 	connects_dark = false;
 	watch_silence = 0;
+	watch_mute = false;
+	mute_asked = 0;
+	silence_calls = 0;
 	peer_dead = "30";
 }
 
@@ -831,6 +857,141 @@ START_TEST(test_receiver_dark)
 }
 END_TEST
 
+/* Rank 1 waits to receive from rank 0; then every path goes dark both
+ * ways and no new connection gets through. */
+static void all_dark(struct weft_msg *r, uint64_t *got)
+{
+	*r = (struct weft_msg){.buf = got, .len = 8, .tag = 3};
+	ck_assert_int_eq(weft_tp_socket_irecv(ends[1].conn, r), WEFT_SUCCESS);
+	for (int k = 0; k < 100; k++)
+		progress_both();
+	for (int rk = 0; rk < 2; rk++)
+		for (unsigned s = 0; s < conn_of(rk)->sc->nslots; s++)
+			if (out_flow(rk, s))
+				go_dark(out_flow(rk, s), true);
+	connects_dark = true;
+}
+
+START_TEST(test_watch_hears)
+{
+	/* Every path dark, but the watch hears the peer: it is alive, so it
+	 * is not declared failed however long the paths stay dark (2.5 s,
+	 * WEFT_PEER_DEAD 1 s). Once the watch stops hearing it too, it is,
+	 * WEFT_PEER_DEAD after the first unanswered question. */
+	peer_dead = "1";
+	setup(2, _i ? "adaptive" : "rr", "0.05");
+	uint64_t got = 0;
+	struct weft_msg r;
+	all_dark(&r, &got);
+	double t0 = now_s();
+	while (now_s() - t0 < 2.5)
+		progress_both();
+	ck_assert_msg(!r.done && !ends[1].status, "failed with the watch hearing the peer: %s",
+		      ends[1].err);
+	ck_assert_msg(conn_of(1)->dark_since > 0 && t0 - conn_of(1)->dark_since < 1.5,
+		      "rank 1's paths are not all dark (dark since %.2f s after the blackhole)",
+		      conn_of(1)->dark_since - t0);
+	ck_assert_uint_gt(silence_calls, 0);
+	watch_mute = true;
+	double t1 = now_s();
+	while (!r.done && now_s() - t1 < 6)
+		progress_both();
+	double took = now_s() - t1;
+	ck_assert_msg(r.done && r.status != WEFT_SUCCESS, "the receive still waits 6 s after the "
+							  "watch went silent");
+	ck_assert_msg(
+	    strstr(ends[1].err, "peer rank 0 (a) is unreachable: every path to it dark") &&
+		strstr(ends[1].err, "no answer from it on the watch for 1."),
+	    "rank 1 failed with \"%s\"", ends[1].err);
+	ck_assert_msg(took >= 1 && took < 1.8, "failed %.2f s after the watch went silent", took);
+	teardown();
+}
+END_TEST
+
+START_TEST(test_watch_silent)
+{
+	/* The watch goes silent with the paths: it is asked from the moment
+	 * the last path goes dark, so both bounds run together and the peer
+	 * is declared failed about WEFT_PEER_DEAD (2 s) after that, not twice
+	 * as late (dark 2 s, then asked 2 s). */
+	peer_dead = "2";
+	watch_mute = true;
+	setup(2, _i ? "adaptive" : "rr", "0.05");
+	uint64_t got = 0;
+	struct weft_msg r;
+	all_dark(&r, &got);
+	double t0 = now_s();
+	while (!r.done && now_s() - t0 < 8)
+		progress_both();
+	double took = now_s() - t0;
+	ck_assert_msg(r.done && r.status != WEFT_SUCCESS, "the receive still waits after 8 s");
+	ck_assert_msg(strstr(ends[1].err, "(sub-flow 0 dark") &&
+			  strstr(ends[1].err, "no answer from it on the watch for 2."),
+		      "rank 1 failed with \"%s\"", ends[1].err);
+	/* the sockets' stall bounds (250 ms quiet, 250 ms for one segment)
+	 * come first: about 0.5 s */
+	ck_assert_msg(took < 3.5, "failed %.2f s after every path went dark", took);
+	teardown();
+}
+END_TEST
+
+START_TEST(test_sender_dark)
+{
+	/* Rank 0 sends 512 KiB in 128 KiB fragments (each send completes at
+	 * its acknowledgement, not at the write); every byte reached rank 1,
+	 * whose kernel acknowledged it, and then every path goes dark both
+	 * ways before rank 1's acknowledgements come back. Rank 0 has
+	 * nothing in flight and no receive posted: it asks for them
+	 * (CTL_ACKNOW), first on the control socket, which stalls and is
+	 * failed over; then it must still find its data sockets dark and fail
+	 * within WEFT_PEER_DEAD (1 s) and a few stall bounds, naming rank 1
+	 * and its dark sub-flows, not wait for WEFT_TIMEOUT. (The fabric's
+	 * "dead" step saw this about once in 14 runs.) Rank 1's frames are
+	 * lost from the start (its flows muted: rank 0's kernel still hears
+	 * the acknowledgements of what it wrote), the paths go dark once rank
+	 * 1 has the message. */
+	peer_dead = "1";
+	watch_silence = -1;
+	setenv("FO_CHUNK", "1", 1);
+	setenv("WEFT_SOCKET_CHUNK", "128K", 1);
+	setup(2, _i ? "adaptive" : "rr", "0.05");
+	unsetenv("FO_CHUNK");
+	static char data[512 << 10], got[512 << 10];
+	memset(data, 5, sizeof(data));
+	struct weft_msg snd = {.buf = data, .len = sizeof(data), .tag = 4};
+	struct weft_msg rcv = {.buf = got, .len = sizeof(got), .tag = 4};
+	for (unsigned s = 0; s < conn_of(1)->sc->nslots; s++)
+		if (out_flow(1, s))
+			out_flow(1, s)->mute = true;
+	ck_assert_int_eq(weft_tp_socket_isend(ends[0].conn, &snd), WEFT_SUCCESS);
+	ck_assert_int_eq(weft_tp_socket_irecv(ends[1].conn, &rcv), WEFT_SUCCESS);
+	double t0 = now_s();
+	while (!rcv.done && now_s() - t0 < 2)
+		progress_both();
+	ck_assert_msg(rcv.done && rcv.status == WEFT_SUCCESS, "rank 1 did not receive it: %s",
+		      ends[1].err);
+	ck_assert_msg(!snd.done, "the send completed with its acknowledgements lost");
+	for (int rk = 0; rk < 2; rk++)
+		for (unsigned s = 0; s < conn_of(rk)->sc->nslots; s++)
+			if (out_flow(rk, s))
+				go_dark(out_flow(rk, s), true);
+	connects_dark = true;
+	t0 = now_s();
+	while (!snd.done && now_s() - t0 < 6)
+		ends[0].tp->ops->msg.progress(ends[0].tp);
+	ck_assert_msg(snd.done,
+		      "the send still waits 6 s after every path went dark "
+		      "(rank 0: %llu failovers)",
+		      (unsigned long long)conn_of(0)->st.failovers);
+	ck_assert_int_ne(snd.status, WEFT_SUCCESS);
+	ck_assert_msg(
+	    strstr(ends[0].err, "peer rank 1 (b) is unreachable: every path to it dark") &&
+		strstr(ends[0].err, "(sub-flow 0 dark"),
+	    "rank 0 failed with \"%s\"", ends[0].err);
+	teardown();
+}
+END_TEST
+
 static void add(Suite *s, const char *name, const TTest *t)
 {
 	TCase *tc = tcase_create(name);
@@ -848,6 +1009,9 @@ static Suite *failover_suite(void)
 	add(s, "ack_lost", test_ack_lost);
 	add(s, "chaos", test_chaos);
 	add(s, "receiver_dark", test_receiver_dark);
+	add(s, "sender_dark", test_sender_dark);
+	add(s, "watch_hears", test_watch_hears);
+	add(s, "watch_silent", test_watch_silent);
 	TCase *tc = tcase_create("resend_order");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_resend_order);

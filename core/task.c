@@ -132,20 +132,26 @@ uint64_t weft_task_clock(const struct weft_comm *comm)
 	return comm->trace && comm->trace->cap ? weft_now_coarse_ns() : 0;
 }
 
-static void record(struct weft_comm *comm, struct weft_task *task, uint64_t call)
+void weft_task_record(struct weft_task *task, bool started)
 {
+	struct weft_comm *comm = task->comm;
 	task->posted_ns = weft_task_clock(comm);
-	weft_trace_posted(task, call);
-	weft_observe_started(&comm->observe, task, call);
+	weft_trace_posted(task, task->call, started ? task->posted_ns : 0);
+	weft_observe_started(&comm->observe, task, task->call);
 }
 
 void weft_task_start(struct weft_task *task, unsigned group)
 {
+	weft_task_queue(task, group);
+	weft_task_record(task, false);
+}
+
+void weft_task_queue(struct weft_task *task, unsigned group)
+{
 	struct weft_comm *comm = task->comm;
-	uint64_t number;
-	task->seq = next_seq(comm, task, &number);
+	task->seq = next_seq(comm, task, &task->call);
 	task->group = group;
-	record(comm, task, number);
+	task->trace_id = 0;
 	if (!weft_task_is_p2p(task)) {
 		uint64_t call = weft_tag_number((uint32_t)task->seq);
 		comm->recent_calls[call % WEFT_RECENT_CALLS] = task->seq | (1ull << 32);

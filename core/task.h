@@ -12,6 +12,7 @@
 
 struct weft_comm;
 struct weft_task;
+struct weft_trace_op;
 
 enum weft_coll_kind {
 	WEFT_COLL_ALLREDUCE = 0,
@@ -90,6 +91,7 @@ struct weft_task {
 	const char *fallback_name;
 	struct weft_coll_args args;
 	uint64_t seq;	      /* upper half of its tags: call number and signature (core/tag.h) */
+	uint64_t call;	      /* its number in full (weft_tag_number keeps 12 bits) */
 	unsigned group;	      /* weft_group_end batch it was started in; 0: none */
 	bool started;	      /* queued on its communicator (weft_task_start) */
 	bool posted;	      /* its algorithm has been posted */
@@ -104,8 +106,9 @@ struct weft_task {
 	 * step (UINT32_MAX unknown) and whether it is a send. */
 	uint32_t waiting_step;
 	bool waiting_send;
-	uint64_t trace_id;  /* its record in the flight recorder (core/trace.h); 0 none */
-	uint64_t posted_ns; /* when it was called, for the metrics (0: not timed) */
+	uint64_t trace_id; /* its record in the flight recorder (core/trace.h); 0 none */
+	struct weft_trace_op *trace_rec; /* where that is, while trace_id is not 0 */
+	uint64_t posted_ns;		 /* when it was called, for the metrics (0: not timed) */
 	/* It ran alone and ended within its first polls, before anything read
 	 * the clock (core/progress.c run_alone): microseconds after its call,
 	 * which the recorder's coarse clock cannot tell from the call. */
@@ -130,6 +133,12 @@ void weft_task_put(struct weft_task *task);
  * never interleave on a connection; only the send/recv of one group run
  * side by side. A task is posted when its turn comes. */
 void weft_task_start(struct weft_task *task, unsigned group);
+
+/* weft_task_start in two halves, for weft_task_run: queue the task (its
+ * number, the watch), then record it (the clock, the flight recorder, the
+ * observers), @p started when its algorithm is already posted. */
+void weft_task_queue(struct weft_task *task, unsigned group);
+void weft_task_record(struct weft_task *task, bool started);
 
 static inline bool weft_task_is_p2p(const struct weft_task *task)
 {

@@ -41,11 +41,14 @@ static uint32_t pow2_at_least(uint32_t n)
 	return p;
 }
 
-/* Rings come from calloc and are then written once, so that their pages
- * are faulted in at init and never on an operation's path. */
+/* Rings are written once at init, so that their pages are faulted in
+ * then and never on an operation's path, and aligned to cache lines, so
+ * that a record of 128 bytes takes two lines, not three (calloc's 16
+ * bytes of alignment made it three). n * size cannot overflow: n is at
+ * most TRACE_MAX_OPS. */
 static void *prefaulted(size_t n, size_t size)
 {
-	void *p = calloc(n, size);
+	void *p = aligned_alloc(64, n * size);
 	if (p)
 		memset(p, 0, n * size);
 	return p;
@@ -136,15 +139,14 @@ void weft_trace_fini(struct weft_comm *comm)
 
 static struct weft_trace_op *record_of(const struct weft_task *task)
 {
-	const struct weft_trace *t = task->comm->trace;
-	if (!t || !t->cap || !task->trace_id)
+	if (!task->trace_id) /* not recorded (task->trace_rec is stale) */
 		return NULL;
-	struct weft_trace_op *r = &t->ops[(task->trace_id - 1) & (t->cap - 1)];
+	struct weft_trace_op *r = task->trace_rec;
 	/* A ring shorter than the operations in flight has reused it. */
 	return atomic_load_explicit(&r->id, memory_order_relaxed) == task->trace_id ? r : NULL;
 }
 
-void weft_trace_posted(struct weft_task *task, uint64_t call)
+void weft_trace_posted(struct weft_task *task, uint64_t call, uint64_t started_ns)
 {
 	struct weft_trace *t = task->comm->trace;
 	task->trace_id = 0;
@@ -158,7 +160,8 @@ void weft_trace_posted(struct weft_task *task, uint64_t call)
 	r->count = a->count;
 	r->bytes = a->count * a->esize;
 	r->posted_ns = task->posted_ns;
-	r->started_ns = r->finished_ns = 0;
+	r->started_ns = started_ns;
+	r->finished_ns = 0;
 	r->algo = task->algo_name;
 	r->word = (uint32_t)task->seq;
 	r->root = a->root;
@@ -170,9 +173,17 @@ void weft_trace_posted(struct weft_task *task, uint64_t call)
 	r->op = (uint8_t)a->op;
 	r->wait_send = 0;
 	r->group = task->group != 0;
-	atomic_store_explicit(&r->state, WEFT_TRACE_POSTED, memory_order_relaxed);
+	atomic_store_explicit(&r->state, started_ns ? WEFT_TRACE_STARTED : WEFT_TRACE_POSTED,
+			      memory_order_relaxed);
 	atomic_store_explicit(&r->id, id, memory_order_release);
 	task->trace_id = id;
+	task->trace_rec = r;
+	/* The next record's lines, fetched for writing now, while this
+	 * operation waits for its peers, rather than missed by the next
+	 * call's stores (perf annotate: this hook's time sat on its first
+	 * store into each line of a record last written a ring ago). */
+	__builtin_prefetch(&t->ops[id & (t->cap - 1)], 1);
+	__builtin_prefetch((const char *)&t->ops[id & (t->cap - 1)] + 64, 1);
 }
 
 void weft_trace_started(struct weft_task *task, uint64_t now_ns)

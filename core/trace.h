@@ -11,7 +11,9 @@
  * (started), while it waits (the peer and the message it waits for, as the
  * engine notes them for the timeout message anyway) and when it finishes:
  * a few stores into a record of the ring and a read of the clock at the
- * call and at the end. Nothing is allocated or formatted on the way.
+ * call and, unless it ended within its first polls, at the end (an
+ * operation run alone is recorded just after its post, while it waits
+ * for its peers). Nothing is allocated or formatted on the way.
  *
  * Dumps go to WEFT_TRACE_DIR (one file per rank and communicator, named
  * by host, rank, pid and communicator id, replaced by a later dump) on a
@@ -134,9 +136,10 @@ void weft_trace_identify(struct weft_comm *comm);
 void weft_trace_fini(struct weft_comm *comm);
 
 /* The recorder's hooks (core/task.c, core/progress.c): a task was called
- * (at task->posted_ns), its turn came, it waits (the engine's note,
- * copied), it finished; the times are weft_now_ns() the caller read. */
-void weft_trace_posted(struct weft_task *task, uint64_t call);
+ * (at task->posted_ns; with @p started_ns, not 0, its turn had come too),
+ * its turn came, it waits (the engine's note, copied), it finished; the
+ * times are those weft_task_clock() or weft_now_ns() read. */
+void weft_trace_posted(struct weft_task *task, uint64_t call, uint64_t started_ns);
 void weft_trace_started(struct weft_task *task, uint64_t now_ns);
 void weft_trace_waiting(struct weft_task *task);
 void weft_trace_finished(struct weft_task *task, weft_status_t status, uint64_t now_ns);

@@ -53,7 +53,9 @@ WEFT_API weft_status_t weft_comm_revoke(weft_comm_t comm);
  * past WEFT_PEER_DEAD (unreachable), and the ranks of @p exclude, which
  * must call it too and get *newcomm = NULL. A rank left out because it
  * was found gone by mistake (it was stopped, or cut off) gets
- * WEFT_ERR_REVOKED and no communicator.
+ * WEFT_ERR_REVOKED and no communicator, if it asks while the survivors
+ * still hold @p comm: once they have destroyed it, nobody answers, and it
+ * fails with WEFT_ERR_REMOTE (no quorum) instead.
  *
  * The agreement is Paxos (single-decree, over the watch's authenticated
  * datagrams): every rank that builds a communicator from this call builds

@@ -20,10 +20,11 @@
 #   linkdown  4 sub-flows; leaf1's uplink to the spine set down (ip link) for
 #             a second, then up again, the job going on after it; the
 #             leaf's multipath route has its next hop through it back
-#   single    1 sub-flow (WEFT_SOCKET_NSOCKS=1), 40 calls (FAILOVER_SINGLE_ITERS),
-#             the spine blackholed until
-#             the job ends: the job survives by re-pathing, the sub-flow
-#             replaced on a new source port ("moved from port")
+#   single    1 sub-flow (WEFT_SOCKET_NSOCKS=1), the spine blackholed a
+#             second in; the job runs until its sub-flow moved and a second
+#             more (at most FAILOVER_SINGLE_DARK_S, default 10 s, dark):
+#             the job survives by re-pathing, the sub-flow replaced on a
+#             new source port ("moved from port")
 #   flap      4 sub-flows; FAILOVER_FLAPS times (default 5: 10 s; the issue
 #             asks for 20 s, FAILOVER_FLAPS=10 gives it) leaf1's uplink that
 #             carried the most in the last second (up) goes down for 1 s
@@ -64,8 +65,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 BUILD=${WEFT_BUILD:-build}
 case $BUILD in /*) ;; *) BUILD=$REPO/$BUILD ;; esac
-ITERS=${FAILOVER_ITERS:-60}
-SINGLE_ITERS=${FAILOVER_SINGLE_ITERS:-40}
+ITERS=${FAILOVER_ITERS:-100}
+SINGLE_DARK_S=${FAILOVER_SINGLE_DARK_S:-10}
 STEPS=${FAILOVER_STEPS:-nft linkdown single flap dead alive}
 FLAPS=${FAILOVER_FLAPS:-5}
 DEAD_TIMEOUT=${FAILOVER_DEAD_TIMEOUT:-5}
@@ -182,6 +183,7 @@ step_nft() {
 	job dark 29601 4 "-n $ITERS -d $OUT/dark.describe.json" &
 	jobpid=$!
 	busiest_spine
+	kill -0 "$jobpid" 2>/dev/null || fail "nft: the job ended before $SNS was blackholed (FAILOVER_ITERS=$ITERS: raise it)"
 	blackhole "$SNS"
 	echo "blackholed $SNS (its uplinks carried $CROSSED bytes in the job's first second)"
 	wait "$jobpid" || fail "nft: the job failed"
@@ -231,6 +233,7 @@ step_linkdown() {
 	job linkdown 29602 4 "-n $ITERS" &
 	jobpid=$!
 	busiest_spine
+	kill -0 "$jobpid" 2>/dev/null || fail "linkdown: the job ended before $SPINE went down (FAILOVER_ITERS=$ITERS: raise it)"
 	link_set down
 	echo "set $SPINE down in $LEAF1_NS (the spine's uplinks carried $CROSSED bytes in the job's first second)"
 	sleep 1
@@ -245,13 +248,28 @@ step_linkdown() {
 }
 
 step_single() {
-	local jobpid fo rep
-	job single 29603 1 "-n $SINGLE_ITERS" &
+	local jobpid fo rep calls k stop=$OUT/single.stop
+	# Until a stop file, not a count of calls: 40 calls took less than the
+	# second busiest_spine watches once jobs started faster, and a job that
+	# has ended before the blackhole tests nothing.
+	job single 29603 1 "-n 1000000 -x $stop" &
 	jobpid=$!
 	busiest_spine
+	kill -0 "$jobpid" 2>/dev/null || fail "single: the job ended before $SNS was blackholed"
 	blackhole "$SNS"
 	echo "blackholed $SNS (its uplinks carried $CROSSED bytes in the job's first second)"
+	# Dark for SINGLE_DARK_S seconds or until the sub-flow moved (then one
+	# more second, calls going on over the new path).
+	for ((k = 0; k < SINGLE_DARK_S * 5; k++)); do
+		[ "$(cat "$OUT"/single.*.err | grep -c "moved from port [0-9]* to port [0-9]* after")" -eq 0 ] || break
+		kill -0 "$jobpid" 2>/dev/null || break
+		sleep 0.2
+	done
+	sleep 1
+	touch "$stop"
 	wait "$jobpid" || fail "single: the job failed"
+	calls=$(awk '{print $2}' "$OUT/single.0.out")
+	echo "single: $calls calls"
 	lift_all
 	read -r fo rep <<<"$(logged single)"
 	echo "single: $fo failover(s), $rep replacement(s) logged"

@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/comm.h"
 
@@ -392,6 +393,36 @@ void weft_p2p_connecting_note(const struct weft_comm *comm, char *buf, size_t le
 	if (first)
 		snprintf(buf, len, "; connecting to %d peer(s), rank %d (over %s) for %.1f s", n,
 			 first->link.peer, first->tp->ops->name, weft_now() - first->connect_since);
+}
+
+/* Only at a timeout: a scan of every peer costs nothing then. */
+static bool dark_paths(const struct weft_comm *comm, int peer, struct weft_tp_paths *out)
+{
+	struct weft_conn *conn = comm->peers[peer].conn;
+	if (!conn || !conn->ops->prop.paths)
+		return false;
+	conn->ops->prop.paths(conn, out);
+	return out->dark > 0;
+}
+
+void weft_p2p_dark_note(const struct weft_comm *comm, int peer, char *buf, size_t len)
+{
+	struct weft_tp_paths p;
+	buf[0] = '\0';
+	int who = peer >= 0 && peer < comm->nranks && dark_paths(comm, peer, &p) ? peer : -1;
+	for (int r = 0; who < 0 && r < comm->nranks; r++)
+		if (r != peer && dark_paths(comm, r, &p))
+			who = r;
+	if (who < 0)
+		return;
+	/* The first dark path as the transport words it ("A; B; ..."): the
+	 * others only counted, so that the verdict after it fits. */
+	int first = (int)strcspn(p.note, ";");
+	if (p.dark > 1 && p.note[first])
+		snprintf(buf, len, "; the paths to rank %d: %u dark (%.*s, and %u more)", who,
+			 p.dark, first, p.note, p.dark - 1);
+	else
+		snprintf(buf, len, "; the paths to rank %d: %u dark (%s)", who, p.dark, p.note);
 }
 
 size_t weft_p2p_chunk_bytes(const struct weft_comm *comm, int peer)

@@ -93,6 +93,12 @@ int weft_p2p_connected_peers(const struct weft_comm *comm);
  * S s" naming the longest under way, or "" if none is. */
 void weft_p2p_connecting_note(const struct weft_comm *comm, char *buf, size_t len);
 
+/* For a timeout message: "; the paths to rank R: N dark (FIRST, and N-1
+ * more)", the transport's note of the dark paths (struct weft_tp_paths)
+ * to @p peer, else to the first peer with a dark path, or "" if no path
+ * is dark. */
+void weft_p2p_dark_note(const struct weft_comm *comm, int peer, char *buf, size_t len);
+
 /* The mem ops of the transport that serves @p peer (transports/transport.h,
  * struct weft_tp_mem_ops), so that algorithms reach them through the peer:
  * reg describes [buf, buf + len) of this rank in a key @p peer can use

@@ -63,16 +63,17 @@ static weft_status_t timed_out(struct weft_comm *comm, struct weft_task *t, doub
 		snprintf(why, sizeof(why), "no progress for %.1f s", now - t->last_event);
 	if (t->waiting_for >= 0)
 		snprintf(who, sizeof(who), " waiting for rank %d", t->waiting_for);
-	char verdict[WEFT_ERR_MSG_BYTES], connecting[128];
+	char verdict[WEFT_ERR_MSG_BYTES], connecting[128], dark[160];
 	weft_watch_verdict(comm, t, verdict, sizeof(verdict));
 	weft_p2p_connecting_note(comm, connecting, sizeof(connecting));
+	weft_p2p_dark_note(comm, t->waiting_for, dark, sizeof(dark));
 	weft_trace_event(comm, WEFT_EV_TIMEOUT, t->waiting_for, "%s seq %llu: %s%s",
 			 weft_coll_name(t->args.coll),
 			 (unsigned long long)weft_tag_number((uint32_t)t->seq), why, who);
-	return weft_comm_fail(comm, WEFT_ERR_TIMEOUT, "%s seq %llu: %s%s%s%s; %s",
+	return weft_comm_fail(comm, WEFT_ERR_TIMEOUT, "%s seq %llu: %s%s%s%s%s; %s",
 			      weft_coll_name(t->args.coll),
 			      (unsigned long long)weft_tag_number((uint32_t)t->seq), why, who,
-			      told ? " (a peer timed out)" : "", connecting,
+			      told ? " (a peer timed out)" : "", connecting, dark,
 			      verdict[0] ? verdict : "no verdict (no watch)");
 }
 

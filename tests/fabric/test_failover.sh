@@ -51,7 +51,7 @@
 #             watch") and fails at WEFT_TIMEOUT (its no-progress clock
 #             runs from its last progress, just before the blackhole: the
 #             job must last more than WEFT_TIMEOUT - 1 s), naming the
-#             other (its timeout's line)
+#             other and its dark paths (its timeout's line)
 # Every job but dead and alive must exit 0 with every call exact (step_time -k stops
 # at the first wrong one and exits 1; its input changes with every call, so
 # a fragment reduced twice, placed wrong or left from an earlier call
@@ -368,6 +368,9 @@ step_alive() {
 			tail -n 5 "$OUT/alive.$r.err" | sed 's/^/#   /'
 			fail "alive: rank $r did not fail at its timeout naming rank $other"
 		}
+		grep -q "no progress for .* waiting for rank $other[^;]*; the paths to rank $other: [1-9] dark (sub-flow [0-9] dark [0-9.]* s (port [0-9]*, [0-9]* new sockets\{0,1\} tried)\(, and [0-9] more\)\{0,1\}); verdict: " \
+			"$OUT/alive.$r.err" ||
+			fail "alive: rank $r's timeout error does not name the dark paths to rank $other"
 	done
 	echo "ok: alive: neither rank declared the other failed while the watch heard it; both timed out in ${SECS} s"
 }

@@ -368,7 +368,7 @@ step_alive() {
 			tail -n 5 "$OUT/alive.$r.err" | sed 's/^/#   /'
 			fail "alive: rank $r did not fail at its timeout naming rank $other"
 		}
-		grep -q "no progress for .* waiting for rank $other[^;]*; the paths to rank $other: [1-9] dark (sub-flow [0-9] dark [0-9.]* s (port [0-9]*, [0-9]* new sockets\{0,1\} tried)\(, and [0-9] more\)\{0,1\}); verdict: " \
+		grep -q "no progress for .* waiting for rank $other[^;]*; the paths to rank $other: [1-9] dark (\(sub-flow [0-9]\|the control socket\|the probe sub-flow\) dark [0-9.]* s (port [0-9]*, [0-9]* new sockets\{0,1\} tried)\(, and [0-9] more\)\{0,1\}); verdict: " \
 			"$OUT/alive.$r.err" ||
 			fail "alive: rank $r's timeout error does not name the dark paths to rank $other"
 	done

@@ -7,10 +7,14 @@
 # --ecn-mark 24000: CE marks on the uplinks above 24000 packets/s, ECN on
 # in the hosts) and runs 2 ranks, one per leaf, with WEFT_PACER=dcqcn and
 # the PACE log at TRACE:
-#   build/allreduce_perf -b 4M -e 4M -n 60 -w 2 across the spine
+#   build/allreduce_perf -b 4M -e 4M -n 150 -w 2 across the spine
 # Once every rank has cut its rate, the congestion is lifted: the switches'
 # marking rules and tbf shaping are deleted, and the job goes on over
-# unshaped veths.
+# unshaped veths (150 calls: the loop that watches for the cuts shares the
+# cores with two ranks that spin, a few tenths of a second per look under
+# load, and at 60 it once saw the cuts only as the job ended; the job must
+# still run when the congestion is lifted, or the test fails saying so).
+# A rate logged once the lifting began counts as after it.
 # Checks: both ranks exit 0 with "# Out of bounds values : 0 OK"; the
 # switches marked packets (fabric.sh marks); every rank negotiated ECN with
 # its peer; its pacer cut the rate on the marks to the bottleneck's order
@@ -87,8 +91,10 @@ line_of() {
 pacing() {
 	m0=$("$FABRIC_SH" marks | awk '{n += $3} END {print n + 0}')
 	fabric_run_job "$OUT" pace 29300 WEFT_PACER=dcqcn WEFT_PACER_BYTES=1M WEFT_DEBUG=TRACE \
-		WEFT_DEBUG_SUBSYS=PACE -- "$BUILD/allreduce_perf" -b 4M -e 4M -n 60 -w 2 &
+		WEFT_DEBUG_SUBSYS=PACE -- "$BUILD/allreduce_perf" -b 4M -e 4M -n 150 -w 2 &
 	job=$!
+	local t0 running=1
+	t0=$(date +%s.%N)
 	# Wait (at most 60 s) for every rank's first cut, then lift the congestion.
 	for ((i = 0; i < 600; i++)); do
 		cut=0
@@ -100,13 +106,18 @@ pacing() {
 		kill -0 "$job" 2>/dev/null || break
 		sleep 0.1
 	done
-	marks=$("$FABRIC_SH" marks | awk -v m0="$m0" '{n += $3} END {print n - m0}')
-	lift_congestion
+	kill -0 "$job" 2>/dev/null || running=0
+	# Where each log stands before the lifting starts (its first step, the
+	# marking rules' deletion, stops the marks; under load the lifting
+	# takes a second or two, and a rate logged meanwhile is "after").
 	for ((r = 0; r < NRANKS; r++)); do
 		wc -l <"$OUT/pace.$r.err" >"$OUT/lifted.$r"
 	done
-	echo "ok: congestion lifted after $((i / 10)).$((i % 10)) s"
+	marks=$("$FABRIC_SH" marks | awk -v m0="$m0" '{n += $3} END {print n - m0}')
+	lift_congestion
+	echo "ok: congestion lifted after $((i / 10)).$((i % 10)) s ($(echo "$(date +%s.%N) - $t0" | bc) s of wall time)"
 	wait "$job" || fail "the job failed (outputs in $OUT)"
+	[ "$running" -eq 1 ] || fail "the job had ended before every rank's first cut was seen: the congestion was lifted after it, so nothing tests the recovery (outputs in $OUT)"
 	grep -q "Out of bounds values : 0 OK" "$OUT/pace.0.out" || fail "wrong results ($OUT/pace.0.out)"
 	[ "$marks" -gt 0 ] || fail "the switches marked no packet"
 	echo "ok: $marks packets CE-marked"

@@ -261,7 +261,8 @@ step_single() {
 	# Dark for SINGLE_DARK_S seconds or until the sub-flow moved (then one
 	# more second, calls going on over the new path).
 	for ((k = 0; k < SINGLE_DARK_S * 5; k++)); do
-		[ "$(cat "$OUT"/single.*.err | grep -c "moved from port [0-9]* to port [0-9]* after")" -eq 0 ] || break
+		read -r _ rep <<<"$(logged single)"
+		[ "$rep" -eq 0 ] || break
 		kill -0 "$jobpid" 2>/dev/null || break
 		sleep 0.2
 	done

@@ -211,9 +211,12 @@ void weft_trace_finished(struct weft_task *task, weft_status_t status, uint64_t 
 	struct weft_trace_op *r = record_of(task);
 	if (!r)
 		return;
-	r->finished_ns = now_ns;
 	if (!r->started_ns)
 		r->started_ns = r->posted_ns;
+	/* The start may have been read on the precise clock and the end on
+	 * the coarse one, whose tick lags it by up to a few milliseconds: a
+	 * dump's times stay in order. */
+	r->finished_ns = now_ns > r->started_ns ? now_ns : r->started_ns;
 	r->status = (int16_t)status;
 	r->waiting_for = task->waiting_for;
 	atomic_store_explicit(&r->state,

@@ -96,6 +96,27 @@ static long long num(const json_t *o, const char *k)
 	return json_integer_value(json_object_get(o, k));
 }
 
+/* A finished operation's times are all there and in order (its start may
+ * be read on the precise clock, its call and end on the coarse one), and
+ * what it waited on is a rank or none. */
+static void check_done_op(const json_t *op, int nranks)
+{
+	const char *keys[] = {"posted_us", "started_us", "finished_us"};
+	for (int k = 0; k < 3; k++)
+		ck_assert_msg(json_is_integer(json_object_get(op, keys[k])), "op %lld: %s is %s",
+			      num(op, "id"), keys[k],
+			      json_is_null(json_object_get(op, keys[k])) ? "null" : "not a number");
+	ck_assert_msg(num(op, "posted_us") <= num(op, "started_us") &&
+			  num(op, "started_us") <= num(op, "finished_us"),
+		      "op %lld's times: %lld %lld %lld", num(op, "id"), num(op, "posted_us"),
+		      num(op, "started_us"), num(op, "finished_us"));
+	ck_assert_str_eq(str(op, "status"), weft_status_string(WEFT_SUCCESS));
+	long long peer = num(op, "waiting_for");
+	ck_assert_msg(peer >= -1 && peer < nranks, "op %lld waits on %lld", num(op, "id"), peer);
+	ck_assert_msg(peer >= 0 || strcmp(str(op, "wait"), "") == 0, "op %lld: wait '%s'",
+		      num(op, "id"), str(op, "wait"));
+}
+
 /* The recorded collective number @p call, NULL if absent. */
 static const json_t *op_of(const json_t *doc, long long call, const char *coll)
 {
@@ -377,7 +398,8 @@ START_TEST(dump_api)
 		ck_assert_str_eq(str(op, "coll"), colls[i]);
 		ck_assert_str_eq(str(op, "state"), "done");
 		ck_assert_int_eq(num(op, "id"), (long long)i + 1);
-		ck_assert_msg(num(op, "finished_us") >= num(op, "posted_us"), "op %zu's times", i);
+		check_done_op(op, 2);
+		ck_assert_int_eq(num(op, "group"), i == 6 || i == 7);
 	}
 	const json_t *send = json_array_get(ops, 6), *bc = json_array_get(ops, 8);
 	ck_assert_int_eq(num(send, "root"), 0); /* rank 1 sent to rank 0 */
@@ -409,6 +431,10 @@ START_TEST(buffer_size)
 	ck_assert_int_eq(json_array_size(ops), 4);
 	ck_assert_int_eq(num(json_array_get(ops, 0), "id"), 7); /* the last 4 of 10 */
 	ck_assert_int_eq(num(d, "buffer"), 4);
+	for (size_t i = 0; i < 4; i++) { /* records reused from ops 3-6 */
+		check_done_op(json_array_get(ops, i), 2);
+		ck_assert_int_eq(num(json_array_get(ops, i), "group"), i < 2);
+	}
 	json_decref(d);
 	snprintf(path, sizeof(path), "%s/none.0.json", dir);
 	d = json_load_file(path, 0, NULL);

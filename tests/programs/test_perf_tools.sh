@@ -12,6 +12,7 @@
 #       "--" (-R) and --in-place, and says so in its header; below 64 KiB
 #       it compares the time per call (--metric auto); it stops with a
 #       clear message when a run fails (an option the perf program refuses);
+#       a --near the probe cannot meet is dropped once, and said;
 #   (d) bad input: each tool exits 2 naming the option and the value.
 # Exit: 0 pass, 1 fail, 77 skipped (no python3 for perf/ab).
 # WEFT_BUILD: the build directory (default build).
@@ -127,6 +128,17 @@ elif grep -q "failed" "$OUT/abq.err" && grep -q "unknown option '-Q'" "$OUT/abq.
 	ok "perf/ab: a failing run stops it, with the program's message"
 else
 	fail "perf/ab -Q: $(head -c 400 "$OUT/abq.err")"
+fi
+# A --near the probe cannot meet (1 ns) is dropped once its wait runs out,
+# not waited for again per pair: 3 pairs, none thrown away, and said.
+if "$REPO/perf/ab" --a "$BUILD" --b "$BUILD" --sizes 8 --transports shm --pairs 3 --iters 2000 \
+	--near 1 --near-wait 0 >"$OUT/abn" 2>"$OUT/abn.err" &&
+	grep -q "^# --near 1 dropped: the probe still read [0-9]* ns after 0 s" "$OUT/abn" &&
+	grep -q "^perf/ab: --near 1 dropped" "$OUT/abn.err" &&
+	awk '$1 == "shm" && $2 == 8 && $NF == 0 { found = 1 } END { exit !found }' "$OUT/abn"; then
+	ok "perf/ab --near beyond reach: dropped once, said, no pair thrown"
+else
+	fail "perf/ab --near 1: $(cat "$OUT/abn" "$OUT/abn.err" | head -c 600)"
 fi
 
 # ---- (d) bad input ----

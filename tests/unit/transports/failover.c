@@ -822,6 +822,27 @@ START_TEST(test_late_original)
 }
 END_TEST
 
+/* Every path dark both ways, what they hold dropped, and no new
+ * connection gets through. */
+static void every_path_dark(void)
+{
+	for (int rk = 0; rk < 2; rk++)
+		for (unsigned s = 0; s < conn_of(rk)->sc->nslots; s++)
+			if (out_flow(rk, s))
+				go_dark(out_flow(rk, s), true);
+	connects_dark = true;
+}
+
+/* Rank 1 waits to receive from rank 0; then every path goes dark. */
+static void all_dark(struct weft_msg *r, uint64_t *got)
+{
+	*r = (struct weft_msg){.buf = got, .len = 8, .tag = 3};
+	ck_assert_int_eq(weft_tp_socket_irecv(ends[1].conn, r), WEFT_SUCCESS);
+	for (int k = 0; k < 100; k++)
+		progress_both();
+	every_path_dark();
+}
+
 START_TEST(test_receiver_dark)
 {
 	/* Rank 1 waits to receive; rank 0 sends nothing (it computes). Then
@@ -834,15 +855,8 @@ START_TEST(test_receiver_dark)
 	watch_silence = -1;
 	setup(2, _i ? "adaptive" : "rr", "0.05");
 	uint64_t got = 0;
-	struct weft_msg r = {.buf = &got, .len = 8, .tag = 3};
-	ck_assert_int_eq(weft_tp_socket_irecv(ends[1].conn, &r), WEFT_SUCCESS);
-	for (int k = 0; k < 100; k++)
-		progress_both();
-	for (int rk = 0; rk < 2; rk++)
-		for (unsigned s = 0; s < conn_of(rk)->sc->nslots; s++)
-			if (out_flow(rk, s))
-				go_dark(out_flow(rk, s), true);
-	connects_dark = true;
+	struct weft_msg r;
+	all_dark(&r, &got);
 	double t0 = now_s();
 	while (!r.done && now_s() - t0 < 6)
 		progress_both();
@@ -856,21 +870,6 @@ START_TEST(test_receiver_dark)
 	teardown();
 }
 END_TEST
-
-/* Rank 1 waits to receive from rank 0; then every path goes dark both
- * ways and no new connection gets through. */
-static void all_dark(struct weft_msg *r, uint64_t *got)
-{
-	*r = (struct weft_msg){.buf = got, .len = 8, .tag = 3};
-	ck_assert_int_eq(weft_tp_socket_irecv(ends[1].conn, r), WEFT_SUCCESS);
-	for (int k = 0; k < 100; k++)
-		progress_both();
-	for (int rk = 0; rk < 2; rk++)
-		for (unsigned s = 0; s < conn_of(rk)->sc->nslots; s++)
-			if (out_flow(rk, s))
-				go_dark(out_flow(rk, s), true);
-	connects_dark = true;
-}
 
 START_TEST(test_watch_hears)
 {
@@ -971,11 +970,7 @@ START_TEST(test_sender_dark)
 	ck_assert_msg(rcv.done && rcv.status == WEFT_SUCCESS, "rank 1 did not receive it: %s",
 		      ends[1].err);
 	ck_assert_msg(!snd.done, "the send completed with its acknowledgements lost");
-	for (int rk = 0; rk < 2; rk++)
-		for (unsigned s = 0; s < conn_of(rk)->sc->nslots; s++)
-			if (out_flow(rk, s))
-				go_dark(out_flow(rk, s), true);
-	connects_dark = true;
+	every_path_dark();
 	t0 = now_s();
 	while (!snd.done && now_s() - t0 < 6)
 		ends[0].tp->ops->msg.progress(ends[0].tp);

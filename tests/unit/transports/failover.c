@@ -843,6 +843,29 @@ static void all_dark(struct weft_msg *r, uint64_t *got)
 	every_path_dark();
 }
 
+/* @p m, rank @p rank's, must fail within 6 s of every path going dark
+ * (progress on both ranks, or on @p rank alone), naming the other rank as
+ * unreachable with its dark sub-flows. */
+static void fails_unreachable(struct weft_msg *m, int rank, bool both)
+{
+	double t0 = now_s();
+	while (!m->done && now_s() - t0 < 6) {
+		if (both)
+			progress_both();
+		else
+			ends[rank].tp->ops->msg.progress(ends[rank].tp);
+	}
+	ck_assert_msg(m->done,
+		      "rank %d still waits 6 s after every path went dark (%llu failovers)", rank,
+		      (unsigned long long)conn_of(rank)->st.failovers);
+	ck_assert_int_ne(m->status, WEFT_SUCCESS);
+	char want[96];
+	snprintf(want, sizeof(want), "peer rank %d (%s) is unreachable: every path to it dark",
+		 1 - rank, rank ? "a" : "b");
+	ck_assert_msg(strstr(ends[rank].err, want) && strstr(ends[rank].err, "(sub-flow 0 dark"),
+		      "rank %d failed with \"%s\"", rank, ends[rank].err);
+}
+
 START_TEST(test_receiver_dark)
 {
 	/* Rank 1 waits to receive; rank 0 sends nothing (it computes). Then
@@ -857,16 +880,7 @@ START_TEST(test_receiver_dark)
 	uint64_t got = 0;
 	struct weft_msg r;
 	all_dark(&r, &got);
-	double t0 = now_s();
-	while (!r.done && now_s() - t0 < 6)
-		progress_both();
-	ck_assert_msg(r.done, "the receive still waits after 6 s (rank 1: %llu failovers)",
-		      (unsigned long long)conn_of(1)->st.failovers);
-	ck_assert_int_ne(r.status, WEFT_SUCCESS);
-	ck_assert_msg(
-	    strstr(ends[1].err, "peer rank 0 (a) is unreachable: every path to it dark") &&
-		strstr(ends[1].err, "(sub-flow 0 dark"),
-	    "rank 1 failed with \"%s\"", ends[1].err);
+	fails_unreachable(&r, 1, true);
 	teardown();
 }
 END_TEST
@@ -971,18 +985,7 @@ START_TEST(test_sender_dark)
 		      ends[1].err);
 	ck_assert_msg(!snd.done, "the send completed with its acknowledgements lost");
 	every_path_dark();
-	t0 = now_s();
-	while (!snd.done && now_s() - t0 < 6)
-		ends[0].tp->ops->msg.progress(ends[0].tp);
-	ck_assert_msg(snd.done,
-		      "the send still waits 6 s after every path went dark "
-		      "(rank 0: %llu failovers)",
-		      (unsigned long long)conn_of(0)->st.failovers);
-	ck_assert_int_ne(snd.status, WEFT_SUCCESS);
-	ck_assert_msg(
-	    strstr(ends[0].err, "peer rank 1 (b) is unreachable: every path to it dark") &&
-		strstr(ends[0].err, "(sub-flow 0 dark"),
-	    "rank 0 failed with \"%s\"", ends[0].err);
+	fails_unreachable(&snd, 0, false);
 	teardown();
 }
 END_TEST

@@ -481,15 +481,19 @@ asan-quick:
 # progress thread (WEFT_PROGRESS_THREAD=1), the watch's thread (every
 # communicator has one; the verdict suite drives it hardest), abort from
 # another thread, waits that drive other communicators (split_group's
-# "split" cases: parents and children at once), and the metrics exporter's
-# thread reading the counters while operations and the progress thread
-# write them (the detector's thread too: 3 ranks). Its own build, build-tsan/;
-# tests/lib/tsan.supp holds only races inside third-party libraries.
+# "split" cases: parents and children at once), groups whose members the
+# progress thread ends (split_group's "groups": a member's end read
+# outside its lock let a finished task back into the active list), the
+# metrics exporter's thread reading the counters while operations and the
+# progress thread write them (the detector's thread too: 3 ranks). Its own
+# build, build-tsan/; tests/lib/tsan.supp holds only races inside
+# third-party libraries.
 TSAN_SANITIZE := -fsanitize=thread
 TSAN_QUICK := faults/verdict faults/deadline unit/core/progress_thread faults/revoke \
 	WEFT_PROGRESS_THREAD=1+WEFT_TEST_ALGO=auto:integration/nonblocking \
 	WEFT_PROGRESS_THREAD=1+WEFT_CONNECT=lazy+WEFT_TEST_ALGO=auto:integration/nonblocking \
 	WEFT_PROGRESS_THREAD=1+WEFT_TEST_ALGO=split:integration/split_group unit/api/review \
+	WEFT_PROGRESS_THREAD=1+WEFT_TEST_ALGO=groups:integration/split_group \
 	unit/core/wait WEFT_WAIT=block+WEFT_PROGRESS_THREAD=1+WEFT_TEST_ALGO=auto:integration/nonblocking \
 	WEFT_METRICS_FILE=build-tsan/metrics.%p.prom+WEFT_METRICS_INTERVAL=0.05+WEFT_PROGRESS_THREAD=1+WEFT_TEST_ALGO=auto:integration/nonblocking
 tsan-quick:

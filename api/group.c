@@ -21,14 +21,6 @@ weft_status_t weft_group_start(void)
 	return WEFT_SUCCESS;
 }
 
-static bool waiting(const struct weft_task *list)
-{
-	for (const struct weft_task *t = list; t; t = t->group_next)
-		if (t->group_wait && t->status == WEFT_INPROGRESS)
-			return true;
-	return false;
-}
-
 weft_status_t weft_group_end(void)
 {
 	if (weft_task_in_callback())
@@ -54,29 +46,39 @@ weft_status_t weft_group_end(void)
 	}
 
 	/* Progress every communicator of the group until the blocking members
-	 * are done: they may depend on each other across communicators. */
+	 * are done: they may depend on each other across communicators. A
+	 * member's status is read under its communicator's lock: a progress
+	 * thread sets it first and then, in the same hold, unlinks the task
+	 * through its next (core/progress.c finish_task); returning a task to
+	 * the pool seen done before that hold ends would overwrite that link
+	 * and put a finished task back in the active list (CI saw sends and
+	 * receives out of step, one run in 60 with WEFT_PROGRESS_THREAD=1). */
 	unsigned spins = 0;
 	double last = weft_now();
 	const struct weft_comm *any = list ? list->comm : NULL;
-	while (waiting(list)) {
+	for (bool pending = true; pending;) {
 		bool moved = false;
+		pending = false;
 		for (struct weft_task *t = list; t; t = t->group_next) {
-			if (!t->group_wait || t->status != WEFT_INPROGRESS)
+			if (!t->group_wait)
 				continue;
-			double seen = t->last_event;
 			weft_comm_lock(t->comm);
-			weft_status_t st = weft_comm_progress(t->comm);
-			if (st != WEFT_SUCCESS && t->status == WEFT_INPROGRESS)
-				t->status = st;
-			weft_comm_unlock(t->comm);
-			if (t->last_event != seen || t->status != WEFT_INPROGRESS) {
-				moved = true;
-				last = t->last_event;
+			if (t->status == WEFT_INPROGRESS) {
+				double seen = t->last_event;
+				weft_status_t st = weft_comm_progress(t->comm);
+				if (st != WEFT_SUCCESS && t->status == WEFT_INPROGRESS)
+					t->status = st;
+				if (t->last_event != seen || t->status != WEFT_INPROGRESS) {
+					moved = true;
+					last = t->last_event;
+				}
+				pending = pending || t->status == WEFT_INPROGRESS;
 			}
+			weft_comm_unlock(t->comm);
 		}
 		if (moved)
 			spins = 0;
-		else
+		else if (pending)
 			weft_wait_backoff(any, &spins, last);
 	}
 	weft_status_t first = WEFT_SUCCESS;

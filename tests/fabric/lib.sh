@@ -24,11 +24,22 @@
 #                           scripts put one host on a leaf), offloads off so
 #                           tbf sees wire-size packets; off removes it.
 #                           Fails if tc does
+#   fabric_since T0         seconds from T0 (a `date +%s.%N`) to now, 3 decimals
+#   fabric_holds EXPR       true when the comparison EXPR holds ("1.5 < 4");
+#                           awk, not bc (not in every base system)
 # shellcheck disable=SC2034  # the RANK_* arrays are for the caller
 
 FABRIC_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 FABRIC_SH=${FABRIC_SH:-$FABRIC_LIB_DIR/fabric.sh}
 FABRIC_JOB_TIMEOUT=${FABRIC_JOB_TIMEOUT:-120}
+
+fabric_since() {
+	awk -v t0="$1" -v now="$(date +%s.%N)" 'BEGIN { printf "%.3f\n", now - t0 }'
+}
+
+fabric_holds() {
+	awk "BEGIN { exit !($1) }"
+}
 
 fabric_ranks() {
 	local mode=${1:-interleaved} per=${2:-1} j k leaf line added name ip lf sock ifname

@@ -115,7 +115,7 @@ pacing() {
 	done
 	marks=$("$FABRIC_SH" marks | awk -v m0="$m0" '{n += $3} END {print n - m0}')
 	lift_congestion
-	echo "ok: congestion lifted after $((i / 10)).$((i % 10)) s ($(echo "$(date +%s.%N) - $t0" | bc) s of wall time)"
+	echo "ok: congestion lifted after $((i / 10)).$((i % 10)) s ($(fabric_since "$t0") s of wall time)"
 	wait "$job" || fail "the job failed (outputs in $OUT)"
 	[ "$running" -eq 1 ] || fail "the job had ended before every rank's first cut was seen: the congestion was lifted after it, so nothing tests the recovery (outputs in $OUT)"
 	grep -q "Out of bounds values : 0 OK" "$OUT/pace.0.out" || fail "wrong results ($OUT/pace.0.out)"

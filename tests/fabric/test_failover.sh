@@ -177,7 +177,7 @@ step_nft() {
 	local t0 jobpid healthy dark fo r logfo logrep sfo srep hfo hrep dfo dranks
 	t0=$(date +%s.%N)
 	job healthy 29600 4 "-n $ITERS -d $OUT/healthy.describe.json"
-	healthy=$(echo "$(date +%s.%N) - $t0" | bc)
+	healthy=$(fabric_since "$t0")
 	echo "healthy: $ITERS x 16 MiB AllReduce in ${healthy} s"
 	t0=$(date +%s.%N)
 	job dark 29601 4 "-n $ITERS -d $OUT/dark.describe.json" &
@@ -187,7 +187,7 @@ step_nft() {
 	blackhole "$SNS"
 	echo "blackholed $SNS (its uplinks carried $CROSSED bytes in the job's first second)"
 	wait "$jobpid" || fail "nft: the job failed"
-	dark=$(echo "$(date +%s.%N) - $t0" | bc)
+	dark=$(fabric_since "$t0")
 	lift_all
 	read -r fo _ <<<"$(logged dark)"
 	echo "dark: $ITERS x 16 MiB AllReduce in ${dark} s, $fo sub-flow failover(s) logged"
@@ -215,7 +215,7 @@ step_nft() {
 	{ [ "$CROSSED" -eq 0 ] || { [ "$dfo" -ge 1 ] && [ "$dranks" -ge 1 ]; }; } && [ "$dfo" -le "$sfo" ] ||
 		fail "the dark job's description counts $dfo failovers on $dranks ranks, its stats files $sfo"
 	echo "description: connections.paths counts $dfo failover(s) on $dranks rank(s)"
-	echo "ok: nft: every call completed exact with $SNS dark; extra time $(echo "$dark - $healthy" | bc) s"
+	echo "ok: nft: every call completed exact with $SNS dark; extra time $(awk -v a="$dark" -v b="$healthy" 'BEGIN { printf "%.3f", a - b }') s"
 }
 
 # The multipath route of leaf1 to leaf2's hosts goes through $SPINE again.
@@ -331,7 +331,7 @@ dead_job() {
 	for ns in $(awk '$1 == "spine" {print $3}' "$FABRIC_STATE"); do blackhole "$ns" $how; done
 	t0=$(date +%s.%N)
 	wait "$jobpid" || st=$?
-	SECS=$(echo "$(date +%s.%N) - $t0" | bc)
+	SECS=$(fabric_since "$t0")
 	lift_all
 	[ "$st" -ne 0 ] || fail "$label: the job succeeded with every path dark"
 }
@@ -340,7 +340,7 @@ step_dead() {
 	local r other
 	dead_job dead 29605
 	echo "dead: every spine blackholed; the job ended ${SECS} s later"
-	[ "$(echo "$SECS < $DEAD_BOUND" | bc)" -eq 1 ] || fail "dead: the job took ${SECS} s to fail (bound $DEAD_BOUND s)"
+	fabric_holds "$SECS < $DEAD_BOUND" || fail "dead: the job took ${SECS} s to fail (bound $DEAD_BOUND s)"
 	for r in 0 1; do
 		other=$((1 - r))
 		grep -h "is unreachable\|no progress for" "$OUT/dead.$r.err" | head -n 1 | cut -c1-400 | sed 's/^/#   /'
@@ -356,7 +356,7 @@ step_alive() {
 	local r other
 	dead_job alive 29606 tcp
 	echo "alive: every spine drops TCP; the job ended ${SECS} s later"
-	[ "$(echo "$SECS > $DEAD_TIMEOUT - 1" | bc)" -eq 1 ] ||
+	fabric_holds "$SECS > $DEAD_TIMEOUT - 1" ||
 		fail "alive: the job failed ${SECS} s after the paths went dark, before WEFT_TIMEOUT ($DEAD_TIMEOUT s)"
 	for r in 0 1; do
 		other=$((1 - r))
@@ -380,7 +380,7 @@ for step in $STEPS; do
 	case $step in nft | linkdown | single | flap | dead | alive) ;; *) fail "unknown step '$step'" ;; esac
 	t=$(date +%s.%N)
 	"step_$step"
-	echo "# $step: $(echo "$(date +%s.%N) - $t" | bc) s"
+	echo "# $step: $(fabric_since "$t") s"
 done
 [ -n "${FAILOVER_KEEP:-}" ] || rm -rf "$OUT"
 echo "PASS: failover"

@@ -266,7 +266,6 @@ weft_status_t bs_connect(struct weft_bootstrap *bs, const struct sockaddr *addr,
 			 struct weft_err *err)
 {
 	double backoff = 0.01;
-	int one = 1;
 
 	for (;;) {
 		int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -286,7 +285,6 @@ weft_status_t bs_connect(struct weft_bootstrap *bs, const struct sockaddr *addr,
 			}
 		}
 		if (e == 0) {
-			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 			*out = fd;
 			return WEFT_SUCCESS;
 		}

@@ -29,9 +29,11 @@ static void transcript_mac(const struct weft_hs *hs, const char *label,
 /* Every handshake, and most of what follows on its connection, is a few
  * small frames each answering the last: with Nagle on, the second of two
  * writes in a row waits for the peer's delayed ACK (40 ms on Linux), which
- * cost every job ~40 ms at bootstrap. Both ends turn it off; on a socket
- * that is not TCP (a socketpair in the tests) the call fails and nothing
- * is lost. */
+ * cost every job ~40 ms at bootstrap. Every TCP connection Weft makes (the
+ * bootstrap's, the socket transport's sub-flows and probes, the liveness
+ * checks) starts with a handshake, so this is the one place Nagle goes
+ * off, at both ends; on a socket that is not TCP (a socketpair in the
+ * tests) the call fails and nothing is lost. */
 static void no_delay(int fd)
 {
 	int one = 1;

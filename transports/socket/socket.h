@@ -630,8 +630,6 @@ void weft_tp_socket_accept(struct weft_sock_comm *sc);
 /* socket_door.c: drop every handshake under way (with a warning naming
  * @p why, or quietly when NULL). */
 void weft_tp_socket_door_close(struct weft_sock_comm *sc, const char *why);
-/* TCP_NODELAY, best effort. */
-void weft_tp_socket_nodelay(int fd);
 weft_status_t weft_tp_socket_conn_step(struct weft_sock_conn *c);
 /* The connector, once up: move slot @p s (a replacement, a probe) along:
  * WEFT_SUCCESS when up, WEFT_INPROGRESS, or an error that fails the

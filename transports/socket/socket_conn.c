@@ -259,15 +259,6 @@ static uint32_t tcp_rtt_us(const struct weft_sock_comm *sc, int fd)
 	return fd >= 0 && sc->io->tcp_info(fd, &ti) == 0 ? ti.tcpi_rtt : 0;
 }
 
-void weft_tp_socket_nodelay(int fd)
-{
-	int one = 1;
-	/* Best effort: without it small messages wait for Nagle, not fail. */
-	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0 && errno != ENOTSUP &&
-	    errno != EOPNOTSUPP)
-		weft_log(WEFT_LOG_WARN, WEFT_SUB_NET, "socket: TCP_NODELAY: %s", strerror(errno));
-}
-
 /* The higher rank's side: up once its handshake, in the pending list, is done. */
 static weft_status_t acceptor_step(struct weft_sock_conn *c, unsigned i)
 {

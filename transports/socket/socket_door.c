@@ -113,7 +113,6 @@ static void install(struct weft_sock_comm *sc, struct weft_sock_conn *c, unsigne
 	weft_tp_socket_close_fd(c, s);
 	sk->fd = fd;
 	sk->gen = gen;
-	weft_tp_socket_nodelay(fd);
 	weft_tp_socket_tune(sc, fd);
 	sk->phase = WEFT_SOCK_UP;
 	if (later) /* at init, the connection coming up starts every slot */

@@ -88,7 +88,6 @@ static weft_status_t advance(struct weft_sock_conn *c, unsigned s, struct slot_e
 		if (sk->fd < 0)
 			return *e = (struct slot_err){errno, false, "creating a socket"},
 			       WEFT_ERR_REMOTE;
-		weft_tp_socket_nodelay(sk->fd);
 		weft_tp_socket_tune(sc, sk->fd);
 		sk->phase_since = weft_now();
 		if (sc->io->connect(sk->fd, (const struct sockaddr *)&card->addr, card->addr_len) !=

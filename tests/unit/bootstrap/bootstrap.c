@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -815,6 +816,17 @@ START_TEST(test_fanout_setting)
 }
 END_TEST
 
+/* The handshake is the one place Nagle goes off (util/handshake.c), at
+ * both ends: with it on, a bootstrap waited 40 ms for a delayed ACK. */
+static void assert_nagle_off(int fd, const char *end)
+{
+	int on = 0;
+	socklen_t len = sizeof(on);
+
+	ck_assert_int_eq(getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, &len), 0);
+	ck_assert_msg(on, "%s: TCP_NODELAY is off after the handshake's start", end);
+}
+
 /* A root by hand: the listener's side of the handshake, with @p key. */
 static void fake_root_handshake(int fd, const struct weft_key *key)
 {
@@ -824,6 +836,7 @@ static void fake_root_handshake(int fd, const struct weft_key *key)
 	struct join join;
 
 	weft_hs_accept(&hs, fd);
+	assert_nagle_off(fd, "the accepting end");
 	for (;;) {
 		enum weft_hs_result r = weft_hs_step(&hs);
 		struct pollfd p = {.fd = fd, .events = weft_hs_events(&hs)};
@@ -978,6 +991,7 @@ static enum weft_hs_result hs_connect_blocking(int fd, const struct weft_key *ke
 
 	ck_assert_int_eq(weft_hs_connect(&hs, fd, key, role, id, rank, peer, payload, len, &err),
 			 WEFT_SUCCESS);
+	assert_nagle_off(fd, "the connecting end");
 	while ((r = weft_hs_step(&hs)) == WEFT_HS_AGAIN) {
 		struct pollfd p = {.fd = fd, .events = weft_hs_events(&hs)};
 
